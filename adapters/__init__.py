@@ -1,0 +1,1 @@
+"""The world: the chained event store, git, processes, clock and the effector."""

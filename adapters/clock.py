@@ -1,0 +1,49 @@
+"""The clock and id sources that the domain is given, never reads itself."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from typing import Protocol
+
+from ..domain.values import from_ms, parse_time, to_ms
+
+__all__ = ["Clock", "FixedClock", "SystemClock", "clock_from_env", "new_id"]
+
+
+class Clock(Protocol):
+    def now(self) -> str: ...
+
+
+class SystemClock:
+    def now(self) -> str:
+        return from_ms(time.time_ns() // 1_000_000)
+
+
+class FixedClock:
+    """A clock that reads a fixed time (for tests and scripted demos)."""
+
+    def __init__(self, at: str):
+        self.at = at
+
+    def now(self) -> str:
+        return self.at
+
+    def advance(self, ms: int) -> None:
+        self.at = from_ms(to_ms(self.at) + ms)
+
+
+def clock_from_env() -> Clock:
+    """DOCKET_NOW pins the clock (tests and the demo); otherwise the system clock."""
+    fixed = os.environ.get("DOCKET_NOW")
+    return FixedClock(parse_time(fixed)) if fixed else SystemClock()
+
+
+_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+def new_id(prefix: str) -> str:
+    """A short random id such as 'run-7k2m9x4q' (40 bits: unique within a ledger)."""
+    n = secrets.randbits(40)
+    return prefix + "-" + "".join(_ALPHABET[(n >> (5 * i)) & 31] for i in range(8))

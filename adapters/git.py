@@ -1,0 +1,38 @@
+"""Git through dulwich: observe branches (more git effects arrive with later issues)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..domain.effects import BranchObservation
+
+__all__ = ["observe_branch"]
+
+
+def observe_branch(repository: Path, branch: str) -> BranchObservation:
+    """Which commit refs/heads/<branch> names in the repository, read with dulwich."""
+    from dulwich.errors import NotGitRepository
+    from dulwich.objects import Commit
+    from dulwich.repo import Repo
+
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError) as e:
+        return BranchObservation("unreadable", detail=f"cannot open repository {repository}: {e}")
+    try:
+        ref = b"refs/heads/" + branch.encode("utf-8")
+        try:
+            sha = repo.refs[ref]
+        except KeyError:
+            return BranchObservation("missing")
+        try:
+            obj = repo[sha]
+        except KeyError:
+            return BranchObservation("unreadable", detail=f"{ref.decode()} names missing object {sha.decode()}")
+        if not isinstance(obj, Commit):
+            return BranchObservation("unreadable", detail=f"{ref.decode()} does not name a commit")
+        return BranchObservation("found", commit=sha.decode("ascii"))
+    except OSError as e:
+        return BranchObservation("unreadable", detail=f"cannot read {repository}: {e}")
+    finally:
+        repo.close()

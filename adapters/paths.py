@@ -1,0 +1,57 @@
+"""Where the ledger lives: <git common dir>/docket/ledger.sqlite by default.
+
+Found without importing git libraries, so that ``docket status`` starts fast.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..domain.errors import NotFound
+
+__all__ = ["LedgerPaths", "find_git_common_dir", "resolve_paths"]
+
+
+@dataclass(frozen=True)
+class LedgerPaths:
+    ledger: Path
+    views: Path
+
+
+def find_git_common_dir(start: Path) -> Path | None:
+    """The common git dir of the repository containing start (worktrees share it)."""
+    for folder in (start, *start.parents):
+        dot_git = folder / ".git"
+        if dot_git.is_dir():
+            return dot_git.resolve()
+        if dot_git.is_file():
+            text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+            if not text.startswith("gitdir:"):
+                return None
+            git_dir = (folder / text[len("gitdir:"):].strip()).resolve()
+            commondir = git_dir / "commondir"
+            if commondir.is_file():
+                return (git_dir / commondir.read_text(encoding="utf-8").strip()).resolve()
+            return git_dir
+        if (folder / "HEAD").is_file() and (folder / "objects").is_dir() and (folder / "refs").is_dir():
+            return folder.resolve()  # a bare repository
+    return None
+
+
+def resolve_paths(ledger_option: str | None, cwd: Path | None = None) -> LedgerPaths:
+    """--ledger, then DOCKET_LEDGER, then the repository's default location."""
+    chosen = ledger_option or os.environ.get("DOCKET_LEDGER")
+    if chosen:
+        ledger = Path(chosen).expanduser().absolute()
+    else:
+        common = find_git_common_dir((cwd or Path.cwd()).absolute())
+        if common is None:
+            raise NotFound(
+                "not-a-repository",
+                "no git repository here; run inside one, or pass --ledger PATH (or set DOCKET_LEDGER)",
+            )
+        ledger = common / "docket" / "ledger.sqlite"
+    views_name = "views.sqlite" if ledger.name == "ledger.sqlite" else ledger.stem + ".views.sqlite"
+    return LedgerPaths(ledger=ledger, views=ledger.with_name(views_name))

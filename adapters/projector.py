@@ -1,0 +1,72 @@
+"""Keeps views.sqlite caught up with the ledger, and rebuilds it from scratch."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from ..projections.views import Views
+from . import faults
+from .store import create_private_file, read_events
+
+__all__ = ["catch_up", "digest_at", "open_views"]
+
+BATCH = 5000
+
+
+def open_views(path: Path | str) -> Views:
+    if str(path) != ":memory:":
+        create_private_file(Path(path))
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=60)
+    if str(path) != ":memory:":
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    views = Views(conn)
+    views.ensure_schema()
+    return views
+
+
+def digest_at(ledger: sqlite3.Connection, position: int) -> str:
+    row = ledger.execute("SELECT digest FROM chain WHERE position = ?", (position,)).fetchone()
+    return "" if row is None else row[0]
+
+
+def catch_up(
+    ledger: sqlite3.Connection,
+    views: Views,
+    *,
+    until: int | None = None,
+    until_time: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Apply every ledger event the views have not seen (up to until), in batches.
+
+    Views that do not belong to this ledger (their position is past the head, or
+    the digest they recorded differs from the ledger's) are rebuilt from scratch.
+    """
+    position = views.position()
+    if position and digest_at(ledger, position) != views.digest():
+        views.ensure_schema(reset=True)
+        position = 0
+    while True:
+        batch = []
+        for row in read_events(ledger, after=position, until=until):
+            if until_time is not None and _recorded_at(row[4]) > until_time:
+                until = row[0] - 1
+                break
+            batch.append(row)
+            if len(batch) == BATCH:
+                break
+        if not batch:
+            return views.position()
+        position = views.apply(batch, lambda p: digest_at(ledger, p),
+                               before_commit=lambda: faults.crash_point("projection:before-commit"))
+        if progress:
+            progress(position)
+
+
+def _recorded_at(state: bytes) -> str:
+    import json
+
+    return json.loads(state)["recorded_at"]

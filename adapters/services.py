@@ -1,0 +1,165 @@
+"""Use cases: load the aggregates, let the domain decide, append the events.
+
+Each function reads fresh state inside the decision, so Ledger.decide can run
+it again when another writer took the same stream version first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..domain import lease as lease_aggregate
+from ..domain import run as run_aggregate
+from ..domain import task as task_aggregate
+from ..domain import worker as worker_aggregate
+from ..domain.errors import NotFound, Refused
+from ..domain.events import Event
+from .clock import Clock
+from .ledger import Ledger
+
+__all__ = [
+    "Appended",
+    "abort_run",
+    "complete_run",
+    "expire_lease",
+    "grant_lease",
+    "load_run",
+    "open_run",
+    "pause_run",
+    "plan_task",
+    "register_worker",
+    "relaunch_worker",
+    "release_lease",
+    "renew_lease",
+    "resume_run",
+]
+
+
+@dataclass(frozen=True)
+class Appended:
+    """What a command recorded: each event with its ledger position."""
+
+    events: list[tuple[int, Event]]
+
+    @property
+    def last(self) -> tuple[int, Event]:
+        return self.events[-1]
+
+
+def _append(ledger: Ledger, decision) -> Appended:  # noqa: ANN001
+    holder: list[list[Event]] = []
+
+    def decide() -> list[Event]:
+        events = decision()
+        events = events if isinstance(events, list) else [events]
+        holder[:] = [events]
+        return events
+
+    positions = ledger.decide(decide)
+    return Appended(list(zip(positions, holder[0])))
+
+
+def load_run(ledger: Ledger, run_id: str) -> run_aggregate.Run:
+    run = ledger.get(run_aggregate.apply, run_aggregate.stream_of(run_id))
+    if run is None:
+        raise NotFound("run-not-found", f"no run {run_id}")
+    return run
+
+
+def _load_worker(ledger: Ledger, worker_id: str) -> worker_aggregate.Worker:
+    worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(worker_id))
+    if worker is None:
+        raise NotFound("worker-not-found", f"no worker {worker_id}")
+    return worker
+
+
+def open_run(ledger: Ledger, clock: Clock, *, run_id: str, intent_id: str, goal: str,
+             target_branch: str, budget_ms: int | None, repository: str) -> Appended:
+    def decision() -> list[Event]:
+        if ledger.get(run_aggregate.apply, run_aggregate.stream_of(run_id)) is not None:
+            raise Refused("run-exists", f"run {run_id} already exists")
+        return run_aggregate.open_run(run_id, intent_id, goal, target_branch, budget_ms, repository, clock.now())
+
+    return _append(ledger, decision)
+
+
+def pause_run(ledger: Ledger, clock: Clock, run_id: str, reason: str | None) -> Appended:
+    return _append(ledger, lambda: run_aggregate.pause(load_run(ledger, run_id), reason, clock.now()))
+
+
+def resume_run(ledger: Ledger, clock: Clock, run_id: str) -> Appended:
+    return _append(ledger, lambda: run_aggregate.resume(load_run(ledger, run_id), clock.now()))
+
+
+def abort_run(ledger: Ledger, clock: Clock, run_id: str, reason: str) -> Appended:
+    return _append(ledger, lambda: run_aggregate.abort(load_run(ledger, run_id), reason, clock.now()))
+
+
+def complete_run(ledger: Ledger, clock: Clock, run_id: str) -> Appended:
+    return _append(ledger, lambda: run_aggregate.complete(load_run(ledger, run_id), clock.now()))
+
+
+def plan_task(ledger: Ledger, clock: Clock, run_id: str, task_id: str, title: str) -> Appended:
+    return _append(ledger, lambda: task_aggregate.plan(
+        ledger.get(task_aggregate.apply, task_aggregate.stream_of(task_id)),
+        load_run(ledger, run_id), task_id, title, clock.now()))
+
+
+def register_worker(ledger: Ledger, clock: Clock, run_id: str, worker_id: str, role: str,
+                    task_id: str | None) -> Appended:
+    def decision() -> Event:
+        task = None
+        if task_id is not None:
+            task = ledger.get(task_aggregate.apply, task_aggregate.stream_of(task_id))
+            if task is None:
+                raise NotFound("task-not-found", f"no task {task_id}")
+        existing = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(worker_id))
+        return worker_aggregate.register(existing, load_run(ledger, run_id), worker_id, role,
+                                         task.run_id if task else None, task_id, clock.now())
+
+    return _append(ledger, decision)
+
+
+def relaunch_worker(ledger: Ledger, clock: Clock, worker_id: str) -> Appended:
+    def decision() -> Event:
+        worker = _load_worker(ledger, worker_id)
+        return worker_aggregate.relaunch(worker, load_run(ledger, worker.run_id), clock.now())
+
+    return _append(ledger, decision)
+
+
+def _load_lease(ledger: Ledger, resource: str) -> lease_aggregate.Lease | None:
+    return ledger.get(lease_aggregate.apply, lease_aggregate.stream_of(resource))
+
+
+def grant_lease(ledger: Ledger, clock: Clock, resource: str, worker_id: str, generation: int,
+                ttl_ms: int) -> Appended:
+    def decision() -> Event:
+        lease = _load_lease(ledger, resource)
+        worker = _load_worker(ledger, worker_id)
+        holder = None
+        if lease is not None:
+            holder = worker if lease.worker_id == worker_id else _load_worker(ledger, lease.worker_id)
+        return lease_aggregate.grant(lease, holder, worker, generation, load_run(ledger, worker.run_id),
+                                     resource, ttl_ms, clock.now())
+
+    return _append(ledger, decision)
+
+
+def renew_lease(ledger: Ledger, clock: Clock, resource: str, token: int, ttl_ms: int) -> Appended:
+    def decision() -> Event:
+        lease = _load_lease(ledger, resource)
+        if lease is None:
+            raise Refused("lease-not-held", f"{resource} has never been leased")
+        holder = _load_worker(ledger, lease.worker_id)
+        return lease_aggregate.renew(lease, holder, resource, token, ttl_ms, clock.now())
+
+    return _append(ledger, decision)
+
+
+def release_lease(ledger: Ledger, clock: Clock, resource: str, token: int) -> Appended:
+    return _append(ledger, lambda: lease_aggregate.release(_load_lease(ledger, resource), resource, token, clock.now()))
+
+
+def expire_lease(ledger: Ledger, clock: Clock, resource: str) -> Appended:
+    return _append(ledger, lambda: lease_aggregate.expire(_load_lease(ledger, resource), resource, clock.now()))

@@ -1,0 +1,255 @@
+"""The chained event store: eventsourcing's SQLite recorders plus the hash chain.
+
+``ChainedRecorder`` holds the chain logic in terms of a cursor and four small
+SQL hooks, so the same mixin can sit on the library's PostgreSQL recorder
+later. The SQLite classes below add it to ``SQLiteApplicationRecorder`` and
+``SQLiteProcessRecorder``: events, their digests and (for the process recorder)
+the tracking position are written on one cursor, in one transaction that takes
+the write lock first (``BEGIN IMMEDIATE``), so positions have no gaps and the
+chain never forks however many processes append at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import (
+    JSONTranscoder,
+    Mapper,
+    Notification,
+    PersistenceError,
+    ProcessRecorder,
+    StoredEvent,
+    Tracking,
+)
+from eventsourcing.sqlite import (
+    SQLiteApplicationRecorder,
+    SQLiteCursor,
+    SQLiteFactory,
+    SQLiteTrackingRecorder,
+    SQLiteTransaction,
+)
+
+from ..domain.canonical import canonical_json
+from ..domain.chain import GENESIS_DIGEST, ChainHead, ChainRow, chain_entry, next_digest
+from ..domain.events import EVENT_TYPES, Event
+from . import faults
+
+__all__ = [
+    "CanonicalMapper",
+    "ChainBroken",
+    "ChainedRecorder",
+    "ChainedSQLiteApplicationRecorder",
+    "ChainedSQLiteFactory",
+    "ChainedSQLiteProcessRecorder",
+    "create_private_file",
+    "read_chain_rows",
+    "read_events",
+]
+
+CHAIN_TABLE = "chain"
+
+
+class ChainBroken(PersistenceError):
+    """The stored chain head does not match the stored events: refuse to append."""
+
+
+class ChainedRecorder:
+    """Mixin: write one chain row per inserted event, on the caller's cursor."""
+
+    events_table_name: str
+
+    def _chain_create_statements(self) -> list[str]:
+        return [
+            f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} ("
+            "position INTEGER PRIMARY KEY, digest TEXT NOT NULL)"
+        ]
+
+    def _chain_head(self, c: Any) -> ChainHead:
+        c.execute(f"SELECT position, digest FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1")
+        row = c.fetchone()
+        head = ChainHead(0, GENESIS_DIGEST) if row is None else ChainHead(row[0], row[1])
+        c.execute(f"SELECT MAX(rowid) FROM {self.events_table_name}")
+        last_event = c.fetchone()[0] or 0
+        if last_event != head.position:
+            msg = (
+                f"ledger is damaged: last event is at position {last_event} but the chain "
+                f"ends at {head.position}; run 'docket verify'"
+            )
+            raise ChainBroken(msg)
+        return head
+
+    def _insert_chained(self, c: Any, stored_events: Sequence[StoredEvent]) -> list[int]:
+        head = self._chain_head(c)
+        position, digest = head.position, head.digest
+        event_rows, chain_rows = [], []
+        for s in stored_events:
+            position += 1
+            stream = s.originator_id.hex if isinstance(s.originator_id, UUID) else s.originator_id
+            digest = next_digest(digest, chain_entry(position, stream, s.originator_version, s.topic, s.state))
+            event_rows.append((position, stream, s.originator_version, s.topic, s.state))
+            chain_rows.append((position, digest))
+        self._insert_event_rows(c, event_rows)
+        c.executemany(f"INSERT INTO {CHAIN_TABLE} (position, digest) VALUES (?, ?)", chain_rows)
+        faults.crash_point("store:before-commit")
+        return [row[0] for row in event_rows]
+
+    def _insert_event_rows(self, c: Any, rows: list[tuple[int, str, int, str, bytes]]) -> None:
+        raise NotImplementedError
+
+
+class _ImmediateTransaction(SQLiteTransaction):
+    """Take SQLite's write lock before reading the chain head."""
+
+    def __enter__(self) -> SQLiteCursor:
+        cursor = self.connection.cursor()
+        cursor.execute("BEGIN IMMEDIATE")
+        return cursor
+
+
+class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorder):
+    def construct_create_table_statements(self) -> list[str]:
+        return super().construct_create_table_statements() + self._chain_create_statements()
+
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        with self.datastore.get_connection(commit=True) as conn, _ImmediateTransaction(conn, commit=True) as c:
+            return self._insert_events(c, stored_events, **kwargs)
+
+    def _insert_events(self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **_: Any) -> Sequence[int] | None:
+        return self._insert_chained(c, stored_events)
+
+    def _insert_event_rows(self, c: Any, rows: list[tuple[int, str, int, str, bytes]]) -> None:
+        c.executemany(
+            f"INSERT INTO {self.events_table_name} "
+            "(rowid, originator_id, originator_version, topic, state) VALUES (?,?,?,?,?)",
+            rows,
+        )
+
+    def select_stream(self, originator_id: str) -> list[Notification]:
+        """A stream's events in version order, each with its ledger position."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(
+                f"SELECT rowid, originator_version, topic, state FROM {self.events_table_name} "
+                "WHERE originator_id=? ORDER BY originator_version",
+                (originator_id,),
+            )
+            return [
+                Notification(id=r[0], originator_id=originator_id, originator_version=r[1], topic=r[2], state=r[3])
+                for r in c.fetchall()
+            ]
+
+
+class ChainedSQLiteProcessRecorder(SQLiteTrackingRecorder, ChainedSQLiteApplicationRecorder, ProcessRecorder):
+    """Chained events and a tracking position, in the same transaction."""
+
+    def __init__(self, datastore: Any, *, events_table_name: str = "stored_events"):
+        super().__init__(datastore, events_table_name=events_table_name)
+
+    def _insert_events(self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        positions = super()._insert_events(c, stored_events, **kwargs)
+        tracking: Tracking | None = kwargs.get("tracking")
+        if tracking is not None:
+            self._insert_tracking(c, tracking)
+        return positions
+
+
+class ChainedSQLiteFactory(SQLiteFactory):
+    application_recorder_class = ChainedSQLiteApplicationRecorder
+    process_recorder_class = ChainedSQLiteProcessRecorder
+
+
+class CanonicalMapper(Mapper):
+    """Events <-> stored rows: topic is the fixed type name, state canonical JSON."""
+
+    def __init__(self) -> None:
+        super().__init__(transcoder=JSONTranscoder())
+
+    def to_stored_event(self, domain_event: Any) -> StoredEvent:
+        event: Event = domain_event
+        return StoredEvent(
+            originator_id=event.stream,
+            originator_version=event.version,
+            topic=event.type_name(),
+            state=canonical_json({"payload": event.payload(), "recorded_at": event.recorded_at}),
+        )
+
+    def to_domain_event(self, stored_event: StoredEvent) -> Any:
+        return decode_event(stored_event.originator_id, stored_event.originator_version,
+                            stored_event.topic, stored_event.state)
+
+
+def decode_event(stream: Any, version: int, topic: str, state: bytes) -> Event:
+    body = json.loads(state)
+    cls = EVENT_TYPES[topic]
+    return cls.model_validate(
+        {**body["payload"], "stream": str(stream), "version": version, "recorded_at": body["recorded_at"]}
+    )
+
+
+def create_private_file(path: Path) -> None:
+    """Create path (and its folder) readable by its owner only, if missing."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+    os.close(fd)
+    os.chmod(path, 0o600)
+
+
+@contextmanager
+def read_only(path: Path) -> Iterator[sqlite3.Connection]:
+    """A plain read-only connection: the fast path for verify, log and projections."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def read_chain_rows(conn: sqlite3.Connection, *, after: int = 0, until: int | None = None) -> Iterator[ChainRow]:
+    """Every stored event with the digest stored beside it, in position order."""
+    sql = (
+        "SELECT e.rowid, e.originator_id, e.originator_version, e.topic, e.state, c.digest "
+        f"FROM stored_events e LEFT JOIN {CHAIN_TABLE} c ON c.position = e.rowid WHERE e.rowid > ?"
+    )
+    params: list[int] = [after]
+    if until is not None:
+        sql += " AND e.rowid <= ?"
+        params.append(until)
+    cursor = conn.execute(sql + " ORDER BY e.rowid", params)
+    while batch := cursor.fetchmany(2000):
+        for row in batch:
+            yield ChainRow(*row)
+
+
+def read_events(conn: sqlite3.Connection, *, after: int = 0, until: int | None = None,
+                topics: Sequence[str] = ()) -> Iterator[tuple[int, str, int, str, bytes]]:
+    """Raw (position, stream, version, type, state) rows in position order."""
+    sql = "SELECT rowid, originator_id, originator_version, topic, state FROM stored_events WHERE rowid > ?"
+    params: list[Any] = [after]
+    if until is not None:
+        sql += " AND rowid <= ?"
+        params.append(until)
+    if topics:
+        sql += f" AND topic IN ({','.join('?' * len(topics))})"
+        params.extend(topics)
+    cursor = conn.execute(sql + " ORDER BY rowid", params)
+    while batch := cursor.fetchmany(2000):
+        yield from batch
+
+
+def head_position(conn: sqlite3.Connection) -> int:
+    try:
+        return conn.execute("SELECT MAX(rowid) FROM stored_events").fetchone()[0] or 0
+    except sqlite3.OperationalError:
+        return 0
+
+
+def orphan_digest_after(conn: sqlite3.Connection, position: int) -> int | None:
+    """A digest recorded past the last event means events were cut from the tail."""
+    return conn.execute(f"SELECT MIN(position) FROM {CHAIN_TABLE} WHERE position > ?", (position,)).fetchone()[0]

@@ -1,0 +1,3 @@
+"""docket's command-line entry point."""
+
+__version__ = "0.1.0"

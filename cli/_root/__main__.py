@@ -1,0 +1,5 @@
+import sys
+
+from docket.cli.app import main
+
+sys.exit(main())

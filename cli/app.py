@@ -1,0 +1,216 @@
+"""docket's command line: noun-verb commands, --json everywhere, one-line errors.
+
+Exit codes: 0 ok, 1 verification failed, 2 usage or bad input, 3 conflict or
+refused by an invariant, 4 effect outcome unknown, 5 not found, 70 internal
+error (a bug: rerun with --debug for the traceback), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .output import emit_error
+
+__all__ = ["build_parser", "main"]
+
+EXIT_INTERNAL = 70
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print exactly one JSON document on stdout")
+    common.add_argument("--ledger", metavar="PATH", default=argparse.SUPPRESS,
+                        help="ledger file (default: $DOCKET_LEDGER, else <git common dir>/docket/ledger.sqlite)")
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show a traceback on errors")
+    return common
+
+
+def _command(group, name: str, handler: str, help: str, example: str):  # noqa: ANN001, ANN202, A002
+    parser = group.add_parser(
+        name, parents=[_common()], help=help, description=help,
+        epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="docket",
+        description="docket: a tamper-evident ledger and supervisor for coding-agent runs.",
+        epilog="example:\n  docket init && docket run open --target main --goal 'fix the flaky test'",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[_common()],
+    )
+    parser.add_argument("--version", action="version", version=f"docket {__version__}")
+    nouns = parser.add_subparsers(dest="noun", metavar="COMMAND", parser_class=_Parser)
+
+    L = "docket.cli.ledger_commands:"
+    R = "docket.cli.run_commands:"
+
+    _command(nouns, "init", L + "init", "create the ledger (idempotent)", "docket init")
+
+    p = _command(nouns, "status", "docket.cli.status_command:status", "show runs as the ledger knows them",
+                 "docket status run-7k2m9x4q --json")
+    p.add_argument("run", nargs="?", metavar="RUN", help="one run (default: every run)")
+    p.add_argument("--at", metavar="POSITION|TIME", help="state as of a ledger position or an ISO-8601 time")
+
+    p = _command(nouns, "log", L + "log", "list ledger events", "docket log --run run-7k2m9x4q --type LeaseGranted")
+    p.add_argument("--run", metavar="RUN", help="only events of this run")
+    p.add_argument("--type", metavar="TYPE", help="only events of this type (e.g. LeaseGranted or LeaseGranted.v1)")
+    p.add_argument("--follow", action="store_true", help="keep printing new events (with --json: one per line)")
+
+    p = _command(nouns, "verify", L + "verify", "recompute the hash chain and name the first bad position",
+                 "docket verify --json > anchor.json; docket verify --anchor anchor.json")
+    p.add_argument("--anchor", metavar="FILE", help="JSON with the position and digest the ledger must still hold")
+
+    p = _command(nouns, "replay", L + "replay",
+                 "verify, rebuild every projection and compare; --apply drives pending intents",
+                 "docket replay --apply")
+    p.add_argument("--until", metavar="POSITION", type=_position, help="stop at this position")
+    p.add_argument("--apply", action="store_true", help="drive every pending intent to its outcome")
+
+    _command(nouns, "schema", L + "schema", "print the JSON Schema of every event type", "docket schema --json")
+
+    run = nouns.add_parser("run", help="open and steer runs").add_subparsers(
+        dest="verb", metavar="VERB", required=True, parser_class=_Parser)
+    p = _command(run, "open", R + "run_open", "open a run: pins the target branch's commit as its base",
+                 "docket run open --target main --goal 'fix the flaky test' --budget 2h")
+    p.add_argument("--target", required=True, metavar="BRANCH", help="target branch")
+    p.add_argument("--goal", required=True, metavar="TEXT", help="what the run is for")
+    p.add_argument("--budget", metavar="DURATION", help="time budget, e.g. 90m or 2h30m")
+    p.add_argument("--id", metavar="RUN", help="run id (default: a new random id)")
+    p.add_argument("--no-wait", action="store_true", help="record the intent and return without pinning")
+    p = _command(run, "pause", R + "run_pause", "pause a run (its budget stops)", "docket run pause run-7k2m9x4q")
+    p.add_argument("run", metavar="RUN")
+    p.add_argument("--reason", metavar="TEXT")
+    p = _command(run, "resume", R + "run_resume", "resume a paused run", "docket run resume run-7k2m9x4q")
+    p.add_argument("run", metavar="RUN")
+    p = _command(run, "abort", R + "run_abort", "abort a run", "docket run abort run-7k2m9x4q --reason 'wrong goal'")
+    p.add_argument("run", metavar="RUN")
+    p.add_argument("--reason", required=True, metavar="TEXT")
+    p = _command(run, "complete", R + "run_complete", "mark a run complete", "docket run complete run-7k2m9x4q")
+    p.add_argument("run", metavar="RUN")
+
+    task = nouns.add_parser("task", help="plan tasks").add_subparsers(
+        dest="verb", metavar="VERB", required=True, parser_class=_Parser)
+    p = _command(task, "plan", R + "task_plan", "plan a task inside a run",
+                 "docket task plan run-7k2m9x4q --title 'write the parser'")
+    p.add_argument("run", metavar="RUN")
+    p.add_argument("--title", required=True, metavar="TEXT")
+    p.add_argument("--id", metavar="TASK", help="task id (default: a new random id)")
+
+    worker = nouns.add_parser("worker", help="register and relaunch workers").add_subparsers(
+        dest="verb", metavar="VERB", required=True, parser_class=_Parser)
+    p = _command(worker, "register", R + "worker_register", "register a worker at generation 1",
+                 "docket worker register run-7k2m9x4q --role implementer --task task-1")
+    p.add_argument("run", metavar="RUN")
+    p.add_argument("--role", required=True, metavar="ROLE")
+    p.add_argument("--task", metavar="TASK")
+    p.add_argument("--id", metavar="WORKER", help="worker id (default: a new random id)")
+    p = _command(worker, "relaunch", R + "worker_relaunch", "raise a worker's generation, fencing the old one",
+                 "docket worker relaunch worker-1")
+    p.add_argument("worker", metavar="WORKER")
+
+    lease = nouns.add_parser("lease", help="grant, renew, release and expire leases").add_subparsers(
+        dest="verb", metavar="VERB", required=True, parser_class=_Parser)
+    p = _command(lease, "grant", R + "lease_grant", "grant a resource to a worker generation",
+                 "docket lease grant worktrees/a --worker worker-1 --generation 1 --ttl 10m")
+    p.add_argument("resource", metavar="RESOURCE")
+    p.add_argument("--worker", required=True, metavar="WORKER")
+    p.add_argument("--generation", required=True, type=_position, metavar="N")
+    p.add_argument("--ttl", required=True, metavar="DURATION")
+    p = _command(lease, "renew", R + "lease_renew", "extend a lease", "docket lease renew worktrees/a --token 12 --ttl 10m")
+    p.add_argument("resource", metavar="RESOURCE")
+    p.add_argument("--token", required=True, type=_position, metavar="N")
+    p.add_argument("--ttl", required=True, metavar="DURATION")
+    p = _command(lease, "release", R + "lease_release", "give a lease back", "docket lease release worktrees/a --token 12")
+    p.add_argument("resource", metavar="RESOURCE")
+    p.add_argument("--token", required=True, type=_position, metavar="N")
+    p = _command(lease, "expire", R + "lease_expire", "record that a lease ran past its expiry",
+                 "docket lease expire worktrees/a")
+    p.add_argument("resource", metavar="RESOURCE")
+
+    p = _command(nouns, "completion", L + "completion", "print a shell completion script",
+                 "eval \"$(docket completion bash)\"")
+    p.add_argument("shell", choices=["bash", "zsh"])
+    return parser
+
+
+def _position(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return int(text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv
+    debug = "--debug" in argv
+    from ..domain.errors import DocketError
+
+    try:
+        args = build_parser().parse_args(argv)
+        if not getattr(args, "handler", None):
+            raise UsageError("a command is needed (see 'docket --help')")
+        module_name, _, function_name = args.handler.partition(":")
+        handler = getattr(importlib.import_module(module_name), function_name)
+        from .context import Context
+
+        ctx = Context(args)
+        try:
+            return handler(ctx) or 0
+        finally:
+            ctx.close()
+    except UsageError as e:
+        emit_error("usage", str(e), as_json)
+        return 2
+    except DocketError as e:
+        if debug:
+            raise
+        emit_error(e.code, e.message, as_json)
+        return e.exit_code
+    except KeyboardInterrupt:
+        emit_error("interrupted", "stopped by the user", as_json)
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as e:  # noqa: BLE001
+        if debug:
+            raise
+        code, message, exit_code = _describe(e)
+        emit_error(code, message, as_json)
+        return exit_code
+
+
+def _describe(e: Exception) -> tuple[str, str, int]:
+    """Known failures of the world get their own code; anything else is a bug."""
+    import sqlite3
+
+    name = type(e).__name__
+    if name == "ChainBroken":
+        return "chain-broken", str(e), 1
+    if isinstance(e, sqlite3.DatabaseError) or name in ("OperationalError", "DatabaseError", "InterfaceError"):
+        return "database", f"{e} (rerun with --debug for the traceback)", 2
+    if isinstance(e, OSError):
+        return "os-error", str(e), 2
+    return "internal", f"{name}: {e} (a bug in docket; rerun with --debug for the traceback)", EXIT_INTERNAL

@@ -1,0 +1,80 @@
+"""Bootstrap: the one place that builds adapters from options and environment.
+
+Heavy modules (pydantic, eventsourcing, dulwich, sqlite-utils) are imported
+only when a command needs them, so that read-only commands start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from ..adapters.paths import LedgerPaths, resolve_paths
+from ..domain.errors import NotFound
+
+if TYPE_CHECKING:
+    from ..adapters.clock import Clock
+    from ..adapters.effector import Effector
+    from ..adapters.ledger import Ledger
+    from ..projections.views import Views
+
+
+class Context:
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.json: bool = bool(getattr(args, "json", False))
+
+    @cached_property
+    def paths(self) -> LedgerPaths:
+        return resolve_paths(getattr(self.args, "ledger", None))
+
+    def require_ledger_file(self) -> None:
+        if not self.paths.ledger.exists():
+            raise NotFound("no-ledger", f"no docket ledger at {self.paths.ledger}; run 'docket init' first")
+
+    @cached_property
+    def ledger(self) -> Ledger:
+        from ..adapters.ledger import Ledger
+
+        self.require_ledger_file()
+        ledger = Ledger(self.paths.ledger)
+        ledger.require_initialised()
+        return ledger
+
+    @cached_property
+    def clock(self) -> Clock:
+        from ..adapters.clock import clock_from_env
+
+        return clock_from_env()
+
+    @cached_property
+    def effector(self) -> Effector:
+        from ..adapters.effector import Effector
+
+        return Effector(self.ledger, self.clock)
+
+    def read_ledger(self) -> sqlite3.Connection:
+        """A read-only connection to the ledger file (kept for the command's life)."""
+        from ..adapters.store import read_only
+
+        self.require_ledger_file()
+        if "_reader" not in self.__dict__:
+            self._reader_cm = read_only(self.paths.ledger)
+            self.__dict__["_reader"] = self._reader_cm.__enter__()
+        return self.__dict__["_reader"]
+
+    def views(self) -> Views:
+        """The views, caught up with the ledger."""
+        from ..adapters.projector import catch_up, open_views
+
+        views = open_views(self.paths.views)
+        catch_up(self.read_ledger(), views)
+        return views
+
+    def close(self) -> None:
+        if "_reader" in self.__dict__:
+            self._reader_cm.__exit__(None, None, None)
+        if "ledger" in self.__dict__:
+            self.ledger.close()

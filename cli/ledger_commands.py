@@ -1,0 +1,217 @@
+"""docket init / log / verify / replay / schema / completion."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..domain.errors import BadInput, NotFound, OutcomeUnknown, VerificationFailed
+from .context import Context
+from .output import Progress, emit
+
+
+def init(ctx: Context) -> int:
+    from ..adapters.ledger import Ledger
+
+    ledger = Ledger(ctx.paths.ledger)
+    try:
+        created = ledger.initialise(ctx.clock.now())
+    finally:
+        ledger.close()
+    ctx.views()
+    doc = {"created": created, "ledger": str(ctx.paths.ledger), "views": str(ctx.paths.views)}
+    emit(ctx.json, doc, f"{'created' if created else 'already have'} ledger {ctx.paths.ledger}")
+    return 0
+
+
+def _event_doc(row: tuple[int, str, int, str, bytes]) -> dict[str, Any]:
+    position, stream, version, type_, state = row
+    body = json.loads(state)
+    return {"position": position, "stream": stream, "version": version, "type": type_,
+            "recorded_at": body["recorded_at"], "payload": body["payload"]}
+
+
+def _human_event(doc: dict[str, Any]) -> str:
+    payload = json.dumps(doc["payload"], ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return f"{doc['position']:>8}  {doc['recorded_at']}  {doc['type']:<24} {doc['stream']}  {payload}"
+
+
+def log(ctx: Context) -> int:
+    from ..adapters.store import read_events
+    from ..domain.events import EVENT_TYPES
+
+    a = ctx.args
+    topics: list[str] = []
+    if a.type:
+        topics = [t for t in EVENT_TYPES if t == a.type or t.split(".v")[0] == a.type]
+        if not topics:
+            raise BadInput("unknown-event-type", f"no event type {a.type!r}; 'docket schema' lists them")
+    conn = ctx.read_ledger()
+
+    def matching(after: int) -> list[dict[str, Any]]:
+        docs = []
+        for row in read_events(conn, after=after, topics=topics):
+            doc = _event_doc(row)
+            if a.run is None or doc["payload"].get("run_id") == a.run or doc["stream"] == f"run:{a.run}":
+                docs.append(doc)
+        return docs
+
+    from ..adapters.store import head_position
+
+    if not a.follow:
+        docs = matching(0)
+        emit(ctx.json, {"events": docs, "head": head_position(conn)}, "\n".join(map(_human_event, docs)) or None)
+        return 0
+    position = 0
+    while True:
+        head = head_position(conn)
+        for doc in matching(position):
+            line = json.dumps(doc, ensure_ascii=False, sort_keys=True) if ctx.json else _human_event(doc)
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        position = head
+        time.sleep(0.5)
+
+
+def _read_anchor(path: str) -> Any:
+    from ..domain.chain import ChainHead
+
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise NotFound("anchor-not-found", f"no anchor file {path}") from None
+    except (OSError, ValueError) as e:
+        raise BadInput("bad-anchor", f"{path} is not a JSON anchor: {e}") from None
+    head = doc.get("head", doc) if isinstance(doc, dict) else None
+    if not (isinstance(head, dict) and isinstance(head.get("position"), int) and isinstance(head.get("digest"), str)):
+        raise BadInput("bad-anchor", f"{path} needs a 'position' (integer) and a 'digest' (hex), at the top or under 'head'")
+    return ChainHead(head["position"], head["digest"])
+
+
+def verify_ledger(ctx: Context, *, anchor: Any = None, until: int | None = None) -> dict[str, Any]:
+    """Recompute the chain; raise VerificationFailed naming the first bad position."""
+    from ..adapters.store import head_position, orphan_digest_after, read_chain_rows
+    from ..domain.chain import CHAIN_ALGORITHM, GENESIS_DIGEST, ChainBreak, verify_chain
+
+    conn = ctx.read_ledger()
+    progress = Progress("verifying", head_position(conn))
+
+    def rows():  # noqa: ANN202
+        for row in read_chain_rows(conn, until=until):
+            if row.position == 1:
+                first = json.loads(row.state) if row.type == "LedgerCreated.v1" else None
+                payload = first["payload"] if first else {}
+                if payload.get("genesis_digest") != GENESIS_DIGEST or payload.get("chain") != CHAIN_ALGORITHM:
+                    raise _Broken(ChainBreak(1, "position 1 is not the LedgerCreated genesis event of this chain"))
+            progress(row.position)
+            yield row
+
+    try:
+        head, broken = verify_chain(rows(), anchor=anchor)
+    except _Broken as e:
+        head, broken = None, e.chain_break
+    finally:
+        progress.close()
+    if broken is None and until is None and head is not None:
+        orphan = orphan_digest_after(conn, head.position)
+        if orphan is not None:
+            from ..domain.chain import ChainBreak
+
+            broken = ChainBreak(head.position + 1, "event missing; its digest is still recorded")
+    if broken is not None:
+        raise VerificationFailed("chain-broken", f"position {broken.position}: {broken.reason}")
+    if head.position == 0:
+        raise NotFound("no-ledger", f"{ctx.paths.ledger} holds no events; run 'docket init' first")
+    return {"ok": True, "events": head.position, "head": {"position": head.position, "digest": head.digest},
+            "algorithm": CHAIN_ALGORITHM}
+
+
+class _Broken(Exception):
+    def __init__(self, chain_break: Any):
+        self.chain_break = chain_break
+
+
+def verify(ctx: Context) -> int:
+    anchor = _read_anchor(ctx.args.anchor) if ctx.args.anchor else None
+    try:
+        doc = verify_ledger(ctx, anchor=anchor)
+    except VerificationFailed as e:
+        if ctx.json:
+            emit(True, {"ok": False, "error": {"code": e.code, "message": e.message}}, None)
+        raise
+    if anchor is not None:
+        doc["anchor"] = {"position": anchor.position, "digest": anchor.digest}
+    emit(ctx.json, doc, f"ok: {doc['events']} events, chain intact; head {doc['head']['position']} {doc['head']['digest']}")
+    return 0
+
+
+def replay(ctx: Context) -> int:
+    from ..adapters.projector import catch_up, open_views
+    from ..projections.views import READ_MODELS
+
+    a = ctx.args
+    if a.apply and a.until:
+        raise BadInput("usage", "--apply drives intents at the head of the ledger; it cannot be combined with --until")
+    checked = verify_ledger(ctx, until=a.until)
+    conn = ctx.read_ledger()
+    rebuilt_path = ctx.paths.views.with_name(ctx.paths.views.stem + ".rebuild.sqlite")
+    for leftover in rebuilt_path.parent.glob(rebuilt_path.name + "*"):
+        leftover.unlink()
+    rebuilt = open_views(rebuilt_path)
+    progress = Progress("rebuilding", checked["events"])
+    try:
+        catch_up(conn, rebuilt, until=a.until, progress=progress)
+    finally:
+        progress.close()
+    doc: dict[str, Any] = {"verified": checked, "rebuilt_position": rebuilt.position()}
+    if a.until is None:
+        current = ctx.views()
+        drift = [m.TABLE for m in READ_MODELS if current.table_rows(m.TABLE) != rebuilt.table_rows(m.TABLE)]
+        current.conn.close()
+        rebuilt.conn.close()
+        doc["drift"] = drift
+        if drift:
+            rebuilt_path.replace(ctx.paths.views)
+            for suffix in ("-wal", "-shm"):
+                Path(str(ctx.paths.views) + suffix).unlink(missing_ok=True)
+    else:
+        doc["tables"] = {m.TABLE: len(rebuilt.table_rows(m.TABLE)) for m in READ_MODELS}
+        rebuilt.conn.close()
+    for leftover in rebuilt_path.parent.glob(rebuilt_path.name + "*"):
+        leftover.unlink()
+    if a.apply:
+        results = ctx.effector.run_pending()
+        ctx.views()
+        doc["applied"] = [{"intent_id": r.intent_id, "intent_position": r.intent_position,
+                           "outcome": r.outcome, "position": r.position} for r in results]
+    lines = [f"ok: chain intact up to {checked['head']['position']}; projections rebuilt to {doc['rebuilt_position']}"]
+    if doc.get("drift"):
+        lines.append(f"projections differed from the ledger in: {', '.join(doc['drift'])}; replaced by the rebuild")
+    for r in doc.get("applied", []):
+        lines.append(f"intent {r['intent_id']} (position {r['intent_position']}): {r['outcome']}")
+    emit(ctx.json, doc, "\n".join(lines))
+    if doc.get("drift"):
+        raise VerificationFailed("projection-drift", f"projections differed in {', '.join(doc['drift'])}; rebuilt from the ledger")
+    unknown = [r for r in doc.get("applied", []) if r["outcome"] == "IntentOutcomeUnknown.v1"]
+    if unknown:
+        raise OutcomeUnknown("outcome-unknown", f"intent {unknown[0]['intent_id']}: outcome still unknown; replay again later")
+    return 0
+
+
+def schema(ctx: Context) -> int:
+    from ..domain.events import EVENT_TYPES
+
+    doc = {name: cls.model_json_schema() for name, cls in EVENT_TYPES.items()}
+    human = json.dumps(doc, indent=2, sort_keys=True)
+    emit(True, doc, None) if ctx.json else emit(False, None, human)
+    return 0
+
+
+def completion(ctx: Context) -> int:
+    from .completion import script
+
+    emit(ctx.json, {"shell": ctx.args.shell, "script": script(ctx.args.shell)}, script(ctx.args.shell))
+    return 0

@@ -1,0 +1,140 @@
+"""docket run / task / worker / lease: append facts, drive intents, print them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..adapters import faults, services
+from ..adapters.clock import new_id
+from ..adapters.paths import find_git_common_dir
+from ..domain.errors import NotFound, OutcomeUnknown, Refused
+from ..domain.events import Event
+from ..domain.values import format_duration, parse_duration
+from .context import Context
+from .output import emit
+
+
+def _recorded(ctx: Context, appended: services.Appended, human: str, **extra: Any) -> int:
+    emit(ctx.json, {**extra, "events": [_event_doc(p, e) for p, e in appended.events]}, human)
+    return 0
+
+
+def _event_doc(position: int, event: Event) -> dict[str, Any]:
+    return {"position": position, "type": event.type_name(), "stream": event.stream,
+            "recorded_at": event.recorded_at, "payload": event.payload()}
+
+
+def run_open(ctx: Context) -> int:
+    a = ctx.args
+    from pathlib import Path
+
+    budget_ms = parse_duration(a.budget) if a.budget else None
+    repository = find_git_common_dir(Path.cwd())
+    if repository is None:
+        raise NotFound("not-a-repository", "run 'docket run open' inside the git repository the run targets")
+    run_id = a.id or new_id("run")
+    appended = services.open_run(ctx.ledger, ctx.clock, run_id=run_id, intent_id=new_id("intent"), goal=a.goal,
+                                 target_branch=a.target, budget_ms=budget_ms, repository=str(repository))
+    faults.crash_point("run-open:after-intent")
+    _, intent = appended.last
+    run = services.load_run(ctx.ledger, run_id)
+    if not a.no_wait:
+        ctx.effector.run_pending()
+        run = services.load_run(ctx.ledger, run_id)
+    ctx.views()
+    doc = {"run": _run_doc(run), "intent": {"intent_id": intent.intent_id, "pending": intent.intent_id in run.pending_intents}}
+    if run.status == "failed":
+        outcome = ctx.ledger.history(f"run:{run_id}")[-1][1]
+        failed = NotFound if run.failure_code == "unknown-branch" else Refused
+        raise failed(outcome.code, outcome.message)
+    if not a.no_wait and intent.intent_id in run.pending_intents:
+        raise OutcomeUnknown("outcome-unknown",
+                             f"run {run_id} is recorded but its base pin is not known yet; 'docket replay --apply' observes again")
+    if run.base_commit:
+        human = f"run {run_id} opened on {run.target_branch} at {run.base_commit[:12]}"
+    else:
+        human = f"run {run_id} opened; base pin pending (intent {intent.intent_id})"
+    emit(ctx.json, doc, human)
+    return 0
+
+
+def _run_doc(run: Any) -> dict[str, Any]:
+    return {"run_id": run.run_id, "status": run.status, "goal": run.goal, "target_branch": run.target_branch,
+            "base_commit": run.base_commit, "budget_ms": run.budget_ms}
+
+
+def run_pause(ctx: Context) -> int:
+    appended = services.pause_run(ctx.ledger, ctx.clock, ctx.args.run, ctx.args.reason)
+    ctx.views()
+    return _recorded(ctx, appended, f"run {ctx.args.run} paused")
+
+
+def run_resume(ctx: Context) -> int:
+    appended = services.resume_run(ctx.ledger, ctx.clock, ctx.args.run)
+    ctx.views()
+    return _recorded(ctx, appended, f"run {ctx.args.run} resumed")
+
+
+def run_abort(ctx: Context) -> int:
+    appended = services.abort_run(ctx.ledger, ctx.clock, ctx.args.run, ctx.args.reason)
+    ctx.views()
+    return _recorded(ctx, appended, f"run {ctx.args.run} aborted")
+
+
+def run_complete(ctx: Context) -> int:
+    appended = services.complete_run(ctx.ledger, ctx.clock, ctx.args.run)
+    ctx.views()
+    return _recorded(ctx, appended, f"run {ctx.args.run} completed")
+
+
+def task_plan(ctx: Context) -> int:
+    task_id = ctx.args.id or new_id("task")
+    appended = services.plan_task(ctx.ledger, ctx.clock, ctx.args.run, task_id, ctx.args.title)
+    ctx.views()
+    return _recorded(ctx, appended, f"task {task_id} planned in run {ctx.args.run}", task_id=task_id)
+
+
+def worker_register(ctx: Context) -> int:
+    a = ctx.args
+    worker_id = a.id or new_id("worker")
+    appended = services.register_worker(ctx.ledger, ctx.clock, a.run, worker_id, a.role, a.task)
+    ctx.views()
+    return _recorded(ctx, appended, f"worker {worker_id} registered in run {a.run} (generation 1)",
+                     worker_id=worker_id, generation=1)
+
+
+def worker_relaunch(ctx: Context) -> int:
+    appended = services.relaunch_worker(ctx.ledger, ctx.clock, ctx.args.worker)
+    event = appended.last[1]
+    ctx.views()
+    return _recorded(ctx, appended, f"worker {ctx.args.worker} relaunched: generation {event.generation} "
+                     f"(generation {event.fenced_generation} fenced)", generation=event.generation)
+
+
+def lease_grant(ctx: Context) -> int:
+    a = ctx.args
+    ttl_ms = parse_duration(a.ttl)
+    appended = services.grant_lease(ctx.ledger, ctx.clock, a.resource, a.worker, a.generation, ttl_ms)
+    token, event = appended.last
+    ctx.views()
+    return _recorded(ctx, appended, f"lease on {a.resource} granted to {a.worker} generation {a.generation}: "
+                     f"token {token}, expires {event.expires_at} ({format_duration(ttl_ms)})", token=token)
+
+
+def lease_renew(ctx: Context) -> int:
+    a = ctx.args
+    appended = services.renew_lease(ctx.ledger, ctx.clock, a.resource, a.token, parse_duration(a.ttl))
+    ctx.views()
+    return _recorded(ctx, appended, f"lease on {a.resource} (token {a.token}) renewed until {appended.last[1].expires_at}")
+
+
+def lease_release(ctx: Context) -> int:
+    appended = services.release_lease(ctx.ledger, ctx.clock, ctx.args.resource, ctx.args.token)
+    ctx.views()
+    return _recorded(ctx, appended, f"lease on {ctx.args.resource} (token {ctx.args.token}) released")
+
+
+def lease_expire(ctx: Context) -> int:
+    appended = services.expire_lease(ctx.ledger, ctx.clock, ctx.args.resource)
+    ctx.views()
+    return _recorded(ctx, appended, f"lease on {ctx.args.resource} recorded as expired")

@@ -1,0 +1,111 @@
+"""docket status: runs as the ledger knows them, now or at a past point.
+
+The fast path opens views.sqlite and the ledger with the standard library
+only; projections catch up (importing more) only when the views are behind.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from ..domain.errors import BadInput, NotFound
+from ..domain.values import format_duration
+from ..projections import intents, leases, runs, tasks, workers
+from .context import Context
+from .output import emit
+
+
+def _fresh_views(ctx: Context) -> sqlite3.Connection | None:
+    """views.sqlite if it already reflects the ledger's head, else None."""
+    if not ctx.paths.views.exists():
+        return None
+    ledger = ctx.read_ledger()
+    try:
+        views = sqlite3.connect(f"file:{ctx.paths.views}?mode=ro", uri=True, timeout=30)
+        meta = dict(views.execute("SELECT key, value FROM projection_position").fetchall())
+        from ..projections.views import schema_signature
+
+        if meta.get("schema") != schema_signature():
+            return None
+        head = ledger.execute("SELECT position, digest FROM chain ORDER BY position DESC LIMIT 1").fetchone()
+    except sqlite3.Error:
+        return None
+    if head is None or (str(head[0]), head[1]) != (meta.get("position"), meta.get("digest")):
+        views.close()
+        return None
+    return views
+
+
+def _views_at(ctx: Context, at: str) -> sqlite3.Connection:
+    from ..adapters.projector import catch_up, open_views
+    from ..domain.values import parse_time
+
+    views = open_views(":memory:")
+    if at.isdigit():
+        catch_up(ctx.read_ledger(), views, until=int(at))
+    else:
+        catch_up(ctx.read_ledger(), views, until_time=parse_time(at))
+    return views.conn
+
+
+def status(ctx: Context) -> int:
+    a = ctx.args
+    ctx.require_ledger_file()
+    if a.at:
+        if not a.at.isdigit():
+            from ..domain.values import parse_time
+
+            parse_time(a.at)  # bad input fails before any work
+        conn = _views_at(ctx, a.at)
+    else:
+        conn = _fresh_views(ctx) or ctx.views().conn
+    now = ctx.clock.now()
+    position = int(conn.execute("SELECT value FROM projection_position WHERE key = 'position'").fetchone()[0])
+    if a.run:
+        run = runs.get_run(conn, a.run)
+        if run is None:
+            raise NotFound("run-not-found", f"no run {a.run}" + (f" at {a.at}" if a.at else ""))
+        doc = {
+            "position": position,
+            "run": runs.with_budget(run, now),
+            "tasks": tasks.tasks_of(conn, a.run),
+            "workers": workers.workers_of(conn, a.run),
+            "leases": leases.leases_of(conn, a.run),
+            "pending_intents": intents.pending(conn, a.run),
+        }
+        emit(ctx.json, doc, _human_run(doc))
+    else:
+        all_runs = [runs.with_budget(r, now) for r in runs.list_runs(conn)]
+        doc = {"position": position, "runs": all_runs, "pending_intents": intents.pending(conn)}
+        lines = [f"ledger position {position}; {len(all_runs)} run(s); {len(doc['pending_intents'])} pending intent(s)"]
+        lines += [_run_line(r) for r in all_runs]
+        emit(ctx.json, doc, "\n".join(lines))
+    return 0
+
+
+def _run_line(r: dict[str, Any]) -> str:
+    base = (r["base_commit"] or "-")[:12]
+    budget = format_duration(r["used_ms"]) + (f"/{format_duration(r['budget_ms'])}" if r["budget_ms"] else "")
+    return f"{r['run_id']:<16} {r['status']:<10} {r['target_branch']}@{base}  {budget}  {r['goal']}"
+
+
+def _human_run(doc: dict[str, Any]) -> str:
+    r = doc["run"]
+    lines = [_run_line(r)]
+    if r["failure_code"]:
+        lines.append(f"  failed: {r['failure_code']}: {r['failure_message']}")
+    if r["budget_ms"]:
+        lines.append(f"  budget: used {format_duration(r['used_ms'])} of {format_duration(r['budget_ms'])}, "
+                     f"{format_duration(r['remaining_ms'])} left")
+    for t in doc["tasks"]:
+        lines.append(f"  task {t['task_id']}: {t['title']}")
+    for w in doc["workers"]:
+        lines.append(f"  worker {w['worker_id']}: {w['role']} generation {w['generation']}"
+                     + (f" on task {w['task_id']}" if w["task_id"] else ""))
+    for le in doc["leases"]:
+        lines.append(f"  lease {le['resource']}: {le['status']} by {le['worker_id']} gen {le['generation']} "
+                     f"token {le['token']} until {le['expires_at']}")
+    for i in doc["pending_intents"]:
+        lines.append(f"  pending intent {i['intent_id']} ({i['type']}) at position {i['position']}")
+    return "\n".join(lines)

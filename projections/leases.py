@@ -1,0 +1,46 @@
+"""Read model: one row per leased resource, with its current (or last) lease."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from .runs import _rows
+
+TABLE = "leases"
+COLUMNS = {"resource": str, "run_id": str, "worker_id": str, "generation": int, "token": int,
+           "status": str, "granted_at": str, "expires_at": str, "ended_at": str, "position": int}
+INDEXES = ("run_id",)
+PK = "resource"
+
+
+def _granted(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute(
+        "INSERT OR REPLACE INTO leases (resource, run_id, worker_id, generation, token, status, granted_at, "
+        "expires_at, ended_at, position) VALUES (?, ?, ?, ?, ?, 'held', ?, ?, NULL, ?)",
+        (p["resource"], p["run_id"], p["worker_id"], p["generation"], position, at, p["expires_at"], position),
+    )
+
+
+def _renewed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE leases SET expires_at = ?, position = ? WHERE resource = ?",
+              (p["expires_at"], position, p["resource"]))
+
+
+def _ended(status: str):  # noqa: ANN202
+    def handler(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+        c.execute("UPDATE leases SET status = ?, ended_at = ?, position = ? WHERE resource = ?",
+                  (status, at, position, p["resource"]))
+    return handler
+
+
+HANDLERS = {
+    "LeaseGranted.v1": _granted,
+    "LeaseRenewed.v1": _renewed,
+    "LeaseReleased.v1": _ended("released"),
+    "LeaseExpired.v1": _ended("expired"),
+}
+
+
+def leases_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
+    return _rows(c.execute("SELECT * FROM leases WHERE run_id = ? ORDER BY token", (run_id,)))

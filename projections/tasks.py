@@ -1,0 +1,25 @@
+"""Read model: one row per planned task."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from .runs import _rows
+
+TABLE = "tasks"
+COLUMNS = {"task_id": str, "run_id": str, "title": str, "planned_at": str, "position": int}
+INDEXES = ("run_id",)
+PK = "task_id"
+
+
+def _planned(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("INSERT INTO tasks (task_id, run_id, title, planned_at, position) VALUES (?, ?, ?, ?, ?)",
+              (p["task_id"], p["run_id"], p["title"], at, position))
+
+
+HANDLERS = {"TaskPlanned.v1": _planned}
+
+
+def tasks_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
+    return _rows(c.execute("SELECT * FROM tasks WHERE run_id = ? ORDER BY position", (run_id,)))

@@ -1,0 +1,118 @@
+"""The views database: every read model's tables plus the position they reflect.
+
+Rows are applied in ledger order, and each batch is written together with the
+new position (and the ledger digest at that position) in one transaction, so a
+crash leaves the views at some exact position and replaying the rest is safe.
+Rebuilding from position 1 yields identical rows: handlers read only the event.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from . import intents, leases, runs, tasks, workers
+
+__all__ = ["READ_MODELS", "Views", "schema_signature"]
+
+READ_MODELS = (runs, tasks, workers, leases, intents)
+META = "projection_position"
+
+Row = tuple[int, str, int, str, bytes]  # position, stream, version, type, state
+Handler = Callable[[sqlite3.Connection, int, str, dict[str, Any]], None]
+
+_HANDLERS: dict[str, list[Handler]] = {}
+for _model in READ_MODELS:
+    for _type, _handler in getattr(_model, "HANDLERS", {}).items():
+        _HANDLERS.setdefault(_type, []).append(_handler)
+
+
+def schema_signature() -> str:
+    """Changes whenever a read model's table changes: the views are then rebuilt."""
+    spec = [(m.TABLE, m.PK, [(k, v.__name__) for k, v in m.COLUMNS.items()]) for m in READ_MODELS]
+    return hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:16]
+
+
+class Views:
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    # Schema --------------------------------------------------------------
+    def ensure_schema(self, *, reset: bool = False) -> None:
+        """Create the tables; drop and recreate them all if the schema changed (or reset)."""
+        signature = schema_signature()
+        if not reset and self._meta_value("schema") == signature:
+            return
+        from sqlite_utils import Database  # only the write path pays for this import
+
+        db = Database(self.conn)
+        c = self.conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            if reset or self._meta_value("schema") != signature:
+                for name in [*(m.TABLE for m in READ_MODELS), META]:
+                    c.execute(f"DROP TABLE IF EXISTS [{name}]")
+                for model in READ_MODELS:
+                    c.execute(db.create_table_sql(model.TABLE, model.COLUMNS, pk=model.PK))
+                    for column in getattr(model, "INDEXES", ()):
+                        c.execute(f"CREATE INDEX [idx_{model.TABLE}_{column}] ON [{model.TABLE}] ([{column}])")
+                c.execute(db.create_table_sql(META, {"key": str, "value": str}, pk="key"))
+                self._set_meta({"schema": signature, "position": "0", "digest": ""})
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+
+    def _meta_value(self, key: str) -> str | None:
+        try:
+            row = self.conn.execute(f"SELECT value FROM {META} WHERE key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError:
+            return None
+        return None if row is None else row[0]
+
+    def _set_meta(self, values: dict[str, str]) -> None:
+        self.conn.executemany(f"INSERT OR REPLACE INTO {META} (key, value) VALUES (?, ?)", values.items())
+
+    # Position ------------------------------------------------------------
+    def position(self) -> int:
+        return int(self._meta_value("position") or 0)
+
+    def digest(self) -> str:
+        return self._meta_value("digest") or ""
+
+    # Applying ------------------------------------------------------------
+    def apply(self, rows: Iterable[Row], digest_at: Callable[[int], str], before_commit: Callable[[], None] = lambda: None) -> int:
+        """Apply rows past the current position in one transaction; returns the new position.
+
+        ``digest_at(position)`` gives the ledger digest recorded with the last row,
+        so a later reader can tell the views belong to this very ledger.
+        """
+        c = self.conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            position = self.position()
+            start = position
+            for position_, stream, _version, type_, state in rows:
+                if position_ <= start:
+                    continue
+                body = json.loads(state)
+                payload, at = body["payload"], body["recorded_at"]
+                for handler in _HANDLERS.get(type_, ()):
+                    handler(c, position_, at, payload)
+                intents.apply_any(c, position_, stream, type_, at, payload)
+                position = position_
+            if position != start:
+                self._set_meta({"position": str(position), "digest": digest_at(position)})
+            before_commit()
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+        return position
+
+    def table_rows(self, table: str) -> list[tuple[Any, ...]]:
+        """Every row of a table in primary-key order (for comparing two views)."""
+        return self.conn.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
