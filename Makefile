@@ -1,0 +1,38 @@
+# docket: `make demo` shows it working, `make test` proves it. Both install into .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install test unit integration e2e demo bench docs clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/pytest
+
+unit: $(STAMP)
+	$(BIN)/pytest tests/unit
+
+integration: $(STAMP)
+	$(BIN)/pytest tests/integration
+
+e2e: $(STAMP)
+	$(BIN)/pytest tests/e2e
+
+demo: $(STAMP)
+	PATH="$(abspath $(BIN)):$$PATH" bash tests/demo.sh
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+docs: $(STAMP)
+	$(BIN)/python -m tests.gen_events_doc > docs/events.md
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis bench/.work

@@ -1,0 +1,79 @@
+"""Shared builders: real git repositories in tmp_path, a fixed clock, a CLI client."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+T0 = "2026-01-01T00:00:00.000Z"
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A real git repository with one commit on main."""
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "README.md").write_text("hello\n")
+    git(path, "add", "README.md")
+    git(path, "commit", "-q", "-m", "first")
+    return path
+
+
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def json(self):  # noqa: ANN201
+        return json.loads(self.stdout)
+
+
+@dataclass
+class Docket:
+    """Runs the real `docket` CLI as a separate process in a repository."""
+
+    cwd: Path
+    env: dict[str, str]
+
+    def __call__(self, *args: str, fault: str | None = None, check: bool = True, now: str | None = None) -> Result:
+        env = dict(self.env)
+        if fault:
+            env["DOCKET_FAULT"] = fault
+        if now:
+            env["DOCKET_NOW"] = now
+        proc = subprocess.run([sys.executable, "-m", "docket", *args], cwd=self.cwd, env=env,
+                              capture_output=True, text=True, timeout=120)
+        result = Result(proc.returncode, proc.stdout, proc.stderr)
+        if check and proc.returncode != 0 and not fault:
+            raise AssertionError(f"docket {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
+        return result
+
+    @property
+    def ledger(self) -> Path:
+        return self.cwd / ".git" / "docket" / "ledger.sqlite"
+
+
+@pytest.fixture
+def docket(repo: Path) -> Docket:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKET_")}
+    return Docket(repo, env)
+
+
+@pytest.fixture
+def ledger_path(tmp_path: Path) -> Path:
+    return tmp_path / "ledger.sqlite"
