@@ -1,0 +1,95 @@
+"""The effector against a real repository: observe, decide, record exactly one outcome."""
+
+from __future__ import annotations
+
+import multiprocessing
+import shutil
+from pathlib import Path
+
+import pytest
+
+from docket.adapters import services
+from docket.adapters.clock import FixedClock
+from docket.adapters.effector import Effector
+from docket.adapters.ledger import Ledger
+from docket.domain.events import IntentOutcomeUnknown, RunBasePinFailed, RunBasePinned
+
+from ..conftest import git
+
+T0 = "2026-01-01T00:00:00.000Z"
+
+
+def open_pending(ledger: Ledger, repo: Path, run_id: str, branch: str = "main") -> None:
+    services.open_run(ledger, FixedClock(T0), run_id=run_id, intent_id=f"i-{run_id}", goal="g",
+                      target_branch=branch, budget_ms=None, repository=str(repo / ".git"))
+
+
+def outcomes(ledger: Ledger, run_id: str) -> list:
+    return [e for _, e in ledger.history(f"run:{run_id}") if getattr(e, "intent_id", None) and e.version > 2]
+
+
+def test_pins_the_branch_commit_and_fails_an_unknown_branch(repo, ledger_path):
+    ledger = Ledger(ledger_path)
+    ledger.initialise(T0)
+    open_pending(ledger, repo, "r1")
+    open_pending(ledger, repo, "r2", branch="no-such-branch")
+    results = Effector(ledger, FixedClock(T0)).run_pending()
+    assert [r.outcome for r in results] == ["RunBasePinned.v1", "RunBasePinFailed.v1"]
+    (pinned,) = outcomes(ledger, "r1")
+    assert isinstance(pinned, RunBasePinned) and pinned.commit == git(repo, "rev-parse", "main")
+    (failed,) = outcomes(ledger, "r2")
+    assert isinstance(failed, RunBasePinFailed) and failed.code == "unknown-branch"
+    assert Effector(ledger, FixedClock(T0)).run_pending() == []  # nothing left, nothing redone
+    ledger.close()
+
+
+def test_unknown_is_recorded_then_observed_again_never_treated_as_failure(repo, ledger_path, tmp_path):
+    ledger = Ledger(ledger_path)
+    ledger.initialise(T0)
+    open_pending(ledger, repo, "r1")
+    moved = tmp_path / "elsewhere"
+    shutil.move(repo, moved)
+    effector = Effector(ledger, FixedClock(T0))
+    (result,) = effector.run_pending()
+    assert result.unknown and isinstance(result.event, IntentOutcomeUnknown)
+    assert services.load_run(ledger, "r1").status == "opening"
+    tracked = effector.tracked_position()
+    shutil.move(moved, repo)
+    (result,) = effector.run_pending()
+    assert result.outcome == "RunBasePinned.v1"
+    assert effector.tracked_position() > tracked
+    kinds = [type(e).__name__ for e in outcomes(ledger, "r1")]
+    assert kinds == ["IntentOutcomeUnknown", "RunBasePinned"]
+    ledger.close()
+
+
+def _drive(path: str, start, now: str) -> None:
+    ledger = Ledger(Path(path))
+    start.wait()
+    Effector(ledger, FixedClock(now)).run_pending()
+    ledger.close()
+
+
+@pytest.mark.slow
+def test_racing_effectors_leave_exactly_one_outcome_per_intent(repo, ledger_path):
+    ledger = Ledger(ledger_path)
+    ledger.initialise(T0)
+    run_ids = [f"r{i}" for i in range(30)]
+    for run_id in run_ids:
+        open_pending(ledger, repo, run_id, branch="main" if int(run_id[1:]) % 3 else "missing")
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Event()
+    procs = [ctx.Process(target=_drive, args=(str(ledger_path), start, f"2026-01-01T00:00:0{i}.000Z"))
+             for i in range(4)]
+    for p in procs:
+        p.start()
+    start.set()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    for run_id in run_ids:
+        assert len(outcomes(ledger, run_id)) == 1, run_id
+    last_intent = max(p for r in run_ids for p, e in ledger.history(f"run:{r}")
+                      if e.type_name() == "RunBasePinRequested.v1")
+    assert Effector(ledger, FixedClock(T0)).tracked_position() == last_intent
+    ledger.close()

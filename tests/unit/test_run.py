@@ -1,0 +1,100 @@
+import pytest
+
+from docket.domain import events as ev
+from docket.domain import run
+from docket.domain.errors import BadInput, Refused
+
+from .builders import COMMIT, T0, Book, at
+
+
+def test_open_records_the_run_and_the_base_pin_intent():
+    opened, intent = run.open_run("r1", "i1", "goal", "main", 60_000, "/repo/.git", T0)
+    assert isinstance(opened, ev.RunOpened) and (opened.stream, opened.version) == ("run:r1", 1)
+    assert isinstance(intent, ev.RunBasePinRequested) and intent.version == 2 and intent.intent_id == "i1"
+    state = Book().apply(run.apply, None, [opened, intent])
+    assert state.status == "opening" and state.pending_intents == {"i1"}
+
+
+def test_empty_goal_is_bad_input():
+    with pytest.raises(BadInput) as e:
+        run.open_run("r1", "i1", "  ", "main", None, "/r", T0)
+    assert e.value.code == "empty-goal"
+
+
+def test_base_pin_activates_and_resolves_the_intent_exactly_once():
+    book = Book()
+    r = book.active_run()
+    assert r.status == "active" and r.base_commit == COMMIT and not r.pending_intents
+    with pytest.raises(Refused) as e:
+        run.record_base_pin(r, "i1", T0, commit=COMMIT)
+    assert e.value.code == "intent-resolved"
+
+
+def test_failed_base_pin_fails_the_run():
+    book = Book()
+    r = book.apply(run.apply, None, run.open_run("r1", "i1", "g", "nope", None, "/r", T0))
+    r = book.apply(run.apply, r, run.record_base_pin(r, "i1", at(5), failure=("unknown-branch", "no branch")))
+    assert r.status == "failed" and r.failure_code == "unknown-branch"
+    assert r.used_ms(at(1000)) == 5
+    with pytest.raises(Refused):
+        run.abort(r, "x", at(6))
+
+
+def test_unknown_outcome_keeps_the_intent_pending():
+    book = Book()
+    r = book.apply(run.apply, None, run.open_run("r1", "i1", "g", "main", None, "/r", T0))
+    r = book.apply(run.apply, r, run.record_unknown(r, "i1", "disk gone", T0))
+    assert r.status == "opening" and r.pending_intents == {"i1"}
+
+
+def test_budget_is_the_sum_of_active_intervals():
+    book = Book()
+    r = book.active_run(budget_ms=10_000)
+    r = book.apply(run.apply, r, run.pause(r, None, at(3_000)))
+    assert r.used_ms(at(50_000)) == 3_000  # paused time is not billed
+    r = book.apply(run.apply, r, run.resume(r, at(60_000)))
+    assert r.used_ms(at(62_000)) == 5_000
+    assert r.remaining_ms(at(62_000)) == 5_000
+
+
+def test_resume_is_refused_when_the_budget_is_spent():
+    book = Book()
+    r = book.active_run(budget_ms=1_000)
+    r = book.apply(run.apply, r, run.pause(r, None, at(1_500)))
+    with pytest.raises(Refused) as e:
+        run.resume(r, at(2_000))
+    assert e.value.code == "budget-exhausted"
+
+
+@pytest.mark.parametrize("status_change, command, code", [
+    ("none", lambda r: run.resume(r, T0), "run-not-paused"),
+    ("pause", lambda r: run.pause(r, None, T0), "run-not-active"),
+    ("abort", lambda r: run.complete(r, T0), "run-closed"),
+    ("complete", lambda r: run.abort(r, "x", T0), "run-closed"),
+    ("complete", lambda r: run.pause(r, None, T0), "run-not-active"),
+])
+def test_transitions_are_refused_from_the_wrong_status(status_change, command, code):
+    book = Book()
+    r = book.active_run()
+    change = {"none": None, "pause": run.pause(r, None, T0), "abort": run.abort(r, "x", T0),
+              "complete": run.complete(r, T0)}[status_change]
+    if change is not None:
+        r = book.apply(run.apply, r, change)
+    with pytest.raises(Refused) as e:
+        command(r)
+    assert e.value.code == code
+
+
+def test_complete_needs_a_pinned_base():
+    book = Book()
+    r = book.apply(run.apply, None, run.open_run("r1", "i1", "g", "main", None, "/r", T0))
+    with pytest.raises(Refused) as e:
+        run.complete(r, T0)
+    assert e.value.code == "run-base-not-pinned"
+
+
+def test_events_take_consecutive_stream_versions():
+    book = Book()
+    r = book.active_run()
+    paused = run.pause(r, None, T0)
+    assert paused.version == r.version + 1 == 4
