@@ -32,7 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 docs: $(STAMP)
-	$(BIN)/python -m tests.gen_events_doc > docs/events.md
+	$(BIN)/docket schema --markdown > docs/events.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis bench/.work

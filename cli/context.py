@@ -62,15 +62,19 @@ class Context:
         self.require_ledger_file()
         if "_reader" not in self.__dict__:
             self._reader_cm = read_only(self.paths.ledger)
-            self.__dict__["_reader"] = self._reader_cm.__enter__()
+            reader = self._reader_cm.__enter__()
+            self.__dict__["_reader"] = reader
+            if reader.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'stored_events'").fetchone() is None:
+                raise NotFound("no-ledger", f"{self.paths.ledger} is not a docket ledger; run 'docket init' first")
         return self.__dict__["_reader"]
 
     def views(self) -> Views:
         """The views, caught up with the ledger."""
         from ..adapters.projector import catch_up, open_views
 
+        reader = self.read_ledger()  # before creating views beside a file that is not a ledger
         views = open_views(self.paths.views)
-        catch_up(self.read_ledger(), views)
+        catch_up(reader, views)
         return views
 
     def close(self) -> None:

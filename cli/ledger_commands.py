@@ -204,9 +204,13 @@ def replay(ctx: Context) -> int:
 def schema(ctx: Context) -> int:
     from ..domain.events import EVENT_TYPES
 
+    if ctx.args.markdown:
+        from .events_doc import render
+
+        emit(ctx.json, {"markdown": render()}, render())
+        return 0
     doc = {name: cls.model_json_schema() for name, cls in EVENT_TYPES.items()}
-    human = json.dumps(doc, indent=2, sort_keys=True)
-    emit(True, doc, None) if ctx.json else emit(False, None, human)
+    emit(ctx.json, doc, json.dumps(doc, indent=2, sort_keys=True))
     return 0
 
 

@@ -37,30 +37,31 @@ def _fresh_views(ctx: Context) -> sqlite3.Connection | None:
     return views
 
 
-def _views_at(ctx: Context, at: str) -> sqlite3.Connection:
+def _views_at(ctx: Context, at: str) -> tuple[sqlite3.Connection, str]:
+    """Views rebuilt in memory up to a position or time, and the ledger's time there."""
+    import json
+
     from ..adapters.projector import catch_up, open_views
     from ..domain.values import parse_time
 
     views = open_views(":memory:")
+    ledger = ctx.read_ledger()
     if at.isdigit():
-        catch_up(ctx.read_ledger(), views, until=int(at))
-    else:
-        catch_up(ctx.read_ledger(), views, until_time=parse_time(at))
-    return views.conn
+        position = catch_up(ledger, views, until=int(at))
+        row = ledger.execute("SELECT state FROM stored_events WHERE rowid = ?", (position,)).fetchone()
+        return views.conn, json.loads(row[0])["recorded_at"] if row else ctx.clock.now()
+    moment = parse_time(at)
+    catch_up(ledger, views, until_time=moment)
+    return views.conn, moment
 
 
 def status(ctx: Context) -> int:
     a = ctx.args
     ctx.require_ledger_file()
     if a.at:
-        if not a.at.isdigit():
-            from ..domain.values import parse_time
-
-            parse_time(a.at)  # bad input fails before any work
-        conn = _views_at(ctx, a.at)
+        conn, now = _views_at(ctx, a.at)  # budgets as they stood then
     else:
-        conn = _fresh_views(ctx) or ctx.views().conn
-    now = ctx.clock.now()
+        conn, now = _fresh_views(ctx) or ctx.views().conn, ctx.clock.now()
     position = int(conn.execute("SELECT value FROM projection_position WHERE key = 'position'").fetchone()[0])
     if a.run:
         run = runs.get_run(conn, a.run)
@@ -84,9 +85,13 @@ def status(ctx: Context) -> int:
     return 0
 
 
+def _seconds(ms: int) -> str:
+    return format_duration(ms - ms % 1000)
+
+
 def _run_line(r: dict[str, Any]) -> str:
     base = (r["base_commit"] or "-")[:12]
-    budget = format_duration(r["used_ms"]) + (f"/{format_duration(r['budget_ms'])}" if r["budget_ms"] else "")
+    budget = _seconds(r["used_ms"]) + (f"/{format_duration(r['budget_ms'])}" if r["budget_ms"] else "")
     return f"{r['run_id']:<16} {r['status']:<10} {r['target_branch']}@{base}  {budget}  {r['goal']}"
 
 
@@ -96,8 +101,8 @@ def _human_run(doc: dict[str, Any]) -> str:
     if r["failure_code"]:
         lines.append(f"  failed: {r['failure_code']}: {r['failure_message']}")
     if r["budget_ms"]:
-        lines.append(f"  budget: used {format_duration(r['used_ms'])} of {format_duration(r['budget_ms'])}, "
-                     f"{format_duration(r['remaining_ms'])} left")
+        lines.append(f"  budget: used {_seconds(r['used_ms'])} of {format_duration(r['budget_ms'])}, "
+                     f"{_seconds(r['remaining_ms'])} left")
     for t in doc["tasks"]:
         lines.append(f"  task {t['task_id']}: {t['title']}")
     for w in doc["workers"]:

@@ -220,6 +220,7 @@ class LeaseRenewed(Event):
 
     name = "LeaseRenewed"
     resource: Resource
+    run_id: Id
     token: Position
     expires_at: Timestamp
 
@@ -229,6 +230,7 @@ class LeaseReleased(Event):
 
     name = "LeaseReleased"
     resource: Resource
+    run_id: Id
     token: Position
 
 
@@ -237,6 +239,7 @@ class LeaseExpired(Event):
 
     name = "LeaseExpired"
     resource: Resource
+    run_id: Id
     token: Position
 
 

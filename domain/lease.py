@@ -94,12 +94,14 @@ def renew(lease: Lease | None, holder: Worker, resource: str, token: int, ttl_ms
     if lease.is_expired(now):
         raise Refused("lease-expired", f"the lease on {resource} (token {token}) expired at {lease.expires_at}")
     return next_event(ev.LeaseRenewed, stream_of(resource), lease.version, now,
-                      resource=resource, token=token, expires_at=from_ms(to_ms(now) + ttl_ms))
+                      resource=resource, run_id=lease.run_id, token=token,
+                      expires_at=from_ms(to_ms(now) + ttl_ms))
 
 
 def release(lease: Lease | None, resource: str, token: int, now: str) -> ev.Event:
     lease = _require_held_with(lease, resource, token)
-    return next_event(ev.LeaseReleased, stream_of(resource), lease.version, now, resource=resource, token=token)
+    return next_event(ev.LeaseReleased, stream_of(resource), lease.version, now, resource=resource,
+                      run_id=lease.run_id, token=token)
 
 
 def expire(lease: Lease | None, resource: str, now: str) -> ev.Event:
@@ -108,4 +110,4 @@ def expire(lease: Lease | None, resource: str, now: str) -> ev.Event:
     if not lease.is_expired(now):
         raise Refused("lease-not-expired", f"the lease on {resource} runs until {lease.expires_at}")
     return next_event(ev.LeaseExpired, stream_of(resource), lease.version, now,
-                      resource=resource, token=lease.token)
+                      resource=resource, run_id=lease.run_id, token=lease.token)

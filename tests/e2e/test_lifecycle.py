@@ -52,13 +52,14 @@ def test_full_lifecycle(docket, repo):
     # The past, as the ledger knew it: by position and by time.
     at_grant = docket("status", "r1", "--at", str(token), "--json").json()
     assert at_grant["position"] == token and at_grant["workers"][0]["generation"] == 1
+    assert at_grant["run"]["used_ms"] == 2 * 60_000  # the budget as it stood then, not as of today
     at_time = docket("status", "r1", "--at", T(8), "--json").json()
     assert at_time["run"]["status"] == "active" and at_time["leases"][0]["token"] == token2
 
     log = docket("log", "--run", "r1", "--json").json()["events"]
     types = [e["type"] for e in log]
     assert types[:3] == ["RunOpened.v1", "RunBasePinRequested.v1", "RunBasePinned.v1"]
-    assert "LeaseGranted.v1" in types and "TaskPlanned.v1" in types
+    assert {"TaskPlanned.v1", "WorkerRegistered.v1", "LeaseGranted.v1", "LeaseRenewed.v1"} <= set(types)
     grants = docket("log", "--type", "LeaseGranted", "--json").json()["events"]
     assert [e["position"] for e in grants] == [token, token2]
     human = docket("log").stdout.splitlines()
