@@ -18,7 +18,8 @@ from eventsourcing.utils import Environment
 from ..domain import ledger as ledger_aggregate
 from ..domain.errors import Conflict, NotFound
 from ..domain.events import Event, LedgerCreated
-from .store import CanonicalMapper, ChainedSQLiteFactory, ChainedSQLiteProcessRecorder, create_private_file, decode_event
+from .files import create_private_file
+from .store import CanonicalMapper, ChainedSQLiteFactory, ChainedSQLiteProcessRecorder, decode_event
 
 __all__ = ["Ledger"]
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ..projections.views import Views
 from . import faults
-from .store import create_private_file, read_events
+from .files import create_private_file
+from .reader import read_events
 
 __all__ = ["catch_up", "digest_at", "open_views"]
 

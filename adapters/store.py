@@ -12,11 +12,7 @@ chain never forks however many processes append at once.
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
@@ -38,9 +34,10 @@ from eventsourcing.sqlite import (
 )
 
 from ..domain.canonical import canonical_json
-from ..domain.chain import GENESIS_DIGEST, ChainHead, ChainRow, chain_entry, next_digest
+from ..domain.chain import GENESIS_DIGEST, ChainHead, chain_entry, next_digest
 from ..domain.events import EVENT_TYPES, Event
 from . import faults
+from .reader import CHAIN_TABLE
 
 __all__ = [
     "CanonicalMapper",
@@ -49,12 +46,8 @@ __all__ = [
     "ChainedSQLiteApplicationRecorder",
     "ChainedSQLiteFactory",
     "ChainedSQLiteProcessRecorder",
-    "create_private_file",
-    "read_chain_rows",
-    "read_events",
+    "decode_event",
 ]
-
-CHAIN_TABLE = "chain"
 
 
 class ChainBroken(PersistenceError):
@@ -191,65 +184,3 @@ def decode_event(stream: Any, version: int, topic: str, state: bytes) -> Event:
     return cls.model_validate(
         {**body["payload"], "stream": str(stream), "version": version, "recorded_at": body["recorded_at"]}
     )
-
-
-def create_private_file(path: Path) -> None:
-    """Create path (and its folder) readable by its owner only, if missing."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
-    os.close(fd)
-    os.chmod(path, 0o600)
-
-
-@contextmanager
-def read_only(path: Path) -> Iterator[sqlite3.Connection]:
-    """A plain read-only connection: the fast path for verify, log and projections."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
-    try:
-        yield conn
-    finally:
-        conn.close()
-
-
-def read_chain_rows(conn: sqlite3.Connection, *, after: int = 0, until: int | None = None) -> Iterator[ChainRow]:
-    """Every stored event with the digest stored beside it, in position order."""
-    sql = (
-        "SELECT e.rowid, e.originator_id, e.originator_version, e.topic, e.state, c.digest "
-        f"FROM stored_events e LEFT JOIN {CHAIN_TABLE} c ON c.position = e.rowid WHERE e.rowid > ?"
-    )
-    params: list[int] = [after]
-    if until is not None:
-        sql += " AND e.rowid <= ?"
-        params.append(until)
-    cursor = conn.execute(sql + " ORDER BY e.rowid", params)
-    while batch := cursor.fetchmany(2000):
-        for row in batch:
-            yield ChainRow(*row)
-
-
-def read_events(conn: sqlite3.Connection, *, after: int = 0, until: int | None = None,
-                topics: Sequence[str] = ()) -> Iterator[tuple[int, str, int, str, bytes]]:
-    """Raw (position, stream, version, type, state) rows in position order."""
-    sql = "SELECT rowid, originator_id, originator_version, topic, state FROM stored_events WHERE rowid > ?"
-    params: list[Any] = [after]
-    if until is not None:
-        sql += " AND rowid <= ?"
-        params.append(until)
-    if topics:
-        sql += f" AND topic IN ({','.join('?' * len(topics))})"
-        params.extend(topics)
-    cursor = conn.execute(sql + " ORDER BY rowid", params)
-    while batch := cursor.fetchmany(2000):
-        yield from batch
-
-
-def head_position(conn: sqlite3.Connection) -> int:
-    try:
-        return conn.execute("SELECT MAX(rowid) FROM stored_events").fetchone()[0] or 0
-    except sqlite3.OperationalError:
-        return 0
-
-
-def orphan_digest_after(conn: sqlite3.Connection, position: int) -> int | None:
-    """A digest recorded past the last event means events were cut from the tail."""
-    return conn.execute(f"SELECT MIN(position) FROM {CHAIN_TABLE} WHERE position > ?", (position,)).fetchone()[0]

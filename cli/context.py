@@ -57,7 +57,7 @@ class Context:
 
     def read_ledger(self) -> sqlite3.Connection:
         """A read-only connection to the ledger file (kept for the command's life)."""
-        from ..adapters.store import read_only
+        from ..adapters.reader import read_only
 
         self.require_ledger_file()
         if "_reader" not in self.__dict__:

@@ -40,7 +40,7 @@ def _human_event(doc: dict[str, Any]) -> str:
 
 
 def log(ctx: Context) -> int:
-    from ..adapters.store import read_events
+    from ..adapters.reader import read_events
     from ..domain.events import EVENT_TYPES
 
     a = ctx.args
@@ -59,7 +59,7 @@ def log(ctx: Context) -> int:
                 docs.append(doc)
         return docs
 
-    from ..adapters.store import head_position
+    from ..adapters.reader import head_position
 
     if not a.follow:
         docs = matching(0)
@@ -93,7 +93,7 @@ def _read_anchor(path: str) -> Any:
 
 def verify_ledger(ctx: Context, *, anchor: Any = None, until: int | None = None) -> dict[str, Any]:
     """Recompute the chain; raise VerificationFailed naming the first bad position."""
-    from ..adapters.store import head_position, orphan_digest_after, read_chain_rows
+    from ..adapters.reader import head_position, orphan_digest_after, read_chain_rows
     from ..domain.chain import CHAIN_ALGORITHM, GENESIS_DIGEST, ChainBreak, verify_chain
 
     conn = ctx.read_ledger()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ..domain.errors import BadInput, NotFound
+from ..domain.errors import NotFound
 from ..domain.values import format_duration
 from ..projections import intents, leases, runs, tasks, workers
 from .context import Context

@@ -9,7 +9,7 @@ from docket.adapters.clock import FixedClock
 from docket.adapters.effector import Effector
 from docket.adapters.ledger import Ledger
 from docket.adapters.projector import catch_up, open_views
-from docket.adapters.store import read_only
+from docket.adapters.reader import read_only
 from docket.projections import intents, leases, runs, workers
 from docket.projections.views import READ_MODELS
 

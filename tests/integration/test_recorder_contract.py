@@ -17,7 +17,8 @@ from eventsourcing.tests.persistence import (
     ProcessRecorderTestCase,
 )
 
-from docket.adapters.store import ChainedSQLiteApplicationRecorder, ChainedSQLiteProcessRecorder, read_chain_rows
+from docket.adapters.reader import read_chain_rows
+from docket.adapters.store import ChainedSQLiteApplicationRecorder, ChainedSQLiteProcessRecorder
 from docket.domain.chain import verify_chain
 
 

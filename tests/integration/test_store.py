@@ -11,7 +11,8 @@ import pytest
 from eventsourcing.persistence import IntegrityError
 
 from docket.adapters.ledger import Ledger
-from docket.adapters.store import ChainBroken, read_chain_rows
+from docket.adapters.reader import read_chain_rows
+from docket.adapters.store import ChainBroken
 from docket.domain.chain import GENESIS_DIGEST, verify_chain
 from docket.domain.events import LedgerCreated, TaskPlanned
 
