@@ -75,16 +75,18 @@ class Ledger(Application):
     def head(self) -> int:
         return self.recorder.max_notification_id() or 0
 
-    def decide(self, decision: Callable[[], Sequence[Event]]) -> list[int]:
-        """Run decision (which reads fresh state) and append its events.
+    def decide(self, decision: Callable[[], Event | Sequence[Event]]) -> list[tuple[int, Event]]:
+        """Run decision (which reads fresh state) and append what it returns.
 
         If another writer took a stream version first, decide again on the new
-        state once; a second collision is reported as a conflict.
+        state once; a second collision is reported as a conflict. Returns each
+        appended event with its ledger position.
         """
         for attempt in (1, 2):
-            events = decision()
+            decided = decision()
+            events = [decided] if isinstance(decided, Event) else list(decided)
             try:
-                return self.append(events)
+                return list(zip(self.append(events), events))
             except IntegrityError:
                 if attempt == 2:
                     raise Conflict("concurrent-update", "another writer changed the same record; try again") from None

@@ -6,6 +6,7 @@ it again when another writer took the same stream version first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..domain import lease as lease_aggregate
@@ -46,17 +47,8 @@ class Appended:
         return self.events[-1]
 
 
-def _append(ledger: Ledger, decision) -> Appended:  # noqa: ANN001
-    holder: list[list[Event]] = []
-
-    def decide() -> list[Event]:
-        events = decision()
-        events = events if isinstance(events, list) else [events]
-        holder[:] = [events]
-        return events
-
-    positions = ledger.decide(decide)
-    return Appended(list(zip(positions, holder[0])))
+def _append(ledger: Ledger, decision: Callable[[], Event | list[Event]]) -> Appended:
+    return Appended(ledger.decide(decision))
 
 
 def load_run(ledger: Ledger, run_id: str) -> run_aggregate.Run:

@@ -55,21 +55,27 @@ class ChainBroken(PersistenceError):
 
 
 class ChainedRecorder:
-    """Mixin: write one chain row per inserted event, on the caller's cursor."""
+    """Mixin: write one chain row per inserted event, on the caller's cursor.
 
-    events_table_name: str
+    The chain logic is backend-neutral. A backend supplies the three statements
+    below (its own placeholders and position column) and ``_insert_event_rows``,
+    and calls ``_insert_chained`` on its cursor while holding the lock that
+    serialises appends: ``BEGIN IMMEDIATE`` here; on PostgreSQL, the
+    ``LOCK TABLE ... IN EXCLUSIVE MODE`` the library's recorder already takes.
+    """
 
-    def _chain_create_statements(self) -> list[str]:
-        return [
-            f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} ("
-            "position INTEGER PRIMARY KEY, digest TEXT NOT NULL)"
-        ]
+    create_chain_table_statement = (
+        f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} (position INTEGER PRIMARY KEY, digest TEXT NOT NULL)"
+    )
+    select_chain_head_statement = f"SELECT position, digest FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1"
+    select_last_position_statement: str  # the highest position among the stored events
+    insert_chain_statement: str  # (position, digest)
 
     def _chain_head(self, c: Any) -> ChainHead:
-        c.execute(f"SELECT position, digest FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1")
+        c.execute(self.select_chain_head_statement)
         row = c.fetchone()
         head = ChainHead(0, GENESIS_DIGEST) if row is None else ChainHead(row[0], row[1])
-        c.execute(f"SELECT MAX(rowid) FROM {self.events_table_name}")
+        c.execute(self.select_last_position_statement)
         last_event = c.fetchone()[0] or 0
         if last_event != head.position:
             msg = (
@@ -80,6 +86,7 @@ class ChainedRecorder:
         return head
 
     def _insert_chained(self, c: Any, stored_events: Sequence[StoredEvent]) -> list[int]:
+        """Insert events at the next positions with their digests; returns the positions."""
         head = self._chain_head(c)
         position, digest = head.position, head.digest
         event_rows, chain_rows = [], []
@@ -90,11 +97,12 @@ class ChainedRecorder:
             event_rows.append((position, stream, s.originator_version, s.topic, s.state))
             chain_rows.append((position, digest))
         self._insert_event_rows(c, event_rows)
-        c.executemany(f"INSERT INTO {CHAIN_TABLE} (position, digest) VALUES (?, ?)", chain_rows)
+        c.executemany(self.insert_chain_statement, chain_rows)
         faults.crash_point("store:before-commit")
         return [row[0] for row in event_rows]
 
     def _insert_event_rows(self, c: Any, rows: list[tuple[int, str, int, str, bytes]]) -> None:
+        """Insert (position, stream, version, topic, state) rows at exactly those positions."""
         raise NotImplementedError
 
 
@@ -108,8 +116,17 @@ class _ImmediateTransaction(SQLiteTransaction):
 
 
 class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorder):
+    def __init__(self, datastore: Any, events_table_name: str = "stored_events"):
+        super().__init__(datastore, events_table_name)
+        self.select_last_position_statement = f"SELECT MAX(rowid) FROM {self.events_table_name}"
+        self.insert_chain_statement = f"INSERT INTO {CHAIN_TABLE} (position, digest) VALUES (?, ?)"
+        self.insert_event_rows_statement = (
+            f"INSERT INTO {self.events_table_name} "
+            "(rowid, originator_id, originator_version, topic, state) VALUES (?,?,?,?,?)"
+        )
+
     def construct_create_table_statements(self) -> list[str]:
-        return super().construct_create_table_statements() + self._chain_create_statements()
+        return [*super().construct_create_table_statements(), self.create_chain_table_statement]
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         with self.datastore.get_connection(commit=True) as conn, _ImmediateTransaction(conn, commit=True) as c:
@@ -119,11 +136,7 @@ class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorde
         return self._insert_chained(c, stored_events)
 
     def _insert_event_rows(self, c: Any, rows: list[tuple[int, str, int, str, bytes]]) -> None:
-        c.executemany(
-            f"INSERT INTO {self.events_table_name} "
-            "(rowid, originator_id, originator_version, topic, state) VALUES (?,?,?,?,?)",
-            rows,
-        )
+        c.executemany(self.insert_event_rows_statement, rows)
 
     def select_stream(self, originator_id: str) -> list[Notification]:
         """A stream's events in version order, each with its ledger position."""

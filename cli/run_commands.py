@@ -15,6 +15,8 @@ from .output import emit
 
 
 def _recorded(ctx: Context, appended: services.Appended, human: str, **extra: Any) -> int:
+    """Bring the views up to what was just recorded, then print it."""
+    ctx.views()
     emit(ctx.json, {**extra, "events": [_event_doc(p, e) for p, e in appended.events]}, human)
     return 0
 
@@ -65,32 +67,27 @@ def _run_doc(run: Any) -> dict[str, Any]:
 
 def run_pause(ctx: Context) -> int:
     appended = services.pause_run(ctx.ledger, ctx.clock, ctx.args.run, ctx.args.reason)
-    ctx.views()
     return _recorded(ctx, appended, f"run {ctx.args.run} paused")
 
 
 def run_resume(ctx: Context) -> int:
     appended = services.resume_run(ctx.ledger, ctx.clock, ctx.args.run)
-    ctx.views()
     return _recorded(ctx, appended, f"run {ctx.args.run} resumed")
 
 
 def run_abort(ctx: Context) -> int:
     appended = services.abort_run(ctx.ledger, ctx.clock, ctx.args.run, ctx.args.reason)
-    ctx.views()
     return _recorded(ctx, appended, f"run {ctx.args.run} aborted")
 
 
 def run_complete(ctx: Context) -> int:
     appended = services.complete_run(ctx.ledger, ctx.clock, ctx.args.run)
-    ctx.views()
     return _recorded(ctx, appended, f"run {ctx.args.run} completed")
 
 
 def task_plan(ctx: Context) -> int:
     task_id = ctx.args.id or new_id("task")
     appended = services.plan_task(ctx.ledger, ctx.clock, ctx.args.run, task_id, ctx.args.title)
-    ctx.views()
     return _recorded(ctx, appended, f"task {task_id} planned in run {ctx.args.run}", task_id=task_id)
 
 
@@ -98,7 +95,6 @@ def worker_register(ctx: Context) -> int:
     a = ctx.args
     worker_id = a.id or new_id("worker")
     appended = services.register_worker(ctx.ledger, ctx.clock, a.run, worker_id, a.role, a.task)
-    ctx.views()
     return _recorded(ctx, appended, f"worker {worker_id} registered in run {a.run} (generation 1)",
                      worker_id=worker_id, generation=1)
 
@@ -106,7 +102,6 @@ def worker_register(ctx: Context) -> int:
 def worker_relaunch(ctx: Context) -> int:
     appended = services.relaunch_worker(ctx.ledger, ctx.clock, ctx.args.worker)
     event = appended.last[1]
-    ctx.views()
     return _recorded(ctx, appended, f"worker {ctx.args.worker} relaunched: generation {event.generation} "
                      f"(generation {event.fenced_generation} fenced)", generation=event.generation)
 
@@ -116,7 +111,6 @@ def lease_grant(ctx: Context) -> int:
     ttl_ms = parse_duration(a.ttl)
     appended = services.grant_lease(ctx.ledger, ctx.clock, a.resource, a.worker, a.generation, ttl_ms)
     token, event = appended.last
-    ctx.views()
     return _recorded(ctx, appended, f"lease on {a.resource} granted to {a.worker} generation {a.generation}: "
                      f"token {token}, expires {event.expires_at} ({format_duration(ttl_ms)})", token=token)
 
@@ -124,17 +118,14 @@ def lease_grant(ctx: Context) -> int:
 def lease_renew(ctx: Context) -> int:
     a = ctx.args
     appended = services.renew_lease(ctx.ledger, ctx.clock, a.resource, a.token, parse_duration(a.ttl))
-    ctx.views()
     return _recorded(ctx, appended, f"lease on {a.resource} (token {a.token}) renewed until {appended.last[1].expires_at}")
 
 
 def lease_release(ctx: Context) -> int:
     appended = services.release_lease(ctx.ledger, ctx.clock, ctx.args.resource, ctx.args.token)
-    ctx.views()
     return _recorded(ctx, appended, f"lease on {ctx.args.resource} (token {ctx.args.token}) released")
 
 
 def lease_expire(ctx: Context) -> int:
     appended = services.expire_lease(ctx.ledger, ctx.clock, ctx.args.resource)
-    ctx.views()
     return _recorded(ctx, appended, f"lease on {ctx.args.resource} recorded as expired")
