@@ -104,3 +104,35 @@ def test_four_processes_appending_at_once_lose_nothing_and_keep_one_chain(ledger
         positions = [r[0] for r in conn.execute("SELECT rowid FROM stored_events ORDER BY rowid")]
     assert len(streams) == 1 + 600
     assert positions == list(range(1, 602))
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.lists(st.integers(0, 5), min_size=1, max_size=6), min_size=1, max_size=8))
+def test_any_sequence_of_batches_keeps_one_gapless_verifiable_chain(tmp_path_factory, batches):
+    """Batches that collide on a stream version are refused whole; the rest land in order."""
+    path = tmp_path_factory.mktemp("prop") / "ledger.sqlite"
+    ledger = Ledger(path)
+    ledger.initialise(T0)
+    versions: dict[int, int] = {}
+    expected = 1
+    for batch in batches:
+        events, local = [], dict(versions)
+        for stream in batch:
+            local[stream] = local.get(stream, 0) + 1
+            events.append(TaskPlanned(stream=f"task:s{stream}", version=local[stream], recorded_at=T0,
+                                      task_id=f"s{stream}", run_id="r", title="x"))
+        if len(batch) % 3 == 0:
+            events.append(events[0])  # the same stream version twice: the batch must be refused whole
+            with pytest.raises(IntegrityError):
+                ledger.append(events)
+            continue
+        assert ledger.append(events) == list(range(expected + 1, expected + 1 + len(events)))
+        expected += len(events)
+        versions = local
+    ledger.close()
+    head, broken = chain_of(path)
+    assert broken is None and head.position == expected
