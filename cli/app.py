@@ -88,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--until", metavar="POSITION", type=_position, help="stop at this position")
     p.add_argument("--apply", action="store_true", help="drive every pending intent to its outcome")
 
-    _command(nouns, "schema", L + "schema", "print the JSON Schema of every event type", "docket schema --json")
+    p = _command(nouns, "schema", L + "schema", "print the JSON Schema of every event type", "docket schema --json")
+    p.add_argument("--markdown", action="store_true", help="render the event catalogue as docs/events.md")
 
     run = nouns.add_parser("run", help="open and steer runs").add_subparsers(
         dest="verb", metavar="VERB", required=True, parser_class=_Parser)
@@ -184,8 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         emit_error("usage", str(e), as_json)
         return 2
     except DocketError as e:
-        if debug:
-            raise
+        _print_traceback_if(debug)
         emit_error(e.code, e.message, as_json)
         return e.exit_code
     except KeyboardInterrupt:
@@ -195,11 +195,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as e:  # noqa: BLE001
-        if debug:
-            raise
+        _print_traceback_if(debug)
         code, message, exit_code = _describe(e)
         emit_error(code, message, as_json)
         return exit_code
+
+
+def _print_traceback_if(debug: bool) -> None:
+    """--debug: the traceback first; the one-line error and its exit code still follow."""
+    if debug:
+        import traceback
+
+        traceback.print_exc()
 
 
 def _describe(e: Exception) -> tuple[str, str, int]:
@@ -207,6 +214,8 @@ def _describe(e: Exception) -> tuple[str, str, int]:
     import sqlite3
 
     name = type(e).__name__
+    if name == "ValidationError" and type(e).__module__.startswith("pydantic"):
+        return "invalid-input", _validation_message(e), 2
     if name == "ChainBroken":
         return "chain-broken", str(e), 1
     if isinstance(e, sqlite3.DatabaseError) or name in ("OperationalError", "DatabaseError", "InterfaceError"):
@@ -214,3 +223,14 @@ def _describe(e: Exception) -> tuple[str, str, int]:
     if isinstance(e, OSError):
         return "os-error", str(e), 2
     return "internal", f"{name}: {e} (a bug in docket; rerun with --debug for the traceback)", EXIT_INTERNAL
+
+
+def _validation_message(e: Exception) -> str:
+    """A pydantic ValidationError (an id, text or resource the events refuse) as one line naming each field."""
+    problems = []
+    for error in e.errors():  # type: ignore[attr-defined]
+        field = ".".join(str(part) for part in error.get("loc", ())) or "value"
+        shown = repr(error.get("input"))
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        problems.append(f"{field} {shown}: {error.get('msg', 'is not valid')}")
+    return "; ".join(problems) or str(e)
