@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..domain.errors import NotFound
+from ..domain.errors import BadInput, NotFound
 
 __all__ = ["LedgerPaths", "find_git_common_dir", "resolve_paths"]
 
@@ -53,5 +53,7 @@ def resolve_paths(ledger_option: str | None, cwd: Path | None = None) -> LedgerP
                 "no git repository here; run inside one, or pass --ledger PATH (or set DOCKET_LEDGER)",
             )
         ledger = common / "docket" / "ledger.sqlite"
+    if ledger.is_dir():
+        raise BadInput("ledger-is-a-directory", f"{ledger} is a directory; --ledger names the ledger file itself")
     views_name = "views.sqlite" if ledger.name == "ledger.sqlite" else ledger.stem + ".views.sqlite"
     return LedgerPaths(ledger=ledger, views=ledger.with_name(views_name))

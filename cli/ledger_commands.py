@@ -150,11 +150,15 @@ def verify(ctx: Context) -> int:
 
 def replay(ctx: Context) -> int:
     from ..adapters.projector import catch_up, open_views
+    from ..adapters.reader import head_position
     from ..projections.views import READ_MODELS
 
     a = ctx.args
     if a.apply and a.until:
         raise BadInput("usage", "--apply drives intents at the head of the ledger; it cannot be combined with --until")
+    if a.until and a.until > head_position(ctx.read_ledger()):
+        raise NotFound("position-not-found", f"position {a.until} is past the end of the ledger "
+                       f"({head_position(ctx.read_ledger())})")
     checked = verify_ledger(ctx, until=a.until)
     conn = ctx.read_ledger()
     rebuilt_path = ctx.paths.views.with_name(ctx.paths.views.stem + ".rebuild.sqlite")

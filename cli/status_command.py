@@ -47,6 +47,10 @@ def _views_at(ctx: Context, at: str) -> tuple[sqlite3.Connection, str]:
     views = open_views(":memory:")
     ledger = ctx.read_ledger()
     if at.isdigit():
+        from ..adapters.reader import head_position
+
+        if int(at) > (head := head_position(ledger)):
+            raise NotFound("position-not-found", f"position {at} is past the end of the ledger ({head})")
         position = catch_up(ledger, views, until=int(at))
         row = ledger.execute("SELECT state FROM stored_events WHERE rowid = ?", (position,)).fetchone()
         return views.conn, json.loads(row[0])["recorded_at"] if row else ctx.clock.now()

@@ -185,6 +185,11 @@ USAGE_AND_BAD_INPUT = [
     case("ledger-option-empty-file", ("status", "--ledger", "{dir}/empty.sqlite"), "no-ledger", 5),
     case("ledger-option-empty-file-verify", ("verify", "--ledger", "{dir}/empty.sqlite"), "no-ledger", 5),
     case("ledger-option-not-sqlite", ("log", "--ledger", "{dir}/garbage.sqlite"), "database", 2),
+    case("ledger-option-directory", ("status", "--ledger", "{dir}"), "ledger-is-a-directory", 2),
+    case("ledger-option-directory-write", ("run", "pause", "r-active", "--ledger", "{dir}"),
+         "ledger-is-a-directory", 2),
+    case("status-at-past-the-head", ("status", "--at", "999999"), "position-not-found", 5, "999999"),
+    case("replay-until-past-the-head", ("replay", "--until", "999999"), "position-not-found", 5, "999999"),
     # Anchors.
     case("anchor-missing", ("verify", "--anchor", "missing.json"), "anchor-not-found", 5, "missing.json"),
     case("anchor-not-json", ("verify", "--anchor", "anchor-bad.json"), "bad-anchor", 2),
