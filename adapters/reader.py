@@ -30,7 +30,10 @@ def read_only(path: Path) -> Iterator[sqlite3.Connection]:
 
 
 def read_chain_rows(conn: sqlite3.Connection, *, after: int = 0, until: int | None = None) -> Iterator[ChainRow]:
-    """Every stored event with the digest stored beside it, in position order."""
+    """Every stored event with the digest stored beside it (None if missing), in position order.
+
+    Rows come as plain tuples in ChainRow's field order: no object per row.
+    """
     sql = (
         "SELECT e.rowid, e.originator_id, e.originator_version, e.topic, e.state, c.digest "
         f"FROM stored_events e LEFT JOIN {CHAIN_TABLE} c ON c.position = e.rowid WHERE e.rowid > ?"
@@ -41,8 +44,7 @@ def read_chain_rows(conn: sqlite3.Connection, *, after: int = 0, until: int | No
         params.append(until)
     cursor = conn.execute(sql + " ORDER BY e.rowid", params)
     while batch := cursor.fetchmany(2000):
-        for row in batch:
-            yield ChainRow(*row)
+        yield from batch
 
 
 def read_events(conn: sqlite3.Connection, *, after: int = 0, until: int | None = None,

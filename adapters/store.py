@@ -67,19 +67,16 @@ class ChainedRecorder:
     create_chain_table_statement = (
         f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} (position INTEGER PRIMARY KEY, digest TEXT NOT NULL)"
     )
-    select_chain_head_statement = f"SELECT position, digest FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1"
-    select_last_position_statement: str  # the highest position among the stored events
+    select_heads_statement: str  # (last chain position, its digest, last event position), NULLs when empty
     insert_chain_statement: str  # (position, digest)
 
     def _chain_head(self, c: Any) -> ChainHead:
-        c.execute(self.select_chain_head_statement)
-        row = c.fetchone()
-        head = ChainHead(0, GENESIS_DIGEST) if row is None else ChainHead(row[0], row[1])
-        c.execute(self.select_last_position_statement)
-        last_event = c.fetchone()[0] or 0
-        if last_event != head.position:
+        c.execute(self.select_heads_statement)
+        chain_position, digest, last_event = c.fetchone()
+        head = ChainHead(chain_position or 0, digest or GENESIS_DIGEST)
+        if (last_event or 0) != head.position:
             msg = (
-                f"ledger is damaged: last event is at position {last_event} but the chain "
+                f"ledger is damaged: last event is at position {last_event or 0} but the chain "
                 f"ends at {head.position}; run 'docket verify'"
             )
             raise ChainBroken(msg)
@@ -118,7 +115,11 @@ class _ImmediateTransaction(SQLiteTransaction):
 class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorder):
     def __init__(self, datastore: Any, events_table_name: str = "stored_events"):
         super().__init__(datastore, events_table_name)
-        self.select_last_position_statement = f"SELECT MAX(rowid) FROM {self.events_table_name}"
+        last_digest = f"SELECT position, digest FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1"
+        self.select_heads_statement = (
+            f"SELECT (SELECT position FROM ({last_digest})), (SELECT digest FROM ({last_digest})), "
+            f"(SELECT MAX(rowid) FROM {self.events_table_name})"
+        )
         self.insert_chain_statement = f"INSERT INTO {CHAIN_TABLE} (position, digest) VALUES (?, ?)"
         self.insert_event_rows_statement = (
             f"INSERT INTO {self.events_table_name} "

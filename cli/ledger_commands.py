@@ -94,44 +94,48 @@ def _read_anchor(path: str) -> Any:
 def verify_ledger(ctx: Context, *, anchor: Any = None, until: int | None = None) -> dict[str, Any]:
     """Recompute the chain; raise VerificationFailed naming the first bad position."""
     from ..adapters.reader import head_position, orphan_digest_after, read_chain_rows
-    from ..domain.chain import CHAIN_ALGORITHM, GENESIS_DIGEST, ChainBreak, verify_chain
+    from ..domain.chain import CHAIN_ALGORITHM, ChainBreak, verify_chain
 
     conn = ctx.read_ledger()
-    progress = Progress("verifying", head_position(conn))
-
-    def rows():  # noqa: ANN202
-        for row in read_chain_rows(conn, until=until):
-            if row.position == 1:
-                first = json.loads(row.state) if row.type == "LedgerCreated.v1" else None
-                payload = first["payload"] if first else {}
-                if payload.get("genesis_digest") != GENESIS_DIGEST or payload.get("chain") != CHAIN_ALGORITHM:
-                    raise _Broken(ChainBreak(1, "position 1 is not the LedgerCreated genesis event of this chain"))
-            progress(row.position)
-            yield row
-
-    try:
-        head, broken = verify_chain(rows(), anchor=anchor)
-    except _Broken as e:
-        head, broken = None, e.chain_break
-    finally:
-        progress.close()
-    if broken is None and until is None and head is not None:
+    broken = _genesis_break(conn)
+    head = None
+    if broken is None:
+        rows = read_chain_rows(conn, until=until)
+        progress = Progress("verifying", head_position(conn))
+        try:
+            head, broken = verify_chain(_counted(rows, progress) if progress.enabled else rows, anchor=anchor)
+        finally:
+            progress.close()
+    if broken is None and until is None:
         orphan = orphan_digest_after(conn, head.position)
         if orphan is not None:
-            from ..domain.chain import ChainBreak
-
             broken = ChainBreak(head.position + 1, "event missing; its digest is still recorded")
     if broken is not None:
         raise VerificationFailed("chain-broken", f"position {broken.position}: {broken.reason}")
-    if head.position == 0:
-        raise NotFound("no-ledger", f"{ctx.paths.ledger} holds no events; run 'docket init' first")
     return {"ok": True, "events": head.position, "head": {"position": head.position, "digest": head.digest},
             "algorithm": CHAIN_ALGORITHM}
 
 
-class _Broken(Exception):
-    def __init__(self, chain_break: Any):
-        self.chain_break = chain_break
+def _genesis_break(conn: Any) -> Any:
+    """Position 1 must be the LedgerCreated event that fixes this chain's genesis digest."""
+    from ..domain.chain import CHAIN_ALGORITHM, GENESIS_DIGEST, ChainBreak
+
+    row = conn.execute("SELECT topic, state FROM stored_events WHERE rowid = 1").fetchone()
+    if row is None:
+        raise NotFound("no-ledger", "the ledger holds no events; run 'docket init' first")
+    try:
+        payload = json.loads(row[1])["payload"] if row[0] == "LedgerCreated.v1" else {}
+    except (ValueError, KeyError, TypeError):
+        payload = {}
+    if payload.get("genesis_digest") != GENESIS_DIGEST or payload.get("chain") != CHAIN_ALGORITHM:
+        return ChainBreak(1, "position 1 is not the LedgerCreated genesis event of this chain")
+    return None
+
+
+def _counted(rows: Any, progress: Progress) -> Any:
+    for row in rows:
+        progress(row[0])
+        yield row
 
 
 def verify(ctx: Context) -> int:

@@ -18,6 +18,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "CHAIN_ALGORITHM",
@@ -34,14 +35,24 @@ CHAIN_ALGORITHM = "sha256-chain-v1"
 GENESIS_DIGEST = hashlib.sha256(b"docket ledger genesis v1").hexdigest()
 
 _sha256 = hashlib.sha256
-_quote = json.JSONEncoder(ensure_ascii=False).encode
+_quote_json_string = json.encoder.encode_basestring  # what canonical_json writes for a str
+_quoted: dict[str, str] = {}  # streams and types repeat: quote each once
+
+
+def _quote(text: str) -> str:
+    quoted = _quoted.get(text)
+    if quoted is None:
+        if len(_quoted) > 100_000:
+            _quoted.clear()
+        quoted = _quoted[text] = _quote_json_string(text)
+    return quoted
 
 
 def chain_entry(position: int, stream: str, version: int, type_: str, state: bytes) -> bytes:
     """canonical_json of the chain record of one event (keys already in order)."""
     return (
-        f'{{"position":{int(position)},"state_sha256":"{_sha256(state).hexdigest()}",'
-        f'"stream":{_quote(stream)},"type":{_quote(type_)},"version":{int(version)}}}'
+        f'{{"position":{position},"state_sha256":"{_sha256(state).hexdigest()}",'
+        f'"stream":{_quote(stream)},"type":{_quote(type_)},"version":{version}}}'
     ).encode("utf-8")
 
 
@@ -49,9 +60,12 @@ def next_digest(previous: str, entry: bytes) -> str:
     return _sha256(bytes.fromhex(previous) + entry).hexdigest()
 
 
-@dataclass(frozen=True)
-class ChainRow:
-    """One event as stored, with the digest stored beside it (None if missing)."""
+class ChainRow(NamedTuple):
+    """One event as stored, with the digest stored beside it (None if missing).
+
+    A plain tuple of the same six fields in this order is accepted wherever a
+    ChainRow is: verification reads millions of rows straight from SQLite.
+    """
 
     position: int
     stream: str
@@ -76,35 +90,37 @@ class ChainBreak:
 
 
 def verify_chain(
-    rows: Iterable[ChainRow],
+    rows: Iterable[tuple[int, str, int, str, bytes, str | None]],
     *,
     anchor: ChainHead | None = None,
     start: ChainHead = ChainHead(0, GENESIS_DIGEST),
 ) -> tuple[ChainHead, ChainBreak | None]:
-    """Recompute the chain over rows in position order.
+    """Recompute the chain over rows (ChainRow or plain tuples) in position order.
 
     Returns the verified head and the first break, if any. A row whose position
     is not the next one, whose digest is missing or differs from the recomputed
     one, breaks the chain there. With an anchor, the ledger must reach the
     anchor's position and have the anchor's digest there.
     """
-    expected_position = start.position + 1
-    digest = start.digest
-    head = start
-    for row in rows:
-        if row.position != expected_position:
-            return head, ChainBreak(expected_position, "event missing (positions are not contiguous)")
-        digest = _sha256(
-            bytes.fromhex(digest) + chain_entry(row.position, row.stream, row.version, row.type, row.state)
-        ).hexdigest()
-        if row.digest is None:
-            return head, ChainBreak(row.position, "digest missing for stored event")
-        if row.digest != digest:
-            return head, ChainBreak(row.position, "digest does not match the recomputed chain")
-        head = ChainHead(row.position, digest)
-        expected_position += 1
-        if anchor is not None and row.position == anchor.position and digest != anchor.digest:
-            return head, ChainBreak(row.position, "digest differs from the anchor")
-    if anchor is not None and head.position < anchor.position:
-        return head, ChainBreak(head.position + 1, f"ledger ends before the anchor at position {anchor.position}")
-    return head, None
+    position, digest = start.position, bytes.fromhex(start.digest)
+    anchor_position = anchor.position if anchor is not None else None
+    sha256, entry = _sha256, chain_entry  # locals: this loop runs once per event in the ledger
+    for row_position, stream, version, type_, state, stored in rows:
+        if row_position != position + 1:
+            return _head(position, digest), ChainBreak(position + 1, "event missing (positions are not contiguous)")
+        recomputed = sha256(digest + entry(row_position, stream, version, type_, state))
+        if stored is None:
+            return _head(position, digest), ChainBreak(row_position, "digest missing for stored event")
+        if stored != recomputed.hexdigest():
+            return _head(position, digest), ChainBreak(row_position, "digest does not match the recomputed chain")
+        position, digest = row_position, recomputed.digest()
+        if position == anchor_position and stored != anchor.digest:
+            return _head(position, digest), ChainBreak(position, "digest differs from the anchor")
+    if anchor is not None and position < anchor.position:
+        return _head(position, digest), ChainBreak(
+            position + 1, f"ledger ends before the anchor at position {anchor.position}")
+    return _head(position, digest), None
+
+
+def _head(position: int, digest: bytes) -> ChainHead:
+    return ChainHead(position, digest.hex())

@@ -45,7 +45,7 @@ def test_changing_any_field_of_any_event_breaks_the_chain_exactly_there(evs, dat
     row = rows[i]
     changed = {"stream": row.stream + "x", "version": row.version + 1, "type": row.type + "x",
                "state": row.state + b"\x00"}[field]
-    rows[i] = ChainRow(**{**row.__dict__, field: changed})
+    rows[i] = row._replace(**{field: changed})
     _, broken = verify_chain(rows)
     assert broken is not None and broken.position == i + 1
 
