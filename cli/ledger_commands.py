@@ -153,43 +153,17 @@ def verify(ctx: Context) -> int:
 
 
 def replay(ctx: Context) -> int:
-    from ..adapters.projector import catch_up, open_views
+    """Verify, rebuild every projection into a fresh file and compare; --apply finishes pending intents."""
     from ..adapters.reader import head_position
-    from ..projections.views import READ_MODELS
 
     a = ctx.args
     if a.apply and a.until:
         raise BadInput("usage", "--apply drives intents at the head of the ledger; it cannot be combined with --until")
-    if a.until and a.until > head_position(ctx.read_ledger()):
-        raise NotFound("position-not-found", f"position {a.until} is past the end of the ledger "
-                       f"({head_position(ctx.read_ledger())})")
+    head = head_position(ctx.read_ledger())
+    if a.until and a.until > head:
+        raise NotFound("position-not-found", f"position {a.until} is past the end of the ledger ({head})")
     checked = verify_ledger(ctx, until=a.until)
-    conn = ctx.read_ledger()
-    rebuilt_path = ctx.paths.views.with_name(ctx.paths.views.stem + ".rebuild.sqlite")
-    for leftover in rebuilt_path.parent.glob(rebuilt_path.name + "*"):
-        leftover.unlink()
-    rebuilt = open_views(rebuilt_path)
-    progress = Progress("rebuilding", checked["events"])
-    try:
-        catch_up(conn, rebuilt, until=a.until, progress=progress)
-    finally:
-        progress.close()
-    doc: dict[str, Any] = {"verified": checked, "rebuilt_position": rebuilt.position()}
-    if a.until is None:
-        current = ctx.views()
-        drift = [m.TABLE for m in READ_MODELS if current.table_rows(m.TABLE) != rebuilt.table_rows(m.TABLE)]
-        current.conn.close()
-        rebuilt.conn.close()
-        doc["drift"] = drift
-        if drift:
-            rebuilt_path.replace(ctx.paths.views)
-            for suffix in ("-wal", "-shm"):
-                Path(str(ctx.paths.views) + suffix).unlink(missing_ok=True)
-    else:
-        doc["tables"] = {m.TABLE: len(rebuilt.table_rows(m.TABLE)) for m in READ_MODELS}
-        rebuilt.conn.close()
-    for leftover in rebuilt_path.parent.glob(rebuilt_path.name + "*"):
-        leftover.unlink()
+    doc: dict[str, Any] = {"verified": checked, **_rebuild_and_compare(ctx, a.until, checked["events"])}
     if a.apply:
         results = ctx.effector.run_pending()
         ctx.views()
@@ -197,9 +171,8 @@ def replay(ctx: Context) -> int:
                            "outcome": r.outcome, "position": r.position} for r in results]
     lines = [f"ok: chain intact up to {checked['head']['position']}; projections rebuilt to {doc['rebuilt_position']}"]
     if doc.get("drift"):
-        lines.append(f"projections differed from the ledger in: {', '.join(doc['drift'])}; replaced by the rebuild")
-    for r in doc.get("applied", []):
-        lines.append(f"intent {r['intent_id']} (position {r['intent_position']}): {r['outcome']}")
+        lines.append(f"projections differed from the ledger in: {', '.join(doc['drift'])}; rebuilt in place")
+    lines += [f"intent {r['intent_id']} (position {r['intent_position']}): {r['outcome']}" for r in doc.get("applied", [])]
     emit(ctx.json, doc, "\n".join(lines))
     if doc.get("drift"):
         raise VerificationFailed("projection-drift", f"projections differed in {', '.join(doc['drift'])}; rebuilt from the ledger")
@@ -207,6 +180,40 @@ def replay(ctx: Context) -> int:
     if unknown:
         raise OutcomeUnknown("outcome-unknown", f"intent {unknown[0]['intent_id']}: outcome still unknown; replay again later")
     return 0
+
+
+def _rebuild_and_compare(ctx: Context, until: int | None, events: int) -> dict[str, Any]:
+    """Rebuild the views from position 1 in a fresh file; compare with the current views.
+
+    Drifted current views are reset and rebuilt in place. A reader uses views only
+    when their recorded position and digest match the ledger's head (otherwise
+    it catches them up itself), so nobody shows a half-rebuilt state.
+    """
+    import tempfile
+
+    from ..adapters.projector import catch_up, open_views
+    from ..projections.views import READ_MODELS
+
+    conn = ctx.read_ledger()
+    with tempfile.TemporaryDirectory(prefix="docket-replay-", dir=ctx.paths.views.parent) as folder:
+        rebuilt = open_views(Path(folder) / "views.sqlite")
+        progress = Progress("rebuilding", events)
+        try:
+            catch_up(conn, rebuilt, until=until, progress=progress)
+        finally:
+            progress.close()
+        result: dict[str, Any] = {"rebuilt_position": rebuilt.position()}
+        if until is not None:
+            result["tables"] = {m.TABLE: len(rebuilt.table_rows(m.TABLE)) for m in READ_MODELS}
+        else:
+            current = ctx.views()
+            result["drift"] = [m.TABLE for m in READ_MODELS if current.table_rows(m.TABLE) != rebuilt.table_rows(m.TABLE)]
+            if result["drift"]:
+                current.ensure_schema(reset=True)
+                catch_up(conn, current)
+            current.conn.close()
+        rebuilt.conn.close()
+    return result
 
 
 def schema(ctx: Context) -> int:
