@@ -93,3 +93,15 @@ def test_racing_effectors_leave_exactly_one_outcome_per_intent(repo, ledger_path
                       if e.type_name() == "RunBasePinRequested.v1")
     assert Effector(ledger, FixedClock(T0)).tracked_position() == last_intent
     ledger.close()
+
+
+def test_branches_are_read_from_packed_refs_and_linked_worktrees(repo, tmp_path):
+    from docket.adapters.git import observe_branch
+
+    git(repo, "branch", "feature")
+    git(repo, "pack-refs", "--all")
+    assert not (repo / ".git" / "refs" / "heads" / "feature").exists()
+    observed = observe_branch(repo / ".git", "feature")
+    assert observed.status == "found" and observed.commit == git(repo, "rev-parse", "feature")
+    assert observe_branch(repo / ".git", "nope").status == "missing"
+    assert observe_branch(tmp_path / "not-a-repo", "main").status == "unreadable"
