@@ -101,58 +101,61 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--id", metavar="RUN", help="run id (default: a new random id)")
     p.add_argument("--no-wait", action="store_true", help="record the intent and return without pinning")
     p = _command(run, "pause", R + "run_pause", "pause a run (its budget stops)", "docket run pause run-7k2m9x4q")
-    p.add_argument("run", metavar="RUN")
-    p.add_argument("--reason", metavar="TEXT")
+    p.add_argument("run", metavar="RUN", help="the run id")
+    p.add_argument("--reason", metavar="TEXT", help="why, for the record")
     p = _command(run, "resume", R + "run_resume", "resume a paused run", "docket run resume run-7k2m9x4q")
-    p.add_argument("run", metavar="RUN")
+    p.add_argument("run", metavar="RUN", help="the run id")
     p = _command(run, "abort", R + "run_abort", "abort a run", "docket run abort run-7k2m9x4q --reason 'wrong goal'")
-    p.add_argument("run", metavar="RUN")
-    p.add_argument("--reason", required=True, metavar="TEXT")
+    p.add_argument("run", metavar="RUN", help="the run id")
+    p.add_argument("--reason", required=True, metavar="TEXT", help="why, for the record")
     p = _command(run, "complete", R + "run_complete", "mark a run complete", "docket run complete run-7k2m9x4q")
-    p.add_argument("run", metavar="RUN")
+    p.add_argument("run", metavar="RUN", help="the run id")
 
     task = nouns.add_parser("task", help="plan tasks").add_subparsers(
         dest="verb", metavar="VERB", required=True, parser_class=_Parser)
     p = _command(task, "plan", R + "task_plan", "plan a task inside a run",
                  "docket task plan run-7k2m9x4q --title 'write the parser'")
-    p.add_argument("run", metavar="RUN")
-    p.add_argument("--title", required=True, metavar="TEXT")
+    p.add_argument("run", metavar="RUN", help="the run id")
+    p.add_argument("--title", required=True, metavar="TEXT", help="what the task is")
     p.add_argument("--id", metavar="TASK", help="task id (default: a new random id)")
 
     worker = nouns.add_parser("worker", help="register and relaunch workers").add_subparsers(
         dest="verb", metavar="VERB", required=True, parser_class=_Parser)
     p = _command(worker, "register", R + "worker_register", "register a worker at generation 1",
                  "docket worker register run-7k2m9x4q --role implementer --task task-1")
-    p.add_argument("run", metavar="RUN")
-    p.add_argument("--role", required=True, metavar="ROLE")
-    p.add_argument("--task", metavar="TASK")
+    p.add_argument("run", metavar="RUN", help="the run id")
+    p.add_argument("--role", required=True, metavar="ROLE", help="e.g. implementer, reviewer, integrator")
+    p.add_argument("--task", metavar="TASK", help="the task it works on (in the same run)")
     p.add_argument("--id", metavar="WORKER", help="worker id (default: a new random id)")
     p = _command(worker, "relaunch", R + "worker_relaunch", "raise a worker's generation, fencing the old one",
                  "docket worker relaunch worker-1")
-    p.add_argument("worker", metavar="WORKER")
+    p.add_argument("worker", metavar="WORKER", help="the worker id")
 
     lease = nouns.add_parser("lease", help="grant, renew, release and expire leases").add_subparsers(
         dest="verb", metavar="VERB", required=True, parser_class=_Parser)
     p = _command(lease, "grant", R + "lease_grant", "grant a resource to a worker generation",
                  "docket lease grant worktrees/a --worker worker-1 --generation 1 --ttl 10m")
-    p.add_argument("resource", metavar="RESOURCE")
-    p.add_argument("--worker", required=True, metavar="WORKER")
-    p.add_argument("--generation", required=True, type=_position, metavar="N")
-    p.add_argument("--ttl", required=True, metavar="DURATION")
-    p = _command(lease, "renew", R + "lease_renew", "extend a lease", "docket lease renew worktrees/a --token 12 --ttl 10m")
-    p.add_argument("resource", metavar="RESOURCE")
-    p.add_argument("--token", required=True, type=_position, metavar="N")
-    p.add_argument("--ttl", required=True, metavar="DURATION")
-    p = _command(lease, "release", R + "lease_release", "give a lease back", "docket lease release worktrees/a --token 12")
-    p.add_argument("resource", metavar="RESOURCE")
-    p.add_argument("--token", required=True, type=_position, metavar="N")
+    p.add_argument("resource", metavar="RESOURCE", help="what is leased: a worktree path, a task, ...")
+    p.add_argument("--worker", required=True, metavar="WORKER", help="the worker that will hold it")
+    p.add_argument("--generation", required=True, type=_position, metavar="N",
+                   help="the worker's current generation (a fenced one is refused)")
+    p.add_argument("--ttl", required=True, metavar="DURATION", help="how long the lease lasts from now, e.g. 10m")
+    p = _command(lease, "renew", R + "lease_renew", "extend a lease",
+                 "docket lease renew worktrees/a --token 12 --ttl 10m")
+    p.add_argument("resource", metavar="RESOURCE", help="what is leased: a worktree path, a task, ...")
+    p.add_argument("--token", required=True, type=_position, metavar="N", help="the lease's fencing token")
+    p.add_argument("--ttl", required=True, metavar="DURATION", help="how long the lease lasts from now, e.g. 10m")
+    p = _command(lease, "release", R + "lease_release", "give a lease back",
+                 "docket lease release worktrees/a --token 12")
+    p.add_argument("resource", metavar="RESOURCE", help="what is leased: a worktree path, a task, ...")
+    p.add_argument("--token", required=True, type=_position, metavar="N", help="the lease's fencing token")
     p = _command(lease, "expire", R + "lease_expire", "record that a lease ran past its expiry",
                  "docket lease expire worktrees/a")
-    p.add_argument("resource", metavar="RESOURCE")
+    p.add_argument("resource", metavar="RESOURCE", help="what is leased: a worktree path, a task, ...")
 
     p = _command(nouns, "completion", L + "completion", "print a shell completion script",
                  "eval \"$(docket completion bash)\"")
-    p.add_argument("shell", choices=["bash", "zsh"])
+    p.add_argument("shell", choices=["bash", "zsh"], help="bash or zsh")
     return parser
 
 

@@ -40,5 +40,5 @@ def decide_base_pin(run: run_aggregate.Run, intent: ev.RunBasePinRequested,
     return run_aggregate.record_unknown(run, intent.intent_id, observed.detail or "repository unreadable", now)
 
 
-# Intent type name -> the stream prefix of the aggregate that owns it.
-INTENT_TYPES = {ev.RunBasePinRequested.type_name(): "run"}
+# Every intent type the effector drives (one decision function above for each).
+INTENT_TYPES = (ev.RunBasePinRequested.type_name(),)

@@ -48,6 +48,8 @@ def test_every_command_has_help_an_example_and_json():
         assert parser.description, path
         assert "example:\n  " in (parser.epilog or "") and "docket " in parser.epilog, path
         assert any("--json" in a.option_strings for a in parser._actions), path
+        for action in parser._actions:
+            assert action.help, (path, action.dest)  # every option and argument explains itself
 
 
 def test_docs_events_md_is_current():
