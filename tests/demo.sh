@@ -43,6 +43,12 @@ echo "fencing token of the new lease: $token (its ledger position)"
 show docket lease renew worktrees/w1 --token "$token" --ttl 15m
 show docket lease release worktrees/w1 --token "$token"
 
+step "a lease that runs out: recorded as expired once its time has passed"
+show docket lease grant worktrees/scratch --worker w1 --generation 2 --ttl 3s
+expect_fail docket lease expire worktrees/scratch
+sleep 3.1
+show docket lease expire worktrees/scratch
+
 step "pause and resume: paused time is not billed"
 show docket run pause demo --reason "coffee"
 show docket run resume demo
@@ -52,6 +58,10 @@ set +e; DOCKET_FAULT=run-open:after-intent docket run open --target main --goal 
 show docket status crashed
 show docket replay --apply
 show docket status crashed
+
+step "close the recovered run; every command speaks JSON for scripts"
+show docket run abort crashed --reason "only here to show recovery"
+docket status crashed --json | python3 -c 'import json,sys; run = json.load(sys.stdin)["run"]; print("status --json:", run["run_id"], run["status"], run["base_commit"][:12])'
 
 step "the log, and the state as it was at position 6"
 show docket log --run demo

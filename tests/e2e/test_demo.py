@@ -24,6 +24,8 @@ def test_demo_script_runs_to_verify_and_status(tmp_path):
     assert "docket: error: unknown-branch" in result.stdout + result.stderr
     assert "docket: error: chain-broken: position 8" in result.stdout + result.stderr
     assert "RunBasePinned.v1" in out  # the crashed run was finished by replay --apply
+    assert "lease-not-expired" in result.stderr and "recorded as expired" in out
+    assert "status --json: crashed aborted" in out
     tail = out[out.index("finally: the real ledger verifies"):]
-    assert "ok: 19 events, chain intact" in tail and "3 run(s); 0 pending intent(s)" in tail
+    assert "ok: 22 events, chain intact" in tail and "3 run(s); 0 pending intent(s)" in tail
     assert list(tmp_path.iterdir()) == []  # the throwaway repository is cleaned up
