@@ -17,14 +17,37 @@ BATCH = 5000
 
 
 def open_views(path: Path | str) -> Views:
-    if str(path) != ":memory:":
-        create_private_file(Path(path))
-    conn = sqlite3.connect(str(path), isolation_level=None, timeout=60)
-    if str(path) != ":memory:":
-        conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    views = Views(conn)
-    views.ensure_schema()
+    """Open (creating if needed) a views database with every read model's tables.
+
+    Views are disposable: a file that is not an SQLite database at all is
+    removed and built again from the ledger.
+    """
+    if str(path) == ":memory:":
+        return _open(":memory:")
+    path = Path(path)
+    create_private_file(path)
+    try:
+        return _open(str(path))
+    except sqlite3.DatabaseError as e:
+        if "not a database" not in str(e) and "malformed" not in str(e):
+            raise
+        for damaged in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            damaged.unlink(missing_ok=True)
+        create_private_file(path)
+        return _open(str(path))
+
+
+def _open(name: str) -> Views:
+    conn = sqlite3.connect(name, isolation_level=None, timeout=60)
+    try:
+        if name != ":memory:":
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        views = Views(conn)
+        views.ensure_schema()
+    except BaseException:
+        conn.close()
+        raise
     return views
 
 

@@ -133,3 +133,16 @@ def test_version_module_and_schema(docket):
     for name in ["LedgerCreated.v1", "WorkerRegistered.v1", "LeaseGranted.v1", "RunBasePinRequested.v1"]:
         assert schemas[name]["additionalProperties"] is False
     assert "payload" not in json.dumps(schemas["LeaseGranted.v1"]["required"])
+
+
+def test_damaged_views_are_disposable_and_rebuilt_from_the_ledger(docket):
+    docket("init")
+    docket("run", "open", "--target", "main", "--goal", "g", "--id", "r1")
+    views = docket.ledger.with_name("views.sqlite")
+    for leftover in (views.with_name("views.sqlite-wal"), views.with_name("views.sqlite-shm")):
+        leftover.unlink(missing_ok=True)
+    views.write_bytes(b"this is not a database" * 100)
+    assert docket("status", "r1", "--json").json()["run"]["status"] == "active"
+    views.unlink()
+    assert docket("status", "--json").json()["runs"][0]["run_id"] == "r1"
+    assert views.exists()
