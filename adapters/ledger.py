@@ -16,6 +16,7 @@ from eventsourcing.persistence import IntegrityError, Tracking
 from eventsourcing.utils import Environment
 
 from ..domain import ledger as ledger_aggregate
+from ..domain.aggregate import fold
 from ..domain.errors import Conflict, NotFound
 from ..domain.events import Event, LedgerCreated
 from .files import create_private_file
@@ -67,10 +68,8 @@ class Ledger(Application):
         ]
 
     def get(self, apply: Callable[[S | None, Event, int], S], stream: str) -> S | None:
-        state: S | None = None
-        for position, event in self.history(stream):
-            state = apply(state, event, position)
-        return state
+        """The aggregate of stream, or None if the stream has no events."""
+        return fold(apply, self.history(stream))
 
     def head(self) -> int:
         return self.recorder.max_notification_id() or 0
