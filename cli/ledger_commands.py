@@ -51,9 +51,9 @@ def log(ctx: Context) -> int:
             raise BadInput("unknown-event-type", f"no event type {a.type!r}; 'docket schema' lists them")
     conn = ctx.read_ledger()
 
-    def matching(after: int) -> list[dict[str, Any]]:
+    def matching(after: int, until: int) -> list[dict[str, Any]]:
         docs = []
-        for row in read_events(conn, after=after, topics=topics):
+        for row in read_events(conn, after=after, until=until, topics=topics):
             doc = _event_doc(row)
             if a.run is None or doc["payload"].get("run_id") == a.run or doc["stream"] == f"run:{a.run}":
                 docs.append(doc)
@@ -62,18 +62,22 @@ def log(ctx: Context) -> int:
     from ..adapters.reader import head_position
 
     if not a.follow:
-        docs = matching(0)
-        emit(ctx.json, {"events": docs, "head": head_position(conn)}, "\n".join(map(_human_event, docs)) or None)
+        head = head_position(conn)
+        docs = matching(0, head)
+        emit(ctx.json, {"events": docs, "head": head}, "\n".join(map(_human_event, docs)) or None)
         return 0
     position = 0
-    while True:
-        head = head_position(conn)
-        for doc in matching(position):
-            line = json.dumps(doc, ensure_ascii=False, sort_keys=True) if ctx.json else _human_event(doc)
-            sys.stdout.write(line + "\n")
-        sys.stdout.flush()
-        position = head
-        time.sleep(0.5)
+    try:
+        while True:
+            head = head_position(conn)
+            for doc in matching(position, head):
+                line = json.dumps(doc, ensure_ascii=False, sort_keys=True) if ctx.json else _human_event(doc)
+                sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+            position = head
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        return 0  # Ctrl-C is how one stops following
 
 
 def _read_anchor(path: str) -> Any:

@@ -7,6 +7,7 @@ import os
 import pty
 import re
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -25,8 +26,11 @@ def test_log_follow_prints_events_as_they_arrive(docket):
         first = json.loads(follower.stdout.readline())
         assert first["position"] == 1 and first["type"] == "LedgerCreated.v1"
         docket("run", "open", "--target", "main", "--goal", "g", "--id", "r1")
-        types = [json.loads(follower.stdout.readline())["type"] for _ in range(3)]
-        assert types == ["RunOpened.v1", "RunBasePinRequested.v1", "RunBasePinned.v1"]
+        docs = [json.loads(follower.stdout.readline()) for _ in range(3)]
+        assert [d["type"] for d in docs] == ["RunOpened.v1", "RunBasePinRequested.v1", "RunBasePinned.v1"]
+        assert [d["position"] for d in docs] == [2, 3, 4]  # each event once, in order
+        follower.send_signal(signal.SIGINT)
+        assert follower.wait(30) == 0 and follower.stderr.read() == ""  # Ctrl-C just stops following
     finally:
         follower.kill()
         follower.wait()
