@@ -105,3 +105,30 @@ def test_branches_are_read_from_packed_refs_and_linked_worktrees(repo, tmp_path)
     assert observed.status == "found" and observed.commit == git(repo, "rev-parse", "feature")
     assert observe_branch(repo / ".git", "nope").status == "missing"
     assert observe_branch(tmp_path / "not-a-repo", "main").status == "unreadable"
+
+
+def test_an_effector_that_loses_the_race_records_nothing(repo, ledger_path):
+    """A observes; before A records, B drives the same intent to its outcome. A's write must lose."""
+    ledger = Ledger(ledger_path)
+    ledger.initialise(T0)
+    open_pending(ledger, repo, "r1")
+    winner = Effector(Ledger(ledger_path), FixedClock("2026-01-01T00:00:01.000Z"))
+
+    class Overtaken(Effector):
+        overtaken = False
+
+        def _pin_base(self, intent):
+            outcome = super()._pin_base(intent)  # observed and decided...
+            if not self.overtaken:
+                self.overtaken = True
+                assert [r.outcome for r in winner.run_pending()] == ["RunBasePinned.v1"]  # ...but B records first
+            return outcome
+
+    loser = Overtaken(ledger, FixedClock("2026-01-01T00:00:02.000Z"))
+    (result,) = loser.run_pending()
+    assert result.outcome == "already-resolved" and result.position is None
+    (pinned,) = outcomes(ledger, "r1")
+    assert pinned.recorded_at == "2026-01-01T00:00:01.000Z"  # the winner's outcome, and only it
+    assert loser.tracked_position() == winner.tracked_position() == 3
+    winner.ledger.close()
+    ledger.close()
