@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sqlite3
+from contextlib import ExitStack
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -22,9 +23,13 @@ if TYPE_CHECKING:
 
 
 class Context:
+    """What one command needs, built on first use and closed when it ends."""
+
     def __init__(self, args: argparse.Namespace):
         self.args = args
         self.json: bool = bool(getattr(args, "json", False))
+        self._resources = ExitStack()
+        self._reader: sqlite3.Connection | None = None
 
     @cached_property
     def paths(self) -> LedgerPaths:
@@ -40,6 +45,7 @@ class Context:
 
         self.require_ledger_file()
         ledger = Ledger(self.paths.ledger)
+        self._resources.callback(ledger.close)
         ledger.require_initialised()
         return ledger
 
@@ -59,14 +65,13 @@ class Context:
         """A read-only connection to the ledger file (kept for the command's life)."""
         from ..adapters.reader import read_only
 
-        self.require_ledger_file()
-        if "_reader" not in self.__dict__:
-            self._reader_cm = read_only(self.paths.ledger)
-            reader = self._reader_cm.__enter__()
-            self.__dict__["_reader"] = reader
+        if self._reader is None:
+            self.require_ledger_file()
+            reader = self._resources.enter_context(read_only(self.paths.ledger))
             if reader.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'stored_events'").fetchone() is None:
                 raise NotFound("no-ledger", f"{self.paths.ledger} is not a docket ledger; run 'docket init' first")
-        return self.__dict__["_reader"]
+            self._reader = reader
+        return self._reader
 
     def views(self) -> Views:
         """The views, caught up with the ledger."""
@@ -74,11 +79,9 @@ class Context:
 
         reader = self.read_ledger()  # before creating views beside a file that is not a ledger
         views = open_views(self.paths.views)
+        self._resources.callback(views.conn.close)
         catch_up(reader, views)
         return views
 
     def close(self) -> None:
-        if "_reader" in self.__dict__:
-            self._reader_cm.__exit__(None, None, None)
-        if "ledger" in self.__dict__:
-            self.ledger.close()
+        self._resources.close()

@@ -215,7 +215,6 @@ def _rebuild_and_compare(ctx: Context, until: int | None, events: int) -> dict[s
             if result["drift"]:
                 current.ensure_schema(reset=True)
                 catch_up(conn, current)
-            current.conn.close()
         rebuilt.conn.close()
     return result
 
