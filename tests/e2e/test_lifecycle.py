@@ -146,3 +146,18 @@ def test_damaged_views_are_disposable_and_rebuilt_from_the_ledger(docket):
     views.unlink()
     assert docket("status", "--json").json()["runs"][0]["run_id"] == "r1"
     assert views.exists()
+
+
+def test_status_on_current_views_imports_no_heavy_module(docket):
+    """`docket status` runs many times a minute in scripts: it must not pay for pydantic & co."""
+    docket("init")
+    docket("run", "open", "--target", "main", "--goal", "g", "--id", "r1")
+    probe = ("import sys, io, contextlib\n"
+             "from docket.cli.app import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             "    code = main(['status', '--json'])\n"
+             "heavy = {'pydantic', 'eventsourcing', 'dulwich', 'sqlite_utils', 'psutil', 'anyio'}\n"
+             "print(code, sorted({m.split('.')[0] for m in sys.modules} & heavy))\n")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=docket.cwd, env=docket.env, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "0 []"
