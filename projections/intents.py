@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from .runs import _rows
+from .query import as_dicts
 
 TABLE = "pending_intents"
 COLUMNS = {"intent_id": str, "type": str, "stream": str, "run_id": str, "position": int,
@@ -41,5 +41,5 @@ def apply_any(c: sqlite3.Connection, position: int, stream: str, type_: str, at:
 
 def pending(c: sqlite3.Connection, run_id: str | None = None) -> list[dict[str, Any]]:
     if run_id is None:
-        return _rows(c.execute("SELECT * FROM pending_intents ORDER BY position"))
-    return _rows(c.execute("SELECT * FROM pending_intents WHERE run_id = ? ORDER BY position", (run_id,)))
+        return as_dicts(c.execute("SELECT * FROM pending_intents ORDER BY position"))
+    return as_dicts(c.execute("SELECT * FROM pending_intents WHERE run_id = ? ORDER BY position", (run_id,)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from .runs import _rows
+from .query import as_dicts
 
 TABLE = "leases"
 COLUMNS = {"resource": str, "run_id": str, "worker_id": str, "generation": int, "token": int,
@@ -43,4 +43,4 @@ HANDLERS = {
 
 
 def leases_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
-    return _rows(c.execute("SELECT * FROM leases WHERE run_id = ? ORDER BY token", (run_id,)))
+    return as_dicts(c.execute("SELECT * FROM leases WHERE run_id = ? ORDER BY token", (run_id,)))

@@ -6,6 +6,7 @@ import sqlite3
 from typing import Any
 
 from ..domain.values import to_ms
+from .query import as_dicts
 
 TABLE = "runs"
 COLUMNS = {
@@ -91,14 +92,9 @@ def with_budget(row: dict[str, Any], now: str) -> dict[str, Any]:
 
 
 def list_runs(c: sqlite3.Connection) -> list[dict[str, Any]]:
-    return _rows(c.execute("SELECT * FROM runs ORDER BY opened_at, run_id"))
+    return as_dicts(c.execute("SELECT * FROM runs ORDER BY opened_at, run_id"))
 
 
 def get_run(c: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
-    rows = _rows(c.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)))
+    rows = as_dicts(c.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)))
     return rows[0] if rows else None
-
-
-def _rows(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]

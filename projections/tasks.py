@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from .runs import _rows
+from .query import as_dicts
 
 TABLE = "tasks"
 COLUMNS = {"task_id": str, "run_id": str, "title": str, "planned_at": str, "position": int}
@@ -22,4 +22,4 @@ HANDLERS = {"TaskPlanned.v1": _planned}
 
 
 def tasks_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
-    return _rows(c.execute("SELECT * FROM tasks WHERE run_id = ? ORDER BY position", (run_id,)))
+    return as_dicts(c.execute("SELECT * FROM tasks WHERE run_id = ? ORDER BY position", (run_id,)))

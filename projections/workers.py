@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from .runs import _rows
+from .query import as_dicts
 
 TABLE = "workers"
 COLUMNS = {"worker_id": str, "run_id": str, "role": str, "task_id": str, "generation": int,
@@ -31,4 +31,4 @@ HANDLERS = {"WorkerRegistered.v1": _registered, "WorkerRelaunched.v1": _relaunch
 
 
 def workers_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
-    return _rows(c.execute("SELECT * FROM workers WHERE run_id = ? ORDER BY position", (run_id,)))
+    return as_dicts(c.execute("SELECT * FROM workers WHERE run_id = ? ORDER BY position", (run_id,)))
