@@ -52,7 +52,6 @@ class Run:
     status: str
     opened_at: str
     base_commit: str | None = None
-    base_intent: str | None = None
     failure_code: str | None = None
     intervals: tuple[Interval, ...] = ()
     pending_intents: frozenset[str] = frozenset()
@@ -82,7 +81,7 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
     assert run is not None, f"{event.type_name()} before RunOpened"
     run = replace(run, version=event.version)
     if isinstance(event, ev.RunBasePinRequested):
-        return replace(run, base_intent=event.intent_id, pending_intents=run.pending_intents | {event.intent_id})
+        return replace(run, pending_intents=run.pending_intents | {event.intent_id})
     if isinstance(event, ev.RunBasePinned):
         return replace(
             run,
