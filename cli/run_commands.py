@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..adapters import faults, services
@@ -28,8 +29,6 @@ def _event_doc(position: int, event: Event) -> dict[str, Any]:
 
 def run_open(ctx: Context) -> int:
     a = ctx.args
-    from pathlib import Path
-
     budget_ms = parse_duration(a.budget) if a.budget else None
     repository = find_git_common_dir(Path.cwd())
     if repository is None:
@@ -39,19 +38,17 @@ def run_open(ctx: Context) -> int:
                                  target_branch=a.target, budget_ms=budget_ms, repository=str(repository))
     faults.crash_point("run-open:after-intent")
     _, intent = appended.last
-    run = services.load_run(ctx.ledger, run_id)
     if not a.no_wait:
         ctx.effector.run_pending()
-        run = services.load_run(ctx.ledger, run_id)
+    run = services.load_run(ctx.ledger, run_id)
     ctx.views()
-    doc = {"run": _run_doc(run), "intent": {"intent_id": intent.intent_id, "pending": intent.intent_id in run.pending_intents}}
     if run.status == "failed":
-        outcome = ctx.ledger.history(f"run:{run_id}")[-1][1]
         failed = NotFound if run.failure_code == "unknown-branch" else Refused
-        raise failed(outcome.code, outcome.message)
+        raise failed(run.failure_code or "base-pin-failed", run.failure_message or "the base could not be pinned")
     if not a.no_wait and intent.intent_id in run.pending_intents:
         raise OutcomeUnknown("outcome-unknown",
                              f"run {run_id} is recorded but its base pin is not known yet; 'docket replay --apply' observes again")
+    doc = {"run": _run_doc(run), "intent": {"intent_id": intent.intent_id, "pending": intent.intent_id in run.pending_intents}}
     if run.base_commit:
         human = f"run {run_id} opened on {run.target_branch} at {run.base_commit[:12]}"
     else:

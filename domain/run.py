@@ -53,6 +53,7 @@ class Run:
     opened_at: str
     base_commit: str | None = None
     failure_code: str | None = None
+    failure_message: str | None = None
     intervals: tuple[Interval, ...] = ()
     pending_intents: frozenset[str] = frozenset()
 
@@ -94,6 +95,7 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
             _close_interval(run, event.recorded_at),
             status="failed",
             failure_code=event.code,
+            failure_message=event.message,
             pending_intents=run.pending_intents - {event.intent_id},
         )
     if isinstance(event, ev.IntentOutcomeUnknown):
