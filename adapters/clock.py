@@ -34,10 +34,19 @@ class FixedClock:
         self.at = from_ms(to_ms(self.at) + ms)
 
 
-def clock_from_env() -> Clock:
-    """DOCKET_NOW pins the clock (tests and the demo); otherwise the system clock."""
+def clock_from_env() -> tuple[Clock, bool]:
+    """The clock, and whether a DOCKET_NOW was ignored.
+
+    DOCKET_NOW pins the clock only where tests and demos switch the fixed clock on
+    explicitly with DOCKET_TESTING=1: a stray DOCKET_NOW in a user's shell must not
+    date events in 2099 and expire every live lease.
+    """
     fixed = os.environ.get("DOCKET_NOW")
-    return FixedClock(parse_time(fixed)) if fixed else SystemClock()
+    if fixed is None:
+        return SystemClock(), False
+    if os.environ.get("DOCKET_TESTING") != "1":
+        return SystemClock(), True
+    return FixedClock(parse_time(fixed)), False
 
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"

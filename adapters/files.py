@@ -1,16 +1,137 @@
-"""Safe filesystem operations."""
+"""Safe filesystem operations: docket's files are opened as what they claim to be.
+
+The ledger and views are created create-only at 0600 without following
+symlinks; an existing one is checked on the opened descriptor (regular file,
+the SQLite header), so a symlink, a device, a FIFO or somebody's notes are
+refused before SQLite writes a byte, and docket never changes the mode of a
+file it did not create.
+"""
 
 from __future__ import annotations
 
 import os
+import sqlite3
+import stat
 from pathlib import Path
 
-__all__ = ["create_private_file"]
+from ..domain.errors import BadInput, VerificationFailed
+from .reader import LEDGER_TABLES, connect_read_only
+
+__all__ = ["SQLITE_HEADER", "check_ledger_file", "create_private_file", "exposure_warnings", "prepare_ledger_file"]
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+_NO_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # NONBLOCK: opening a FIFO must not hang
 
 
-def create_private_file(path: Path) -> None:
-    """Create path (and its folder) readable by its owner only, if missing."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
-    os.close(fd)
-    os.chmod(path, 0o600)
+def create_private_file(path: Path) -> bool:
+    """Create path (and its folder) readable by its owner only; True if created now.
+
+    An existing path must be a regular file, not a symlink; it is left as it is.
+    """
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _NO_FOLLOW, 0o600)
+    except FileExistsError:
+        _check_header_of(path, header=None)
+        return False
+    try:
+        os.fchmod(fd, 0o600)  # the umask may have narrowed or the creation mode; be exact
+    finally:
+        os.close(fd)
+    return True
+
+
+def prepare_ledger_file(path: Path) -> bool:
+    """create_private_file for the ledger, refusing a file that is not (yet) a docket ledger.
+
+    An existing file must be empty, or an SQLite database that holds docket's
+    tables or no table at all (another `docket init` may be creating them).
+    """
+    if create_private_file(path):
+        return True
+    check_ledger_file(path)
+    return False
+
+
+def check_ledger_file(path: Path) -> bool:
+    """Refuse a symlink, a non-regular file, or a non-empty file that is not a docket ledger.
+
+    True if the file holds docket's tables; False if it is empty or an SQLite
+    database without any table yet (a concurrent init may be creating them).
+    A ledger missing some (not all) of docket's tables was damaged: that is a
+    verification failure naming them.
+    """
+    if not _check_header_of(path, header=SQLITE_HEADER):
+        return False  # empty: not a ledger yet
+    tables = _tables(path)
+    found = [name for name in LEDGER_TABLES if name in tables]
+    if not found:
+        if tables:
+            raise BadInput("not-a-ledger", f"{path} is an SQLite database but not a docket ledger; refusing to touch it")
+        return False
+    missing = [name for name in LEDGER_TABLES if name not in tables]
+    if missing:
+        raise VerificationFailed(
+            "ledger-unverifiable",
+            f"the ledger {path} has no {', '.join(missing)} table: it was damaged and cannot be verified",
+        )
+    return True
+
+
+def exposure_warnings(path: Path) -> list[tuple[str, str]]:
+    """(code, message) for a ledger others could read or replace; nothing is changed."""
+    warnings = []
+    try:
+        st = os.lstat(path)
+        folder = os.stat(path.parent)
+    except OSError:
+        return []
+    if st.st_uid != os.geteuid():
+        warnings.append(("ledger-not-owned", f"{path} belongs to user id {st.st_uid}, not to you"))
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        warnings.append(("ledger-exposed", f"{path} has mode {stat.S_IMODE(st.st_mode):04o}; "
+                                           f"others can read it (chmod 600 {path})"))
+    if folder.st_mode & 0o022 and not folder.st_mode & stat.S_ISVTX:
+        warnings.append(("ledger-folder-exposed", f"{path.parent} is writable by others, who could replace "
+                                                  "the ledger; use a private folder"))
+    return warnings
+
+
+def _check_header_of(path: Path, *, header: bytes | None) -> bool:
+    """Open path without following a symlink and check it is a regular file.
+
+    With a header: True if the file starts with it, False if the file is empty,
+    and not-a-ledger otherwise.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | _NO_FOLLOW)
+    except OSError as e:
+        if os.path.islink(path):
+            raise BadInput("symlink-refused", f"{path} is a symbolic link; docket opens only its own files") from None
+        raise BadInput("unreadable-file", f"cannot open {path}: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BadInput("not-a-regular-file", f"{path} is not a regular file; docket keeps its ledger in one")
+        if header is None:
+            return True
+        start = os.pread(fd, len(header), 0)
+    finally:
+        os.close(fd)
+    if not start:
+        return False
+    if start != header:
+        raise BadInput("not-a-ledger", f"{path} is not an SQLite database, so not a docket ledger; refusing to touch it")
+    return True
+
+
+def _tables(path: Path) -> set[str]:
+    conn = connect_read_only(path, timeout=60)
+    try:
+        return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as e:
+        raise BadInput("not-a-ledger", f"{path} is not a readable SQLite database ({e})") from None
+    finally:
+        conn.close()

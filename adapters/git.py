@@ -30,7 +30,7 @@ def observe_branch(repository: Path, branch: str) -> BranchObservation:
         except KeyError:
             return BranchObservation("unreadable", detail=f"{ref.decode()} names missing object {sha.decode()}")
         if not isinstance(obj, Commit):
-            return BranchObservation("unreadable", detail=f"{ref.decode()} does not name a commit")
+            return BranchObservation("not-a-commit", detail=f"{ref.decode()} names a {obj.type_name.decode()}")
         return BranchObservation("found", commit=sha.decode("ascii"))
     except OSError as e:
         return BranchObservation("unreadable", detail=f"cannot read {repository}: {e}")

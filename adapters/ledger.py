@@ -1,45 +1,71 @@
 """The ledger application: eventsourcing's Application over the chained store.
 
-Thin: append events (optionally with a tracking position, in the same
-transaction), read a stream back with each event's ledger position, and retry
-a decision once when another writer won the race for a stream version.
+Thin: decide and append inside the ledger's write transaction, read a stream
+back with each event's ledger position, and find the intents still pending.
+
+Every decision runs while the write lock is held, reading through the same
+cursor that then writes, so no other writer can change what a decision read
+(a lease grant reads the run, the worker and the lease) before it is appended.
+Ledger time never runs backwards: the time a decision is given is clamped to
+the last recorded event's time, inside that transaction.
 """
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
 from eventsourcing.application import Application
-from eventsourcing.persistence import IntegrityError, Tracking
+from eventsourcing.persistence import IntegrityError, OperationalError, Tracking
 from eventsourcing.utils import Environment
 
 from ..domain import ledger as ledger_aggregate
 from ..domain.aggregate import fold
+from ..domain.effects import INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES
 from ..domain.errors import Conflict, NotFound
-from ..domain.events import Event, LedgerCreated
-from .files import create_private_file
-from .store import CanonicalMapper, ChainedSQLiteFactory, ChainedSQLiteProcessRecorder, decode_event
+from ..domain.events import Event
+from .files import prepare_ledger_file
+from .store import CanonicalMapper, ChainedSQLiteFactory, ChainedSQLiteProcessRecorder, LedgerBusy, decode_event
 
-__all__ = ["Ledger"]
+__all__ = ["DEFAULT_LOCK_TIMEOUT", "Ledger", "PendingIntent"]
 
 S = TypeVar("S")
+DEFAULT_LOCK_TIMEOUT = 60
+EFFECTOR_CURSOR = "effector"  # tracking row: every intent at or below it has its outcome (a cursor, not the truth)
+
+
+@dataclass(frozen=True)
+class PendingIntent:
+    """An intent in the chain with no outcome in the chain, and its latest uncertain observation."""
+
+    position: int
+    intent: Any  # an Event whose effect_role is "intent"
+    last_unknown: Any = None  # an IntentOutcomeUnknown event, or None
 
 
 class Ledger(Application):
     name = "docket"
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, lock_timeout: int = DEFAULT_LOCK_TIMEOUT):
         self.path = path
-        create_private_file(path)
-        super().__init__(
-            env={
-                "SQLITE_DBNAME": str(path),
-                "SQLITE_LOCK_TIMEOUT": "60",
-                "ORIGINATOR_ID_TYPE": "text",
-            }
-        )
+        self.lock_timeout = lock_timeout
+        self._cursor: Any = None  # the write transaction's cursor while a decision runs
+        prepare_ledger_file(path)
+        try:
+            super().__init__(
+                env={
+                    "SQLITE_DBNAME": str(path),
+                    "SQLITE_LOCK_TIMEOUT": str(lock_timeout),
+                    "ORIGINATOR_ID_TYPE": "text",
+                }
+            )
+        except (OperationalError, LedgerBusy) as e:
+            raise self._busy(e) from None
         self.recorder: ChainedSQLiteProcessRecorder
 
     # Configuration is built here, explicitly; os.environ is not consulted.
@@ -55,16 +81,72 @@ class Ledger(Application):
     def construct_recorder(self) -> ChainedSQLiteProcessRecorder:
         return self.factory.process_recorder()
 
-    # Use-case helpers.
-    def append(self, events: Sequence[Event], tracking: Tracking | None = None) -> list[int]:
-        """Store events in one transaction; returns their ledger positions."""
-        recordings = self.events.put(list(events), tracking=tracking)
-        return [r.notification.id for r in recordings]
+    def _busy(self, error: Exception) -> Exception:
+        if "locked" in str(error) or "busy" in str(error) or isinstance(error, LedgerBusy):
+            return Conflict("ledger-busy", f"another process holds the ledger's write lock ({self.path}); "
+                                           f"gave up after {self.lock_timeout}s (DOCKET_LOCK_TIMEOUT)")
+        return error
 
+    # Deciding and appending -------------------------------------------------
+    def decide(self, decision: Callable[[str], Event | Sequence[Event]], now: str, *,
+               tracking: Tracking | None = None) -> list[tuple[int, Event]]:
+        """Run decision(now) inside the write transaction and append what it returns.
+
+        ``now`` is the clock's reading; the decision gets it clamped so it is not
+        earlier than the last recorded event. Reads the decision makes through
+        this ledger (``get``, ``history``, ``pending_intents``) see the state
+        the append is made on. Returns each appended event with its position.
+        """
+        try:
+            with self.recorder.write_transaction() as c:
+                self._cursor = c
+                try:
+                    decided = decision(max(now, self._head_time(c) or now))
+                    return self._insert(c, [decided] if isinstance(decided, Event) else list(decided), tracking)
+                finally:
+                    self._cursor = None
+        except LedgerBusy as e:
+            raise self._busy(e) from None
+        except (IntegrityError, sqlite3.IntegrityError):
+            raise Conflict("concurrent-update", "another writer changed the same record; try again") from None
+
+    def append(self, events: Sequence[Event], tracking: Tracking | None = None) -> list[int]:
+        """Store already-decided events in one transaction; returns their ledger positions.
+
+        An event dated before the last recorded one is recorded at that time instead.
+        """
+        try:
+            with self.recorder.write_transaction() as c:
+                return [position for position, _ in self._insert(c, list(events), tracking)]
+        except LedgerBusy as e:
+            raise self._busy(e) from None
+        except sqlite3.IntegrityError as e:
+            raise IntegrityError(e) from e  # as the library's own recorders report a stream version taken
+
+    def _insert(self, c: Any, events: list[Event], tracking: Tracking | None) -> list[tuple[int, Event]]:
+        if not events:
+            return []
+        floor = self._head_time(c)
+        if floor is not None:
+            events = [e if e.recorded_at >= floor else e.model_copy(update={"recorded_at": floor}) for e in events]
+        stored = [self.mapper.to_stored_event(e) for e in events]
+        positions = self.recorder._insert_events(c, stored, tracking=tracking)
+        return list(zip(positions or [], events))
+
+    def _head_time(self, c: Any) -> str | None:
+        state = self.recorder.head_state(c)
+        if state is None:
+            return None
+        try:
+            return json.loads(state)["recorded_at"]
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    # Reading -----------------------------------------------------------------
     def history(self, stream: str) -> list[tuple[int, Event]]:
         return [
             (n.id, decode_event(stream, n.originator_version, n.topic, n.state))
-            for n in self.recorder.select_stream(stream)
+            for n in self.recorder.select_stream(stream, self._cursor)
         ]
 
     def get(self, apply: Callable[[S | None, Event, int], S], stream: str) -> S | None:
@@ -72,41 +154,100 @@ class Ledger(Application):
         return fold(apply, self.history(stream))
 
     def head(self) -> int:
+        if self._cursor is not None:
+            self._cursor.execute(f"SELECT MAX(rowid) FROM {self.recorder.events_table_name}")
+            return self._cursor.fetchone()[0] or 0
         return self.recorder.max_notification_id() or 0
 
-    def decide(self, decision: Callable[[], Event | Sequence[Event]]) -> list[tuple[int, Event]]:
-        """Run decision (which reads fresh state) and append what it returns.
+    def pending_intents(self, *, after: int | None = None) -> list[PendingIntent]:
+        """Intents after a position that have no outcome in the chain, in ledger order.
 
-        If another writer took a stream version first, decide again on the new
-        state once; a second collision is reported as a conflict. Returns each
-        appended event with its ledger position.
+        By default the search starts at the effector's cursor, which only says
+        where to start looking (every intent at or below it was resolved when it
+        was moved); ``after=0`` reads the whole chain, as replay does.
         """
-        for attempt in (1, 2):
-            decided = decision()
-            events = [decided] if isinstance(decided, Event) else list(decided)
-            try:
-                return list(zip(self.append(events), events))
-            except IntegrityError:
-                if attempt == 2:
-                    raise Conflict("concurrent-update", "another writer changed the same record; try again") from None
-        raise AssertionError("unreachable")
+        if self._cursor is not None:
+            return self._pending(self._cursor, after)
+        with self.recorder.datastore.transaction(commit=False) as c:
+            return self._pending(c, after)
+
+    def _pending(self, c: Any, after: int | None) -> list[PendingIntent]:
+        if after is None:
+            after = self.recorder.tracked(c, EFFECTOR_CURSOR)
+        intents: dict[str, tuple[int, Event]] = {}
+        unknown: dict[str, Event] = {}
+        for n in self.recorder.select_topics(c, after, (*INTENT_TYPES, *OUTCOME_TYPES, *UNKNOWN_TYPES)):
+            event = decode_event(n.originator_id, n.originator_version, n.topic, n.state)
+            intent_id = event.intent_id  # type: ignore[attr-defined]
+            if event.effect_role == "intent":
+                intents[intent_id] = (n.id, event)
+            elif event.effect_role == "outcome":
+                intents.pop(intent_id, None)
+                unknown.pop(intent_id, None)
+            else:
+                unknown[intent_id] = event
+        return [PendingIntent(position, intent, unknown.get(intent_id))
+                for intent_id, (position, intent) in intents.items()]
+
+    def effector_cursor(self) -> int:
+        with self.recorder.datastore.transaction(commit=False) as c:
+            return self.recorder.tracked(c, EFFECTOR_CURSOR)
+
+    def advance_effector_cursor(self) -> int:
+        """Move the cursor up to just below the first pending intent (or to the head); returns it."""
+        try:
+            with self.recorder.write_transaction() as c:
+                current = self.recorder.tracked(c, EFFECTOR_CURSOR)
+                pending = self._pending(c, None)
+                c.execute(f"SELECT MAX(rowid) FROM {self.recorder.events_table_name}")
+                target = pending[0].position - 1 if pending else (c.fetchone()[0] or 0)
+                if target > current:
+                    self.recorder.set_tracking(c, EFFECTOR_CURSOR, target)
+                return max(target, current)
+        except LedgerBusy as e:
+            raise self._busy(e) from None
+
+    def rewind_effector_cursor(self, position: int) -> None:
+        """Put the cursor back (replay found it past an intent that is still pending)."""
+        try:
+            with self.recorder.write_transaction() as c:
+                self.recorder.set_tracking(c, EFFECTOR_CURSOR, position)
+        except LedgerBusy as e:
+            raise self._busy(e) from None
+
+    # Genesis ----------------------------------------------------------------
+    def genesis(self) -> Event | None:
+        """The event at position 1, if it is a LedgerCreated."""
+        first = self.recorder.select_notifications(start=1, limit=1)
+        if not first or first[0].topic not in ledger_aggregate.GENESIS_TYPES:
+            return None
+        n = first[0]
+        return decode_event(n.originator_id, n.originator_version, n.topic, n.state)
+
+    @cached_property
+    def repository_id(self) -> str | None:
+        """The identity of the repository this ledger was created in (None: bound to none)."""
+        genesis = self.genesis()
+        return getattr(genesis, "repository_id", None)
 
     def is_initialised(self) -> bool:
-        first = self.recorder.select_notifications(start=1, limit=1)
-        return bool(first) and first[0].topic == LedgerCreated.type_name()
+        return self.genesis() is not None
 
     def require_initialised(self) -> None:
         if not self.is_initialised():
             raise NotFound("no-ledger", f"no docket ledger at {self.path}; run 'docket init' first")
 
-    def initialise(self, now: str) -> bool:
+    def initialise(self, now: str, repository_id: str | None = None, repository: str | None = None) -> bool:
         """Append LedgerCreated at position 1 unless it is there; True if created now."""
-        if self.is_initialised():
-            return False
-        if self.head() != 0:
-            raise NotFound("no-ledger", f"{self.path} holds events but no LedgerCreated at position 1")
-        try:
-            self.append([ledger_aggregate.create(now)])
-        except IntegrityError:
-            return False  # another `docket init` won the race
-        return True
+        created: list[bool] = []
+
+        def decision(now: str) -> list[Event]:
+            if self.head() != 0:
+                if self.genesis() is None:
+                    raise NotFound("no-ledger", f"{self.path} holds events but no LedgerCreated at position 1")
+                return []
+            created.append(True)
+            return [ledger_aggregate.create(now, repository_id, repository)]
+
+        self.decide(decision, now)
+        return bool(created)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..domain.errors import BadInput, NotFound
 
-__all__ = ["LedgerPaths", "find_git_common_dir", "resolve_paths"]
+__all__ = ["LedgerPaths", "find_git_common_dir", "repository_root", "resolve_paths"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,17 @@ def find_git_common_dir(start: Path) -> Path | None:
         if (folder / "HEAD").is_file() and (folder / "objects").is_dir() and (folder / "refs").is_dir():
             return folder.resolve()  # a bare repository
     return None
+
+
+def repository_root(start: Path) -> Path | None:
+    """The top of the repository's main worktree (a bare repository: its git dir); None outside a repository.
+
+    Every worktree of a repository shares it, so a name relative to it means the same place from any of them.
+    """
+    common = find_git_common_dir(start)
+    if common is None:
+        return None
+    return common.parent if common.name == ".git" else common
 
 
 def resolve_paths(ledger_option: str | None, cwd: Path | None = None) -> LedgerPaths:

@@ -6,39 +6,42 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from ..domain.errors import VerificationFailed
 from ..projections.views import Views
 from . import faults
 from .files import create_private_file
-from .reader import read_events
+from .reader import head_position, read_events
 
-__all__ = ["catch_up", "digest_at", "open_views"]
+__all__ = ["catch_up", "digest_at", "open_views", "views_anchor_break"]
 
 BATCH = 5000
 
 
-def open_views(path: Path | str) -> Views:
+def open_views(path: Path | str, *, timeout: float = 60) -> Views:
     """Open (creating if needed) a views database with every read model's tables.
 
     Views are disposable: a file that is not an SQLite database at all is
-    removed and built again from the ledger.
+    removed and built again from the ledger. A symlink or a file that is not a
+    regular file is refused (BadInput), never followed or changed.
     """
     if str(path) == ":memory:":
-        return _open(":memory:")
+        return _open(":memory:", timeout)
     path = Path(path)
     create_private_file(path)
     try:
-        return _open(str(path))
+        return _open(str(path), timeout)
     except sqlite3.DatabaseError as e:
         if "not a database" not in str(e) and "malformed" not in str(e):
             raise
         for damaged in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
             damaged.unlink(missing_ok=True)
         create_private_file(path)
-        return _open(str(path))
+        return _open(str(path), timeout)
 
 
-def _open(name: str) -> Views:
-    conn = sqlite3.connect(name, isolation_level=None, timeout=60)
+def _open(name: str, timeout: float) -> Views:
+    """``timeout``: seconds to wait for another process's lock on the views (DOCKET_LOCK_TIMEOUT)."""
+    conn = sqlite3.connect(name, isolation_level=None, timeout=timeout)
     try:
         if name != ":memory:":
             conn.execute("PRAGMA journal_mode=WAL")
@@ -66,11 +69,16 @@ def catch_up(
 ) -> int:
     """Apply every ledger event the views have not seen (up to until), in batches.
 
-    Views that do not belong to this ledger (their position is past the head, or
-    the digest they recorded differs from the ledger's) are rebuilt from scratch.
+    Views of another ledger (their genesis digest differs) are rebuilt from
+    scratch. Views of this ledger whose head it no longer holds are a free
+    anchor: the ledger was cut or rewritten, and that is a VerificationFailed
+    ('docket replay' reports it and rebuilds them).
     """
+    broken = views_anchor_break(ledger, views)
+    if broken is not None:
+        raise broken
     position = views.position()
-    if position and digest_at(ledger, position) != views.digest():
+    if position and views.genesis() != digest_at(ledger, 1):
         views.ensure_schema(reset=True)
         position = 0
     while True:
@@ -88,6 +96,22 @@ def catch_up(
                                before_commit=lambda: faults.crash_point("projection:before-commit"))
         if progress:
             progress(position)
+
+
+def views_anchor_break(ledger: sqlite3.Connection, views: Views) -> VerificationFailed | None:
+    """The views remember (position, digest) of this ledger: is that head still in it?"""
+    position = views.position()
+    if not position or views.genesis() != digest_at(ledger, 1):
+        return None  # empty views, or another ledger's
+    if position > (head := head_position(ledger)):
+        return VerificationFailed("ledger-cut", f"position {position}: the views saw the ledger reach it, but the "
+                                                f"ledger now ends at {head}; events were cut from its tail "
+                                                "(run 'docket replay' to rebuild the views from what is left)")
+    if digest_at(ledger, position) != views.digest():
+        return VerificationFailed("ledger-rewritten", f"position {position}: the ledger's digest differs from the "
+                                                      "one the views recorded there; the ledger was rewritten "
+                                                      "(run 'docket replay' to rebuild the views from it)")
+    return None
 
 
 def _recorded_at(state: bytes) -> str:

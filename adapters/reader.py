@@ -6,6 +6,7 @@ pydantic, so read-only commands start fast.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -14,19 +15,57 @@ from typing import Any
 
 from ..domain.chain import ChainRow
 
-__all__ = ["CHAIN_TABLE", "head_position", "orphan_digest_after", "read_chain_rows", "read_events", "read_only"]
+__all__ = ["CHAIN_TABLE", "LEDGER_TABLES", "connect_read_only", "head_position", "is_on_read_only_filesystem",
+           "missing_tables", "orphan_digest_after", "read_chain_rows", "read_events", "read_only"]
 
 CHAIN_TABLE = "chain"
+LEDGER_TABLES = ("stored_events", CHAIN_TABLE, "tracking")
 
 
 @contextmanager
 def read_only(path: Path) -> Iterator[sqlite3.Connection]:
     """A plain read-only connection: the fast path for verify, log and projections."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    conn = connect_read_only(path)
     try:
         yield conn
     finally:
         conn.close()
+
+
+def connect_read_only(path: Path, timeout: float = 30) -> sqlite3.Connection:
+    """Open an SQLite file for reading; on a read-only filesystem, as immutable.
+
+    Nobody can write a file on a read-only mount, and SQLite could not create
+    the lock file (-shm) it needs beside a WAL database there. But an immutable
+    open ignores the -wal file: when one with committed pages was left behind
+    (a crash), SQLite reads it without immutable, using the -shm left with it.
+    """
+    from urllib.parse import quote
+
+    uri = f"file:{quote(os.fsencode(path))}?mode=ro"  # bytes: a path need not be UTF-8
+    if is_on_read_only_filesystem(path) and not _has_wal_pages(path):
+        uri += "&immutable=1"
+    return sqlite3.connect(uri, uri=True, timeout=timeout)
+
+
+def _has_wal_pages(path: Path) -> bool:
+    try:
+        return os.stat(f"{path}-wal").st_size > 0
+    except OSError:
+        return False
+
+
+def is_on_read_only_filesystem(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def missing_tables(conn: sqlite3.Connection) -> list[str]:
+    """docket's ledger tables that are not in the file (a damaged ledger)."""
+    present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return [name for name in LEDGER_TABLES if name not in present]
 
 
 def read_chain_rows(conn: sqlite3.Connection, *, after: int = 0, until: int | None = None) -> Iterator[ChainRow]:

@@ -1,7 +1,8 @@
 """Use cases: load the aggregates, let the domain decide, append the events.
 
-Each function reads fresh state inside the decision, so Ledger.decide can run
-it again when another writer took the same stream version first.
+Each decision reads its aggregates inside Ledger.decide, that is inside the
+ledger's write transaction, and is given the ledger's time (never earlier than
+the last recorded event): what it read cannot change before it is appended.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ class Appended:
         return self.events[-1]
 
 
-def _append(ledger: Ledger, decision: Callable[[], Event | list[Event]]) -> Appended:
-    return Appended(ledger.decide(decision))
+def _append(ledger: Ledger, clock: Clock, decision: Callable[[str], Event | list[Event]]) -> Appended:
+    return Appended(ledger.decide(decision, clock.now()))
 
 
 def load_run(ledger: Ledger, run_id: str) -> run_aggregate.Run:
@@ -67,39 +68,39 @@ def _load_worker(ledger: Ledger, worker_id: str) -> worker_aggregate.Worker:
 
 def open_run(ledger: Ledger, clock: Clock, *, run_id: str, intent_id: str, goal: str,
              target_branch: str, budget_ms: int | None, repository: str) -> Appended:
-    def decision() -> list[Event]:
+    def decision(now: str) -> list[Event]:
         if ledger.get(run_aggregate.apply, run_aggregate.stream_of(run_id)) is not None:
             raise Refused("run-exists", f"run {run_id} already exists")
-        return run_aggregate.open_run(run_id, intent_id, goal, target_branch, budget_ms, repository, clock.now())
+        return run_aggregate.open_run(run_id, intent_id, goal, target_branch, budget_ms, repository, now)
 
-    return _append(ledger, decision)
+    return _append(ledger, clock, decision)
 
 
 def pause_run(ledger: Ledger, clock: Clock, run_id: str, reason: str | None) -> Appended:
-    return _append(ledger, lambda: run_aggregate.pause(load_run(ledger, run_id), reason, clock.now()))
+    return _append(ledger, clock, lambda now: run_aggregate.pause(load_run(ledger, run_id), reason, now))
 
 
 def resume_run(ledger: Ledger, clock: Clock, run_id: str) -> Appended:
-    return _append(ledger, lambda: run_aggregate.resume(load_run(ledger, run_id), clock.now()))
+    return _append(ledger, clock, lambda now: run_aggregate.resume(load_run(ledger, run_id), now))
 
 
 def abort_run(ledger: Ledger, clock: Clock, run_id: str, reason: str) -> Appended:
-    return _append(ledger, lambda: run_aggregate.abort(load_run(ledger, run_id), reason, clock.now()))
+    return _append(ledger, clock, lambda now: run_aggregate.abort(load_run(ledger, run_id), reason, now))
 
 
 def complete_run(ledger: Ledger, clock: Clock, run_id: str) -> Appended:
-    return _append(ledger, lambda: run_aggregate.complete(load_run(ledger, run_id), clock.now()))
+    return _append(ledger, clock, lambda now: run_aggregate.complete(load_run(ledger, run_id), now))
 
 
 def plan_task(ledger: Ledger, clock: Clock, run_id: str, task_id: str, title: str) -> Appended:
-    return _append(ledger, lambda: task_aggregate.plan(
+    return _append(ledger, clock, lambda now: task_aggregate.plan(
         ledger.get(task_aggregate.apply, task_aggregate.stream_of(task_id)),
-        load_run(ledger, run_id), task_id, title, clock.now()))
+        load_run(ledger, run_id), task_id, title, now))
 
 
 def register_worker(ledger: Ledger, clock: Clock, run_id: str, worker_id: str, role: str,
                     task_id: str | None) -> Appended:
-    def decision() -> Event:
+    def decision(now: str) -> Event:
         task = None
         if task_id is not None:
             task = ledger.get(task_aggregate.apply, task_aggregate.stream_of(task_id))
@@ -107,17 +108,17 @@ def register_worker(ledger: Ledger, clock: Clock, run_id: str, worker_id: str, r
                 raise NotFound("task-not-found", f"no task {task_id}")
         existing = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(worker_id))
         return worker_aggregate.register(existing, load_run(ledger, run_id), worker_id, role,
-                                         task.run_id if task else None, task_id, clock.now())
+                                         task.run_id if task else None, task_id, now)
 
-    return _append(ledger, decision)
+    return _append(ledger, clock, decision)
 
 
 def relaunch_worker(ledger: Ledger, clock: Clock, worker_id: str) -> Appended:
-    def decision() -> Event:
+    def decision(now: str) -> Event:
         worker = _load_worker(ledger, worker_id)
-        return worker_aggregate.relaunch(worker, load_run(ledger, worker.run_id), clock.now())
+        return worker_aggregate.relaunch(worker, load_run(ledger, worker.run_id), now)
 
-    return _append(ledger, decision)
+    return _append(ledger, clock, decision)
 
 
 def _load_lease(ledger: Ledger, resource: str) -> lease_aggregate.Lease | None:
@@ -126,32 +127,32 @@ def _load_lease(ledger: Ledger, resource: str) -> lease_aggregate.Lease | None:
 
 def grant_lease(ledger: Ledger, clock: Clock, resource: str, worker_id: str, generation: int,
                 ttl_ms: int) -> Appended:
-    def decision() -> Event:
+    def decision(now: str) -> Event:
         lease = _load_lease(ledger, resource)
         worker = _load_worker(ledger, worker_id)
         holder = None
         if lease is not None:
             holder = worker if lease.worker_id == worker_id else _load_worker(ledger, lease.worker_id)
         return lease_aggregate.grant(lease, holder, worker, generation, load_run(ledger, worker.run_id),
-                                     resource, ttl_ms, clock.now())
+                                     resource, ttl_ms, now)
 
-    return _append(ledger, decision)
+    return _append(ledger, clock, decision)
 
 
 def renew_lease(ledger: Ledger, clock: Clock, resource: str, token: int, ttl_ms: int) -> Appended:
-    def decision() -> Event:
+    def decision(now: str) -> Event:
         lease = _load_lease(ledger, resource)
         if lease is None:
             raise Refused("lease-not-held", f"{resource} has never been leased")
         holder = _load_worker(ledger, lease.worker_id)
-        return lease_aggregate.renew(lease, holder, resource, token, ttl_ms, clock.now())
+        return lease_aggregate.renew(lease, holder, resource, token, ttl_ms, now)
 
-    return _append(ledger, decision)
+    return _append(ledger, clock, decision)
 
 
 def release_lease(ledger: Ledger, clock: Clock, resource: str, token: int) -> Appended:
-    return _append(ledger, lambda: lease_aggregate.release(_load_lease(ledger, resource), resource, token, clock.now()))
+    return _append(ledger, clock, lambda now: lease_aggregate.release(_load_lease(ledger, resource), resource, token, now))
 
 
 def expire_lease(ledger: Ledger, clock: Clock, resource: str) -> Appended:
-    return _append(ledger, lambda: lease_aggregate.expire(_load_lease(ledger, resource), resource, clock.now()))
+    return _append(ledger, clock, lambda now: lease_aggregate.expire(_load_lease(ledger, resource), resource, now))

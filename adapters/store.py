@@ -12,7 +12,9 @@ chain never forks however many processes append at once.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
@@ -42,6 +44,7 @@ from .reader import CHAIN_TABLE
 __all__ = [
     "CanonicalMapper",
     "ChainBroken",
+    "LedgerBusy",
     "ChainedRecorder",
     "ChainedSQLiteApplicationRecorder",
     "ChainedSQLiteFactory",
@@ -103,13 +106,42 @@ class ChainedRecorder:
         raise NotImplementedError
 
 
+class LedgerBusy(PersistenceError):
+    """The ledger's write lock stayed taken by another process past the lock timeout."""
+
+
 class _ImmediateTransaction(SQLiteTransaction):
-    """Take SQLite's write lock before reading the chain head."""
+    """Take SQLite's write lock before reading the chain head.
+
+    A rollback that fails (SQLite may already have rolled back, for example on a
+    full disk) never replaces the error that caused it.
+    """
 
     def __enter__(self) -> SQLiteCursor:
         cursor = self.connection.cursor()
-        cursor.execute("BEGIN IMMEDIATE")
+        _begin_immediate(cursor.sqlite_cursor)
         return cursor
+
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
+        if exc_val is not None:
+            _rollback_quietly(self.connection)
+        super().__exit__(exc_type, exc_val, exc_tb)
+
+
+def _begin_immediate(cursor: sqlite3.Cursor) -> None:
+    try:
+        cursor.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as e:
+        if "locked" in str(e) or "busy" in str(e):
+            raise LedgerBusy(str(e)) from e
+        raise
+
+
+def _rollback_quietly(connection: Any) -> None:
+    try:
+        connection.rollback()
+    except sqlite3.Error:
+        pass  # the error that led here is the one to report
 
 
 class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorder):
@@ -129,6 +161,26 @@ class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorde
     def construct_create_table_statements(self) -> list[str]:
         return [*super().construct_create_table_statements(), self.create_chain_table_statement]
 
+    @contextmanager
+    def write_transaction(self) -> Iterator[SQLiteCursor]:
+        """A cursor holding the ledger's write lock: what is read through it cannot change
+        before what is written through it commits (decisions run here)."""
+        with self.datastore.get_connection(commit=True) as conn:
+            cursor = conn.cursor()
+            _begin_immediate(cursor.sqlite_cursor)
+            try:
+                yield cursor
+            except BaseException:
+                _rollback_quietly(conn)
+                raise
+            conn.commit()
+
+    def head_state(self, c: SQLiteCursor) -> bytes | None:
+        """The stored state of the last event (None for an empty ledger)."""
+        c.execute(f"SELECT state FROM {self.events_table_name} ORDER BY rowid DESC LIMIT 1")
+        row = c.fetchone()
+        return None if row is None else row[0]
+
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         with self.datastore.get_connection(commit=True) as conn, _ImmediateTransaction(conn, commit=True) as c:
             return self._insert_events(c, stored_events, **kwargs)
@@ -139,18 +191,33 @@ class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorde
     def _insert_event_rows(self, c: Any, rows: list[tuple[int, str, int, str, bytes]]) -> None:
         c.executemany(self.insert_event_rows_statement, rows)
 
-    def select_stream(self, originator_id: str) -> list[Notification]:
-        """A stream's events in version order, each with its ledger position."""
-        with self.datastore.transaction(commit=False) as c:
-            c.execute(
-                f"SELECT rowid, originator_version, topic, state FROM {self.events_table_name} "
-                "WHERE originator_id=? ORDER BY originator_version",
-                (originator_id,),
-            )
-            return [
-                Notification(id=r[0], originator_id=originator_id, originator_version=r[1], topic=r[2], state=r[3])
-                for r in c.fetchall()
-            ]
+    def select_stream(self, originator_id: str, cursor: SQLiteCursor | None = None) -> list[Notification]:
+        """A stream's events in version order, each with its ledger position.
+
+        With a cursor, read inside that (write) transaction.
+        """
+        if cursor is None:
+            with self.datastore.transaction(commit=False) as c:
+                return self.select_stream(originator_id, c)
+        cursor.execute(
+            f"SELECT rowid, originator_version, topic, state FROM {self.events_table_name} "
+            "WHERE originator_id=? ORDER BY originator_version",
+            (originator_id,),
+        )
+        return [
+            Notification(id=r[0], originator_id=originator_id, originator_version=r[1], topic=r[2], state=r[3])
+            for r in cursor.fetchall()
+        ]
+
+    def select_topics(self, c: SQLiteCursor, after: int, topics: Sequence[str]) -> list[Notification]:
+        """Every event after a position whose type is one of topics, in ledger order."""
+        c.execute(
+            f"SELECT rowid, originator_id, originator_version, topic, state FROM {self.events_table_name} "
+            f"WHERE rowid > ? AND topic IN ({','.join('?' * len(topics))}) ORDER BY rowid",
+            (after, *topics),
+        )
+        return [Notification(id=r[0], originator_id=r[1], originator_version=r[2], topic=r[3], state=r[4])
+                for r in c.fetchall()]
 
 
 class ChainedSQLiteProcessRecorder(SQLiteTrackingRecorder, ChainedSQLiteApplicationRecorder, ProcessRecorder):
@@ -158,6 +225,29 @@ class ChainedSQLiteProcessRecorder(SQLiteTrackingRecorder, ChainedSQLiteApplicat
 
     def __init__(self, datastore: Any, *, events_table_name: str = "stored_events"):
         super().__init__(datastore, events_table_name=events_table_name)
+
+    def create_table(self) -> None:
+        """Create every table in one write transaction, so any number of concurrent inits agree.
+
+        The library looks for the tracking table before its own (deferred)
+        transaction, so two processes could both decide to create it and the
+        loser failed to record the migration row.
+        """
+        with self.datastore.get_connection(commit=True) as conn, _ImmediateTransaction(conn, commit=True) as c:
+            c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tracking'")
+            self.tracking_table_exists = c.fetchone() is not None
+            if self.tracking_table_exists:
+                self.tracking_migration_previous = self._max_tracking_id(self.table_migration_identifier, c)
+                self.tracking_migration_current = self.tracking_migration_previous
+            self._create_table(c)
+
+    def set_tracking(self, c: SQLiteCursor, application_name: str, position: int) -> None:
+        """Put a tracking cursor at position, backwards too (the library's insert only moves forward)."""
+        c.execute("INSERT OR REPLACE INTO tracking (application_name, notification_id) VALUES (?, ?)",
+                  (application_name, position))
+
+    def tracked(self, c: SQLiteCursor, application_name: str) -> int:
+        return self._max_tracking_id(application_name, c) or 0
 
     def _insert_events(self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         positions = super()._insert_events(c, stored_events, **kwargs)

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .output import emit_error
+from .output import emit, emit_error
 
 __all__ = ["build_parser", "main"]
 
@@ -30,6 +30,14 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+RESOURCE_HELP = (
+    "what is leased: a path inside the repository (worktrees/a) or another name (task:t1). A relative path is "
+    "relative to the repository root, not the working directory, and every spelling of one place (./wt/a, wt//a, "
+    "wt/a/, <root>/wt/a) is the one name wt/a. Refused: a path outside the repository, the root itself, control "
+    "and bidi characters"
+)
 
 
 def _common() -> argparse.ArgumentParser:
@@ -52,15 +60,44 @@ def _command(group, name: str, handler: str, help: str, example: str):  # noqa: 
     return parser
 
 
+def _group(nouns, name: str, help: str, example: str):  # noqa: ANN001, ANN202, A002
+    """A noun whose verbs are commands: its --help shows an example too."""
+    parser = nouns.add_parser(name, help=help, description=help, epilog=f"example:\n  {example}",
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    return parser.add_subparsers(dest="verb", metavar="VERB", required=True, parser_class=_Parser)
+
+
+_ROOT_EPILOG = """\
+example:
+  docket init && docket run open --target main --goal 'fix the flaky test'
+
+exit codes:
+  0    ok
+  1    verification failed (a broken chain, an unexpected schema, drifted projections)
+  2    usage or bad input
+  3    conflict, or refused by an invariant (lease-held, stale-generation, run-closed ...)
+  4    an effect's outcome is unknown (nothing is redone blindly; 'docket replay --apply' observes again)
+  5    not found (no-ledger, run-not-found, unknown-branch ...)
+  70   a bug in docket (rerun with --debug for the traceback)
+  130  interrupted
+
+environment:
+  DOCKET_LEDGER        the ledger file, as --ledger
+  DOCKET_LOCK_TIMEOUT  seconds to wait for the ledger's write lock (default 60)
+  DOCKET_NOW           pin the clock to an ISO-8601 time; honoured only with DOCKET_TESTING=1 (tests, demos)
+  DOCKET_FAULT         SIGKILL the process at a named crash point (crash tests)"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="docket",
         description="docket: a tamper-evident ledger and supervisor for coding-agent runs.",
-        epilog="example:\n  docket init && docket run open --target main --goal 'fix the flaky test'",
+        epilog=_ROOT_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[_common()],
     )
-    parser.add_argument("--version", action="version", version=f"docket {__version__}")
+    parser.add_argument("--version", action="store_true", dest="show_version", default=argparse.SUPPRESS,
+                        help="print docket's version (with --json: {\"version\": ...}) and exit")
     nouns = parser.add_subparsers(dest="noun", metavar="COMMAND", parser_class=_Parser)
 
     L = "docket.cli.ledger_commands:"
@@ -91,8 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _command(nouns, "schema", L + "schema", "print the JSON Schema of every event type", "docket schema --json")
     p.add_argument("--markdown", action="store_true", help="render the event catalogue as docs/events.md")
 
-    run = nouns.add_parser("run", help="open and steer runs").add_subparsers(
-        dest="verb", metavar="VERB", required=True, parser_class=_Parser)
+    run = _group(nouns, "run", "open and steer runs", "docket run open --target main --goal 'fix the flaky test'")
     p = _command(run, "open", R + "run_open", "open a run: pins the target branch's commit as its base",
                  "docket run open --target main --goal 'fix the flaky test' --budget 2h")
     p.add_argument("--target", required=True, metavar="BRANCH", help="target branch")
@@ -111,16 +147,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = _command(run, "complete", R + "run_complete", "mark a run complete", "docket run complete run-7k2m9x4q")
     p.add_argument("run", metavar="RUN", help="the run id")
 
-    task = nouns.add_parser("task", help="plan tasks").add_subparsers(
-        dest="verb", metavar="VERB", required=True, parser_class=_Parser)
+    task = _group(nouns, "task", "plan tasks", "docket task plan run-7k2m9x4q --title 'write the parser'")
     p = _command(task, "plan", R + "task_plan", "plan a task inside a run",
                  "docket task plan run-7k2m9x4q --title 'write the parser'")
     p.add_argument("run", metavar="RUN", help="the run id")
     p.add_argument("--title", required=True, metavar="TEXT", help="what the task is")
     p.add_argument("--id", metavar="TASK", help="task id (default: a new random id)")
 
-    worker = nouns.add_parser("worker", help="register and relaunch workers").add_subparsers(
-        dest="verb", metavar="VERB", required=True, parser_class=_Parser)
+    worker = _group(nouns, "worker", "register and relaunch workers",
+                    "docket worker register run-7k2m9x4q --role implementer --id w1")
     p = _command(worker, "register", R + "worker_register", "register a worker at generation 1",
                  "docket worker register run-7k2m9x4q --role implementer --task task-1")
     p.add_argument("run", metavar="RUN", help="the run id")
@@ -131,27 +166,27 @@ def build_parser() -> argparse.ArgumentParser:
                  "docket worker relaunch worker-1")
     p.add_argument("worker", metavar="WORKER", help="the worker id")
 
-    lease = nouns.add_parser("lease", help="grant, renew, release and expire leases").add_subparsers(
-        dest="verb", metavar="VERB", required=True, parser_class=_Parser)
+    lease = _group(nouns, "lease", "grant, renew, release and expire leases",
+                   "docket lease grant worktrees/w1 --worker w1 --generation 1 --ttl 10m")
     p = _command(lease, "grant", R + "lease_grant", "grant a resource to a worker generation",
                  "docket lease grant worktrees/a --worker worker-1 --generation 1 --ttl 10m")
-    p.add_argument("resource", metavar="RESOURCE", help="what is leased: a worktree path, a task, ...")
+    p.add_argument("resource", metavar="RESOURCE", help=RESOURCE_HELP)
     p.add_argument("--worker", required=True, metavar="WORKER", help="the worker that will hold it")
     p.add_argument("--generation", required=True, type=_position, metavar="N",
                    help="the worker's current generation (a fenced one is refused)")
     p.add_argument("--ttl", required=True, metavar="DURATION", help="how long the lease lasts from now, e.g. 10m")
     p = _command(lease, "renew", R + "lease_renew", "extend a lease",
                  "docket lease renew worktrees/a --token 12 --ttl 10m")
-    p.add_argument("resource", metavar="RESOURCE", help="what is leased: a worktree path, a task, ...")
+    p.add_argument("resource", metavar="RESOURCE", help=RESOURCE_HELP)
     p.add_argument("--token", required=True, type=_position, metavar="N", help="the lease's fencing token")
     p.add_argument("--ttl", required=True, metavar="DURATION", help="how long the lease lasts from now, e.g. 10m")
     p = _command(lease, "release", R + "lease_release", "give a lease back",
                  "docket lease release worktrees/a --token 12")
-    p.add_argument("resource", metavar="RESOURCE", help="what is leased: a worktree path, a task, ...")
+    p.add_argument("resource", metavar="RESOURCE", help=RESOURCE_HELP)
     p.add_argument("--token", required=True, type=_position, metavar="N", help="the lease's fencing token")
     p = _command(lease, "expire", R + "lease_expire", "record that a lease ran past its expiry",
                  "docket lease expire worktrees/a")
-    p.add_argument("resource", metavar="RESOURCE", help="what is leased: a worktree path, a task, ...")
+    p.add_argument("resource", metavar="RESOURCE", help=RESOURCE_HELP)
 
     p = _command(nouns, "completion", L + "completion", "print a shell completion script",
                  "eval \"$(docket completion bash)\"")
@@ -160,9 +195,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _position(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return int(text)
+    from ..domain.errors import BadInput
+    from ..domain.values import parse_position
+
+    try:
+        return parse_position(text)
+    except BadInput as e:
+        raise argparse.ArgumentTypeError(e.message) from None
+
+
+def _require_unicode(argv: Sequence[str]) -> None:
+    """Bytes that are not UTF-8 reach Python as lone surrogates, which no ledger field can hold."""
+    from ..domain.errors import BadInput
+
+    for arg in argv:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+            raise BadInput("bad-encoding", f"argument {shown[:60]!r} is not valid UTF-8") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -172,7 +223,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ..domain.errors import DocketError
 
     try:
+        _require_unicode(argv)
         args = build_parser().parse_args(argv)
+        if getattr(args, "show_version", False):
+            emit(as_json, {"version": __version__}, f"docket {__version__}")
+            return 0
         if not getattr(args, "handler", None):
             raise UsageError("a command is needed (see 'docket --help')")
         module_name, _, function_name = args.handler.partition(":")

@@ -32,10 +32,25 @@ that any change to a stored byte is caught and that verification needs no JSON
 decoding; because the state is canonical JSON, an auditor who holds the decoded
 event re-encodes it to the same bytes.
 
-Intents (names ending in `Requested`) ask for an effect on the world; their
-outcomes carry the same `intent_id`. `IntentOutcomeUnknown` records an
-observation that could not decide; the intent stays pending and is observed
-again, never redone blindly.
+Each event has a role in the effect protocol (shown under its name). Intents
+(names ending in `Requested`) ask for an effect on the world; an outcome
+carries the same `intent_id` and resolves it (`IntentCancelled` is the outcome
+recorded when a run is aborted before its intent was carried out). What is
+pending follows from the chained events alone: an intent with no outcome.
+`IntentOutcomeUnknown` records an observation that could not decide; the intent
+stays pending and is observed again, never redone blindly. Version 2 counts the
+observations in a row with the same reason and names the time before which no
+effector looks again on its own (1 s, doubling, at most an hour): a stuck
+intent is recorded again only when its reason changes or its back-off has run
+out. Version 1 events of older ledgers still decode.
+
+`LedgerCreated` v2 binds the ledger to the repository it was made in: the
+identity docket keeps in `<git common dir>/docket/repository-id`, and where
+that repository was. A ledger is not used to record or drive effects in
+another repository (`foreign-ledger`); it can still be verified and read
+anywhere. Recorded times never go backwards: each event's time is clamped to
+its predecessor's inside the append transaction, and `docket verify` reports a
+time that does.
 """
 
 
@@ -48,7 +63,7 @@ def _type_of(spec: dict[str, Any]) -> str:
         return " or ".join(f'`"{v}"`' for v in spec["enum"])
     text = spec.get("type", "any")
     limits = []
-    for key, label in (("minimum", "≥"), ("exclusiveMinimum", ">"), ("minLength", "length ≥"),
+    for key, label in (("minimum", "≥"), ("exclusiveMinimum", ">"), ("maximum", "≤"), ("minLength", "length ≥"),
                        ("maxLength", "length ≤")):
         if key in spec:
             limits.append(f"{label} {spec[key]}")
@@ -70,7 +85,8 @@ def render() -> str:
         if "intent_id" in schema["properties"]:
             tables.append("pending_intents")
         projected = f"\n\nRead models: {', '.join(f'`{t}`' for t in tables)}." if tables else ""
-        parts.append(f"## {type_name}\n\n{doc}{projected}\n\n| field | type |\n|---|---|")
+        role = f"Role: {cls.effect_role}.\n\n" if cls.effect_role != "fact" else ""
+        parts.append(f"## {type_name}\n\n{role}{doc}{projected}\n\n| field | type |\n|---|---|")
         for field, spec in schema["properties"].items():
             if field not in envelope:
                 parts.append(f"| `{field}` | {_type_of(spec).replace('|', chr(92) + '|')} |")

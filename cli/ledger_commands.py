@@ -10,20 +10,25 @@ from typing import Any
 
 from ..domain.errors import BadInput, NotFound, OutcomeUnknown, VerificationFailed
 from .context import Context
-from .output import Progress, emit
+from .output import Progress, emit, shown
 
 
 def init(ctx: Context) -> int:
-    from ..adapters.ledger import Ledger
+    """Create the ledger, bound to the repository around the working directory (if any)."""
+    from ..adapters.identity import ensure_identity
 
-    ledger = Ledger(ctx.paths.ledger)
-    try:
-        created = ledger.initialise(ctx.clock.now())
-    finally:
-        ledger.close()
-    ctx.views()
-    doc = {"created": created, "ledger": str(ctx.paths.ledger), "views": str(ctx.paths.views)}
-    emit(ctx.json, doc, f"{'created' if created else 'already have'} ledger {ctx.paths.ledger}")
+    ledger = ctx.open_ledger()
+    created = False
+    if not ledger.is_initialised():
+        common = ctx.repository
+        repository_id = ensure_identity(common) if common is not None else None
+        created = ledger.initialise(ctx.clock.now(), repository_id, str(common) if common is not None else None)
+    if not created:
+        ctx.require_own_repository(ledger)
+    ctx.update_views()
+    doc = {"created": created, "ledger": str(ctx.paths.ledger), "views": str(ctx.paths.views),
+           "repository_id": ledger.repository_id}
+    emit(ctx.json, doc, f"{'created' if created else 'already have'} ledger {shown(ctx.paths.ledger)}")
     return 0
 
 
@@ -36,7 +41,8 @@ def _event_doc(row: tuple[int, str, int, str, bytes]) -> dict[str, Any]:
 
 def _human_event(doc: dict[str, Any]) -> str:
     payload = json.dumps(doc["payload"], ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return f"{doc['position']:>8}  {doc['recorded_at']}  {doc['type']:<24} {doc['stream']}  {payload}"
+    return (f"{doc['position']:>8}  {shown(doc['recorded_at'])}  {shown(doc['type']):<24} {shown(doc['stream'])}  "
+            f"{shown(payload)}")
 
 
 def log(ctx: Context) -> int:
@@ -49,7 +55,10 @@ def log(ctx: Context) -> int:
         topics = [t for t in EVENT_TYPES if t == a.type or t.split(".v")[0] == a.type]
         if not topics:
             raise BadInput("unknown-event-type", f"no event type {a.type!r}; 'docket schema' lists them")
-    conn = ctx.read_ledger()
+    conn = _listable_ledger(ctx)
+    if a.run is not None and conn.execute("SELECT 1 FROM stored_events WHERE originator_id = ?",
+                                          (f"run:{a.run}",)).fetchone() is None:
+        raise NotFound("run-not-found", f"no run {a.run}")
 
     def matching(after: int, until: int) -> list[dict[str, Any]]:
         docs = []
@@ -80,6 +89,25 @@ def log(ctx: Context) -> int:
         return 0  # Ctrl-C is how one stops following
 
 
+MAX_POSITION = 2**53 - 1  # what every store and JSON reader can hold
+HEX_DIGITS = frozenset("0123456789abcdef")
+
+
+def _listable_ledger(ctx: Context) -> Any:
+    """The ledger, unless it is visibly damaged: log does not list what cannot be verified."""
+    try:
+        conn = ctx.read_ledger()
+    except VerificationFailed as e:
+        raise VerificationFailed(e.code, f"{e.message}; nothing is listed (run 'docket verify')") from None
+    last_event, chain_end = conn.execute(
+        "SELECT (SELECT MAX(rowid) FROM stored_events), (SELECT MAX(position) FROM chain)").fetchone()
+    if (last_event or 0) != (chain_end or 0):
+        raise VerificationFailed("ledger-unverifiable", f"the ledger's last event is at position {last_event or 0} "
+                                                        f"but its chain ends at {chain_end or 0}; nothing is listed "
+                                                        "(run 'docket verify')")
+    return conn
+
+
 def _read_anchor(path: str) -> Any:
     from ..domain.chain import ChainHead
 
@@ -90,9 +118,14 @@ def _read_anchor(path: str) -> Any:
     except (OSError, ValueError) as e:
         raise BadInput("bad-anchor", f"{path} is not a JSON anchor: {e}") from None
     head = doc.get("head", doc) if isinstance(doc, dict) else None
-    if not (isinstance(head, dict) and isinstance(head.get("position"), int) and isinstance(head.get("digest"), str)):
-        raise BadInput("bad-anchor", f"{path} needs a 'position' (integer) and a 'digest' (hex), at the top or under 'head'")
-    return ChainHead(head["position"], head["digest"])
+    position = head.get("position") if isinstance(head, dict) else None
+    digest = head.get("digest") if isinstance(head, dict) else None
+    # bool is an int in Python: `true` is not position 1.
+    if type(position) is not int or not 1 <= position <= MAX_POSITION:
+        raise BadInput("bad-anchor", f"{path} needs a 'position' (a whole number from 1), at the top or under 'head'")
+    if not (isinstance(digest, str) and len(digest) == 64 and set(digest) <= HEX_DIGITS):
+        raise BadInput("bad-anchor", f"{path} needs a 'digest' (64 lowercase hex digits), at the top or under 'head'")
+    return ChainHead(position, digest)
 
 
 def verify_ledger(ctx: Context, *, anchor: Any = None, until: int | None = None) -> dict[str, Any]:
@@ -116,22 +149,32 @@ def verify_ledger(ctx: Context, *, anchor: Any = None, until: int | None = None)
             broken = ChainBreak(head.position + 1, "event missing; its digest is still recorded")
     if broken is not None:
         raise VerificationFailed("chain-broken", f"position {broken.position}: {broken.reason}")
+    from ..adapters.schema_check import check_schema
+
+    check_schema(conn)
     return {"ok": True, "events": head.position, "head": {"position": head.position, "digest": head.digest},
             "algorithm": CHAIN_ALGORITHM}
 
 
 def _genesis_break(conn: Any) -> Any:
-    """Position 1 must be the LedgerCreated event that fixes this chain's genesis digest."""
+    """Position 1 must be a genuine LedgerCreated: the ledger stream's first event, fixing this chain's genesis."""
     from ..domain.chain import CHAIN_ALGORITHM, GENESIS_DIGEST, ChainBreak
+    from ..domain.events import EVENT_TYPES
+    from ..domain.ledger import GENESIS_TYPES, LEDGER_STREAM
 
-    row = conn.execute("SELECT topic, state FROM stored_events WHERE rowid = 1").fetchone()
+    row = conn.execute("SELECT originator_id, originator_version, topic, state FROM stored_events WHERE rowid = 1").fetchone()
     if row is None:
         raise NotFound("no-ledger", "the ledger holds no events; run 'docket init' first")
-    try:
-        payload = json.loads(row[1])["payload"] if row[0] == "LedgerCreated.v1" else {}
-    except (ValueError, KeyError, TypeError):
-        payload = {}
-    if payload.get("genesis_digest") != GENESIS_DIGEST or payload.get("chain") != CHAIN_ALGORITHM:
+    stream, version, topic, state = row
+    genesis = None
+    if topic in GENESIS_TYPES and stream == LEDGER_STREAM and version == 1:
+        try:
+            body = json.loads(state)
+            genesis = EVENT_TYPES[topic].model_validate(
+                {**body["payload"], "stream": stream, "version": version, "recorded_at": body["recorded_at"]})
+        except (ValueError, KeyError, TypeError):  # pydantic's ValidationError is a ValueError
+            genesis = None
+    if genesis is None or genesis.genesis_digest != GENESIS_DIGEST or genesis.chain != CHAIN_ALGORITHM:
         return ChainBreak(1, "position 1 is not the LedgerCreated genesis event of this chain")
     return None
 
@@ -166,24 +209,79 @@ def replay(ctx: Context) -> int:
     head = head_position(ctx.read_ledger())
     if a.until and a.until > head:
         raise NotFound("position-not-found", f"position {a.until} is past the end of the ledger ({head})")
+    _rebuild_views_cut_off(ctx)
     checked = verify_ledger(ctx, until=a.until)
     doc: dict[str, Any] = {"verified": checked, **_rebuild_and_compare(ctx, a.until, checked["events"])}
     if a.apply:
-        results = ctx.effector.run_pending()
-        ctx.views()
-        doc["applied"] = [{"intent_id": r.intent_id, "intent_position": r.intent_position,
-                           "outcome": r.outcome, "position": r.position} for r in results]
+        doc.update(_apply_pending(ctx))
     lines = [f"ok: chain intact up to {checked['head']['position']}; projections rebuilt to {doc['rebuilt_position']}"]
     if doc.get("drift"):
         lines.append(f"projections differed from the ledger in: {', '.join(doc['drift'])}; rebuilt in place")
+    if doc.get("cursor_repaired"):
+        lines.append(f"the effector's cursor was past pending intent(s) {', '.join(doc['cursor_repaired']['skipped'])}; "
+                     "moved back")
     lines += [f"intent {r['intent_id']} (position {r['intent_position']}): {r['outcome']}" for r in doc.get("applied", [])]
+    lines += [f"still pending: intent {p['intent_id']} (position {p['position']}): {shown(p['reason'] or 'not yet observed')}"
+              for p in doc.get("pending", [])]
     emit(ctx.json, doc, "\n".join(lines))
     if doc.get("drift"):
         raise VerificationFailed("projection-drift", f"projections differed in {', '.join(doc['drift'])}; rebuilt from the ledger")
-    unknown = [r for r in doc.get("applied", []) if r["outcome"] == "IntentOutcomeUnknown.v1"]
-    if unknown:
-        raise OutcomeUnknown("outcome-unknown", f"intent {unknown[0]['intent_id']}: outcome still unknown; replay again later")
+    if doc.get("cursor_repaired"):
+        raise VerificationFailed("effector-cursor-drift",
+                                 f"the effector's cursor skipped pending intent(s) {', '.join(doc['cursor_repaired']['skipped'])}; "
+                                 "moved back and driven")
+    if doc.get("pending"):
+        named = ", ".join(f"{p['intent_id']} ({p['reason'] or 'not yet observed'})" for p in doc["pending"][:5])
+        more = f" and {len(doc['pending']) - 5} more" if len(doc["pending"]) > 5 else ""
+        raise OutcomeUnknown("intents-pending", f"{len(doc['pending'])} intent(s) still pending: {named}{more}; "
+                                                "replay again later")
     return 0
+
+
+def _apply_pending(ctx: Context) -> dict[str, Any]:
+    """Drive every intent the chain says is pending, whatever the cursor says; report what is left."""
+    ledger = ctx.ledger
+    result: dict[str, Any] = {}
+    cursor = ledger.effector_cursor()
+    skipped = [p for p in ledger.pending_intents(after=0) if p.position <= cursor]
+    if skipped:
+        ledger.rewind_effector_cursor(skipped[0].position - 1)
+        result["cursor_repaired"] = {"was": cursor, "now": skipped[0].position - 1,
+                                     "skipped": [p.intent.intent_id for p in skipped]}
+    results = ctx.effector.run_pending(after=0, force=True)
+    ctx.update_views()
+    result["applied"] = [{"intent_id": r.intent_id, "intent_position": r.intent_position, "outcome": r.outcome,
+                          "position": r.position, "reason": r.reason} for r in results]
+    result["pending"] = [{"intent_id": p.intent.intent_id, "type": p.intent.type_name(), "position": p.position,
+                          "reason": getattr(p.last_unknown, "reason", None),
+                          "retry_at": getattr(p.last_unknown, "retry_at", None)}
+                         for p in ledger.pending_intents(after=0)]
+    return result
+
+
+def _rebuild_views_cut_off(ctx: Context) -> None:
+    """Views remember the head they last saw: if the ledger no longer holds it, rebuild them and say so."""
+    import sqlite3
+
+    from ..adapters.projector import catch_up, open_views, views_anchor_break
+    from ..domain.errors import DocketError
+
+    conn = ctx.read_ledger()
+    if not ctx.paths.views.is_file():
+        return
+    try:
+        views = open_views(ctx.paths.views)
+    except (OSError, sqlite3.Error, DocketError):
+        return  # nothing to compare with: replay builds the views anew (or in memory)
+    try:
+        broken = views_anchor_break(conn, views)
+        if broken is not None:
+            views.ensure_schema(reset=True)
+            catch_up(conn, views)
+    finally:
+        views.conn.close()
+    if broken is not None:
+        raise broken
 
 
 def _rebuild_and_compare(ctx: Context, until: int | None, events: int) -> dict[str, Any]:
@@ -235,5 +333,6 @@ def schema(ctx: Context) -> int:
 def completion(ctx: Context) -> int:
     from .completion import script
 
-    emit(ctx.json, {"shell": ctx.args.shell, "script": script(ctx.args.shell)}, script(ctx.args.shell))
+    text = script(ctx.args.shell)
+    emit(ctx.json, {"shell": ctx.args.shell, "script": text}, text)
     return 0

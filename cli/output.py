@@ -6,7 +6,33 @@ import json
 import sys
 from typing import Any
 
-__all__ = ["Progress", "emit", "emit_error"]
+from ..domain.names import has_unsafe_characters, is_unsafe_character
+
+__all__ = ["Progress", "emit", "emit_error", "shown", "warn"]
+
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def shown(text: object) -> str:
+    """text as a terminal can show it safely: controls, bidi and invisible characters become visible escapes.
+
+    For every user- or ledger-supplied value in human output: a goal holding a newline
+    and an OSC sequence must neither forge a line nor retitle the terminal. --json
+    output carries the exact strings instead.
+    """
+    text = str(text)
+    if not has_unsafe_characters(text):
+        return text
+    return "".join(_escaped(char) if is_unsafe_character(char) else char for char in text)
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if char in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[char]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 _emitted = False
@@ -23,10 +49,17 @@ def emit(as_json: bool, document: Any, human: str | None) -> None:
 
 
 def emit_error(code: str, message: str, as_json: bool) -> None:
-    message = " ".join(message.split())  # always one line
+    message = " ".join(shown(message).split())  # one line, and nothing in it drives the terminal
     sys.stderr.write(f"docket: error: {code}: {message}\n")
     if as_json and not _emitted:  # still exactly one document on stdout
         sys.stdout.write(json.dumps({"error": {"code": code, "message": message}}, sort_keys=True) + "\n")
+
+
+def warn(code: str, message: str) -> None:
+    """A one-line warning on stderr: the command goes on (its exit code says what happened)."""
+    message = " ".join(shown(message).split())
+    sys.stderr.write(f"docket: warning: {code}: {message}\n")
+    sys.stderr.flush()
 
 
 class Progress:

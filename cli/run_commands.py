@@ -7,18 +7,17 @@ from typing import Any
 
 from ..adapters import faults, services
 from ..adapters.clock import new_id
-from ..adapters.paths import find_git_common_dir
 from ..domain.errors import NotFound, OutcomeUnknown, Refused
 from ..domain.events import Event
 from ..domain.values import format_duration, parse_duration
 from .context import Context
-from .output import emit
+from .output import emit, shown
 
 
 def _recorded(ctx: Context, appended: services.Appended, human: str, **extra: Any) -> int:
-    """Bring the views up to what was just recorded, then print it."""
-    ctx.views()
-    emit(ctx.json, {**extra, "events": [_event_doc(p, e) for p, e in appended.events]}, human)
+    """Bring the views up to what was just recorded (or warn that they are behind), then print it."""
+    ctx.update_views()
+    emit(ctx.json, {**extra, "events": [_event_doc(p, e) for p, e in appended.events]}, shown(human))
     return 0
 
 
@@ -29,19 +28,19 @@ def _event_doc(position: int, event: Event) -> dict[str, Any]:
 
 def run_open(ctx: Context) -> int:
     a = ctx.args
-    budget_ms = parse_duration(a.budget) if a.budget else None
-    repository = find_git_common_dir(Path.cwd())
+    budget_ms = None if a.budget is None else parse_duration(a.budget)
+    repository = ctx.repository
     if repository is None:
         raise NotFound("not-a-repository", "run 'docket run open' inside the git repository the run targets")
     run_id = a.id or new_id("run")
     appended = services.open_run(ctx.ledger, ctx.clock, run_id=run_id, intent_id=new_id("intent"), goal=a.goal,
                                  target_branch=a.target, budget_ms=budget_ms, repository=str(repository))
     faults.crash_point("run-open:after-intent")
-    _, intent = appended.last
-    if not a.no_wait:
-        ctx.effector.run_pending()
+    intent_position, intent = appended.last
+    if not a.no_wait:  # its own intent, found by its position: another's unknown holds it not back
+        ctx.effector.run_pending(only={intent.intent_id}, after=intent_position - 1)
     run = services.load_run(ctx.ledger, run_id)
-    ctx.views()
+    ctx.update_views()
     if run.status == "failed":
         failed = NotFound if run.failure_code == "unknown-branch" else Refused
         raise failed(run.failure_code or "base-pin-failed", run.failure_message or "the base could not be pinned")
@@ -53,7 +52,7 @@ def run_open(ctx: Context) -> int:
         human = f"run {run_id} opened on {run.target_branch} at {run.base_commit[:12]}"
     else:
         human = f"run {run_id} opened; base pin pending (intent {intent.intent_id})"
-    emit(ctx.json, doc, human)
+    emit(ctx.json, doc, shown(human))
     return 0
 
 
@@ -74,7 +73,9 @@ def run_resume(ctx: Context) -> int:
 
 def run_abort(ctx: Context) -> int:
     appended = services.abort_run(ctx.ledger, ctx.clock, ctx.args.run, ctx.args.reason)
-    return _recorded(ctx, appended, f"run {ctx.args.run} aborted")
+    cancelled = [e.intent_id for _, e in appended.events if e.type_name() == "IntentCancelled.v1"]
+    human = f"run {ctx.args.run} aborted" + (f"; cancelled pending intent(s) {', '.join(cancelled)}" if cancelled else "")
+    return _recorded(ctx, appended, human, cancelled_intents=cancelled)
 
 
 def run_complete(ctx: Context) -> int:
@@ -103,8 +104,18 @@ def worker_relaunch(ctx: Context) -> int:
                      f"(generation {event.fenced_generation} fenced)", generation=event.generation)
 
 
+def _resource(text: str) -> str:
+    """The resource's one name: a relative one is relative to the repository root, not the working directory."""
+    from ..adapters.paths import repository_root
+    from ..domain.names import normalise_resource
+
+    root = repository_root(Path.cwd())
+    return normalise_resource(text, None if root is None else str(root))
+
+
 def lease_grant(ctx: Context) -> int:
     a = ctx.args
+    a.resource = _resource(a.resource)
     ttl_ms = parse_duration(a.ttl)
     appended = services.grant_lease(ctx.ledger, ctx.clock, a.resource, a.worker, a.generation, ttl_ms)
     token, event = appended.last
@@ -114,15 +125,18 @@ def lease_grant(ctx: Context) -> int:
 
 def lease_renew(ctx: Context) -> int:
     a = ctx.args
+    a.resource = _resource(a.resource)
     appended = services.renew_lease(ctx.ledger, ctx.clock, a.resource, a.token, parse_duration(a.ttl))
     return _recorded(ctx, appended, f"lease on {a.resource} (token {a.token}) renewed until {appended.last[1].expires_at}")
 
 
 def lease_release(ctx: Context) -> int:
+    ctx.args.resource = _resource(ctx.args.resource)
     appended = services.release_lease(ctx.ledger, ctx.clock, ctx.args.resource, ctx.args.token)
     return _recorded(ctx, appended, f"lease on {ctx.args.resource} (token {ctx.args.token}) released")
 
 
 def lease_expire(ctx: Context) -> int:
+    ctx.args.resource = _resource(ctx.args.resource)
     appended = services.expire_lease(ctx.ledger, ctx.clock, ctx.args.resource)
     return _recorded(ctx, appended, f"lease on {ctx.args.resource} recorded as expired")

@@ -13,7 +13,7 @@ from ..domain.errors import NotFound
 from ..domain.values import format_duration
 from ..projections import intents, leases, runs, tasks, workers
 from .context import Context
-from .output import emit
+from .output import emit, shown
 
 
 def _fresh_views(ctx: Context) -> sqlite3.Connection | None:
@@ -42,16 +42,16 @@ def _views_at(ctx: Context, at: str) -> tuple[sqlite3.Connection, str]:
     import json
 
     from ..adapters.projector import catch_up, open_views
-    from ..domain.values import parse_time
+    from ..domain.values import parse_position, parse_time
 
     views = open_views(":memory:")
     ledger = ctx.read_ledger()
-    if at.isdigit():
+    if at.isascii() and at.isdigit():
         from ..adapters.reader import head_position
 
-        if int(at) > (head := head_position(ledger)):
+        if (until := parse_position(at)) > (head := head_position(ledger)):
             raise NotFound("position-not-found", f"position {at} is past the end of the ledger ({head})")
-        position = catch_up(ledger, views, until=int(at))
+        position = catch_up(ledger, views, until=until)
         row = ledger.execute("SELECT state FROM stored_events WHERE rowid = ?", (position,)).fetchone()
         return views.conn, json.loads(row[0])["recorded_at"] if row else ctx.clock.now()
     moment = parse_time(at)
@@ -62,7 +62,7 @@ def _views_at(ctx: Context, at: str) -> tuple[sqlite3.Connection, str]:
 def status(ctx: Context) -> int:
     a = ctx.args
     ctx.require_ledger_file()
-    if a.at:
+    if a.at is not None:
         conn, now = _views_at(ctx, a.at)  # budgets as they stood then
     else:
         conn, now = _fresh_views(ctx) or ctx.views().conn, ctx.clock.now()
@@ -96,25 +96,26 @@ def _seconds(ms: int) -> str:
 def _run_line(r: dict[str, Any]) -> str:
     base = (r["base_commit"] or "-")[:12]
     budget = _seconds(r["used_ms"]) + (f"/{format_duration(r['budget_ms'])}" if r["budget_ms"] else "")
-    return f"{r['run_id']:<16} {r['status']:<10} {r['target_branch']}@{base}  {budget}  {r['goal']}"
+    return (f"{shown(r['run_id']):<16} {r['status']:<10} {shown(r['target_branch'])}@{base}  {budget}  "
+            f"{shown(r['goal'])}")
 
 
 def _human_run(doc: dict[str, Any]) -> str:
     r = doc["run"]
     lines = [_run_line(r)]
     if r["failure_code"]:
-        lines.append(f"  failed: {r['failure_code']}: {r['failure_message']}")
+        lines.append(f"  failed: {r['failure_code']}: {shown(r['failure_message'])}")
     if r["budget_ms"]:
         lines.append(f"  budget: used {_seconds(r['used_ms'])} of {format_duration(r['budget_ms'])}, "
                      f"{_seconds(r['remaining_ms'])} left")
     for t in doc["tasks"]:
-        lines.append(f"  task {t['task_id']}: {t['title']}")
+        lines.append(f"  task {shown(t['task_id'])}: {shown(t['title'])}")
     for w in doc["workers"]:
-        lines.append(f"  worker {w['worker_id']}: {w['role']} generation {w['generation']}"
-                     + (f" on task {w['task_id']}" if w["task_id"] else ""))
+        lines.append(f"  worker {shown(w['worker_id'])}: {shown(w['role'])} generation {w['generation']}"
+                     + (f" on task {shown(w['task_id'])}" if w["task_id"] else ""))
     for le in doc["leases"]:
-        lines.append(f"  lease {le['resource']}: {le['status']} by {le['worker_id']} gen {le['generation']} "
-                     f"token {le['token']} until {le['expires_at']}")
+        lines.append(f"  lease {shown(le['resource'])}: {le['status']} by {shown(le['worker_id'])} "
+                     f"gen {le['generation']} token {le['token']} until {le['expires_at']}")
     for i in doc["pending_intents"]:
-        lines.append(f"  pending intent {i['intent_id']} ({i['type']}) at position {i['position']}")
+        lines.append(f"  pending intent {shown(i['intent_id'])} ({i['type']}) at position {i['position']}")
     return "\n".join(lines)

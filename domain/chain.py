@@ -38,6 +38,11 @@ _sha256 = hashlib.sha256
 _quote_json_string = json.encoder.encode_basestring  # what canonical_json writes for a str
 _quoted: dict[str, str] = {}  # streams and types repeat: quote each once
 
+# A stored state is the canonical JSON {"payload": ..., "recorded_at": "YYYY-MM-DDTHH:MM:SS.mmmZ"}: keys
+# sorted, so it ends with the key, the 24-character time and '"}'.
+_TIME_KEY = b'"recorded_at":"'
+_PAST_TIME_KEY = b'"recorded_at":#'  # the least bytes above every string that starts with _TIME_KEY
+
 
 def _quote(text: str) -> str:
     quoted = _quoted.get(text)
@@ -99,27 +104,45 @@ def verify_chain(
 
     Returns the verified head and the first break, if any. A row whose position
     is not the next one, whose digest is missing or differs from the recomputed
-    one, breaks the chain there. With an anchor, the ledger must reach the
-    anchor's position and have the anchor's digest there.
+    one, or whose recorded time is earlier than the one before it, breaks the
+    chain there. With an anchor, the ledger must reach the anchor's position and
+    have the anchor's digest there.
     """
     position, digest = start.position, bytes.fromhex(start.digest)
     anchor_position = anchor.position if anchor is not None else None
-    sha256, entry = _sha256, chain_entry  # locals: this loop runs once per event in the ledger
+    # Locals, and chain_entry written out inline: this loop runs once per event in the ledger.
+    sha256, quoted, quote = _sha256, _quoted, _quote
+    last_time, past_time_key = _TIME_KEY, _PAST_TIME_KEY
     for row_position, stream, version, type_, state, stored in rows:
         if row_position != position + 1:
             return _head(position, digest), ChainBreak(position + 1, "event missing (positions are not contiguous)")
-        recomputed = sha256(digest + entry(row_position, stream, version, type_, state))
+        entry = (
+            f'{{"position":{row_position},"state_sha256":"{sha256(state).hexdigest()}",'
+            f'"stream":{quoted.get(stream) or quote(stream)},"type":{quoted.get(type_) or quote(type_)},'
+            f'"version":{version}}}'
+        ).encode("utf-8")
+        recomputed = sha256(digest + entry)
         if stored is None:
             return _head(position, digest), ChainBreak(row_position, "digest missing for stored event")
         if stored != recomputed.hexdigest():
             return _head(position, digest), ChainBreak(row_position, "digest does not match the recomputed chain")
-        position, digest = row_position, recomputed.digest()
+        time = state[-41:-2]  # '"recorded_at":"' and the time, as bytes: they compare as the times do
+        if not last_time <= time < past_time_key:  # earlier than the last time, or no recorded time
+            if time.startswith(_TIME_KEY):
+                return _head(position, digest), ChainBreak(row_position, _backwards(time, last_time))
+            time = last_time  # not docket's canonical state (the library's own contract tests store such)
+        position, digest, last_time = row_position, recomputed.digest(), time
         if position == anchor_position and stored != anchor.digest:
             return _head(position, digest), ChainBreak(position, "digest differs from the anchor")
     if anchor is not None and position < anchor.position:
         return _head(position, digest), ChainBreak(
             position + 1, f"ledger ends before the anchor at position {anchor.position}")
     return _head(position, digest), None
+
+
+def _backwards(time: bytes, last_time: bytes) -> str:
+    earlier, later = (repr(t[len(_TIME_KEY):])[2:-1] for t in (time, last_time))  # a forger's bytes, escaped
+    return f"recorded at {earlier}, earlier than the {later} of the event before it (ledger time never runs backwards)"
 
 
 def _head(position: int, digest: bytes) -> ChainHead:

@@ -1,35 +1,69 @@
 """Decisions for effects: given an intent and what was observed, which outcome?
 
-Adapters observe the world and report it as one of these plain values; the
-functions here choose the outcome event. Nothing here looks at the world.
+Adapters observe the world and report it as one of the plain values here; the
+functions choose the outcome event. Nothing here looks at the world. An
+observation that leaves the outcome uncertain becomes ``Unknown``: the effector
+records it (with back-off) and looks again later, never treating it as failure.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from . import events as ev
 from . import run as run_aggregate
+from .aggregate import next_event
+from .values import from_ms, to_ms
 
-__all__ = ["BranchObservation", "INTENT_TYPES", "decide_base_pin"]
+__all__ = [
+    "BACKOFF_FIRST_MS",
+    "BACKOFF_MAX_MS",
+    "INTENT_TYPES",
+    "OUTCOME_TYPES",
+    "UNKNOWN_TYPES",
+    "BranchObservation",
+    "Unknown",
+    "backoff_ms",
+    "decide_base_pin",
+    "is_resolved",
+    "last_unknown",
+    "record_unknown",
+]
+
+INTENT_TYPES = tuple(name for name, cls in ev.EVENT_TYPES.items() if cls.effect_role == "intent")
+OUTCOME_TYPES = tuple(name for name, cls in ev.EVENT_TYPES.items() if cls.effect_role == "outcome")
+UNKNOWN_TYPES = tuple(name for name, cls in ev.EVENT_TYPES.items() if cls.effect_role == "unknown")
+
+BACKOFF_FIRST_MS = 1_000
+BACKOFF_MAX_MS = 3_600_000
+_LAST_MS = to_ms("9999-12-31T23:59:59.999Z")
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """The observation could not settle the outcome; reason says why."""
+
+    reason: str
 
 
 @dataclass(frozen=True)
 class BranchObservation:
     """What the repository says about a branch.
 
-    found: the branch names commit. missing: the repository has no such branch.
+    found: the branch names a commit. missing: the repository has no such branch.
+    not-a-commit: the branch names an object that is not a commit (definite).
     unreadable: the repository could not be read, so nothing is known.
     """
 
-    status: Literal["found", "missing", "unreadable"]
+    status: Literal["found", "missing", "not-a-commit", "unreadable"]
     commit: str | None = None
     detail: str = ""
 
 
 def decide_base_pin(run: run_aggregate.Run, intent: ev.RunBasePinRequested,
-                    observed: BranchObservation, now: str) -> ev.Event:
+                    observed: BranchObservation, now: str) -> ev.Event | Unknown:
     if observed.status == "found":
         return run_aggregate.record_base_pin(run, intent.intent_id, now, commit=observed.commit)
     if observed.status == "missing":
@@ -37,8 +71,48 @@ def decide_base_pin(run: run_aggregate.Run, intent: ev.RunBasePinRequested,
             run, intent.intent_id, now,
             failure=("unknown-branch", f"branch {intent.target_branch!r} does not exist in {intent.repository}"),
         )
-    return run_aggregate.record_unknown(run, intent.intent_id, observed.detail or "repository unreadable", now)
+    if observed.status == "not-a-commit":
+        return run_aggregate.record_base_pin(
+            run, intent.intent_id, now,
+            failure=("branch-not-a-commit", f"branch {intent.target_branch!r} does not name a commit: {observed.detail}"),
+        )
+    return Unknown(observed.detail or "repository unreadable")
 
 
-# Every intent type the effector drives (one decision function above for each).
-INTENT_TYPES = (ev.RunBasePinRequested.type_name(),)
+def is_resolved(history: Iterable[tuple[int, ev.Event]], intent_id: str) -> bool:
+    """True once an outcome for intent_id is in the stream: the one place this is decided."""
+    return any(e.effect_role == "outcome" and getattr(e, "intent_id", None) == intent_id for _, e in history)
+
+
+def last_unknown(history: Iterable[tuple[int, ev.Event]], intent_id: str) -> ev.Event | None:
+    """The latest uncertain observation recorded for intent_id in its stream, if any."""
+    last = None
+    for _, e in history:
+        if e.effect_role == "unknown" and getattr(e, "intent_id", None) == intent_id:
+            last = e
+    return last
+
+
+def backoff_ms(observations: int) -> int:
+    """How long to wait after the n-th unknown in a row: 1s, 2s, 4s, ... at most an hour."""
+    return min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS << min(observations - 1, 32))
+
+
+def record_unknown(stream: str, version: int, intent_id: str, reason: str,
+                   last: ev.Event | None, now: str) -> ev.IntentOutcomeUnknownV2 | None:
+    """The unknown to record, or None when it would only repeat the last one inside its back-off.
+
+    A new reason is recorded at once. The same reason again is recorded only once
+    the back-off has run out, counting the observations in a row.
+    """
+    reason = reason[:4000] or "no reason given"
+    if last is not None and last.reason == reason:
+        retry_at = getattr(last, "retry_at", None)
+        if retry_at is not None and to_ms(now) < to_ms(retry_at):
+            return None
+        observations = getattr(last, "observations", 1) + 1
+    else:
+        observations = 1
+    retry_at = from_ms(min(_LAST_MS, to_ms(now) + backoff_ms(observations)))
+    return next_event(ev.IntentOutcomeUnknownV2, stream, version, now, intent_id=intent_id, reason=reason,
+                      observations=observations, retry_at=retry_at)

@@ -14,7 +14,7 @@ from . import events as ev
 from .aggregate import next_event
 from .errors import Refused
 from .run import Run, require_open
-from .values import from_ms, to_ms
+from .values import add_ms, to_ms
 from .worker import Worker, require_current
 
 __all__ = ["Lease", "apply", "expire", "grant", "release", "renew", "stream_of"]
@@ -74,7 +74,7 @@ def grant(lease: Lease | None, holder: Worker | None, worker: Worker, generation
         supersedes = lease.token
     return next_event(ev.LeaseGranted, stream_of(resource), lease.version if lease else 0, now,
                       resource=resource, run_id=run.run_id, worker_id=worker.worker_id,
-                      generation=generation, ttl_ms=ttl_ms, expires_at=from_ms(to_ms(now) + ttl_ms),
+                      generation=generation, ttl_ms=ttl_ms, expires_at=add_ms(now, ttl_ms),
                       supersedes_token=supersedes)
 
 
@@ -95,7 +95,7 @@ def renew(lease: Lease | None, holder: Worker, resource: str, token: int, ttl_ms
         raise Refused("lease-expired", f"the lease on {resource} (token {token}) expired at {lease.expires_at}")
     return next_event(ev.LeaseRenewed, stream_of(resource), lease.version, now,
                       resource=resource, run_id=lease.run_id, token=token,
-                      expires_at=from_ms(to_ms(now) + ttl_ms))
+                      expires_at=add_ms(now, ttl_ms))
 
 
 def release(lease: Lease | None, resource: str, token: int, now: str) -> ev.Event:

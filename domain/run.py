@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from . import events as ev
 from .aggregate import next_event
 from .errors import BadInput, Refused
+from .names import check_branch_name
 from .values import format_duration, to_ms
 
 __all__ = [
@@ -23,7 +24,6 @@ __all__ = [
     "open_run",
     "pause",
     "record_base_pin",
-    "record_unknown",
     "require_open",
     "resume",
     "stream_of",
@@ -98,8 +98,10 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
             failure_message=event.message,
             pending_intents=run.pending_intents - {event.intent_id},
         )
-    if isinstance(event, ev.IntentOutcomeUnknown):
+    if isinstance(event, (ev.IntentOutcomeUnknown, ev.IntentOutcomeUnknownV2)):
         return run
+    if isinstance(event, ev.IntentCancelled):
+        return replace(run, pending_intents=run.pending_intents - {event.intent_id})
     if isinstance(event, ev.RunPaused):
         return replace(_close_interval(run, event.recorded_at), status="paused")
     if isinstance(event, ev.RunResumed):
@@ -122,6 +124,7 @@ def open_run(
     repository: str, now: str,
 ) -> list[ev.Event]:
     """RunOpened and the intent to pin the target branch's commit as the base."""
+    check_branch_name(target_branch)
     if not goal.strip():
         raise BadInput("empty-goal", "a run needs a goal")
     stream = stream_of(run_id)
@@ -149,12 +152,6 @@ def record_base_pin(run: Run, intent_id: str, now: str, *, commit: str | None = 
                       intent_id=intent_id, run_id=run.run_id, commit=commit, result="observed")
 
 
-def record_unknown(run: Run, intent_id: str, reason: str, now: str) -> ev.Event:
-    _require_pending(run, intent_id)
-    return next_event(ev.IntentOutcomeUnknown, stream_of(run.run_id), run.version, now,
-                      intent_id=intent_id, reason=reason)
-
-
 def _require_pending(run: Run, intent_id: str) -> None:
     if intent_id not in run.pending_intents:
         raise Refused("intent-resolved", f"intent {intent_id} of run {run.run_id} already has its outcome")
@@ -178,10 +175,17 @@ def resume(run: Run, now: str) -> ev.Event:
     return next_event(ev.RunResumed, stream_of(run.run_id), run.version, now, run_id=run.run_id)
 
 
-def abort(run: Run, reason: str, now: str) -> ev.Event:
+def abort(run: Run, reason: str, now: str) -> list[ev.Event]:
+    """RunAborted, and a recorded cancellation for each of the run's intents still pending."""
     if run.status not in OPEN_STATUSES:
         raise Refused("run-closed", f"run {run.run_id} is already {run.status}")
-    return next_event(ev.RunAborted, stream_of(run.run_id), run.version, now, run_id=run.run_id, reason=reason)
+    stream = stream_of(run.run_id)
+    events: list[ev.Event] = [
+        next_event(ev.RunAborted, stream, run.version, now, run_id=run.run_id, reason=reason)]
+    for intent_id in sorted(run.pending_intents):
+        events.append(next_event(ev.IntentCancelled, stream, events[-1].version, now, intent_id=intent_id,
+                                 reason=f"run {run.run_id} was aborted"))
+    return events
 
 
 def complete(run: Run, now: str) -> ev.Event:

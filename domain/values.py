@@ -1,4 +1,9 @@
-"""Value conversions used by decisions: times and durations. Pure functions."""
+"""Value conversions used by decisions: times, durations and positions. Pure functions.
+
+Every number docket records must fit what every store and projection can hold,
+so all of them stay within MAX_SAFE_INT (JSON-safe, far below SQLite's 2**63),
+and every time lies between the epoch and LATEST_TIME.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,32 @@ from datetime import datetime, timedelta, timezone
 
 from .errors import BadInput
 
-__all__ = ["format_duration", "from_ms", "parse_duration", "parse_time", "to_ms"]
+__all__ = [
+    "EARLIEST_TIME",
+    "LATEST_TIME",
+    "MAX_DURATION_MS",
+    "MAX_SAFE_INT",
+    "add_ms",
+    "format_duration",
+    "from_ms",
+    "parse_duration",
+    "parse_position",
+    "parse_time",
+    "to_ms",
+]
 
+MAX_SAFE_INT = 2**53 - 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_DURATION = re.compile(r"(\d+)(ms|d|h|m|s)")
+EARLIEST_TIME = "1970-01-01T00:00:00.000Z"
+LATEST_TIME = "9999-12-31T23:59:59.999Z"
+_LATEST_MS = (datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=timezone.utc) - _EPOCH) // timedelta(milliseconds=1)
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+MAX_DURATION_MS = 36_500 * _UNIT_MS["d"]  # 100 years: far past any budget or lease, far below 2**53
+# Units in descending order, each at most once; at most 15 ASCII digits each, so int() stays cheap.
+_DURATION = re.compile(r"(?:([0-9]{1,15})d)?(?:([0-9]{1,15})h)?(?:([0-9]{1,15})m(?!s))?"
+                       r"(?:([0-9]{1,15})s)?(?:([0-9]{1,15})ms)?")
+_DURATION_UNITS = ("d", "h", "m", "s", "ms")
+_POSITION = re.compile(r"[1-9][0-9]{0,15}")
 
 
 def to_ms(timestamp: str) -> int:
@@ -21,8 +47,21 @@ def to_ms(timestamp: str) -> int:
 
 
 def from_ms(ms: int) -> str:
+    """docket's timestamp of a millisecond count; out of the recordable range is BadInput."""
+    if not 0 <= ms <= _LATEST_MS:
+        raise BadInput("time-out-of-range",
+                       f"{ms} ms is outside the times docket can record ({EARLIEST_TIME} to {LATEST_TIME})")
     moment = _EPOCH + timedelta(milliseconds=ms)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def add_ms(timestamp: str, ms: int) -> str:
+    """timestamp + ms, refused when the result is past the times docket can record."""
+    total = to_ms(timestamp) + ms
+    if not 0 <= total <= _LATEST_MS:
+        raise BadInput("time-out-of-range",
+                       f"{timestamp} plus {format_duration(ms)} is past {LATEST_TIME}, the latest time docket can record")
+    return from_ms(total)
 
 
 def parse_time(text: str) -> str:
@@ -33,19 +72,35 @@ def parse_time(text: str) -> str:
         raise BadInput("bad-time", f"{text!r} is not an ISO-8601 time") from None
     if moment.tzinfo is None:
         raise BadInput("bad-time", f"{text!r} has no UTC offset; add 'Z' or '+00:00'")
-    return from_ms((moment - _EPOCH) // timedelta(milliseconds=1))
+    ms = (moment - _EPOCH) // timedelta(milliseconds=1)  # aware datetimes subtract without overflow
+    if not 0 <= ms <= _LATEST_MS:
+        raise BadInput("bad-time", f"{text!r} is outside the times docket can record ({EARLIEST_TIME} to {LATEST_TIME})")
+    return from_ms(ms)
 
 
 def parse_duration(text: str) -> int:
-    """'90m', '1h30m', '45s', '250ms', '2d' -> milliseconds (> 0)."""
+    """'90m', '1h30m', '45s', '250ms', '2d' -> milliseconds, more than zero and at most MAX_DURATION_MS.
+
+    Units come in descending order (d, h, m, s, ms), each at most once.
+    """
     text = text.strip()
-    parts = _DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise BadInput("bad-duration", f"{text!r} is not a duration like 90m, 1h30m, 45s or 250ms")
-    ms = sum(int(n) * _UNIT_MS[u] for n, u in parts)
+    match = _DURATION.fullmatch(text) if text else None
+    if match is None:
+        raise BadInput("bad-duration",
+                       f"{text!r} is not a duration like 90m, 1h30m, 45s or 250ms (units d h m s ms, each once, in that order)")
+    ms = sum(int(n) * _UNIT_MS[u] for n, u in zip(match.groups(), _DURATION_UNITS) if n is not None)
     if ms <= 0:
         raise BadInput("bad-duration", f"{text!r} must be longer than zero")
+    if ms > MAX_DURATION_MS:
+        raise BadInput("bad-duration", f"{text!r} is longer than the maximum, {format_duration(MAX_DURATION_MS)}")
     return ms
+
+
+def parse_position(text: str) -> int:
+    """A ledger position as typed by a user: 1 to MAX_SAFE_INT, plain ASCII digits."""
+    if not _POSITION.fullmatch(text) or int(text) > MAX_SAFE_INT:
+        raise BadInput("bad-position", f"{text[:40]!r} is not a ledger position (1 to {MAX_SAFE_INT})")
+    return int(text)
 
 
 def format_duration(ms: int) -> str:

@@ -58,7 +58,12 @@ def relaunch(worker: Worker, run: Run, now: str) -> ev.Event:
 
 
 def require_current(worker: Worker, generation: int) -> None:
-    if generation != worker.generation:
+    if generation > worker.generation:
+        raise Refused(
+            "unknown-generation",
+            f"worker {worker.worker_id} has no generation {generation}; its current generation is {worker.generation}",
+        )
+    if generation < worker.generation:
         raise Refused(
             "stale-generation",
             f"worker {worker.worker_id} generation {generation} is fenced; the current generation is {worker.generation}",

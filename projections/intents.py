@@ -1,39 +1,49 @@
 """Read model: intents still waiting for their outcome.
 
-An event whose type ends in 'Requested' is an intent; any later event naming the
-same intent_id is its outcome, except IntentOutcomeUnknown, which leaves it
-pending and counts the uncertain observation.
+An event's role comes from its class (``effect_role``): an intent adds a row, an
+outcome naming the same intent_id removes it, and an uncertain observation
+("unknown") leaves it pending, counting the observations recorded and when the
+effector looks again on its own.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from functools import cache
 from typing import Any
 
 from .query import as_dicts
 
 TABLE = "pending_intents"
 COLUMNS = {"intent_id": str, "type": str, "stream": str, "run_id": str, "position": int,
-           "requested_at": str, "unknown_count": int, "last_unknown_reason": str}
+           "requested_at": str, "unknown_count": int, "last_unknown_reason": str, "retry_at": str}
 INDEXES = ("run_id",)
 PK = "intent_id"
 
 
+@cache
+def _roles() -> dict[str, str]:
+    from ..domain.events import EVENT_TYPES  # the write path only: status on fresh views never needs pydantic
+
+    return {name: cls.effect_role for name, cls in EVENT_TYPES.items() if cls.effect_role != "fact"}
+
+
 def apply_any(c: sqlite3.Connection, position: int, stream: str, type_: str, at: str, p: dict[str, Any]) -> None:
+    role = _roles().get(type_)
     intent_id = p.get("intent_id")
-    if intent_id is None:
+    if role is None or intent_id is None:
         return
-    if type_.split(".v")[0].endswith("Requested"):
+    if role == "intent":
         c.execute(
-            "INSERT INTO pending_intents (intent_id, type, stream, run_id, position, requested_at, unknown_count) "
-            "VALUES (?, ?, ?, ?, ?, ?, 0)",
+            "INSERT OR IGNORE INTO pending_intents (intent_id, type, stream, run_id, position, requested_at, "
+            "unknown_count) VALUES (?, ?, ?, ?, ?, ?, 0)",
             (intent_id, type_, stream, p.get("run_id"), position, at),
         )
-    elif type_ == "IntentOutcomeUnknown.v1":
+    elif role == "unknown":
         c.execute(
-            "UPDATE pending_intents SET unknown_count = unknown_count + 1, last_unknown_reason = ? "
+            "UPDATE pending_intents SET unknown_count = unknown_count + 1, last_unknown_reason = ?, retry_at = ? "
             "WHERE intent_id = ?",
-            (p["reason"], intent_id),
+            (p.get("reason"), p.get("retry_at"), intent_id),
         )
     else:
         c.execute("DELETE FROM pending_intents WHERE intent_id = ?", (intent_id,))

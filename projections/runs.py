@@ -1,11 +1,16 @@
-"""Read model: one row per run, with its status, base commit and budget use."""
+"""Read model: one row per run, with its status, base commit and budget use.
+
+Every schema-valid event projects, in any order: the first RunOpened of a run
+wins, an event about a run with no row changes nothing, and used time never
+goes negative nor past MAX_SAFE_INT.
+"""
 
 from __future__ import annotations
 
 import sqlite3
 from typing import Any
 
-from ..domain.values import to_ms
+from ..domain.values import MAX_SAFE_INT, to_ms
 from .query import as_dicts
 
 TABLE = "runs"
@@ -20,7 +25,7 @@ PK = "run_id"
 
 def _opened(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     c.execute(
-        "INSERT INTO runs (run_id, goal, target_branch, budget_ms, status, opened_at, used_ms, active_since, position) "
+        "INSERT OR IGNORE INTO runs (run_id, goal, target_branch, budget_ms, status, opened_at, used_ms, active_since, position) "
         "VALUES (?, ?, ?, ?, 'opening', ?, 0, ?, ?)",
         (p["run_id"], p["goal"], p["target_branch"], p["budget_ms"], at, at, position),
     )
@@ -39,12 +44,15 @@ def _base_pinned(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any
 
 
 def _stop_clock(c: sqlite3.Connection, run_id: str, at: str, status: str, position: int, closed: bool) -> None:
-    row = c.execute("SELECT active_since FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-    spent = to_ms(at) - to_ms(row[0]) if row and row[0] else 0
+    row = c.execute("SELECT used_ms, active_since FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        return
+    used, active_since = row
+    spent = max(0, to_ms(at) - to_ms(active_since)) if active_since else 0
     c.execute(
-        "UPDATE runs SET status = ?, used_ms = used_ms + ?, active_since = NULL, "
+        "UPDATE runs SET status = ?, used_ms = ?, active_since = NULL, "
         "closed_at = CASE WHEN ? THEN ? ELSE closed_at END, position = ? WHERE run_id = ?",
-        (status, spent, closed, at, position, run_id),
+        (status, min(MAX_SAFE_INT, used + spent), closed, at, position, run_id),
     )
 
 

@@ -1,4 +1,4 @@
-"""Read model: one row per planned task."""
+"""Read model: one row per planned task (the first TaskPlanned of a task id wins)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ PK = "task_id"
 
 
 def _planned(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    c.execute("INSERT INTO tasks (task_id, run_id, title, planned_at, position) VALUES (?, ?, ?, ?, ?)",
+    c.execute("INSERT OR IGNORE INTO tasks (task_id, run_id, title, planned_at, position) VALUES (?, ?, ?, ?, ?)",
               (p["task_id"], p["run_id"], p["title"], at, position))
 
 

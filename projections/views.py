@@ -36,6 +36,15 @@ def schema_signature() -> str:
     return hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:16]
 
 
+def _rollback_quietly(c: sqlite3.Connection) -> None:
+    """Roll back, keeping the error that led here: SQLite may already have rolled back
+    (a full disk does), and "cannot rollback" must not replace "database or disk is full"."""
+    try:
+        c.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass
+
+
 class Views:
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
@@ -60,10 +69,10 @@ class Views:
                     for column in getattr(model, "INDEXES", ()):
                         c.execute(f"CREATE INDEX [idx_{model.TABLE}_{column}] ON [{model.TABLE}] ([{column}])")
                 c.execute(db.create_table_sql(META, {"key": str, "value": str}, pk="key"))
-                self._set_meta({"schema": signature, "position": "0", "digest": ""})
+                self._set_meta({"schema": signature, "position": "0", "digest": "", "genesis": ""})
             c.execute("COMMIT")
         except BaseException:
-            c.execute("ROLLBACK")
+            _rollback_quietly(c)
             raise
 
     def _meta_value(self, key: str) -> str | None:
@@ -83,12 +92,17 @@ class Views:
     def digest(self) -> str:
         return self._meta_value("digest") or ""
 
+    def genesis(self) -> str:
+        """The ledger digest at position 1: which ledger these views belong to."""
+        return self._meta_value("genesis") or ""
+
     # Applying ------------------------------------------------------------
     def apply(self, rows: Iterable[Row], digest_at: Callable[[int], str], before_commit: Callable[[], None] = lambda: None) -> int:
         """Apply rows past the current position in one transaction; returns the new position.
 
-        ``digest_at(position)`` gives the ledger digest recorded with the last row,
-        so a later reader can tell the views belong to this very ledger.
+        ``digest_at(position)`` gives the ledger digest recorded with the last row
+        (and, from position 1, the ledger's genesis digest), so a later reader can
+        tell whose views these are and whether that ledger still holds their head.
         """
         c = self.conn
         c.execute("BEGIN IMMEDIATE")
@@ -105,11 +119,12 @@ class Views:
                 intents.apply_any(c, position_, stream, type_, at, payload)
                 position = position_
             if position != start:
-                self._set_meta({"position": str(position), "digest": digest_at(position)})
+                self._set_meta({"position": str(position), "digest": digest_at(position)}
+                               | ({"genesis": digest_at(1)} if start == 0 else {}))
             before_commit()
             c.execute("COMMIT")
         except BaseException:
-            c.execute("ROLLBACK")
+            _rollback_quietly(c)
             raise
         return position
 

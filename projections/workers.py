@@ -1,4 +1,4 @@
-"""Read model: one row per worker, with its current generation."""
+"""Read model: one row per worker, with its current generation (the first registration of an id wins)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ PK = "worker_id"
 
 def _registered(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     c.execute(
-        "INSERT INTO workers (worker_id, run_id, role, task_id, generation, registered_at, position) "
+        "INSERT OR IGNORE INTO workers (worker_id, run_id, role, task_id, generation, registered_at, position) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)",
         (p["worker_id"], p["run_id"], p["role"], p["task_id"], p["generation"], at, position),
     )

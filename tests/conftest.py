@@ -56,6 +56,7 @@ class Docket:
             env["DOCKET_FAULT"] = fault
         if now:
             env["DOCKET_NOW"] = now
+            env["DOCKET_TESTING"] = "1"
         proc = subprocess.run([sys.executable, "-m", "docket", *args], cwd=self.cwd, env=env,
                               capture_output=True, text=True, timeout=120)
         result = Result(proc.returncode, proc.stdout, proc.stderr)

@@ -6,7 +6,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/docket-demo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 repo="$work/repo"
 export GIT_AUTHOR_NAME=demo GIT_AUTHOR_EMAIL=demo@example.com GIT_COMMITTER_NAME=demo GIT_COMMITTER_EMAIL=demo@example.com
-unset DOCKET_LEDGER DOCKET_FAULT DOCKET_NOW
+unset DOCKET_LEDGER DOCKET_FAULT DOCKET_NOW DOCKET_TESTING
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 show() { printf '$ %s\n' "$*"; "$@"; }
@@ -43,11 +43,15 @@ echo "fencing token of the new lease: $token (its ledger position)"
 show docket lease renew worktrees/w1 --token "$token" --ttl 15m
 show docket lease release worktrees/w1 --token "$token"
 
-step "a lease that runs out: recorded as expired once its time has passed"
-show docket lease grant worktrees/scratch --worker w1 --generation 2 --ttl 3s
-expect_fail docket lease expire worktrees/scratch
-sleep 3.1
-show docket lease expire worktrees/scratch
+step "a lease that runs out: recorded as expired once its time has passed (on a pinned clock, no waiting)"
+# DOCKET_NOW pins the clock only where DOCKET_TESTING=1 switches it on. t0 is later than every event so
+# far (ledger time never runs backwards); later commands read the real clock again, and the ledger keeps
+# their times from running back before t0 + 4 s.
+t0=$(( $(date +%s) + 1 ))
+after() { python3 -c 'import sys, time; print(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(sys.argv[1]))))' "$(( t0 + $1 ))"; }
+show env DOCKET_TESTING=1 DOCKET_NOW="$(after 0)" docket lease grant worktrees/scratch --worker w1 --generation 2 --ttl 3s
+expect_fail env DOCKET_TESTING=1 DOCKET_NOW="$(after 1)" docket lease expire worktrees/scratch
+show env DOCKET_TESTING=1 DOCKET_NOW="$(after 4)" docket lease expire worktrees/scratch
 
 step "pause and resume: paused time is not billed"
 show docket run pause demo --reason "coffee"

@@ -164,7 +164,7 @@ USAGE_AND_BAD_INPUT = [
     case("run-id-with-space", ("run", "open", "--target", "main", "--goal", "g", "--id", "bad id"),
          "invalid-input", 2, "run_id", "bad id"),
     case("branch-with-space", ("run", "open", "--target", "bad branch", "--goal", "g"),
-         "invalid-input", 2, "target_branch"),
+         "bad-branch-name", 2, "bad branch"),
     case("goal-too-long", ("run", "open", "--target", "main", "--goal", LONG), "invalid-input", 2, "goal"),
     case("task-id-with-space", ("task", "plan", "r-active", "--title", "t", "--id", "bad id"),
          "invalid-input", 2, "task_id"),
@@ -175,16 +175,16 @@ USAGE_AND_BAD_INPUT = [
     case("empty-pause-reason", ("run", "pause", "r-active", "--reason", ""), "invalid-input", 2, "reason"),
     case("empty-abort-reason", ("run", "abort", "r-active", "--reason", ""), "invalid-input", 2, "reason"),
     case("empty-resource", (*GRANT, "", "--worker", "w1", "--generation", "1", "--ttl", "1m"),
-         "invalid-input", 2, "resource"),
+         "bad-resource", 2, "resource"),
     case("resource-with-newline", (*GRANT, "a\nb", "--worker", "w1", "--generation", "1", "--ttl", "1m"),
-         "invalid-input", 2, "resource"),
+         "bad-resource", 2, "resource"),
     # Ledger files.
     case("ledger-option-missing-file", ("status", "--ledger", "{dir}/missing.sqlite"), "no-ledger", 5, "missing"),
     case("ledger-option-missing-file-write", ("run", "pause", "r-active", "--ledger", "{dir}/missing.sqlite"),
          "no-ledger", 5),
     case("ledger-option-empty-file", ("status", "--ledger", "{dir}/empty.sqlite"), "no-ledger", 5),
     case("ledger-option-empty-file-verify", ("verify", "--ledger", "{dir}/empty.sqlite"), "no-ledger", 5),
-    case("ledger-option-not-sqlite", ("log", "--ledger", "{dir}/garbage.sqlite"), "database", 2),
+    case("ledger-option-not-sqlite", ("log", "--ledger", "{dir}/garbage.sqlite"), "not-a-ledger", 2),
     case("ledger-option-directory", ("status", "--ledger", "{dir}"), "ledger-is-a-directory", 2),
     case("ledger-option-directory-write", ("run", "pause", "r-active", "--ledger", "{dir}"),
          "ledger-is-a-directory", 2),
@@ -348,14 +348,16 @@ def test_base_pin_failures_and_unknown_outcomes(docket, repo):
                         *flag, check=False, now=T0)
         assert_error(result, "outcome-unknown", 4, as_json=as_json, mentions=(f"r-ghost{i}",))
 
-        # replay --apply prints its report, then the one-line error; with --json its report is the one document.
+        # replay --apply prints its report, then the one-line error naming what is still pending; with --json
+        # its report is the one document. Observed again at the same moment: the same unknown, not recorded twice.
         result = docket("replay", "--apply", *flag, check=False, now=T0)
-        assert_error(result, "outcome-unknown", 4, quiet_stdout=False)
+        assert_error(result, "intents-pending", 4, quiet_stdout=False, mentions=("missing object",))
         if as_json:
             report = json.loads(result.stdout)  # exactly one document, and no {"error": ...} after it
-            assert report["applied"][0]["outcome"] == "IntentOutcomeUnknown.v1"
+            assert {r["outcome"] for r in report["applied"]} == {"still-unknown"}
+            assert len(report["pending"]) == i + 1 and "missing object" in report["pending"][0]["reason"]
         else:
-            assert "IntentOutcomeUnknown" in result.stdout
+            assert "still pending: intent" in result.stdout
 
 
 def test_verify_failure_prints_its_own_document(world):
@@ -396,5 +398,5 @@ def test_console_script_reports_the_same_error(world):
     if not script.exists():
         pytest.skip("the docket console script is not installed next to this Python")
     proc = subprocess.run([str(script), "run", "pause", "r-paused"], check=False, cwd=world.docket.cwd,
-                          env={**world.docket.env, "DOCKET_NOW": T0}, capture_output=True, text=True, timeout=60)
+                          env={**world.docket.env, "DOCKET_NOW": T0, "DOCKET_TESTING": "1"}, capture_output=True, text=True, timeout=60)
     assert_error(Result(proc.returncode, proc.stdout, proc.stderr), "run-not-active", 3)

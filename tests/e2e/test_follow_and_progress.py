@@ -18,13 +18,20 @@ from docket.domain.events import TaskPlanned
 T0 = "2026-01-01T00:00:00.000Z"
 
 
+def _sigint_as_in_a_terminal() -> None:
+    """A foreground command gets Ctrl-C; one started by a parent that ignores SIGINT (pytest in the
+    background, `docket log --follow &` in a script) inherits the ignore, which docket rightly keeps."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_log_follow_prints_events_as_they_arrive(docket):
     docket("init")
     follower = subprocess.Popen([sys.executable, "-m", "docket", "log", "--follow", "--json"], cwd=docket.cwd,
-                                env=docket.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                env=docket.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=_sigint_as_in_a_terminal)
     try:
         first = json.loads(follower.stdout.readline())
-        assert first["position"] == 1 and first["type"] == "LedgerCreated.v1"
+        assert first["position"] == 1 and first["type"] == "LedgerCreated.v2"
         docket("run", "open", "--target", "main", "--goal", "g", "--id", "r1")
         docs = [json.loads(follower.stdout.readline()) for _ in range(3)]
         assert [d["type"] for d in docs] == ["RunOpened.v1", "RunBasePinRequested.v1", "RunBasePinned.v1"]

@@ -69,8 +69,75 @@ def test_readme_quick_start_is_the_two_commands():
     assert commands == ["make demo", "make test"]
 
 
-def test_completion_script_knows_the_commands():
-    from docket.cli.completion import script
+def test_readme_says_what_its_example_ids_are_and_points_only_inside_the_clone():
+    import re
 
-    bash = script("bash")
-    assert '"lease") words=' in bash and "grant" in bash and "complete -o default -F _docket docket" in bash
+    readme = (ROOT / "README.md").read_text()
+    assert "`run-7k2m9x4q` stands for the run id that `docket run open` printed" in " ".join(readme.split())
+    named = re.findall(r"`([\w./-]+\.(?:md|py|toml))`", readme)
+    assert named and all(not n.startswith("..") and (ROOT / n).exists() for n in named), named
+
+
+def _group_parsers(parser, path=()):
+    import argparse
+
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if subs:
+        yield path, parser
+    for action in subs:
+        for name, sub in action.choices.items():
+            yield from _group_parsers(sub, (*path, name))
+
+
+def test_every_command_group_has_help_and_an_example():
+    groups = dict(_group_parsers(build_parser()))
+    assert set(groups) == {(), ("run",), ("task",), ("worker",), ("lease",)}
+    for path, parser in groups.items():
+        assert parser.description, path
+        assert "example:\n  docket " + " ".join(path) in (parser.epilog or ""), path
+    shown = subprocess.run([sys.executable, "-m", "docket", "run", "--help"], capture_output=True, text=True)
+    assert shown.returncode == 0 and "example:\n  docket run open " in shown.stdout
+
+
+def _completion_script(shell: str) -> str:
+    result = subprocess.run([sys.executable, "-m", "docket", "completion", shell], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _complete_in_bash(script: str, tmp_path: Path, *words: str) -> list[str]:
+    """What bash offers for the last word, with COMP_WORDS and COMP_CWORD set as bash sets them."""
+    import re
+
+    (function,) = re.findall(r"^complete .*-F (\S+) docket$", script, re.MULTILINE)
+    path = tmp_path / "docket.bash"
+    path.write_text(script)
+    driver = (f'source "{path}"; COMP_WORDS=(docket "$@"); COMP_CWORD=$#; COMP_LINE="docket $*"; '
+              f'COMP_POINT=${{#COMP_LINE}}; {function} docket "${{COMP_WORDS[COMP_CWORD]}}" '
+              '"${COMP_WORDS[COMP_CWORD-1]}"; printf "%s\\n" "${COMPREPLY[@]}"')
+    result = subprocess.run(["bash", "--norc", "--noprofile", "-c", driver, "bash", *words],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    return sorted(filter(None, result.stdout.splitlines()))
+
+
+COMPLETIONS = [
+    (("le",), ["lease"]),
+    (("lease", ""), ["expire", "grant", "release", "renew"]),
+    (("lease", "grant", "--ttl", "10m", "--wo"), ["--worker"]),  # after an option that took a value
+    (("lease", "grant", "wt/a", "--worker", "w1", "--ge"), ["--generation"]),
+    (("--json", "run", "o"), ["open"]),
+    (("log", "--run", "r1", "--ty"), ["--type"]),
+    (("completion", ""), ["bash", "zsh"]),
+]
+
+
+@pytest.mark.parametrize("words, offered", COMPLETIONS, ids=[" ".join(words) + "<TAB>" for words, _ in COMPLETIONS])
+def test_bash_completion_goes_on_after_options_that_take_values(tmp_path, words, offered):
+    assert _complete_in_bash(_completion_script("bash"), tmp_path, *words) == offered
+
+
+def test_zsh_completion_is_a_compdef_script_of_the_same_parser():
+    zsh = _completion_script("zsh")
+    assert zsh.startswith("#compdef docket") and "compdef " in zsh
+    assert "--generation" in zsh and "--worker" in zsh and "grant" in zsh

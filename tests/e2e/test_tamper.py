@@ -17,7 +17,7 @@ EVENTS = 12  # LedgerCreated + 11 tasks
 
 @pytest.fixture
 def ledger(docket):
-    docket("init")
+    docket("init", now=T0)  # every event at T0: a forger below keeps time in order, as a careful one would
     ledger = Ledger(docket.ledger)
     for i in range(EVENTS - 1):
         ledger.append([TaskPlanned(stream=f"task:t{i}", version=1, recorded_at=T0, task_id=f"t{i}",

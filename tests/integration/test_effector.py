@@ -12,7 +12,7 @@ from docket.adapters import services
 from docket.adapters.clock import FixedClock
 from docket.adapters.effector import Effector
 from docket.adapters.ledger import Ledger
-from docket.domain.events import IntentOutcomeUnknown, RunBasePinFailed, RunBasePinned
+from docket.domain.events import IntentOutcomeUnknownV2, RunBasePinFailed, RunBasePinned
 
 from ..conftest import git
 
@@ -49,17 +49,19 @@ def test_unknown_is_recorded_then_observed_again_never_treated_as_failure(repo, 
     open_pending(ledger, repo, "r1")
     moved = tmp_path / "elsewhere"
     shutil.move(repo, moved)
-    effector = Effector(ledger, FixedClock(T0))
+    clock = FixedClock(T0)
+    effector = Effector(ledger, clock)
     (result,) = effector.run_pending()
-    assert result.unknown and isinstance(result.event, IntentOutcomeUnknown)
+    assert result.unknown and isinstance(result.event, IntentOutcomeUnknownV2)
     assert services.load_run(ledger, "r1").status == "opening"
-    tracked = effector.tracked_position()
+    tracked = ledger.effector_cursor()
     shutil.move(moved, repo)
+    clock.advance(1_000)  # its back-off has run out
     (result,) = effector.run_pending()
     assert result.outcome == "RunBasePinned.v1"
-    assert effector.tracked_position() > tracked
+    assert ledger.effector_cursor() > tracked
     kinds = [type(e).__name__ for e in outcomes(ledger, "r1")]
-    assert kinds == ["IntentOutcomeUnknown", "RunBasePinned"]
+    assert kinds == ["IntentOutcomeUnknownV2", "RunBasePinned"]
     ledger.close()
 
 
@@ -91,7 +93,8 @@ def test_racing_effectors_leave_exactly_one_outcome_per_intent(repo, ledger_path
         assert len(outcomes(ledger, run_id)) == 1, run_id
     last_intent = max(p for r in run_ids for p, e in ledger.history(f"run:{r}")
                       if e.type_name() == "RunBasePinRequested.v1")
-    assert Effector(ledger, FixedClock(T0)).tracked_position() == last_intent
+    assert ledger.effector_cursor() == ledger.head()  # nothing pending: the cursor is at the head
+    assert last_intent < ledger.head()
     ledger.close()
 
 
@@ -117,18 +120,81 @@ def test_an_effector_that_loses_the_race_records_nothing(repo, ledger_path):
     class Overtaken(Effector):
         overtaken = False
 
-        def _pin_base(self, intent):
-            outcome = super()._pin_base(intent)  # observed and decided...
+        def _observe_base(self, intent):
+            observation = super()._observe_base(intent)  # observed...
             if not self.overtaken:
                 self.overtaken = True
                 assert [r.outcome for r in winner.run_pending()] == ["RunBasePinned.v1"]  # ...but B records first
-            return outcome
+            return observation
 
     loser = Overtaken(ledger, FixedClock("2026-01-01T00:00:02.000Z"))
     (result,) = loser.run_pending()
     assert result.outcome == "already-resolved" and result.position is None
     (pinned,) = outcomes(ledger, "r1")
     assert pinned.recorded_at == "2026-01-01T00:00:01.000Z"  # the winner's outcome, and only it
-    assert loser.tracked_position() == winner.tracked_position() == 3
+    assert ledger.effector_cursor() == ledger.head() == 4  # genesis, opened, intent, outcome
     winner.ledger.close()
+    ledger.close()
+
+
+def test_a_ref_naming_a_blob_is_a_failure_and_one_unknown_holds_no_other_intent_back(repo, ledger_path, tmp_path):
+    """Reproduced before the fix: a branch naming a blob left `run open` unknown, and every
+    later intent of every other run stayed pending behind it."""
+    blob = git(repo, "hash-object", "-w", "README.md")
+    (repo / ".git" / "refs" / "heads" / "blob").write_text(blob + "\n")  # git itself refuses to write this
+    ledger = Ledger(ledger_path)
+    ledger.initialise(T0)
+    open_pending(ledger, repo, "blob", branch="blob")
+    services.open_run(ledger, FixedClock(T0), run_id="gone", intent_id="i-gone", goal="g", target_branch="main",
+                      budget_ms=None, repository=str(tmp_path / "no-such-repo" / ".git"))
+    open_pending(ledger, repo, "later")
+    results = {r.intent_id: r for r in Effector(ledger, FixedClock(T0)).run_pending()}
+    assert results["i-blob"].outcome == "RunBasePinFailed.v1"
+    assert results["i-blob"].event.code == "branch-not-a-commit"
+    assert results["i-gone"].unknown  # the world cannot be read: unknown...
+    assert results["i-later"].outcome == "RunBasePinned.v1"  # ...and it holds the later intent not back
+    ledger.close()
+
+
+def test_a_stuck_intent_is_not_recorded_again_on_every_pass(repo, ledger_path, tmp_path):
+    ledger = Ledger(ledger_path)
+    ledger.initialise(T0)
+    services.open_run(ledger, FixedClock(T0), run_id="gone", intent_id="i-gone", goal="g", target_branch="main",
+                      budget_ms=None, repository=str(tmp_path / "no-such-repo" / ".git"))
+    clock = FixedClock(T0)
+    effector = Effector(ledger, clock)
+    head = None
+    outcomes_seen = []
+    for _ in range(50):  # fifty passes within one second: one record, then back-off
+        outcomes_seen += [r.outcome for r in effector.run_pending()]
+        head = head or ledger.head()
+    assert ledger.head() == head
+    assert outcomes_seen[0] == "IntentOutcomeUnknown.v2" and set(outcomes_seen[1:]) == {"backing-off"}
+    forced = effector.run_pending(force=True)  # observed again on demand: same reason, nothing recorded
+    assert [r.outcome for r in forced] == ["still-unknown"] and ledger.head() == head
+    clock.advance(1_000)
+    (again,) = effector.run_pending()
+    assert again.outcome == "IntentOutcomeUnknown.v2" and again.event.observations == 2
+    (pending,) = ledger.pending_intents(after=0)
+    assert pending.intent.intent_id == "i-gone" and pending.last_unknown.observations == 2
+    ledger.close()
+
+
+def test_an_intent_against_another_repository_is_not_driven(repo, ledger_path, tmp_path):
+    """A ledger bound to one repository observes no other (an intent naming another's path stays unknown)."""
+    from docket.adapters.identity import ensure_identity
+
+    other = tmp_path / "other"
+    git(tmp_path, "init", "-q", "-b", "main", str(other))
+    (other / "f").write_text("x")
+    git(other, "add", "f")
+    git(other, "commit", "-q", "-m", "x")
+    ledger = Ledger(ledger_path)
+    ledger.initialise(T0, ensure_identity(repo / ".git"), str(repo / ".git"))
+    ensure_identity(other / ".git")
+    services.open_run(ledger, FixedClock(T0), run_id="r1", intent_id="i1", goal="g", target_branch="main",
+                      budget_ms=None, repository=str(other / ".git"))
+    (result,) = Effector(ledger, FixedClock(T0)).run_pending()
+    assert result.unknown and "belongs to repository" in result.reason
+    assert services.load_run(ledger, "r1").base_commit is None
     ledger.close()

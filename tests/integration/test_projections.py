@@ -18,7 +18,7 @@ T0 = "2026-01-01T00:00:00.000Z"
 
 def scenario(ledger: Ledger, repo, step: int) -> None:
     clock = FixedClock(T0)
-    clock.advance(step * 1000)
+    clock.advance(step * 10_000)  # each step later than the last: ledger time only runs forward
     run_id = f"r{step}"
     services.open_run(ledger, clock, run_id=run_id, intent_id=f"i{step}", goal="g", target_branch="main",
                       budget_ms=60_000, repository=str(repo / ".git"))

@@ -14,7 +14,7 @@ from docket.adapters.ledger import Ledger
 from docket.adapters.reader import read_chain_rows
 from docket.adapters.store import ChainBroken
 from docket.domain.chain import GENESIS_DIGEST, verify_chain
-from docket.domain.events import LedgerCreated, TaskPlanned
+from docket.domain.events import LedgerCreatedV2, TaskPlanned
 
 T0 = "2026-01-01T00:00:00.000Z"
 
@@ -33,7 +33,8 @@ def test_genesis_event_at_position_one_and_init_is_idempotent(ledger_path):
     assert ledger.initialise(T0) is True
     assert ledger.initialise(T0) is False
     ((position, event),) = ledger.history("ledger")
-    assert position == 1 and isinstance(event, LedgerCreated) and event.genesis_digest == GENESIS_DIGEST
+    assert position == 1 and isinstance(event, LedgerCreatedV2) and event.genesis_digest == GENESIS_DIGEST
+    assert event.repository_id is None  # made outside a repository: bound to none
     ledger.close()
 
 

@@ -75,3 +75,48 @@ def test_the_anchor_must_match(evs, data):
 def test_genesis_is_fixed():
     assert GENESIS_DIGEST == hashlib.sha256(b"docket ledger genesis v1").hexdigest()
     assert json.loads(chain_entry(1, "s", 1, "t", b""))["position"] == 1
+
+
+def _state(recorded_at: str, i: int = 0) -> bytes:
+    return canonical_json({"payload": {"n": i}, "recorded_at": recorded_at})
+
+
+def _times(count: int) -> list[str]:
+    return [f"2026-01-01T00:00:{second:02d}.000Z" for second in range(count)]
+
+
+@given(st.integers(2, 30), st.data())
+def test_a_recorded_time_earlier_than_its_predecessor_breaks_the_chain_there(count, data):
+    times = _times(count)
+    i = data.draw(st.integers(1, count - 1))
+    times[i] = "1999-12-31T23:59:59.999Z"  # rewritten by a forger who then recomputed every digest
+    rows = build([("s", n + 1, "A.v1", _state(t, n)) for n, t in enumerate(times)])
+    head, broken = verify_chain(rows)
+    assert broken is not None and broken.position == i + 1
+    assert "1999-12-31T23:59:59.999Z" in broken.reason and times[i - 1] in broken.reason
+    assert head.position == i
+
+
+def test_equal_and_later_times_verify():
+    times = ["2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.001Z",
+             "2027-01-01T00:00:00.000Z"]
+    rows = build([("s", n + 1, "A.v1", _state(t, n)) for n, t in enumerate(times)])
+    assert verify_chain(rows) == (ChainHead(4, rows[-1].digest), None)
+
+
+def test_a_state_without_a_recorded_time_has_none_to_compare():
+    """The library's own recorder contract tests store states that are not docket's canonical form."""
+    states = [_state("2026-01-02T00:00:00.000Z"), b"not docket's form", _state("2026-01-03T00:00:00.000Z"),
+              b"", _state("2026-01-01T00:00:00.000Z")]
+    rows = build([("s", n + 1, "A.v1", state) for n, state in enumerate(states)])
+    _, broken = verify_chain(rows)
+    assert broken is not None and broken.position == 5  # earlier than position 3's time
+    assert "2026-01-03T00:00:00.000Z" in broken.reason and "2026-01-01T00:00:00.000Z" in broken.reason
+
+
+def test_a_forged_time_that_is_not_text_is_named_escaped():
+    forged = _state("2026-01-02T00:00:00.000Z")[:-26] + b"0\xff\x1b[2J".ljust(24, b"0") + b'"}'
+    states = [_state("2026-01-01T00:00:00.000Z"), forged]
+    _, broken = verify_chain(build([("s", n + 1, "A.v1", state) for n, state in enumerate(states)]))
+    assert broken is not None and broken.position == 2
+    assert "0\\xff\\x1b[2J" in broken.reason and broken.reason.isprintable()

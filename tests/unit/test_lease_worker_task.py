@@ -116,3 +116,18 @@ def test_renew_release_and_expire_check_token_generation_and_time():
         lease.renew(held2, book.apply(worker.apply, relaunched, worker.relaunch(relaunched, r, at(7_001))),
                     "wt/a", held2.token, 1_000, at(7_002))
     assert e.value.code == "stale-generation"
+
+
+def test_a_generation_above_the_current_one_is_unknown_and_one_below_is_fenced():
+    book = Book()
+    r = book.active_run()
+    w = book.worker(r, "w1")
+    with pytest.raises(Refused) as e:
+        worker.require_current(w, 2)
+    assert e.value.code == "unknown-generation"
+    assert e.value.message == "worker w1 has no generation 2; its current generation is 1"
+    w = book.apply(worker.apply, w, worker.relaunch(w, r, T0))
+    worker.require_current(w, 2)
+    with pytest.raises(Refused) as e:
+        worker.require_current(w, 1)
+    assert e.value.code == "stale-generation" and "fenced" in e.value.message

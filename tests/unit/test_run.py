@@ -2,6 +2,7 @@ import pytest
 
 from docket.domain import events as ev
 from docket.domain import run
+from docket.domain.effects import record_unknown
 from docket.domain.errors import BadInput, Refused
 
 from .builders import COMMIT, T0, Book, at
@@ -43,8 +44,28 @@ def test_failed_base_pin_fails_the_run():
 def test_unknown_outcome_keeps_the_intent_pending():
     book = Book()
     r = book.apply(run.apply, None, run.open_run("r1", "i1", "g", "main", None, "/r", T0))
-    r = book.apply(run.apply, r, run.record_unknown(r, "i1", "disk gone", T0))
+    unknown = record_unknown("run:r1", r.version, "i1", "disk gone", None, T0)
+    r = book.apply(run.apply, r, unknown)
     assert r.status == "opening" and r.pending_intents == {"i1"}
+
+
+def test_abort_cancels_the_runs_pending_intents_with_a_recorded_outcome():
+    book = Book()
+    r = book.apply(run.apply, None, run.open_run("r1", "i1", "g", "main", None, "/r", T0))
+    events = run.abort(r, "wrong goal", at(5))
+    assert [e.type_name() for e in events] == ["RunAborted.v1", "IntentCancelled.v1"]
+    assert events[1].intent_id == "i1" and [e.version for e in events] == [3, 4]
+    r = book.apply(run.apply, r, events)
+    assert r.status == "aborted" and r.pending_intents == frozenset()
+    with pytest.raises(Refused) as e:
+        run.record_base_pin(r, "i1", at(6), commit="c" * 40)  # an outcome after the cancellation is refused
+    assert e.value.code == "intent-resolved"
+
+
+def test_abort_of_a_run_with_nothing_pending_records_only_the_abort():
+    book = Book()
+    r = book.active_run()
+    assert [e.type_name() for e in run.abort(r, "stop", at(1))] == ["RunAborted.v1"]
 
 
 def test_budget_is_the_sum_of_active_intervals():

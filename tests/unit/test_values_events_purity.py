@@ -5,7 +5,7 @@ import pytest
 from pydantic import ValidationError
 
 from docket.domain import events as ev
-from docket.domain.effects import BranchObservation, decide_base_pin
+from docket.domain.effects import BranchObservation, Unknown, decide_base_pin
 from docket.domain.errors import BadInput
 from docket.domain.values import format_duration, from_ms, parse_duration, parse_time, to_ms
 
@@ -49,7 +49,9 @@ def test_events_are_frozen_strict_and_closed():
 def test_type_names_are_fixed_and_unique():
     names = [cls.type_name() for cls in ev.EVENT_TYPES.values()]
     assert len(set(names)) == len(names)
-    assert all(n.endswith(".v1") for n in names)
+    assert all(n == f"{cls.name}.v{cls.schema_version}" for n, cls in ev.EVENT_TYPES.items())
+    # a new version of an event is a new class beside the old one, which still decodes old ledgers
+    assert {"LedgerCreated.v1", "LedgerCreated.v2", "IntentOutcomeUnknown.v1", "IntentOutcomeUnknown.v2"} <= set(names)
     for required in ["WorkerRegistered", "LeaseGranted"]:
         assert f"{required}.v1" in ev.EVENT_TYPES
 
@@ -62,12 +64,13 @@ def test_base_pin_decision():
     assert isinstance(decide_base_pin(r, intent, BranchObservation("found", "b" * 40), T0), ev.RunBasePinned)
     failed = decide_base_pin(r, intent, BranchObservation("missing"), T0)
     assert isinstance(failed, ev.RunBasePinFailed) and failed.code == "unknown-branch"
-    assert isinstance(decide_base_pin(r, intent, BranchObservation("unreadable", detail="x"), T0),
-                      ev.IntentOutcomeUnknown)
+    assert decide_base_pin(r, intent, BranchObservation("unreadable", detail="x"), T0) == Unknown("x")
+    not_commit = decide_base_pin(r, intent, BranchObservation("not-a-commit", detail="refs/heads/main names a blob"), T0)
+    assert isinstance(not_commit, ev.RunBasePinFailed) and not_commit.code == "branch-not-a-commit"
 
 
 ALLOWED = {"__future__", "dataclasses", "typing", "re", "hashlib", "json", "datetime", "collections", "pydantic",
-           "eventsourcing"}
+           "eventsourcing", "posixpath", "unicodedata"}
 
 
 def test_domain_imports_nothing_of_the_world():
