@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from eventsourcing.application import Application
-from eventsourcing.persistence import IntegrityError, OperationalError, Tracking
+from eventsourcing.persistence import IntegrityError, OperationalError
 from eventsourcing.utils import Environment
 
 from ..domain import ledger as ledger_aggregate
@@ -88,8 +88,7 @@ class Ledger(Application):
         return error
 
     # Deciding and appending -------------------------------------------------
-    def decide(self, decision: Callable[[str], Event | Sequence[Event]], now: str, *,
-               tracking: Tracking | None = None) -> list[tuple[int, Event]]:
+    def decide(self, decision: Callable[[str], Event | Sequence[Event]], now: str) -> list[tuple[int, Event]]:
         """Run decision(now) inside the write transaction and append what it returns.
 
         ``now`` is the clock's reading; the decision gets it clamped so it is not
@@ -101,8 +100,9 @@ class Ledger(Application):
             with self.recorder.write_transaction() as c:
                 self._cursor = c
                 try:
-                    decided = decision(max(now, self._head_time(c) or now))
-                    return self._insert(c, [decided] if isinstance(decided, Event) else list(decided), tracking)
+                    floor = self._head_time(c)
+                    decided = decision(max(now, floor or now))
+                    return self._insert(c, [decided] if isinstance(decided, Event) else list(decided), floor)
                 finally:
                     self._cursor = None
         except LedgerBusy as e:
@@ -110,33 +110,41 @@ class Ledger(Application):
         except (IntegrityError, sqlite3.IntegrityError):
             raise Conflict("concurrent-update", "another writer changed the same record; try again") from None
 
-    def append(self, events: Sequence[Event], tracking: Tracking | None = None) -> list[int]:
+    def append(self, events: Sequence[Event]) -> list[int]:
         """Store already-decided events in one transaction; returns their ledger positions.
 
         An event dated before the last recorded one is recorded at that time instead.
         """
         try:
             with self.recorder.write_transaction() as c:
-                return [position for position, _ in self._insert(c, list(events), tracking)]
+                return [position for position, _ in self._insert(c, list(events), self._head_time(c))]
         except LedgerBusy as e:
             raise self._busy(e) from None
         except sqlite3.IntegrityError as e:
             raise IntegrityError(e) from e  # as the library's own recorders report a stream version taken
 
-    def _insert(self, c: Any, events: list[Event], tracking: Tracking | None) -> list[tuple[int, Event]]:
+    def _insert(self, c: Any, events: list[Event], floor: str | None) -> list[tuple[int, Event]]:
+        """Insert events, none dated before floor (the last recorded event's time) or its predecessor."""
         if not events:
             return []
-        floor = self._head_time(c)
-        if floor is not None:
-            events = [e if e.recorded_at >= floor else e.model_copy(update={"recorded_at": floor}) for e in events]
+        in_order = []
+        for event in events:
+            if floor is not None and event.recorded_at < floor:
+                event = event.model_copy(update={"recorded_at": floor})
+            floor = event.recorded_at
+            in_order.append(event)
+        events = in_order
         stored = [self.mapper.to_stored_event(e) for e in events]
-        positions = self.recorder._insert_events(c, stored, tracking=tracking)
+        positions = self.recorder._insert_events(c, stored)
         return list(zip(positions or [], events))
 
     def _head_time(self, c: Any) -> str | None:
         state = self.recorder.head_state(c)
         if state is None:
             return None
+        tail = state[-41:]  # canonical JSON ends with "recorded_at":"<24-character time>"}
+        if tail[:15] == b'"recorded_at":"' and tail[-2:] == b'"}':
+            return tail[15:-2].decode("ascii", "replace")
         try:
             return json.loads(state)["recorded_at"]
         except (ValueError, KeyError, TypeError):

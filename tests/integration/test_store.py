@@ -137,3 +137,20 @@ def test_any_sequence_of_batches_keeps_one_gapless_verifiable_chain(tmp_path_fac
     ledger.close()
     head, broken = chain_of(path)
     assert broken is None and head.position == expected
+
+
+def test_recorded_time_never_runs_backwards_across_or_within_appends(ledger_path):
+    """A clock that jumps back (or a batch out of order) is clamped inside the append transaction."""
+    ledger = Ledger(ledger_path)
+    ledger.initialise("2030-01-01T00:00:00.000Z")
+
+    def task(i: int, at: str) -> TaskPlanned:
+        return TaskPlanned(stream=f"task:t{i}", version=1, recorded_at=at, task_id=f"t{i}", run_id="r", title="t")
+
+    ledger.append([task(1, "2031-01-01T00:00:00.000Z"), task(2, "1999-01-01T00:00:00.000Z")])
+    seen = []
+    ledger.decide(lambda now: seen.append(now) or task(3, now), "2000-01-01T00:00:00.000Z")
+    times = [e.recorded_at for _, e in ledger.history("task:t1") + ledger.history("task:t2") + ledger.history("task:t3")]
+    assert times == ["2031-01-01T00:00:00.000Z"] * 3
+    assert seen == ["2031-01-01T00:00:00.000Z"]  # the decision itself is given the clamped time
+    ledger.close()
