@@ -1,31 +1,30 @@
 """The effector: drives pending intents to their outcomes.
 
 Pending intents come from the chain alone (an intent with no outcome in the
-chain). For each, the effector observes the world through an adapter, then,
-inside the ledger's write transaction, checks that the intent is still
-unresolved, lets the domain decide the outcome and appends it: two effectors
-racing over one intent leave exactly one outcome. Each intent is driven on its
-own; one whose outcome stays unknown holds no other back. An unknown is
-recorded when the observation changes, or when its back-off has run out, and is
-not observed again on its own before then; nothing is redone blindly.
+chain). Each is driven by its kind (``adapters/intents.py``): the effector
+observes the world through the kind's port, then, inside the ledger's write
+transaction, checks that the intent is still unresolved, lets the domain decide
+the outcome and appends it: two effectors racing over one intent leave exactly
+one outcome. Only when the decision is ``Act`` does it carry the effect out,
+observe again and decide once more. Each intent is driven on its own; one whose
+outcome stays unknown holds no other back. An unknown is recorded when the
+observation changes, or when its back-off has run out, and is not observed
+again on its own before then; nothing is redone blindly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from ..domain import run as run_aggregate
-from ..domain.aggregate import fold
-from ..domain.effects import BranchObservation, Unknown, decide_base_pin, is_resolved, last_unknown, record_unknown
-from ..domain.events import Event, RunBasePinRequested
+from ..domain.effects import Act, Unknown, is_resolved, last_unknown, record_unknown
+from ..domain.events import Event
 from . import faults
 from .clock import Clock
-from .git import observe_branch
-from .identity import identity_mismatch
+from .intents import INTENT_KINDS, IntentKind
 from .ledger import Ledger, PendingIntent
+from .ports import Ports, real_ports
 
 __all__ = ["Effector", "IntentResult"]
 
@@ -45,26 +44,21 @@ class IntentResult:
     reason: str | None = None
 
 
-@dataclass(frozen=True)
-class IntentHandler:
-    """How one intent type is carried out: fold its stream, observe the world, decide."""
-
-    apply: Callable[[Any, Event, int], Any]
-    observe: Callable[[Any], Any]
-    decide: Callable[[Any, Any, Any, str], Event | Unknown]
-
-
 class _AlreadyResolved(Exception):
     pass
 
 
+class _Act(Exception):
+    pass
+
+
 class Effector:
-    def __init__(self, ledger: Ledger, clock: Clock):
+    def __init__(self, ledger: Ledger, clock: Clock, ports: Ports | None = None,
+                 kinds: Mapping[str, IntentKind[Any, Any, Any]] = INTENT_KINDS):
         self.ledger = ledger
         self.clock = clock
-        self.handlers: dict[str, IntentHandler] = {
-            RunBasePinRequested.type_name(): IntentHandler(run_aggregate.apply, self._observe_base, decide_base_pin),
-        }
+        self.ports = ports if ports is not None else real_ports()
+        self.kinds = kinds
 
     def run_pending(self, *, only: Collection[str] | None = None, after: int | None = None,
                     force: bool = False) -> list[IntentResult]:
@@ -90,22 +84,45 @@ class Effector:
         return results
 
     def _drive(self, pending: PendingIntent) -> IntentResult:
-        intent = pending.intent
-        handler = self.handlers[intent.type_name()]
+        kind = self.kinds[pending.intent.type_name()]
+        port = getattr(self.ports, kind.port)
         faults.crash_point("effector:before-observe")
-        observation = handler.observe(intent)
+        observation = kind.observe(port, pending.intent, self.ledger.repository_id)
         faults.crash_point("effector:after-observe")
+        try:
+            return self._record(kind, pending, observation, acted=False)
+        except _Act:
+            pass
+        if kind.act is None:
+            raise TypeError(f"{kind.type_name} decided to act, but its kind declares no act")
+        kind.act(port, pending.intent, observation)
+        observation = kind.observe(port, pending.intent, self.ledger.repository_id)
+        return self._record(kind, pending, observation, acted=True)
+
+    def _record(self, kind: IntentKind[Any, Any, Any], pending: PendingIntent, observation: Any, *,
+                acted: bool) -> IntentResult:
+        """Decide on the observation inside the write transaction and append the outcome or unknown.
+
+        Raises _Act, appending nothing, when the world is in the state before the
+        effect and it has not been acted on yet in this pass.
+        """
+        intent = pending.intent
+        stream = kind.stream_of(intent)
         still_unknown: list[str] = []
 
         def decision(now: str) -> list[Event]:
-            history = self.ledger.history(intent.stream)
-            if is_resolved(history, intent.intent_id):
+            since = self.ledger.history(stream, after_version=intent.version - 1)  # its outcomes follow it
+            if is_resolved(since, intent.intent_id):
                 raise _AlreadyResolved
-            decided = handler.decide(fold(handler.apply, history), intent, observation, now)
+            decided = kind.decide(self.ledger.get(kind.apply, stream), intent, observation, now)
+            if isinstance(decided, Act):
+                if not acted:
+                    raise _Act
+                decided = Unknown("the effect was carried out, but the world still shows the state before it")
             if not isinstance(decided, Unknown):
                 return [decided]
-            unknown = record_unknown(intent.stream, history[-1][1].version, intent.intent_id, decided.reason,
-                                     last_unknown(history, intent.intent_id), now)
+            unknown = record_unknown(stream, since[-1][1].version, intent.intent_id, decided.reason,
+                                     last_unknown(since, intent.intent_id), now)
             if unknown is None:
                 still_unknown.append(decided.reason)
                 return []
@@ -122,11 +139,3 @@ class Effector:
         unknown = outcome.effect_role == "unknown"
         return IntentResult(intent.intent_id, pending.position, outcome.type_name(), position, outcome, unknown,
                             getattr(outcome, "reason", None) if unknown else None)
-
-    # Observation ports -------------------------------------------------------
-    def _observe_base(self, intent: RunBasePinRequested) -> BranchObservation:
-        repository = Path(intent.repository)
-        mismatch = identity_mismatch(repository, self.ledger.repository_id)
-        if mismatch:
-            return BranchObservation("unreadable", detail=mismatch)
-        return observe_branch(repository, intent.target_branch)

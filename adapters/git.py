@@ -1,12 +1,23 @@
-"""Git through dulwich: observe branches (more git effects arrive with later issues)."""
+"""Git through dulwich: the real GitPort (more git effects arrive with later issues)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..domain.effects import BranchObservation
+from .identity import read_identity
 
-__all__ = ["observe_branch"]
+__all__ = ["DulwichGit", "observe_branch"]
+
+
+class DulwichGit:
+    """The GitPort over repositories on disk, read in-process with dulwich."""
+
+    def identity(self, repository: Path) -> str | None:
+        return read_identity(repository)
+
+    def observe_branch(self, repository: Path, branch: str) -> BranchObservation:
+        return observe_branch(repository, branch)
 
 
 def observe_branch(repository: Path, branch: str) -> BranchObservation:

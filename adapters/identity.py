@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..domain.errors import BadInput
 
-__all__ = ["ID_FILE", "ensure_identity", "identity_mismatch", "read_identity"]
+__all__ = ["ID_FILE", "ensure_identity", "identity_mismatch", "mismatch_reason", "read_identity"]
 
 ID_FILE = Path("docket") / "repository-id"
 _FORMAT = re.compile(r"repo-[0-9a-f]{32}")
@@ -65,7 +65,11 @@ def identity_mismatch(common_dir: Path, expected: str | None) -> str | None:
     """Why the repository at common_dir is not the one a ledger bound to expected belongs to (None: it is)."""
     if expected is None:
         return None  # a ledger bound to no repository (made before identities, or outside a repository)
-    found = read_identity(common_dir)
+    return mismatch_reason(common_dir, expected, read_identity(common_dir))
+
+
+def mismatch_reason(common_dir: Path, expected: str, found: str | None) -> str | None:
+    """Why a repository whose identity is found is not the expected one (None: it is)."""
     if found == expected:
         return None
     has = f"has identity {found}" if found else "has no docket identity"

@@ -28,7 +28,10 @@ from ..domain import ledger as ledger_aggregate
 from ..domain.aggregate import fold
 from ..domain.effects import INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES
 from ..domain.errors import Conflict, NotFound
+from ..domain.canonical import canonical_json
 from ..domain.events import Event
+from ..domain.snapshot import from_value, to_value
+from .aggregates import AGGREGATES, state_class_of
 from .files import prepare_ledger_file
 from .store import CanonicalMapper, ChainedSQLiteFactory, ChainedSQLiteProcessRecorder, LedgerBusy, decode_event
 
@@ -36,6 +39,7 @@ __all__ = ["DEFAULT_LOCK_TIMEOUT", "Ledger", "PendingIntent"]
 
 S = TypeVar("S")
 DEFAULT_LOCK_TIMEOUT = 60
+SNAPSHOT_EVERY = 10  # versions between two snapshots of a stream: a command folds at most this many events
 EFFECTOR_CURSOR = "effector"  # tracking row: every intent at or below it has its outcome (a cursor, not the truth)
 
 
@@ -55,7 +59,9 @@ class Ledger(Application):
         self.path = path
         self.lock_timeout = lock_timeout
         self._cursor: Any = None  # the write transaction's cursor while a decision runs
-        prepare_ledger_file(path)
+        self._folded: dict[str, tuple[Callable[..., Any], Any]] = {}  # streams the running decision folded
+        if str(path) != ":memory:":  # SQLite never names a file ":memory:": an in-memory ledger (tests)
+            prepare_ledger_file(path)
         try:
             super().__init__(
                 env={
@@ -98,13 +104,15 @@ class Ledger(Application):
         """
         try:
             with self.recorder.write_transaction() as c:
-                self._cursor = c
+                self._cursor, self._folded = c, {}
                 try:
                     floor = self._head_time(c)
                     decided = decision(max(now, floor or now))
-                    return self._insert(c, [decided] if isinstance(decided, Event) else list(decided), floor)
+                    appended = self._insert(c, [decided] if isinstance(decided, Event) else list(decided), floor)
+                    self._keep_snapshots(c, appended)
+                    return appended
                 finally:
-                    self._cursor = None
+                    self._cursor, self._folded = None, {}
         except LedgerBusy as e:
             raise self._busy(e) from None
         except (IntegrityError, sqlite3.IntegrityError):
@@ -151,15 +159,74 @@ class Ledger(Application):
             return None
 
     # Reading -----------------------------------------------------------------
-    def history(self, stream: str) -> list[tuple[int, Event]]:
+    def history(self, stream: str, *, after_version: int = 0,
+                until_version: int | None = None) -> list[tuple[int, Event]]:
         return [
             (n.id, decode_event(stream, n.originator_version, n.topic, n.state))
-            for n in self.recorder.select_stream(stream, self._cursor)
+            for n in self.recorder.select_stream(stream, self._cursor, after_version=after_version,
+                                                 until_version=until_version)
         ]
 
     def get(self, apply: Callable[[S | None, Event, int], S], stream: str) -> S | None:
-        """The aggregate of stream, or None if the stream has no events."""
-        return fold(apply, self.history(stream))
+        """The aggregate of stream, or None if the stream has no events.
+
+        Folded from the stream's snapshot, when it has a usable one, so a long
+        stream costs no more than a short one.
+        """
+        state, version = self._snapshot(apply, stream)
+        state = fold(apply, self.history(stream, after_version=version), state)
+        if self._cursor is not None:
+            self._folded[stream] = (apply, state)
+        return state
+
+    def _snapshot(self, apply: Callable[..., Any], stream: str) -> tuple[Any, int]:
+        """(state, version) from stream's snapshot, or (None, 0) when it has none it can use."""
+        cls = state_class_of(apply)
+        if cls is None:
+            return None, 0
+        if self._cursor is not None:
+            row = self.recorder.select_snapshot(self._cursor, stream)
+        else:
+            with self.recorder.datastore.transaction(commit=False) as c:
+                row = self.recorder.select_snapshot(c, stream)
+        if row is None:
+            return None, 0
+        version, _position, state = row
+        try:
+            restored = from_value(cls, json.loads(state))
+        except (ValueError, TypeError):  # damaged: fold the stream from its start, as if there were none
+            return None, 0
+        return (restored, version) if getattr(restored, "version", None) == version else (None, 0)
+
+    def _keep_snapshots(self, c: Any, appended: list[tuple[int, Event]]) -> None:
+        """After a decision's append: snapshot each stream it folded whose version crossed a multiple of
+        SNAPSHOT_EVERY, so the next command on it folds at most that many events."""
+        for stream, (apply, state) in self._folded.items():
+            new = [(position, event) for position, event in appended if event.stream == stream]
+            if not new:
+                continue
+            before = getattr(state, "version", 0)
+            state = fold(apply, new, state)
+            if state is not None and state.version // SNAPSHOT_EVERY > before // SNAPSHOT_EVERY:
+                self.recorder.save_snapshot(c, stream, state.version, new[-1][0], canonical_json(to_value(state)))
+
+    def snapshot_drift(self, *, repair: bool) -> list[str]:
+        """Streams whose snapshot differs from folding their events (repaired if asked); replay's check."""
+        drifted = []
+        with self.recorder.write_transaction() as c:
+            for stream, version, position, state in self.recorder.select_snapshots(c):
+                apply, _cls = AGGREGATES.get(stream.split(":", 1)[0], (None, None))
+                events = self.recorder.select_stream(stream, c, until_version=version)
+                truth = fold(apply, [(n.id, decode_event(stream, n.originator_version, n.topic, n.state))
+                                     for n in events]) if apply else None
+                expected = canonical_json(to_value(truth)) if truth is not None else None
+                if expected != state or not events or events[-1].id != position:
+                    drifted.append(stream)
+                    if repair:
+                        self.recorder.delete_snapshot(c, stream)
+                        if expected is not None:
+                            self.recorder.save_snapshot(c, stream, version, events[-1].id, expected)
+        return drifted
 
     def head(self) -> int:
         if self._cursor is not None:
@@ -184,15 +251,12 @@ class Ledger(Application):
             after = self.recorder.tracked(c, EFFECTOR_CURSOR)
         intents: dict[str, tuple[int, Event]] = {}
         unknown: dict[str, Event] = {}
-        for n in self.recorder.select_topics(c, after, (*INTENT_TYPES, *OUTCOME_TYPES, *UNKNOWN_TYPES)):
+        for n in self.recorder.select_intent_events(c, after, INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES):
             event = decode_event(n.originator_id, n.originator_version, n.topic, n.state)
             intent_id = event.intent_id  # type: ignore[attr-defined]
             if event.effect_role == "intent":
                 intents[intent_id] = (n.id, event)
-            elif event.effect_role == "outcome":
-                intents.pop(intent_id, None)
-                unknown.pop(intent_id, None)
-            else:
+            else:  # only unresolved intents and their unknowns come back: no outcome to drop
                 unknown[intent_id] = event
         return [PendingIntent(position, intent, unknown.get(intent_id))
                 for intent_id, (position, intent) in intents.items()]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..domain.errors import VerificationFailed
 from ..projections.views import Views
-from . import faults
+from . import checkpoints, faults
 from .files import create_private_file
 from .reader import head_position, read_events
 
@@ -46,7 +46,7 @@ def _open(name: str, timeout: float) -> Views:
         if name != ":memory:":
             conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        views = Views(conn)
+        views = Views(conn, None if name == ":memory:" else name)
         views.ensure_schema()
     except BaseException:
         conn.close()
@@ -81,19 +81,30 @@ def catch_up(
     if position and views.genesis() != digest_at(ledger, 1):
         views.ensure_schema(reset=True)
         position = 0
+    folder = checkpoints.checkpoint_folder(Path(views.path)) if views.path is not None else None
+    if folder is not None and position == 0:
+        checkpoints.clear(folder)  # built from position 1: its checkpoints are made again on the way
     while True:
         batch = []
+        # a batch ends at a multiple of the checkpoint interval, so a file's checkpoints fall exactly there
+        size = BATCH if folder is None else min(BATCH, checkpoints.INTERVAL - position % checkpoints.INTERVAL)
         for row in read_events(ledger, after=position, until=until):
             if until_time is not None and _recorded_at(row[4]) > until_time:
                 until = row[0] - 1
                 break
             batch.append(row)
-            if len(batch) == BATCH:
+            if len(batch) == size:
                 break
         if not batch:
             return views.position()
+        before = position
         position = views.apply(batch, lambda p: digest_at(ledger, p),
                                before_commit=lambda: faults.crash_point("projection:before-commit"))
+        if folder is not None and position // checkpoints.INTERVAL > before // checkpoints.INTERVAL:
+            try:
+                checkpoints.keep(views, folder)
+            except (OSError, sqlite3.Error):
+                pass  # only a head start for 'status --at': the views themselves are up to date
         if progress:
             progress(position)
 

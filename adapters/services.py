@@ -9,15 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..domain import lease as lease_aggregate
 from ..domain import run as run_aggregate
 from ..domain import task as task_aggregate
 from ..domain import worker as worker_aggregate
-from ..domain.errors import NotFound, Refused
+from ..domain.errors import NotFound, OutcomeUnknown, Refused
 from ..domain.events import Event
+from . import faults
 from .clock import Clock
 from .ledger import Ledger
+
+if TYPE_CHECKING:
+    from .effector import Effector
 
 __all__ = [
     "Appended",
@@ -66,14 +71,35 @@ def _load_worker(ledger: Ledger, worker_id: str) -> worker_aggregate.Worker:
     return worker
 
 
-def open_run(ledger: Ledger, clock: Clock, *, run_id: str, intent_id: str, goal: str,
-             target_branch: str, budget_ms: int | None, repository: str) -> Appended:
+def open_run(ledger: Ledger, clock: Clock, *, run_id: str, intent_id: str, goal: str, target_branch: str,
+             budget_ms: int | None, repository: str, wait: bool = True,
+             effector: Effector | None = None) -> run_aggregate.Run:
+    """Record the run and its base-pin intent; with wait, drive that intent to its outcome. The run as it then stands.
+
+    Raises NotFound (unknown-branch) or Refused when the base could not be pinned,
+    and OutcomeUnknown when, waiting, the pin's outcome is not known yet.
+    """
     def decision(now: str) -> list[Event]:
         if ledger.get(run_aggregate.apply, run_aggregate.stream_of(run_id)) is not None:
             raise Refused("run-exists", f"run {run_id} already exists")
         return run_aggregate.open_run(run_id, intent_id, goal, target_branch, budget_ms, repository, now)
 
-    return _append(ledger, clock, decision)
+    intent_position, _ = _append(ledger, clock, decision).last
+    faults.crash_point("run-open:after-intent")
+    if wait:  # its own intent, found by its position: another's unknown holds it not back
+        if effector is None:
+            from .effector import Effector
+
+            effector = Effector(ledger, clock)
+        effector.run_pending(only={intent_id}, after=intent_position - 1)
+    run = load_run(ledger, run_id)
+    if run.status == "failed":
+        failed = NotFound if run.failure_code == "unknown-branch" else Refused
+        raise failed(run.failure_code or "base-pin-failed", run.failure_message or "the base could not be pinned")
+    if wait and intent_id in run.pending_intents:
+        raise OutcomeUnknown("outcome-unknown", f"run {run_id} is recorded but its base pin is not known yet; "
+                                                "'docket replay --apply' observes again")
+    return run
 
 
 def pause_run(ledger: Ledger, clock: Clock, run_id: str, reason: str | None) -> Appended:

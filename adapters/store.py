@@ -53,6 +53,20 @@ __all__ = [
 ]
 
 
+SNAPSHOTS_TABLE = "snapshots"
+# An aggregate's state as of a version of its stream, so a command on a long stream does not fold it all.
+# Not part of the chain: each row names the digest at its position (a snapshot of another or a rewritten
+# ledger is never used), and `docket replay` recomputes every one from the events.
+CREATE_SNAPSHOTS_TABLE = (
+    f"CREATE TABLE IF NOT EXISTS {SNAPSHOTS_TABLE} (stream TEXT PRIMARY KEY, version INTEGER NOT NULL, "
+    "position INTEGER NOT NULL, digest TEXT NOT NULL, state BLOB NOT NULL)"
+)
+
+
+# Finds the few intents and outcomes after the effector's cursor without reading every event after it.
+CREATE_TOPIC_INDEX = "CREATE INDEX IF NOT EXISTS stored_events_topic ON stored_events (topic)"
+
+
 class ChainBroken(PersistenceError):
     """The stored chain head does not match the stored events: refuse to append."""
 
@@ -159,7 +173,31 @@ class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorde
         )
 
     def construct_create_table_statements(self) -> list[str]:
-        return [*super().construct_create_table_statements(), self.create_chain_table_statement]
+        return [*super().construct_create_table_statements(), self.create_chain_table_statement,
+                CREATE_SNAPSHOTS_TABLE, CREATE_TOPIC_INDEX]
+
+    def select_snapshot(self, c: SQLiteCursor, stream: str) -> tuple[int, int, bytes] | None:
+        """(version, position, state) of stream's snapshot, if it has one and the chain still holds
+        the digest it was taken at (a snapshot of a rewritten or another ledger is not used)."""
+        c.execute(
+            f"SELECT s.version, s.position, s.state FROM {SNAPSHOTS_TABLE} s JOIN {CHAIN_TABLE} h "
+            "ON h.position = s.position AND h.digest = s.digest WHERE s.stream = ?", (stream,))
+        row = c.fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def save_snapshot(self, c: SQLiteCursor, stream: str, version: int, position: int, state: bytes) -> None:
+        """Keep stream's state as of version (at position), in the caller's transaction."""
+        c.execute(
+            f"INSERT OR REPLACE INTO {SNAPSHOTS_TABLE} (stream, version, position, digest, state) "
+            f"SELECT ?, ?, ?, digest, ? FROM {CHAIN_TABLE} WHERE position = ?",
+            (stream, version, position, state, position))
+
+    def select_snapshots(self, c: SQLiteCursor) -> list[tuple[str, int, int, bytes]]:
+        c.execute(f"SELECT stream, version, position, state FROM {SNAPSHOTS_TABLE} ORDER BY stream")
+        return [(r[0], r[1], r[2], r[3]) for r in c.fetchall()]
+
+    def delete_snapshot(self, c: SQLiteCursor, stream: str) -> None:
+        c.execute(f"DELETE FROM {SNAPSHOTS_TABLE} WHERE stream = ?", (stream,))
 
     @contextmanager
     def write_transaction(self) -> Iterator[SQLiteCursor]:
@@ -191,33 +229,56 @@ class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorde
     def _insert_event_rows(self, c: Any, rows: list[tuple[int, str, int, str, bytes]]) -> None:
         c.executemany(self.insert_event_rows_statement, rows)
 
-    def select_stream(self, originator_id: str, cursor: SQLiteCursor | None = None) -> list[Notification]:
-        """A stream's events in version order, each with its ledger position.
+    def select_stream(self, originator_id: str, cursor: SQLiteCursor | None = None, *,
+                      after_version: int = 0, until_version: int | None = None) -> list[Notification]:
+        """A stream's events in version order (after a version, up to one), each with its ledger position.
 
         With a cursor, read inside that (write) transaction.
         """
         if cursor is None:
             with self.datastore.transaction(commit=False) as c:
-                return self.select_stream(originator_id, c)
+                return self.select_stream(originator_id, c, after_version=after_version, until_version=until_version)
         cursor.execute(
             f"SELECT rowid, originator_version, topic, state FROM {self.events_table_name} "
-            "WHERE originator_id=? ORDER BY originator_version",
-            (originator_id,),
+            "WHERE originator_id=? AND originator_version > ? AND originator_version <= ? ORDER BY originator_version",
+            (originator_id, after_version, until_version if until_version is not None else 2**63 - 1),
         )
         return [
             Notification(id=r[0], originator_id=originator_id, originator_version=r[1], topic=r[2], state=r[3])
             for r in cursor.fetchall()
         ]
 
-    def select_topics(self, c: SQLiteCursor, after: int, topics: Sequence[str]) -> list[Notification]:
-        """Every event after a position whose type is one of topics, in ledger order."""
+    def select_intent_events(self, c: SQLiteCursor, after: int, intents: Sequence[str], outcomes: Sequence[str],
+                             unknowns: Sequence[str]) -> list[Notification]:
+        """The intents after a position that no later outcome resolves, with their unknowns, in ledger order.
+
+        Events of these types are found through the topic index and matched by
+        their payload's intent_id without being decoded; only the unresolved
+        ones are read whole.
+        """
+        types = (*intents, *outcomes, *unknowns)
         c.execute(
-            f"SELECT rowid, originator_id, originator_version, topic, state FROM {self.events_table_name} "
-            f"WHERE rowid > ? AND topic IN ({','.join('?' * len(topics))}) ORDER BY rowid",
-            (after, *topics),
+            f"SELECT rowid, topic, json_extract(state, '$.payload.intent_id') FROM {self.events_table_name} "
+            f"WHERE rowid > ? AND topic IN ({','.join('?' * len(types))}) ORDER BY rowid",
+            (after, *types),
         )
-        return [Notification(id=r[0], originator_id=r[1], originator_version=r[2], topic=r[3], state=r[4])
-                for r in c.fetchall()]
+        outcome_types = set(outcomes)
+        unresolved: dict[Any, list[int]] = {}
+        for position, topic, intent_id in c.fetchall():
+            if topic in outcome_types:
+                unresolved.pop(intent_id, None)
+            else:
+                unresolved.setdefault(intent_id, []).append(position)
+        positions = sorted(p for ps in unresolved.values() for p in ps)
+        found: list[Notification] = []
+        for start in range(0, len(positions), 500):
+            chunk = positions[start:start + 500]
+            c.execute(
+                f"SELECT rowid, originator_id, originator_version, topic, state FROM {self.events_table_name} "
+                f"WHERE rowid IN ({','.join('?' * len(chunk))}) ORDER BY rowid", chunk)
+            found += [Notification(id=r[0], originator_id=r[1], originator_version=r[2], topic=r[3], state=r[4])
+                      for r in c.fetchall()]
+        return found
 
 
 class ChainedSQLiteProcessRecorder(SQLiteTrackingRecorder, ChainedSQLiteApplicationRecorder, ProcessRecorder):

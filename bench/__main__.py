@@ -11,10 +11,11 @@ import argparse
 import json
 import time
 
-from . import append, growth, rebuild, status, verify
+from . import append, growth, idle, rebuild, startup, status, verify, streams
 from .common import WORK, machine, table
 
-BENCHMARKS = {"append": append, "verify": verify, "rebuild": rebuild, "status": status, "growth": growth}
+BENCHMARKS = {"append": append, "verify": verify, "rebuild": rebuild, "status": status, "growth": growth,
+              "streams": streams, "startup": startup, "idle": idle}
 
 
 def main() -> None:

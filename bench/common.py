@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from docket.domain import events as ev
+from docket.domain import streams
 from docket.domain.values import from_ms, to_ms
 
 try:  # the plain read-only helpers live in adapters/reader.py (older trees: adapters/store.py)
@@ -41,6 +42,21 @@ def timed(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
+
+
+def interleaved(runs: dict[str, Callable[[], Any]], rounds: int) -> dict[str, list[float]]:
+    """Wall times of each of runs, `rounds` times, taking turns (the order reversed every other
+    round), so that a slow moment of a shared machine hits every side of a comparison alike."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for i in range(rounds):
+        for name in (list(runs) if i % 2 == 0 else list(runs)[::-1]):
+            times[name].append(timed(runs[name]))
+    return times
+
+
+def spread(xs: list[float], unit: str = "s") -> str:
+    """'min-max' of xs, for a figure's description."""
+    return f"{fmt(min(xs), unit)}-{fmt(max(xs), unit)}"
 
 
 def run_process(argv: list[str]) -> float:
@@ -95,12 +111,12 @@ def lease_events(count: int, streams: int = 50, start: int = 0) -> list[ev.Event
         at = stamp(i)
         if version == 1:
             out.append(make(
-                ev.LeaseGranted, f"lease:{resource}", 1, at, resource=resource, run_id="run-bench",
+                ev.LeaseGranted, streams.lease_stream(resource), 1, at, resource=resource, run_id="run-bench",
                 worker_id=f"worker-{k}", generation=1, ttl_ms=600_000,
                 expires_at=from_ms(BASE_MS + i * STEP_MS + 600_000), supersedes_token=None))
         else:
             out.append(make(
-                ev.LeaseRenewed, f"lease:{resource}", version, at, resource=resource, run_id="run-bench",
+                ev.LeaseRenewed, streams.lease_stream(resource), version, at, resource=resource, run_id="run-bench",
                 token=2 + k, expires_at=from_ms(BASE_MS + i * STEP_MS + 600_000)))
     return out
 
@@ -124,7 +140,7 @@ def mixed_events(count: int, first_position: int = 2, per_run: int = 5000) -> It
     r = 0
     while True:
         run_id = f"run-{r:05d}"
-        run_stream = f"run:{run_id}"
+        run_stream = streams.run_stream(run_id)
         run_made = 0
         plan = [
             (ev.RunOpened, run_stream, 1, dict(run_id=run_id, goal=f"benchmark goal {r}",
@@ -138,9 +154,9 @@ def mixed_events(count: int, first_position: int = 2, per_run: int = 5000) -> It
         workers = [f"worker-{r:05d}-{w}" for w in range(4)]
         for w, worker_id in enumerate(workers):
             task_id = f"task-{r:05d}-{w}"
-            plan.append((ev.TaskPlanned, f"task:{task_id}", 1, dict(task_id=task_id, run_id=run_id,
-                                                                   title=f"task {w} of run {r}")))
-            plan.append((ev.WorkerRegistered, f"worker:{worker_id}", 1,
+            plan.append((ev.TaskPlanned, streams.task_stream(task_id), 1,
+                         dict(task_id=task_id, run_id=run_id, title=f"task {w} of run {r}")))
+            plan.append((ev.WorkerRegistered, streams.worker_stream(worker_id), 1,
                          dict(worker_id=worker_id, run_id=run_id, role="coder", generation=1, task_id=task_id)))
         for cls, stream, version, payload in plan:
             if made == count:
@@ -157,7 +173,7 @@ def mixed_events(count: int, first_position: int = 2, per_run: int = 5000) -> It
                 return
             w = run_made % 4
             resource = f"wt/{r:05d}/{w}"
-            stream = f"lease:{resource}"
+            stream = streams.lease_stream(resource)
             at_ms = BASE_MS + position * STEP_MS
             if tokens[w] and run_made % 1000 == w:
                 versions[w] += 1
@@ -166,7 +182,7 @@ def mixed_events(count: int, first_position: int = 2, per_run: int = 5000) -> It
                 tokens[w] = 0
             elif tokens[w] and run_made % 1000 == 500 + w:
                 generations[w] += 1
-                yield emit(ev.WorkerRelaunched, f"worker:{workers[w]}", generations[w],
+                yield emit(ev.WorkerRelaunched, streams.worker_stream(workers[w]), generations[w],
                            worker_id=workers[w], run_id=run_id, generation=generations[w],
                            fenced_generation=generations[w] - 1)
             elif not tokens[w]:

@@ -118,57 +118,44 @@ class Context:
 
     def read_ledger(self) -> sqlite3.Connection:
         """A read-only connection to the ledger file (kept for the command's life)."""
-        from ..adapters.reader import read_only
+        from ..adapters.reader import missing_tables, read_only
 
         if self._reader is None:
             self.require_ledger_file()
             reader = self._resources.enter_context(read_only(self.paths.ledger))
-            if reader.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'stored_events'").fetchone() is None:
+            if "stored_events" in missing_tables(reader):
                 raise NotFound("no-ledger", f"{self.paths.ledger} is not a docket ledger; run 'docket init' first")
             self._reader = reader
         return self._reader
 
-    def views(self) -> Views:
-        """The views, caught up with the ledger; built in memory from the ledger itself when
-        the views file cannot be opened or written (read-only mount, locked, disk full)."""
+    def views(self, *, writable: bool = False) -> Views:
+        """The views at the ledger's head (see adapters.views.fresh_views), closed when the command ends."""
+        from ..adapters.views import current_views, fresh_views
         from .output import warn
 
         reader = self.read_ledger()  # before creating views beside a file that is not a ledger
-        try:
-            return self._file_views(reader)
-        except (OSError, sqlite3.Error) as e:
-            warn("views-unavailable", f"cannot use {self.paths.views} ({e}); using views built in memory")
-        except BadInput as e:
-            warn("views-unavailable", f"cannot use {self.paths.views} ({e.code}: {e.message}); "
-                                      "using views built in memory")
-        from ..adapters.projector import catch_up, open_views
-
-        views = open_views(":memory:")
+        # current views first: the lock timeout's default comes with the ledger module, which status does not need
+        views = None if writable else current_views(reader, self.paths.views)
+        if views is None:
+            views = fresh_views(reader, self.paths.views, timeout=self.lock_timeout, warn=warn, writable=writable)
         self._resources.callback(views.conn.close)
-        catch_up(reader, views)
         return views
 
-    def _file_views(self, reader: sqlite3.Connection) -> Views:
-        from ..adapters.projector import catch_up, open_views
+    def views_at(self, at: str) -> tuple[Views, str | None]:
+        """Views rebuilt in memory up to a position or time, and the ledger's time there."""
+        from ..adapters.checkpoints import checkpoint_folder
+        from ..adapters.views import views_at
 
-        views = open_views(self.paths.views, timeout=self.lock_timeout)
+        views, then = views_at(self.read_ledger(), at, checkpoint_folder(self.paths.views))
         self._resources.callback(views.conn.close)
-        catch_up(reader, views)
-        return views
+        return views, then
 
     def update_views(self) -> None:
-        """After a recorded event: bring the views file up to it, or warn that it will catch up later.
-
-        The event is committed; a views failure (locked, disk full, damaged) must not
-        turn a recorded command into a failed one that invites a retry.
-        """
+        """After a recorded event: bring the views file up to it, or warn that it will catch up later."""
+        from ..adapters.views import update_views
         from .output import warn
 
-        try:
-            self._file_views(self.read_ledger())
-        except (OSError, sqlite3.Error, BadInput) as e:
-            warn("views-behind", f"the event is recorded, but {self.paths.views} could not be updated ({e}); "
-                                 "the views catch up on the next command")
+        update_views(self.read_ledger(), self.paths.views, timeout=self.lock_timeout, warn=warn)
 
     def close(self) -> None:
         self._resources.close()

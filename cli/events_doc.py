@@ -74,6 +74,7 @@ def _type_of(spec: dict[str, Any]) -> str:
 
 def render() -> str:
     from ..domain.events import EVENT_TYPES, Event
+    from ..projections import intents
     from ..projections.views import READ_MODELS
 
     envelope = set(Event.model_fields)
@@ -81,9 +82,9 @@ def render() -> str:
     for type_name, cls in EVENT_TYPES.items():
         schema = cls.model_json_schema()
         doc = inspect.cleandoc(cls.__doc__ or "")
-        tables = [m.TABLE for m in READ_MODELS if type_name in getattr(m, "HANDLERS", {})]
-        if "intent_id" in schema["properties"]:
-            tables.append("pending_intents")
+        tables = [m.TABLE for m in READ_MODELS if hasattr(m, "handlers") and type_name in m.handlers()]
+        if cls.effect_role != "fact":
+            tables.append(intents.TABLE)
         projected = f"\n\nRead models: {', '.join(f'`{t}`' for t in tables)}." if tables else ""
         role = f"Role: {cls.effect_role}.\n\n" if cls.effect_role != "fact" else ""
         parts.append(f"## {type_name}\n\n{role}{doc}{projected}\n\n| field | type |\n|---|---|")

@@ -36,7 +36,6 @@ GENESIS_DIGEST = hashlib.sha256(b"docket ledger genesis v1").hexdigest()
 
 _sha256 = hashlib.sha256
 _quote_json_string = json.encoder.encode_basestring  # what canonical_json writes for a str
-_quoted: dict[str, str] = {}  # streams and types repeat: quote each once
 
 # A stored state is the canonical JSON {"payload": ..., "recorded_at": "YYYY-MM-DDTHH:MM:SS.mmmZ"}: keys
 # sorted, so it ends with the key, the 24-character time and '"}'.
@@ -44,21 +43,33 @@ _TIME_KEY = b'"recorded_at":"'
 _PAST_TIME_KEY = b'"recorded_at":#'  # the least bytes above every string that starts with _TIME_KEY
 
 
-def _quote(text: str) -> str:
-    quoted = _quoted.get(text)
-    if quoted is None:
-        if len(_quoted) > 100_000:
-            _quoted.clear()
-        quoted = _quoted[text] = _quote_json_string(text)
-    return quoted
+class _Quoted(dict[str, str]):
+    """Streams and types repeat: each is quoted once, inside its template's text around it.
+
+    Looked up by subscript, not by a method call: verify does it twice per event.
+    """
+
+    def __init__(self, template: str) -> None:
+        super().__init__()
+        self.template = template
+
+    def __missing__(self, text: str) -> str:
+        if len(self) >= 100_000:  # a bound on memory, for ledgers with very many streams
+            self.clear()
+        quoted = self[text] = self.template.format(_quote_json_string(text))
+        return quoted
+
+
+# The chain entry of an event reads, in canonical key order:
+#   {"position":P,"state_sha256":"H" + _STREAMS[stream] + _TYPES[type] + V}
+_STREAMS = _Quoted(',"stream":{},"type":')
+_TYPES = _Quoted('{},"version":')
 
 
 def chain_entry(position: int, stream: str, version: int, type_: str, state: bytes) -> bytes:
     """canonical_json of the chain record of one event (keys already in order)."""
-    return (
-        f'{{"position":{position},"state_sha256":"{_sha256(state).hexdigest()}",'
-        f'"stream":{_quote(stream)},"type":{_quote(type_)},"version":{version}}}'
-    ).encode("utf-8")
+    return (f'{{"position":{position},"state_sha256":"{_sha256(state).hexdigest()}"'
+            f'{_STREAMS[stream]}{_TYPES[type_]}{version}}}').encode()
 
 
 def next_digest(previous: str, entry: bytes) -> str:
@@ -109,29 +120,26 @@ def verify_chain(
     have the anchor's digest there.
     """
     position, digest = start.position, bytes.fromhex(start.digest)
-    anchor_position = anchor.position if anchor is not None else None
-    # Locals, and chain_entry written out inline: this loop runs once per event in the ledger.
-    sha256, quoted, quote = _sha256, _quoted, _quote
+    anchor_position = anchor.position if anchor is not None else 0  # an int either way: the loop compares ints
+    # Locals, and chain_entry written out inline: this loop runs once per event in the ledger, and each
+    # step below was measured (docs/performance.md); the two digests per event are most of its time.
+    sha256, streams, types = _sha256, _STREAMS, _TYPES
     last_time, past_time_key = _TIME_KEY, _PAST_TIME_KEY
     for row_position, stream, version, type_, state, stored in rows:
         if row_position != position + 1:
             return _head(position, digest), ChainBreak(position + 1, "event missing (positions are not contiguous)")
-        entry = (
-            f'{{"position":{row_position},"state_sha256":"{sha256(state).hexdigest()}",'
-            f'"stream":{quoted.get(stream) or quote(stream)},"type":{quoted.get(type_) or quote(type_)},'
-            f'"version":{version}}}'
-        ).encode("utf-8")
-        recomputed = sha256(digest + entry)
-        if stored is None:
-            return _head(position, digest), ChainBreak(row_position, "digest missing for stored event")
-        if stored != recomputed.hexdigest():
-            return _head(position, digest), ChainBreak(row_position, "digest does not match the recomputed chain")
+        recomputed = sha256(digest + (
+            f'{{"position":{row_position},"state_sha256":"{sha256(state).hexdigest()}"'
+            f'{streams[stream]}{types[type_]}{version}}}').encode()).digest()
+        if recomputed.hex() != stored:
+            return _head(position, digest), ChainBreak(row_position, "digest missing for stored event" if stored is None
+                                                       else "digest does not match the recomputed chain")
         time = state[-41:-2]  # '"recorded_at":"' and the time, as bytes: they compare as the times do
         if not last_time <= time < past_time_key:  # earlier than the last time, or no recorded time
             if time.startswith(_TIME_KEY):
                 return _head(position, digest), ChainBreak(row_position, _backwards(time, last_time))
             time = last_time  # not docket's canonical state (the library's own contract tests store such)
-        position, digest, last_time = row_position, recomputed.digest(), time
+        position, digest, last_time = row_position, recomputed, time
         if position == anchor_position and stored != anchor.digest:
             return _head(position, digest), ChainBreak(position, "digest differs from the anchor")
     if anchor is not None and position < anchor.position:

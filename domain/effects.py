@@ -4,6 +4,12 @@ Adapters observe the world and report it as one of the plain values here; the
 functions choose the outcome event. Nothing here looks at the world. An
 observation that leaves the outcome uncertain becomes ``Unknown``: the effector
 records it (with back-off) and looks again later, never treating it as failure.
+Only an observation that shows the world positively in the state before the
+effect becomes ``Act``: the effector carries the effect out, observes again and
+decides once more.
+
+Which events are intents, outcomes and unknowns comes from each event class's
+``effect_role``, and nowhere else.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ __all__ = [
     "INTENT_TYPES",
     "OUTCOME_TYPES",
     "UNKNOWN_TYPES",
+    "Act",
     "BranchObservation",
     "Unknown",
     "backoff_ms",
@@ -46,6 +53,11 @@ class Unknown:
     """The observation could not settle the outcome; reason says why."""
 
     reason: str
+
+
+@dataclass(frozen=True)
+class Act:
+    """The world is positively in the state before the effect: carry it out, then observe again."""
 
 
 @dataclass(frozen=True)

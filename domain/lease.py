@@ -14,14 +14,11 @@ from . import events as ev
 from .aggregate import next_event
 from .errors import Refused
 from .run import Run, require_open
+from .streams import lease_stream as stream_of
 from .values import add_ms, to_ms
 from .worker import Worker, require_current
 
 __all__ = ["Lease", "apply", "expire", "grant", "release", "renew", "stream_of"]
-
-
-def stream_of(resource: str) -> str:
-    return f"lease:{resource}"
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from . import events as ev
 from .chain import CHAIN_ALGORITHM, GENESIS_DIGEST
+from .streams import LEDGER_STREAM
 
 __all__ = ["LEDGER_STREAM", "GENESIS_TYPES", "create"]
 
-LEDGER_STREAM = "ledger"
 GENESIS_TYPES = (ev.LedgerCreated.type_name(), ev.LedgerCreatedV2.type_name())
 
 

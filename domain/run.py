@@ -2,19 +2,21 @@
 
 Statuses: opening (base pin pending) -> active <-> paused -> completed;
 opening/active/paused -> aborted; opening -> failed (base could not be pinned).
-The budget is the sum of the run's active intervals: pausing closes the open
-interval, so time spent paused is not billed.
+The budget is the sum of the run's active intervals (domain.budget): pausing
+closes the open interval, so time spent paused is not billed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from . import budget
 from . import events as ev
 from .aggregate import next_event
 from .errors import BadInput, Refused
 from .names import check_branch_name
-from .values import format_duration, to_ms
+from .streams import run_stream as stream_of
+from .values import format_duration
 
 __all__ = [
     "Run",
@@ -32,16 +34,6 @@ __all__ = [
 OPEN_STATUSES = frozenset({"opening", "active", "paused"})
 
 
-def stream_of(run_id: str) -> str:
-    return f"run:{run_id}"
-
-
-@dataclass(frozen=True)
-class Interval:
-    start: str
-    end: str | None = None
-
-
 @dataclass(frozen=True)
 class Run:
     run_id: str
@@ -54,17 +46,16 @@ class Run:
     base_commit: str | None = None
     failure_code: str | None = None
     failure_message: str | None = None
-    intervals: tuple[Interval, ...] = ()
+    closed_ms: int = 0  # budget spent in closed active intervals
+    active_since: str | None = None  # start of the open active interval, if the clock runs
     pending_intents: frozenset[str] = frozenset()
 
     def used_ms(self, now: str) -> int:
         """Milliseconds of budget spent: closed intervals, and the open one up to now."""
-        return sum(to_ms(i.end or now) - to_ms(i.start) for i in self.intervals)
+        return budget.used_ms(self.closed_ms, self.active_since, now)
 
     def remaining_ms(self, now: str) -> int | None:
-        if self.budget_ms is None:
-            return None
-        return max(0, self.budget_ms - self.used_ms(now))
+        return budget.remaining_ms(self.budget_ms, self.used_ms(now))
 
 
 def apply(run: Run | None, event: ev.Event, position: int) -> Run:
@@ -77,7 +68,7 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
             budget_ms=event.budget_ms,
             status="opening",
             opened_at=event.recorded_at,
-            intervals=(Interval(event.recorded_at),),
+            active_since=event.recorded_at,
         )
     assert run is not None, f"{event.type_name()} before RunOpened"
     run = replace(run, version=event.version)
@@ -105,7 +96,7 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
     if isinstance(event, ev.RunPaused):
         return replace(_close_interval(run, event.recorded_at), status="paused")
     if isinstance(event, ev.RunResumed):
-        return replace(run, status="active", intervals=run.intervals + (Interval(event.recorded_at),))
+        return replace(_close_interval(run, event.recorded_at), status="active", active_since=event.recorded_at)
     if isinstance(event, ev.RunAborted):
         return replace(_close_interval(run, event.recorded_at), status="aborted")
     if isinstance(event, ev.RunCompleted):
@@ -114,9 +105,7 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
 
 
 def _close_interval(run: Run, at: str) -> Run:
-    if run.intervals and run.intervals[-1].end is None:
-        return replace(run, intervals=run.intervals[:-1] + (Interval(run.intervals[-1].start, at),))
-    return run
+    return replace(run, closed_ms=run.used_ms(at), active_since=None)
 
 
 def open_run(
@@ -140,8 +129,11 @@ def open_run(
 
 def record_base_pin(run: Run, intent_id: str, now: str, *, commit: str | None = None,
                     failure: tuple[str, str] | None = None) -> ev.Event:
-    """The outcome of the base-pin intent: pinned at commit, or failed with (code, message)."""
-    _require_pending(run, intent_id)
+    """The outcome of the base-pin intent: pinned at commit, or failed with (code, message).
+
+    Whether the intent still waits for it is checked in one place, by the effector
+    (``domain.effects.is_resolved``), inside the transaction that appends it.
+    """
     stream = stream_of(run.run_id)
     if failure is not None:
         code, message = failure
@@ -150,11 +142,6 @@ def record_base_pin(run: Run, intent_id: str, now: str, *, commit: str | None = 
     assert commit is not None
     return next_event(ev.RunBasePinned, stream, run.version, now,
                       intent_id=intent_id, run_id=run.run_id, commit=commit, result="observed")
-
-
-def _require_pending(run: Run, intent_id: str) -> None:
-    if intent_id not in run.pending_intents:
-        raise Refused("intent-resolved", f"intent {intent_id} of run {run.run_id} already has its outcome")
 
 
 def pause(run: Run, reason: str | None, now: str) -> ev.Event:

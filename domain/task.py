@@ -8,12 +8,9 @@ from . import events as ev
 from .aggregate import next_event
 from .errors import Refused
 from .run import Run, require_open
+from .streams import task_stream as stream_of
 
 __all__ = ["Task", "apply", "plan", "stream_of"]
-
-
-def stream_of(task_id: str) -> str:
-    return f"task:{task_id}"
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,9 @@ from . import events as ev
 from .aggregate import next_event
 from .errors import Refused
 from .run import Run, require_open
+from .streams import worker_stream as stream_of
 
 __all__ = ["Worker", "apply", "register", "relaunch", "require_current", "stream_of"]
-
-
-def stream_of(worker_id: str) -> str:
-    return f"worker:{worker_id}"
 
 
 @dataclass(frozen=True)

@@ -34,12 +34,15 @@ def _ended(status: str):  # noqa: ANN202
     return handler
 
 
-HANDLERS = {
-    "LeaseGranted.v1": _granted,
-    "LeaseRenewed.v1": _renewed,
-    "LeaseReleased.v1": _ended("released"),
-    "LeaseExpired.v1": _ended("expired"),
-}
+def handlers() -> dict[str, Any]:
+    from ..domain import events as ev  # the write path only: status on current views never imports pydantic
+
+    return {
+        ev.LeaseGranted.type_name(): _granted,
+        ev.LeaseRenewed.type_name(): _renewed,
+        ev.LeaseReleased.type_name(): _ended("released"),
+        ev.LeaseExpired.type_name(): _ended("expired"),
+    }
 
 
 def leases_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

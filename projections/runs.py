@@ -1,8 +1,9 @@
 """Read model: one row per run, with its status, base commit and budget use.
 
 Every schema-valid event projects, in any order: the first RunOpened of a run
-wins, an event about a run with no row changes nothing, and used time never
-goes negative nor past MAX_SAFE_INT.
+wins, and an event about a run with no row changes nothing. Budget use follows
+the same rule as the Run aggregate (domain.budget): ``used_ms`` holds the closed
+active intervals, ``active_since`` the start of the open one.
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ..domain.values import MAX_SAFE_INT, to_ms
+from ..domain import budget
 from .query import as_dicts
 
 TABLE = "runs"
 COLUMNS = {
     "run_id": str, "goal": str, "target_branch": str, "budget_ms": int, "status": str,
-    "base_commit": str, "base_intent": str, "failure_code": str, "failure_message": str,
+    "base_commit": str, "failure_code": str, "failure_message": str,
     "opened_at": str, "closed_at": str, "used_ms": int, "active_since": str, "position": int,
 }
 INDEXES = ("status",)
@@ -31,10 +32,6 @@ def _opened(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) ->
     )
 
 
-def _base_requested(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    c.execute("UPDATE runs SET base_intent = ?, position = ? WHERE run_id = ?", (p["intent_id"], position, p["run_id"]))
-
-
 def _base_pinned(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     c.execute(
         "UPDATE runs SET base_commit = ?, status = CASE status WHEN 'opening' THEN 'active' ELSE status END, "
@@ -43,16 +40,20 @@ def _base_pinned(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any
     )
 
 
-def _stop_clock(c: sqlite3.Connection, run_id: str, at: str, status: str, position: int, closed: bool) -> None:
+def _used_until(c: sqlite3.Connection, run_id: str, at: str) -> int | None:
+    """The run's budget use with its open interval closed at ``at``; None if the run has no row."""
     row = c.execute("SELECT used_ms, active_since FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-    if row is None:
+    return None if row is None else budget.used_ms(row[0], row[1], at)
+
+
+def _stop_clock(c: sqlite3.Connection, run_id: str, at: str, status: str, position: int, closed: bool) -> None:
+    used = _used_until(c, run_id, at)
+    if used is None:
         return
-    used, active_since = row
-    spent = max(0, to_ms(at) - to_ms(active_since)) if active_since else 0
     c.execute(
         "UPDATE runs SET status = ?, used_ms = ?, active_since = NULL, "
         "closed_at = CASE WHEN ? THEN ? ELSE closed_at END, position = ? WHERE run_id = ?",
-        (status, min(MAX_SAFE_INT, used + spent), closed, at, position, run_id),
+        (status, used, closed, at, position, run_id),
     )
 
 
@@ -67,8 +68,11 @@ def _paused(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) ->
 
 
 def _resumed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    c.execute("UPDATE runs SET status = 'active', active_since = ?, position = ? WHERE run_id = ?",
-              (at, position, p["run_id"]))
+    used = _used_until(c, p["run_id"], at)
+    if used is None:
+        return
+    c.execute("UPDATE runs SET status = 'active', used_ms = ?, active_since = ?, position = ? WHERE run_id = ?",
+              (used, at, position, p["run_id"]))
 
 
 def _aborted(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
@@ -79,24 +83,24 @@ def _completed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any])
     _stop_clock(c, p["run_id"], at, "completed", position, True)
 
 
-HANDLERS = {
-    "RunOpened.v1": _opened,
-    "RunBasePinRequested.v1": _base_requested,
-    "RunBasePinned.v1": _base_pinned,
-    "RunBasePinFailed.v1": _base_failed,
-    "RunPaused.v1": _paused,
-    "RunResumed.v1": _resumed,
-    "RunAborted.v1": _aborted,
-    "RunCompleted.v1": _completed,
-}
+def handlers() -> dict[str, Any]:
+    from ..domain import events as ev  # the write path only: status on current views never imports pydantic
+
+    return {
+        ev.RunOpened.type_name(): _opened,
+        ev.RunBasePinned.type_name(): _base_pinned,
+        ev.RunBasePinFailed.type_name(): _base_failed,
+        ev.RunPaused.type_name(): _paused,
+        ev.RunResumed.type_name(): _resumed,
+        ev.RunAborted.type_name(): _aborted,
+        ev.RunCompleted.type_name(): _completed,
+    }
 
 
 def with_budget(row: dict[str, Any], now: str) -> dict[str, Any]:
     """Add used and remaining budget as of now (the open interval counts up to now)."""
-    used = row["used_ms"] + (max(0, to_ms(now) - to_ms(row["active_since"])) if row["active_since"] else 0)
-    row = dict(row, used_ms=used)
-    row["remaining_ms"] = None if row["budget_ms"] is None else max(0, row["budget_ms"] - used)
-    return row
+    used = budget.used_ms(row["used_ms"], row["active_since"], now)
+    return dict(row, used_ms=used, remaining_ms=budget.remaining_ms(row["budget_ms"], used))
 
 
 def list_runs(c: sqlite3.Connection) -> list[dict[str, Any]]:

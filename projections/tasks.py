@@ -18,7 +18,10 @@ def _planned(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -
               (p["task_id"], p["run_id"], p["title"], at, position))
 
 
-HANDLERS = {"TaskPlanned.v1": _planned}
+def handlers() -> dict[str, Any]:
+    from ..domain import events as ev  # the write path only: status on current views never imports pydantic
+
+    return {ev.TaskPlanned.type_name(): _planned}
 
 
 def tasks_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

@@ -12,27 +12,35 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterable
+from functools import cache
 from typing import Any
 
-from . import intents, leases, runs, tasks, workers
+from . import intents, leases, run_events, runs, tasks, workers
 
-__all__ = ["READ_MODELS", "Views", "schema_signature"]
+__all__ = ["EVENT_INDEXES", "READ_MODELS", "Views", "schema_signature"]
 
 READ_MODELS = (runs, tasks, workers, leases, intents)
+EVENT_INDEXES = (run_events,)  # tables that map to ledger positions: kept with the views, not read models
 META = "projection_position"
 
 Row = tuple[int, str, int, str, bytes]  # position, stream, version, type, state
 Handler = Callable[[sqlite3.Connection, int, str, dict[str, Any]], None]
 
-_HANDLERS: dict[str, list[Handler]] = {}
-for _model in READ_MODELS:
-    for _type, _handler in getattr(_model, "HANDLERS", {}).items():
-        _HANDLERS.setdefault(_type, []).append(_handler)
+
+@cache
+def _handlers() -> dict[str, list[Handler]]:
+    """Each event type's handlers, gathered on the first apply (read models name types by their event classes)."""
+    by_type: dict[str, list[Handler]] = {}
+    for model in READ_MODELS:
+        for type_, handler in (model.handlers() if hasattr(model, "handlers") else {}).items():
+            by_type.setdefault(type_, []).append(handler)
+    return by_type
 
 
 def schema_signature() -> str:
     """Changes whenever a read model's table changes: the views are then rebuilt."""
-    spec = [(m.TABLE, m.PK, [(k, v.__name__) for k, v in m.COLUMNS.items()]) for m in READ_MODELS]
+    spec: list[object] = [(m.TABLE, m.PK, [(k, v.__name__) for k, v in m.COLUMNS.items()]) for m in READ_MODELS]
+    spec += [index.CREATE for index in EVENT_INDEXES]
     return hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:16]
 
 
@@ -46,8 +54,9 @@ def _rollback_quietly(c: sqlite3.Connection) -> None:
 
 
 class Views:
-    def __init__(self, conn: sqlite3.Connection):
+    def __init__(self, conn: sqlite3.Connection, path: str | None = None):
         self.conn = conn
+        self.path = path  # the views file (None: in memory)
 
     # Schema --------------------------------------------------------------
     def ensure_schema(self, *, reset: bool = False) -> None:
@@ -62,12 +71,14 @@ class Views:
         c.execute("BEGIN IMMEDIATE")
         try:
             if reset or self._meta_value("schema") != signature:
-                for name in [*(m.TABLE for m in READ_MODELS), META]:
+                for name in [*(m.TABLE for m in (*READ_MODELS, *EVENT_INDEXES)), META]:
                     c.execute(f"DROP TABLE IF EXISTS [{name}]")
                 for model in READ_MODELS:
                     c.execute(db.create_table_sql(model.TABLE, model.COLUMNS, pk=model.PK))
                     for column in getattr(model, "INDEXES", ()):
                         c.execute(f"CREATE INDEX [idx_{model.TABLE}_{column}] ON [{model.TABLE}] ([{column}])")
+                for index in EVENT_INDEXES:
+                    c.execute(index.CREATE)
                 c.execute(db.create_table_sql(META, {"key": str, "value": str}, pk="key"))
                 self._set_meta({"schema": signature, "position": "0", "digest": "", "genesis": ""})
             c.execute("COMMIT")
@@ -109,15 +120,21 @@ class Views:
         try:
             position = self.position()
             start = position
+            # in-memory views answer one 'status --at'; only the views file is asked for a run's events
+            run_index: list[tuple[str, int]] | None = [] if self.path is not None else None
             for position_, stream, _version, type_, state in rows:
                 if position_ <= start:
                     continue
                 body = json.loads(state)
                 payload, at = body["payload"], body["recorded_at"]
-                for handler in _HANDLERS.get(type_, ()):
+                for handler in _handlers().get(type_, ()):
                     handler(c, position_, at, payload)
                 intents.apply_any(c, position_, stream, type_, at, payload)
+                if run_index is not None:
+                    run_index += run_events.entries(position_, stream, payload)
                 position = position_
+            if run_index:
+                run_events.insert(c, run_index)
             if position != start:
                 self._set_meta({"position": str(position), "digest": digest_at(position)}
                                | ({"genesis": digest_at(1)} if start == 0 else {}))

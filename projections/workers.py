@@ -27,7 +27,10 @@ def _relaunched(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]
               (p["generation"], at, position, p["worker_id"]))
 
 
-HANDLERS = {"WorkerRegistered.v1": _registered, "WorkerRelaunched.v1": _relaunched}
+def handlers() -> dict[str, Any]:
+    from ..domain import events as ev  # the write path only: status on current views never imports pydantic
+
+    return {ev.WorkerRegistered.type_name(): _registered, ev.WorkerRelaunched.type_name(): _relaunched}
 
 
 def workers_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ T0 = "2026-01-01T00:00:00.000Z"
 def setup_run(ledger: Ledger, repo: Path, run_id: str, workers: tuple[str, ...] = ("w1", "w2")) -> None:
     clock = FixedClock(T0)
     services.open_run(ledger, clock, run_id=run_id, intent_id=f"i-{run_id}", goal="g", target_branch="main",
-                      budget_ms=None, repository=str(repo / ".git"))
+                      budget_ms=None, repository=str(repo / ".git"), wait=False)  # its intent stays pending
     for worker_id in workers:
         services.register_worker(ledger, clock, run_id, f"{run_id}-{worker_id}", "implementer", None)
 

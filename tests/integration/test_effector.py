@@ -1,4 +1,8 @@
-"""The effector against a real repository: observe, decide, record exactly one outcome."""
+"""The effector against a real repository: observe, decide, record exactly one outcome.
+
+The same rules run against the in-memory fake in tests/unit/test_effector_rules.py;
+the contract test here holds the fake to what the real git port reports.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,10 @@ import pytest
 from docket.adapters import services
 from docket.adapters.clock import FixedClock
 from docket.adapters.effector import Effector
+from docket.adapters.fakes import FakeGit, FakeRepository
+from docket.adapters.git import DulwichGit
 from docket.adapters.ledger import Ledger
+from docket.adapters.ports import Ports
 from docket.domain.events import IntentOutcomeUnknownV2, RunBasePinFailed, RunBasePinned
 
 from ..conftest import git
@@ -21,7 +28,7 @@ T0 = "2026-01-01T00:00:00.000Z"
 
 def open_pending(ledger: Ledger, repo: Path, run_id: str, branch: str = "main") -> None:
     services.open_run(ledger, FixedClock(T0), run_id=run_id, intent_id=f"i-{run_id}", goal="g",
-                      target_branch=branch, budget_ms=None, repository=str(repo / ".git"))
+                      target_branch=branch, budget_ms=None, repository=str(repo / ".git"), wait=False)
 
 
 def outcomes(ledger: Ledger, run_id: str) -> list:
@@ -117,17 +124,17 @@ def test_an_effector_that_loses_the_race_records_nothing(repo, ledger_path):
     open_pending(ledger, repo, "r1")
     winner = Effector(Ledger(ledger_path), FixedClock("2026-01-01T00:00:01.000Z"))
 
-    class Overtaken(Effector):
+    class Overtaken(DulwichGit):
         overtaken = False
 
-        def _observe_base(self, intent):
-            observation = super()._observe_base(intent)  # observed...
+        def observe_branch(self, repository, branch):
+            observation = super().observe_branch(repository, branch)  # observed...
             if not self.overtaken:
                 self.overtaken = True
                 assert [r.outcome for r in winner.run_pending()] == ["RunBasePinned.v1"]  # ...but B records first
             return observation
 
-    loser = Overtaken(ledger, FixedClock("2026-01-01T00:00:02.000Z"))
+    loser = Effector(ledger, FixedClock("2026-01-01T00:00:02.000Z"), Ports(git=Overtaken()))
     (result,) = loser.run_pending()
     assert result.outcome == "already-resolved" and result.position is None
     (pinned,) = outcomes(ledger, "r1")
@@ -146,7 +153,7 @@ def test_a_ref_naming_a_blob_is_a_failure_and_one_unknown_holds_no_other_intent_
     ledger.initialise(T0)
     open_pending(ledger, repo, "blob", branch="blob")
     services.open_run(ledger, FixedClock(T0), run_id="gone", intent_id="i-gone", goal="g", target_branch="main",
-                      budget_ms=None, repository=str(tmp_path / "no-such-repo" / ".git"))
+                      budget_ms=None, repository=str(tmp_path / "no-such-repo" / ".git"), wait=False)
     open_pending(ledger, repo, "later")
     results = {r.intent_id: r for r in Effector(ledger, FixedClock(T0)).run_pending()}
     assert results["i-blob"].outcome == "RunBasePinFailed.v1"
@@ -160,7 +167,7 @@ def test_a_stuck_intent_is_not_recorded_again_on_every_pass(repo, ledger_path, t
     ledger = Ledger(ledger_path)
     ledger.initialise(T0)
     services.open_run(ledger, FixedClock(T0), run_id="gone", intent_id="i-gone", goal="g", target_branch="main",
-                      budget_ms=None, repository=str(tmp_path / "no-such-repo" / ".git"))
+                      budget_ms=None, repository=str(tmp_path / "no-such-repo" / ".git"), wait=False)
     clock = FixedClock(T0)
     effector = Effector(ledger, clock)
     head = None
@@ -193,8 +200,40 @@ def test_an_intent_against_another_repository_is_not_driven(repo, ledger_path, t
     ledger.initialise(T0, ensure_identity(repo / ".git"), str(repo / ".git"))
     ensure_identity(other / ".git")
     services.open_run(ledger, FixedClock(T0), run_id="r1", intent_id="i1", goal="g", target_branch="main",
-                      budget_ms=None, repository=str(other / ".git"))
+                      budget_ms=None, repository=str(other / ".git"), wait=False)
     (result,) = Effector(ledger, FixedClock(T0)).run_pending()
     assert result.unknown and "belongs to repository" in result.reason
     assert services.load_run(ledger, "r1").base_commit is None
     ledger.close()
+
+
+def _real_world(repo: Path, tmp_path: Path):
+    from docket.adapters.identity import ensure_identity
+
+    git(repo, "branch", "feature")
+    blob = git(repo, "hash-object", "-w", "README.md")
+    (repo / ".git" / "refs" / "heads" / "blob").write_text(blob + "\n")
+    return DulwichGit(), repo / ".git", ensure_identity(repo / ".git"), tmp_path / "nowhere" / ".git"
+
+
+def _fake_world(repo: Path, tmp_path: Path):
+    fake = FakeRepository(identity="repo-" + "a" * 32)
+    fake.point("main")
+    fake.point("feature")
+    fake.point("blob", "blob")
+    common = tmp_path / "fake" / ".git"
+    return FakeGit({common: fake}), common, fake.identity, tmp_path / "nowhere" / ".git"
+
+
+@pytest.mark.parametrize("world", [_real_world, _fake_world], ids=["dulwich", "fake"])
+def test_the_fake_git_port_keeps_the_real_ones_promises(world, repo, tmp_path):
+    port, common, identity, nowhere = world(repo, tmp_path)
+    assert port.identity(common) == identity and port.identity(nowhere) is None
+    found = port.observe_branch(common, "feature")
+    assert found.status == "found" and len(found.commit) == 40
+    assert port.observe_branch(common, "main").commit != port.observe_branch(common, "blob").commit
+    assert port.observe_branch(common, "no-such-branch").status == "missing"
+    not_a_commit = port.observe_branch(common, "blob")
+    assert not_a_commit.status == "not-a-commit" and not_a_commit.detail == "refs/heads/blob names a blob"
+    unreadable = port.observe_branch(nowhere, "main")
+    assert unreadable.status == "unreadable" and unreadable.detail.startswith(f"cannot open repository {nowhere}")

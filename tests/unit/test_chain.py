@@ -120,3 +120,35 @@ def test_a_forged_time_that_is_not_text_is_named_escaped():
     _, broken = verify_chain(build([("s", n + 1, "A.v1", state) for n, state in enumerate(states)]))
     assert broken is not None and broken.position == 2
     assert "0\\xff\\x1b[2J" in broken.reason and broken.reason.isprintable()
+
+
+def test_quoted_streams_and_types_are_cached_within_a_bound():
+    from docket.domain.chain import _STREAMS
+
+    for i in range(100_005):
+        _STREAMS[f"s{i}"]
+    assert len(_STREAMS) <= 100_000
+    assert chain_entry(7, 's"\n\u00e9', 2, "t\\", b"x") == canonical_json(
+        {"position": 7, "stream": 's"\n\u00e9', "version": 2, "type": "t\\",
+         "state_sha256": hashlib.sha256(b"x").hexdigest()})
+
+
+def test_rows_read_in_batches_verify_across_batch_boundaries():
+    """read_chain_rows hands on SQLite rows a thousand at a time; a break after the first batch is still named."""
+    import sqlite3
+
+    from docket.adapters.reader import read_chain_rows
+
+    rows = build([(f"s{n % 7}", n // 7 + 1, "A.v1", _state("2026-01-01T00:00:00.000Z", n)) for n in range(2_500)])
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE stored_events (originator_id TEXT, originator_version INTEGER, topic TEXT, state BLOB)")
+    conn.execute("CREATE TABLE chain (position INTEGER PRIMARY KEY, digest TEXT NOT NULL)")
+    conn.executemany("INSERT INTO stored_events (rowid, originator_id, originator_version, topic, state) "
+                     "VALUES (?, ?, ?, ?, ?)", [row[:5] for row in rows])
+    conn.executemany("INSERT INTO chain VALUES (?, ?)", [(row.position, row.digest) for row in rows])
+    assert verify_chain(read_chain_rows(conn)) == (ChainHead(2_500, rows[-1].digest), None)
+    assert verify_chain(read_chain_rows(conn, after=1_000, until=2_000),
+                        start=ChainHead(1_000, rows[999].digest)) == (ChainHead(2_000, rows[1_999].digest), None)
+    conn.execute("UPDATE chain SET digest = ? WHERE position = 1500", ("0" * 64,))
+    _, broken = verify_chain(read_chain_rows(conn))
+    assert broken is not None and broken.position == 1_500

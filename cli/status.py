@@ -1,72 +1,41 @@
 """docket status: runs as the ledger knows them, now or at a past point.
 
-The fast path opens views.sqlite and the ledger with the standard library
-only; projections catch up (importing more) only when the views are behind.
+The fast path reads views.sqlite and the ledger with the standard library
+only; the views catch up (importing more) only when they are behind.
 """
 
 from __future__ import annotations
 
-import sqlite3
+import argparse
 from typing import Any
 
 from ..domain.errors import NotFound
 from ..domain.values import format_duration
-from ..projections import intents, leases, runs, tasks, workers
 from .context import Context
 from .output import emit, shown
+from .parsing import command
+
+__all__ = ["register"]
 
 
-def _fresh_views(ctx: Context) -> sqlite3.Connection | None:
-    """views.sqlite if it already reflects the ledger's head, else None."""
-    if not ctx.paths.views.exists():
-        return None
-    ledger = ctx.read_ledger()
-    try:
-        views = sqlite3.connect(f"file:{ctx.paths.views}?mode=ro", uri=True, timeout=30)
-        meta = dict(views.execute("SELECT key, value FROM projection_position").fetchall())
-        from ..projections.views import schema_signature
-
-        if meta.get("schema") != schema_signature():
-            return None
-        head = ledger.execute("SELECT position, digest FROM chain ORDER BY position DESC LIMIT 1").fetchone()
-    except sqlite3.Error:
-        return None
-    if head is None or (str(head[0]), head[1]) != (meta.get("position"), meta.get("digest")):
-        views.close()
-        return None
-    return views
-
-
-def _views_at(ctx: Context, at: str) -> tuple[sqlite3.Connection, str]:
-    """Views rebuilt in memory up to a position or time, and the ledger's time there."""
-    import json
-
-    from ..adapters.projector import catch_up, open_views
-    from ..domain.values import parse_position, parse_time
-
-    views = open_views(":memory:")
-    ledger = ctx.read_ledger()
-    if at.isascii() and at.isdigit():
-        from ..adapters.reader import head_position
-
-        if (until := parse_position(at)) > (head := head_position(ledger)):
-            raise NotFound("position-not-found", f"position {at} is past the end of the ledger ({head})")
-        position = catch_up(ledger, views, until=until)
-        row = ledger.execute("SELECT state FROM stored_events WHERE rowid = ?", (position,)).fetchone()
-        return views.conn, json.loads(row[0])["recorded_at"] if row else ctx.clock.now()
-    moment = parse_time(at)
-    catch_up(ledger, views, until_time=moment)
-    return views.conn, moment
+def register(nouns: Any, common: argparse.ArgumentParser) -> None:
+    p = command(nouns, "status", status, common, "show runs as the ledger knows them",
+                "docket status run-7k2m9x4q --json")
+    p.add_argument("run", nargs="?", metavar="RUN", help="one run (default: every run)")
+    p.add_argument("--at", metavar="POSITION|TIME", help="state as of a ledger position or an ISO-8601 time")
 
 
 def status(ctx: Context) -> int:
+    from ..projections import intents, leases, runs, tasks, workers
+
     a = ctx.args
     ctx.require_ledger_file()
     if a.at is not None:
-        conn, now = _views_at(ctx, a.at)  # budgets as they stood then
+        views, then = ctx.views_at(a.at)
+        now = then or ctx.clock.now()  # budgets as they stood then
     else:
-        conn, now = _fresh_views(ctx) or ctx.views().conn, ctx.clock.now()
-    position = int(conn.execute("SELECT value FROM projection_position WHERE key = 'position'").fetchone()[0])
+        views, now = ctx.views(), ctx.clock.now()
+    conn, position = views.conn, views.position()
     if a.run:
         run = runs.get_run(conn, a.run)
         if run is None:

@@ -1,0 +1,135 @@
+"""Kept copies of the views at past positions, so `status --at` starts near the point it asks for.
+
+When the views file passes a multiple of INTERVAL, its read models (small: they
+grow with runs, workers and leases, not with events) are copied into
+``<views>.checkpoints/<position>.sqlite``. At most LIMIT files are kept: past
+that, the one whose removal leaves the smallest gap goes, so they stay spread
+over the ledger. A checkpoint is used only if the ledger still holds the digest
+it was taken at and the read models' schema is the same; it is disposable, like
+the views, and a rebuild of the views from position 1 starts them afresh.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from ..projections.views import META, READ_MODELS, Views, schema_signature
+from .files import create_private_file
+from .reader import read_events
+
+__all__ = ["INTERVAL", "LIMIT", "checkpoint_folder", "clear", "keep", "positions", "start_from_checkpoint"]
+
+INTERVAL = 10_000
+LIMIT = 128
+_TABLES = [m.TABLE for m in READ_MODELS] + [META]
+
+
+def checkpoint_folder(views_path: Path) -> Path:
+    return views_path.with_name(views_path.stem + ".checkpoints")
+
+
+def positions(folder: Path) -> list[int]:
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(int(name[:-7]) for name in names if name.endswith(".sqlite") and name[:-7].isdigit())
+
+
+def clear(folder: Path) -> None:
+    for position in positions(folder):
+        (folder / f"{position}.sqlite").unlink(missing_ok=True)
+
+
+def keep(views: Views, folder: Path) -> int:
+    """Copy the views' read models as they stand now into the folder; returns the position copied."""
+    folder.mkdir(mode=0o700, exist_ok=True)
+    partial = folder / f"partial-{os.getpid()}.sqlite"
+    partial.unlink(missing_ok=True)
+    create_private_file(partial)
+    c = views.conn
+    c.execute("ATTACH DATABASE ? AS checkpoint", (str(partial),))
+    try:
+        c.execute("BEGIN")
+        try:
+            position = views.position()
+            for table in _TABLES:
+                c.execute(f"CREATE TABLE checkpoint.[{table}] AS SELECT * FROM main.[{table}]")
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+    finally:
+        c.execute("DETACH DATABASE checkpoint")
+    os.replace(partial, folder / f"{position}.sqlite")
+    _thin(folder)
+    return position
+
+
+def _thin(folder: Path) -> None:
+    kept = positions(folder)
+    while len(kept) > LIMIT:
+        # never the newest; among the others, the one whose neighbours are closest together
+        bounds = [0, *kept]
+        i = min(range(1, len(kept)), key=lambda k: bounds[k + 1] - bounds[k - 1])
+        (folder / f"{kept[i - 1]}.sqlite").unlink(missing_ok=True)
+        del kept[i - 1]
+
+
+def start_from_checkpoint(ledger: sqlite3.Connection, views: Views, folder: Path, *, until: int | None = None,
+                          until_time: str | None = None) -> int:
+    """Fill empty views from the latest usable checkpoint at or before until (or until_time); returns its position.
+
+    0 when there is none: the views stay empty and are built from position 1.
+    Ledger time never runs backwards, so a checkpoint whose own event is no later
+    than until_time holds no event past it.
+    """
+    for position in reversed(positions(folder)):
+        if until is not None and position > until:
+            continue
+        if until_time is not None and _recorded_at(ledger, position) > until_time:
+            continue
+        if _restore(ledger, views, folder / f"{position}.sqlite", position):
+            return position
+    return 0
+
+
+def _restore(ledger: sqlite3.Connection, views: Views, path: Path, position: int) -> bool:
+    from .projector import digest_at
+
+    c = views.conn
+    if not path.is_file():
+        return False  # thinned by another process meanwhile (ATTACH would create it)
+    try:
+        c.execute("ATTACH DATABASE ? AS checkpoint", (str(path),))
+    except sqlite3.Error:
+        return False
+    try:
+        meta = dict(c.execute(f"SELECT key, value FROM checkpoint.[{META}]").fetchall())
+        if (meta.get("schema"), meta.get("position"), meta.get("genesis"), meta.get("digest")) != (
+                schema_signature(), str(position), digest_at(ledger, 1), digest_at(ledger, position)):
+            return False
+        c.execute("BEGIN")
+        try:
+            for table in _TABLES:
+                c.execute(f"DELETE FROM main.[{table}]")
+                c.execute(f"INSERT INTO main.[{table}] SELECT * FROM checkpoint.[{table}]")
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+        return True
+    except sqlite3.Error:
+        return False
+    finally:
+        c.execute("DETACH DATABASE checkpoint")
+
+
+def _recorded_at(ledger: sqlite3.Connection, position: int) -> str:
+    import json
+
+    for row in read_events(ledger, after=position - 1, until=position):
+        return json.loads(row[4])["recorded_at"]
+    return "\uffff"  # past the ledger's end: never before any time

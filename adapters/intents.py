@@ -1,0 +1,73 @@
+"""Every intent type, declared once: where it lives, how it is observed, decided and carried out.
+
+The effector dispatches on INTENT_KINDS alone. Which events are intents at all
+comes from the event classes' ``effect_role`` (``domain.effects.INTENT_TYPES``);
+a test holds the two to each other, one kind per intent type.
+
+The protocol each kind follows: observe the world through its port; decide, from
+the aggregate and the observation, the outcome, ``Unknown`` or ``Act`` (the world
+is positively in the state before the effect); only on ``Act``, act with
+compare-and-swap, observe again and decide once more. An act reports nothing
+and raises nothing for a state of the world: the observation after it says
+what happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from ..domain import run as run_aggregate
+from ..domain.effects import Act, BranchObservation, Unknown, decide_base_pin
+from ..domain.events import Event, RunBasePinRequested
+from .identity import mismatch_reason
+from .ports import GitPort
+
+__all__ = ["INTENT_KINDS", "RUN_BASE_PIN", "IntentKind"]
+
+A = TypeVar("A")  # the aggregate the intent's stream folds into
+I = TypeVar("I", bound=Event)  # the intent event
+O = TypeVar("O")  # what the port observes
+
+
+@dataclass(frozen=True)
+class IntentKind(Generic[A, I, O]):
+    """One intent type's whole protocol, from its stream to its act."""
+
+    intent: type[I]
+    stream_of: Callable[[I], str]  # the stream the intent and its outcome live on
+    apply: Callable[[A | None, Event, int], A]  # the aggregate's fold
+    port: str  # the field of Ports that observe and act are given
+    # (port, intent, the repository id the ledger is bound to) -> observation
+    observe: Callable[[Any, I, str | None], O]
+    # (aggregate, intent, observation, now) -> outcome event, Unknown or Act; pure
+    decide: Callable[[A, I, O, str], Event | Unknown | Act]
+    act: Callable[[Any, I, O], None] | None = None  # None: observing is the whole effect
+
+    @property
+    def type_name(self) -> str:
+        return self.intent.type_name()
+
+
+def _observe_base(git: GitPort, intent: RunBasePinRequested, repository_id: str | None) -> BranchObservation:
+    repository = Path(intent.repository)
+    if repository_id is not None:
+        mismatch = mismatch_reason(repository, repository_id, git.identity(repository))
+        if mismatch:
+            return BranchObservation("unreadable", detail=mismatch)
+    return git.observe_branch(repository, intent.target_branch)
+
+
+RUN_BASE_PIN: IntentKind[run_aggregate.Run, RunBasePinRequested, BranchObservation] = IntentKind(
+    intent=RunBasePinRequested,
+    stream_of=lambda intent: run_aggregate.stream_of(intent.run_id),
+    apply=run_aggregate.apply,
+    port="git",
+    observe=_observe_base,
+    decide=decide_base_pin,
+    act=None,  # the branch is only read: observing it is the effect
+)
+
+INTENT_KINDS: dict[str, IntentKind[Any, Any, Any]] = {kind.type_name: kind for kind in (RUN_BASE_PIN,)}

@@ -1,0 +1,93 @@
+"""Verifying a ledger file: its genesis, its hash chain, its tail, its schema, and anchors read from a file.
+
+Reads the file through a plain read-only connection; pydantic is imported only
+to check the genesis event (position 1).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ..domain.chain import CHAIN_ALGORITHM, GENESIS_DIGEST, ChainBreak, ChainHead, verify_chain
+from ..domain.errors import BadInput, NotFound, VerificationFailed
+from .reader import orphan_digest_after, read_chain_rows
+from .schema_check import check_schema
+
+__all__ = ["MAX_POSITION", "genesis_break", "read_anchor", "verify_ledger"]
+
+MAX_POSITION = 2**53 - 1  # what every store and JSON reader can hold
+HEX_DIGITS = frozenset("0123456789abcdef")
+
+
+def read_anchor(path: str | Path) -> ChainHead:
+    """The (position, digest) an anchor file says the ledger must still hold: at its top or under 'head'."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise NotFound("anchor-not-found", f"no anchor file {path}") from None
+    except (OSError, ValueError) as e:
+        raise BadInput("bad-anchor", f"{path} is not a JSON anchor: {e}") from None
+    head = doc.get("head", doc) if isinstance(doc, dict) else None
+    position = head.get("position") if isinstance(head, dict) else None
+    digest = head.get("digest") if isinstance(head, dict) else None
+    # bool is an int in Python: `true` is not position 1.
+    if type(position) is not int or not 1 <= position <= MAX_POSITION:
+        raise BadInput("bad-anchor", f"{path} needs a 'position' (a whole number from 1), at the top or under 'head'")
+    if not (isinstance(digest, str) and len(digest) == 64 and set(digest) <= HEX_DIGITS):
+        raise BadInput("bad-anchor", f"{path} needs a 'digest' (64 lowercase hex digits), at the top or under 'head'")
+    return ChainHead(position, digest)
+
+
+def verify_ledger(conn: sqlite3.Connection, *, anchor: ChainHead | None = None, until: int | None = None,
+                  progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Recompute the chain; raise VerificationFailed naming the first bad position.
+
+    ``progress(position)`` is called for each row when given. Returns the
+    report `docket verify --json` prints: events, head and algorithm.
+    """
+    broken = genesis_break(conn)
+    head = None
+    if broken is None:
+        rows: Iterable[Any] = read_chain_rows(conn, until=until)
+        head, broken = verify_chain(_counted(rows, progress) if progress else rows, anchor=anchor)
+    if broken is None and until is None:
+        orphan = orphan_digest_after(conn, head.position)
+        if orphan is not None:
+            broken = ChainBreak(head.position + 1, "event missing; its digest is still recorded")
+    if broken is not None:
+        raise VerificationFailed("chain-broken", f"position {broken.position}: {broken.reason}")
+    check_schema(conn)
+    return {"ok": True, "events": head.position, "head": {"position": head.position, "digest": head.digest},
+            "algorithm": CHAIN_ALGORITHM}
+
+
+def genesis_break(conn: sqlite3.Connection) -> ChainBreak | None:
+    """Position 1 must be a genuine LedgerCreated: the ledger stream's first event, fixing this chain's genesis."""
+    from ..domain.events import EVENT_TYPES
+    from ..domain.ledger import GENESIS_TYPES, LEDGER_STREAM
+
+    row = conn.execute("SELECT originator_id, originator_version, topic, state FROM stored_events WHERE rowid = 1").fetchone()
+    if row is None:
+        raise NotFound("no-ledger", "the ledger holds no events; run 'docket init' first")
+    stream, version, topic, state = row
+    genesis = None
+    if topic in GENESIS_TYPES and stream == LEDGER_STREAM and version == 1:
+        try:
+            body = json.loads(state)
+            genesis = EVENT_TYPES[topic].model_validate(
+                {**body["payload"], "stream": stream, "version": version, "recorded_at": body["recorded_at"]})
+        except (ValueError, KeyError, TypeError):  # pydantic's ValidationError is a ValueError
+            genesis = None
+    if genesis is None or genesis.genesis_digest != GENESIS_DIGEST or genesis.chain != CHAIN_ALGORITHM:
+        return ChainBreak(1, "position 1 is not the LedgerCreated genesis event of this chain")
+    return None
+
+
+def _counted(rows: Iterable[Any], progress: Callable[[int], None]) -> Iterator[Any]:
+    for row in rows:
+        progress(row[0])
+        yield row

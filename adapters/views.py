@@ -1,0 +1,127 @@
+"""The views a command reads, at the ledger's head: one rule for when views.sqlite can be used as it is.
+
+The fast path (the file already reflects the ledger's head) needs the standard
+library only, so that ``docket status`` starts fast; catching up imports the
+projector.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from ..domain.errors import BadInput
+from ..projections.views import Views, schema_signature
+
+__all__ = ["current_views", "fresh_views", "update_views", "views_at"]
+
+Warn = Callable[[str, str], None]
+
+
+def current_views(ledger: sqlite3.Connection, path: Path) -> Views | None:
+    """The views file, read-only, if it already reflects the ledger's head (same schema, position and digest)."""
+    if not path.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    except sqlite3.Error:
+        return None
+    try:
+        meta = dict(conn.execute("SELECT key, value FROM projection_position").fetchall())
+        head = ledger.execute("SELECT position, digest FROM chain ORDER BY position DESC LIMIT 1").fetchone()
+    except sqlite3.Error:
+        conn.close()
+        return None
+    if meta.get("schema") != schema_signature() or head is None \
+            or (str(head[0]), head[1]) != (meta.get("position"), meta.get("digest")):
+        conn.close()
+        return None
+    return Views(conn)
+
+
+def fresh_views(ledger: sqlite3.Connection, path: Path, *, timeout: float, warn: Warn,
+                writable: bool = False) -> Views:
+    """Views at the ledger's head: the file as it is when current, else caught up first.
+
+    When the file cannot be opened or written (read-only mount, locked, disk
+    full, not a views file), they are built in memory from the ledger, with a
+    warning. ``writable``: never the read-only file (the caller rebuilds them).
+    The caller closes the returned views' connection.
+    """
+    if not writable and (views := current_views(ledger, path)) is not None:
+        return views
+    from .projector import catch_up, open_views
+
+    try:
+        return _caught_up_file(ledger, path, timeout)
+    except (OSError, sqlite3.Error) as e:
+        warn("views-unavailable", f"cannot use {path} ({e}); using views built in memory")
+    except BadInput as e:
+        warn("views-unavailable", f"cannot use {path} ({e.code}: {e.message}); using views built in memory")
+    views = open_views(":memory:")
+    try:
+        catch_up(ledger, views)
+    except BaseException:
+        views.conn.close()
+        raise
+    return views
+
+
+def update_views(ledger: sqlite3.Connection, path: Path, *, timeout: float, warn: Warn) -> None:
+    """After a recorded event: bring the views file up to it, or warn that it will catch up later.
+
+    The event is committed; a views failure (locked, disk full, damaged) must not
+    turn a recorded command into a failed one that invites a retry.
+    """
+    try:
+        _caught_up_file(ledger, path, timeout).conn.close()
+    except (OSError, sqlite3.Error, BadInput) as e:
+        warn("views-behind", f"the event is recorded, but {path} could not be updated ({e}); "
+                             "the views catch up on the next command")
+
+
+def _caught_up_file(ledger: sqlite3.Connection, path: Path, timeout: float) -> Views:
+    from .projector import catch_up, open_views
+
+    views = open_views(path, timeout=timeout)
+    try:
+        catch_up(ledger, views)
+    except BaseException:
+        views.conn.close()
+        raise
+    return views
+
+
+def views_at(ledger: sqlite3.Connection, at: str, checkpoints: Path | None = None) -> tuple[Views, str | None]:
+    """Views rebuilt in memory up to a ledger position or an ISO-8601 time, and the ledger's time there.
+
+    They start from the latest usable checkpoint in the folder checkpoints, if any, else from position 1.
+    The time is None when nothing was recorded by then. The caller closes the views' connection.
+    """
+    import json
+
+    from ..domain.errors import NotFound
+    from ..domain.values import parse_position, parse_time
+    from .checkpoints import start_from_checkpoint
+    from .projector import catch_up, open_views
+    from .reader import head_position
+
+    views = open_views(":memory:")
+    try:
+        if at.isascii() and at.isdigit():
+            if (until := parse_position(at)) > (head := head_position(ledger)):
+                raise NotFound("position-not-found", f"position {at} is past the end of the ledger ({head})")
+            if checkpoints is not None:
+                start_from_checkpoint(ledger, views, checkpoints, until=until)
+            position = catch_up(ledger, views, until=until)
+            row = ledger.execute("SELECT state FROM stored_events WHERE rowid = ?", (position,)).fetchone()
+            return views, json.loads(row[0])["recorded_at"] if row else None
+        moment = parse_time(at)
+        if checkpoints is not None:
+            start_from_checkpoint(ledger, views, checkpoints, until_time=moment)
+        catch_up(ledger, views, until_time=moment)
+        return views, moment
+    except BaseException:
+        views.conn.close()
+        raise

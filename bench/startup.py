@@ -1,0 +1,72 @@
+"""startup: a write command as a whole process, against a bare Python that imports what every write needs.
+
+In a fresh git repository holding a ledger and one run, ``docket task plan``
+(parse, open the ledger, decide and append one event, bring the views up to
+it, print) is timed as a whole process, interleaved round by round with
+``python -c 'from pydantic import BaseModel; import eventsourcing.sqlite'``
+(the floor: any write needs those two) and ``python -c pass``. Also shown:
+``docket status`` on that small ledger (views current) and ``docket --version``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .common import BIN, Row, log, median, remove, temp_dir
+
+GOAL = 1.3
+FLOOR = [sys.executable, "-c", "from pydantic import BaseModel; import eventsourcing.sqlite"]
+
+
+def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(argv, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return time.perf_counter() - t0
+
+
+def run(quick: bool) -> list[Row]:
+    rounds = 10 if quick else 30
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKET_")}
+    env.update(GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@example.com", GIT_COMMITTER_NAME="bench",
+               GIT_COMMITTER_EMAIL="bench@example.com")
+    folder = temp_dir()
+    try:
+        subprocess.run(["git", "init", "-q", "-b", "main", str(folder)], check=True)
+        subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "start"], cwd=folder, env=env, check=True)
+        docket = str(BIN / "docket")
+        subprocess.run([docket, "init"], cwd=folder, env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([docket, "run", "open", "--target", "main", "--goal", "bench", "--id", "r1"], cwd=folder,
+                       env=env, check=True, stdout=subprocess.DEVNULL)
+        commands = {
+            "plan": [docket, "task", "plan", "r1", "--title", "a task"],
+            "floor": FLOOR,
+            "pass": [sys.executable, "-c", "pass"],
+            "status": [docket, "status"],
+            "version": [docket, "--version"],
+        }
+        for argv in commands.values():  # warm-up: files in the page cache, .pyc written
+            _timed(argv, folder, env)
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(rounds):  # interleaved: a burst of load slows every figure of a round alike
+            for name, argv in commands.items():
+                times[name].append(_timed(argv, folder, env))
+    finally:
+        remove(folder)
+    t = {name: median(xs) for name, xs in times.items()}
+    ratio = t["plan"] / t["floor"]
+    log(f"startup: task plan {t['plan']:.3f} s; floor {t['floor']:.3f} s ({ratio:.2f}x); "
+        f"python -c pass {t['pass']:.3f} s; status {t['status']:.3f} s")
+    return [
+        Row("startup", f"'python -c pass', median of {rounds}", t["pass"], "s"),
+        Row("startup", f"floor: python importing pydantic.BaseModel + eventsourcing.sqlite, median of {rounds}",
+            t["floor"], "s"),
+        Row("startup", f"'docket task plan' (one event appended), median of {rounds}", t["plan"], "s",
+            ratio=ratio, goal=f"< {GOAL}x floor", passed=ratio < GOAL),
+        Row("startup", f"'docket status', small ledger, views current, median of {rounds}", t["status"], "s",
+            ratio=t["status"] / t["pass"]),
+        Row("startup", f"'docket --version', median of {rounds}", t["version"], "s", ratio=t["version"] / t["pass"]),
+    ]

@@ -1,0 +1,171 @@
+"""docket init / verify / replay / schema / completion (log has its own module, cli/log_command.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ..domain.errors import BadInput, NotFound, OutcomeUnknown, VerificationFailed
+from ..domain.streams import run_stream
+from .context import Context
+from .output import Progress, emit, shown
+from .parsing import command, position
+
+__all__ = ["add_completion", "add_init", "add_replay", "add_schema", "add_verify"]
+
+
+def add_init(nouns: Any, common: argparse.ArgumentParser) -> None:
+    command(nouns, "init", init, common, "create the ledger (idempotent)", "docket init")
+
+
+def add_verify(nouns: Any, common: argparse.ArgumentParser) -> None:
+    p = command(nouns, "verify", verify, common, "recompute the hash chain and name the first bad position",
+                "docket verify --json > anchor.json; docket verify --anchor anchor.json")
+    p.add_argument("--anchor", metavar="FILE", help="JSON with the position and digest the ledger must still hold")
+
+
+def add_replay(nouns: Any, common: argparse.ArgumentParser) -> None:
+    p = command(nouns, "replay", replay, common,
+                "verify, rebuild every projection and compare; --apply drives pending intents", "docket replay --apply")
+    p.add_argument("--until", metavar="POSITION", type=position, help="stop at this position")
+    p.add_argument("--apply", action="store_true", help="drive every pending intent to its outcome")
+
+
+def add_schema(nouns: Any, common: argparse.ArgumentParser) -> None:
+    p = command(nouns, "schema", schema, common, "print the JSON Schema of every event type", "docket schema --json")
+    p.add_argument("--markdown", action="store_true", help="render the event catalogue as docs/events.md")
+
+
+def add_completion(nouns: Any, common: argparse.ArgumentParser) -> None:
+    p = command(nouns, "completion", completion, common, "print a shell completion script",
+                "eval \"$(docket completion bash)\"")
+    p.add_argument("shell", choices=["bash", "zsh"], help="bash or zsh")
+
+
+def init(ctx: Context) -> int:
+    """Create the ledger, bound to the repository around the working directory (if any)."""
+    from ..adapters.identity import ensure_identity
+
+    ledger = ctx.open_ledger()
+    created = False
+    if not ledger.is_initialised():
+        common = ctx.repository
+        repository_id = ensure_identity(common) if common is not None else None
+        created = ledger.initialise(ctx.clock.now(), repository_id, str(common) if common is not None else None)
+    if not created:
+        ctx.require_own_repository(ledger)
+    ctx.update_views()
+    doc = {"created": created, "ledger": str(ctx.paths.ledger), "views": str(ctx.paths.views),
+           "repository_id": ledger.repository_id}
+    emit(ctx.json, doc, f"{'created' if created else 'already have'} ledger {shown(ctx.paths.ledger)}")
+    return 0
+
+
+def _verified(ctx: Context, *, anchor: Any = None, until: int | None = None) -> dict[str, Any]:
+    """The chain recomputed (with progress on a terminal); VerificationFailed names the first bad position."""
+    from ..adapters.reader import head_position
+    from ..adapters.verification import verify_ledger
+
+    conn = ctx.read_ledger()
+    progress = Progress("verifying", head_position(conn))
+    try:
+        return verify_ledger(conn, anchor=anchor, until=until, progress=progress if progress.enabled else None)
+    finally:
+        progress.close()
+
+
+def verify(ctx: Context) -> int:
+    from ..adapters.verification import read_anchor
+
+    anchor = read_anchor(ctx.args.anchor) if ctx.args.anchor else None
+    try:
+        doc = _verified(ctx, anchor=anchor)
+    except VerificationFailed as e:
+        if ctx.json:
+            emit(True, {"ok": False, "error": {"code": e.code, "message": e.message}}, None)
+        raise
+    if anchor is not None:
+        doc["anchor"] = {"position": anchor.position, "digest": anchor.digest}
+    emit(ctx.json, doc, f"ok: {doc['events']} events, chain intact; head {doc['head']['position']} {doc['head']['digest']}")
+    return 0
+
+
+def replay(ctx: Context) -> int:
+    """Verify, rebuild every projection into a fresh file and compare; --apply finishes pending intents."""
+    from ..adapters.reader import head_position
+    from ..adapters.replay import apply_pending, rebuild_and_compare, rebuild_views_cut_off
+    from .output import warn
+
+    a = ctx.args
+    if a.apply and a.until:
+        raise BadInput("usage", "--apply drives intents at the head of the ledger; it cannot be combined with --until")
+    conn = ctx.read_ledger()
+    head = head_position(conn)
+    if a.until and a.until > head:
+        raise NotFound("position-not-found", f"position {a.until} is past the end of the ledger ({head})")
+    rebuild_views_cut_off(conn, ctx.paths.views)
+    checked = _verified(ctx, until=a.until)
+    progress = Progress("rebuilding", checked["events"])
+    try:
+        rebuilt = rebuild_and_compare(conn, ctx.paths.views, until=a.until, timeout=ctx.lock_timeout, warn=warn,
+                                      progress=progress)
+    finally:
+        progress.close()
+    doc: dict[str, Any] = {"verified": checked, **rebuilt}
+    if not a.until:  # snapshots are state derived from the events, like views: recompute and repair them
+        doc["snapshot_drift"] = ctx.open_ledger().snapshot_drift(repair=True)
+    if a.apply:
+        doc.update(apply_pending(ctx.ledger, ctx.effector, after_driving=ctx.update_views))
+    _render_replay(ctx, doc, checked)
+    if doc.get("drift"):
+        raise VerificationFailed("projection-drift", f"projections differed in {', '.join(doc['drift'])}; rebuilt from the ledger")
+    if doc.get("snapshot_drift"):
+        raise VerificationFailed("snapshot-drift", f"snapshots differed from their events for "
+                                                   f"{', '.join(doc['snapshot_drift'])}; recomputed from the ledger")
+    if doc.get("cursor_repaired"):
+        raise VerificationFailed("effector-cursor-drift",
+                                 f"the effector's cursor skipped pending intent(s) {', '.join(doc['cursor_repaired']['skipped'])}; "
+                                 "moved back and driven")
+    if doc.get("pending"):
+        named = ", ".join(f"{p['intent_id']} ({p['reason'] or 'not yet observed'})" for p in doc["pending"][:5])
+        more = f" and {len(doc['pending']) - 5} more" if len(doc["pending"]) > 5 else ""
+        raise OutcomeUnknown("intents-pending", f"{len(doc['pending'])} intent(s) still pending: {named}{more}; "
+                                                "replay again later")
+    return 0
+
+
+def _render_replay(ctx: Context, doc: dict[str, Any], checked: dict[str, Any]) -> None:
+    lines = [f"ok: chain intact up to {checked['head']['position']}; projections rebuilt to {doc['rebuilt_position']}"]
+    if doc.get("drift"):
+        lines.append(f"projections differed from the ledger in: {', '.join(doc['drift'])}; rebuilt in place")
+    if doc.get("snapshot_drift"):
+        lines.append(f"snapshots differed from their events for: {', '.join(doc['snapshot_drift'])}; recomputed")
+    if doc.get("cursor_repaired"):
+        lines.append(f"the effector's cursor was past pending intent(s) {', '.join(doc['cursor_repaired']['skipped'])}; "
+                     "moved back")
+    lines += [f"intent {r['intent_id']} (position {r['intent_position']}): {r['outcome']}" for r in doc.get("applied", [])]
+    lines += [f"still pending: intent {p['intent_id']} (position {p['position']}): {shown(p['reason'] or 'not yet observed')}"
+              for p in doc.get("pending", [])]
+    emit(ctx.json, doc, "\n".join(lines))
+
+
+def schema(ctx: Context) -> int:
+    from ..domain.events import EVENT_TYPES
+
+    if ctx.args.markdown:
+        from .events_doc import render
+
+        emit(ctx.json, {"markdown": render()}, render())
+        return 0
+    doc = {name: cls.model_json_schema() for name, cls in EVENT_TYPES.items()}
+    emit(ctx.json, doc, json.dumps(doc, indent=2, sort_keys=True))
+    return 0
+
+
+def completion(ctx: Context) -> int:
+    from .completion import script
+
+    text = script(ctx.args.shell)
+    emit(ctx.json, {"shell": ctx.args.shell, "script": text}, text)
+    return 0

@@ -1,0 +1,89 @@
+"""Every event docket records: frozen pydantic models with fixed stored names.
+
+One module per aggregate (``ledger``, ``run``, ``task``, ``worker``, ``lease``),
+one for the effect protocol's own events (``effect``), and the envelope and
+field types they share (``base``). The catalogue is built here, in the order
+``docs/events.md`` lists it.
+
+Each class declares its ``effect_role`` in the effect protocol: intents (named
+``...Requested``) ask for an effect; outcomes carry the ``intent_id`` they
+resolve; an "unknown" observation leaves its intent pending.
+"""
+
+from __future__ import annotations
+
+from .base import Event
+from .effect import IntentCancelled, IntentOutcomeUnknown, IntentOutcomeUnknownV2
+from .lease import LeaseExpired, LeaseGranted, LeaseReleased, LeaseRenewed
+from .ledger import LedgerCreated, LedgerCreatedV2
+from .run import (
+    RunAborted,
+    RunBasePinFailed,
+    RunBasePinned,
+    RunBasePinRequested,
+    RunCompleted,
+    RunOpened,
+    RunPaused,
+    RunResumed,
+)
+from .task import TaskPlanned
+from .worker import WorkerRegistered, WorkerRelaunched
+
+__all__ = [
+    "EVENT_TYPES",
+    "Event",
+    "IntentCancelled",
+    "IntentOutcomeUnknown",
+    "IntentOutcomeUnknownV2",
+    "LeaseExpired",
+    "LeaseGranted",
+    "LeaseReleased",
+    "LeaseRenewed",
+    "LedgerCreated",
+    "LedgerCreatedV2",
+    "RunAborted",
+    "RunBasePinFailed",
+    "RunBasePinRequested",
+    "RunBasePinned",
+    "RunCompleted",
+    "RunOpened",
+    "RunPaused",
+    "RunResumed",
+    "TaskPlanned",
+    "WorkerRegistered",
+    "WorkerRelaunched",
+    "event_class",
+]
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.type_name(): cls
+    for cls in (
+        LedgerCreated,
+        LedgerCreatedV2,
+        RunOpened,
+        RunBasePinRequested,
+        RunBasePinned,
+        RunBasePinFailed,
+        IntentOutcomeUnknown,
+        IntentOutcomeUnknownV2,
+        IntentCancelled,
+        RunPaused,
+        RunResumed,
+        RunAborted,
+        RunCompleted,
+        TaskPlanned,
+        WorkerRegistered,
+        WorkerRelaunched,
+        LeaseGranted,
+        LeaseRenewed,
+        LeaseReleased,
+        LeaseExpired,
+    )
+}
+
+
+def event_class(type_name: str) -> type[Event]:
+    try:
+        return EVENT_TYPES[type_name]
+    except KeyError:
+        raise KeyError(f"unknown event type {type_name!r}") from None

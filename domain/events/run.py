@@ -1,0 +1,91 @@
+"""Events of the Run aggregate (stream ``run:<run_id>``), its base-pin intent and outcomes included."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .base import BranchName, Code, Commit, Event, Id, PositiveMs, RepositoryPath, Text
+
+__all__ = [
+    "RunAborted",
+    "RunBasePinFailed",
+    "RunBasePinRequested",
+    "RunBasePinned",
+    "RunCompleted",
+    "RunOpened",
+    "RunPaused",
+    "RunResumed",
+]
+
+
+class RunOpened(Event):
+    """A run is opened for one goal on one target branch, with a time budget."""
+
+    name = "RunOpened"
+    run_id: Id
+    goal: Text
+    target_branch: BranchName
+    budget_ms: PositiveMs | None
+
+
+class RunBasePinRequested(Event):
+    """Intent: resolve the target branch and pin its commit as the run's base."""
+
+    name = "RunBasePinRequested"
+    effect_role = "intent"
+    intent_id: Id
+    run_id: Id
+    target_branch: BranchName
+    repository: RepositoryPath
+
+
+class RunBasePinned(Event):
+    """Outcome: the target branch's commit was observed and pinned as the base."""
+
+    name = "RunBasePinned"
+    effect_role = "outcome"
+    intent_id: Id
+    run_id: Id
+    commit: Commit
+    result: Literal["observed"]
+
+
+class RunBasePinFailed(Event):
+    """Outcome: the base could not be pinned (for example an unknown branch)."""
+
+    name = "RunBasePinFailed"
+    effect_role = "outcome"
+    intent_id: Id
+    run_id: Id
+    code: Code
+    message: Text
+
+
+class RunPaused(Event):
+    """The run's active interval closes; its budget stops running."""
+
+    name = "RunPaused"
+    run_id: Id
+    reason: Text | None
+
+
+class RunResumed(Event):
+    """A paused run becomes active again and opens a new active interval."""
+
+    name = "RunResumed"
+    run_id: Id
+
+
+class RunAborted(Event):
+    """The run stops for good without delivering."""
+
+    name = "RunAborted"
+    run_id: Id
+    reason: Text
+
+
+class RunCompleted(Event):
+    """The run is finished."""
+
+    name = "RunCompleted"
+    run_id: Id

@@ -1,0 +1,48 @@
+"""The stream each aggregate's events live on: the one place stream names are spelled.
+
+Pure and light (nothing but strings), so read models on `docket status`'s path,
+which must not import pydantic, can name streams too. Each aggregate exposes its
+own as ``stream_of``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "LEASE_PREFIX",
+    "LEDGER_STREAM",
+    "RUN_PREFIX",
+    "TASK_PREFIX",
+    "WORKER_PREFIX",
+    "lease_stream",
+    "run_of_stream",
+    "run_stream",
+    "task_stream",
+    "worker_stream",
+]
+
+LEDGER_STREAM = "ledger"
+RUN_PREFIX = "run:"
+TASK_PREFIX = "task:"
+WORKER_PREFIX = "worker:"
+LEASE_PREFIX = "lease:"
+
+
+def run_stream(run_id: str) -> str:
+    return RUN_PREFIX + run_id
+
+
+def task_stream(task_id: str) -> str:
+    return TASK_PREFIX + task_id
+
+
+def worker_stream(worker_id: str) -> str:
+    return WORKER_PREFIX + worker_id
+
+
+def lease_stream(resource: str) -> str:
+    return LEASE_PREFIX + resource
+
+
+def run_of_stream(stream: str) -> str | None:
+    """The run whose stream this is; None for any other stream."""
+    return stream[len(RUN_PREFIX):] if stream.startswith(RUN_PREFIX) else None

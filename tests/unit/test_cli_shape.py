@@ -1,0 +1,86 @@
+"""The CLI is parse -> call -> render: no SQL in cli/, handlers referenced directly, one parser per command."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import pathlib
+import re
+
+import pytest
+
+from docket.cli import app
+
+CLI = pathlib.Path(app.__file__).parent
+SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA|BEGIN|COMMIT)\b")
+
+
+def _sources():
+    return sorted(CLI.glob("*.py"))
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: p.name)
+def test_no_sql_in_cli(path):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            assert node.func.attr not in {"execute", "executemany", "executescript"}, f"{path.name}:{node.lineno}"
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            assert not SQL.search(node.value), f"{path.name}:{node.lineno}: {node.value[:60]!r}"
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: p.name)
+def test_no_handler_resolved_by_name(path):
+    assert "importlib" not in path.read_text(), path.name
+
+
+def _leaves(parser, path=()):
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield path, parser
+    for action in subs:
+        for name, sub in action.choices.items():
+            yield from _leaves(sub, (*path, name))
+
+
+def test_every_command_has_a_handler_function_in_its_nouns_module():
+    for path, parser in _leaves(app.build_parser()):
+        if not path:
+            continue
+        handler = parser.get_default("handler")
+        assert callable(handler), path
+        assert handler.__module__.startswith("docket.cli."), (path, handler.__module__)
+
+
+@pytest.mark.parametrize("command", list(app.COMMANDS))
+def test_the_parser_built_for_one_command_has_it_alone_and_describes_it_as_the_whole_one(command):
+    whole, alone = app.build_parser(), app.build_parser(only=command)
+    (nouns,) = [a for a in alone._actions if isinstance(a, argparse._SubParsersAction)]
+    assert list(nouns.choices) == [command]
+    (all_nouns,) = [a for a in whole._actions if isinstance(a, argparse._SubParsersAction)]
+    assert nouns.choices[command].format_help() == all_nouns.choices[command].format_help()
+    for path, leaf in _leaves(nouns.choices[command], (command,)):
+        (whole_leaf,) = [p for q, p in _leaves(all_nouns.choices[command], (command,)) if q == path]
+        assert leaf.format_help() == whole_leaf.format_help(), path
+
+
+ARGVS = [
+    ["status"], ["--json", "status", "r1", "--at", "3"], ["--ledger", "x.sqlite", "task", "plan", "r1", "--title", "t"],
+    ["lease", "grant", "wt/a", "--worker", "w1", "--generation", "2", "--ttl", "10m", "--json"],
+    ["run", "open", "--target", "main", "--goal", "g", "--ledger", "l"], ["--ledger=run", "init"], ["replay", "--until", "4"],
+]
+
+
+@pytest.mark.parametrize("argv", ARGVS, ids=" ".join)
+def test_parsing_with_one_commands_parser_gives_what_the_whole_parser_gives(argv):
+    assert vars(app.parse_args(argv)) == vars(app.build_parser().parse_args(argv))
+
+
+@pytest.mark.parametrize("argv", [["task"], ["task", "plan"], ["lease", "grant", "x", "--generation", "0"],
+                                  ["bogus"], ["status", "--bogus"]], ids=" ".join)
+def test_usage_errors_are_the_whole_parsers(argv):
+    with pytest.raises(app.UsageError) as whole:
+        app.build_parser().parse_args(argv)
+    with pytest.raises(app.UsageError) as one:
+        app.parse_args(argv)
+    assert str(one.value) == str(whole.value)
