@@ -62,7 +62,7 @@ def to_bare(event: ev.Event) -> DomainEvent:
 
 
 def bare_genesis() -> DomainEvent:
-    first = lease_events(1, streams=1)[0]
+    first = lease_events(1, resources=1)[0]
     return BARE[type(first)](originator_id="ledger", originator_version=1,
                              timestamp=datetime.now(timezone.utc), **first.payload())
 

@@ -100,13 +100,13 @@ def schema_tag() -> str:
     return hashlib.sha256(repr(spec).encode()).hexdigest()[:8]
 
 
-def lease_events(count: int, streams: int = 50, start: int = 0) -> list[ev.Event]:
-    """count lease events over `streams` resources: a LeaseGranted (version 1) per
+def lease_events(count: int, resources: int = 50, start: int = 0) -> list[ev.Event]:
+    """count lease events over `resources` resources: a LeaseGranted (version 1) per
     resource, then LeaseRenewed (versions 2, 3 ...) round robin. ``start`` skips
     the first `start` events, so consecutive calls continue the same streams."""
     out: list[ev.Event] = []
     for i in range(start, start + count):
-        k, version = i % streams, i // streams + 1
+        k, version = i % resources, i // resources + 1
         resource = f"wt/{k}"
         at = stamp(i)
         if version == 1:
