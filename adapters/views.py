@@ -51,21 +51,15 @@ def fresh_views(ledger: sqlite3.Connection, path: Path, *, timeout: float, warn:
     """
     if not writable and (views := current_views(ledger, path)) is not None:
         return views
-    from .projector import catch_up, open_views
+    from .projector import open_views
 
     try:
-        return _caught_up_file(ledger, path, timeout)
+        return _caught_up(open_views(path, timeout=timeout), ledger)
     except (OSError, sqlite3.Error) as e:
         warn("views-unavailable", f"cannot use {path} ({e}); using views built in memory")
     except BadInput as e:
         warn("views-unavailable", f"cannot use {path} ({e.code}: {e.message}); using views built in memory")
-    views = open_views(":memory:")
-    try:
-        catch_up(ledger, views)
-    except BaseException:
-        views.conn.close()
-        raise
-    return views
+    return _caught_up(open_views(":memory:"), ledger)
 
 
 def update_views(ledger: sqlite3.Connection, path: Path, *, timeout: float, warn: Warn) -> None:
@@ -74,17 +68,19 @@ def update_views(ledger: sqlite3.Connection, path: Path, *, timeout: float, warn
     The event is committed; a views failure (locked, disk full, damaged) must not
     turn a recorded command into a failed one that invites a retry.
     """
+    from .projector import open_views
+
     try:
-        _caught_up_file(ledger, path, timeout).conn.close()
+        _caught_up(open_views(path, timeout=timeout), ledger).conn.close()
     except (OSError, sqlite3.Error, BadInput) as e:
         warn("views-behind", f"the event is recorded, but {path} could not be updated ({e}); "
                              "the views catch up on the next command")
 
 
-def _caught_up_file(ledger: sqlite3.Connection, path: Path, timeout: float) -> Views:
-    from .projector import catch_up, open_views
+def _caught_up(views: Views, ledger: sqlite3.Connection) -> Views:
+    """views brought up to the ledger's head; closed if that fails."""
+    from .projector import catch_up
 
-    views = open_views(path, timeout=timeout)
     try:
         catch_up(ledger, views)
     except BaseException:
