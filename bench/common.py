@@ -20,11 +20,7 @@ from docket.domain import events as ev
 from docket.domain import streams
 from docket.domain.values import from_ms, to_ms
 
-try:  # the plain read-only helpers live in adapters/reader.py (older trees: adapters/store.py)
-    from docket.adapters import reader as _reader
-except ImportError:
-    from docket.adapters import store as _reader  # type: ignore[no-redef]
-read_chain_rows, read_only = _reader.read_chain_rows, _reader.read_only
+from docket.adapters.world.reader import read_chain_rows, read_only
 
 WORK = Path(__file__).resolve().parent / ".work"
 BIN = Path(sys.executable).parent
@@ -206,7 +202,7 @@ def mixed_events(count: int, first_position: int = 2, per_run: int = 5000) -> It
 
 def new_ledger(path: Path) -> Any:
     """A docket ledger holding only its genesis event (position 1)."""
-    from docket.adapters.ledger import Ledger
+    from docket.adapters.app.ledger import Ledger
 
     ledger = Ledger(path)
     ledger.initialise(stamp(0))

@@ -65,9 +65,9 @@ def _process(argv: list[str]) -> tuple[float, float]:
 
 
 def _idle_passes(with_index: Path, without_index: Path, rounds: int) -> tuple[float, float]:
-    from docket.adapters.clock import FixedClock
-    from docket.adapters.effector import Effector
-    from docket.adapters.ledger import Ledger
+    from docket.adapters.world.clock import FixedClock
+    from docket.adapters.app.effector import Effector
+    from docket.adapters.app.ledger import Ledger
 
     for path in (with_index, without_index):
         with sqlite3.connect(path) as conn:  # the first run's outcome: its intent stays pending
@@ -91,7 +91,7 @@ def _idle_passes(with_index: Path, without_index: Path, rounds: int) -> tuple[fl
 
 
 def _append_cost(saves: int) -> tuple[float, float]:
-    from docket.adapters import store
+    from docket.adapters.world import store
 
     from docket.domain.events import TaskPlanned
     from docket.domain.streams import task_stream

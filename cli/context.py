@@ -14,13 +14,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..adapters.paths import LedgerPaths, resolve_paths
+from ..adapters.world.paths import LedgerPaths, resolve_paths
 from ..domain.errors import BadInput, NotFound, Refused
 
 if TYPE_CHECKING:
-    from ..adapters.clock import Clock
-    from ..adapters.effector import Effector
-    from ..adapters.ledger import Ledger
+    from ..adapters.world.clock import Clock
+    from ..adapters.app.effector import Effector
+    from ..adapters.app.ledger import Ledger
     from ..projections.views import Views
 
 
@@ -40,7 +40,7 @@ class Context:
 
     def require_ledger_file(self) -> None:
         """The ledger file exists and is what it claims to be; warn once if others could read or replace it."""
-        from ..adapters.files import check_ledger_file, exposure_warnings
+        from ..adapters.world.files import check_ledger_file, exposure_warnings
         from .output import warn
 
         if not os.path.lexists(self.paths.ledger):
@@ -54,7 +54,7 @@ class Context:
     @cached_property
     def lock_timeout(self) -> int:
         """Seconds to wait for the ledger's write lock: DOCKET_LOCK_TIMEOUT, else 60."""
-        from ..adapters.ledger import DEFAULT_LOCK_TIMEOUT
+        from ..adapters.app.ledger import DEFAULT_LOCK_TIMEOUT
 
         text = os.environ.get("DOCKET_LOCK_TIMEOUT", "").strip()
         if not text:
@@ -66,7 +66,7 @@ class Context:
 
     def open_ledger(self) -> Ledger:
         """The ledger file opened for writing (created if missing), not yet checked."""
-        from ..adapters.ledger import Ledger
+        from ..adapters.app.ledger import Ledger
 
         ledger = Ledger(self.paths.ledger, lock_timeout=self.lock_timeout)
         self._resources.callback(ledger.close)
@@ -82,7 +82,7 @@ class Context:
         return ledger
 
     def require_own_repository(self, ledger: Ledger) -> None:
-        from ..adapters.identity import identity_mismatch
+        from ..adapters.world.identity import identity_mismatch
 
         common = self.repository
         if common is None or ledger.repository_id is None:
@@ -95,13 +95,13 @@ class Context:
     @cached_property
     def repository(self) -> Path | None:
         """The git common dir of the repository around the working directory, if any."""
-        from ..adapters.paths import find_git_common_dir
+        from ..adapters.world.paths import find_git_common_dir
 
         return find_git_common_dir(Path.cwd())
 
     @cached_property
     def clock(self) -> Clock:
-        from ..adapters.clock import clock_from_env
+        from ..adapters.world.clock import clock_from_env
         from .output import warn
 
         clock, ignored = clock_from_env()
@@ -112,13 +112,13 @@ class Context:
 
     @cached_property
     def effector(self) -> Effector:
-        from ..adapters.effector import Effector
+        from ..adapters.app.effector import Effector
 
         return Effector(self.ledger, self.clock)
 
     def read_ledger(self) -> sqlite3.Connection:
         """A read-only connection to the ledger file (kept for the command's life)."""
-        from ..adapters.reader import missing_tables, read_only
+        from ..adapters.world.reader import missing_tables, read_only
 
         if self._reader is None:
             self.require_ledger_file()
@@ -129,8 +129,8 @@ class Context:
         return self._reader
 
     def views(self, *, writable: bool = False) -> Views:
-        """The views at the ledger's head (see adapters.views.fresh_views), closed when the command ends."""
-        from ..adapters.views import current_views, fresh_views
+        """The views at the ledger's head (see adapters.app.views.fresh_views), closed when the command ends."""
+        from ..adapters.app.views import current_views, fresh_views
         from .output import warn
 
         reader = self.read_ledger()  # before creating views beside a file that is not a ledger
@@ -143,8 +143,8 @@ class Context:
 
     def views_at(self, at: str) -> tuple[Views, str | None]:
         """Views rebuilt in memory up to a position or time, and the ledger's time there."""
-        from ..adapters.checkpoints import checkpoint_folder
-        from ..adapters.views import views_at
+        from ..adapters.app.checkpoints import checkpoint_folder
+        from ..adapters.app.views import views_at
 
         views, then = views_at(self.read_ledger(), at, checkpoint_folder(self.paths.views))
         self._resources.callback(views.conn.close)
@@ -152,7 +152,7 @@ class Context:
 
     def update_views(self) -> None:
         """After a recorded event: bring the views file up to it, or warn that it will catch up later."""
-        from ..adapters.views import update_views
+        from ..adapters.app.views import update_views
         from .output import warn
 
         update_views(self.read_ledger(), self.paths.views, timeout=self.lock_timeout, warn=warn)

@@ -46,7 +46,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 def _resource(text: str) -> str:
     """The resource's one name: a relative one is relative to the repository root, not the working directory."""
-    from ..adapters.paths import repository_root
+    from ..adapters.world.paths import repository_root
     from ..domain.names import normalise_resource
 
     root = repository_root(Path.cwd())
@@ -54,7 +54,7 @@ def _resource(text: str) -> str:
 
 
 def lease_grant(ctx: Context) -> int:
-    from ..adapters import services
+    from ..adapters.app import services
     from ..domain.values import format_duration, parse_duration
 
     a = ctx.args
@@ -67,7 +67,7 @@ def lease_grant(ctx: Context) -> int:
 
 
 def lease_renew(ctx: Context) -> int:
-    from ..adapters import services
+    from ..adapters.app import services
     from ..domain.values import parse_duration
 
     a = ctx.args
@@ -77,7 +77,7 @@ def lease_renew(ctx: Context) -> int:
 
 
 def lease_release(ctx: Context) -> int:
-    from ..adapters import services
+    from ..adapters.app import services
 
     ctx.args.resource = _resource(ctx.args.resource)
     appended = services.release_lease(ctx.ledger, ctx.clock, ctx.args.resource, ctx.args.token)
@@ -85,7 +85,7 @@ def lease_release(ctx: Context) -> int:
 
 
 def lease_expire(ctx: Context) -> int:
-    from ..adapters import services
+    from ..adapters.app import services
 
     ctx.args.resource = _resource(ctx.args.resource)
     appended = services.expire_lease(ctx.ledger, ctx.clock, ctx.args.resource)

@@ -45,7 +45,7 @@ def add_completion(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 def init(ctx: Context) -> int:
     """Create the ledger, bound to the repository around the working directory (if any)."""
-    from ..adapters.identity import ensure_identity
+    from ..adapters.world.identity import ensure_identity
 
     ledger = ctx.open_ledger()
     created = False
@@ -64,8 +64,8 @@ def init(ctx: Context) -> int:
 
 def _verified(ctx: Context, *, anchor: Any = None, until: int | None = None) -> dict[str, Any]:
     """The chain recomputed (with progress on a terminal); VerificationFailed names the first bad position."""
-    from ..adapters.reader import head_position
-    from ..adapters.verification import verify_ledger
+    from ..adapters.world.reader import head_position
+    from ..adapters.app.verification import verify_ledger
 
     conn = ctx.read_ledger()
     progress = Progress("verifying", head_position(conn))
@@ -76,7 +76,7 @@ def _verified(ctx: Context, *, anchor: Any = None, until: int | None = None) -> 
 
 
 def verify(ctx: Context) -> int:
-    from ..adapters.verification import read_anchor
+    from ..adapters.app.verification import read_anchor
 
     anchor = read_anchor(ctx.args.anchor) if ctx.args.anchor else None
     try:
@@ -93,8 +93,8 @@ def verify(ctx: Context) -> int:
 
 def replay(ctx: Context) -> int:
     """Verify, rebuild every projection into a fresh file and compare; --apply finishes pending intents."""
-    from ..adapters.reader import head_position
-    from ..adapters.replay import apply_pending, rebuild_and_compare, rebuild_views_cut_off
+    from ..adapters.world.reader import head_position
+    from ..adapters.app.replay import apply_pending, rebuild_and_compare, rebuild_views_cut_off
     from .output import warn
 
     a = ctx.args

@@ -34,7 +34,7 @@ def add_log_command(nouns: Any, command: Any) -> Any:
 
 
 def log(ctx: Context) -> int:
-    from ..adapters.reader import has_stream, head_position
+    from ..adapters.world.reader import has_stream, head_position
 
     a = ctx.args
     topics = _topics(a.type)
@@ -43,8 +43,8 @@ def log(ctx: Context) -> int:
         raise NotFound("run-not-found", f"no run {a.run}")
 
     def matching(after: int, until: int) -> Iterator[dict[str, Any]]:
-        from ..adapters.event_log import belongs_to_run, run_rows
-        from ..adapters.reader import read_events
+        from ..adapters.app.event_log import belongs_to_run, run_rows
+        from ..adapters.world.reader import read_events
 
         if a.run is None:
             rows = read_events(conn, after=after, until=until, topics=topics)
@@ -117,7 +117,7 @@ def _human_event(doc: dict[str, Any]) -> str:
 
 def _listable_ledger(ctx: Context) -> Any:
     """The ledger, unless it is visibly damaged: log does not list what cannot be verified."""
-    from ..adapters.reader import last_event_and_chain_end
+    from ..adapters.world.reader import last_event_and_chain_end
 
     try:
         conn = ctx.read_ledger()

@@ -22,8 +22,8 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def task_plan(ctx: Context) -> int:
-    from ..adapters import services
-    from ..adapters.clock import new_id
+    from ..adapters.app import services
+    from ..adapters.world.clock import new_id
 
     task_id = ctx.args.id or new_id("task")
     appended = services.plan_task(ctx.ledger, ctx.clock, ctx.args.run, task_id, ctx.args.title)

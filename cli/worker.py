@@ -27,8 +27,8 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def worker_register(ctx: Context) -> int:
-    from ..adapters import services
-    from ..adapters.clock import new_id
+    from ..adapters.app import services
+    from ..adapters.world.clock import new_id
 
     a = ctx.args
     worker_id = a.id or new_id("worker")
@@ -38,7 +38,7 @@ def worker_register(ctx: Context) -> int:
 
 
 def worker_relaunch(ctx: Context) -> int:
-    from ..adapters import services
+    from ..adapters.app import services
 
     appended = services.relaunch_worker(ctx.ledger, ctx.clock, ctx.args.worker)
     event = appended.last[1]

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from docket import __version__
-from docket.adapters.paths import find_git_common_dir
+from docket.adapters.world.paths import find_git_common_dir
 
 from ..conftest import T0, Docket, Result, git
 

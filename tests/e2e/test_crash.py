@@ -6,8 +6,8 @@ import signal
 
 import pytest
 
-from docket.adapters.faults import CRASH_POINTS
-from docket.adapters.ledger import Ledger
+from docket.adapters.world.faults import CRASH_POINTS
+from docket.adapters.app.ledger import Ledger
 
 from ..conftest import git
 

@@ -17,8 +17,8 @@ from collections import Counter
 
 import pytest
 
-from docket.adapters.ledger import Ledger
-from docket.adapters.store import decode_event
+from docket.adapters.app.ledger import Ledger
+from docket.adapters.world.store import decode_event
 
 from ..integration.test_decide import invalid_grants
 

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters import services
-from docket.adapters.clock import FixedClock
-from docket.adapters.effector import Effector
-from docket.adapters.fakes import FakeGit, FakeRepository
-from docket.adapters.git import DulwichGit
-from docket.adapters.ledger import Ledger
-from docket.adapters.ports import Ports
+from docket.adapters.app import services
+from docket.adapters.world.clock import FixedClock
+from docket.adapters.app.effector import Effector
+from docket.adapters.world.fakes import FakeGit, FakeRepository
+from docket.adapters.world.git import DulwichGit
+from docket.adapters.app.ledger import Ledger
+from docket.adapters.app.ports import Ports
 from docket.domain.events import IntentOutcomeUnknownV2, RunBasePinFailed, RunBasePinned
 
 from ..conftest import git
@@ -106,7 +106,7 @@ def test_racing_effectors_leave_exactly_one_outcome_per_intent(repo, ledger_path
 
 
 def test_branches_are_read_from_packed_refs_and_linked_worktrees(repo, tmp_path):
-    from docket.adapters.git import observe_branch
+    from docket.adapters.world.git import observe_branch
 
     git(repo, "branch", "feature")
     git(repo, "pack-refs", "--all")
@@ -189,7 +189,7 @@ def test_a_stuck_intent_is_not_recorded_again_on_every_pass(repo, ledger_path, t
 
 def test_an_intent_against_another_repository_is_not_driven(repo, ledger_path, tmp_path):
     """A ledger bound to one repository observes no other (an intent naming another's path stays unknown)."""
-    from docket.adapters.identity import ensure_identity
+    from docket.adapters.world.identity import ensure_identity
 
     other = tmp_path / "other"
     git(tmp_path, "init", "-q", "-b", "main", str(other))
@@ -208,7 +208,7 @@ def test_an_intent_against_another_repository_is_not_driven(repo, ledger_path, t
 
 
 def _real_world(repo: Path, tmp_path: Path):
-    from docket.adapters.identity import ensure_identity
+    from docket.adapters.world.identity import ensure_identity
 
     git(repo, "branch", "feature")
     blob = git(repo, "hash-object", "-w", "README.md")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 
-from docket.adapters import services
-from docket.adapters.clock import FixedClock
-from docket.adapters.effector import Effector
-from docket.adapters.ledger import Ledger
-from docket.adapters.projector import catch_up, open_views
-from docket.adapters.reader import read_only
+from docket.adapters.app import services
+from docket.adapters.world.clock import FixedClock
+from docket.adapters.app.effector import Effector
+from docket.adapters.app.ledger import Ledger
+from docket.adapters.app.projector import catch_up, open_views
+from docket.adapters.world.reader import read_only
 from docket.projections import intents, leases, runs, workers
 from docket.projections.views import READ_MODELS
 

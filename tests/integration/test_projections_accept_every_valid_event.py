@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from docket.adapters.projector import open_views
-from docket.adapters.store import CanonicalMapper
+from docket.adapters.app.projector import open_views
+from docket.adapters.world.store import CanonicalMapper
 from docket.domain.events import EVENT_TYPES, Event
 from docket.domain.values import LATEST_TIME, MAX_SAFE_INT, from_ms, to_ms
 from docket.projections import runs

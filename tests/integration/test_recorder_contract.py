@@ -17,8 +17,8 @@ from eventsourcing.tests.persistence import (
     ProcessRecorderTestCase,
 )
 
-from docket.adapters.reader import read_chain_rows
-from docket.adapters.store import ChainedSQLiteApplicationRecorder, ChainedSQLiteProcessRecorder
+from docket.adapters.world.reader import read_chain_rows
+from docket.adapters.world.store import ChainedSQLiteApplicationRecorder, ChainedSQLiteProcessRecorder
 from docket.domain.chain import verify_chain
 
 

@@ -6,8 +6,8 @@ import sqlite3
 
 import pytest
 
-from docket.adapters.ledger import Ledger
-from docket.adapters.schema_check import EXPECTED_SCHEMA, check_schema, schema_of
+from docket.adapters.app.ledger import Ledger
+from docket.adapters.world.schema_check import EXPECTED_SCHEMA, check_schema, schema_of
 from docket.domain.errors import VerificationFailed
 
 

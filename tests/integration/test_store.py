@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from eventsourcing.persistence import IntegrityError
 
-from docket.adapters.ledger import Ledger
-from docket.adapters.reader import read_chain_rows
-from docket.adapters.store import ChainBroken
+from docket.adapters.app.ledger import Ledger
+from docket.adapters.world.reader import read_chain_rows
+from docket.adapters.world.store import ChainBroken
 from docket.domain.chain import GENESIS_DIGEST, verify_chain
 from docket.domain.events import LedgerCreatedV2, TaskPlanned
 

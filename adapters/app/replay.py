@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..domain.errors import DocketError
+from ...domain.errors import DocketError
 from .projector import catch_up, open_views, views_anchor_break
 from .views import Warn, fresh_views
 
@@ -47,7 +47,7 @@ def rebuild_and_compare(ledger: sqlite3.Connection, views_path: Path, *, until: 
     it catches them up itself), so nobody shows a half-rebuilt state. With
     ``until``, nothing is compared: the rebuilt tables' row counts are reported.
     """
-    from ..projections.views import READ_MODELS
+    from ...projections.views import READ_MODELS
 
     with tempfile.TemporaryDirectory(prefix="docket-replay-", dir=views_path.parent) as folder:
         rebuilt = open_views(Path(folder) / "views.sqlite")

@@ -11,14 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..domain import lease as lease_aggregate
-from ..domain import run as run_aggregate
-from ..domain import task as task_aggregate
-from ..domain import worker as worker_aggregate
-from ..domain.errors import NotFound, OutcomeUnknown, Refused
-from ..domain.events import Event
-from . import faults
-from .clock import Clock
+from ...domain import lease as lease_aggregate
+from ...domain import run as run_aggregate
+from ...domain import task as task_aggregate
+from ...domain import worker as worker_aggregate
+from ...domain.errors import NotFound, OutcomeUnknown, Refused
+from ...domain.events import Event
+from ..world import faults
+from ..world.clock import Clock
 from .ledger import Ledger
 
 if TYPE_CHECKING:

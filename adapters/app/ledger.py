@@ -24,16 +24,16 @@ from eventsourcing.application import Application
 from eventsourcing.persistence import IntegrityError, OperationalError
 from eventsourcing.utils import Environment
 
-from ..domain import ledger as ledger_aggregate
-from ..domain.aggregate import fold
-from ..domain.effects import INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES
-from ..domain.errors import Conflict, NotFound
-from ..domain.canonical import canonical_json
-from ..domain.events import Event
-from ..domain.snapshot import from_value, to_value
+from ...domain import ledger as ledger_aggregate
+from ...domain.aggregate import fold
+from ...domain.effects import INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES
+from ...domain.errors import Conflict, NotFound
+from ...domain.canonical import canonical_json
+from ...domain.events import Event
+from ...domain.snapshot import from_value, to_value
 from .aggregates import AGGREGATES, state_class_of
-from .files import prepare_ledger_file
-from .store import CanonicalMapper, ChainedSQLiteFactory, ChainedSQLiteProcessRecorder, LedgerBusy, decode_event
+from ..world.files import prepare_ledger_file
+from ..world.store import CanonicalMapper, ChainedSQLiteFactory, ChainedSQLiteProcessRecorder, LedgerBusy, decode_event
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "Ledger", "PendingIntent"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..domain.effects import BranchObservation
+from ...domain.effects import BranchObservation
 from .identity import read_identity
 
 __all__ = ["DulwichGit", "observe_branch"]

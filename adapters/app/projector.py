@@ -6,11 +6,12 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from ..domain.errors import VerificationFailed
-from ..projections.views import Views
-from . import checkpoints, faults
-from .files import create_private_file
-from .reader import head_position, read_events
+from ...domain.errors import VerificationFailed
+from ...projections.views import Views
+from . import checkpoints
+from ..world import faults
+from ..world.files import create_private_file
+from ..world.reader import head_position, read_events
 
 __all__ = ["catch_up", "digest_at", "open_views", "views_anchor_break"]
 

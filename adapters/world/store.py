@@ -35,9 +35,9 @@ from eventsourcing.sqlite import (
     SQLiteTransaction,
 )
 
-from ..domain.canonical import canonical_json
-from ..domain.chain import GENESIS_DIGEST, ChainHead, chain_entry, next_digest
-from ..domain.events import EVENT_TYPES, Event
+from ...domain.canonical import canonical_json
+from ...domain.chain import GENESIS_DIGEST, ChainHead, chain_entry, next_digest
+from ...domain.events import EVENT_TYPES, Event
 from . import faults
 from .reader import CHAIN_TABLE
 

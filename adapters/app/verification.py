@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..domain.chain import CHAIN_ALGORITHM, GENESIS_DIGEST, ChainBreak, ChainHead, verify_chain
-from ..domain.errors import BadInput, NotFound, VerificationFailed
-from .reader import orphan_digest_after, read_chain_rows
-from .schema_check import check_schema
+from ...domain.chain import CHAIN_ALGORITHM, GENESIS_DIGEST, ChainBreak, ChainHead, verify_chain
+from ...domain.errors import BadInput, NotFound, VerificationFailed
+from ..world.reader import orphan_digest_after, read_chain_rows
+from ..world.schema_check import check_schema
 
 __all__ = ["MAX_POSITION", "genesis_break", "read_anchor", "verify_ledger"]
 
@@ -67,8 +67,8 @@ def verify_ledger(conn: sqlite3.Connection, *, anchor: ChainHead | None = None, 
 
 def genesis_break(conn: sqlite3.Connection) -> ChainBreak | None:
     """Position 1 must be a genuine LedgerCreated: the ledger stream's first event, fixing this chain's genesis."""
-    from ..domain.events import EVENT_TYPES
-    from ..domain.ledger import GENESIS_TYPES, LEDGER_STREAM
+    from ...domain.events import EVENT_TYPES
+    from ...domain.ledger import GENESIS_TYPES, LEDGER_STREAM
 
     row = conn.execute("SELECT originator_id, originator_version, topic, state FROM stored_events WHERE rowid = 1").fetchone()
     if row is None:

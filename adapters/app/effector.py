@@ -18,10 +18,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..domain.effects import Act, Unknown, is_resolved, last_unknown, record_unknown
-from ..domain.events import Event
-from . import faults
-from .clock import Clock
+from ...domain.effects import Act, Unknown, is_resolved, last_unknown, record_unknown
+from ...domain.events import Event
+from ..world import faults
+from ..world.clock import Clock
 from .intents import INTENT_KINDS, IntentKind
 from .ledger import Ledger, PendingIntent
 from .ports import Ports, real_ports

@@ -7,7 +7,7 @@ import secrets
 import time
 from typing import Protocol
 
-from ..domain.values import from_ms, parse_time, to_ms
+from ...domain.values import from_ms, parse_time, to_ms
 
 __all__ = ["Clock", "FixedClock", "SystemClock", "clock_from_env", "new_id"]
 

@@ -14,7 +14,7 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
-from ..domain.chain import ChainRow
+from ...domain.chain import ChainRow
 
 __all__ = ["CHAIN_TABLE", "LEDGER_TABLES", "connect_read_only", "has_stream", "head_position",
            "is_on_read_only_filesystem", "last_event_and_chain_end", "missing_tables", "orphan_digest_after",

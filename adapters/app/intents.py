@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from ..domain import run as run_aggregate
-from ..domain.effects import Act, BranchObservation, Unknown, decide_base_pin
-from ..domain.events import Event, RunBasePinRequested
-from .identity import mismatch_reason
+from ...domain import run as run_aggregate
+from ...domain.effects import Act, BranchObservation, Unknown, decide_base_pin
+from ...domain.events import Event, RunBasePinRequested
+from ..world.identity import mismatch_reason
 from .ports import GitPort
 
 __all__ = ["INTENT_KINDS", "RUN_BASE_PIN", "IntentKind"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..domain import lease, run, task, worker
+from ...domain import lease, run, task, worker
 
 __all__ = ["AGGREGATES", "state_class_of"]
 

@@ -14,7 +14,7 @@ import re
 import secrets
 from pathlib import Path
 
-from ..domain.errors import BadInput
+from ...domain.errors import BadInput
 
 __all__ = ["ID_FILE", "ensure_identity", "identity_mismatch", "mismatch_reason", "read_identity"]
 

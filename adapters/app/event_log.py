@@ -6,10 +6,10 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..domain.canonical import canonical_json
-from ..domain.errors import DocketError
-from ..projections import run_events
-from .reader import read_events, read_events_at
+from ...domain.canonical import canonical_json
+from ...domain.errors import DocketError
+from ...projections import run_events
+from ..world.reader import read_events, read_events_at
 
 __all__ = ["Row", "belongs_to_run", "run_rows"]
 

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..domain.errors import BadInput, NotFound
+from ...domain.errors import BadInput, NotFound
 
 __all__ = ["LedgerPaths", "find_git_common_dir", "repository_root", "resolve_paths"]
 

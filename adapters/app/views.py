@@ -11,8 +11,8 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from ..domain.errors import BadInput
-from ..projections.views import Views, schema_signature
+from ...domain.errors import BadInput
+from ...projections.views import Views, schema_signature
 
 __all__ = ["current_views", "fresh_views", "update_views", "views_at"]
 
@@ -97,11 +97,11 @@ def views_at(ledger: sqlite3.Connection, at: str, checkpoints: Path | None = Non
     """
     import json
 
-    from ..domain.errors import NotFound
-    from ..domain.values import parse_position, parse_time
+    from ...domain.errors import NotFound
+    from ...domain.values import parse_position, parse_time
     from .checkpoints import start_from_checkpoint
     from .projector import catch_up, open_views
-    from .reader import head_position
+    from ..world.reader import head_position
 
     views = open_views(":memory:")
     try:

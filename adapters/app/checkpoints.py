@@ -15,9 +15,9 @@ import os
 import sqlite3
 from pathlib import Path
 
-from ..projections.views import META, READ_MODELS, Views, schema_signature
-from .files import create_private_file
-from .reader import read_events
+from ...projections.views import META, READ_MODELS, Views, schema_signature
+from ..world.files import create_private_file
+from ..world.reader import read_events
 
 __all__ = ["INTERVAL", "LIMIT", "checkpoint_folder", "clear", "keep", "positions", "start_from_checkpoint"]
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..domain.effects import BranchObservation
+from ...domain.effects import BranchObservation
 
 __all__ = ["FakeGit", "FakeRepository"]
 

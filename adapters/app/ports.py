@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..domain.effects import BranchObservation
+from ...domain.effects import BranchObservation
 
 __all__ = ["GitPort", "Ports", "real_ports"]
 
@@ -36,6 +36,6 @@ class Ports:
 
 
 def real_ports() -> Ports:
-    from .git import DulwichGit
+    from ..world.git import DulwichGit
 
     return Ports(git=DulwichGit())

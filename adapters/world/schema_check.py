@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from ..domain.errors import VerificationFailed
+from ...domain.errors import VerificationFailed
 
 __all__ = ["EXPECTED_SCHEMA", "check_schema", "schema_of"]
 

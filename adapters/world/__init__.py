@@ -1,0 +1,1 @@
+"""The world: the chained store and plain reader, git, files, identity, paths, clock, crash points."""
