@@ -1,0 +1,70 @@
+"""Dependencies point one way: cli -> adapters/app -> adapters/world, projections -> domain.
+
+Read from the source with ast, resolving relative imports, so a module that
+reaches the wrong way fails here before it becomes a habit.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = {  # folder -> the dotted package it installs as
+    "domain": "docket.domain", "projections": "docket.projections", "adapters": "docket.adapters",
+    "cli": "docket.cli",
+}
+# what each layer may import of docket (prefixes)
+ALLOWED = {
+    "docket.domain": ("docket.domain",),
+    "docket.projections": ("docket.projections", "docket.domain"),
+    "docket.adapters.world": ("docket.adapters.world", "docket.domain"),
+    "docket.adapters.app": ("docket.adapters.app", "docket.adapters.world", "docket.domain", "docket.projections"),
+    "docket.cli": ("docket.cli", "docket.adapters", "docket.domain", "docket.projections", "docket"),
+}
+
+
+def _modules():
+    for folder, package in PACKAGES.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            if "_root" in path.parts:
+                continue
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            name = ".".join((package, *parts)).removesuffix(".__init__")
+            yield path, name, path.name == "__init__.py"
+
+
+def _imports(path: Path, module: str, is_package: bool):
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                target = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            names = [f"{target}.{a.name}" for a in node.names] if not node.module or node.level else [target]
+            yield from (n for n in names if n.startswith("docket"))
+        elif isinstance(node, ast.Import):
+            yield from (a.name for a in node.names if a.name.startswith("docket"))
+
+
+def test_every_module_imports_only_inward():
+    wrong = []
+    checked = 0
+    for path, module, is_package in _modules():
+        layer = next((layer for layer in ALLOWED if module == layer or module.startswith(layer + ".")), None)
+        if layer is None:
+            continue  # docket.adapters itself (an empty package)
+        checked += 1
+        for target in _imports(path, module, is_package):
+            if not any(target == p or target.startswith(p + ".") for p in ALLOWED[layer]):
+                wrong.append(f"{module} imports {target}")
+    assert checked > 50
+    assert wrong == []
+
+
+def test_the_check_sees_a_wrong_way_import(tmp_path):
+    bad = tmp_path / "store.py"
+    bad.write_text("from ..app.services import open_run\nfrom ...cli.app import main\n")
+    found = list(_imports(bad, "docket.adapters.world.store", False))
+    assert found == ["docket.adapters.app.services.open_run", "docket.cli.app.main"]
