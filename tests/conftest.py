@@ -78,3 +78,22 @@ def docket(repo: Path) -> Docket:
 @pytest.fixture
 def ledger_path(tmp_path: Path) -> Path:
     return tmp_path / "ledger.sqlite"
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Path:
+    """A small real filesystem of its own (tmpfs, 16 MiB): to fill, or to remount read-only.
+
+    Mounting needs root (as in CI); elsewhere the test is skipped, saying why.
+    """
+    point = tmp_path / "tmpfs"
+    point.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(point)], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"mounting is not permitted here: {made.stderr.strip()}")
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", "-l", str(point)], check=False)

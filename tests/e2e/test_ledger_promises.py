@@ -18,7 +18,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from ..conftest import T0, Docket, git
 
@@ -158,32 +157,19 @@ def test_locked_views_do_not_fail_a_recorded_command(docket):
     assert [t["task_id"] for t in docket("status", "r1", "--json", now=T0).json()["tasks"]] == ["t1"]
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4M", "tmpfs", str(disk)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a small filesystem here: {mounted.stderr.decode().strip()}")
-    try:
-        yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
-
-
-def test_a_full_disk_after_the_commit_is_a_warning_that_names_the_real_error(docket, small_disk):
-    ledger = small_disk / "ledger.sqlite"
+def test_a_full_disk_after_the_commit_is_a_warning_that_names_the_real_error(docket, tmpfs):
+    ledger = tmpfs / "ledger.sqlite"
     docket("init", "--ledger", str(ledger), now=T0)
     docket("run", "open", "--target", "main", "--goal", "g", "--id", "r1", "--ledger", str(ledger), now=T0)
-    for views in small_disk.glob("views.sqlite*"):
+    for views in tmpfs.glob("views.sqlite*"):
         views.unlink()  # disposable: the next command must write them anew
-    stat = os.statvfs(small_disk)
-    (small_disk / "filler").write_bytes(b"\0" * (stat.f_bavail * stat.f_frsize - 96 * 1024))  # room for the ledger only
+    stat = os.statvfs(tmpfs)
+    (tmpfs / "filler").write_bytes(b"\0" * (stat.f_bavail * stat.f_frsize - 96 * 1024))  # room for the ledger only
     planned = docket("task", "plan", "r1", "--title", "t", "--id", "t1", "--ledger", str(ledger), check=False, now=T0)
     assert planned.returncode == 0, planned.stderr
     assert "full" in planned.stderr and "cannot rollback" not in planned.stderr
     assert all(line.startswith(WARNING) for line in planned.stderr.splitlines())
-    (small_disk / "filler").unlink()
+    (tmpfs / "filler").unlink()
     shown = docket("status", "r1", "--json", "--ledger", str(ledger), now=T0)
     assert [t["task_id"] for t in shown.json()["tasks"]] == ["t1"] and shown.stderr == ""
     assert docket("verify", "--ledger", str(ledger)).returncode == 0

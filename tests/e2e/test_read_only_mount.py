@@ -7,7 +7,6 @@ status builds its views in memory when it cannot write them beside it.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -18,37 +17,22 @@ import pytest
 from ..conftest import Docket
 
 
-@pytest.fixture
-def mount(tmp_path: Path):
-    point = tmp_path / "mnt"
-    point.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(point)], capture_output=True, text=True)
-    if made.returncode != 0:
-        pytest.skip(f"mounting is not permitted here: {made.stderr.strip()}")
-    try:
-        yield point
-    finally:
-        subprocess.run(["umount", "-l", str(point)], check=False)
-
-
 def remount_read_only(point: Path) -> None:
     subprocess.run(["mount", "-o", "remount,ro", str(point)], check=True)
 
 
 @pytest.mark.parametrize("views", ["kept", "missing"])
-def test_a_ledger_on_a_read_only_mount_can_be_verified_logged_and_shown(docket: Docket, mount: Path, views: str):
-    ledger = str(mount / "ledger.sqlite")
+def test_a_ledger_on_a_read_only_mount_can_be_verified_logged_and_shown(docket: Docket, tmpfs: Path, views: str):
+    ledger = str(tmpfs / "ledger.sqlite")
     docket("init", "--ledger", ledger)
     docket("run", "open", "--target", "main", "--goal", "read me", "--id", "r1", "--ledger", ledger)
     docket("task", "plan", "r1", "--title", "t", "--ledger", ledger)
     expected = docket("verify", "--json", "--ledger", ledger).json()
     if views == "missing":
-        (mount / "views.sqlite").unlink()
-    remount_read_only(mount)
+        (tmpfs / "views.sqlite").unlink()
+    remount_read_only(tmpfs)
     with pytest.raises(OSError):
-        (mount / "probe").write_text("x")
+        (tmpfs / "probe").write_text("x")
 
     assert docket("verify", "--json", "--ledger", ledger).json() == expected
     log = docket("log", "--json", "--ledger", ledger).json()
@@ -58,9 +42,9 @@ def test_a_ledger_on_a_read_only_mount_can_be_verified_logged_and_shown(docket: 
     assert docket("status", "--ledger", ledger).returncode == 0
 
 
-def test_a_write_ahead_log_left_by_a_crash_is_still_read(docket: Docket, mount: Path):
+def test_a_write_ahead_log_left_by_a_crash_is_still_read(docket: Docket, tmpfs: Path):
     """An immutable open would ignore the -wal file; events committed only there must still be seen."""
-    ledger = str(mount / "ledger.sqlite")
+    ledger = str(tmpfs / "ledger.sqlite")
     docket("init", "--ledger", ledger)
     follower = subprocess.Popen([sys.executable, "-m", "docket", "log", "--follow", "--json", "--ledger", ledger],
                                 cwd=docket.cwd, env=docket.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -71,7 +55,7 @@ def test_a_write_ahead_log_left_by_a_crash_is_still_read(docket: Docket, mount: 
     finally:
         follower.send_signal(signal.SIGKILL)
         follower.wait()
-    assert (mount / "ledger.sqlite-wal").stat().st_size > 0
-    remount_read_only(mount)
+    assert (tmpfs / "ledger.sqlite-wal").stat().st_size > 0
+    remount_read_only(tmpfs)
     assert docket("verify", "--json", "--ledger", ledger).json() == expected
     assert docket("status", "r1", "--json", "--ledger", ledger).json()["run"]["goal"] == "in the wal"
