@@ -18,6 +18,7 @@ import sqlite3
 from pathlib import Path
 
 from docket.adapters.app.projector import catch_up, open_views
+from docket.adapters.world.reader import SqliteLedgerReader
 
 from .common import Row, cached_ledger, interleaved, log, median, read_only, remove, spread, temp_dir
 
@@ -29,7 +30,7 @@ def rebuild(ledger: Path, views_path: str) -> int:
     views = open_views(views_path)
     try:
         with read_only(ledger) as conn:
-            return catch_up(conn, views)
+            return catch_up(SqliteLedgerReader(conn), views)
     finally:
         views.conn.close()
 

@@ -13,32 +13,101 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__, lease, ledger, log_command, run, status, task, worker
+from . import __version__
 from .output import emit, emit_error
 from .parsing import Parser, UsageError, command, common_options
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 EXIT_INTERNAL = 70
+Nouns = Any  # argparse's subparsers action
+Common = argparse.ArgumentParser
 
-def _add_log(nouns: Any, common: argparse.ArgumentParser) -> None:
-    log_command.add_log_command(nouns, lambda group, name, handler, help, example:  # noqa: A006
-                                command(group, name, handler, common, help, example))
+# Each declarer imports its noun's module when called, not before: a command's run
+# builds only its own parser, so it imports only its own module (see parse_args).
+
+
+def _init(nouns: Nouns, common: Common) -> None:
+    from .ledger import add_init
+    add_init(nouns, common)
+
+
+def _status(nouns: Nouns, common: Common) -> None:
+    from .status import register
+    register(nouns, common)
+
+
+def _log(nouns: Nouns, common: Common) -> None:
+    from .log_command import add_log_command
+    add_log_command(nouns, lambda group, name, handler, help, example:  # noqa: A006
+                    command(group, name, handler, common, help, example))
+
+
+def _verify(nouns: Nouns, common: Common) -> None:
+    from .ledger import add_verify
+    add_verify(nouns, common)
+
+
+def _replay(nouns: Nouns, common: Common) -> None:
+    from .ledger import add_replay
+    add_replay(nouns, common)
+
+
+def _schema(nouns: Nouns, common: Common) -> None:
+    from .ledger import add_schema
+    add_schema(nouns, common)
+
+
+def _run(nouns: Nouns, common: Common) -> None:
+    from .run import register
+    register(nouns, common)
+
+
+def _task(nouns: Nouns, common: Common) -> None:
+    from .task import register
+    register(nouns, common)
+
+
+def _worker(nouns: Nouns, common: Common) -> None:
+    from .worker import register
+    register(nouns, common)
+
+
+def _lease(nouns: Nouns, common: Common) -> None:
+    from .lease import register
+    register(nouns, common)
+
+
+def _reconcile(nouns: Nouns, common: Common) -> None:
+    from .reconcile import register
+    register(nouns, common)
+
+
+def _config(nouns: Nouns, common: Common) -> None:
+    from .config import register
+    register(nouns, common)
+
+
+def _completion(nouns: Nouns, common: Common) -> None:
+    from .ledger import add_completion
+    add_completion(nouns, common)
 
 
 # Every top-level command, in the order --help lists them, and the function that declares it.
 COMMANDS = {
-    "init": ledger.add_init,
-    "status": status.register,
-    "log": _add_log,
-    "verify": ledger.add_verify,
-    "replay": ledger.add_replay,
-    "schema": ledger.add_schema,
-    "run": run.register,
-    "task": task.register,
-    "worker": worker.register,
-    "lease": lease.register,
-    "completion": ledger.add_completion,
+    "init": _init,
+    "status": _status,
+    "log": _log,
+    "verify": _verify,
+    "replay": _replay,
+    "schema": _schema,
+    "run": _run,
+    "task": _task,
+    "worker": _worker,
+    "lease": _lease,
+    "reconcile": _reconcile,
+    "config": _config,
+    "completion": _completion,
 }
 
 _ROOT_EPILOG = """\
@@ -52,6 +121,8 @@ exit codes:
   3    conflict, or refused by an invariant (lease-held, stale-generation, run-closed ...)
   4    an effect's outcome is unknown (nothing is redone blindly; 'docket replay --apply' observes again)
   5    not found (no-ledger, run-not-found, unknown-branch ...)
+  6    the work failed: an agent exited non-zero or by a signal, a setup command failed
+  7    docket stopped the work: a timeout, an idle timeout, the budget, or 'docket worker stop'
   70   a bug in docket (rerun with --debug for the traceback)
   130  interrupted
 
@@ -82,7 +153,26 @@ def build_parser(only: str | None = None) -> Parser:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    """Parse with only the named command's parser when that is safe, else (help, errors, no command) with all."""
+    """Parse with only the named command's parser when that is safe, else (help, errors, no command) with all.
+
+    Words after ``--`` are a command for docket to run (``docket worker launch RUN
+    --task T -- COMMAND ...``), handed over untouched as ``args.command``: argparse
+    does not keep ``--`` apart inside subcommands.
+    """
+    argv = list(argv)
+    command = None
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, command = argv[:cut], argv[cut + 1:]
+    args = _parse(argv)
+    if command is not None:
+        if not hasattr(args, "command"):
+            raise UsageError("this command takes no command after '--' (see its --help)")
+        args.command = command
+    return args
+
+
+def _parse(argv: Sequence[str]) -> argparse.Namespace:
     word = _command_word(argv)
     if word in COMMANDS and not {"-h", "--help"} & set(argv):
         try:
@@ -117,8 +207,9 @@ def _require_unicode(argv: Sequence[str]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    as_json = "--json" in argv
-    debug = "--debug" in argv
+    options = argv[:argv.index("--")] if "--" in argv else argv  # what follows -- is the worker's, not docket's
+    as_json = "--json" in options
+    debug = "--debug" in options
     from ..domain.errors import DocketError
 
     try:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..adapters.world.clock import Clock
     from ..adapters.app.effector import Effector
     from ..adapters.app.ledger import Ledger
+    from ..adapters.world.reader import SqliteLedgerReader
     from ..projections.views import Views
 
 
@@ -99,6 +100,12 @@ class Context:
 
         return find_git_common_dir(Path.cwd())
 
+    def require_repository(self) -> Path:
+        """The git common dir around the working directory; NotFound outside a repository."""
+        if self.repository is None:
+            raise NotFound("not-a-repository", "no git repository here; run inside the repository the ledger is for")
+        return self.repository
+
     @cached_property
     def clock(self) -> Clock:
         from ..adapters.world.clock import clock_from_env
@@ -128,12 +135,19 @@ class Context:
             self._reader = reader
         return self._reader
 
+    @cached_property
+    def ledger_reader(self) -> SqliteLedgerReader:
+        """The ledger read through the LedgerReader port (over read_ledger's connection)."""
+        from ..adapters.world.reader import SqliteLedgerReader
+
+        return SqliteLedgerReader(self.read_ledger())
+
     def views(self, *, writable: bool = False) -> Views:
         """The views at the ledger's head (see adapters.app.views.fresh_views), closed when the command ends."""
         from ..adapters.app.views import current_views, fresh_views
         from .output import warn
 
-        reader = self.read_ledger()  # before creating views beside a file that is not a ledger
+        reader = self.ledger_reader  # before creating views beside a file that is not a ledger
         # current views first: the lock timeout's default comes with the ledger module, which status does not need
         views = None if writable else current_views(reader, self.paths.views)
         if views is None:
@@ -146,7 +160,7 @@ class Context:
         from ..adapters.app.checkpoints import checkpoint_folder
         from ..adapters.app.views import views_at
 
-        views, then = views_at(self.read_ledger(), at, checkpoint_folder(self.paths.views))
+        views, then = views_at(self.ledger_reader, at, checkpoint_folder(self.paths.views))
         self._resources.callback(views.conn.close)
         return views, then
 
@@ -155,7 +169,7 @@ class Context:
         from ..adapters.app.views import update_views
         from .output import warn
 
-        update_views(self.read_ledger(), self.paths.views, timeout=self.lock_timeout, warn=warn)
+        update_views(self.ledger_reader, self.paths.views, timeout=self.lock_timeout, warn=warn)
 
     def close(self) -> None:
         self._resources.close()

@@ -56,21 +56,25 @@ def init(ctx: Context) -> int:
     if not created:
         ctx.require_own_repository(ledger)
     ctx.update_views()
+    from .config import write_default_config
+
+    config, config_created = write_default_config()
     doc = {"created": created, "ledger": str(ctx.paths.ledger), "views": str(ctx.paths.views),
-           "repository_id": ledger.repository_id}
-    emit(ctx.json, doc, f"{'created' if created else 'already have'} ledger {shown(ctx.paths.ledger)}")
+           "repository_id": ledger.repository_id, "config": str(config) if config else None,
+           "config_created": config_created}
+    wrote = f"\nwrote a commented default configuration {shown(config)}" if config_created else ""
+    emit(ctx.json, doc, f"{'created' if created else 'already have'} ledger {shown(ctx.paths.ledger)}{wrote}")
     return 0
 
 
 def _verified(ctx: Context, *, anchor: Any = None, until: int | None = None) -> dict[str, Any]:
     """The chain recomputed (with progress on a terminal); VerificationFailed names the first bad position."""
-    from ..adapters.world.reader import head_position
     from ..adapters.app.verification import verify_ledger
 
-    conn = ctx.read_ledger()
-    progress = Progress("verifying", head_position(conn))
+    reader = ctx.ledger_reader
+    progress = Progress("verifying", reader.head_position())
     try:
-        return verify_ledger(conn, anchor=anchor, until=until, progress=progress if progress.enabled else None)
+        return verify_ledger(reader, anchor=anchor, until=until, progress=progress if progress.enabled else None)
     finally:
         progress.close()
 
@@ -93,22 +97,21 @@ def verify(ctx: Context) -> int:
 
 def replay(ctx: Context) -> int:
     """Verify, rebuild every projection into a fresh file and compare; --apply finishes pending intents."""
-    from ..adapters.world.reader import head_position
     from ..adapters.app.replay import apply_pending, rebuild_and_compare, rebuild_views_cut_off
     from .output import warn
 
     a = ctx.args
     if a.apply and a.until:
         raise BadInput("usage", "--apply drives intents at the head of the ledger; it cannot be combined with --until")
-    conn = ctx.read_ledger()
-    head = head_position(conn)
+    reader = ctx.ledger_reader
+    head = reader.head_position()
     if a.until and a.until > head:
         raise NotFound("position-not-found", f"position {a.until} is past the end of the ledger ({head})")
-    rebuild_views_cut_off(conn, ctx.paths.views)
+    rebuild_views_cut_off(reader, ctx.paths.views)
     checked = _verified(ctx, until=a.until)
     progress = Progress("rebuilding", checked["events"])
     try:
-        rebuilt = rebuild_and_compare(conn, ctx.paths.views, until=a.until, timeout=ctx.lock_timeout, warn=warn,
+        rebuilt = rebuild_and_compare(reader, ctx.paths.views, until=a.until, timeout=ctx.lock_timeout, warn=warn,
                                       progress=progress)
     finally:
         progress.close()

@@ -11,7 +11,7 @@ from typing import Any
 from ..domain.errors import BadInput, NotFound, VerificationFailed
 from ..domain.streams import run_stream
 from .context import Context
-from .output import shown
+from .output import shown, streamed_document
 
 __all__ = ["EXAMPLE", "HELP", "add_log_arguments", "add_log_command", "log"]
 
@@ -34,33 +34,22 @@ def add_log_command(nouns: Any, command: Any) -> Any:
 
 
 def log(ctx: Context) -> int:
-    from ..adapters.world.reader import has_stream, head_position
-
     a = ctx.args
     topics = _topics(a.type)
-    conn = _listable_ledger(ctx)
-    if a.run is not None and not has_stream(conn, run_stream(a.run)):
+    reader = _listable_ledger(ctx)
+    if a.run is not None and not reader.has_stream(run_stream(a.run)):
         raise NotFound("run-not-found", f"no run {a.run}")
 
     def matching(after: int, until: int) -> Iterator[dict[str, Any]]:
-        from ..adapters.app.event_log import belongs_to_run, run_rows
-        from ..adapters.world.reader import read_events
+        from ..adapters.app.event_log import listed_events
 
-        if a.run is None:
-            rows = read_events(conn, after=after, until=until, topics=topics)
-        else:
-            rows = run_rows(conn, ctx.paths.views, a.run, after=after, until=until,
-                            lock_timeout=lambda: ctx.lock_timeout)
-        for row in rows:
-            if topics and row[3] not in topics:
-                continue
-            body = json.loads(row[4])
-            if a.run is None or belongs_to_run(row, body["payload"], a.run):
-                yield _event_doc(row, body)
+        for row, body in listed_events(reader, ctx.paths.views, run_id=a.run, topics=topics, after=after,
+                                       until=until, lock_timeout=lambda: ctx.lock_timeout):
+            yield _event_doc(row, body)
 
     write = sys.stdout.write
     if not a.follow:
-        head = head_position(conn)
+        head = reader.head_position()
         if ctx.json:
             _write_document(matching(0, head), head)
         else:
@@ -71,7 +60,7 @@ def log(ctx: Context) -> int:
     position = 0
     try:
         while True:
-            head = head_position(conn)
+            head = reader.head_position()
             for doc in matching(position, head):
                 write((json.dumps(doc, ensure_ascii=False, sort_keys=True) if ctx.json else _human_event(doc)) + "\n")
             sys.stdout.flush()
@@ -82,14 +71,28 @@ def log(ctx: Context) -> int:
 
 
 def _write_document(docs: Iterator[dict[str, Any]], head: int) -> None:
-    """{"events": [...], "head": N} written event by event, byte for byte as json.dumps(indent=2) would."""
+    """{"events": [...], "head": N} written event by event, byte for byte as json.dumps(indent=2) would.
+
+    If reading fails midway, the document still ends as one valid JSON document:
+    {"events": [those listed so far], "error": {"code": ..., "message": ...}, "head": N},
+    with the usual one-line error on stderr and its exit code.
+    """
     write = sys.stdout.write
-    write('{\n  "events": [')
     separator = "\n    "
-    for doc in docs:
-        write(separator + json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2).replace("\n", "\n    "))
-        separator = ",\n    "
-    write(("]" if separator == "\n    " else "\n  ]") + f',\n  "head": {head}\n}}\n')
+
+    def close(error: dict[str, str] | None = None) -> None:
+        end = "]" if separator == "\n    " else "\n  ]"
+        if error is not None:
+            member = json.dumps(error, ensure_ascii=False, sort_keys=True, indent=2).replace("\n", "\n  ")
+            end += ',\n  "error": ' + member
+        write(end + f',\n  "head": {head}\n}}\n')
+
+    write('{\n  "events": [')
+    with streamed_document(close):
+        for doc in docs:
+            write(separator + json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2).replace("\n", "\n    "))
+            separator = ",\n    "
+    close()
 
 
 def _topics(type_: str | None) -> list[str]:
@@ -116,16 +119,14 @@ def _human_event(doc: dict[str, Any]) -> str:
 
 
 def _listable_ledger(ctx: Context) -> Any:
-    """The ledger, unless it is visibly damaged: log does not list what cannot be verified."""
-    from ..adapters.world.reader import last_event_and_chain_end
-
+    """The ledger's reader, unless the ledger is visibly damaged: log does not list what cannot be verified."""
     try:
-        conn = ctx.read_ledger()
+        reader = ctx.ledger_reader
     except VerificationFailed as e:
         raise VerificationFailed(e.code, f"{e.message}; nothing is listed (run 'docket verify')") from None
-    last_event, chain_end = last_event_and_chain_end(conn)
+    last_event, chain_end = reader.last_event_and_chain_end()
     if last_event != chain_end:
         raise VerificationFailed("ledger-unverifiable", f"the ledger's last event is at position {last_event} "
                                                         f"but its chain ends at {chain_end}; nothing is listed "
                                                         "(run 'docket verify')")
-    return conn
+    return reader

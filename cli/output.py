@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..domain.names import has_unsafe_characters, is_unsafe_character
 
-__all__ = ["Progress", "emit", "emit_error", "shown", "warn"]
+__all__ = ["Progress", "emit", "emit_error", "info", "shown", "streamed_document", "warn"]
 
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -36,6 +38,7 @@ def _escaped(char: str) -> str:
 
 
 _emitted = False
+_unfinished: Callable[[dict[str, str]], None] | None = None  # closes a document streamed piece by piece
 
 
 def emit(as_json: bool, document: Any, human: str | None) -> None:
@@ -48,10 +51,27 @@ def emit(as_json: bool, document: Any, human: str | None) -> None:
     sys.stdout.flush()
 
 
+@contextmanager
+def streamed_document(close_with_error: Callable[[dict[str, str]], None]) -> Iterator[None]:
+    """Around writing one JSON document piece by piece: if that fails, the error closes it.
+
+    emit_error then calls close_with_error({"code": ..., "message": ...}) to end
+    the open document with an "error" member, instead of starting a second one.
+    """
+    global _emitted, _unfinished
+    _emitted, _unfinished = True, close_with_error
+    yield
+    _unfinished = None  # not reached when the body raised: the document stays open for emit_error
+
+
 def emit_error(code: str, message: str, as_json: bool) -> None:
+    global _unfinished
     message = " ".join(shown(message).split())  # one line, and nothing in it drives the terminal
     sys.stderr.write(f"docket: error: {code}: {message}\n")
-    if as_json and not _emitted:  # still exactly one document on stdout
+    if as_json and _unfinished is not None:
+        close, _unfinished = _unfinished, None
+        close({"code": code, "message": message})
+    elif as_json and not _emitted:  # still exactly one document on stdout
         sys.stdout.write(json.dumps({"error": {"code": code, "message": message}}, sort_keys=True) + "\n")
 
 
@@ -83,3 +103,9 @@ class Progress:
         if self.enabled and self._last >= 0:
             sys.stderr.write("\r\033[K")
             sys.stderr.flush()
+
+
+def info(message: str) -> None:
+    """A line of progress for a person, on stderr, so stdout stays the command's result."""
+    sys.stderr.write(f"docket: {message}\n")
+    sys.stderr.flush()

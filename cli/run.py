@@ -17,9 +17,10 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     run = group(nouns, "run", "open and steer runs", "docket run open --target main --goal 'fix the flaky test'")
     p = command(run, "open", run_open, common, "open a run: pins the target branch's commit as its base",
                 "docket run open --target main --goal 'fix the flaky test' --budget 2h")
-    p.add_argument("--target", required=True, metavar="BRANCH", help="target branch")
+    p.add_argument("--target", metavar="BRANCH", help="target branch (default: docket.toml's [run] target)")
     p.add_argument("--goal", required=True, metavar="TEXT", help="what the run is for")
-    p.add_argument("--budget", metavar="DURATION", help="time budget, e.g. 90m or 2h30m")
+    p.add_argument("--budget", metavar="DURATION",
+                   help="time budget, e.g. 90m or 2h30m (default: docket.toml's [run] budget, else none)")
     p.add_argument("--id", metavar="RUN", help="run id (default: a new random id)")
     p.add_argument("--no-wait", action="store_true", help="record the intent and return without pinning")
     p = command(run, "pause", run_pause, common, "pause a run (its budget stops)", "docket run pause run-7k2m9x4q")
@@ -45,10 +46,23 @@ def run_open(ctx: Context) -> int:
     repository = ctx.repository
     if repository is None:
         raise NotFound("not-a-repository", "run 'docket run open' inside the git repository the run targets")
+    target = a.target
+    if target is None or a.budget is None:  # docket.toml is read only for what the command line leaves out
+        from pathlib import Path
+
+        from ..adapters.world.config_file import find_config, load_config
+        from ..domain.errors import BadInput
+
+        settings = load_config(find_config(Path.cwd())).run
+        target = target or settings.target
+        budget_ms = budget_ms if a.budget is not None else settings.budget_ms
+        if target is None:
+            raise BadInput("no-target", "name the target branch with --target BRANCH (or set [run] target in "
+                                        "docket.toml)")
     run_id, intent_id = a.id or new_id("run"), new_id("intent")
     try:
         run = services.open_run(ctx.ledger, ctx.clock, run_id=run_id, intent_id=intent_id, goal=a.goal,
-                                target_branch=a.target, budget_ms=budget_ms, repository=str(repository),
+                                target_branch=target, budget_ms=budget_ms, repository=str(repository),
                                 wait=not a.no_wait, effector=None if a.no_wait else ctx.effector)
     finally:
         if "ledger" in vars(ctx):  # a failed or unknown pin is recorded too: the views show the run either way

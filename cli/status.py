@@ -44,7 +44,7 @@ def status(ctx: Context) -> int:
             "position": position,
             "run": runs.with_budget(run, now),
             "tasks": tasks.tasks_of(conn, a.run),
-            "workers": workers.workers_of(conn, a.run),
+            "workers": [_with_process(w, now) for w in workers.workers_of(conn, a.run)],
             "leases": leases.leases_of(conn, a.run),
             "pending_intents": intents.pending(conn, a.run),
         }
@@ -81,10 +81,49 @@ def _human_run(doc: dict[str, Any]) -> str:
         lines.append(f"  task {shown(t['task_id'])}: {shown(t['title'])}")
     for w in doc["workers"]:
         lines.append(f"  worker {shown(w['worker_id'])}: {shown(w['role'])} generation {w['generation']}"
-                     + (f" on task {shown(w['task_id'])}" if w["task_id"] else ""))
+                     + (f" on task {shown(w['task_id'])}" if w["task_id"] else "") + _process_part(w))
     for le in doc["leases"]:
         lines.append(f"  lease {shown(le['resource'])}: {le['status']} by {shown(le['worker_id'])} "
                      f"gen {le['generation']} token {le['token']} until {le['expires_at']}")
     for i in doc["pending_intents"]:
         lines.append(f"  pending intent {shown(i['intent_id'])} ({i['type']}) at position {i['position']}")
     return "\n".join(lines)
+
+
+def _with_process(w: dict[str, Any], now: str) -> dict[str, Any]:
+    """A worker's row, with how long its generation has run and its last line of output (read from its log)."""
+    from ..domain.values import to_ms
+
+    started, ended = w.get("launched_at"), w.get("ended_at")
+    elapsed = max(0, to_ms(ended or now) - to_ms(started)) if started else None
+    last = w.get("tail_line")
+    if w.get("status") == "running" and w.get("log_path"):
+        last = _last_line(w["log_path"])
+    return {**w, "elapsed_ms": elapsed, "last_line": last}
+
+
+def _last_line(path: str) -> str | None:
+    import os
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        f.seek(max(0, os.fstat(f.fileno()).st_size - 4096))
+        lines = [line for line in f.read().decode("utf-8", "replace").splitlines() if line.strip()]
+    return lines[-1][-200:] if lines else None
+
+
+def _process_part(w: dict[str, Any]) -> str:
+    status = w.get("status") or "registered"
+    part = f", {status}"
+    if w.get("pid"):
+        part += f", pid {w['pid']}"
+    if w.get("elapsed_ms") is not None:
+        part += f", {_seconds(w['elapsed_ms'])}"
+    if status == "exited":
+        part += f" ({w.get('exit_cause')}" + (f", code {w['exit_code']}" if w.get("exit_code") is not None else "") + ")"
+    if w.get("last_line"):
+        part += f": {shown(w['last_line'])}"
+    return part

@@ -19,12 +19,47 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("run", metavar="RUN", help="the run id")
     p.add_argument("--title", required=True, metavar="TEXT", help="what the task is")
     p.add_argument("--id", metavar="TASK", help="task id (default: a new random id)")
+    prompt = p.add_mutually_exclusive_group()
+    prompt.add_argument("--prompt", metavar="TEXT", help="the agent's instructions (default: the title)")
+    prompt.add_argument("--prompt-file", metavar="FILE", help="read the instructions from FILE ('-': standard input)")
 
 
 def task_plan(ctx: Context) -> int:
     from ..adapters.app import services
     from ..adapters.world.clock import new_id
 
-    task_id = ctx.args.id or new_id("task")
-    appended = services.plan_task(ctx.ledger, ctx.clock, ctx.args.run, task_id, ctx.args.title)
-    return recorded(ctx, appended, f"task {task_id} planned in run {ctx.args.run}", task_id=task_id)
+    a = ctx.args
+    task_id = a.id or new_id("task")
+    text = a.prompt if a.prompt is not None else _read_prompt_file(a.prompt_file) if a.prompt_file else None
+    sha256 = None
+    if text is not None:
+        from ..adapters.world.prompts import store_prompt
+
+        ctx.require_ledger_file()
+        sha256, _ = store_prompt(ctx.paths.ledger.parent, text)  # the text is there before the event names it
+    appended = services.plan_task(ctx.ledger, ctx.clock, a.run, task_id, a.title, prompt_sha256=sha256,
+                                  prompt_chars=len(text) if text is not None else 0)
+    return recorded(ctx, appended, f"task {task_id} planned in run {a.run}", task_id=task_id,
+                    prompt_sha256=sha256)
+
+
+def _read_prompt_file(name: str) -> str:
+    import sys
+
+    from ..adapters.world.prompts import MAX_PROMPT_BYTES
+    from ..domain.errors import BadInput
+
+    try:
+        if name == "-":
+            data = sys.stdin.buffer.read(MAX_PROMPT_BYTES + 1)
+        else:
+            with open(name, "rb") as f:
+                data = f.read(MAX_PROMPT_BYTES + 1)
+    except OSError as e:
+        raise BadInput("bad-prompt-file", f"cannot read {name}: {e.strerror}") from None
+    if len(data) > MAX_PROMPT_BYTES:
+        raise BadInput("prompt-too-large", f"{name} holds more than {MAX_PROMPT_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput("bad-prompt-file", f"{name} is not UTF-8 text") from None

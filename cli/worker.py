@@ -1,4 +1,4 @@
-"""docket worker register / relaunch."""
+"""docket worker register / relaunch / launch / stop / logs."""
 
 from __future__ import annotations
 
@@ -13,8 +13,29 @@ __all__ = ["register"]
 
 
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
-    worker = group(nouns, "worker", "register and relaunch workers",
-                   "docket worker register run-7k2m9x4q --role implementer --id w1")
+    worker = group(nouns, "worker", "launch, supervise and stop workers",
+                   "docket worker launch run-7k2m9x4q --task task-1 --agent aider")
+    p = command(worker, "launch", worker_launch, common,
+                "launch a task's agent in its own worktree and supervise it until it ends "
+                "(or, after --, any command instead of a configured agent)",
+                "docket worker launch run-7k2m9x4q --task task-1 --agent aider\n"
+                "  docket worker launch run-7k2m9x4q --task task-2 -- ./scripts/agent.sh --fast")
+    p.add_argument("run", metavar="RUN", help="the run id")
+    p.add_argument("--task", required=True, metavar="TASK", help="the task the agent works on")
+    p.add_argument("--agent", metavar="NAME", help="an [agents.NAME] of docket.toml (default: its 'agent', or "
+                                                   "the only one configured)")
+    p.add_argument("--id", metavar="WORKER", help="the worker's id (default: the task's id)")
+    p.set_defaults(command=None)  # `-- COMMAND ...` after the options: run it instead of a configured agent
+    p = command(worker, "stop", worker_stop, common,
+                "stop a worker's process group (SIGTERM, then SIGKILL after a grace period)",
+                "docket worker stop task-1")
+    p.add_argument("worker", metavar="WORKER", help="the worker id")
+    p.add_argument("--no-wait", action="store_true", help="record the stop request only; its supervisor acts on it")
+    p = command(worker, "logs", worker_logs, common, "print a worker's output (control characters escaped)",
+                "docket worker logs task-1 --follow")
+    p.add_argument("worker", metavar="WORKER", help="the worker id")
+    p.add_argument("--generation", type=int, metavar="N", help="a past generation (default: the current one)")
+    p.add_argument("--follow", action="store_true", help="keep printing new output until the worker ends")
     p = command(worker, "register", worker_register, common, "register a worker at generation 1",
                 "docket worker register run-7k2m9x4q --role implementer --task task-1")
     p.add_argument("run", metavar="RUN", help="the run id")
@@ -44,3 +65,58 @@ def worker_relaunch(ctx: Context) -> int:
     event = appended.last[1]
     return recorded(ctx, appended, f"worker {ctx.args.worker} relaunched: generation {event.generation} "
                     f"(generation {event.fenced_generation} fenced)", generation=event.generation)
+
+
+def worker_launch(ctx: Context) -> int:
+    from ..adapters.app.supervisor import Limits, supervise
+    from ..adapters.app.workers import launch_worker
+    from .agents import launch_request
+    from .output import emit, shown
+
+    a = ctx.args
+    request, limits = launch_request(ctx, a.run, a.task, a.id or a.task, a.agent, a.command or [])
+    repository = ctx.require_repository()
+    from ..adapters.world.paths import main_worktree
+
+    effector = ctx.effector
+    launched = launch_worker(ctx.ledger, ctx.clock, effector, effector.ports.launcher, request,
+                             docket_dir=ctx.paths.ledger.parent, repository=repository,
+                             main_checkout=main_worktree(repository), ledger_path=ctx.paths.ledger)
+    ctx.update_views()
+    if not ctx.json:
+        from .output import info
+
+        info(f"worker {shown(launched.worker_id)} generation {launched.generation} running as pid "
+             f"{launched.process.pid} in {shown(launched.worktree)}; log {shown(launched.log_path)}")
+    (ended,) = supervise(ctx.ledger, ctx.clock, effector, [(launched, Limits(**limits))])
+    ctx.update_views()
+    doc = {"worker_id": launched.worker_id, "run_id": launched.run_id, "task_id": launched.task_id,
+           "generation": launched.generation, "process": launched.process.as_dict(),
+           "worktree": str(launched.worktree), "log_path": str(launched.log_path), "result": ended.result,
+           "cause": ended.cause, "exit_code": ended.exit_code, "signal": ended.signal}
+    how = (f"exit code {ended.exit_code}" if ended.exit_code is not None
+           else f"signal {ended.signal}" if ended.signal is not None else "an unknown status")
+    emit(ctx.json, doc, f"worker {shown(launched.worker_id)} generation {launched.generation}: {ended.result} "
+                        f"({ended.cause}, {how})")
+    return {"ok": 0, "failed": 6, "stopped": 7}[ended.result]
+
+
+def worker_stop(ctx: Context) -> int:
+    from ..adapters.app.workers import finish_stop, request_stop
+    from .output import emit, shown
+
+    a = ctx.args
+    intent_id = request_stop(ctx.ledger, ctx.clock, a.worker, "requested")
+    result = "requested"
+    if not a.no_wait and intent_id is not None:
+        result = finish_stop(ctx.ledger, ctx.clock, ctx.effector, a.worker, intent_id)
+    ctx.update_views()
+    emit(ctx.json, {"worker_id": a.worker, "intent_id": intent_id, "result": result},
+         f"worker {shown(a.worker)}: stop {result}")
+    return 4 if result == "unknown" else 0
+
+
+def worker_logs(ctx: Context) -> int:
+    from .logs import print_log
+
+    return print_log(ctx, ctx.args.worker, ctx.args.generation, follow=ctx.args.follow)

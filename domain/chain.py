@@ -28,6 +28,7 @@ __all__ = [
     "ChainRow",
     "chain_entry",
     "next_digest",
+    "recorded_time",
     "verify_chain",
 ]
 
@@ -110,6 +111,7 @@ def verify_chain(
     *,
     anchor: ChainHead | None = None,
     start: ChainHead = ChainHead(0, GENESIS_DIGEST),
+    start_time: str | None = None,
 ) -> tuple[ChainHead, ChainBreak | None]:
     """Recompute the chain over rows (ChainRow or plain tuples) in position order.
 
@@ -117,14 +119,16 @@ def verify_chain(
     is not the next one, whose digest is missing or differs from the recomputed
     one, or whose recorded time is earlier than the one before it, breaks the
     chain there. With an anchor, the ledger must reach the anchor's position and
-    have the anchor's digest there.
+    have the anchor's digest there. To verify from a later ``start``, give the
+    recorded time of the event at that position as ``start_time`` (see
+    recorded_time): the next event must not be earlier.
     """
     position, digest = start.position, bytes.fromhex(start.digest)
     anchor_position = anchor.position if anchor is not None else 0  # an int either way: the loop compares ints
     # Locals, and chain_entry written out inline: this loop runs once per event in the ledger, and each
     # step below was measured (docs/performance.md); the two digests per event are most of its time.
     sha256, streams, types = _sha256, _STREAMS, _TYPES
-    last_time, past_time_key = _TIME_KEY, _PAST_TIME_KEY
+    last_time, past_time_key = _TIME_KEY + (start_time or "").encode(), _PAST_TIME_KEY
     for row_position, stream, version, type_, state, stored in rows:
         if row_position != position + 1:
             return _head(position, digest), ChainBreak(position + 1, "event missing (positions are not contiguous)")
@@ -146,6 +150,14 @@ def verify_chain(
         return _head(position, digest), ChainBreak(
             position + 1, f"ledger ends before the anchor at position {anchor.position}")
     return _head(position, digest), None
+
+
+def recorded_time(state: bytes) -> str | None:
+    """The recorded time a stored state ends with, as the chain compares it; None if it has none."""
+    time = state[-41:-2]
+    if not (time.startswith(_TIME_KEY) and time < _PAST_TIME_KEY and time.isascii()):
+        return None
+    return time[len(_TIME_KEY):].decode()
 
 
 def _backwards(time: bytes, last_time: bytes) -> str:

@@ -32,6 +32,7 @@ __all__ = [
     "Act",
     "BranchObservation",
     "Unknown",
+    "WorktreeObservation",
     "backoff_ms",
     "decide_base_pin",
     "is_resolved",
@@ -72,6 +73,22 @@ class BranchObservation:
     status: Literal["found", "missing", "not-a-commit", "unreadable"]
     commit: str | None = None
     detail: str = ""
+
+
+@dataclass(frozen=True)
+class WorktreeObservation:
+    """What is at a task's worktree path, and what its branch names.
+
+    absent: nothing at the path, no branch, no admin entry. branch-only: nothing
+    at the path, the branch names the base (creation was interrupted after the
+    branch). present: the path is this repository's linked worktree with the
+    branch checked out; head is the commit the branch names now. diverged:
+    anything else, detail names what differs. unreadable: nothing is known.
+    """
+
+    state: Literal["absent", "branch-only", "present", "diverged", "unreadable"]
+    detail: str | None = None
+    head: str | None = None
 
 
 def decide_base_pin(run: run_aggregate.Run, intent: ev.RunBasePinRequested,

@@ -1,7 +1,8 @@
 """Typed errors with stable codes; the CLI maps each family to one exit code.
 
 Exit codes (DESIGN.md): 0 ok, 1 verification failed, 2 usage or bad input,
-3 conflict or refused by an invariant, 4 effect outcome unknown, 5 not found.
+3 conflict or refused by an invariant, 4 effect outcome unknown, 5 not found,
+6 the work failed (an agent or a setup command), 7 docket stopped the work.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ __all__ = [
     "OutcomeUnknown",
     "Refused",
     "VerificationFailed",
+    "WorkFailed",
+    "WorkStopped",
 ]
 
 
@@ -50,3 +53,15 @@ class OutcomeUnknown(DocketError):
 
 class NotFound(DocketError):
     exit_code = 5
+
+
+class WorkFailed(DocketError):
+    """The work docket ran failed: an agent exited non-zero or by a signal, a setup command failed."""
+
+    exit_code = 6
+
+
+class WorkStopped(DocketError):
+    """docket stopped the work: a timeout, an idle timeout, the budget, or a stop request."""
+
+    exit_code = 7

@@ -52,22 +52,29 @@ def apply(lease: Lease | None, event: ev.Event, position: int) -> Lease:
 
 
 def grant(lease: Lease | None, holder: Worker | None, worker: Worker, generation: int,
-          run: Run, resource: str, ttl_ms: int, now: str) -> ev.Event:
+          run: Run, resource: str, ttl_ms: int, now: str, holder_liveness: str = "none") -> ev.Event:
     """Grant resource to worker's current generation for ttl_ms.
 
-    ``holder`` is the worker holding the current lease, if there is one.
+    ``holder`` is the worker holding the current lease, if there is one, and
+    ``holder_liveness`` what is known of the process of the lease's generation:
+    alive, dead, unknown, or none (it never had one). A held lease is reclaimed
+    only when it has expired (or its generation is fenced) and its holder is not
+    positively alive, or when its holder is positively dead; unknown never reclaims.
     """
     require_current(worker, generation)
     require_open(run)
     supersedes = None
     if lease is not None and lease.status == "held":
+        held_by = (f"{resource} is leased to worker {lease.worker_id} generation {lease.generation} "
+                   f"(token {lease.token}) until {lease.expires_at}")
         fenced = holder is not None and holder.generation != lease.generation
-        if not lease.is_expired(now) and not fenced:
-            raise Refused(
-                "lease-held",
-                f"{resource} is leased to worker {lease.worker_id} generation {lease.generation} "
-                f"(token {lease.token}) until {lease.expires_at}",
-            )
+        if holder_liveness == "alive":
+            raise Refused("lease-held", f"{held_by}, and its process is alive")
+        if holder_liveness == "unknown":
+            raise Refused("lease-holder-unknown", f"{held_by}; whether its process is gone cannot be told, "
+                                                  "so the lease is not reclaimed")
+        if holder_liveness != "dead" and not lease.is_expired(now) and not fenced:
+            raise Refused("lease-held", held_by)
         supersedes = lease.token
     return next_event(ev.LeaseGranted, stream_of(resource), lease.version if lease else 0, now,
                       resource=resource, run_id=run.run_id, worker_id=worker.worker_id,

@@ -16,10 +16,12 @@ from .errors import BadInput
 
 __all__ = [
     "check_branch_name",
+    "check_include_pattern",
     "has_unsafe_characters",
     "is_unsafe_character",
     "normal_resource",
     "normalise_resource",
+    "task_branch",
     "valid_branch_name",
 ]
 
@@ -123,6 +125,37 @@ def _branch_problem(name: str) -> str | None:
         if component.endswith(".lock"):
             return f"has a component ending in '.lock' ({component!r})"
     return None
+
+
+def task_branch(run_id: str, task_id: str) -> str:
+    """The branch a task's worktree is on: ``docket/<run>/<task>`` (BadInput ``bad-branch-name`` if git refuses it)."""
+    for part in (run_id, task_id):
+        if not part or "/" in part:
+            raise BadInput("bad-branch-name", f"id {_quoted(part)} is not a single branch name component")
+    return check_branch_name(f"docket/{run_id}/{task_id}")
+
+
+def check_include_pattern(pattern: str) -> str:
+    """pattern, if it is a relative glob that stays inside its root; else BadInput ``bad-include``.
+
+    Each '/'-separated part is matched on its own (``*`` never crosses a '/').
+    Refused: empty, absolute, a ``..`` or ``.`` part, an empty part, unsafe characters.
+    """
+    def refuse(why: str) -> BadInput:
+        return BadInput("bad-include", f"include pattern {_quoted(pattern)} {why}")
+
+    if not pattern:
+        raise refuse("is empty")
+    if has_unsafe_characters(pattern):
+        raise refuse("contains NUL, a control, bidi or invisible character")
+    if pattern.startswith("/"):
+        raise refuse("is absolute; name files relative to the repository root")
+    parts = pattern.rstrip("/").split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise refuse("has an empty, '.' or '..' part")
+    if len(pattern) > RESOURCE_MAX_LENGTH:
+        raise refuse(f"is longer than {RESOURCE_MAX_LENGTH} characters")
+    return pattern
 
 
 # Validators for the event types (pydantic turns a ValueError into a ValidationError).

@@ -1,16 +1,27 @@
-"""The Task aggregate: one unit of work planned inside an open run."""
+"""The Task aggregate: one unit of work planned inside an open run, with its prompt and its own worktree.
+
+The worktree is made through an intent (WorktreeRequested) whose outcome is
+WorktreeCreated (made now, or found already made) or WorktreeFailed (something
+else is there). ``decide_worktree`` chooses that outcome from what the git port
+observed; ``prepare`` records that its setup ran.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from . import events as ev
 from .aggregate import next_event
 from .errors import Refused
+from .names import task_branch
 from .run import Run, require_open
 from .streams import task_stream as stream_of
 
-__all__ = ["Task", "apply", "plan", "stream_of"]
+if TYPE_CHECKING:
+    from .effects import Act, Unknown, WorktreeObservation
+
+__all__ = ["Task", "apply", "decide_worktree", "plan", "prepared", "request_worktree", "stream_of"]
 
 
 @dataclass(frozen=True)
@@ -19,16 +30,85 @@ class Task:
     run_id: str
     title: str
     version: int
+    prompt_sha256: str | None = None
+    worktree: str | None = None  # its path, once made
+    branch: str | None = None
+    worktree_intent: str | None = None  # the pending WorktreeRequested, if any
+    worktree_failure: str | None = None  # code of the last WorktreeFailed
+    prepared: bool = False  # setup ran and includes were copied (WorktreePrepared)
+    setup_failure: str | None = None
 
 
 def apply(task: Task | None, event: ev.Event, position: int) -> Task:
     if isinstance(event, ev.TaskPlanned):
         return Task(event.task_id, event.run_id, event.title, event.version)
+    if isinstance(event, ev.TaskPlannedV2):
+        return Task(event.task_id, event.run_id, event.title, event.version, prompt_sha256=event.prompt_sha256)
+    assert task is not None, f"{event.type_name()} before TaskPlanned"
+    task = replace(task, version=event.version)
+    if isinstance(event, ev.WorktreeRequested):
+        return replace(task, worktree_intent=event.intent_id, worktree_failure=None)
+    if isinstance(event, ev.WorktreeCreated):
+        return replace(task, worktree=event.path, branch=event.branch, worktree_intent=None)
+    if isinstance(event, ev.WorktreeFailed):
+        return replace(task, worktree_intent=None, worktree_failure=event.code)
+    if isinstance(event, ev.WorktreePrepared):
+        return replace(task, prepared=event.failed is None, setup_failure=event.failed)
+    if isinstance(event, (ev.IntentOutcomeUnknown, ev.IntentOutcomeUnknownV2)):
+        return task
+    if isinstance(event, ev.IntentCancelled):
+        return replace(task, worktree_intent=None if task.worktree_intent == event.intent_id else task.worktree_intent)
     raise TypeError(f"Task cannot apply {event.type_name()}")
 
 
-def plan(existing: Task | None, run: Run, task_id: str, title: str, now: str) -> ev.Event:
+def plan(existing: Task | None, run: Run, task_id: str, title: str, now: str, *,
+         prompt_sha256: str | None = None, prompt_chars: int = 0) -> ev.Event:
     if existing is not None:
         raise Refused("task-exists", f"task {task_id} is already planned in run {existing.run_id}")
     require_open(run)
-    return next_event(ev.TaskPlanned, stream_of(task_id), 0, now, task_id=task_id, run_id=run.run_id, title=title)
+    return next_event(ev.TaskPlannedV2, stream_of(task_id), 0, now, task_id=task_id, run_id=run.run_id, title=title,
+                      prompt_sha256=prompt_sha256, prompt_chars=prompt_chars)
+
+
+def request_worktree(task: Task, run: Run, intent_id: str, repository: str, path: str, now: str) -> list[ev.Event]:
+    """The intent to make the task's worktree at the run's base; nothing when it is made or already asked for."""
+    require_open(run)
+    if task.worktree is not None or task.worktree_intent is not None:
+        return []
+    if run.base_commit is None:
+        raise Refused("run-base-not-pinned", f"run {run.run_id} has no pinned base commit yet")
+    return [next_event(ev.WorktreeRequested, stream_of(task.task_id), task.version, now, intent_id=intent_id,
+                       run_id=run.run_id, task_id=task.task_id, repository=repository, path=path,
+                       branch=task_branch(run.run_id, task.task_id), base=run.base_commit)]
+
+
+def decide_worktree(task: Task, intent: ev.WorktreeRequested, observed: WorktreeObservation,
+                    now: str) -> ev.Event | Unknown | Act:
+    from .effects import Act, Unknown
+
+    stream = stream_of(task.task_id)
+    common = dict(intent_id=intent.intent_id, run_id=intent.run_id, task_id=intent.task_id)
+    if observed.state in ("absent", "branch-only"):
+        return Act()
+    if observed.state == "present":
+        assert observed.head is not None
+        return next_event(ev.WorktreeCreated, stream, task.version, now, **common, path=intent.path,
+                          branch=intent.branch, head=observed.head, result="observed")
+    if observed.state == "diverged":
+        return next_event(ev.WorktreeFailed, stream, task.version, now, **common, code="worktree-diverged",
+                          message=(observed.detail or f"something else is at {intent.path}")[:4000])
+    return Unknown(observed.detail or f"cannot read the repository {intent.repository}")
+
+
+def created(outcome: ev.Event) -> ev.Event:
+    """After the act: the same outcome, but made now rather than found."""
+    if isinstance(outcome, ev.WorktreeCreated):
+        return outcome.model_copy(update={"result": "created"})
+    return outcome
+
+
+def prepared(task: Task, path: str, setup_commands: int, included: list[str], failed: str | None,
+             message: str | None, now: str) -> ev.Event:
+    return next_event(ev.WorktreePrepared, stream_of(task.task_id), task.version, now, run_id=task.run_id,
+                      task_id=task.task_id, path=path, setup_commands=setup_commands, included=included,
+                      failed=failed, message=message)

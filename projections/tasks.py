@@ -1,4 +1,4 @@
-"""Read model: one row per planned task (the first TaskPlanned of a task id wins)."""
+"""Read model: one row per planned task (the first TaskPlanned of a task id wins), with its worktree."""
 
 from __future__ import annotations
 
@@ -8,20 +8,33 @@ from typing import Any
 from .query import as_dicts
 
 TABLE = "tasks"
-COLUMNS = {"task_id": str, "run_id": str, "title": str, "planned_at": str, "position": int}
+COLUMNS = {"task_id": str, "run_id": str, "title": str, "planned_at": str, "position": int,
+           "prompt_sha256": str, "worktree": str, "branch": str, "worktree_failure": str}
 INDEXES = ("run_id",)
 PK = "task_id"
 
 
 def _planned(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    c.execute("INSERT OR IGNORE INTO tasks (task_id, run_id, title, planned_at, position) VALUES (?, ?, ?, ?, ?)",
-              (p["task_id"], p["run_id"], p["title"], at, position))
+    c.execute("INSERT OR IGNORE INTO tasks (task_id, run_id, title, planned_at, position, prompt_sha256) "
+              "VALUES (?, ?, ?, ?, ?, ?)",
+              (p["task_id"], p["run_id"], p["title"], at, position, p.get("prompt_sha256")))
+
+
+def _worktree_created(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE tasks SET worktree = ?, branch = ?, worktree_failure = NULL WHERE task_id = ?",
+              (p["path"], p["branch"], p["task_id"]))
+
+
+def _worktree_failed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE tasks SET worktree_failure = ? WHERE task_id = ? AND worktree IS NULL",
+              (p["code"], p["task_id"]))
 
 
 def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
-    return {ev.TaskPlanned.type_name(): _planned}
+    return {ev.TaskPlanned.type_name(): _planned, ev.TaskPlannedV2.type_name(): _planned,
+            ev.WorktreeCreated.type_name(): _worktree_created, ev.WorktreeFailed.type_name(): _worktree_failed}
 
 
 def tasks_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

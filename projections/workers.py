@@ -1,4 +1,8 @@
-"""Read model: one row per worker, with its current generation (the first registration of an id wins)."""
+"""Read model: one row per worker, with its current generation and the life of that generation's process.
+
+The first registration of an id wins. ``status`` follows the Worker aggregate:
+registered, launching, running, exited, launch-failed.
+"""
 
 from __future__ import annotations
 
@@ -9,29 +13,72 @@ from .query import as_dicts
 
 TABLE = "workers"
 COLUMNS = {"worker_id": str, "run_id": str, "role": str, "task_id": str, "generation": int,
-           "registered_at": str, "relaunched_at": str, "position": int}
+           "registered_at": str, "relaunched_at": str, "position": int,
+           "status": str, "host": str, "pid": int, "pgid": int, "launched_at": str, "log_path": str,
+           "worktree": str, "ended_at": str, "exit_cause": str, "exit_code": int, "exit_signal": int,
+           "tail_line": str}
 INDEXES = ("run_id",)
 PK = "worker_id"
+
+_FRESH_GENERATION = ("status = 'registered', host = NULL, pid = NULL, pgid = NULL, launched_at = NULL, "
+                     "log_path = NULL, ended_at = NULL, exit_cause = NULL, exit_code = NULL, exit_signal = NULL, "
+                     "tail_line = NULL")
 
 
 def _registered(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     c.execute(
-        "INSERT OR IGNORE INTO workers (worker_id, run_id, role, task_id, generation, registered_at, position) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT OR IGNORE INTO workers (worker_id, run_id, role, task_id, generation, registered_at, position, status) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, 'registered')",
         (p["worker_id"], p["run_id"], p["role"], p["task_id"], p["generation"], at, position),
     )
 
 
 def _relaunched(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    c.execute("UPDATE workers SET generation = ?, relaunched_at = ?, position = ? WHERE worker_id = ?",
-              (p["generation"], at, position, p["worker_id"]))
+    c.execute(f"UPDATE workers SET generation = ?, relaunched_at = ?, position = ?, {_FRESH_GENERATION} "
+              "WHERE worker_id = ?", (p["generation"], at, position, p["worker_id"]))
+
+
+def _same_generation(p: dict[str, Any]) -> tuple[str, int]:
+    return p["worker_id"], p["generation"]
+
+
+def _launch_requested(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE workers SET status = 'launching', log_path = ?, worktree = ? "
+              "WHERE worker_id = ? AND generation = ?", (p["log_path"], p["worktree"], *_same_generation(p)))
+
+
+def _launched(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    proc = p["process"]
+    c.execute("UPDATE workers SET status = 'running', host = ?, pid = ?, pgid = ?, launched_at = ? "
+              "WHERE worker_id = ? AND generation = ?",
+              (proc["host"], proc["pid"], proc["pgid"], at, *_same_generation(p)))
+
+
+def _launch_failed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE workers SET status = 'launch-failed', exit_cause = ?, ended_at = ? "
+              "WHERE worker_id = ? AND generation = ?", (p["code"], at, *_same_generation(p)))
+
+
+def _exited(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    lines = [line for line in p["tail"].splitlines() if line.strip()]
+    c.execute("UPDATE workers SET status = 'exited', exit_cause = ?, exit_code = ?, exit_signal = ?, ended_at = ?, "
+              "tail_line = ? WHERE worker_id = ? AND generation = ? AND status != 'exited'",
+              (p["cause"], p["exit_code"], p["signal"], at, lines[-1][:200] if lines else None,
+               *_same_generation(p)))
 
 
 def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
-    return {ev.WorkerRegistered.type_name(): _registered, ev.WorkerRelaunched.type_name(): _relaunched}
+    return {ev.WorkerRegistered.type_name(): _registered, ev.WorkerRelaunched.type_name(): _relaunched,
+            ev.WorkerLaunchRequested.type_name(): _launch_requested, ev.WorkerLaunched.type_name(): _launched,
+            ev.WorkerLaunchFailed.type_name(): _launch_failed, ev.WorkerExited.type_name(): _exited}
 
 
 def workers_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
     return as_dicts(c.execute("SELECT * FROM workers WHERE run_id = ? ORDER BY position", (run_id,)))
+
+
+def active_workers(c: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Workers whose current generation is launching or running, as the views know them."""
+    return as_dicts(c.execute("SELECT * FROM workers WHERE status IN ('launching', 'running') ORDER BY position"))

@@ -67,6 +67,12 @@ step "close the recovered run; every command speaks JSON for scripts"
 show docket run abort crashed --reason "only here to show recovery"
 docket status crashed --json | python3 -c 'import json,sys; run = json.load(sys.stdin)["run"]; print("status --json:", run["run_id"], run["status"], run["base_commit"][:12])'
 
+step "launch an agent for a task: its own worktree, held at a gate until its identity is in the ledger"
+show docket task plan demo --title "write the greeting" --id t2 --prompt "make app.py greet by name"
+show docket worker launch demo --task t2 -- sh -c 'cat "$DOCKET_PROMPT_FILE"; echo; echo "print(1)" > greet.py'
+show git worktree list
+show docket status demo
+
 step "the log, and the state as it was at position 6"
 show docket log --run demo
 show docket status demo --at 6

@@ -14,10 +14,13 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...projections.views import META, READ_MODELS, Views, schema_signature
 from ..world.files import create_private_file
-from ..world.reader import read_events
+
+if TYPE_CHECKING:
+    from .ports import LedgerReader
 
 __all__ = ["INTERVAL", "LIMIT", "checkpoint_folder", "clear", "keep", "positions", "start_from_checkpoint"]
 
@@ -78,7 +81,7 @@ def _thin(folder: Path) -> None:
         del kept[i - 1]
 
 
-def start_from_checkpoint(ledger: sqlite3.Connection, views: Views, folder: Path, *, until: int | None = None,
+def start_from_checkpoint(ledger: LedgerReader, views: Views, folder: Path, *, until: int | None = None,
                           until_time: str | None = None) -> int:
     """Fill empty views from the latest usable checkpoint at or before until (or until_time); returns its position.
 
@@ -96,9 +99,7 @@ def start_from_checkpoint(ledger: sqlite3.Connection, views: Views, folder: Path
     return 0
 
 
-def _restore(ledger: sqlite3.Connection, views: Views, path: Path, position: int) -> bool:
-    from .projector import digest_at
-
+def _restore(ledger: LedgerReader, views: Views, path: Path, position: int) -> bool:
     c = views.conn
     if not path.is_file():
         return False  # thinned by another process meanwhile (ATTACH would create it)
@@ -109,7 +110,7 @@ def _restore(ledger: sqlite3.Connection, views: Views, path: Path, position: int
     try:
         meta = dict(c.execute(f"SELECT key, value FROM checkpoint.[{META}]").fetchall())
         if (meta.get("schema"), meta.get("position"), meta.get("genesis"), meta.get("digest")) != (
-                schema_signature(), str(position), digest_at(ledger, 1), digest_at(ledger, position)):
+                schema_signature(), str(position), ledger.digest_at(1), ledger.digest_at(position)):
             return False
         c.execute("BEGIN")
         try:
@@ -127,9 +128,8 @@ def _restore(ledger: sqlite3.Connection, views: Views, path: Path, position: int
         c.execute("DETACH DATABASE checkpoint")
 
 
-def _recorded_at(ledger: sqlite3.Connection, position: int) -> str:
+def _recorded_at(ledger: LedgerReader, position: int) -> str:
     import json
 
-    for row in read_events(ledger, after=position - 1, until=position):
-        return json.loads(row[4])["recorded_at"]
-    return "\uffff"  # past the ledger's end: never before any time
+    row = ledger.event_at(position)
+    return "\uffff" if row is None else json.loads(row[4])["recorded_at"]  # past the end: never before any time

@@ -24,7 +24,7 @@ from ..world import faults
 from ..world.clock import Clock
 from .intents import INTENT_KINDS, IntentKind
 from .ledger import Ledger, PendingIntent
-from .ports import Ports, real_ports
+from .ports import Ports, RealPorts, real_ports
 
 __all__ = ["Effector", "IntentResult"]
 
@@ -53,7 +53,7 @@ class _Act(Exception):
 
 
 class Effector:
-    def __init__(self, ledger: Ledger, clock: Clock, ports: Ports | None = None,
+    def __init__(self, ledger: Ledger, clock: Clock, ports: Ports | RealPorts | None = None,
                  kinds: Mapping[str, IntentKind[Any, Any, Any]] = INTENT_KINDS):
         self.ledger = ledger
         self.clock = clock
@@ -86,16 +86,18 @@ class Effector:
     def _drive(self, pending: PendingIntent) -> IntentResult:
         kind = self.kinds[pending.intent.type_name()]
         port = getattr(self.ports, kind.port)
-        faults.crash_point("effector:before-observe")
+        faults.crash_point("effector:before-observe", kind.type_name)
         observation = kind.observe(port, pending.intent, self.ledger.repository_id)
-        faults.crash_point("effector:after-observe")
+        faults.crash_point("effector:after-observe", kind.type_name)
         try:
             return self._record(kind, pending, observation, acted=False)
         except _Act:
             pass
         if kind.act is None:
             raise TypeError(f"{kind.type_name} decided to act, but its kind declares no act")
+        faults.crash_point("effector:before-act", kind.type_name)
         kind.act(port, pending.intent, observation)
+        faults.crash_point("effector:after-act", kind.type_name)
         observation = kind.observe(port, pending.intent, self.ledger.repository_id)
         return self._record(kind, pending, observation, acted=True)
 
@@ -120,7 +122,7 @@ class Effector:
                     raise _Act
                 decided = Unknown("the effect was carried out, but the world still shows the state before it")
             if not isinstance(decided, Unknown):
-                return [decided]
+                return [kind.made(decided) if acted and kind.made is not None else decided]
             unknown = record_unknown(stream, since[-1][1].version, intent.intent_id, decided.reason,
                                      last_unknown(since, intent.intent_id), now)
             if unknown is None:
@@ -134,7 +136,7 @@ class Effector:
             return IntentResult(intent.intent_id, pending.position, ALREADY_RESOLVED, None, None)
         if not appended:
             return IntentResult(intent.intent_id, pending.position, STILL_UNKNOWN, None, None, True, still_unknown[0])
-        faults.crash_point("effector:after-outcome")
+        faults.crash_point("effector:after-outcome", kind.type_name)
         position, outcome = appended[0]
         unknown = outcome.effect_role == "unknown"
         return IntentResult(intent.intent_id, pending.position, outcome.type_name(), position, outcome, unknown,

@@ -2,25 +2,58 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ...domain.canonical import canonical_json
-from ...domain.errors import DocketError
+from ...domain.errors import DocketError, VerificationFailed
 from ...projections import run_events
-from ..world.reader import read_events, read_events_at
 
-__all__ = ["Row", "belongs_to_run", "run_rows"]
+if TYPE_CHECKING:
+    from .ports import LedgerReader, Row
 
-Row = tuple[int, str, int, str, bytes]  # position, stream, version, type, state
+__all__ = ["belongs_to_run", "listed_events", "run_rows"]
+
+
+def listed_events(ledger: LedgerReader, views_path: Path, *, run_id: str | None, topics: Sequence[str], after: int,
+                  until: int, lock_timeout: Callable[[], float]) -> Iterator[tuple[Row, dict[str, Any]]]:
+    """Each event in (after, until] of run_id (any run when None) and of one of topics (any when empty),
+    with its decoded body {"payload": ..., "recorded_at": ...}, in ledger order.
+
+    A stored body that is not docket's JSON stops the listing with VerificationFailed
+    ('ledger-unverifiable'): what cannot be read cannot have been verified.
+    """
+    if run_id is None:
+        rows = ledger.events(after=after, until=until, topics=topics)
+    else:
+        rows = run_rows(ledger, views_path, run_id, after=after, until=until, lock_timeout=lock_timeout)
+    for row in rows:
+        if topics and row[3] not in topics:
+            continue
+        body = _body(row)
+        if run_id is None or belongs_to_run(row, body["payload"], run_id):
+            yield row, body
+
+
+def _body(row: Row) -> dict[str, Any]:
+    try:
+        body = json.loads(row[4])
+        if isinstance(body, dict) and isinstance(body.get("payload"), dict) and "recorded_at" in body:
+            return body
+    except (ValueError, TypeError):
+        pass
+    raise VerificationFailed("ledger-unverifiable", f"position {row[0]}: the stored event is not docket's JSON; "
+                                                    "nothing more is listed (run 'docket verify')")
 
 
 def belongs_to_run(row: Row, payload: dict, run_id: str) -> bool:
     return payload.get("run_id") == run_id or row[1] == run_events.RUN_STREAM_PREFIX + run_id
 
 
-def run_rows(ledger: sqlite3.Connection, views_path: Path, run_id: str, *, after: int, until: int,
+def run_rows(ledger: LedgerReader, views_path: Path, run_id: str, *, after: int, until: int,
              lock_timeout: Callable[[], float]) -> Iterator[Row]:
     """Rows that may belong to run_id in (after, until], in ledger order; the caller keeps those belonging_to_run.
 
@@ -32,16 +65,16 @@ def run_rows(ledger: sqlite3.Connection, views_path: Path, run_id: str, *, after
     if after == 0:
         positions = _indexed_positions(ledger, views_path, run_id, until, lock_timeout)
         if positions is not None:
-            yield from read_events_at(ledger, positions)
+            yield from ledger.events_at(positions)
             return
     needle = b'"run_id":' + canonical_json(run_id)
     stream = run_events.RUN_STREAM_PREFIX + run_id
-    for row in read_events(ledger, after=after, until=until):
+    for row in ledger.events(after=after, until=until):
         if row[1] == stream or needle in row[4]:
             yield row
 
 
-def _indexed_positions(ledger: sqlite3.Connection, views_path: Path, run_id: str, until: int,
+def _indexed_positions(ledger: LedgerReader, views_path: Path, run_id: str, until: int,
                        lock_timeout: Callable[[], float]) -> list[int] | None:
     from .views import current_views
 

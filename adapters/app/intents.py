@@ -20,12 +20,15 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from ...domain import run as run_aggregate
-from ...domain.effects import Act, BranchObservation, Unknown, decide_base_pin
-from ...domain.events import Event, RunBasePinRequested
+from ...domain import task as task_aggregate
+from ...domain import worker as worker_aggregate
+from ...domain.effects import Act, BranchObservation, Unknown, WorktreeObservation, decide_base_pin
+from ...domain.events import Event, RunBasePinRequested, WorkerLaunchRequested, WorkerStopRequested, WorktreeRequested
+from ...domain.processes import ProcessIdentity
 from ..world.identity import mismatch_reason
 from .ports import GitPort
 
-__all__ = ["INTENT_KINDS", "RUN_BASE_PIN", "IntentKind"]
+__all__ = ["INTENT_KINDS", "RUN_BASE_PIN", "WORKER_LAUNCH", "WORKER_STOP", "WORKTREE", "IntentKind"]
 
 A = TypeVar("A")  # the aggregate the intent's stream folds into
 I = TypeVar("I", bound=Event)  # the intent event
@@ -45,6 +48,8 @@ class IntentKind(Generic[A, I, O]):
     # (aggregate, intent, observation, now) -> outcome event, Unknown or Act; pure
     decide: Callable[[A, I, O, str], Event | Unknown | Act]
     act: Callable[[Any, I, O], None] | None = None  # None: observing is the whole effect
+    # the outcome decided after this pass acted (e.g. "created" rather than "observed")
+    made: Callable[[Event], Event] | None = None
 
     @property
     def type_name(self) -> str:
@@ -70,4 +75,60 @@ RUN_BASE_PIN: IntentKind[run_aggregate.Run, RunBasePinRequested, BranchObservati
     act=None,  # the branch is only read: observing it is the effect
 )
 
-INTENT_KINDS: dict[str, IntentKind[Any, Any, Any]] = {kind.type_name: kind for kind in (RUN_BASE_PIN,)}
+
+
+def _observe_worktree(git: GitPort, intent: WorktreeRequested, repository_id: str | None) -> WorktreeObservation:
+    repository = Path(intent.repository)
+    if repository_id is not None:
+        mismatch = mismatch_reason(repository, repository_id, git.identity(repository))
+        if mismatch:
+            return WorktreeObservation("unreadable", detail=mismatch)
+    return git.observe_worktree(repository, Path(intent.path), intent.branch, intent.base)
+
+
+WORKTREE: IntentKind[task_aggregate.Task, WorktreeRequested, WorktreeObservation] = IntentKind(
+    intent=WorktreeRequested,
+    stream_of=lambda intent: task_aggregate.stream_of(intent.task_id),
+    apply=task_aggregate.apply,
+    port="git",
+    observe=_observe_worktree,
+    decide=task_aggregate.decide_worktree,
+    act=lambda git, intent, _: git.create_worktree(Path(intent.repository), Path(intent.path), intent.branch,
+                                                   intent.base),
+    made=task_aggregate.created,
+)
+
+WORKER_LAUNCH: IntentKind[worker_aggregate.Worker, WorkerLaunchRequested, worker_aggregate.LaunchObservation] = (
+    IntentKind(
+        intent=WorkerLaunchRequested,
+        stream_of=lambda intent: worker_aggregate.stream_of(intent.worker_id),
+        apply=worker_aggregate.apply,
+        port="launcher",
+        observe=lambda launcher, intent, _: launcher.observe(intent),
+        decide=worker_aggregate.decide_launch,
+        act=lambda launcher, intent, _: launcher.start(intent),
+    ))
+
+
+def _observe_stop(processes: Any, intent: WorkerStopRequested, _: str | None) -> worker_aggregate.StopObservation:
+    if intent.process is None:
+        return worker_aggregate.StopObservation("none")
+    return worker_aggregate.StopObservation(processes.group_liveness(ProcessIdentity(**intent.process.model_dump())))
+
+
+STOP_GRACE_SECONDS = 5.0  # between SIGTERM and SIGKILL to the group
+
+WORKER_STOP: IntentKind[worker_aggregate.Worker, WorkerStopRequested, worker_aggregate.StopObservation] = IntentKind(
+    intent=WorkerStopRequested,
+    stream_of=lambda intent: worker_aggregate.stream_of(intent.worker_id),
+    apply=worker_aggregate.apply,
+    port="processes",
+    observe=_observe_stop,
+    decide=worker_aggregate.decide_stop,
+    act=lambda processes, intent, _: processes.terminate_group(ProcessIdentity(**intent.process.model_dump()),
+                                                               grace=STOP_GRACE_SECONDS),
+    made=worker_aggregate.stopped,
+)
+
+INTENT_KINDS: dict[str, IntentKind[Any, Any, Any]] = {
+    kind.type_name: kind for kind in (RUN_BASE_PIN, WORKTREE, WORKER_LAUNCH, WORKER_STOP)}

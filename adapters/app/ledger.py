@@ -26,7 +26,6 @@ from eventsourcing.utils import Environment
 
 from ...domain import ledger as ledger_aggregate
 from ...domain.aggregate import fold
-from ...domain.effects import INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES
 from ...domain.errors import Conflict, NotFound
 from ...domain.canonical import canonical_json
 from ...domain.events import Event
@@ -230,8 +229,7 @@ class Ledger(Application):
 
     def head(self) -> int:
         if self._cursor is not None:
-            self._cursor.execute(f"SELECT MAX(rowid) FROM {self.recorder.events_table_name}")
-            return self._cursor.fetchone()[0] or 0
+            return self.recorder.head_position(self._cursor)
         return self.recorder.max_notification_id() or 0
 
     def pending_intents(self, *, after: int | None = None) -> list[PendingIntent]:
@@ -247,6 +245,8 @@ class Ledger(Application):
             return self._pending(c, after)
 
     def _pending(self, c: Any, after: int | None) -> list[PendingIntent]:
+        from ...domain.effects import INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES  # not on a plain command's path
+
         if after is None:
             after = self.recorder.tracked(c, EFFECTOR_CURSOR)
         intents: dict[str, tuple[int, Event]] = {}
@@ -271,8 +271,7 @@ class Ledger(Application):
             with self.recorder.write_transaction() as c:
                 current = self.recorder.tracked(c, EFFECTOR_CURSOR)
                 pending = self._pending(c, None)
-                c.execute(f"SELECT MAX(rowid) FROM {self.recorder.events_table_name}")
-                target = pending[0].position - 1 if pending else (c.fetchone()[0] or 0)
+                target = pending[0].position - 1 if pending else self.recorder.head_position(c)
                 if target > current:
                     self.recorder.set_tracking(c, EFFECTOR_CURSOR, target)
                 return max(target, current)

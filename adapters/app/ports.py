@@ -1,19 +1,29 @@
-"""The world as the effector sees it: one small Protocol per kind of effect.
+"""The world as the application sees it: one small Protocol per kind of effect, and the ledger's reader.
 
-Each port has a real adapter and an in-memory fake (``adapters/fakes.py``) that
-keeps the same promises, so the effector's rules are tested without disk. The
-real adapters are chosen here, and only here.
+Each port has a real adapter and an in-memory fake (``adapters/world/fakes.py``)
+that keeps the same promises, so the application's rules are tested without
+disk. The real effect adapters are chosen here, and only here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ...domain.effects import BranchObservation
+from ...domain.chain import ChainHead, ChainRow
+from ...domain.effects import BranchObservation, WorktreeObservation
 
-__all__ = ["GitPort", "Ports", "real_ports"]
+if TYPE_CHECKING:  # annotations only: compiling the secret patterns and importing the adapter cost start-up time
+    from ...domain.processes import Liveness, ProcessIdentity
+    from ..world.processes import LaunchSpec
+    from .launcher import Launcher
+
+__all__ = ["GatedHandle", "GitPort", "LedgerReader", "Ports", "ProcessPort", "RealPorts", "Row", "real_ports"]
+
+Row = tuple[int, str, int, str, bytes]  # an event as read: position, stream, version, type, stored state (JSON)
 
 
 class GitPort(Protocol):
@@ -27,15 +37,154 @@ class GitPort(Protocol):
         """What refs/heads/<branch> names: found, missing, not-a-commit or unreadable. Never raises."""
         ...
 
+    def observe_worktree(self, repository: Path, path: Path, branch: str, base: str) -> WorktreeObservation:
+        """absent, branch-only, present (head: the branch's commit now), diverged (detail) or unreadable. Never raises."""
+        ...
+
+    def create_worktree(self, repository: Path, path: Path, branch: str, base: str) -> None:
+        """From absent or branch-only only: refs/heads/<branch> create-only at base, then the linked worktree at path.
+
+        Any other state is left alone; observe again to learn the outcome. Raises only
+        OSError for I/O failures that are no state of the world (disk full, permissions).
+        """
+        ...
+
+    def copy_includes(self, source_root: Path, worktree: Path, patterns: Sequence[str], *,
+                      skipped: list[str] | None = None) -> list[str]:
+        """Copy the files the patterns match from the main checkout into worktree, create-only, symlinks never
+        followed; the relative paths copied or already there, sorted. BadInput ``bad-include`` for a bad pattern;
+        each path left alone is appended to skipped as "path: why"."""
+        ...
+
+
+class GatedHandle(Protocol):
+    """A started process held at the launch gate: it runs its command only once opened."""
+
+    identity: ProcessIdentity
+    popen: Any  # subprocess.Popen for the real one: the launcher wait()s on it
+
+    def open(self) -> None:
+        """Release the gate: the command runs."""
+        ...
+
+    def close_without_opening(self) -> None:
+        """The held process exits 125 without running the command."""
+        ...
+
+
+class ProcessPort(Protocol):
+    """This machine's processes: identity, three-valued liveness, gated launch, stopping a whole group."""
+
+    def this_host(self) -> tuple[str, str]:
+        """(host name, boot id) of this machine."""
+        ...
+
+    def identity(self, pid: int) -> ProcessIdentity | None:
+        """Who runs at pid now; None if nothing does."""
+        ...
+
+    def liveness(self, identity: ProcessIdentity) -> Liveness:
+        """alive, dead (gone, pid reused, another boot) or unknown (another host, could not tell)."""
+        ...
+
+    def group_liveness(self, identity: ProcessIdentity) -> Liveness:
+        """Whether anything is left in identity's process group."""
+        ...
+
+    def spawn_gated(self, spec: LaunchSpec) -> GatedHandle:
+        """Start spec's command in its own process group, held at the gate; its log is created, never reused."""
+        ...
+
+    def terminate_group(self, identity: ProcessIdentity, *, grace: float = 5.0, wait: float = 10.0) -> Liveness:
+        """SIGTERM the group, SIGKILL it after grace, wait until it is gone; the group's liveness at the end."""
+        ...
+
+    def find_marked(self, name: str, value: str) -> list[tuple[ProcessIdentity, dict[str, str]]]:
+        """Live processes of this user whose environment has name=value, each with its DOCKET_* variables."""
+        ...
+
+
+class LedgerReader(Protocol):
+    """Every read the application makes of the ledger: nothing else reads the ledger's tables.
+
+    The SQLite file's is adapters/world/reader.py's SqliteLedgerReader; a
+    PostgreSQL ledger needs one more. Positions start at 1; rows come in
+    position order; a read never changes the ledger.
+    """
+
+    def chain_rows(self, *, after: int = 0, until: int | None = None) -> Iterator[ChainRow]:
+        """Every event in (after, until] with the digest stored beside it (None if missing)."""
+        ...
+
+    def events(self, *, after: int = 0, until: int | None = None, topics: Sequence[str] = ()) -> Iterator[Row]:
+        """The events in (after, until], only those of the given types when topics is not empty."""
+        ...
+
+    def events_at(self, positions: Iterable[int]) -> Iterator[Row]:
+        """The events at the given ascending positions (those that exist)."""
+        ...
+
+    def event_at(self, position: int) -> Row | None:
+        ...
+
+    def head_position(self) -> int:
+        """The last event's position; 0 when there is none."""
+        ...
+
+    def chain_head(self) -> ChainHead | None:
+        """The chain's last recorded (position, digest); None when it has none."""
+        ...
+
+    def digest_at(self, position: int) -> str:
+        """The digest recorded at position; "" when there is none."""
+        ...
+
+    def last_event_and_chain_end(self) -> tuple[int, int]:
+        """The last event's position and the chain's last position (0 if none): equal in an undamaged ledger."""
+        ...
+
+    def orphan_digest_after(self, position: int) -> int | None:
+        """The first position past position holding a digest: one past the last event means its tail was cut."""
+        ...
+
+    def has_stream(self, stream: str) -> bool:
+        ...
+
+    def check_schema(self) -> None:
+        """Raise VerificationFailed ('schema-mismatch') if the storage holds anything docket did not create."""
+        ...
+
 
 @dataclass(frozen=True)
 class Ports:
-    """Every port an intent kind may name (processes come next)."""
+    """Every port an intent kind may name; the launcher is the process port as launch intents see it."""
 
     git: GitPort
+    processes: ProcessPort | None = None
+    launcher: Launcher | None = None
 
 
-def real_ports() -> Ports:
-    from ..world.git import DulwichGit
+class RealPorts:
+    """The real adapters, each made on first use: a command pays only for the ports its intents need."""
 
-    return Ports(git=DulwichGit())
+    @cached_property
+    def git(self) -> GitPort:
+        from ..world.git import DulwichGit
+
+        return DulwichGit()
+
+    @cached_property
+    def processes(self) -> ProcessPort:
+        from ..world.processes import PsutilProcesses
+
+        return PsutilProcesses()
+
+    @cached_property
+    def launcher(self) -> Launcher:
+        from .launcher import Launcher
+
+        return Launcher(self.processes)
+
+
+def real_ports() -> RealPorts:
+    return RealPorts()

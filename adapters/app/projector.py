@@ -5,15 +5,18 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...domain.errors import VerificationFailed
 from ...projections.views import Views
 from . import checkpoints
 from ..world import faults
 from ..world.files import create_private_file
-from ..world.reader import head_position, read_events
 
-__all__ = ["catch_up", "digest_at", "open_views", "views_anchor_break"]
+if TYPE_CHECKING:
+    from .ports import LedgerReader
+
+__all__ = ["catch_up", "open_views", "views_anchor_break"]
 
 BATCH = 5000
 
@@ -55,13 +58,8 @@ def _open(name: str, timeout: float) -> Views:
     return views
 
 
-def digest_at(ledger: sqlite3.Connection, position: int) -> str:
-    row = ledger.execute("SELECT digest FROM chain WHERE position = ?", (position,)).fetchone()
-    return "" if row is None else row[0]
-
-
 def catch_up(
-    ledger: sqlite3.Connection,
+    ledger: LedgerReader,
     views: Views,
     *,
     until: int | None = None,
@@ -79,7 +77,7 @@ def catch_up(
     if broken is not None:
         raise broken
     position = views.position()
-    if position and views.genesis() != digest_at(ledger, 1):
+    if position and views.genesis() != ledger.digest_at(1):
         views.ensure_schema(reset=True)
         position = 0
     folder = checkpoints.checkpoint_folder(Path(views.path)) if views.path is not None else None
@@ -89,7 +87,7 @@ def catch_up(
         batch = []
         # a batch ends at a multiple of the checkpoint interval, so a file's checkpoints fall exactly there
         size = BATCH if folder is None else min(BATCH, checkpoints.INTERVAL - position % checkpoints.INTERVAL)
-        for row in read_events(ledger, after=position, until=until):
+        for row in ledger.events(after=position, until=until):
             if until_time is not None and _recorded_at(row[4]) > until_time:
                 until = row[0] - 1
                 break
@@ -99,7 +97,7 @@ def catch_up(
         if not batch:
             return views.position()
         before = position
-        position = views.apply(batch, lambda p: digest_at(ledger, p),
+        position = views.apply(batch, ledger.digest_at,
                                before_commit=lambda: faults.crash_point("projection:before-commit"))
         if folder is not None and position // checkpoints.INTERVAL > before // checkpoints.INTERVAL:
             try:
@@ -110,16 +108,16 @@ def catch_up(
             progress(position)
 
 
-def views_anchor_break(ledger: sqlite3.Connection, views: Views) -> VerificationFailed | None:
+def views_anchor_break(ledger: LedgerReader, views: Views) -> VerificationFailed | None:
     """The views remember (position, digest) of this ledger: is that head still in it?"""
     position = views.position()
-    if not position or views.genesis() != digest_at(ledger, 1):
+    if not position or views.genesis() != ledger.digest_at(1):
         return None  # empty views, or another ledger's
-    if position > (head := head_position(ledger)):
+    if position > (head := ledger.head_position()):
         return VerificationFailed("ledger-cut", f"position {position}: the views saw the ledger reach it, but the "
                                                 f"ledger now ends at {head}; events were cut from its tail "
                                                 "(run 'docket replay' to rebuild the views from what is left)")
-    if digest_at(ledger, position) != views.digest():
+    if ledger.digest_at(position) != views.digest():
         return VerificationFailed("ledger-rewritten", f"position {position}: the ledger's digest differs from the "
                                                       "one the views recorded there; the ledger was rewritten "
                                                       "(run 'docket replay' to rebuild the views from it)")

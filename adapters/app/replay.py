@@ -15,11 +15,12 @@ from .views import Warn, fresh_views
 if TYPE_CHECKING:
     from .effector import Effector
     from .ledger import Ledger
+    from .ports import LedgerReader
 
 __all__ = ["apply_pending", "rebuild_and_compare", "rebuild_views_cut_off"]
 
 
-def rebuild_views_cut_off(ledger: sqlite3.Connection, views_path: Path) -> None:
+def rebuild_views_cut_off(ledger: LedgerReader, views_path: Path) -> None:
     """Views remember the head they last saw: if the ledger no longer holds it, rebuild them and raise why."""
     if not views_path.is_file():
         return
@@ -38,7 +39,7 @@ def rebuild_views_cut_off(ledger: sqlite3.Connection, views_path: Path) -> None:
         raise broken
 
 
-def rebuild_and_compare(ledger: sqlite3.Connection, views_path: Path, *, until: int | None, timeout: float,
+def rebuild_and_compare(ledger: LedgerReader, views_path: Path, *, until: int | None, timeout: float,
                         warn: Warn, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Rebuild the views from position 1 in a fresh file beside them; compare with the current views.
 

@@ -7,16 +7,17 @@ the last recorded event): what it read cannot change before it is appended.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...domain import lease as lease_aggregate
 from ...domain import run as run_aggregate
 from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
 from ...domain.errors import NotFound, OutcomeUnknown, Refused
-from ...domain.events import Event
+from ...domain.events import Event, LeaseGranted
 from ..world import faults
 from ..world.clock import Clock
 from .ledger import Ledger
@@ -40,6 +41,9 @@ __all__ = [
     "renew_lease",
     "resume_run",
 ]
+
+
+FENCED_CODES = frozenset({"stale-generation", "stale-token"})  # refusals that are recorded, not only reported
 
 
 @dataclass(frozen=True)
@@ -118,10 +122,11 @@ def complete_run(ledger: Ledger, clock: Clock, run_id: str) -> Appended:
     return _append(ledger, clock, lambda now: run_aggregate.complete(load_run(ledger, run_id), now))
 
 
-def plan_task(ledger: Ledger, clock: Clock, run_id: str, task_id: str, title: str) -> Appended:
+def plan_task(ledger: Ledger, clock: Clock, run_id: str, task_id: str, title: str, *,
+              prompt_sha256: str | None = None, prompt_chars: int = 0) -> Appended:
     return _append(ledger, clock, lambda now: task_aggregate.plan(
         ledger.get(task_aggregate.apply, task_aggregate.stream_of(task_id)),
-        load_run(ledger, run_id), task_id, title, now))
+        load_run(ledger, run_id), task_id, title, now, prompt_sha256=prompt_sha256, prompt_chars=prompt_chars))
 
 
 def register_worker(ledger: Ledger, clock: Clock, run_id: str, worker_id: str, role: str,
@@ -152,17 +157,57 @@ def _load_lease(ledger: Ledger, resource: str) -> lease_aggregate.Lease | None:
 
 
 def grant_lease(ledger: Ledger, clock: Clock, resource: str, worker_id: str, generation: int,
-                ttl_ms: int) -> Appended:
+                ttl_ms: int, processes: Any = None) -> Appended:
+    """Grant the lease; a held one is reclaimed only by the liveness rules of domain.lease.grant.
+
+    ``processes`` (the process port) observes the holder's process when it has one.
+    A grant for a fenced generation is refused, and the refusal recorded.
+    """
+    from .workers import holder_liveness
+
     def decision(now: str) -> Event:
-        lease = _load_lease(ledger, resource)
+        current = _load_lease(ledger, resource)
+        # observed inside the write transaction: the holder cannot change between the look and the grant
+        liveness = holder_liveness(ledger, _processes(processes), current)
         worker = _load_worker(ledger, worker_id)
         holder = None
-        if lease is not None:
-            holder = worker if lease.worker_id == worker_id else _load_worker(ledger, lease.worker_id)
-        return lease_aggregate.grant(lease, holder, worker, generation, load_run(ledger, worker.run_id),
-                                     resource, ttl_ms, now)
+        if current is not None:
+            holder = worker if current.worker_id == worker_id else _load_worker(ledger, current.worker_id)
+        return lease_aggregate.grant(current, holder, worker, generation, load_run(ledger, worker.run_id),
+                                     resource, ttl_ms, now, liveness)
 
-    return _append(ledger, clock, decision)
+    with _refusals_recorded(ledger, clock, worker_id, generation, "lease-grant"):
+        return _append(ledger, clock, decision)
+
+
+def _processes(processes: Any) -> Any:
+    if processes is not None:
+        return processes
+    from .ports import real_ports
+
+    return real_ports().processes  # imported only if a holder's process must be observed
+
+
+@contextmanager
+def _refusals_recorded(ledger: Ledger, clock: Clock, worker_id: str | None, generation: int | None,
+                       action: str) -> Iterator[None]:
+    """An action refused for a fenced generation or a stale token leaves a record (WorkerActionRefused)."""
+    try:
+        yield
+    except Refused as e:
+        if e.code in FENCED_CODES and worker_id is not None and generation is not None:
+            from .workers import record_refusal
+
+            record_refusal(ledger, clock, worker_id, generation, action, e)
+        raise
+
+
+def _holder_of_token(ledger: Ledger, resource: str, token: int) -> tuple[str | None, int | None]:
+    """The worker and generation a lease token was granted to (None, None if it names no grant of resource)."""
+    for position, event in ledger.history(lease_aggregate.stream_of(resource)):
+        if position == token and isinstance(event, LeaseGranted):
+            return event.worker_id, event.generation
+    return None, None
 
 
 def renew_lease(ledger: Ledger, clock: Clock, resource: str, token: int, ttl_ms: int) -> Appended:
@@ -173,11 +218,31 @@ def renew_lease(ledger: Ledger, clock: Clock, resource: str, token: int, ttl_ms:
         holder = _load_worker(ledger, lease.worker_id)
         return lease_aggregate.renew(lease, holder, resource, token, ttl_ms, now)
 
-    return _append(ledger, clock, decision)
+    try:
+        return _append(ledger, clock, decision)
+    except Refused as e:
+        if e.code in FENCED_CODES:
+            _record_refusal_for_token(ledger, clock, resource, token, "lease-renew", e)
+        raise
 
 
 def release_lease(ledger: Ledger, clock: Clock, resource: str, token: int) -> Appended:
-    return _append(ledger, clock, lambda now: lease_aggregate.release(_load_lease(ledger, resource), resource, token, now))
+    try:
+        return _append(ledger, clock,
+                       lambda now: lease_aggregate.release(_load_lease(ledger, resource), resource, token, now))
+    except Refused as e:
+        if e.code in FENCED_CODES:
+            _record_refusal_for_token(ledger, clock, resource, token, "lease-release", e)
+        raise
+
+
+def _record_refusal_for_token(ledger: Ledger, clock: Clock, resource: str, token: int, action: str,
+                              error: Refused) -> None:
+    worker_id, generation = _holder_of_token(ledger, resource, token)
+    if worker_id is not None and generation is not None:
+        from .workers import record_refusal
+
+        record_refusal(ledger, clock, worker_id, generation, action, error)
 
 
 def expire_lease(ledger: Ledger, clock: Clock, resource: str) -> Appended:

@@ -1,21 +1,23 @@
 """Verifying a ledger file: its genesis, its hash chain, its tail, its schema, and anchors read from a file.
 
-Reads the file through a plain read-only connection; pydantic is imported only
-to check the genesis event (position 1).
+Reads through the LedgerReader port; pydantic is imported only to check the
+genesis event (position 1).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...domain.chain import CHAIN_ALGORITHM, GENESIS_DIGEST, ChainBreak, ChainHead, verify_chain
+from ...domain.chain import CHAIN_ALGORITHM, GENESIS_DIGEST, ChainBreak, ChainHead
 from ...domain.errors import BadInput, NotFound, VerificationFailed
-from ..world.reader import orphan_digest_after, read_chain_rows
-from ..world.schema_check import check_schema
+from .chain_parts import verify_chain_in_parts
+
+if TYPE_CHECKING:
+    from ..world.reader import SqliteLedgerReader
+    from .ports import LedgerReader
 
 __all__ = ["MAX_POSITION", "genesis_break", "read_anchor", "verify_ledger"]
 
@@ -42,38 +44,38 @@ def read_anchor(path: str | Path) -> ChainHead:
     return ChainHead(position, digest)
 
 
-def verify_ledger(conn: sqlite3.Connection, *, anchor: ChainHead | None = None, until: int | None = None,
+def verify_ledger(reader: SqliteLedgerReader, *, anchor: ChainHead | None = None, until: int | None = None,
                   progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Recompute the chain; raise VerificationFailed naming the first bad position.
 
     ``progress(position)`` is called for each row when given. Returns the
     report `docket verify --json` prints: events, head and algorithm.
     """
-    broken = genesis_break(conn)
+    broken = genesis_break(reader)
     head = None
     if broken is None:
-        rows: Iterable[Any] = read_chain_rows(conn, until=until)
-        head, broken = verify_chain(_counted(rows, progress) if progress else rows, anchor=anchor)
+        # in parts, each child process opening the file itself: the one read not made through the port
+        head, broken = verify_chain_in_parts(reader.conn, anchor=anchor, until=until, progress=progress)
     if broken is None and until is None:
-        orphan = orphan_digest_after(conn, head.position)
+        orphan = reader.orphan_digest_after(head.position)
         if orphan is not None:
             broken = ChainBreak(head.position + 1, "event missing; its digest is still recorded")
     if broken is not None:
         raise VerificationFailed("chain-broken", f"position {broken.position}: {broken.reason}")
-    check_schema(conn)
+    reader.check_schema()
     return {"ok": True, "events": head.position, "head": {"position": head.position, "digest": head.digest},
             "algorithm": CHAIN_ALGORITHM}
 
 
-def genesis_break(conn: sqlite3.Connection) -> ChainBreak | None:
+def genesis_break(reader: LedgerReader) -> ChainBreak | None:
     """Position 1 must be a genuine LedgerCreated: the ledger stream's first event, fixing this chain's genesis."""
     from ...domain.events import EVENT_TYPES
     from ...domain.ledger import GENESIS_TYPES, LEDGER_STREAM
 
-    row = conn.execute("SELECT originator_id, originator_version, topic, state FROM stored_events WHERE rowid = 1").fetchone()
+    row = reader.event_at(1)
     if row is None:
         raise NotFound("no-ledger", "the ledger holds no events; run 'docket init' first")
-    stream, version, topic, state = row
+    _, stream, version, topic, state = row
     genesis = None
     if topic in GENESIS_TYPES and stream == LEDGER_STREAM and version == 1:
         try:
@@ -85,9 +87,3 @@ def genesis_break(conn: sqlite3.Connection) -> ChainBreak | None:
     if genesis is None or genesis.genesis_digest != GENESIS_DIGEST or genesis.chain != CHAIN_ALGORITHM:
         return ChainBreak(1, "position 1 is not the LedgerCreated genesis event of this chain")
     return None
-
-
-def _counted(rows: Iterable[Any], progress: Callable[[int], None]) -> Iterator[Any]:
-    for row in rows:
-        progress(row[0])
-        yield row

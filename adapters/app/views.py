@@ -10,16 +10,20 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...domain.errors import BadInput
 from ...projections.views import Views, schema_signature
+
+if TYPE_CHECKING:
+    from .ports import LedgerReader
 
 __all__ = ["current_views", "fresh_views", "update_views", "views_at"]
 
 Warn = Callable[[str, str], None]
 
 
-def current_views(ledger: sqlite3.Connection, path: Path) -> Views | None:
+def current_views(ledger: LedgerReader, path: Path) -> Views | None:
     """The views file, read-only, if it already reflects the ledger's head (same schema, position and digest)."""
     if not path.exists():
         return None
@@ -29,18 +33,18 @@ def current_views(ledger: sqlite3.Connection, path: Path) -> Views | None:
         return None
     try:
         meta = dict(conn.execute("SELECT key, value FROM projection_position").fetchall())
-        head = ledger.execute("SELECT position, digest FROM chain ORDER BY position DESC LIMIT 1").fetchone()
+        head = ledger.chain_head()
     except sqlite3.Error:
         conn.close()
         return None
     if meta.get("schema") != schema_signature() or head is None \
-            or (str(head[0]), head[1]) != (meta.get("position"), meta.get("digest")):
+            or (str(head.position), head.digest) != (meta.get("position"), meta.get("digest")):
         conn.close()
         return None
     return Views(conn)
 
 
-def fresh_views(ledger: sqlite3.Connection, path: Path, *, timeout: float, warn: Warn,
+def fresh_views(ledger: LedgerReader, path: Path, *, timeout: float, warn: Warn,
                 writable: bool = False) -> Views:
     """Views at the ledger's head: the file as it is when current, else caught up first.
 
@@ -62,7 +66,7 @@ def fresh_views(ledger: sqlite3.Connection, path: Path, *, timeout: float, warn:
     return _caught_up(open_views(":memory:"), ledger)
 
 
-def update_views(ledger: sqlite3.Connection, path: Path, *, timeout: float, warn: Warn) -> None:
+def update_views(ledger: LedgerReader, path: Path, *, timeout: float, warn: Warn) -> None:
     """After a recorded event: bring the views file up to it, or warn that it will catch up later.
 
     The event is committed; a views failure (locked, disk full, damaged) must not
@@ -77,7 +81,7 @@ def update_views(ledger: sqlite3.Connection, path: Path, *, timeout: float, warn
                              "the views catch up on the next command")
 
 
-def _caught_up(views: Views, ledger: sqlite3.Connection) -> Views:
+def _caught_up(views: Views, ledger: LedgerReader) -> Views:
     """views brought up to the ledger's head; closed if that fails."""
     from .projector import catch_up
 
@@ -89,7 +93,7 @@ def _caught_up(views: Views, ledger: sqlite3.Connection) -> Views:
     return views
 
 
-def views_at(ledger: sqlite3.Connection, at: str, checkpoints: Path | None = None) -> tuple[Views, str | None]:
+def views_at(ledger: LedgerReader, at: str, checkpoints: Path | None = None) -> tuple[Views, str | None]:
     """Views rebuilt in memory up to a ledger position or an ISO-8601 time, and the ledger's time there.
 
     They start from the latest usable checkpoint in the folder checkpoints, if any, else from position 1.
@@ -101,18 +105,17 @@ def views_at(ledger: sqlite3.Connection, at: str, checkpoints: Path | None = Non
     from ...domain.values import parse_position, parse_time
     from .checkpoints import start_from_checkpoint
     from .projector import catch_up, open_views
-    from ..world.reader import head_position
 
     views = open_views(":memory:")
     try:
         if at.isascii() and at.isdigit():
-            if (until := parse_position(at)) > (head := head_position(ledger)):
+            if (until := parse_position(at)) > (head := ledger.head_position()):
                 raise NotFound("position-not-found", f"position {at} is past the end of the ledger ({head})")
             if checkpoints is not None:
                 start_from_checkpoint(ledger, views, checkpoints, until=until)
             position = catch_up(ledger, views, until=until)
-            row = ledger.execute("SELECT state FROM stored_events WHERE rowid = ?", (position,)).fetchone()
-            return views, json.loads(row[0])["recorded_at"] if row else None
+            row = ledger.event_at(position)
+            return views, json.loads(row[4])["recorded_at"] if row else None
         moment = parse_time(at)
         if checkpoints is not None:
             start_from_checkpoint(ledger, views, checkpoints, until_time=moment)

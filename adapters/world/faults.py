@@ -1,6 +1,9 @@
 """Named crash points: DOCKET_FAULT=<point> makes the process SIGKILL itself there.
 
 Tests crash at each point and prove that replay converges (DESIGN.md, promise 2).
+The effector's points are shared by every intent type; DOCKET_FAULT=<point>@<intent
+type name> (e.g. ``effector:before-act@WorkerLaunchRequested.v1``) crashes there
+only for that type.
 """
 
 from __future__ import annotations
@@ -15,6 +18,12 @@ CRASH_POINTS = {
     "run-open:after-intent": "RunOpened and its base-pin intent committed, effector not started",
     "effector:before-observe": "intent read, world not yet observed",
     "effector:after-observe": "world observed, outcome not yet recorded",
+    "effector:before-act": "the world is positively in the state before the effect; not acted on yet",
+    "effector:after-act": "the effect was carried out (a ref made, a process started held at its gate, a group "
+                          "signalled); not observed again, outcome not yet recorded",
+    "launch:before-gate": "the launched process's identity is recorded; its gate is not opened yet",
+    "launch:after-gate": "the gate is open and the agent runs; supervision has not started",
+    "supervise:before-exit": "the worker's process ended; WorkerExited not yet recorded",
     "effector:after-outcome": "outcome committed, projections not yet caught up",
     "projection:before-commit": "projection rows written, transaction not yet committed",
 }
@@ -22,7 +31,7 @@ CRASH_POINTS = {
 _ARMED = os.environ.get("DOCKET_FAULT")
 
 
-def crash_point(name: str) -> None:
+def crash_point(name: str, scope: str | None = None) -> None:
     assert name in CRASH_POINTS, name
-    if _ARMED == name:
+    if _ARMED is not None and (_ARMED == name or (scope is not None and _ARMED == f"{name}@{scope}")):
         os.kill(os.getpid(), signal.SIGKILL)

@@ -10,8 +10,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...domain.errors import BadInput, NotFound
+from ...domain.names import task_branch
 
-__all__ = ["LedgerPaths", "find_git_common_dir", "repository_root", "resolve_paths"]
+__all__ = [
+    "LedgerPaths",
+    "find_git_common_dir",
+    "main_worktree",
+    "repository_root",
+    "resolve_paths",
+    "task_branch",
+    "task_worktree_path",
+]
 
 
 @dataclass(frozen=True)
@@ -68,3 +77,16 @@ def resolve_paths(ledger_option: str | None, cwd: Path | None = None) -> LedgerP
         raise BadInput("ledger-is-a-directory", f"{ledger} is a directory; --ledger names the ledger file itself")
     views_name = "views.sqlite" if ledger.name == "ledger.sqlite" else ledger.stem + ".views.sqlite"
     return LedgerPaths(ledger=ledger, views=ledger.with_name(views_name))
+
+
+def task_worktree_path(common_dir: Path, run_id: str, task_id: str) -> Path:
+    """Where a task's worktree lives: <git common dir>/docket/worktrees/<run>/<task> (ids checked as branch parts)."""
+    task_branch(run_id, task_id)  # the same ids name the branch: refuse here what git would refuse there
+    return common_dir / "docket" / "worktrees" / run_id / task_id
+
+
+def main_worktree(repository: Path) -> Path | None:
+    """The main checkout of the repository whose git common dir this is; None for a bare repository."""
+    if repository.name == ".git" and (repository / "HEAD").is_file():
+        return repository.parent
+    return None

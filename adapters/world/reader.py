@@ -1,7 +1,9 @@
 """Plain read-only access to the ledger file: the fast path for verify, log and views.
 
-Only the standard library and the pure chain types: no eventsourcing, no
-pydantic, so read-only commands start fast.
+SqliteLedgerReader is the application's LedgerReader port (adapters/app/ports.py)
+over an SQLite connection; the functions below are its primitives. Only the
+standard library and the pure chain types: no eventsourcing, no pydantic, so
+read-only commands start fast.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
-from ...domain.chain import ChainRow
+from ...domain.chain import ChainHead, ChainRow
 
-__all__ = ["CHAIN_TABLE", "LEDGER_TABLES", "connect_read_only", "has_stream", "head_position",
-           "is_on_read_only_filesystem", "last_event_and_chain_end", "missing_tables", "orphan_digest_after",
-           "read_chain_rows", "read_events", "read_events_at", "read_only"]
+__all__ = ["CHAIN_TABLE", "LEDGER_TABLES", "Row", "SqliteLedgerReader", "connect_read_only", "has_stream",
+           "head_position", "is_on_read_only_filesystem", "last_event_and_chain_end", "ledger_reader",
+           "missing_tables", "orphan_digest_after", "read_chain_rows", "read_events", "read_events_at", "read_only"]
+
+Row = tuple[int, str, int, str, bytes]  # position, stream, version, type, state
 
 CHAIN_TABLE = "chain"
 LEDGER_TABLES = ("stored_events", CHAIN_TABLE, "tracking")
@@ -92,7 +96,7 @@ def read_chain_rows(conn: sqlite3.Connection, *, after: int = 0, until: int | No
 
 
 def read_events(conn: sqlite3.Connection, *, after: int = 0, until: int | None = None,
-                topics: Sequence[str] = ()) -> Iterator[tuple[int, str, int, str, bytes]]:
+                topics: Sequence[str] = ()) -> Iterator[Row]:
     """Raw (position, stream, version, type, state) rows in position order."""
     sql = "SELECT rowid, originator_id, originator_version, topic, state FROM stored_events WHERE rowid > ?"
     params: list[Any] = [after]
@@ -107,13 +111,14 @@ def read_events(conn: sqlite3.Connection, *, after: int = 0, until: int | None =
         yield from batch
 
 
-def read_events_at(conn: sqlite3.Connection, positions: Iterable[int]) -> Iterator[tuple[int, str, int, str, bytes]]:
+def read_events_at(conn: sqlite3.Connection, positions: Iterable[int]) -> Iterator[Row]:
     """Raw (position, stream, version, type, state) rows at the given positions (ascending), in that order."""
     sql = "SELECT rowid, originator_id, originator_version, topic, state FROM stored_events WHERE rowid IN ({}) " \
           "ORDER BY rowid"
     positions = iter(positions)
     while chunk := list(islice(positions, 500)):
-        yield from conn.execute(sql.format(",".join("?" * len(chunk))), chunk)
+        # a list, not the cursor: closing this generator after the connection must not close a cursor on it
+        yield from conn.execute(sql.format(",".join("?" * len(chunk))), chunk).fetchall()
 
 
 def last_event_and_chain_end(conn: sqlite3.Connection) -> tuple[int, int]:
@@ -137,3 +142,55 @@ def head_position(conn: sqlite3.Connection) -> int:
 def orphan_digest_after(conn: sqlite3.Connection, position: int) -> int | None:
     """A digest recorded past the last event means events were cut from the tail."""
     return conn.execute(f"SELECT MIN(position) FROM {CHAIN_TABLE} WHERE position > ?", (position,)).fetchone()[0]
+
+
+class SqliteLedgerReader:
+    """The LedgerReader port over a connection to an SQLite ledger file (see adapters/app/ports.py)."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def chain_rows(self, *, after: int = 0, until: int | None = None) -> Iterator[ChainRow]:
+        return read_chain_rows(self.conn, after=after, until=until)
+
+    def events(self, *, after: int = 0, until: int | None = None, topics: Sequence[str] = ()) -> Iterator[Row]:
+        return read_events(self.conn, after=after, until=until, topics=topics)
+
+    def events_at(self, positions: Iterable[int]) -> Iterator[Row]:
+        return read_events_at(self.conn, positions)
+
+    def event_at(self, position: int) -> Row | None:
+        return self.conn.execute("SELECT rowid, originator_id, originator_version, topic, state FROM stored_events "
+                                 "WHERE rowid = ?", (position,)).fetchone()
+
+    def head_position(self) -> int:
+        return head_position(self.conn)
+
+    def chain_head(self) -> ChainHead | None:
+        row = self.conn.execute(f"SELECT position, digest FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1").fetchone()
+        return None if row is None else ChainHead(*row)
+
+    def digest_at(self, position: int) -> str:
+        row = self.conn.execute(f"SELECT digest FROM {CHAIN_TABLE} WHERE position = ?", (position,)).fetchone()
+        return "" if row is None else row[0]
+
+    def last_event_and_chain_end(self) -> tuple[int, int]:
+        return last_event_and_chain_end(self.conn)
+
+    def orphan_digest_after(self, position: int) -> int | None:
+        return orphan_digest_after(self.conn, position)
+
+    def has_stream(self, stream: str) -> bool:
+        return has_stream(self.conn, stream)
+
+    def check_schema(self) -> None:
+        from .schema_check import check_schema
+
+        check_schema(self.conn)
+
+
+@contextmanager
+def ledger_reader(path: Path) -> Iterator[SqliteLedgerReader]:
+    """The ledger file at path read through the reader port, over a read-only connection."""
+    with read_only(path) as conn:
+        yield SqliteLedgerReader(conn)

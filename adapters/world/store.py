@@ -12,6 +12,7 @@ chain never forks however many processes append at once.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -213,6 +214,11 @@ class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorde
                 raise
             conn.commit()
 
+    def head_position(self, c: SQLiteCursor) -> int:
+        """The last event's position (0 for an empty ledger), read on the given cursor."""
+        c.execute(f"SELECT MAX(rowid) FROM {self.events_table_name}")
+        return c.fetchone()[0] or 0
+
     def head_state(self, c: SQLiteCursor) -> bytes | None:
         """The stored state of the last event (None for an empty ledger)."""
         c.execute(f"SELECT state FROM {self.events_table_name} ORDER BY rowid DESC LIMIT 1")
@@ -292,8 +298,13 @@ class ChainedSQLiteProcessRecorder(SQLiteTrackingRecorder, ChainedSQLiteApplicat
 
         The library looks for the tracking table before its own (deferred)
         transaction, so two processes could both decide to create it and the
-        loser failed to record the migration row.
+        loser failed to record the migration row. A ledger that has them all
+        already (every open after the first) is found so by a read, which takes
+        no write lock.
         """
+        with self.datastore.transaction(commit=False) as c:
+            if self._tables_exist(c):
+                return
         with self.datastore.get_connection(commit=True) as conn, _ImmediateTransaction(conn, commit=True) as c:
             c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tracking'")
             self.tracking_table_exists = c.fetchone() is not None
@@ -301,6 +312,21 @@ class ChainedSQLiteProcessRecorder(SQLiteTrackingRecorder, ChainedSQLiteApplicat
                 self.tracking_migration_previous = self._max_tracking_id(self.table_migration_identifier, c)
                 self.tracking_migration_current = self.tracking_migration_previous
             self._create_table(c)
+
+    def _tables_exist(self, c: SQLiteCursor) -> bool:
+        """Every table and index create_table makes is there, and the library's tracking migration is recorded."""
+        c.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")
+        present = {row[0] for row in c.fetchall()}
+        created = {re.search(r"IF NOT EXISTS (\w+)", statement)[1]  # type: ignore[index]
+                   for statement in self.create_table_statements}
+        if not created <= present:
+            return False
+        migrated = self._max_tracking_id(self.table_migration_identifier, c)
+        if not migrated:
+            return False
+        self.tracking_table_exists = True
+        self.tracking_migration_previous = self.tracking_migration_current = migrated
+        return True
 
     def set_tracking(self, c: SQLiteCursor, application_name: str, position: int) -> None:
         """Put a tracking cursor at position, backwards too (the library's insert only moves forward)."""

@@ -26,8 +26,26 @@ from .run import (
     RunPaused,
     RunResumed,
 )
-from .task import TaskPlanned
-from .worker import WorkerRegistered, WorkerRelaunched
+from .task import (
+    TaskPlanned,
+    TaskPlannedV2,
+    WorktreeCreated,
+    WorktreeFailed,
+    WorktreePrepared,
+    WorktreeRequested,
+)
+from .worker import (
+    ProcessIdentity,
+    WorkerActionRefused,
+    WorkerExited,
+    WorkerLaunched,
+    WorkerLaunchFailed,
+    WorkerLaunchRequested,
+    WorkerRegistered,
+    WorkerRelaunched,
+    WorkerStopped,
+    WorkerStopRequested,
+)
 
 __all__ = [
     "EVENT_TYPES",
@@ -49,9 +67,22 @@ __all__ = [
     "RunOpened",
     "RunPaused",
     "RunResumed",
+    "ProcessIdentity",
     "TaskPlanned",
+    "TaskPlannedV2",
+    "WorkerActionRefused",
+    "WorkerExited",
+    "WorkerLaunchFailed",
+    "WorkerLaunchRequested",
+    "WorkerLaunched",
     "WorkerRegistered",
     "WorkerRelaunched",
+    "WorkerStopRequested",
+    "WorkerStopped",
+    "WorktreeCreated",
+    "WorktreeFailed",
+    "WorktreePrepared",
+    "WorktreeRequested",
     "event_class",
 ]
 
@@ -72,8 +103,20 @@ EVENT_TYPES: dict[str, type[Event]] = {
         RunAborted,
         RunCompleted,
         TaskPlanned,
+        TaskPlannedV2,
+        WorktreeRequested,
+        WorktreeCreated,
+        WorktreeFailed,
+        WorktreePrepared,
         WorkerRegistered,
         WorkerRelaunched,
+        WorkerLaunchRequested,
+        WorkerLaunched,
+        WorkerLaunchFailed,
+        WorkerStopRequested,
+        WorkerStopped,
+        WorkerExited,
+        WorkerActionRefused,
         LeaseGranted,
         LeaseRenewed,
         LeaseReleased,

@@ -17,6 +17,7 @@ from ..names import normal_resource, valid_branch_name
 from ..values import MAX_DURATION_MS, MAX_SAFE_INT, to_ms
 
 __all__ = [
+    "AbsolutePath",
     "BranchName",
     "Code",
     "Commit",
@@ -27,6 +28,8 @@ __all__ = [
     "PositiveMs",
     "RepositoryPath",
     "Resource",
+    "Sha256",
+    "Tail",
     "Text",
     "Timestamp",
 ]
@@ -95,3 +98,7 @@ class Event(BaseModel):
 
     def payload(self) -> dict[str, Any]:
         return self.model_dump(exclude=self._ENVELOPE)
+
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+AbsolutePath = RepositoryPath  # an absolute path on the machine that recorded it
+Tail = Annotated[str, StringConstraints(max_length=4000, pattern=r"^[^\x00]*$")]  # a bounded, redacted log tail

@@ -4,12 +4,23 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..values import MAX_SAFE_INT
-from .base import Event, Generation, Id
+from .base import AbsolutePath, Code, Event, Generation, Id, Position, Sha256, Tail, Text
 
-__all__ = ["WorkerRegistered", "WorkerRelaunched"]
+__all__ = [
+    "ProcessIdentity",
+    "WorkerActionRefused",
+    "WorkerExited",
+    "WorkerLaunchFailed",
+    "WorkerLaunchRequested",
+    "WorkerLaunched",
+    "WorkerRegistered",
+    "WorkerRelaunched",
+    "WorkerStopRequested",
+    "WorkerStopped",
+]
 
 
 class WorkerRegistered(Event):
@@ -31,3 +42,113 @@ class WorkerRelaunched(Event):
     run_id: Id
     generation: Annotated[int, Field(ge=2, le=MAX_SAFE_INT)]
     fenced_generation: Generation
+
+
+class ProcessIdentity(BaseModel):
+    """Who a process is, beyond its pid: a pid reused by another process has another start time."""
+
+    # defer_build, as Event: the validator is built on first use, not at import.
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
+
+    host: Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f]+$")]
+    boot_id: Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")]
+    pid: Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
+    pgid: Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
+    start_time: Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[0-9.]+$")]
+
+
+class WorkerLaunchRequested(Event):
+    """Intent: start the worker's agent for this generation, in the task's worktree, held at a gate."""
+
+    name = "WorkerLaunchRequested"
+    effect_role = "intent"
+    intent_id: Id
+    run_id: Id
+    worker_id: Id
+    task_id: Id
+    generation: Generation
+    agent: Id  # the [agents.NAME] it runs, or "command" for one given on the command line
+    argv_sha256: Sha256  # the exact argv, as canonical JSON
+    worktree: AbsolutePath
+    log_path: AbsolutePath
+    port: Annotated[int, Field(ge=1, le=65535)] | None
+    lease_token: Position
+
+
+class WorkerLaunched(Event):
+    """Outcome: the agent's process exists, held at the gate; who it is. Only then is the gate opened."""
+
+    name = "WorkerLaunched"
+    effect_role = "outcome"
+    intent_id: Id
+    run_id: Id
+    worker_id: Id
+    generation: Generation
+    process: ProcessIdentity
+    supervisor: ProcessIdentity  # the docket process that opens the gate and supervises it
+
+
+class WorkerLaunchFailed(Event):
+    """Outcome: the agent could not be started (code says why); nothing of it runs."""
+
+    name = "WorkerLaunchFailed"
+    effect_role = "outcome"
+    intent_id: Id
+    run_id: Id
+    worker_id: Id
+    generation: Generation
+    code: Code
+    message: Text
+
+
+class WorkerExited(Event):
+    """The generation's process is positively gone: how it ended, and what it printed (digest and a bounded tail)."""
+
+    name = "WorkerExited"
+    run_id: Id
+    worker_id: Id
+    generation: Generation
+    cause: Literal["exited", "stopped", "timeout", "idle-timeout", "budget", "unknown"]
+    exit_code: Annotated[int, Field(ge=0, le=255)] | None
+    signal: Annotated[int, Field(ge=1, le=255)] | None
+    duration_ms: Annotated[int, Field(ge=0, le=MAX_SAFE_INT)] | None
+    log_sha256: Sha256 | None
+    log_bytes: Annotated[int, Field(ge=0, le=MAX_SAFE_INT)] | None
+    tail: Tail
+
+
+class WorkerStopRequested(Event):
+    """Intent: stop the generation's whole process group (SIGTERM, then SIGKILL after a grace period)."""
+
+    name = "WorkerStopRequested"
+    effect_role = "intent"
+    intent_id: Id
+    run_id: Id
+    worker_id: Id
+    generation: Generation
+    reason: Literal["requested", "timeout", "idle-timeout", "budget", "run-stopped", "supervisor-gone"]
+    process: ProcessIdentity | None  # the process whose group is to stop; None: it has not launched yet
+
+
+class WorkerStopped(Event):
+    """Outcome: the generation's process group is positively gone (stopped now, or already gone: observed)."""
+
+    name = "WorkerStopped"
+    effect_role = "outcome"
+    intent_id: Id
+    run_id: Id
+    worker_id: Id
+    generation: Generation
+    result: Literal["stopped", "observed"]
+
+
+class WorkerActionRefused(Event):
+    """An action on a worker's behalf was refused because it carried a fenced generation or a stale token."""
+
+    name = "WorkerActionRefused"
+    run_id: Id
+    worker_id: Id
+    generation: Generation  # the generation the action carried
+    action: Code  # e.g. lease-renew, lease-grant, lease-release
+    code: Code  # stale-generation, stale-token, ...
+    message: Text

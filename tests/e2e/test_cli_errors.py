@@ -133,7 +133,7 @@ USAGE_AND_BAD_INPUT = [
     case("unknown-verb", ("lease", "steal", "res/held"), "usage", 2, "steal"),
     case("unknown-option", ("status", "--frob"), "usage", 2, "--frob"),
     case("run-open-without-goal", ("run", "open", "--target", "main"), "usage", 2, "--goal"),
-    case("run-open-without-target", ("run", "open", "--goal", "g"), "usage", 2, "--target"),
+    case("run-open-without-target", ("run", "open", "--goal", "g"), "no-target", 2, "--target"),
     case("run-abort-without-reason", ("run", "abort", "r-active"), "usage", 2, "--reason"),
     case("lease-grant-without-resource", (*GRANT, "--worker", "w1", "--generation", "1", "--ttl", "1m"),
          "usage", 2, "RESOURCE"),

@@ -153,7 +153,7 @@ def test_locked_views_do_not_fail_a_recorded_command(docket):
         assert warning.startswith(WARNING + "views-")
         shown = docket("status", "r1", "--json", check=False, now=T0)  # status falls back to the ledger itself
         assert shown.returncode == 0 and [t["task_id"] for t in shown.json()["tasks"]] == ["t1"]
-    assert len(events_of(docket, "TaskPlanned.v1")) == 1
+    assert len(events_of(docket, "TaskPlanned.v2")) == 1
     assert [t["task_id"] for t in docket("status", "r1", "--json", now=T0).json()["tasks"]] == ["t1"]
 
 
@@ -243,7 +243,7 @@ def test_a_busy_ledger_is_a_conflict_that_names_the_lock(docket):
         assert result.stderr.startswith(ERROR + "ledger-busy: another process holds the ledger's write lock")
         assert str(docket.ledger) in result.stderr and len(result.stderr.splitlines()) == 1
         assert docket("status", "r1", check=False, now=T0).returncode == 0  # readers are not held up
-    assert events_of(docket, "TaskPlanned.v1") == []
+    assert events_of(docket, "TaskPlanned.v2") == []
     docket.env["DOCKET_LOCK_TIMEOUT"] = "soon"
     result = docket("task", "plan", "r1", "--title", "t", check=False, now=T0)
     assert result.returncode == 2 and "DOCKET_LOCK_TIMEOUT" in result.stderr

@@ -59,7 +59,7 @@ def test_full_lifecycle(docket, repo):
     log = docket("log", "--run", "r1", "--json").json()["events"]
     types = [e["type"] for e in log]
     assert types[:3] == ["RunOpened.v1", "RunBasePinRequested.v1", "RunBasePinned.v1"]
-    assert {"TaskPlanned.v1", "WorkerRegistered.v1", "LeaseGranted.v1", "LeaseRenewed.v1"} <= set(types)
+    assert {"TaskPlanned.v2", "WorkerRegistered.v1", "LeaseGranted.v1", "LeaseRenewed.v1"} <= set(types)
     grants = docket("log", "--type", "LeaseGranted", "--json").json()["events"]
     assert [e["position"] for e in grants] == [token, token2]
     human = docket("log").stdout.splitlines()
@@ -93,7 +93,7 @@ def test_ledger_and_views_live_in_the_git_common_dir_shared_by_worktrees(docket,
     assert docket.ledger.exists() and docket.ledger.with_name("views.sqlite").exists()
     for path in (docket.ledger, docket.ledger.with_name("views.sqlite")):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert git(repo, "status", "--porcelain") == ""
+    assert git(repo, "status", "--porcelain") == "?? docket.toml"  # the commented default config, nothing of the ledger
     git(repo, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "feature")
     from ..conftest import Docket
 

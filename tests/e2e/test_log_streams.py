@@ -26,7 +26,7 @@ def test_log_run_through_the_index_lists_what_the_whole_log_holds_for_that_run(d
         assert listed.json() == {"events": expected, "head": everything["head"]}
         assert listed.stdout == json.dumps(listed.json(), ensure_ascii=False, sort_keys=True, indent=2) + "\n"
         typed = docket("log", "--run", run, "--type", "TaskPlanned", "--json").json()["events"]
-        assert [e["type"] for e in typed] == ["TaskPlanned.v1"]
+        assert [e["type"] for e in typed] == ["TaskPlanned.v2"]
 
 
 def test_log_run_without_usable_views_scans_and_lists_the_same(docket):

@@ -13,7 +13,7 @@ from docket.adapters.app import checkpoints
 from docket.adapters.app.event_log import belongs_to_run, run_rows
 from docket.adapters.app.ledger import Ledger
 from docket.adapters.app.projector import catch_up, open_views
-from docket.adapters.world.reader import read_events, read_only
+from docket.adapters.world.reader import ledger_reader, read_events, read_only
 from docket.adapters.app.views import views_at
 from docket.domain.events import LeaseGranted, LeaseRenewed, RunCompleted, RunOpened, TaskPlanned
 from docket.domain.values import from_ms, to_ms
@@ -89,11 +89,11 @@ def test_a_runs_events_through_the_index_are_exactly_those_the_scan_finds(filled
     views_path = tmp_path / "views.sqlite"
     blocked = tmp_path / "blocked"
     blocked.mkdir()
-    with read_only(filled) as conn:
-        head = conn.execute("SELECT MAX(rowid) FROM stored_events").fetchone()[0]
+    with ledger_reader(filled) as reader:
+        head = reader.head_position()
 
         def listed(views, after=0):
-            rows = run_rows(conn, views, run_id, after=after, until=head, lock_timeout=lambda: 5)
+            rows = run_rows(reader, views, run_id, after=after, until=head, lock_timeout=lambda: 5)
             return [row[0] for row in rows if belongs_to_run(row, json.loads(row[4])["payload"], run_id)]
 
         through_index = listed(views_path)
@@ -126,16 +126,16 @@ def test_status_at_from_a_checkpoint_equals_a_rebuild_from_position_one(filled, 
     monkeypatch.setattr(checkpoints, "LIMIT", 4)
     views_path = tmp_path / "views.sqlite"
     folder = checkpoints.checkpoint_folder(views_path)
-    with read_only(filled) as conn:
+    with ledger_reader(filled) as reader:
         views = open_views(views_path)
-        head = catch_up(conn, views)
+        head = catch_up(reader, views)
         views.conn.close()
         kept = checkpoints.positions(folder)
         assert len(kept) == 4 and all(p % 40 == 0 for p in kept) and kept[-1] == head - head % 40
-        times = [json.loads(row[4])["recorded_at"] for row in read_events(conn)]
+        times = [json.loads(row[4])["recorded_at"] for row in reader.events()]
         for at_ in ["1", "39", "40", "41", str(kept[0] + 7), str(head), times[100], times[-1], "2025-01-01T00:00:00Z"]:
-            from_checkpoint, then = views_at(conn, at_, folder)
-            from_one, then_one = views_at(conn, at_)
+            from_checkpoint, then = views_at(reader, at_, folder)
+            from_one, then_one = views_at(reader, at_)
             assert (_tables(from_checkpoint), from_checkpoint.position(), then) == \
                    (_tables(from_one), from_one.position(), then_one), at_
             from_checkpoint.conn.close()
@@ -146,16 +146,16 @@ def test_a_checkpoint_the_ledger_no_longer_holds_is_not_used(filled, tmp_path, m
     monkeypatch.setattr(checkpoints, "INTERVAL", 100)
     views_path = tmp_path / "views.sqlite"
     folder = checkpoints.checkpoint_folder(views_path)
-    with read_only(filled) as conn:
+    with ledger_reader(filled) as reader:
         views = open_views(views_path)
-        catch_up(conn, views)
+        catch_up(reader, views)
         views.conn.close()
     first = checkpoints.positions(folder)[0]
     with sqlite3.connect(folder / f"{first}.sqlite") as ck:  # as if taken from a ledger since rewritten
         ck.execute("UPDATE projection_position SET value = 'f00d' WHERE key = 'digest'")
-    with read_only(filled) as conn:
+    with ledger_reader(filled) as reader:
         memory = open_views(":memory:")
-        assert checkpoints.start_from_checkpoint(conn, memory, folder, until=first + 50) == 0
+        assert checkpoints.start_from_checkpoint(reader, memory, folder, until=first + 50) == 0
         assert memory.position() == 0
 
 
@@ -165,9 +165,9 @@ def test_views_rebuilt_from_position_one_make_their_checkpoints_afresh(filled, t
     folder = checkpoints.checkpoint_folder(views_path)
     folder.mkdir()
     (folder / "999999.sqlite").write_bytes(b"")  # a stale one, past this ledger's end
-    with read_only(filled) as conn:
+    with ledger_reader(filled) as reader:
         views = open_views(views_path)
-        head = catch_up(conn, views)
+        head = catch_up(reader, views)
         views.conn.close()
     assert checkpoints.positions(folder) == list(range(100, head + 1, 100))
 

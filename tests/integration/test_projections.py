@@ -9,7 +9,7 @@ from docket.adapters.world.clock import FixedClock
 from docket.adapters.app.effector import Effector
 from docket.adapters.app.ledger import Ledger
 from docket.adapters.app.projector import catch_up, open_views
-from docket.adapters.world.reader import read_only
+from docket.adapters.world.reader import ledger_reader
 from docket.projections import intents, leases, runs, workers
 from docket.projections.views import READ_MODELS
 
@@ -39,12 +39,12 @@ def test_incremental_catch_up_equals_a_rebuild_from_position_one(repo, ledger_pa
     ledger = Ledger(ledger_path)
     ledger.initialise(T0)
     incremental = open_views(tmp_path / "incremental.sqlite")
-    with read_only(ledger_path) as conn:
+    with ledger_reader(ledger_path) as reader:
         for step in range(5):
             scenario(ledger, repo, step)
-            catch_up(conn, incremental)
+            catch_up(reader, incremental)
         rebuilt = open_views(tmp_path / "rebuilt.sqlite")
-        catch_up(conn, rebuilt)
+        catch_up(reader, rebuilt)
     assert rows(incremental) == rows(rebuilt)
     assert incremental.position() == rebuilt.position() == ledger.head()
     run = runs.get_run(rebuilt.conn, "r1")
@@ -61,13 +61,13 @@ def test_views_stop_at_a_position_and_show_pending_intents(repo, ledger_path):
     services.open_run(ledger, FixedClock(T0), run_id="r1", intent_id="i1", goal="g", target_branch="main",
                       budget_ms=None, repository=str(repo / ".git"))
     Effector(ledger, FixedClock(T0)).run_pending()
-    with read_only(ledger_path) as conn:
+    with ledger_reader(ledger_path) as reader:
         before = open_views(":memory:")
-        catch_up(conn, before, until=3)
+        catch_up(reader, before, until=3)
         assert [i["intent_id"] for i in intents.pending(before.conn)] == ["i1"]
         assert runs.get_run(before.conn, "r1")["status"] == "opening"
         after = open_views(":memory:")
-        catch_up(conn, after)
+        catch_up(reader, after)
         assert intents.pending(after.conn) == [] and runs.get_run(after.conn, "r1")["status"] == "active"
     ledger.close()
 
@@ -81,8 +81,8 @@ def test_views_of_another_ledger_are_rebuilt(repo, tmp_path):
             scenario(ledger, repo, step)
         ledger.close()
         views = open_views(views_path)
-        with read_only(tmp_path / name) as conn:
-            catch_up(conn, views)
+        with ledger_reader(tmp_path / name) as reader:
+            catch_up(reader, views)
         views.conn.close()
     views = open_views(views_path)
     assert [r["run_id"] for r in runs.list_runs(views.conn)] == ["r0"]

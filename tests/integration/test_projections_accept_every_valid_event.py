@@ -18,7 +18,7 @@ from functools import cache
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from docket.adapters.app.projector import open_views
 from docket.adapters.world.store import CanonicalMapper
@@ -77,6 +77,12 @@ def strategy_for(annotation: object, metadata: tuple[object, ...] = ()) -> st.Se
         return st.one_of(st.integers(low, high), st.sampled_from([low, high]))
     if annotation is str:
         return _string_strategy(c)
+    if origin is list:
+        (item,) = typing.get_args(annotation)
+        return st.lists(strategy_for(item), max_size=min(3, c.get("max_length", 3)))
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):  # a nested record, given as a dict
+        return st.fixed_dictionaries({name: strategy_for(f.annotation, tuple(f.metadata))
+                                      for name, f in annotation.model_fields.items()})
     raise NotImplementedError(f"no strategy for {annotation!r}: extend strategy_for")
 
 

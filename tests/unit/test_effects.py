@@ -23,8 +23,11 @@ from .builders import T0, at
 
 
 def test_roles_come_from_the_event_classes():
-    assert INTENT_TYPES == ("RunBasePinRequested.v1",)
-    assert set(OUTCOME_TYPES) == {"RunBasePinned.v1", "RunBasePinFailed.v1", "IntentCancelled.v1"}
+    assert set(INTENT_TYPES) == {"RunBasePinRequested.v1", "WorktreeRequested.v1", "WorkerLaunchRequested.v1",
+                                 "WorkerStopRequested.v1"}
+    assert set(OUTCOME_TYPES) == {"RunBasePinned.v1", "RunBasePinFailed.v1", "IntentCancelled.v1",
+                                  "WorktreeCreated.v1", "WorktreeFailed.v1", "WorkerLaunched.v1",
+                                  "WorkerLaunchFailed.v1", "WorkerStopped.v1"}
     assert set(UNKNOWN_TYPES) == {"IntentOutcomeUnknown.v1", "IntentOutcomeUnknown.v2"}
     for name in (*INTENT_TYPES, *OUTCOME_TYPES, *UNKNOWN_TYPES):
         assert "intent_id" in ev.EVENT_TYPES[name].model_fields, name

@@ -13,8 +13,8 @@ from docket.domain import events as ev
 
 from .builders import T0
 
-OWNERS = {"LedgerCreated": "ledger", "Run": "run", "Task": "task", "Worker": "worker", "Lease": "lease",
-          "Intent": "effect"}
+OWNERS = {"LedgerCreated": "ledger", "Run": "run", "Task": "task", "Worktree": "task", "Worker": "worker",
+          "Lease": "lease", "Intent": "effect"}
 
 
 def test_every_name_is_reexported_and_each_event_lives_with_its_aggregate():

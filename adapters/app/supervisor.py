@@ -1,0 +1,209 @@
+"""Supervising launched workers until their processes end: timeouts, stop requests, budget, lease heartbeats.
+
+One anyio task per worker polls its process (a child of this process) and its
+log's size (output resets the idle timer). Once a second it reads the ledger:
+a stop asked for from another terminal (WorkerStopRequested), a run aborted or
+out of budget. A stop is an intent like any other, driven by the effector (TERM
+to the whole group, KILL after a grace period, until the group is positively
+gone). When the process has ended, whatever it left in its group is stopped
+too, and WorkerExited is recorded once, with the log's digest and tail, and the
+lease released. Ledger work runs in a worker thread, one call at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ...domain import lease as lease_aggregate
+from ...domain.errors import DocketError, Refused
+from ..world import faults
+from ..world.clock import Clock
+from .ledger import Ledger
+from .services import load_run
+from .workers import LEASE_TTL_MS, Launched, exit_worker, load_worker, request_stop
+
+__all__ = ["Ended", "Limits", "supervise"]
+
+CAUSES = {"requested": "stopped", "run-stopped": "stopped", "supervisor-gone": "stopped", "timeout": "timeout",
+          "idle-timeout": "idle-timeout", "budget": "budget"}
+TICK_SECONDS = 0.2
+LEDGER_CHECK_SECONDS = 1.0
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_ms: int | None = None
+    idle_timeout_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How a supervised generation ended: result ok (exit 0), failed, or stopped by docket."""
+
+    worker_id: str
+    generation: int
+    cause: str
+    exit_code: int | None
+    signal: int | None
+    log_path: str
+    stop_reason: str | None
+
+    @property
+    def result(self) -> str:
+        if self.stop_reason is not None:
+            return "stopped"
+        return "ok" if self.exit_code == 0 else "failed"
+
+
+class _Ledger:
+    """The ledger, used from worker threads one call at a time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    async def call(self, fn: Callable[[], T]) -> T:
+        import anyio.to_thread
+
+        def locked() -> T:
+            with self._lock:
+                return fn()
+
+        return await anyio.to_thread.run_sync(locked)
+
+
+def supervise(ledger: Ledger, clock: Clock, effector: Any, workers: Sequence[tuple[Launched, Limits]], *,
+              on_tick: Callable[[], None] | None = None) -> list[Ended]:
+    """Supervise each launched worker until its process has ended and its end is recorded."""
+    import anyio
+
+    access = _Ledger()
+    ended: list[Ended] = []
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            for launched, limits in workers:
+                group.start_soon(_supervise_one, ledger, clock, effector, access, launched, limits, ended, group)
+
+    anyio.run(main)
+    return ended
+
+
+async def _supervise_one(ledger: Ledger, clock: Clock, effector: Any, access: _Ledger, w: Launched,
+                         limits: Limits, ended: list[Ended], group: Any) -> None:
+    import anyio
+
+    processes = effector.ports.processes
+    popen = w.gated.popen
+    started = last_output = time.monotonic()
+    last_size = 0
+    next_check = started
+    next_renew = started + LEASE_TTL_MS / 3000
+    stop_reason: str | None = None
+    stopping: Any = None  # the event set when the stop's outcome is recorded
+    while (code := popen.poll()) is None:
+        now = time.monotonic()
+        size = _size(w.log_path)
+        if size != last_size:
+            last_size, last_output = size, now
+        if stop_reason is None:
+            if limits.timeout_ms is not None and (now - started) * 1000 >= limits.timeout_ms:
+                stop_reason = "timeout"
+            elif limits.idle_timeout_ms is not None and (now - last_output) * 1000 >= limits.idle_timeout_ms:
+                stop_reason = "idle-timeout"
+        if stop_reason is None and now >= next_check:
+            next_check = now + LEDGER_CHECK_SECONDS
+            stop_reason = await access.call(lambda: _asked_to_stop(ledger, clock, w))
+        if now >= next_renew:
+            next_renew = now + LEASE_TTL_MS / 3000
+            await access.call(lambda: _renew(ledger, clock, w))
+        if stop_reason is not None and stopping is None:
+            stopping = anyio.Event()
+            reason = stop_reason
+
+            async def stop(done: Any = stopping) -> None:
+                try:
+                    await access.call(lambda: _stop(ledger, clock, effector, w, reason))
+                finally:
+                    done.set()
+
+            group.start_soon(stop)  # a stop takes seconds; supervision goes on meanwhile
+        await anyio.sleep(TICK_SECONDS)
+    if stop_reason is None:  # a stop from another terminal may have ended it before this loop saw the request
+        stop_reason = await access.call(lambda: _stop_requested(ledger, w))
+    if stopping is not None:
+        await stopping.wait()
+    if processes.group_liveness(w.process) == "alive":  # it ended, but left processes in its group
+        await anyio.to_thread.run_sync(lambda: processes.terminate_group(w.process, grace=2.0))
+    faults.crash_point("supervise:before-exit")
+    signal = -code if code < 0 else None
+    exit_code = code if code >= 0 else None
+    cause = "exited" if stop_reason is None else CAUSES[stop_reason]
+    await access.call(lambda: _record_end(ledger, clock, w, cause, exit_code, signal))
+    ended.append(Ended(w.worker_id, w.generation, cause, exit_code, signal, str(w.log_path), stop_reason))
+
+
+def _size(path: os.PathLike[str]) -> int:
+    try:
+        return os.stat(path, follow_symlinks=False).st_size
+    except OSError:
+        return 0
+
+
+def _asked_to_stop(ledger: Ledger, clock: Clock, w: Launched) -> str | None:
+    worker = load_worker(ledger, w.worker_id)
+    if worker.generation != w.generation:
+        return "requested"
+    if worker.stop_intent is not None:
+        return worker.stop_reason or "requested"
+    run = load_run(ledger, w.run_id)
+    if run.status not in ("active", "paused"):
+        return "run-stopped"
+    if run.remaining_ms(clock.now()) == 0:
+        return "budget"
+    return None
+
+
+def _stop_requested(ledger: Ledger, w: Launched) -> str | None:
+    """Why this generation was asked to stop, if it was: the request is recorded before any signal is sent."""
+    worker = load_worker(ledger, w.worker_id)
+    return worker.stop_reason if worker.generation == w.generation else None
+
+
+def _stop(ledger: Ledger, clock: Clock, effector: Any, w: Launched, reason: str) -> None:
+    try:
+        intent_id = request_stop(ledger, clock, w.worker_id, reason)
+    except Refused:
+        return  # already exited
+    if intent_id is not None:
+        effector.run_pending(only={intent_id}, after=0)
+
+
+def _renew(ledger: Ledger, clock: Clock, w: Launched) -> None:
+    from .services import renew_lease
+
+    try:
+        renew_lease(ledger, clock, w.resource, w.lease_token, LEASE_TTL_MS)
+    except DocketError:
+        pass  # a lease lost is the grant's business: it is reclaimed only once this process is positively gone
+
+
+def _record_end(ledger: Ledger, clock: Clock, w: Launched, cause: str, exit_code: int | None,
+                signal: int | None) -> None:
+    worker = load_worker(ledger, w.worker_id)
+    exit_worker(ledger, clock, w.worker_id, w.generation, cause=cause, exit_code=exit_code, signal=signal,
+                log_path=w.log_path, started_at=worker.launched_at)
+    lease = ledger.get(lease_aggregate.apply, lease_aggregate.stream_of(w.resource))
+    if lease is not None and lease.token == w.lease_token and lease.status == "held":
+        from .services import release_lease
+
+        try:
+            release_lease(ledger, clock, w.resource, w.lease_token)
+        except DocketError:
+            pass

@@ -1,0 +1,509 @@
+"""Use cases of workers: launch an agent for a task, stop it, record how it ended, reconcile with the processes.
+
+The path of a launch, each step recorded before the next is taken:
+
+1. the task's worker (registered at generation 1, or relaunched at the next
+   generation once its last process is positively gone);
+2. the task's worktree, through its intent (WorktreeRequested), then its setup
+   and included files (WorktreePrepared);
+3. the lease on the worktree for this generation (reclaimed only by the rules
+   of ``domain.lease.grant``);
+4. the launch intent (WorkerLaunchRequested), driven by the effector: the agent
+   is started held at a gate, its identity recorded (WorkerLaunched), and only
+   then the gate opened. If this process dies before that, the held process
+   exits by itself without running the agent.
+
+Supervision (``supervisor.py``) takes it from there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...domain import lease as lease_aggregate
+from ...domain import task as task_aggregate
+from ...domain import worker as worker_aggregate
+from ...domain.canonical import canonical_json
+from ...domain.errors import DocketError, NotFound, OutcomeUnknown, Refused, WorkFailed
+from ...domain.events import Event, LeaseGranted
+from ...domain.processes import ProcessIdentity, bounded_tail, last_line, scrub_environment
+from ..world import faults
+from ..world.clock import Clock, new_id
+from .ledger import Ledger
+from .services import load_run
+
+__all__ = [
+    "LEASE_TTL_MS",
+    "LaunchRequest",
+    "Launched",
+    "exit_worker",
+    "holder_liveness",
+    "launch_worker",
+    "load_worker",
+    "log_summary",
+    "request_stop",
+    "worktree_resource",
+]
+
+LEASE_TTL_MS = 60_000  # a worker's lease on its worktree; the supervisor renews it every third of that
+SETUP_TIMEOUT_SECONDS = 3600
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """What to launch: the task, and the agent's command with its settings, already chosen by the caller."""
+
+    run_id: str
+    task_id: str
+    worker_id: str
+    agent: str  # the [agents.NAME] name, or "command"
+    command: Sequence[str]  # argv templates: {prompt}, {prompt_file}, {worktree}, {worker_dir}, {port}
+    prompt_mode: str = "argument"  # argument | stdin | file
+    env: Mapping[str, str] = field(default_factory=dict)  # templates like command's
+    env_allow: Sequence[str] = ()
+    setup: Sequence[Sequence[str]] = ()
+    include: Sequence[str] = ()
+    ports: bool = False
+
+
+@dataclass
+class Launched:
+    """A launched worker generation, its gate open, ready to be supervised."""
+
+    worker_id: str
+    run_id: str
+    task_id: str
+    generation: int
+    process: ProcessIdentity
+    gated: Any  # the GatedProcess (its popen is this process's child)
+    log_path: Path
+    worktree: Path
+    resource: str
+    lease_token: int
+
+
+def worktree_resource(run_id: str, task_id: str) -> str:
+    return f"worktree/{run_id}/{task_id}"
+
+
+def load_worker(ledger: Ledger, worker_id: str) -> worker_aggregate.Worker:
+    worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(worker_id))
+    if worker is None:
+        raise NotFound("worker-not-found", f"no worker {worker_id}")
+    return worker
+
+
+def _load_task(ledger: Ledger, task_id: str) -> task_aggregate.Task:
+    task = ledger.get(task_aggregate.apply, task_aggregate.stream_of(task_id))
+    if task is None:
+        raise NotFound("task-not-found", f"no task {task_id}")
+    return task
+
+
+def process_liveness(processes: Any, worker: worker_aggregate.Worker) -> str:
+    """What is known of the current generation's process: alive, dead, unknown, or none (it never had one)."""
+    if worker.status == "launching":
+        return "unknown"  # a launch is pending: a process may be starting
+    if worker.status != "running" or worker.process is None:
+        return "dead" if worker.status == "exited" else "none"
+    return processes.liveness(worker.process)
+
+
+def holder_liveness(ledger: Ledger, processes: Any, lease: lease_aggregate.Lease | None) -> str:
+    """The liveness of the process of the generation holding lease: what a reclaim must know."""
+    if lease is None or lease.status != "held":
+        return "none"
+    holder = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(lease.worker_id))
+    if holder is None:
+        return "none"
+    if holder.generation != lease.generation:
+        return "dead"  # a relaunch needs the old generation's process positively gone
+    return process_liveness(processes, holder)
+
+
+def launch_worker(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request: LaunchRequest, *,
+                  docket_dir: Path, repository: Path, main_checkout: Path | None, ledger_path: Path) -> Launched:
+    """Launch the task's agent for a new generation, held at a gate until its identity is recorded; gate opened."""
+    processes = launcher.processes
+    worker = _current_worker(ledger, clock, processes, request)
+    task = _task_worktree(ledger, clock, effector, request.task_id, repository)
+    assert task.worktree is not None
+    worktree = Path(task.worktree)
+    if not task.prepared:
+        task = _prepare(ledger, clock, task, request, main_checkout, worktree)
+
+    resource = worktree_resource(request.run_id, request.task_id)
+    token = _grant(ledger, clock, processes, resource, worker)
+
+    generation_dir = docket_dir / "workers" / request.worker_id / str(worker.generation)
+    log_path = docket_dir / "logs" / request.worker_id / f"{worker.generation}.log"
+    for folder in (generation_dir, log_path.parent):
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    port = _free_port() if request.ports else None
+    prompt, prompt_file = _prompt(docket_dir, task)
+    values = dict(worktree=str(worktree), worker_dir=str(generation_dir), port=port)
+    from ...domain.config import expand
+
+    argv = tuple(expand(arg, **values, prompt=prompt, prompt_file=str(prompt_file) if prompt_file else None)
+                 for arg in request.command)
+    intent_id = new_id("launch")
+    env = _environment(request, values, worker, worktree, ledger_path, port, intent_id)
+    if prompt_file is not None:
+        env["DOCKET_PROMPT_FILE"] = str(prompt_file)
+    from ..world.processes import LaunchSpec
+
+    stdin = prompt_file if request.prompt_mode == "stdin" else None
+    spec = LaunchSpec(argv=argv, cwd=worktree, env=env, log_path=log_path, stdin_path=stdin)
+
+    def decision(now: str) -> Event:
+        current = load_worker(ledger, request.worker_id)
+        return worker_aggregate.request_launch(
+            current, load_run(ledger, request.run_id), intent_id=intent_id, agent=request.agent,
+            argv_sha256=hashlib.sha256(canonical_json(list(argv))).hexdigest(), worktree=str(worktree),
+            log_path=str(log_path), port=port, lease_token=token, now=now)
+
+    (intent_position, _), = ledger.decide(decision, clock.now())
+    launcher.expect(intent_id, spec)
+    try:
+        effector.run_pending(only={intent_id}, after=intent_position - 1)
+        worker = load_worker(ledger, request.worker_id)
+        if worker.status == "launch-failed":
+            raise WorkFailed(worker.exit_cause or "launch-failed", _launch_failure(ledger, worker))
+        if worker.status != "running" or worker.process is None:
+            raise OutcomeUnknown("outcome-unknown", f"worker {request.worker_id} generation {worker.generation}: "
+                                                    "the launch's outcome is not known yet")
+        faults.crash_point("launch:before-gate")
+        gated = launcher.release(intent_id, worker.process)
+    finally:
+        launcher.close()
+    if gated is None:
+        raise Refused("launched-elsewhere", f"worker {request.worker_id} generation {worker.generation} was "
+                                            "launched by another docket process")
+    faults.crash_point("launch:after-gate")
+    return Launched(request.worker_id, request.run_id, request.task_id, worker.generation, worker.process, gated,
+                    log_path, worktree, resource, token)
+
+
+def _current_worker(ledger: Ledger, clock: Clock, processes: Any,
+                    request: LaunchRequest) -> worker_aggregate.Worker:
+    """The task's worker at a generation that has no process yet: registered, or relaunched."""
+    existing = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(request.worker_id))
+    if existing is not None and existing.status == "running":
+        liveness = process_liveness(processes, existing)
+        if liveness != "dead":
+            raise Refused("worker-running", f"worker {request.worker_id} generation {existing.generation} is "
+                          f"running (its process is {liveness}); 'docket worker stop {request.worker_id}' first")
+        exit_worker(ledger, clock, request.worker_id, existing.generation, cause="unknown", exit_code=None,
+                    signal=None, log_path=Path(existing.log_path) if existing.log_path else None,
+                    started_at=existing.launched_at)
+
+    def decision(now: str) -> list[Event]:
+        task = _load_task(ledger, request.task_id)
+        run = load_run(ledger, request.run_id)
+        if task.run_id != run.run_id:
+            raise Refused("task-not-in-run", f"task {request.task_id} does not belong to run {run.run_id}")
+        worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(request.worker_id))
+        if worker is None:
+            return [worker_aggregate.register(None, run, request.worker_id, "implementer", task.run_id,
+                                              task.task_id, now)]
+        if worker.task_id != task.task_id:
+            raise Refused("worker-has-other-task", f"worker {worker.worker_id} works on task {worker.task_id}")
+        if worker.status == "registered":
+            return []
+        return [worker_aggregate.relaunch(worker, run, now)]
+
+    ledger.decide(decision, clock.now())
+    return load_worker(ledger, request.worker_id)
+
+
+def _task_worktree(ledger: Ledger, clock: Clock, effector: Any, task_id: str, repository: Path) -> task_aggregate.Task:
+    from ..world.paths import task_worktree_path
+
+    task = _load_task(ledger, task_id)
+    if task.worktree is None:
+        if task.worktree_intent is None:
+            path = task_worktree_path(repository, task.run_id, task.task_id)
+
+            def decision(now: str) -> list[Event]:
+                current = _load_task(ledger, task_id)
+                return task_aggregate.request_worktree(current, load_run(ledger, current.run_id), new_id("worktree"),
+                                                       str(repository), str(path), now)
+
+            ledger.decide(decision, clock.now())
+            task = _load_task(ledger, task_id)
+        if task.worktree_intent is not None:
+            effector.run_pending(only={task.worktree_intent}, after=0)
+            task = _load_task(ledger, task_id)
+    if task.worktree is None:
+        if task.worktree_failure is not None:
+            raise Refused(task.worktree_failure, _last_message(ledger, task_aggregate.stream_of(task_id)))
+        raise OutcomeUnknown("outcome-unknown", f"the worktree of task {task_id} is not known to be made yet; "
+                                                "'docket replay --apply' observes again")
+    return task
+
+
+def _prepare(ledger: Ledger, clock: Clock, task: task_aggregate.Task, request: LaunchRequest,
+             main_checkout: Path | None, worktree: Path) -> task_aggregate.Task:
+    """Copy the included files and run the setup commands in the new worktree; record that they ran."""
+    from ..world.git import DulwichGit
+
+    included = DulwichGit().copy_includes(main_checkout, worktree, list(request.include)) \
+        if request.include and main_checkout is not None else []
+    env, _ = scrub_environment(os.environ, request.env_allow)
+    failed = message = None
+    for argv in request.setup:
+        try:
+            done = subprocess.run(list(argv), cwd=worktree, env=env, stdin=subprocess.DEVNULL,
+                                  capture_output=True, timeout=SETUP_TIMEOUT_SECONDS, start_new_session=True)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            failed, message = "setup-failed", f"setup command {list(argv)!r} could not run: {e}"
+            break
+        if done.returncode != 0:
+            failed = "setup-failed"
+            message = (f"setup command {list(argv)!r} exited {done.returncode}: "
+                       f"{bounded_tail(done.stdout + done.stderr, max_lines=5, max_chars=1000)}")
+            break
+
+    def decision(now: str) -> Event:
+        return task_aggregate.prepared(_load_task(ledger, task.task_id), str(worktree), len(request.setup),
+                                       included, failed, message[:4000] if message else None, now)
+
+    ledger.decide(decision, clock.now())
+    if failed is not None:
+        raise WorkFailed(failed, message or "a setup command failed")
+    return _load_task(ledger, task.task_id)
+
+
+def _grant(ledger: Ledger, clock: Clock, processes: Any, resource: str, worker: worker_aggregate.Worker) -> int:
+    """The lease on the worktree for this generation (its fencing token)."""
+    stream = lease_aggregate.stream_of(resource)
+    lease = ledger.get(lease_aggregate.apply, stream)
+    if lease is not None and lease.status == "held" and lease.worker_id == worker.worker_id \
+            and lease.generation == worker.generation and not lease.is_expired(clock.now()):
+        return lease.token
+
+    def decision(now: str) -> Event:
+        current = ledger.get(lease_aggregate.apply, stream)
+        holder = None
+        if current is not None:
+            holder = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(current.worker_id))
+        liveness = holder_liveness(ledger, processes, current)  # inside the transaction: no change in between
+        return lease_aggregate.grant(current, holder, load_worker(ledger, worker.worker_id), worker.generation,
+                                     load_run(ledger, worker.run_id), resource, LEASE_TTL_MS, now, liveness)
+
+    (position, event), = ledger.decide(decision, clock.now())
+    assert isinstance(event, LeaseGranted)
+    return position
+
+
+def _prompt(docket_dir: Path, task: task_aggregate.Task) -> tuple[str, Path | None]:
+    """The task's prompt text and the file that holds it (checked against the digest the ledger holds)."""
+    if task.prompt_sha256 is None:
+        return task.title, None
+    from ..world.prompts import read_prompt
+
+    path, text = read_prompt(docket_dir, task.prompt_sha256)
+    return text, path
+
+
+def _free_port() -> int:
+    from ..world.processes import free_port
+
+    return free_port()
+
+
+def _environment(request: LaunchRequest, values: Mapping[str, Any], worker: worker_aggregate.Worker,
+                 worktree: Path, ledger_path: Path, port: int | None, intent_id: str) -> dict[str, str]:
+    from ...domain.config import expand
+    from .launcher import LAUNCH_MARK
+
+    env, _ = scrub_environment(os.environ, request.env_allow)
+    env = {k: v for k, v in env.items() if not k.startswith("DOCKET_")}
+    env.update({name: expand(value, **values) for name, value in request.env.items()})
+    env.update(DOCKET_RUN=request.run_id, DOCKET_TASK=request.task_id, DOCKET_WORKER=request.worker_id,
+               DOCKET_GENERATION=str(worker.generation), DOCKET_LEDGER=str(ledger_path),
+               DOCKET_WORKTREE=str(worktree))
+    env[LAUNCH_MARK] = intent_id
+    if port is not None:
+        env["DOCKET_PORT"] = str(port)
+    return env
+
+
+def _launch_failure(ledger: Ledger, worker: worker_aggregate.Worker) -> str:
+    return _last_message(ledger, worker_aggregate.stream_of(worker.worker_id))
+
+
+def _last_message(ledger: Ledger, stream: str) -> str:
+    for _, event in reversed(ledger.history(stream)):
+        message = getattr(event, "message", None)
+        if message:
+            return message
+    return "see 'docket log'"
+
+
+def request_stop(ledger: Ledger, clock: Clock, worker_id: str, reason: str) -> str | None:
+    """Record the intent to stop the worker's current generation; its intent id (an earlier pending one if any)."""
+    def decision(now: str) -> list[Event]:
+        return worker_aggregate.request_stop(load_worker(ledger, worker_id), intent_id=new_id("stop"),
+                                             reason=reason, now=now)
+
+    ledger.decide(decision, clock.now())
+    return load_worker(ledger, worker_id).stop_intent
+
+
+@dataclass(frozen=True)
+class LogSummary:
+    sha256: str | None
+    size: int | None
+    tail: str
+    last_line: str
+
+
+def log_summary(log_path: Path | None) -> LogSummary:
+    """The log's digest, size and bounded, redacted tail, read without following a symlink."""
+    if log_path is None:
+        return LogSummary(None, None, "", "")
+    try:
+        fd = os.open(log_path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return LogSummary(None, None, "", "")
+    digest, size, end = hashlib.sha256(), 0, b""
+    with os.fdopen(fd, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+            end = (end + chunk)[-65536:]
+    return LogSummary(digest.hexdigest(), size, bounded_tail(end), last_line(end))
+
+
+def exit_worker(ledger: Ledger, clock: Clock, worker_id: str, generation: int, *, cause: str,
+                exit_code: int | None, signal: int | None, log_path: Path | None,
+                started_at: str | None) -> bool:
+    """Record WorkerExited for the generation, once (False if it was already recorded)."""
+    from ...domain.values import to_ms
+
+    summary = log_summary(log_path)
+
+    def decision(now: str) -> list[Event]:
+        duration = None if started_at is None else max(0, to_ms(now) - to_ms(started_at))
+        return worker_aggregate.exited(load_worker(ledger, worker_id), generation, cause=cause, exit_code=exit_code,
+                                       signal=signal, duration_ms=duration, log_sha256=summary.sha256,
+                                       log_bytes=summary.size, tail=summary.tail, now=now)
+
+    return bool(ledger.decide(decision, clock.now()))
+
+
+def record_refusal(ledger: Ledger, clock: Clock, worker_id: str, generation: int, action: str,
+                   error: DocketError) -> None:
+    """Record that an action for a fenced generation (or with a stale token) was refused."""
+    def decision(now: str) -> list[Event]:
+        worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(worker_id))
+        if worker is None:
+            return []
+        return [worker_aggregate.refused(worker, generation, action, error, now)]
+
+    ledger.decide(decision, clock.now())
+
+
+def finish_stop(ledger: Ledger, clock: Clock, effector: Any, worker_id: str, intent_id: str) -> str:
+    """Drive a stop intent to its outcome: stopped, observed (already gone) or unknown.
+
+    When no supervisor lives to record how the process ended, record it here.
+    """
+    effector.run_pending(only={intent_id}, after=0)
+    worker = load_worker(ledger, worker_id)
+    if worker.stop_intent == intent_id:
+        return "unknown"
+    outcome = next((e for _, e in reversed(ledger.history(worker_aggregate.stream_of(worker_id)))
+                    if getattr(e, "intent_id", None) == intent_id and e.effect_role == "outcome"), None)
+    result = getattr(outcome, "result", "cancelled")
+    if worker.status in ("launching", "running"):
+        supervisor = worker.supervisor
+        processes = effector.ports.processes
+        if supervisor is None or processes.liveness(supervisor) == "dead":
+            exit_worker(ledger, clock, worker_id, worker.generation, cause="stopped", exit_code=None, signal=None,
+                        log_path=Path(worker.log_path) if worker.log_path else None, started_at=worker.launched_at)
+    return result
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing reconcile found between the ledger's workers and this machine's processes.
+
+    gone: the ledger says running, the process is positively gone (recorded as exited, cause unknown).
+    unsupervised: the process runs, but the docket process that supervised it is gone (stopped).
+    unknown-process: a process docket started for this ledger that no running worker accounts for (stopped).
+    """
+
+    kind: str
+    worker_id: str | None
+    generation: int | None
+    pid: int
+    detail: str
+    applied: str | None = None  # what --apply did
+
+
+def reconcile_workers(ledger: Ledger, clock: Clock, effector: Any, running: Sequence[str], ledger_path: Path, *,
+                      apply: bool) -> list[Finding]:
+    """Compare the workers the ledger thinks are running (ids given) with the processes; with apply, converge."""
+    from .launcher import LAUNCH_MARK
+
+    processes = effector.ports.processes
+    findings: list[Finding] = []
+    known_groups: set[tuple[str, int]] = set()
+    for worker_id in running:
+        worker = load_worker(ledger, worker_id)
+        if worker.status != "running" or worker.process is None:
+            continue
+        p = worker.process
+        liveness = processes.liveness(p)
+        group = processes.group_liveness(p)
+        if liveness == "dead" and group != "alive":
+            finding = Finding("gone", worker_id, worker.generation, p.pid, "its process is gone")
+            if apply:
+                exit_worker(ledger, clock, worker_id, worker.generation, cause="unknown", exit_code=None,
+                            signal=None, log_path=Path(worker.log_path) if worker.log_path else None,
+                            started_at=worker.launched_at)
+                finding = _applied(finding, "recorded as exited (cause unknown)")
+            findings.append(finding)
+            continue
+        known_groups.add((p.boot_id, p.pgid))
+        supervisor = worker.supervisor
+        if liveness == "dead" or (supervisor is not None and processes.liveness(supervisor) == "dead"):
+            why = ("its process ended but left processes in its group" if liveness == "dead"
+                   else f"its supervisor (pid {supervisor.pid}) is gone" if supervisor else "it has no supervisor")
+            finding = Finding("unsupervised", worker_id, worker.generation, p.pid, why)
+            if apply:
+                intent_id = request_stop(ledger, clock, worker_id, "supervisor-gone")
+                result = finish_stop(ledger, clock, effector, worker_id, intent_id) if intent_id else "unknown"
+                finding = _applied(finding, f"stop {result}")
+            findings.append(finding)
+    pending_launches = {pending.intent.intent_id for pending in ledger.pending_intents(after=0)
+                        if pending.intent.type_name().startswith("WorkerLaunchRequested")}
+    for identity, env in processes.find_marked("DOCKET_LEDGER", str(ledger_path)):
+        launch = env.get(LAUNCH_MARK)
+        if launch is None or (identity.boot_id, identity.pgid) in known_groups or launch in pending_launches:
+            continue  # not an agent docket started, or one the ledger accounts for (or is launching now)
+        finding = Finding("unknown-process", env.get("DOCKET_WORKER"), _int(env.get("DOCKET_GENERATION")),
+                          identity.pid, f"launch {launch}, process group {identity.pgid}")
+        if apply:
+            after = processes.terminate_group(identity, grace=2.0)
+            finding = _applied(finding, "stopped" if after == "dead" else f"stop unknown ({after})")
+        findings.append(finding)
+    return findings
+
+
+def _applied(finding: Finding, what: str) -> Finding:
+    from dataclasses import replace
+
+    return replace(finding, applied=what)
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text and text.isdigit() and len(text) < 16 else None

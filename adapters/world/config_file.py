@@ -1,0 +1,294 @@
+"""docket.toml on disk: found from any worktree of the repository, read safely, errors named by key and line."""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...domain.errors import BadInput
+from .paths import find_git_common_dir
+
+if TYPE_CHECKING:
+    from ...domain.config import Config
+
+__all__ = ["CONFIG_NAME", "MAX_CONFIG_BYTES", "config_path", "find_config", "key_lines", "load_config",
+           "write_default"]
+
+CONFIG_NAME = "docket.toml"
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def config_path(start: Path) -> Path | None:
+    """Where the repository around start keeps docket.toml: the top of its main checkout.
+
+    Every worktree shares the git common dir, and the main checkout is its parent, so
+    linked worktrees (docket's own, under <common>/docket/worktrees/, too) find the
+    same file. A bare repository has no checkout: None, as outside any repository.
+    """
+    common = find_git_common_dir(start.absolute())
+    if common is None or common.name != ".git":
+        return None
+    return common.parent / CONFIG_NAME
+
+
+def find_config(start: Path) -> Path | None:
+    """The repository's docket.toml if there is one; a symlink there is refused, never followed."""
+    path = config_path(start)
+    if path is None or not os.path.lexists(path):
+        return None
+    if path.is_symlink():
+        raise BadInput("config-symlink", f"{path} is a symlink; docket reads only a regular docket.toml in the "
+                                         "repository, never one a link points to")
+    return path
+
+
+def load_config(path: Path | None) -> Config:
+    """The configuration in path (None: the defaults); every problem is BadInput naming the line."""
+    import tomllib
+
+    from pydantic import ValidationError
+
+    from ...domain.config import Config
+
+    if path is None:
+        return Config()
+    text = _read_text(path)
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise BadInput("bad-config", _syntax_message(path, str(e))) from None
+    try:
+        return Config.model_validate(document)
+    except ValidationError as e:
+        raise BadInput("bad-config", _validation_message(path, text, e)) from None
+
+
+def write_default(root: Path) -> bool:
+    """Create root/docket.toml with the commented default; False if anything (even a symlink) is there already."""
+    from ...domain.config import DEFAULT_TOML
+
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(root / CONFIG_NAME, flags, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.write(DEFAULT_TOML)
+    return True
+
+
+def _read_text(path: Path) -> str:
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        if os.path.islink(path):
+            raise BadInput("config-symlink", f"{path} is a symlink; docket reads only a regular docket.toml") from None
+        raise BadInput("config-unreadable", f"{path}: {e.strerror}") from None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise BadInput("config-not-a-file", f"{path} is not a regular file")
+        data = file.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise BadInput("config-too-large", f"{path} is larger than {MAX_CONFIG_BYTES // 1024} KiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise BadInput("config-encoding", f"{CONFIG_NAME} line {line}: not valid UTF-8 (byte {e.start})") from None
+
+
+_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+
+
+def _syntax_message(path: Path, message: str) -> str:
+    at = _AT.search(message)
+    if at is None:
+        return f"{CONFIG_NAME}: {message}"
+    return f"{CONFIG_NAME} line {at.group(1)}: {message[:at.start()]} (column {at.group(2)})"
+
+
+def _validation_message(path: Path, text: str, error: Any) -> str:
+    """The first problem by line, as `docket.toml line N: dotted.key: what is wrong`."""
+    lines = key_lines(text)
+    problems = []
+    for detail in error.errors(include_url=False):
+        loc = tuple(part for part in detail["loc"] if part != "[key]")
+        problems.append((_line_of(lines, loc), _dotted(loc), _reason(detail)))
+    problems.sort(key=lambda p: p[0])
+    line, key, reason = problems[0]
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{CONFIG_NAME} line {line}: {key or '(top level)'}: {reason}{more}"
+
+
+def _reason(detail: dict[str, Any]) -> str:
+    kind, message = detail["type"], detail["msg"]
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "too_short":
+        return "must not be empty"
+    if kind == "dict_type" and isinstance(detail.get("input"), list):
+        return "must be a table ([[...]] arrays of tables are not used in docket.toml)"
+    if kind == "string_pattern_mismatch" and "[key]" in detail["loc"]:
+        if detail["loc"][-3:-2] == ("env",):
+            return f"{detail['input']!r} is not an environment variable name (letters, digits, '_'; no digit first)"
+        return f"{detail['input']!r} is not a valid name (letters, digits, '.', '_', '-'; up to 128)"
+    return message.removeprefix("Value error, ")
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _dotted(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            shown = part if _BARE_KEY.fullmatch(part) else '"' + part.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            out += ("." if out else "") + shown
+    return out
+
+
+def _line_of(lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...]) -> int:
+    """The line of the longest prefix of loc the file spells out (a missing key: its table's line)."""
+    for end in range(len(loc), 0, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return 1
+
+
+def key_lines(text: str) -> dict[tuple[Any, ...], int]:
+    """Each key path of a valid TOML text (tables, dotted and inline keys, array items) -> its first line."""
+    return _KeyScanner(text).scan()
+
+
+class _KeyScanner:
+    """A reader of TOML that tomllib has already accepted: it only needs to know where each key is."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.i = 0
+        self.found: dict[tuple[Any, ...], int] = {}
+        self.line_starts = [0] + [match.end() for match in re.finditer("\n", text)]
+
+    @property
+    def line(self) -> int:
+        return bisect.bisect_right(self.line_starts, self.i)
+
+    def scan(self) -> dict[tuple[Any, ...], int]:
+        table: tuple[Any, ...] = ()
+        while True:
+            self.skip(newlines=True)
+            if self.i >= len(self.text):
+                return self.found
+            if self.text.startswith("[[", self.i):
+                self.i += 2
+                table = self.key()
+                self.record(table)
+                self.i = self.text.index("]]", self.i) + 2
+            elif self.text[self.i] == "[":
+                self.i += 1
+                table = self.key()
+                self.record(table)
+                self.i = self.text.index("]", self.i) + 1
+            else:
+                self.pair(table)
+
+    def record(self, path: tuple[Any, ...]) -> None:
+        for end in range(1, len(path) + 1):
+            self.found.setdefault(path[:end], self.line)
+
+    def skip(self, *, newlines: bool) -> None:
+        spaces = " \t\r\n" if newlines else " \t"
+        while self.i < len(self.text):
+            char = self.text[self.i]
+            if char in spaces:
+                self.i += 1
+            elif char == "#":
+                end = self.text.find("\n", self.i)
+                self.i = len(self.text) if end < 0 else end
+            else:
+                return
+
+    def key(self) -> tuple[str, ...]:
+        parts = []
+        while True:
+            self.skip(newlines=False)
+            char = self.text[self.i]
+            if char in "\"'":
+                parts.append(self.string())
+            else:
+                match = _BARE_KEY.match(self.text, self.i)
+                parts.append(match.group(0) if match else "")
+                self.i = match.end() if match else self.i + 1
+            self.skip(newlines=False)
+            if self.i < len(self.text) and self.text[self.i] == ".":
+                self.i += 1
+                continue
+            return tuple(parts)
+
+    def pair(self, table: tuple[Any, ...]) -> None:
+        path = table + self.key()
+        self.record(path)
+        self.i = self.text.index("=", self.i) + 1
+        self.value(path)
+
+    def value(self, path: tuple[Any, ...]) -> None:
+        self.skip(newlines=False)
+        char = self.text[self.i] if self.i < len(self.text) else ""
+        if char in "\"'":
+            self.string()
+        elif char == "[":
+            self.i += 1
+            index = 0
+            while True:
+                self.skip(newlines=True)
+                if self.text[self.i] == "]":
+                    self.i += 1
+                    return
+                self.record(path + (index,))
+                self.value(path + (index,))
+                self.skip(newlines=True)
+                if self.text[self.i] == ",":
+                    self.i += 1
+                    index += 1
+        elif char == "{":
+            self.i += 1
+            while True:
+                self.skip(newlines=False)
+                if self.text[self.i] == "}":
+                    self.i += 1
+                    return
+                self.pair(path)
+                self.skip(newlines=False)
+                if self.text[self.i] == ",":
+                    self.i += 1
+        else:  # a number, boolean or date: up to what ends a value
+            while self.i < len(self.text) and self.text[self.i] not in ",]}#\n":
+                self.i += 1
+
+    def string(self) -> str:
+        quote = self.text[self.i]
+        if self.text.startswith(quote * 3, self.i):
+            end = self.text.index(quote * 3, self.i + 3)
+            while self.text.startswith(quote, end + 3):  # up to two quotes may close the content
+                end += 1
+            content = self.text[self.i + 3: end]
+            self.i = end + 3
+            return content
+        start = self.i + 1
+        self.i = start
+        while self.text[self.i] != quote:
+            self.i += 2 if quote == '"' and self.text[self.i] == "\\" else 1
+        content = self.text[start: self.i]
+        self.i += 1
+        if quote == '"' and "\\" in content:
+            import tomllib
+
+            return tomllib.loads(f'k = "{content}"')["k"]  # the escapes, read as TOML reads them
+        return content

@@ -1,0 +1,44 @@
+"""Which agent a launch runs, and with what settings: docket.toml's [agents.NAME], or a command given after --."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..domain.errors import BadInput, NotFound
+from .context import Context
+
+__all__ = ["launch_request"]
+
+COMMAND_AGENT = "command"  # the agent name recorded for a command given on the command line
+
+
+def launch_request(ctx: Context, run_id: str, task_id: str, worker_id: str, agent: str | None,
+                   argv: list[str]) -> tuple[Any, dict[str, int | None]]:
+    """The LaunchRequest and the supervision limits (timeout_ms, idle_timeout_ms)."""
+    from ..adapters.app.workers import LaunchRequest
+    from ..adapters.world.config_file import find_config, load_config
+
+    config = load_config(find_config(Path.cwd()))
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    common = dict(run_id=run_id, task_id=task_id, worker_id=worker_id, setup=config.worktree.setup,
+                  include=config.worktree.include, ports=config.worktree.ports)
+    if argv:
+        if agent is not None:
+            raise BadInput("agent-and-command", "give either --agent NAME or a command after --, not both")
+        # a command given here is taken literally: braces in it are not placeholders
+        literal = [arg.replace("{", "{{").replace("}", "}}") for arg in argv]
+        return (LaunchRequest(agent=COMMAND_AGENT, command=literal, **common),
+                {"timeout_ms": None, "idle_timeout_ms": None})
+    name = agent or config.default_agent or (next(iter(config.agents)) if len(config.agents) == 1 else None)
+    if name is None:
+        raise BadInput("no-agent", "name an agent with --agent NAME (an [agents.NAME] of docket.toml), or give a "
+                                   "command after --")
+    chosen = config.agents.get(name)
+    if chosen is None:
+        known = ", ".join(sorted(config.agents)) or "none"
+        raise NotFound("agent-not-found", f"docket.toml has no [agents.{name}] (configured: {known})")
+    return (LaunchRequest(agent=name, command=chosen.command, prompt_mode=chosen.prompt, env=chosen.env,
+                          env_allow=chosen.env_allow, **common),
+            {"timeout_ms": chosen.timeout_ms, "idle_timeout_ms": chosen.idle_timeout_ms})

@@ -1,0 +1,238 @@
+"""Processes as data: who a process is, whether it still lives, and what of its world it may see.
+
+Pure rules only: the adapter (adapters/world/processes.py) reads /proc and
+psutil and hands the facts in. Liveness is three-valued because docket must
+never take "I could not tell" for "it is gone": unknown never reclaims.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "SECRET_NAME",
+    "Liveness",
+    "ProcessIdentity",
+    "bounded_tail",
+    "glob_matches",
+    "last_line",
+    "liveness_of",
+    "looks_secret_value",
+    "redact",
+    "scrub_environment",
+]
+
+Liveness = Literal["alive", "dead", "unknown"]
+
+REDACTED = "[redacted]"
+
+
+@dataclass(frozen=True)
+class ProcessIdentity:
+    """A process for sure: a pid alone can be reused, (boot, pid, start time) cannot."""
+
+    host: str  # socket.gethostname() of the machine it runs on
+    boot_id: str  # Linux: /proc/sys/kernel/random/boot_id; elsewhere "boot-<boot time>"
+    pid: int
+    pgid: int
+    start_time: str  # Linux: field 22 of /proc/<pid>/stat (clock ticks since boot); elsewhere psutil's create_time
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"host": self.host, "boot_id": self.boot_id, "pid": self.pid, "pgid": self.pgid,
+                "start_time": self.start_time}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProcessIdentity:
+        return cls(host=str(d["host"]), boot_id=str(d["boot_id"]), pid=int(d["pid"]), pgid=int(d["pgid"]),
+                   start_time=str(d["start_time"]))
+
+
+def liveness_of(identity: ProcessIdentity, *, host: str, boot_id: str, start_time_now: str | None,
+                exists: bool | None) -> Liveness:
+    """Whether identity still runs, given what this host sees now at its pid.
+
+    Another host cannot be looked at: unknown, never dead. Another boot ended
+    every process of the last one. A pid now held by another start time was
+    reused: the process we knew is gone.
+    """
+    if identity.host != host:
+        return "unknown"
+    if identity.boot_id != boot_id:
+        return "dead"
+    if exists is None:
+        return "unknown"
+    if not exists:
+        return "dead"
+    if start_time_now is None:
+        return "unknown"
+    return "alive" if start_time_now == identity.start_time else "dead"
+
+
+# --- secrets ------------------------------------------------------------------------------------------------------
+
+# Whole '_'-separated words of a variable name, so PATH, MONKEY and KEYBOARD stay while API_KEY, DB_PASS go.
+_SECRET_WORDS = (
+    "TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASS", "PASSPHRASE",
+    "KEY", "KEYS", "APIKEY", "ACCESSKEY", "SECRETKEY", "PRIVATEKEY", "AUTHTOKEN", "ACCESSTOKEN",
+    "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "SESSION", "COOKIE", "COOKIES", "DSN",
+)
+# Prefixes of providers whose every variable is best kept from an agent.
+_SECRET_PREFIXES = (
+    "AWS", "AZURE", "GOOGLE", "GCP", "GCLOUD", "CLOUDSDK", "OPENAI", "ANTHROPIC", "GH", "GEMINI", "MISTRAL",
+    "COHERE", "GROQ", "DEEPSEEK", "OPENROUTER", "HF", "HUGGING_FACE", "HUGGINGFACE", "VAULT", "DIGITALOCEAN",
+    "STRIPE", "TWILIO", "SLACK", "SENTRY",
+)
+SECRET_NAME = re.compile(
+    r"(?:^|_)(?:" + "|".join(_SECRET_WORDS) + r")(?:_|$)"
+    r"|^(?:" + "|".join(_SECRET_PREFIXES) + r")_",
+    re.IGNORECASE,
+)
+
+_NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9])"
+_KNOWN_TOKENS = (
+    r"sk-(?:[A-Za-z0-9]+-){0,3}[A-Za-z0-9_-]{20,}",  # OpenAI, Anthropic (sk-ant-api03-...), DeepSeek...
+    r"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe
+    r"gh[pousr]_[A-Za-z0-9]{20,}",  # GitHub
+    r"github_pat_[A-Za-z0-9_]{20,}",
+    r"glpat-[A-Za-z0-9_-]{20,}",  # GitLab
+    r"xox[abposr]-[A-Za-z0-9-]{10,}",  # Slack
+    r"(?:AKIA|ASIA)[A-Z0-9]{16}",  # AWS access key ids
+    r"AIza[0-9A-Za-z_-]{35}",  # Google API keys
+    r"hf_[A-Za-z0-9]{30,}",  # Hugging Face
+    r"npm_[A-Za-z0-9]{36}",
+    r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",  # JWT
+)
+_KNOWN_TOKEN = re.compile(_NOT_ALNUM_BEFORE + "(?:" + "|".join(_KNOWN_TOKENS) + ")")
+# A private key block; also its end alone, when a tail cut its beginning off.
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)"
+    r"|\A(?:(?!-----BEGIN ).)*?-----END [A-Z0-9 ]*PRIVATE KEY-----",
+    re.DOTALL,
+)
+_URL_PASSWORD = re.compile(r"(?P<keep>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:)[^\s/@]+(?=@)")
+_BEARER = re.compile(r"(?P<keep>\b(?:Bearer|Basic|Token)\s+)[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
+_NAME_VALUE = re.compile(
+    r"""(?P<name>(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*)(?P<sep>["']?[ \t]*[=:][ \t]*["']?)(?P<value>[^\s"',;&]+)"""
+)
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9_+=-]{32,}")
+
+
+def _looks_random(run: str) -> bool:
+    """A long run mixing upper case, lower case and digits that switches between them like random text does.
+
+    Conservative: hex (commit ids, digests) and UUIDs have no upper case; words
+    and CamelCase identifiers switch classes far less often than random base64.
+    """
+    if not (any(c.isupper() for c in run) and any(c.islower() for c in run) and any(c.isdigit() for c in run)):
+        return False
+    classes = ["u" if c.isupper() else "l" if c.islower() else "d" for c in run if c.isalnum()]
+    switches = sum(a != b for a, b in zip(classes, classes[1:]))
+    return switches >= 0.4 * (len(classes) - 1)
+
+
+def _random_runs(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in _TOKEN_RUN.finditer(text) if _looks_random(m.group())]
+
+
+def looks_secret_value(value: str) -> bool:
+    """Whether a value holds something shaped like a credential (a known token format, a key, a URL password)."""
+    return bool(_KNOWN_TOKEN.search(value) or _PRIVATE_KEY.search(value) or _URL_PASSWORD.search(value)
+                or _random_runs(value))
+
+
+def glob_matches(name: str, pattern: str) -> bool:
+    """fnmatch.fnmatchcase's shell globs (*, ?, [seq], [!seq]), written here to keep the domain free of os."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        i += 1
+        if c == "*":
+            out.append(".*")
+        elif c == "?":
+            out.append(".")
+        elif c == "[" and (end := pattern.find("]", i + 1 if pattern[i:i + 1] in ("!", "]") else i)) != -1:
+            body = re.sub(r"([\\&~|\[^])", r"\\\1", pattern[i:end])
+            i = end + 1
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+        else:
+            out.append(re.escape(c))
+    try:
+        return re.fullmatch("".join(out), name, re.DOTALL) is not None
+    except re.error:  # a reversed range ([z-a]): fnmatch drops it, we let the whole pattern match nothing
+        return False
+
+
+def scrub_environment(environ: Mapping[str, str], allow: Collection[str] = ()) -> tuple[dict[str, str], list[str]]:
+    """(kept, removed names): a credential-looking name or value is removed unless allow names or globs it."""
+    kept: dict[str, str] = {}
+    removed: list[str] = []
+    for name, value in environ.items():
+        allowed = any(name == pattern or glob_matches(name, pattern) for pattern in allow)
+        if allowed or not (SECRET_NAME.search(name) or looks_secret_value(value)):
+            kept[name] = value
+        else:
+            removed.append(name)
+    return kept, removed
+
+
+_RESULT_LABELS = {"PASS", "XPASS"}  # "PASS: test_name" in automake and TAP output is no password
+
+
+def _redact_name_value(match: re.Match[str]) -> str:
+    if not SECRET_NAME.search(match["name"]) or (match["name"] in _RESULT_LABELS and ":" in match["sep"]):
+        return match.group()
+    return match["name"] + match["sep"] + REDACTED
+
+
+def redact(text: str) -> str:
+    """text with every secret-looking part replaced by "[redacted]"."""
+    text = _PRIVATE_KEY.sub(REDACTED, text)
+    text = _BEARER.sub(lambda m: m["keep"] + REDACTED, text)
+    text = _URL_PASSWORD.sub(lambda m: m["keep"] + REDACTED, text)
+    text = _KNOWN_TOKEN.sub(REDACTED, text)
+    text = _NAME_VALUE.sub(_redact_name_value, text)
+    for start, end in reversed(_random_runs(text)):
+        text = text[:start] + REDACTED + text[end:]
+    return text
+
+
+# --- log tails ----------------------------------------------------------------------------------------------------
+
+_MARGIN = 8192  # chars read before what is kept, so a secret cut by the window is cut away again, not half shown
+
+
+def _decoded_end(data: bytes, chars: int) -> str:
+    window = data[-(4 * chars + _MARGIN):]  # a UTF-8 character is at most 4 bytes
+    return redact(window.decode("utf-8", errors="replace"))
+
+
+def _lines(text: str) -> list[str]:
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()  # the final newline ends the last line; it does not start another
+    return lines
+
+
+def bounded_tail(data: bytes, *, max_lines: int = 20, max_chars: int = 2000) -> str:
+    """The end of a log, decoded and redacted: at most max_lines lines and max_chars characters, cut at the front.
+
+    Control characters are kept as they are: escaping them is the renderer's job.
+    """
+    if max_lines <= 0 or max_chars <= 0:
+        return ""
+    lines = _lines(_decoded_end(data, max_chars))[-max_lines:]
+    return "\n".join(lines)[-max_chars:]
+
+
+LAST_LINE_CHARS = 200
+
+
+def last_line(data: bytes) -> str:
+    """The log's last non-blank line, decoded and redacted, at most 200 characters (its end)."""
+    for line in reversed(_lines(_decoded_end(data, LAST_LINE_CHARS * 40))):
+        if line.strip():
+            return line[-LAST_LINE_CHARS:]
+    return ""

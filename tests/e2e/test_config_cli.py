@@ -1,0 +1,133 @@
+"""docket.toml through the CLI: found from any worktree, `docket config show`, and the default `docket init` writes."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from docket.adapters.world.config_file import find_config, write_default
+from docket.domain.config import DEFAULT_TOML
+
+from ..conftest import Docket, git
+
+ERROR_LINE = re.compile(r"docket: error: ([a-z-]+): (.*)\n")
+AGENT = '[agents.aider]\ncommand = ["aider", "--message", "{prompt}"]\ntimeout = "45m"\n'
+
+
+def error_of(result) -> tuple[int, str, str]:
+    match = ERROR_LINE.fullmatch(result.stderr)
+    assert match, result.stderr
+    return result.returncode, match.group(1), match.group(2)
+
+
+def test_init_writes_the_commented_default_once_and_leaves_an_edited_file_alone(docket, repo):
+    first = docket("init", "--json").json()
+    config = repo / "docket.toml"
+    assert (first["config"], first["config_created"]) == (str(config.resolve()), True)
+    assert config.read_text() == DEFAULT_TOML
+    config.write_text(AGENT)
+    second = docket("init")
+    assert "configuration" not in second.stdout and config.read_text() == AGENT
+    assert docket("init", "--json").json()["config_created"] is False
+
+
+def test_init_says_it_wrote_the_file(docket, repo):
+    out = docket("init").stdout
+    assert out.splitlines()[1] == f"wrote a commented default configuration {(repo / 'docket.toml').resolve()}"
+
+
+def test_init_outside_a_checkout_writes_no_config(docket, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    doc = Docket(outside, docket.env)("init", "--ledger", str(tmp_path / "l.sqlite"), "--json").json()
+    assert (doc["config"], doc["config_created"]) == (None, False)
+    assert not list(outside.iterdir())
+
+
+def test_config_show_json_is_one_document_with_durations_in_ms(docket, repo):
+    (repo / "docket.toml").write_text(AGENT)
+    doc = docket("config", "show", "--json").json()
+    assert doc["file"] == str((repo / "docket.toml").resolve())
+    aider = doc["config"]["agents"]["aider"]
+    assert aider["timeout_ms"] == 2_700_000 and aider["command"] == ["aider", "--message", "{prompt}"]
+    human = docket("config", "show").stdout
+    assert '[agents.aider]\ncommand = ["aider", "--message", "{prompt}"]' in human and 'timeout = "45m"' in human
+
+
+def test_config_show_without_a_file_shows_the_defaults(docket, repo):
+    doc = docket("config", "show", "--json").json()
+    assert doc["file"] is None and doc["config"]["worktree"] == {"setup": [], "include": [], "ports": False}
+    assert docket("config", "show").stdout.startswith(f"# defaults (no {(repo / 'docket.toml').resolve()})")
+
+
+def test_a_bad_config_is_one_line_naming_key_and_line_with_exit_2(docket, repo):
+    (repo / "docket.toml").write_text(AGENT + 'timout = "5m"\n')
+    result = docket("config", "show", check=False)
+    assert error_of(result) == (2, "bad-config", "docket.toml line 4: agents.aider.timout: unknown key")
+    assert result.stdout == ""
+
+
+def test_found_from_a_subdirectory_a_linked_worktree_and_a_docket_task_worktree(docket, repo, tmp_path):
+    (repo / "docket.toml").write_text(AGENT)
+    (repo / "a" / "b").mkdir(parents=True)
+    git(repo, "worktree", "add", "-q", str(tmp_path / "linked"), "-b", "feature")
+    task_tree = repo / ".git" / "docket" / "worktrees" / "r1" / "t1"
+    git(repo, "worktree", "add", "-q", str(task_tree), "-b", "docket/r1/t1")
+    (task_tree / "deep").mkdir()
+    for place in (repo / "a" / "b", tmp_path / "linked", task_tree / "deep"):
+        assert find_config(place) == (repo / "docket.toml").resolve(), place
+        doc = Docket(place, docket.env)("config", "show", "--json").json()
+        assert list(doc["config"]["agents"]) == ["aider"], place
+
+
+def test_a_bare_repository_and_no_repository_have_no_config(tmp_path):
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    assert find_config(bare) is None
+    (tmp_path / "plain").mkdir()
+    assert find_config(tmp_path / "plain") is None
+
+
+def test_a_symlinked_docket_toml_is_refused_never_followed(docket, repo, tmp_path):
+    outside = tmp_path / "elsewhere.toml"
+    outside.write_text(AGENT)
+    (repo / "docket.toml").symlink_to(outside)
+    assert error_of(docket("config", "show", check=False))[:2] == (2, "config-symlink")
+    (repo / "docket.toml").unlink()
+    (repo / "docket.toml").symlink_to(tmp_path / "missing.toml")  # dangling: init must not create its target
+    assert docket("init", "--json").json()["config_created"] is False
+    assert not (tmp_path / "missing.toml").exists()
+    assert error_of(docket("config", "show", check=False))[:2] == (2, "config-symlink")
+
+
+def test_write_default_is_create_only(tmp_path):
+    assert write_default(tmp_path) is True
+    (tmp_path / "docket.toml").write_text("# mine\n")
+    assert write_default(tmp_path) is False
+    assert (tmp_path / "docket.toml").read_text() == "# mine\n"
+
+
+def test_status_does_not_import_the_configuration(docket, repo):
+    (repo / "docket.toml").write_text(AGENT)
+    docket("init")
+    probe = ("import sys, io, contextlib\n"
+             "from docket.cli.app import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             "    code = main(['status', '--json'])\n"
+             "config = {'docket.domain.config', 'docket.adapters.world.config_file', 'docket.cli.config', 'tomllib'}\n"
+             "print(code, sorted(set(sys.modules) & config))\n")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=repo, env=docket.env, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "0 []"
+
+
+def test_help_lists_config_show(docket):
+    assert "config" in docket("--help").stdout
+    assert "docket config show --json" in docket("config", "show", "--help").stdout
+
+
+def test_a_ledger_is_not_needed_to_show_the_config(docket, repo):
+    assert not Path(docket.ledger).exists()
+    assert docket("config", "show", "--json").json()["file"] is None

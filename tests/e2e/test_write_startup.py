@@ -1,0 +1,48 @@
+"""A write command imports and builds only what it uses (the startup benchmark's 'docket task plan')."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+
+# Run inside a fresh interpreter, as `docket task plan` is; prints what the process ended up holding.
+PROBE = """\
+import contextlib, io, json, sys
+from docket.cli.app import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    code = main(['task', 'plan', 'r1', '--title', 'a task', '--json'])
+from docket.domain import events
+print(json.dumps({
+    'code': code,
+    'appended': [e['type'] for e in json.loads(out.getvalue())['events']],
+    'modules': sorted(m for m in sys.modules if m.startswith('docket.cli.') or m.split('.')[0] in HEAVY),
+    'effect_machinery': sorted(m for m in sys.modules if m in EFFECT_MACHINERY),
+    'validators_built': sorted(name for name, cls in events.EVENT_TYPES.items() if cls.__pydantic_complete__),
+    'process_identity_built': events.ProcessIdentity.__pydantic_complete__,
+}))
+"""
+HEAVY = {"dulwich", "sqlite_utils", "psutil", "anyio", "shtab"}
+EFFECT_MACHINERY = {"docket.domain.effects", "docket.adapters.app.effector", "docket.adapters.app.intents"}
+
+
+def test_task_plan_imports_its_own_command_and_builds_only_the_event_types_it_meets(docket):
+    docket("init")
+    docket("run", "open", "--target", "main", "--goal", "g", "--id", "r1")
+    probe = f"HEAVY = {sorted(HEAVY)!r}\nEFFECT_MACHINERY = {sorted(EFFECT_MACHINERY)!r}\n" + PROBE
+    done = json.loads(subprocess.run([sys.executable, "-c", probe], cwd=docket.cwd, env=docket.env,
+                                     capture_output=True, text=True, check=True).stdout)
+    assert done["code"] == 0
+    # No other noun's module: parsing one command builds (and imports) that command's parser only.
+    assert done["modules"] == ["docket.cli.app", "docket.cli.context", "docket.cli.output", "docket.cli.parsing",
+                               "docket.cli.recorded", "docket.cli.task"]
+    assert done["effect_machinery"] == []  # planning a task records no intent: nothing of the effector's
+    # Validators are built on first use: for the genesis, the run's own events and the event appended, no others.
+    with sqlite3.connect(docket.ledger) as db:
+        genesis = db.execute("SELECT topic FROM stored_events WHERE rowid = 1").fetchall()
+        run_stream = db.execute("SELECT topic FROM stored_events WHERE originator_id = 'run:r1'").fetchall()
+    met = {topic for (topic,) in genesis + run_stream} | set(done["appended"])
+    assert set(done["validators_built"]) <= met
+    assert done["process_identity_built"] is False
