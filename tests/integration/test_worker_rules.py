@@ -1,0 +1,184 @@
+"""Leases on worktrees against process liveness: reclaim rules, pid reuse, stale generations.
+
+The rules run through the services (services.grant_lease observes the holder's
+process through the process port) over an in-memory ledger, with FakeProcesses;
+pid reuse with the real PsutilProcesses; stale generations through the real CLI.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from docket.adapters.app import ledger as ledger_module
+from docket.adapters.app import services
+from docket.adapters.world.clock import FixedClock
+from docket.adapters.world.fakes import FakeProcesses
+from docket.adapters.world.processes import PsutilProcesses
+from docket.domain import run, worker
+from docket.domain.errors import Refused
+from docket.domain.events import LeaseGranted
+from docket.domain.processes import ProcessIdentity
+
+from ..unit.builders import COMMIT, T0
+
+REPOSITORY = "/work/repo/.git"
+RESOURCE = "worktree/r1/t1"
+TTL_MS = 60_000
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock(T0)
+
+
+@pytest.fixture
+def ledger(clock):
+    memory = ledger_module.Ledger(Path(":memory:"))
+    memory.initialise(T0, "repo-" + "1" * 32, REPOSITORY)
+    memory.decide(lambda now: run.open_run("r1", "i1", "g", "main", None, REPOSITORY, now), T0)
+    memory.decide(lambda now: run.record_base_pin(memory.get(run.apply, run.stream_of("r1")), "i1", now,
+                                                  commit=COMMIT), T0)
+    for task_id in ("t1", "t2"):
+        services.plan_task(memory, clock, "r1", task_id, f"task {task_id}")
+    services.register_worker(memory, clock, "r1", "holder", "implementer", "t1")
+    services.register_worker(memory, clock, "r1", "claimant", "implementer", "t2")
+    yield memory
+    memory.close()
+
+
+def load(ledger, worker_id: str) -> worker.Worker:
+    return ledger.get(worker.apply, worker.stream_of(worker_id))
+
+
+def launched(ledger, worker_id: str, identity: ProcessIdentity, supervisor: ProcessIdentity) -> None:
+    """Record that worker_id's current generation runs as identity (its launch intent and its outcome)."""
+    current = load(ledger, worker_id)
+    r = ledger.get(run.apply, run.stream_of("r1"))
+    (_, intent), = ledger.decide(lambda now: worker.request_launch(
+        current, r, intent_id=f"launch-{worker_id}", agent="command", argv_sha256="0" * 64, worktree="/wt",
+        log_path=f"/logs/{worker_id}.log", port=None, lease_token=1, now=now), T0)
+    observed = worker.LaunchObservation("held", identity, supervisor)
+    ledger.decide(lambda now: worker.decide_launch(load(ledger, worker_id), intent, observed, now), T0)
+    assert load(ledger, worker_id).status == "running"
+
+
+def grant(ledger, clock, worker_id: str, processes) -> tuple[int, LeaseGranted]:
+    appended = services.grant_lease(ledger, clock, RESOURCE, worker_id, load(ledger, worker_id).generation,
+                                    TTL_MS, processes)
+    return appended.last
+
+
+def held_by_a_holder_that_is(state: str, ledger, clock, processes: FakeProcesses) -> int:
+    """The holder's lease on RESOURCE (its token), its process in the given state: alive, dead, unknown or none."""
+    if state != "none":
+        supervisor = processes.start()
+        if state == "unknown":  # a process on another machine cannot be looked at
+            process = ProcessIdentity("another-host", "another-boot", 4242, 4242, "7")
+        else:
+            process = processes.start()
+        launched(ledger, "holder", process, supervisor)
+        if state == "dead":
+            processes.exit(process, 0)
+        assert processes.liveness(process) == state
+    token, _ = grant(ledger, clock, "holder", processes)
+    return token
+
+
+@pytest.mark.parametrize("expired", [True, False], ids=["expired", "unexpired"])
+def test_a_lease_whose_holder_is_positively_dead_is_reclaimed(ledger, clock, expired):
+    processes = FakeProcesses()
+    token = held_by_a_holder_that_is("dead", ledger, clock, processes)
+    clock.advance(TTL_MS if expired else 1)
+    position, event = grant(ledger, clock, "claimant", processes)
+    assert (event.worker_id, event.supersedes_token) == ("claimant", token) and position > token
+
+
+@pytest.mark.parametrize("expired", [True, False], ids=["expired", "unexpired"])
+def test_a_lease_whose_holder_is_alive_is_never_reclaimed(ledger, clock, expired):
+    processes = FakeProcesses()
+    held_by_a_holder_that_is("alive", ledger, clock, processes)
+    clock.advance(TTL_MS * 10 if expired else 1)
+    with pytest.raises(Refused) as refused:
+        grant(ledger, clock, "claimant", processes)
+    assert refused.value.code == "lease-held"
+
+
+def test_an_expired_lease_whose_holder_cannot_be_observed_is_not_reclaimed(ledger, clock):
+    processes = FakeProcesses()
+    held_by_a_holder_that_is("unknown", ledger, clock, processes)
+    clock.advance(TTL_MS * 10)
+    with pytest.raises(Refused) as refused:
+        grant(ledger, clock, "claimant", processes)
+    assert refused.value.code == "lease-holder-unknown"
+
+
+def test_the_lease_of_a_holder_that_never_launched_is_reclaimed_once_expired(ledger, clock):
+    processes = FakeProcesses()
+    token = held_by_a_holder_that_is("none", ledger, clock, processes)
+    clock.advance(TTL_MS - 1)
+    with pytest.raises(Refused) as refused:
+        grant(ledger, clock, "claimant", processes)
+    assert refused.value.code == "lease-held"
+    clock.advance(1)
+    _, event = grant(ledger, clock, "claimant", processes)
+    assert event.supersedes_token == token
+
+
+def test_a_pid_now_held_by_another_start_time_is_dead_and_its_lease_reclaimed(ledger, clock):
+    """Pid reuse, with the real process port: this very process, recorded with a start time it does not have."""
+    real = PsutilProcesses()
+    me = real.identity(os.getpid())
+    assert me is not None and real.liveness(me) == "alive"
+    someone_before_me = ProcessIdentity(me.host, me.boot_id, me.pid, me.pgid, str(int(me.start_time) - 1))
+    assert real.liveness(someone_before_me) == "dead"
+    launched(ledger, "holder", someone_before_me, me)
+    token, _ = grant(ledger, clock, "holder", real)
+    _, event = grant(ledger, clock, "claimant", real)  # unexpired: the holder is positively dead
+    assert event.supersedes_token == token
+
+
+def test_the_holder_itself_alive_keeps_its_lease_with_the_real_port(ledger, clock):
+    real = PsutilProcesses()
+    me = real.identity(os.getpid())
+    launched(ledger, "holder", me, me)
+    grant(ledger, clock, "holder", real)
+    clock.advance(TTL_MS * 10)
+    with pytest.raises(Refused) as refused:
+        grant(ledger, clock, "claimant", real)
+    assert refused.value.code == "lease-held"
+
+
+# --- stale generations, through the CLI -------------------------------------------------------------------------
+
+
+def test_actions_of_a_fenced_generation_are_refused_and_recorded(docket):
+    docket("init")
+    docket("run", "open", "--target", "main", "--goal", "g", "--id", "r1")
+    docket("worker", "register", "r1", "--role", "implementer", "--id", "w1")
+    old = docket("lease", "grant", "wt/a", "--worker", "w1", "--generation", "1", "--ttl", "10m", "--json")
+    old_token = str(old.json()["token"])
+    docket("worker", "relaunch", "w1")
+
+    def refused(*args: str, code: str) -> None:
+        result = docket(*args, check=False)
+        assert result.returncode == 3 and result.stderr.startswith(f"docket: error: {code}: "), result.stderr
+        assert len(result.stderr.splitlines()) == 1
+
+    refused("lease", "renew", "wt/a", "--token", old_token, "--ttl", "10m", code="stale-generation")
+    refused("lease", "grant", "wt/a", "--worker", "w1", "--generation", "1", "--ttl", "10m", code="stale-generation")
+    new = docket("lease", "grant", "wt/a", "--worker", "w1", "--generation", "2", "--ttl", "10m", "--json")
+    assert new.json()["token"] > int(old_token)
+    refused("lease", "renew", "wt/a", "--token", old_token, "--ttl", "10m", code="stale-token")
+    refused("lease", "release", "wt/a", "--token", old_token, code="stale-token")
+
+    refusals = [e["payload"] for e in docket("log", "--json", "--type", "WorkerActionRefused").json()["events"]]
+    assert [(r["worker_id"], r["generation"], r["action"], r["code"]) for r in refusals] == [
+        ("w1", 1, "lease-renew", "stale-generation"),
+        ("w1", 1, "lease-grant", "stale-generation"),
+        ("w1", 1, "lease-renew", "stale-token"),
+        ("w1", 1, "lease-release", "stale-token"),
+    ]
+    docket("verify")
