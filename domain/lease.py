@@ -31,6 +31,7 @@ class Lease:
     generation: int
     expires_at: str
     status: str  # held | released | expired
+    renewed_at: str | None = None  # when it was last granted or renewed: its holder's last sign of life
 
     def is_expired(self, now: str) -> bool:
         return to_ms(now) >= to_ms(self.expires_at)
@@ -39,11 +40,11 @@ class Lease:
 def apply(lease: Lease | None, event: ev.Event, position: int) -> Lease:
     if isinstance(event, ev.LeaseGranted):
         return Lease(event.resource, event.version, position, event.run_id, event.worker_id,
-                     event.generation, event.expires_at, "held")
+                     event.generation, event.expires_at, "held", event.recorded_at)
     assert lease is not None
     lease = replace(lease, version=event.version)
     if isinstance(event, ev.LeaseRenewed):
-        return replace(lease, expires_at=event.expires_at)
+        return replace(lease, expires_at=event.expires_at, renewed_at=event.recorded_at)
     if isinstance(event, ev.LeaseReleased):
         return replace(lease, status="released")
     if isinstance(event, ev.LeaseExpired):

@@ -2,8 +2,10 @@
 
 Statuses: opening (base pin pending) -> active <-> paused -> completed;
 opening/active/paused -> aborted; opening -> failed (base could not be pinned).
-The budget is the sum of the run's active intervals (domain.budget): pausing
-closes the open interval, so time spent paused is not billed.
+The budget is the sum of the run's active intervals (domain.budget): the clock
+runs while the run is active and at least one docket process supervises it
+(RunSupervised .. RunUnsupervised), so time spent paused, or with no supervisor
+alive, is not billed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from . import events as ev
 from .aggregate import next_event
 from .errors import BadInput, Refused
 from .names import check_branch_name
+from .processes import ProcessIdentity as Process
 from .streams import run_stream as stream_of
 from .values import format_duration
 
@@ -29,9 +32,18 @@ __all__ = [
     "require_open",
     "resume",
     "stream_of",
+    "supervised",
+    "unsupervised",
 ]
 
 OPEN_STATUSES = frozenset({"opening", "active", "paused"})
+
+
+@dataclass(frozen=True)
+class Supervision:
+    supervision_id: str
+    supervisor: Process
+    since: str
 
 
 @dataclass(frozen=True)
@@ -49,6 +61,7 @@ class Run:
     closed_ms: int = 0  # budget spent in closed active intervals
     active_since: str | None = None  # start of the open active interval, if the clock runs
     pending_intents: frozenset[str] = frozenset()
+    supervisions: tuple[Supervision, ...] = ()  # the docket processes supervising it now
 
     def used_ms(self, now: str) -> int:
         """Milliseconds of budget spent: closed intervals, and the open one up to now."""
@@ -68,19 +81,28 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
             budget_ms=event.budget_ms,
             status="opening",
             opened_at=event.recorded_at,
-            active_since=event.recorded_at,
         )
     assert run is not None, f"{event.type_name()} before RunOpened"
     run = replace(run, version=event.version)
     if isinstance(event, ev.RunBasePinRequested):
         return replace(run, pending_intents=run.pending_intents | {event.intent_id})
     if isinstance(event, ev.RunBasePinned):
-        return replace(
+        return _clocked(replace(
             run,
             base_commit=event.commit,
             status="active" if run.status == "opening" else run.status,
             pending_intents=run.pending_intents - {event.intent_id},
-        )
+        ), event.recorded_at)
+    if isinstance(event, ev.RunSupervised):
+        if any(s.supervision_id == event.supervision_id for s in run.supervisions):
+            return run
+        p = event.supervisor
+        supervision = Supervision(event.supervision_id, Process(p.host, p.boot_id, p.pid, p.pgid, p.start_time),
+                                  event.recorded_at)
+        return _clocked(replace(run, supervisions=(*run.supervisions, supervision)), event.recorded_at)
+    if isinstance(event, ev.RunUnsupervised):
+        left = tuple(s for s in run.supervisions if s.supervision_id != event.supervision_id)
+        return _clocked(replace(run, supervisions=left), event.recorded_at, ended_at=event.ended_at)
     if isinstance(event, ev.RunBasePinFailed):
         return replace(
             _close_interval(run, event.recorded_at),
@@ -96,7 +118,7 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
     if isinstance(event, ev.RunPaused):
         return replace(_close_interval(run, event.recorded_at), status="paused")
     if isinstance(event, ev.RunResumed):
-        return replace(_close_interval(run, event.recorded_at), status="active", active_since=event.recorded_at)
+        return _clocked(replace(run, status="active"), event.recorded_at)
     if isinstance(event, ev.RunAborted):
         return replace(_close_interval(run, event.recorded_at), status="aborted")
     if isinstance(event, ev.RunCompleted):
@@ -106,6 +128,32 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
 
 def _close_interval(run: Run, at: str) -> Run:
     return replace(run, closed_ms=run.used_ms(at), active_since=None)
+
+
+def _clocked(run: Run, at: str, *, ended_at: str | None = None) -> Run:
+    """The budget's clock runs while the run is active and supervised: start or stop it at ``at``."""
+    running = run.status == "active" and bool(run.supervisions)
+    closed_ms, active_since = budget.clock(run.closed_ms, run.active_since, running, at, ended_at=ended_at)
+    return replace(run, closed_ms=closed_ms, active_since=active_since)
+
+
+def supervised(run: Run, supervision_id: str, supervisor: Process, now: str) -> ev.Event:
+    """A docket process starts supervising the run's work: its budget's clock runs while one does."""
+    require_open(run)
+    return next_event(ev.RunSupervised, stream_of(run.run_id), run.version, now, run_id=run.run_id,
+                      supervision_id=supervision_id,
+                      supervisor=ev.ProcessIdentity(host=supervisor.host, boot_id=supervisor.boot_id,
+                                                    pid=supervisor.pid, pgid=supervisor.pgid,
+                                                    start_time=supervisor.start_time))
+
+
+def unsupervised(run: Run, supervision_id: str, now: str, *, last_seen: str | None = None) -> list[ev.Event]:
+    """The supervision ends (nothing if it already has). last_seen: a gone supervisor's last sign of life."""
+    if not any(s.supervision_id == supervision_id for s in run.supervisions):
+        return []
+    return [next_event(ev.RunUnsupervised, stream_of(run.run_id), run.version, now, run_id=run.run_id,
+                       supervision_id=supervision_id, ended_at=last_seen or now,
+                       cause="finished" if last_seen is None else "supervisor-gone")]
 
 
 def open_run(

@@ -142,6 +142,8 @@ def request_launch(worker: Worker, run: Run, *, intent_id: str, agent: str, argv
         raise Refused("run-not-active", f"run {run.run_id} is {run.status}; workers launch only in an active run")
     if worker.task_id is None:
         raise Refused("worker-without-task", f"worker {worker.worker_id} has no task to work on")
+    if run.remaining_ms(now) == 0:
+        raise Refused("budget-exhausted", f"run {run.run_id} has used its whole budget")
     if worker.status != "registered":
         raise Refused("generation-used", f"worker {worker.worker_id} generation {worker.generation} is "
                       f"{worker.status}; a new process needs a new generation")

@@ -3,11 +3,13 @@
 Every schema-valid event projects, in any order: the first RunOpened of a run
 wins, and an event about a run with no row changes nothing. Budget use follows
 the same rule as the Run aggregate (domain.budget): ``used_ms`` holds the closed
-active intervals, ``active_since`` the start of the open one.
+active intervals, ``active_since`` the start of the open one; the clock runs
+while the run is active and supervised.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
@@ -19,6 +21,7 @@ COLUMNS = {
     "run_id": str, "goal": str, "target_branch": str, "budget_ms": int, "status": str,
     "base_commit": str, "failure_code": str, "failure_message": str,
     "opened_at": str, "closed_at": str, "used_ms": int, "active_since": str, "position": int,
+    "supervisions": str,  # JSON list of the supervision ids open now
 }
 INDEXES = ("status",)
 PK = "run_id"
@@ -26,61 +29,73 @@ PK = "run_id"
 
 def _opened(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     c.execute(
-        "INSERT OR IGNORE INTO runs (run_id, goal, target_branch, budget_ms, status, opened_at, used_ms, active_since, position) "
-        "VALUES (?, ?, ?, ?, 'opening', ?, 0, ?, ?)",
-        (p["run_id"], p["goal"], p["target_branch"], p["budget_ms"], at, at, position),
+        "INSERT OR IGNORE INTO runs (run_id, goal, target_branch, budget_ms, status, opened_at, used_ms, supervisions, "
+        "position) VALUES (?, ?, ?, ?, 'opening', ?, 0, '[]', ?)",
+        (p["run_id"], p["goal"], p["target_branch"], p["budget_ms"], at, position),
     )
+
+
+def _clock(c: sqlite3.Connection, run_id: str, at: str, position: int, *, status: str | None = None,
+           closed: bool = False, supervisions: list[str] | None = None, ended_at: str | None = None) -> None:
+    """Set what changed, then run or stop the budget's clock as domain.budget.clock says (as the aggregate does)."""
+    row = c.execute("SELECT status, used_ms, active_since, supervisions FROM runs WHERE run_id = ?",
+                    (run_id,)).fetchone()
+    if row is None:
+        return
+    status = status or row[0]
+    supervisions = json.loads(row[3]) if supervisions is None else supervisions
+    used, since = budget.clock(row[1], row[2], status == "active" and bool(supervisions), at, ended_at=ended_at)
+    c.execute(
+        "UPDATE runs SET status = ?, used_ms = ?, active_since = ?, supervisions = ?, "
+        "closed_at = CASE WHEN ? THEN ? ELSE closed_at END, position = ? WHERE run_id = ?",
+        (status, used, since, json.dumps(supervisions), closed, at, position, run_id),
+    )
+
+
+def _supervisions(c: sqlite3.Connection, run_id: str) -> list[str] | None:
+    row = c.execute("SELECT supervisions FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    return None if row is None else json.loads(row[0])
 
 
 def _base_pinned(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    c.execute(
-        "UPDATE runs SET base_commit = ?, status = CASE status WHEN 'opening' THEN 'active' ELSE status END, "
-        "position = ? WHERE run_id = ?",
-        (p["commit"], position, p["run_id"]),
-    )
-
-
-def _used_until(c: sqlite3.Connection, run_id: str, at: str) -> int | None:
-    """The run's budget use with its open interval closed at ``at``; None if the run has no row."""
-    row = c.execute("SELECT used_ms, active_since FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-    return None if row is None else budget.used_ms(row[0], row[1], at)
-
-
-def _stop_clock(c: sqlite3.Connection, run_id: str, at: str, status: str, position: int, closed: bool) -> None:
-    used = _used_until(c, run_id, at)
-    if used is None:
-        return
-    c.execute(
-        "UPDATE runs SET status = ?, used_ms = ?, active_since = NULL, "
-        "closed_at = CASE WHEN ? THEN ? ELSE closed_at END, position = ? WHERE run_id = ?",
-        (status, used, closed, at, position, run_id),
-    )
+    c.execute("UPDATE runs SET base_commit = ?, status = CASE status WHEN 'opening' THEN 'active' ELSE status END "
+              "WHERE run_id = ?", (p["commit"], p["run_id"]))
+    _clock(c, p["run_id"], at, position)
 
 
 def _base_failed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    _stop_clock(c, p["run_id"], at, "failed", position, True)
+    _clock(c, p["run_id"], at, position, status="failed", closed=True)
     c.execute("UPDATE runs SET failure_code = ?, failure_message = ? WHERE run_id = ?",
               (p["code"], p["message"], p["run_id"]))
 
 
 def _paused(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    _stop_clock(c, p["run_id"], at, "paused", position, False)
+    _clock(c, p["run_id"], at, position, status="paused")
 
 
 def _resumed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    used = _used_until(c, p["run_id"], at)
-    if used is None:
-        return
-    c.execute("UPDATE runs SET status = 'active', used_ms = ?, active_since = ?, position = ? WHERE run_id = ?",
-              (used, at, position, p["run_id"]))
+    _clock(c, p["run_id"], at, position, status="active")
 
 
 def _aborted(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    _stop_clock(c, p["run_id"], at, "aborted", position, True)
+    _clock(c, p["run_id"], at, position, status="aborted", closed=True)
 
 
 def _completed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    _stop_clock(c, p["run_id"], at, "completed", position, True)
+    _clock(c, p["run_id"], at, position, status="completed", closed=True)
+
+
+def _supervised(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    current = _supervisions(c, p["run_id"])
+    if current is not None and p["supervision_id"] not in current:
+        _clock(c, p["run_id"], at, position, supervisions=[*current, p["supervision_id"]])
+
+
+def _unsupervised(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    current = _supervisions(c, p["run_id"])
+    if current is not None:
+        _clock(c, p["run_id"], at, position, supervisions=[s for s in current if s != p["supervision_id"]],
+               ended_at=p["ended_at"])
 
 
 def handlers() -> dict[str, Any]:
@@ -94,6 +109,8 @@ def handlers() -> dict[str, Any]:
         ev.RunResumed.type_name(): _resumed,
         ev.RunAborted.type_name(): _aborted,
         ev.RunCompleted.type_name(): _completed,
+        ev.RunSupervised.type_name(): _supervised,
+        ev.RunUnsupervised.type_name(): _unsupervised,
     }
 
 

@@ -27,7 +27,7 @@ from .ledger import Ledger
 from .services import load_run
 from .workers import LEASE_TTL_MS, Launched, exit_worker, load_worker, request_stop
 
-__all__ = ["Ended", "Limits", "supervise"]
+__all__ = ["Ended", "Limits", "begin_supervision", "end_supervision", "supervise"]
 
 CAUSES = {"requested": "stopped", "run-stopped": "stopped", "supervisor-gone": "stopped", "timeout": "timeout",
           "idle-timeout": "idle-timeout", "budget": "budget"}
@@ -79,8 +79,12 @@ class _Ledger:
 
 
 def supervise(ledger: Ledger, clock: Clock, effector: Any, workers: Sequence[tuple[Launched, Limits]], *,
-              on_tick: Callable[[], None] | None = None) -> list[Ended]:
-    """Supervise each launched worker until its process has ended and its end is recorded."""
+              supervisions: dict[str, str] | None = None) -> list[Ended]:
+    """Supervise each launched worker until its process has ended and its end is recorded.
+
+    ``supervisions`` (run id -> supervision id) were begun by the caller before the launch; else they begin
+    here. Either way they end here.
+    """
     import anyio
 
     access = _Ledger()
@@ -91,8 +95,42 @@ def supervise(ledger: Ledger, clock: Clock, effector: Any, workers: Sequence[tup
             for launched, limits in workers:
                 group.start_soon(_supervise_one, ledger, clock, effector, access, launched, limits, ended, group)
 
-    anyio.run(main)
+    if supervisions is None:
+        supervisions = begin_supervision(ledger, clock, effector.ports.processes, {w.run_id for w, _ in workers})
+    try:
+        anyio.run(main)
+    finally:
+        end_supervision(ledger, clock, supervisions)
     return ended
+
+
+def begin_supervision(ledger: Ledger, clock: Clock, processes: Any, run_ids: set[str]) -> dict[str, str]:
+    """Record that this process supervises each run (RunSupervised): their budgets' clocks run while it does."""
+    from ...domain import run as run_aggregate
+    from ..world.clock import new_id
+
+    me = processes.identity(os.getpid())
+    started: dict[str, str] = {}
+    for run_id in sorted(run_ids):
+        supervision_id = new_id("supervision")
+
+        def decision(now: str, run_id: str = run_id, supervision_id: str = supervision_id) -> Any:
+            return run_aggregate.supervised(load_run(ledger, run_id), supervision_id, me, now)
+
+        try:
+            ledger.decide(decision, clock.now())
+        except Refused:
+            continue  # a run closed meanwhile: nothing to bill
+        started[run_id] = supervision_id
+    return started
+
+
+def end_supervision(ledger: Ledger, clock: Clock, supervisions: dict[str, str]) -> None:
+    from ...domain import run as run_aggregate
+
+    for run_id, supervision_id in supervisions.items():
+        ledger.decide(lambda now, r=run_id, s=supervision_id: run_aggregate.unsupervised(load_run(ledger, r), s, now),
+                      clock.now())
 
 
 async def _supervise_one(ledger: Ledger, clock: Clock, effector: Any, access: _Ledger, w: Launched,

@@ -439,6 +439,7 @@ class Finding:
     gone: the ledger says running, the process is positively gone (recorded as exited, cause unknown).
     unsupervised: the process runs, but the docket process that supervised it is gone (stopped).
     unknown-process: a process docket started for this ledger that no running worker accounts for (stopped).
+    supervisor-gone: a run's supervision whose docket process is gone (ended at its last sign of life).
     """
 
     kind: str
@@ -507,3 +508,38 @@ def _applied(finding: Finding, what: str) -> Finding:
 
 def _int(text: str | None) -> int | None:
     return int(text) if text and text.isdigit() and len(text) < 16 else None
+
+
+def reconcile_supervisions(ledger: Ledger, clock: Clock, processes: Any, runs: Sequence[str],
+                           workers_of: Any, *, apply: bool) -> list[Finding]:
+    """Supervisions of open runs whose docket process is positively gone: with apply, ended at its last sign of
+    life (its last lease grant or renewal), so the time since is not billed. ``workers_of(run_id)`` lists the
+    run's worker ids."""
+    from ...domain import run as run_aggregate
+    from ...domain.values import to_ms
+    from .services import load_run
+
+    findings: list[Finding] = []
+    for run_id in runs:
+        run = load_run(ledger, run_id)
+        for supervision in run.supervisions:
+            if processes.liveness(supervision.supervisor) != "dead":
+                continue
+            seen = [supervision.since]
+            for worker_id in workers_of(run_id):
+                worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(worker_id))
+                if worker is None or worker.supervisor != supervision.supervisor or worker.task_id is None:
+                    continue
+                lease = ledger.get(lease_aggregate.apply,
+                                   lease_aggregate.stream_of(worktree_resource(run_id, worker.task_id)))
+                if lease is not None and lease.renewed_at is not None:
+                    seen.append(lease.renewed_at)
+            last_seen = max(seen, key=to_ms)
+            finding = Finding("supervisor-gone", None, None, supervision.supervisor.pid,
+                              f"run {run_id}: supervision {supervision.supervision_id} last seen at {last_seen}")
+            if apply:
+                ledger.decide(lambda now, s=supervision.supervision_id, r=run_id: run_aggregate.unsupervised(
+                    load_run(ledger, r), s, now, last_seen=last_seen), clock.now())
+                finding = _applied(finding, "ended there: the time since is not billed")
+            findings.append(finding)
+    return findings

@@ -25,6 +25,8 @@ from .run import (
     RunOpened,
     RunPaused,
     RunResumed,
+    RunSupervised,
+    RunUnsupervised,
 )
 from .task import (
     TaskPlanned,
@@ -67,6 +69,8 @@ __all__ = [
     "RunOpened",
     "RunPaused",
     "RunResumed",
+    "RunSupervised",
+    "RunUnsupervised",
     "ProcessIdentity",
     "TaskPlanned",
     "TaskPlannedV2",
@@ -102,6 +106,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         RunResumed,
         RunAborted,
         RunCompleted,
+        RunSupervised,
+        RunUnsupervised,
         TaskPlanned,
         TaskPlannedV2,
         WorktreeRequested,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .base import BranchName, Code, Commit, Event, Id, PositiveMs, RepositoryPath, Text
+from .base import BranchName, Code, Commit, Event, Id, PositiveMs, RepositoryPath, Text, Timestamp
+from .worker import ProcessIdentity
 
 __all__ = [
     "RunAborted",
@@ -15,6 +16,8 @@ __all__ = [
     "RunOpened",
     "RunPaused",
     "RunResumed",
+    "RunSupervised",
+    "RunUnsupervised",
 ]
 
 
@@ -89,3 +92,22 @@ class RunCompleted(Event):
 
     name = "RunCompleted"
     run_id: Id
+
+
+class RunSupervised(Event):
+    """A docket process starts supervising work of the run: the budget's clock runs while one does."""
+
+    name = "RunSupervised"
+    run_id: Id
+    supervision_id: Id
+    supervisor: ProcessIdentity
+
+
+class RunUnsupervised(Event):
+    """A supervision ends: finished, or its process found gone (then ended_at is its last sign of life)."""
+
+    name = "RunUnsupervised"
+    run_id: Id
+    supervision_id: Id
+    ended_at: Timestamp
+    cause: Literal["finished", "supervisor-gone"]

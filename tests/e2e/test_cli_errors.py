@@ -33,6 +33,21 @@ ERROR_LINE = re.compile(r"docket: error: ([a-z][a-z0-9-]*): (.+)\n")
 ZERO_DIGEST = "0" * 64
 
 
+def supervise_from(ledger_path: Path, run_id: str, now: str) -> None:
+    """Record a supervision of the run (RunSupervised), as `docket worker launch` does while its agent runs."""
+    from docket.adapters.app.ledger import Ledger
+    from docket.domain import run as run_aggregate
+    from docket.domain.processes import ProcessIdentity
+
+    ledger = Ledger(ledger_path)
+    try:
+        ledger.decide(lambda at: run_aggregate.supervised(
+            ledger.get(run_aggregate.apply, run_aggregate.stream_of(run_id)), "s1",
+            ProcessIdentity("host", "boot", 1, 1, "1"), at), now)
+    finally:
+        ledger.close()
+
+
 def T(minutes: int) -> str:
     return f"2026-01-01T{minutes // 60:02d}:{minutes % 60:02d}:00.000Z"
 
@@ -108,6 +123,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     call("worker", "register", "r-aborted", "--role", "implementer", "--id", "wa")
     call("run", "abort", "r-aborted", "--reason", "wrong goal")
     call("run", "open", "--target", "main", "--goal", "spent run", "--budget", "1m", "--id", "r-spent")
+    supervise_from(d.ledger, "r-spent", T0)  # as a worker's supervisor would: the budget's clock runs
     call("run", "pause", "r-spent", now=T(2))  # 2 minutes used of a 1 minute budget
 
     (repo / "anchor-bad.json").write_text("{not json")

@@ -10,6 +10,8 @@ from docket.adapters.app.effector import Effector
 from docket.adapters.app.ledger import Ledger
 from docket.adapters.app.projector import catch_up, open_views
 from docket.adapters.world.reader import ledger_reader
+from docket.domain import run as run_aggregate
+from docket.domain.processes import ProcessIdentity
 from docket.projections import intents, leases, runs, workers
 from docket.projections.views import READ_MODELS
 
@@ -23,6 +25,8 @@ def scenario(ledger: Ledger, repo, step: int) -> None:
     services.open_run(ledger, clock, run_id=run_id, intent_id=f"i{step}", goal="g", target_branch="main",
                       budget_ms=60_000, repository=str(repo / ".git"))
     Effector(ledger, clock).run_pending()
+    ledger.decide(lambda now: run_aggregate.supervised(services.load_run(ledger, run_id), f"s{step}",
+                                                       ProcessIdentity("h", "b", 1, 1, "1"), now), clock.now())
     services.plan_task(ledger, clock, run_id, f"t{step}", "title")
     services.register_worker(ledger, clock, run_id, f"w{step}", "implementer", f"t{step}")
     services.grant_lease(ledger, clock, f"wt/{step}", f"w{step}", 1, 30_000)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from docket.domain import lease, run, task, worker
+from docket.domain.processes import ProcessIdentity
 from docket.domain.values import from_ms, to_ms
 
+SUPERVISOR = ProcessIdentity(host="h", boot_id="b", pid=7, pgid=7, start_time="1")
 T0 = "2026-01-01T00:00:00.000Z"
 COMMIT = "a" * 40
 
@@ -25,9 +27,13 @@ class Book:
             state = apply(state, event, self.position)
         return state
 
-    def active_run(self, run_id="r1", budget_ms=None, now=T0):
+    def active_run(self, run_id="r1", budget_ms=None, now=T0, supervised=False):
+        """An active run; supervised: a docket process supervises it from now, so its budget's clock runs."""
         r = self.apply(run.apply, None, run.open_run(run_id, "i1", "goal", "main", budget_ms, "/repo/.git", now))
-        return self.apply(run.apply, r, run.record_base_pin(r, "i1", now, commit=COMMIT))
+        r = self.apply(run.apply, r, run.record_base_pin(r, "i1", now, commit=COMMIT))
+        if supervised:
+            r = self.apply(run.apply, r, run.supervised(r, "s1", SUPERVISOR, now))
+        return r
 
     def worker(self, r, worker_id="w1", now=T0):
         return self.apply(worker.apply, None, worker.register(None, r, worker_id, "implementer", None, None, now))

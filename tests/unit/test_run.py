@@ -5,7 +5,7 @@ from docket.domain import run
 from docket.domain.effects import is_resolved, record_unknown
 from docket.domain.errors import BadInput, Refused
 
-from .builders import COMMIT, T0, Book, at
+from .builders import SUPERVISOR, COMMIT, T0, Book, at
 
 
 def test_open_records_the_run_and_the_base_pin_intent():
@@ -37,7 +37,7 @@ def test_failed_base_pin_fails_the_run():
     r = book.apply(run.apply, None, run.open_run("r1", "i1", "g", "nope", None, "/r", T0))
     r = book.apply(run.apply, r, run.record_base_pin(r, "i1", at(5), failure=("unknown-branch", "no branch")))
     assert r.status == "failed" and r.failure_code == "unknown-branch"
-    assert r.used_ms(at(1000)) == 5
+    assert r.used_ms(at(1000)) == 0  # never active, never supervised: nothing billed
     with pytest.raises(Refused):
         run.abort(r, "x", at(6))
 
@@ -69,7 +69,7 @@ def test_abort_of_a_run_with_nothing_pending_records_only_the_abort():
 
 def test_budget_is_the_sum_of_active_intervals():
     book = Book()
-    r = book.active_run(budget_ms=10_000)
+    r = book.active_run(budget_ms=10_000, supervised=True)
     r = book.apply(run.apply, r, run.pause(r, None, at(3_000)))
     assert r.used_ms(at(50_000)) == 3_000  # paused time is not billed
     r = book.apply(run.apply, r, run.resume(r, at(60_000)))
@@ -79,7 +79,7 @@ def test_budget_is_the_sum_of_active_intervals():
 
 def test_resume_is_refused_when_the_budget_is_spent():
     book = Book()
-    r = book.active_run(budget_ms=1_000)
+    r = book.active_run(budget_ms=1_000, supervised=True)
     r = book.apply(run.apply, r, run.pause(r, None, at(1_500)))
     with pytest.raises(Refused) as e:
         run.resume(r, at(2_000))
@@ -118,3 +118,16 @@ def test_events_take_consecutive_stream_versions():
     r = book.active_run()
     paused = run.pause(r, None, T0)
     assert paused.version == r.version + 1 == 4
+
+
+def test_unsupervised_time_is_not_billed_and_a_gone_supervisor_stops_the_clock_at_its_last_sign_of_life():
+    book = Book()
+    r = book.active_run(budget_ms=60_000)
+    assert r.used_ms(at(30_000)) == 0  # active, but no docket process supervises it
+    r = book.apply(run.apply, r, run.supervised(r, "s1", SUPERVISOR, at(30_000)))
+    r = book.apply(run.apply, r, run.supervised(r, "s2", SUPERVISOR, at(31_000)))
+    r = book.apply(run.apply, r, run.unsupervised(r, "s2", at(35_000)))
+    assert r.used_ms(at(40_000)) == 10_000  # s1 still supervises
+    r = book.apply(run.apply, r, run.unsupervised(r, "s1", at(90_000), last_seen=at(42_000)))
+    assert r.used_ms(at(100_000)) == 12_000 and r.active_since is None  # the crash's downtime is not billed
+    assert run.unsupervised(r, "s1", at(95_000)) == []  # once
