@@ -24,7 +24,8 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def reconcile(ctx: Context) -> int:
-    from ..adapters.app.workers import reconcile_supervisions, reconcile_workers
+    from ..adapters.app.supervision import reconcile_supervisions
+    from ..adapters.app.workers import reconcile_workers
     from ..projections import runs, workers
     from ..projections.workers import active_workers
 

@@ -68,7 +68,7 @@ def worker_relaunch(ctx: Context) -> int:
 
 
 def worker_launch(ctx: Context) -> int:
-    from ..adapters.app.supervisor import Limits, begin_supervision, end_supervision, supervise
+    from ..adapters.app.supervisor import Limits, supervise
     from ..adapters.app.workers import launch_worker
     from .agents import launch_request
     from .output import emit, shown
@@ -79,22 +79,16 @@ def worker_launch(ctx: Context) -> int:
     from ..adapters.world.paths import main_worktree
 
     effector = ctx.effector
-    # supervised from before the launch: setting up the worktree is work the budget pays for
-    supervisions = begin_supervision(ctx.ledger, ctx.clock, effector.ports.processes, {a.run})
-    try:
-        launched = launch_worker(ctx.ledger, ctx.clock, effector, effector.ports.launcher, request,
-                                 docket_dir=ctx.paths.ledger.parent, repository=repository,
-                                 main_checkout=main_worktree(repository), ledger_path=ctx.paths.ledger)
-    except BaseException:
-        end_supervision(ctx.ledger, ctx.clock, supervisions)
-        raise
+    launched = launch_worker(ctx.ledger, ctx.clock, effector, effector.ports.launcher, request,
+                             docket_dir=ctx.paths.ledger.parent, repository=repository,
+                             main_checkout=main_worktree(repository), ledger_path=ctx.paths.ledger)
     ctx.update_views()
     if not ctx.json:
         from .output import info
 
         info(f"worker {shown(launched.worker_id)} generation {launched.generation} running as pid "
              f"{launched.process.pid} in {shown(launched.worktree)}; log {shown(launched.log_path)}")
-    (ended,) = supervise(ctx.ledger, ctx.clock, effector, [(launched, Limits(**limits))], supervisions=supervisions)
+    (ended,) = supervise(ctx.ledger, ctx.clock, effector, [(launched, Limits(**limits))], supervisions=launched.supervisions)
     ctx.update_views()
     doc = {"worker_id": launched.worker_id, "run_id": launched.run_id, "task_id": launched.task_id,
            "generation": launched.generation, "process": launched.process.as_dict(),

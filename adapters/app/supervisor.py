@@ -25,9 +25,10 @@ from ..world import faults
 from ..world.clock import Clock
 from .ledger import Ledger
 from .services import load_run
+from .supervision import begin_supervision, end_supervision
 from .workers import LEASE_TTL_MS, Launched, exit_worker, load_worker, request_stop
 
-__all__ = ["Ended", "Limits", "begin_supervision", "end_supervision", "supervise"]
+__all__ = ["Ended", "Limits", "supervise"]
 
 CAUSES = {"requested": "stopped", "run-stopped": "stopped", "supervisor-gone": "stopped", "timeout": "timeout",
           "idle-timeout": "idle-timeout", "budget": "budget"}
@@ -102,35 +103,6 @@ def supervise(ledger: Ledger, clock: Clock, effector: Any, workers: Sequence[tup
     finally:
         end_supervision(ledger, clock, supervisions)
     return ended
-
-
-def begin_supervision(ledger: Ledger, clock: Clock, processes: Any, run_ids: set[str]) -> dict[str, str]:
-    """Record that this process supervises each run (RunSupervised): their budgets' clocks run while it does."""
-    from ...domain import run as run_aggregate
-    from ..world.clock import new_id
-
-    me = processes.identity(os.getpid())
-    started: dict[str, str] = {}
-    for run_id in sorted(run_ids):
-        supervision_id = new_id("supervision")
-
-        def decision(now: str, run_id: str = run_id, supervision_id: str = supervision_id) -> Any:
-            return run_aggregate.supervised(load_run(ledger, run_id), supervision_id, me, now)
-
-        try:
-            ledger.decide(decision, clock.now())
-        except Refused:
-            continue  # a run closed meanwhile: nothing to bill
-        started[run_id] = supervision_id
-    return started
-
-
-def end_supervision(ledger: Ledger, clock: Clock, supervisions: dict[str, str]) -> None:
-    from ...domain import run as run_aggregate
-
-    for run_id, supervision_id in supervisions.items():
-        ledger.decide(lambda now, r=run_id, s=supervision_id: run_aggregate.unsupervised(load_run(ledger, r), s, now),
-                      clock.now())
 
 
 async def _supervise_one(ledger: Ledger, clock: Clock, effector: Any, access: _Ledger, w: Launched,

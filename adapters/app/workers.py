@@ -86,6 +86,7 @@ class Launched:
     worktree: Path
     resource: str
     lease_token: int
+    supervisions: dict[str, str] = field(default_factory=dict)  # run id -> the supervision begun for it
 
 
 def worktree_resource(run_id: str, task_id: str) -> str:
@@ -130,8 +131,24 @@ def holder_liveness(ledger: Ledger, processes: Any, lease: lease_aggregate.Lease
 def launch_worker(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request: LaunchRequest, *,
                   docket_dir: Path, repository: Path, main_checkout: Path | None, ledger_path: Path) -> Launched:
     """Launch the task's agent for a new generation, held at a gate until its identity is recorded; gate opened."""
+    from .supervision import begin_supervision, end_supervision
+
     processes = launcher.processes
     worker = _current_worker(ledger, clock, processes, request)
+    # supervised from here: making the worktree and starting the agent is work the run's budget pays for
+    supervisions = begin_supervision(ledger, clock, processes, {request.run_id})
+    try:
+        return _launch(ledger, clock, effector, launcher, request, worker, supervisions, docket_dir=docket_dir,
+                       repository=repository, main_checkout=main_checkout, ledger_path=ledger_path)
+    except BaseException:
+        end_supervision(ledger, clock, supervisions)
+        raise
+
+
+def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request: LaunchRequest,
+            worker: worker_aggregate.Worker, supervisions: dict[str, str], *, docket_dir: Path, repository: Path,
+            main_checkout: Path | None, ledger_path: Path) -> Launched:
+    processes = launcher.processes
     task = _task_worktree(ledger, clock, effector, request.task_id, repository)
     assert task.worktree is not None
     worktree = Path(task.worktree)
@@ -187,7 +204,7 @@ def launch_worker(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, re
                                             "launched by another docket process")
     faults.crash_point("launch:after-gate")
     return Launched(request.worker_id, request.run_id, request.task_id, worker.generation, worker.process, gated,
-                    log_path, worktree, resource, token)
+                    log_path, worktree, resource, token, supervisions)
 
 
 def _current_worker(ledger: Ledger, clock: Clock, processes: Any,
@@ -471,7 +488,7 @@ def reconcile_workers(ledger: Ledger, clock: Clock, effector: Any, running: Sequ
                 exit_worker(ledger, clock, worker_id, worker.generation, cause="unknown", exit_code=None,
                             signal=None, log_path=Path(worker.log_path) if worker.log_path else None,
                             started_at=worker.launched_at)
-                finding = _applied(finding, "recorded as exited (cause unknown)")
+                finding = applied(finding, "recorded as exited (cause unknown)")
             findings.append(finding)
             continue
         known_groups.add((p.boot_id, p.pgid))
@@ -483,7 +500,7 @@ def reconcile_workers(ledger: Ledger, clock: Clock, effector: Any, running: Sequ
             if apply:
                 intent_id = request_stop(ledger, clock, worker_id, "supervisor-gone")
                 result = finish_stop(ledger, clock, effector, worker_id, intent_id) if intent_id else "unknown"
-                finding = _applied(finding, f"stop {result}")
+                finding = applied(finding, f"stop {result}")
             findings.append(finding)
     pending_launches = {pending.intent.intent_id for pending in ledger.pending_intents(after=0)
                         if pending.intent.type_name().startswith("WorkerLaunchRequested")}
@@ -495,12 +512,12 @@ def reconcile_workers(ledger: Ledger, clock: Clock, effector: Any, running: Sequ
                           identity.pid, f"launch {launch}, process group {identity.pgid}")
         if apply:
             after = processes.terminate_group(identity, grace=2.0)
-            finding = _applied(finding, "stopped" if after == "dead" else f"stop unknown ({after})")
+            finding = applied(finding, "stopped" if after == "dead" else f"stop unknown ({after})")
         findings.append(finding)
     return findings
 
 
-def _applied(finding: Finding, what: str) -> Finding:
+def applied(finding: Finding, what: str) -> Finding:
     from dataclasses import replace
 
     return replace(finding, applied=what)
@@ -508,38 +525,3 @@ def _applied(finding: Finding, what: str) -> Finding:
 
 def _int(text: str | None) -> int | None:
     return int(text) if text and text.isdigit() and len(text) < 16 else None
-
-
-def reconcile_supervisions(ledger: Ledger, clock: Clock, processes: Any, runs: Sequence[str],
-                           workers_of: Any, *, apply: bool) -> list[Finding]:
-    """Supervisions of open runs whose docket process is positively gone: with apply, ended at its last sign of
-    life (its last lease grant or renewal), so the time since is not billed. ``workers_of(run_id)`` lists the
-    run's worker ids."""
-    from ...domain import run as run_aggregate
-    from ...domain.values import to_ms
-    from .services import load_run
-
-    findings: list[Finding] = []
-    for run_id in runs:
-        run = load_run(ledger, run_id)
-        for supervision in run.supervisions:
-            if processes.liveness(supervision.supervisor) != "dead":
-                continue
-            seen = [supervision.since]
-            for worker_id in workers_of(run_id):
-                worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(worker_id))
-                if worker is None or worker.supervisor != supervision.supervisor or worker.task_id is None:
-                    continue
-                lease = ledger.get(lease_aggregate.apply,
-                                   lease_aggregate.stream_of(worktree_resource(run_id, worker.task_id)))
-                if lease is not None and lease.renewed_at is not None:
-                    seen.append(lease.renewed_at)
-            last_seen = max(seen, key=to_ms)
-            finding = Finding("supervisor-gone", None, None, supervision.supervisor.pid,
-                              f"run {run_id}: supervision {supervision.supervision_id} last seen at {last_seen}")
-            if apply:
-                ledger.decide(lambda now, s=supervision.supervision_id, r=run_id: run_aggregate.unsupervised(
-                    load_run(ledger, r), s, now, last_seen=last_seen), clock.now())
-                finding = _applied(finding, "ended there: the time since is not billed")
-            findings.append(finding)
-    return findings
