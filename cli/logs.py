@@ -16,7 +16,7 @@ CHUNK = 1 << 16
 
 
 def print_log(ctx: Context, worker_id: str, generation: int | None, *, follow: bool) -> int:
-    from ..adapters.app.workers import load_worker
+    from ..adapters.app.services import load_worker
 
     worker = load_worker(ctx.ledger, worker_id)
     generation = generation or worker.generation
@@ -41,7 +41,7 @@ def print_log(ctx: Context, worker_id: str, generation: int | None, *, follow: b
 
 
 def _still_running(ctx: Context, worker_id: str, generation: int) -> bool:
-    from ..adapters.app.workers import load_worker
+    from ..adapters.app.services import load_worker
 
     worker = load_worker(ctx.ledger, worker_id)
     return worker.generation == generation and worker.status in ("launching", "running")

@@ -56,12 +56,16 @@ class IntentKind(Generic[A, I, O]):
         return self.intent.type_name()
 
 
+def _foreign(git: GitPort, repository: Path, repository_id: str | None) -> str | None:
+    """Why the repository at that path is not the one the ledger is bound to (None: it is, or none is bound)."""
+    return None if repository_id is None else mismatch_reason(repository, repository_id, git.identity(repository))
+
+
 def _observe_base(git: GitPort, intent: RunBasePinRequested, repository_id: str | None) -> BranchObservation:
     repository = Path(intent.repository)
-    if repository_id is not None:
-        mismatch = mismatch_reason(repository, repository_id, git.identity(repository))
-        if mismatch:
-            return BranchObservation("unreadable", detail=mismatch)
+    mismatch = _foreign(git, repository, repository_id)
+    if mismatch:
+        return BranchObservation("unreadable", detail=mismatch)
     return git.observe_branch(repository, intent.target_branch)
 
 
@@ -76,13 +80,11 @@ RUN_BASE_PIN: IntentKind[run_aggregate.Run, RunBasePinRequested, BranchObservati
 )
 
 
-
 def _observe_worktree(git: GitPort, intent: WorktreeRequested, repository_id: str | None) -> WorktreeObservation:
     repository = Path(intent.repository)
-    if repository_id is not None:
-        mismatch = mismatch_reason(repository, repository_id, git.identity(repository))
-        if mismatch:
-            return WorktreeObservation("unreadable", detail=mismatch)
+    mismatch = _foreign(git, repository, repository_id)
+    if mismatch:
+        return WorktreeObservation("unreadable", detail=mismatch)
     return git.observe_worktree(repository, Path(intent.path), intent.branch, intent.base)
 
 

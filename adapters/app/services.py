@@ -32,6 +32,8 @@ __all__ = [
     "expire_lease",
     "grant_lease",
     "load_run",
+    "load_task",
+    "load_worker",
     "open_run",
     "pause_run",
     "plan_task",
@@ -68,11 +70,18 @@ def load_run(ledger: Ledger, run_id: str) -> run_aggregate.Run:
     return run
 
 
-def _load_worker(ledger: Ledger, worker_id: str) -> worker_aggregate.Worker:
+def load_worker(ledger: Ledger, worker_id: str) -> worker_aggregate.Worker:
     worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(worker_id))
     if worker is None:
         raise NotFound("worker-not-found", f"no worker {worker_id}")
     return worker
+
+
+def load_task(ledger: Ledger, task_id: str) -> task_aggregate.Task:
+    task = ledger.get(task_aggregate.apply, task_aggregate.stream_of(task_id))
+    if task is None:
+        raise NotFound("task-not-found", f"no task {task_id}")
+    return task
 
 
 def open_run(ledger: Ledger, clock: Clock, *, run_id: str, intent_id: str, goal: str, target_branch: str,
@@ -132,11 +141,7 @@ def plan_task(ledger: Ledger, clock: Clock, run_id: str, task_id: str, title: st
 def register_worker(ledger: Ledger, clock: Clock, run_id: str, worker_id: str, role: str,
                     task_id: str | None) -> Appended:
     def decision(now: str) -> Event:
-        task = None
-        if task_id is not None:
-            task = ledger.get(task_aggregate.apply, task_aggregate.stream_of(task_id))
-            if task is None:
-                raise NotFound("task-not-found", f"no task {task_id}")
+        task = load_task(ledger, task_id) if task_id is not None else None
         existing = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(worker_id))
         return worker_aggregate.register(existing, load_run(ledger, run_id), worker_id, role,
                                          task.run_id if task else None, task_id, now)
@@ -146,7 +151,7 @@ def register_worker(ledger: Ledger, clock: Clock, run_id: str, worker_id: str, r
 
 def relaunch_worker(ledger: Ledger, clock: Clock, worker_id: str) -> Appended:
     def decision(now: str) -> Event:
-        worker = _load_worker(ledger, worker_id)
+        worker = load_worker(ledger, worker_id)
         return worker_aggregate.relaunch(worker, load_run(ledger, worker.run_id), now)
 
     return _append(ledger, clock, decision)
@@ -169,10 +174,10 @@ def grant_lease(ledger: Ledger, clock: Clock, resource: str, worker_id: str, gen
         current = _load_lease(ledger, resource)
         # observed inside the write transaction: the holder cannot change between the look and the grant
         liveness = holder_liveness(ledger, _processes(processes), current)
-        worker = _load_worker(ledger, worker_id)
+        worker = load_worker(ledger, worker_id)
         holder = None
         if current is not None:
-            holder = worker if current.worker_id == worker_id else _load_worker(ledger, current.worker_id)
+            holder = worker if current.worker_id == worker_id else load_worker(ledger, current.worker_id)
         return lease_aggregate.grant(current, holder, worker, generation, load_run(ledger, worker.run_id),
                                      resource, ttl_ms, now, liveness)
 
@@ -215,7 +220,7 @@ def renew_lease(ledger: Ledger, clock: Clock, resource: str, token: int, ttl_ms:
         lease = _load_lease(ledger, resource)
         if lease is None:
             raise Refused("lease-not-held", f"{resource} has never been leased")
-        holder = _load_worker(ledger, lease.worker_id)
+        holder = load_worker(ledger, lease.worker_id)
         return lease_aggregate.renew(lease, holder, resource, token, ttl_ms, now)
 
     try:

@@ -24,9 +24,9 @@ from ...domain.errors import DocketError, Refused
 from ..world import faults
 from ..world.clock import Clock
 from .ledger import Ledger
-from .services import load_run
+from .services import load_run, load_worker
 from .supervision import begin_supervision, end_supervision
-from .workers import LEASE_TTL_MS, Launched, exit_worker, load_worker, request_stop
+from .workers import LEASE_TTL_MS, Launched, exit_worker, request_stop
 
 __all__ = ["Ended", "Limits", "supervise"]
 

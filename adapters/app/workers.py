@@ -30,13 +30,13 @@ from ...domain import lease as lease_aggregate
 from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
 from ...domain.canonical import canonical_json
-from ...domain.errors import DocketError, NotFound, OutcomeUnknown, Refused, WorkFailed
+from ...domain.errors import DocketError, OutcomeUnknown, Refused, WorkFailed
 from ...domain.events import Event, LeaseGranted
 from ...domain.processes import ProcessIdentity, bounded_tail, last_line, scrub_environment
 from ..world import faults
 from ..world.clock import Clock, new_id
 from .ledger import Ledger
-from .services import load_run
+from .services import load_run, load_task, load_worker
 
 __all__ = [
     "LEASE_TTL_MS",
@@ -45,7 +45,6 @@ __all__ = [
     "exit_worker",
     "holder_liveness",
     "launch_worker",
-    "load_worker",
     "log_summary",
     "request_stop",
     "worktree_resource",
@@ -91,20 +90,6 @@ class Launched:
 
 def worktree_resource(run_id: str, task_id: str) -> str:
     return f"worktree/{run_id}/{task_id}"
-
-
-def load_worker(ledger: Ledger, worker_id: str) -> worker_aggregate.Worker:
-    worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(worker_id))
-    if worker is None:
-        raise NotFound("worker-not-found", f"no worker {worker_id}")
-    return worker
-
-
-def _load_task(ledger: Ledger, task_id: str) -> task_aggregate.Task:
-    task = ledger.get(task_aggregate.apply, task_aggregate.stream_of(task_id))
-    if task is None:
-        raise NotFound("task-not-found", f"no task {task_id}")
-    return task
 
 
 def process_liveness(processes: Any, worker: worker_aggregate.Worker) -> str:
@@ -221,7 +206,7 @@ def _current_worker(ledger: Ledger, clock: Clock, processes: Any,
                     started_at=existing.launched_at)
 
     def decision(now: str) -> list[Event]:
-        task = _load_task(ledger, request.task_id)
+        task = load_task(ledger, request.task_id)
         run = load_run(ledger, request.run_id)
         if task.run_id != run.run_id:
             raise Refused("task-not-in-run", f"task {request.task_id} does not belong to run {run.run_id}")
@@ -242,21 +227,21 @@ def _current_worker(ledger: Ledger, clock: Clock, processes: Any,
 def _task_worktree(ledger: Ledger, clock: Clock, effector: Any, task_id: str, repository: Path) -> task_aggregate.Task:
     from ..world.paths import task_worktree_path
 
-    task = _load_task(ledger, task_id)
+    task = load_task(ledger, task_id)
     if task.worktree is None:
         if task.worktree_intent is None:
             path = task_worktree_path(repository, task.run_id, task.task_id)
 
             def decision(now: str) -> list[Event]:
-                current = _load_task(ledger, task_id)
+                current = load_task(ledger, task_id)
                 return task_aggregate.request_worktree(current, load_run(ledger, current.run_id), new_id("worktree"),
                                                        str(repository), str(path), now)
 
             ledger.decide(decision, clock.now())
-            task = _load_task(ledger, task_id)
+            task = load_task(ledger, task_id)
         if task.worktree_intent is not None:
             effector.run_pending(only={task.worktree_intent}, after=0)
-            task = _load_task(ledger, task_id)
+            task = load_task(ledger, task_id)
     if task.worktree is None:
         if task.worktree_failure is not None:
             raise Refused(task.worktree_failure, _last_message(ledger, task_aggregate.stream_of(task_id)))
@@ -288,13 +273,13 @@ def _prepare(ledger: Ledger, clock: Clock, task: task_aggregate.Task, request: L
             break
 
     def decision(now: str) -> Event:
-        return task_aggregate.prepared(_load_task(ledger, task.task_id), str(worktree), len(request.setup),
+        return task_aggregate.prepared(load_task(ledger, task.task_id), str(worktree), len(request.setup),
                                        included, failed, message[:4000] if message else None, now)
 
     ledger.decide(decision, clock.now())
     if failed is not None:
         raise WorkFailed(failed, message or "a setup command failed")
-    return _load_task(ledger, task.task_id)
+    return load_task(ledger, task.task_id)
 
 
 def _grant(ledger: Ledger, clock: Clock, processes: Any, resource: str, worker: worker_aggregate.Worker) -> int:

@@ -21,8 +21,10 @@ BASE_PIN_POINTS = [
 ]
 
 
-def test_every_crash_point_is_exercised_here():
-    assert set(BASE_PIN_POINTS) == set(CRASH_POINTS)
+def test_every_crash_point_is_exercised_here():  # or in test_worker_crashes.py
+    from .test_worker_crashes import WORKER_POINTS
+
+    assert set(BASE_PIN_POINTS) | {point.split("@")[0] for point in WORKER_POINTS} == set(CRASH_POINTS)
 
 
 def outcomes_of(ledger_path, run_id: str) -> list[str]:
