@@ -29,7 +29,9 @@ __all__ = [
     "Worker",
     "apply",
     "decide_launch",
+    "STOP_CAUSES",
     "decide_stop",
+    "exit_cause",
     "exited",
     "register",
     "relaunch",
@@ -132,6 +134,16 @@ def require_current(worker: Worker, generation: int) -> None:
             "stale-generation",
             f"worker {worker.worker_id} generation {generation} is fenced; the current generation is {worker.generation}",
         )
+
+
+# how a generation ended, by the reason docket was asked to stop it
+STOP_CAUSES = {"requested": "stopped", "run-stopped": "stopped", "supervisor-gone": "stopped", "timeout": "timeout",
+               "idle-timeout": "idle-timeout", "budget": "budget"}
+
+
+def exit_cause(worker: Worker) -> str:
+    """Why the current generation's process ended, as far as the ledger knows: a stop asked for, or unknown."""
+    return STOP_CAUSES.get(worker.stop_reason or "", "unknown")
 
 
 def request_launch(worker: Worker, run: Run, *, intent_id: str, agent: str, argv_sha256: str, worktree: str,

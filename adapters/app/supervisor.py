@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from ...domain import lease as lease_aggregate
 from ...domain.errors import DocketError, Refused
+from ...domain.worker import STOP_CAUSES
 from ..world import faults
 from ..world.clock import Clock
 from .ledger import Ledger
@@ -30,8 +31,6 @@ from .workers import LEASE_TTL_MS, Launched, exit_worker, request_stop
 
 __all__ = ["Ended", "Limits", "supervise"]
 
-CAUSES = {"requested": "stopped", "run-stopped": "stopped", "supervisor-gone": "stopped", "timeout": "timeout",
-          "idle-timeout": "idle-timeout", "budget": "budget"}
 TICK_SECONDS = 0.2
 LEDGER_CHECK_SECONDS = 1.0
 
@@ -154,7 +153,7 @@ async def _supervise_one(ledger: Ledger, clock: Clock, effector: Any, access: _L
     faults.crash_point("supervise:before-exit")
     signal = -code if code < 0 else None
     exit_code = code if code >= 0 else None
-    cause = "exited" if stop_reason is None else CAUSES[stop_reason]
+    cause = "exited" if stop_reason is None else STOP_CAUSES[stop_reason]
     await access.call(lambda: _record_end(ledger, clock, w, cause, exit_code, signal))
     ended.append(Ended(w.worker_id, w.generation, cause, exit_code, signal, str(w.log_path), stop_reason))
 

@@ -201,7 +201,7 @@ def _current_worker(ledger: Ledger, clock: Clock, processes: Any,
         if liveness != "dead":
             raise Refused("worker-running", f"worker {request.worker_id} generation {existing.generation} is "
                           f"running (its process is {liveness}); 'docket worker stop {request.worker_id}' first")
-        exit_worker(ledger, clock, request.worker_id, existing.generation, cause="unknown", exit_code=None,
+        exit_worker(ledger, clock, request.worker_id, existing.generation, cause=worker_aggregate.exit_cause(existing), exit_code=None,
                     signal=None, log_path=Path(existing.log_path) if existing.log_path else None,
                     started_at=existing.launched_at)
 
@@ -470,10 +470,11 @@ def reconcile_workers(ledger: Ledger, clock: Clock, effector: Any, running: Sequ
         if liveness == "dead" and group != "alive":
             finding = Finding("gone", worker_id, worker.generation, p.pid, "its process is gone")
             if apply:
-                exit_worker(ledger, clock, worker_id, worker.generation, cause="unknown", exit_code=None,
+                cause = worker_aggregate.exit_cause(worker)  # stopped, if a stop was asked for; else unknown
+                exit_worker(ledger, clock, worker_id, worker.generation, cause=cause, exit_code=None,
                             signal=None, log_path=Path(worker.log_path) if worker.log_path else None,
                             started_at=worker.launched_at)
-                finding = applied(finding, "recorded as exited (cause unknown)")
+                finding = applied(finding, f"recorded as exited (cause {cause})")
             findings.append(finding)
             continue
         known_groups.add((p.boot_id, p.pgid))
