@@ -201,9 +201,9 @@ def _current_worker(ledger: Ledger, clock: Clock, processes: Any,
         if liveness != "dead":
             raise Refused("worker-running", f"worker {request.worker_id} generation {existing.generation} is "
                           f"running (its process is {liveness}); 'docket worker stop {request.worker_id}' first")
-        exit_worker(ledger, clock, request.worker_id, existing.generation, cause=worker_aggregate.exit_cause(existing), exit_code=None,
-                    signal=None, log_path=Path(existing.log_path) if existing.log_path else None,
-                    started_at=existing.launched_at)
+        exit_worker(ledger, clock, request.worker_id, existing.generation,
+                    cause=worker_aggregate.exit_cause(existing), exit_code=None, signal=None,
+                    log_path=Path(existing.log_path) if existing.log_path else None, started_at=existing.launched_at)
 
     def decision(now: str) -> list[Event]:
         task = load_task(ledger, request.task_id)
