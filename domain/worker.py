@@ -212,6 +212,10 @@ def decide_launch(worker: Worker, intent: ev.WorkerLaunchRequested, observed: La
 
 def request_stop(worker: Worker, *, intent_id: str, reason: str, now: str) -> list[ev.Event]:
     """The intent to stop the current generation's process group; nothing if a stop is already pending."""
+    if worker.status == "launching":  # no identity recorded yet: nothing could be stopped for sure
+        raise Refused("worker-launching", f"worker {worker.worker_id} generation {worker.generation} is still "
+                      "launching; stop it once it runs (a launch whose command died is resolved by "
+                      "'docket replay --apply')")
     if worker.status not in ACTIVE:
         raise Refused("worker-not-running", f"worker {worker.worker_id} generation {worker.generation} is "
                       f"{worker.status}")
