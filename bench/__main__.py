@@ -11,11 +11,12 @@ import argparse
 import json
 import time
 
-from . import append, growth, idle, launch, rebuild, startup, status, verify, streams
+from . import append, growth, idle, launch, pin, rebuild, startup, status, verify, streams
 from .common import WORK, machine, table
 
 BENCHMARKS = {"append": append, "verify": verify, "rebuild": rebuild, "status": status, "growth": growth,
-              "streams": streams, "startup": startup, "idle": idle, "launch": launch}
+              "streams": streams, "startup": startup, "idle": idle, "launch": launch,
+              "pin": pin}
 
 
 def main() -> None:

@@ -31,6 +31,9 @@ __all__ = [
     "UNKNOWN_TYPES",
     "Act",
     "BranchObservation",
+    "CandidateRefObservation",
+    "ExecutionInspection",
+    "ExecutionObservation",
     "Unknown",
     "WorktreeObservation",
     "backoff_ms",
@@ -145,3 +148,41 @@ def record_unknown(stream: str, version: int, intent_id: str, reason: str,
     retry_at = from_ms(min(_LAST_MS, to_ms(now) + backoff_ms(observations)))
     return next_event(ev.IntentOutcomeUnknownV2, stream, version, now, intent_id=intent_id, reason=reason,
                       observations=observations, retry_at=retry_at)
+
+
+@dataclass(frozen=True)
+class CandidateRefObservation:
+    """What a candidate ref names, compared with the (parent, tree) it should pin.
+
+    missing: no such ref. matching: the ref names a commit whose only parent is
+    the expected parent and whose tree is the expected tree (commit: its id).
+    diverged: the ref names anything else (commit: what it names; detail says
+    what differs). unreadable: nothing is known.
+    """
+
+    state: Literal["missing", "matching", "diverged", "unreadable"]
+    commit: str | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ExecutionObservation:
+    """What is at an execution's path before a check runs there.
+
+    absent: nothing at the path and no admin entry names it. ready: a
+    registered linked worktree of this repository, detached at the commit, with
+    no tracked or untracked change: it may be reused. diverged: anything else
+    at the path (detail says what). unreadable: nothing is known.
+    """
+
+    state: Literal["absent", "ready", "diverged", "unreadable"]
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ExecutionInspection:
+    """An execution after its check: matching (detached at the commit, clean outside the untracked artifact
+    directory), mutated (detail says how), or missing (nothing, or no worktree, at the path)."""
+
+    state: Literal["matching", "mutated", "missing"]
+    detail: str = ""

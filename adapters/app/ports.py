@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ...domain.chain import ChainHead, ChainRow
-from ...domain.effects import BranchObservation, WorktreeObservation
+from ...domain.effects import (
+    BranchObservation,
+    CandidateRefObservation,
+    ExecutionInspection,
+    ExecutionObservation,
+    WorktreeObservation,
+)
 
 if TYPE_CHECKING:  # annotations only: compiling the secret patterns and importing the adapter cost start-up time
     from ...domain.processes import Liveness, ProcessIdentity
@@ -54,6 +60,39 @@ class GitPort(Protocol):
         """Copy the files the patterns match from the main checkout into worktree, create-only, symlinks never
         followed; the relative paths copied or already there, sorted. BadInput ``bad-include`` for a bad pattern;
         each path left alone is appended to skipped as "path: why"."""
+        ...
+
+    def observe_candidate(self, repository: Path, ref: str, parent: str, tree: str) -> CandidateRefObservation:
+        """missing, matching (ref names a commit whose only parent is parent and tree is tree), diverged or
+        unreadable. Never raises."""
+        ...
+
+    def pin_candidate(self, repository: Path, ref: str, parent: str, tree: str, message: str) -> None:
+        """From missing only: the commit of tree on parent (its id depends on parent, tree and message alone),
+        stored at ref create-only; never overwrites. Other states are left alone; observe again. OSError only."""
+        ...
+
+    def release_candidate(self, repository: Path, ref: str, expected_commit: str) -> None:
+        """Delete ref only while it names expected_commit; absent counts as released. OSError only."""
+        ...
+
+    def observe_execution(self, repository: Path, path: Path, commit: str) -> ExecutionObservation:
+        """absent, ready (registered, detached at commit, clean: may be reused), diverged or unreadable. Never raises."""
+        ...
+
+    def create_execution(self, repository: Path, path: Path, commit: str) -> None:
+        """From absent only: a linked worktree at path detached at commit. Other states are left alone. OSError for
+        I/O failures; Refused ``execution-unsafe-tree`` when the commit's tree names a path unsafe to write."""
+        ...
+
+    def inspect_execution(self, repository: Path, path: Path, commit: str, artifact_dir: str) -> ExecutionInspection:
+        """After a check: matching, mutated (HEAD, index, tracked file or a non-ignored untracked file outside
+        artifact_dir changed; path a symlink or not a folder) or missing. Never raises."""
+        ...
+
+    def remove_execution(self, repository: Path, path: Path, *, group_alive: bool) -> None:
+        """Remove the execution and its admin entry (absent: already removed). Refused ``execution-busy`` while
+        group_alive (pass True when the check's group liveness is unknown). OSError only otherwise."""
         ...
 
 

@@ -13,7 +13,14 @@ from pathlib import Path
 
 from ...domain.canonical import canonical_json
 from ...domain.chain import GENESIS_DIGEST, ChainHead, ChainRow, chain_entry, next_digest
-from ...domain.effects import BranchObservation, WorktreeObservation
+from ...domain.effects import (
+    BranchObservation,
+    CandidateRefObservation,
+    ExecutionInspection,
+    ExecutionObservation,
+    WorktreeObservation,
+)
+from ...domain.errors import Refused
 from ...domain.names import check_include_pattern
 from ...domain.processes import Liveness, ProcessIdentity, liveness_of
 from .processes import LaunchSpec, LogPathTaken
@@ -32,12 +39,29 @@ class FakeRepository:
     worktrees: dict[Path, str | None] = field(default_factory=dict)  # linked worktree -> its branch (None: detached)
     stale: dict[Path, str | None] = field(default_factory=dict)  # admin entries whose path holds nothing -> branch
     main_branch: str | None = None  # the branch the main checkout has out
+    refs: dict[str, str] = field(default_factory=dict)  # full ref names other than branches -> object id
+    commits: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)  # commit -> (parents, tree)
+    detached: dict[Path, str] = field(default_factory=dict)  # detached linked worktree -> its HEAD commit
+    changed: dict[Path, set[str]] = field(default_factory=dict)  # worktree -> relative paths changed or added in it
 
     def point(self, branch: str, kind: str = "commit") -> str:
         """Point branch at a new object of that type; returns the object's id."""
         oid = hashlib.sha1(f"{kind} {len(self.objects)} {branch}".encode()).hexdigest()
         self.objects[oid] = kind
         self.branches[branch] = oid
+        return oid
+
+    def add_tree(self, label: str) -> str:
+        """A new tree object; returns its id."""
+        oid = hashlib.sha1(f"tree {len(self.objects)} {label}".encode()).hexdigest()
+        self.objects[oid] = "tree"
+        return oid
+
+    def add_commit(self, parents: tuple[str, ...], tree: str, message: str) -> str:
+        """The commit of tree on parents (its id depends on them alone, as a pin's does); returns its id."""
+        oid = hashlib.sha1(f"commit {parents} {tree} {message}".encode()).hexdigest()
+        self.objects[oid] = "commit"
+        self.commits[oid] = (parents, tree)
         return oid
 
 
@@ -133,6 +157,90 @@ class FakeGit:
             elif skipped is not None:
                 skipped.append(f"{rel}: a different file is already in the worktree (left alone)")
         return sorted(done)
+
+    def observe_candidate(self, repository: Path, ref: str, parent: str, tree: str) -> CandidateRefObservation:
+        repo = self.repositories.get(Path(repository))
+        if repo is None or not repo.readable:
+            return CandidateRefObservation("unreadable", detail=f"cannot open repository {repository}")
+        oid = repo.refs.get(ref)
+        if oid is None:
+            return CandidateRefObservation("missing")
+        kind = repo.objects.get(oid)
+        if kind is None:
+            return CandidateRefObservation("unreadable", commit=oid, detail=f"{ref} names missing object {oid}")
+        if kind != "commit":
+            return CandidateRefObservation("diverged", commit=oid, detail=f"{ref} names a {kind}, not a commit")
+        parents, named_tree = repo.commits.get(oid, ((), ""))
+        if parents != (parent,):
+            return CandidateRefObservation("diverged", commit=oid,
+                                           detail=f"{ref} names commit {oid} with parents {list(parents)}, not [{parent}]")
+        if named_tree != tree:
+            return CandidateRefObservation("diverged", commit=oid,
+                                           detail=f"{ref} names commit {oid} of tree {named_tree}, not {tree}")
+        return CandidateRefObservation("matching", commit=oid)
+
+    def pin_candidate(self, repository: Path, ref: str, parent: str, tree: str, message: str) -> None:
+        if self.observe_candidate(repository, ref, parent, tree).state != "missing":
+            return
+        repo = self.repositories[Path(repository)]
+        if repo.objects.get(parent) != "commit" or repo.objects.get(tree) != "tree":
+            return
+        repo.refs.setdefault(ref, repo.add_commit((parent,), tree, message))
+
+    def release_candidate(self, repository: Path, ref: str, expected_commit: str) -> None:
+        repo = self.repositories.get(Path(repository))
+        if repo is not None and repo.readable and repo.refs.get(ref) == expected_commit:
+            del repo.refs[ref]
+
+    def observe_execution(self, repository: Path, path: Path, commit: str) -> ExecutionObservation:
+        repo = self.repositories.get(Path(repository))
+        if repo is None or not repo.readable:
+            return ExecutionObservation("unreadable", detail=f"cannot open repository {repository}")
+        path = Path(path)
+        if path in self.occupied:
+            return ExecutionObservation("diverged", detail=f"{path} is {self.occupied[path]}")
+        if path not in repo.worktrees:
+            return ExecutionObservation("absent")
+        if repo.worktrees[path] is not None or repo.detached.get(path) != commit:
+            return ExecutionObservation("diverged", detail=f"the worktree at {path} is not detached at {commit}")
+        if repo.changed.get(path):
+            return ExecutionObservation("diverged", detail=f"the worktree at {path} is not clean: "
+                                                           f"{sorted(repo.changed[path])[0]} changed")
+        return ExecutionObservation("ready")
+
+    def create_execution(self, repository: Path, path: Path, commit: str) -> None:
+        if self.observe_execution(repository, path, commit).state != "absent":
+            return
+        repo = self.repositories[Path(repository)]
+        if repo.objects.get(commit) != "commit":
+            return
+        repo.worktrees[Path(path)] = None
+        repo.detached[Path(path)] = commit
+
+    def inspect_execution(self, repository: Path, path: Path, commit: str, artifact_dir: str) -> ExecutionInspection:
+        repo = self.repositories.get(Path(repository))
+        if repo is None or not repo.readable:
+            return ExecutionInspection("mutated", detail=f"cannot open repository {repository}")
+        path, artifact = Path(path), artifact_dir.strip("/")
+        if path in self.occupied:
+            return ExecutionInspection("mutated", detail=f"{path} is {self.occupied[path]}")
+        if path not in repo.worktrees:
+            return ExecutionInspection("missing", detail=f"nothing at {path}")
+        if repo.worktrees[path] is not None or repo.detached.get(path) != commit:
+            return ExecutionInspection("mutated", detail=f"HEAD is not detached at {commit}")
+        outside = sorted(rel for rel in repo.changed.get(path, ())
+                         if not (rel == artifact or rel.startswith(artifact + "/")))
+        if outside:
+            return ExecutionInspection("mutated", detail=f"{outside[0]} changed")
+        return ExecutionInspection("matching")
+
+    def remove_execution(self, repository: Path, path: Path, *, group_alive: bool) -> None:
+        if group_alive:
+            raise Refused("execution-busy", f"the check running in {path} is still alive; stop its process group first")
+        repo = self.repositories[Path(repository)]
+        path = Path(path)
+        for held in (repo.worktrees, repo.detached, repo.changed, self.occupied):
+            held.pop(path, None)
 
 
 class FakeLedgerReader:

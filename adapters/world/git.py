@@ -13,7 +13,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...domain.effects import BranchObservation, WorktreeObservation
+from ...domain.effects import (
+    BranchObservation,
+    CandidateRefObservation,
+    ExecutionInspection,
+    ExecutionObservation,
+    WorktreeObservation,
+)
 from ...domain.names import check_include_pattern
 from .identity import read_identity
 from .paths import main_worktree
@@ -39,6 +45,34 @@ class DulwichGit:
     def copy_includes(self, source_root: Path, worktree: Path, patterns: Sequence[str], *,
                       skipped: list[str] | None = None) -> list[str]:
         return copy_includes(source_root, worktree, patterns, skipped=skipped)
+
+    def observe_candidate(self, repository: Path, ref: str, parent: str, tree: str) -> CandidateRefObservation:
+        from .candidates import observe_candidate
+        return observe_candidate(repository, ref, parent, tree)
+
+    def pin_candidate(self, repository: Path, ref: str, parent: str, tree: str, message: str) -> None:
+        from .candidates import pin_candidate
+        pin_candidate(repository, ref, parent, tree, message)
+
+    def release_candidate(self, repository: Path, ref: str, expected_commit: str) -> None:
+        from .candidates import release_candidate
+        release_candidate(repository, ref, expected_commit)
+
+    def observe_execution(self, repository: Path, path: Path, commit: str) -> ExecutionObservation:
+        from .executions import observe_execution
+        return observe_execution(repository, path, commit)
+
+    def create_execution(self, repository: Path, path: Path, commit: str) -> None:
+        from .executions import create_execution
+        create_execution(repository, path, commit)
+
+    def inspect_execution(self, repository: Path, path: Path, commit: str, artifact_dir: str) -> ExecutionInspection:
+        from .executions import inspect_execution
+        return inspect_execution(repository, path, commit, artifact_dir)
+
+    def remove_execution(self, repository: Path, path: Path, *, group_alive: bool) -> None:
+        from .executions import remove_execution
+        remove_execution(repository, path, group_alive=group_alive)
 
 
 def observe_branch(repository: Path, branch: str) -> BranchObservation:
@@ -234,6 +268,15 @@ def _observe(repo, common: Path, path: Path, branch: str, base: str) -> Worktree
 
 
 def _check_out(common: Path, path: Path, ref: str) -> None:
+    _check_out_head(common, path, f"ref: {ref}")
+
+
+def _check_out_detached(common: Path, path: Path, commit: str) -> None:
+    """_check_out with a detached HEAD at commit (a check's execution)."""
+    _check_out_head(common, path, commit)
+
+
+def _check_out_head(common: Path, path: Path, head: str) -> None:
     from dulwich.repo import Repo
 
     worktrees = common / "worktrees"
@@ -251,7 +294,7 @@ def _check_out(common: Path, path: Path, ref: str) -> None:
     try:
         os.mkdir(staging)
         _write_new(admin / "commondir", "../..\n")
-        _write_new(admin / "HEAD", f"ref: {ref}\n")
+        _write_new(admin / "HEAD", f"{head}\n")
         _write_new(admin / "gitdir", f"{os.path.abspath(path / '.git')}\n")
         _write_new(staging / ".git", f"gitdir: {os.path.abspath(admin)}\n")
         checkout = Repo(str(staging))

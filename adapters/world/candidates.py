@@ -1,0 +1,125 @@
+"""Candidate refs through dulwich: observe, pin (create-only) and release (compare-and-swap) one candidate commit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...domain.effects import CandidateRefObservation
+
+__all__ = ["CANDIDATE_IDENTITY", "observe_candidate", "pin_candidate", "release_candidate"]
+
+CANDIDATE_IDENTITY = b"docket <docket@localhost>"
+
+
+def observe_candidate(repository: Path, ref: str, parent: str, tree: str) -> CandidateRefObservation:
+    """missing, matching (the ref names a commit whose only parent is parent and whose tree is tree), diverged
+    (it names anything else; commit and detail say what) or unreadable. Never raises."""
+    from dulwich.errors import NotGitRepository
+    from dulwich.repo import Repo
+
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError) as e:
+        return CandidateRefObservation("unreadable", detail=f"cannot open repository {repository}: {e}")
+    try:
+        return _observe(repo, ref, parent, tree)
+    except (OSError, ValueError) as e:
+        return CandidateRefObservation("unreadable", detail=f"cannot read {ref} in {repository}: {e}")
+    finally:
+        repo.close()
+
+
+def pin_candidate(repository: Path, ref: str, parent: str, tree: str, message: str) -> None:
+    """From missing only: write the commit of tree on parent and store it at ref create-only; never overwrites.
+
+    The commit's author and committer are ``docket <docket@localhost>`` at the
+    parent's commit time, so its id depends only on (parent, tree, message):
+    pinning twice, or again after a crash, makes the same commit. Nothing is
+    written unless parent is a commit and tree a tree in the repository. Any
+    other state of the world is left alone (observe again to learn the outcome);
+    only OSError for real I/O failures propagates.
+    """
+    from dulwich.errors import NotGitRepository
+    from dulwich.repo import Repo
+
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError):
+        return
+    try:
+        if _observe(repo, ref, parent, tree).state != "missing":
+            return
+        commit = candidate_commit(repo, parent, tree, message)
+        if commit is None:
+            return
+        repo.object_store.add_object(commit)
+        repo.refs.add_if_new(ref.encode(), commit.id, committer=CANDIDATE_IDENTITY,
+                             message=b"docket: pin candidate")
+    finally:
+        repo.close()
+
+
+def release_candidate(repository: Path, ref: str, expected_commit: str) -> None:
+    """Delete ref only while it names expected_commit (compare-and-swap); an absent ref counts as released.
+
+    A ref naming anything else is left alone. Only OSError for real I/O failures propagates.
+    """
+    from dulwich.errors import NotGitRepository
+    from dulwich.repo import Repo
+
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError):
+        return
+    try:
+        repo.refs.remove_if_equals(ref.encode(), expected_commit.encode("ascii"), committer=CANDIDATE_IDENTITY,
+                                   message=b"docket: release candidate")
+    finally:
+        repo.close()
+
+
+def candidate_commit(repo, parent: str, tree: str, message: str):  # noqa: ANN001, ANN201
+    """The commit object pinning tree on parent (not stored), or None unless both objects are in the repository."""
+    from dulwich.objects import Commit, Tree
+
+    try:
+        parent_commit = repo[parent.encode("ascii")]
+        tree_object = repo[tree.encode("ascii")]
+    except (KeyError, ValueError, UnicodeEncodeError):
+        return None
+    if not isinstance(parent_commit, Commit) or not isinstance(tree_object, Tree):
+        return None
+    commit = Commit()
+    commit.tree = tree_object.id
+    commit.parents = [parent_commit.id]
+    commit.author = commit.committer = CANDIDATE_IDENTITY
+    commit.author_time = commit.commit_time = parent_commit.commit_time
+    commit.author_timezone = commit.commit_timezone = 0
+    commit.encoding = None
+    commit.message = message.encode("utf-8") if message.endswith("\n") else (message + "\n").encode("utf-8")
+    return commit
+
+
+def _observe(repo, ref: str, parent: str, tree: str) -> CandidateRefObservation:  # noqa: ANN001
+    from dulwich.objects import Commit
+
+    try:
+        sha = repo.refs[ref.encode()]
+    except KeyError:
+        return CandidateRefObservation("missing")
+    named = sha.decode("ascii")
+    try:
+        obj = repo[sha]
+    except KeyError:
+        return CandidateRefObservation("unreadable", commit=named, detail=f"{ref} names missing object {named}")
+    if not isinstance(obj, Commit):
+        return CandidateRefObservation("diverged", commit=named,
+                                       detail=f"{ref} names a {obj.type_name.decode()}, not a commit")
+    parents = [p.decode("ascii") for p in obj.parents]
+    if parents != [parent]:
+        return CandidateRefObservation("diverged", commit=named,
+                                       detail=f"{ref} names commit {named} with parents {parents}, not [{parent}]")
+    if obj.tree.decode("ascii") != tree:
+        return CandidateRefObservation("diverged", commit=named,
+                                       detail=f"{ref} names commit {named} of tree {obj.tree.decode()}, not {tree}")
+    return CandidateRefObservation("matching", commit=named)

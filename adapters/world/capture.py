@@ -1,0 +1,390 @@
+"""Capture a worktree into a git tree: its HEAD plus everything uncommitted, as `git add -A` in a private index would.
+
+The worktree's shared index is never read or written. The tree is built from
+HEAD's tree and the files on disk, and only the folders on the way to a change
+are written anew (every other subtree is HEAD's own). A private stat cache
+(``<git dir of the worktree>/docket-capture.index``) maps each path to the stat
+fields and blob id it had when last hashed, so an unchanged file is not read
+again; as git's racy-git rule, an entry whose mtime is not older than the
+cache file's own is always hashed again.
+
+What is not captured, as git does: ignored untracked files (.gitignore files,
+``info/exclude`` of the common git dir, ``core.excludesFile``), anything
+that is neither a file nor a symlink. Beyond git: untracked files under the
+artifact directory (tracked ones are kept, with their changes), and nested
+repositories (a folder holding a ``.git``), which are skipped: a submodule
+keeps the commit HEAD records for it, an untracked nested repository is left
+out, where `git add -A` would add it as a gitlink. Symlinks are captured as
+symlinks and a symlinked folder is never entered. Not supported: clean/smudge
+filters and end-of-line conversion (``.gitattributes``), ``core.fileMode=false``
+and ``core.symlinks=false``: the bytes and the executable bit on disk are taken
+as they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...domain.errors import BadInput, Conflict, NotFound, Refused
+
+__all__ = ["Capture", "Unstable", "capture", "capture_twice"]
+
+TREE, FILE, EXECUTABLE, SYMLINK, GITLINK = 0o040000, 0o100644, 0o100755, 0o120000, 0o160000
+CACHE_NAME = "docket-capture.index"
+_CACHE_MAGIC = b"docket-capture-cache 1\n"
+
+_Entry = tuple[int, bytes]  # (git mode, blob id as 40 hex bytes)
+
+
+@dataclass(frozen=True)
+class Capture:
+    head: str  # the worktree's HEAD commit it was built on
+    tree: str  # the tree object written (sha1 hex)
+    changed: tuple[str, ...]  # sorted paths (files, symlinks, gitlinks) that differ between base's tree and tree
+
+
+@dataclass(frozen=True)
+class Unstable:
+    """Two captures of one worktree that differ: nothing is to be pinned."""
+
+    first: Capture
+    second: Capture
+    differing: tuple[str, ...]  # sorted paths whose content or mode differs between the two trees
+
+
+def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artifact_dir: str | None,
+                  between: Callable[[], None] | None = None) -> Capture | Unstable:
+    """Capture the worktree twice; the capture when both agree (head, tree and changed paths), else Unstable.
+
+    ``between`` runs between the two captures (tests use it to change a file).
+    Raises as `capture` does.
+    """
+    first = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir)
+    if between is not None:
+        between()
+    second = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir)
+    if first == second:
+        return first
+    return Unstable(first, second, _differing(Path(worktree), first, second))
+
+
+def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_dir: str | None) -> Capture:
+    """Write the tree of the worktree's HEAD plus its uncommitted changes; list the paths it changes against base.
+
+    Raises Conflict ``head-moved`` when HEAD is not expected_head (None: any
+    HEAD), Refused ``worktree-unreadable`` when the folder is not the top of a
+    git worktree with a commit at HEAD, NotFound ``base-missing`` when base names
+    no commit or tree, BadInput ``bad-artifact-dir`` when artifact_dir is
+    absolute or leaves the worktree. A file or folder of the worktree that
+    cannot be read, or vanishes or changes kind during the walk, is
+    ``worktree-unreadable`` too. Blobs and trees are written to the
+    repository's object store (unreferenced until pinned); OSError while
+    writing them propagates.
+    """
+    from dulwich.errors import NotGitRepository
+    from dulwich.objects import Commit
+    from dulwich.repo import Repo
+
+    worktree = Path(worktree)
+    artifact = _artifact_prefix(artifact_dir)
+    try:
+        repo = Repo(str(worktree))
+    except (NotGitRepository, OSError) as e:
+        raise Refused("worktree-unreadable", f"{worktree} is not a git worktree: {e}") from None
+    try:
+        if repo.bare or not _same(Path(repo.path), worktree):
+            raise Refused("worktree-unreadable", f"{worktree} is not the top folder of a git worktree")
+        try:
+            head = repo.refs[b"HEAD"]
+            commit = repo[head]
+        except KeyError:
+            raise Refused("worktree-unreadable", f"the worktree {worktree} has no commit at HEAD") from None
+        if not isinstance(commit, Commit):
+            raise Refused("worktree-unreadable", f"HEAD of {worktree} names a {commit.type_name.decode()}")
+        head_hex = head.decode("ascii")
+        if expected_head is not None and head_hex != expected_head:
+            raise Conflict("head-moved", f"HEAD of {worktree} is {head_hex}, not the expected {expected_head}")
+        base_tree = _tree_of(repo, base)
+        store = repo.object_store
+        tracked, tracked_folders = _flatten(store, commit.tree)
+        cache = _StatCache(Path(repo.controldir()) / CACHE_NAME)
+        walk = _Walk(worktree, store, tracked, tracked_folders, artifact, _ignores(repo), cache)
+        walk.folder(b"")
+        changes: dict[bytes, _Entry | None] = {p: e for p, e in walk.found.items() if tracked.get(p) != e}
+        changes.update((p, None) for p in tracked if p not in walk.found)
+        tree = _apply(store, commit.tree, changes) or _write(store, _new_tree({}))
+        cache.save(walk.stats)
+        return Capture(head_hex, tree.decode("ascii"), _changed_paths(store, base_tree, tree))
+    finally:
+        repo.close()
+
+
+# Walking the worktree --------------------------------------------------------
+
+
+class _Walk:
+    """The files and symlinks of a worktree that belong in its capture, hashed (or found unchanged in the cache)."""
+
+    def __init__(self, root: Path, store, tracked: dict[bytes, _Entry], tracked_folders: set[bytes],  # noqa: ANN001
+                 artifact: bytes | None, ignores, cache: _StatCache) -> None:  # noqa: ANN001
+        self.root = os.fsencode(root)
+        self.store = store
+        self.tracked = tracked
+        self.tracked_folders = tracked_folders
+        self.artifact = artifact
+        self.ignores = ignores
+        self.cache, self.cache_written_ns = cache.records, cache.written_ns
+        self.found: dict[bytes, _Entry] = {}
+        self.stats: dict[bytes, bytes] = {}  # path -> its stat cache record
+
+    def folder(self, rel: bytes) -> None:
+        prefix, tracked, found = (rel + b"/" if rel else b""), self.tracked, self.found
+        with self._reading(rel), os.scandir(os.path.join(self.root, rel) if rel else self.root) as listing:
+            entries = [(e.name, e.stat(follow_symlinks=False)) for e in listing if e.name != b".git"]
+        for name, st in entries:
+            path = prefix + name
+            kind = stat.S_IFMT(st.st_mode)
+            if kind == stat.S_IFDIR:
+                self._subfolder(path)
+            elif (kind == stat.S_IFREG or kind == stat.S_IFLNK) and (path in tracked or self._wanted(path)):
+                found[path] = self._entry(path, st)
+
+    @contextmanager
+    def _reading(self, path: bytes) -> Iterator[None]:
+        """A file or folder that cannot be read (permissions, or changed under the walk): the worktree is unreadable.
+
+        A failure to write objects is an I/O failure, and propagates as it is.
+        """
+        try:
+            yield
+        except OSError as e:
+            where = f"{os.fsdecode(path) or '.'} in {os.fsdecode(self.root)}"
+            raise Refused("worktree-unreadable", f"cannot read {where}: {e.strerror}") from None
+
+    def _subfolder(self, path: bytes) -> None:
+        if self.tracked.get(path, (0,))[0] == GITLINK:  # a submodule keeps the commit HEAD records
+            self.found[path] = self.tracked[path]
+            return
+        if os.path.lexists(os.path.join(self.root, path, b".git")):  # a nested repository: never entered
+            return
+        if path not in self.tracked_folders:
+            if self._under_artifact(path) or self.ignores.may_prune_directory(os.fsdecode(path)):
+                return
+        self.folder(path)
+
+    def _wanted(self, path: bytes) -> bool:
+        return not self._under_artifact(path) and not self.ignores.is_ignored(os.fsdecode(path))
+
+    def _under_artifact(self, path: bytes) -> bool:
+        a = self.artifact
+        return a is not None and (path == a or path.startswith(a + b"/"))
+
+    def _entry(self, path: bytes, st: os.stat_result) -> _Entry:
+        mode = SYMLINK if stat.S_ISLNK(st.st_mode) else EXECUTABLE if st.st_mode & stat.S_IXUSR else FILE
+        key = b"%d %d %d %d %d %d " % (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode, mode)
+        record = self.cache.get(path)  # as cached, unless it was racily clean when cached
+        if record is not None and len(record) == len(key) + 40 and record.startswith(key) and \
+                st.st_mtime_ns < self.cache_written_ns:
+            sha = record[len(key):]
+        else:
+            absolute = os.path.join(self.root, path)
+            with self._reading(path):
+                data = os.readlink(absolute) if mode == SYMLINK else _read_file(absolute)
+            digest = hashlib.sha1(b"blob %d\0" % len(data))
+            digest.update(data)
+            sha = digest.hexdigest().encode("ascii")
+            if self.tracked.get(path, (0, b""))[1] != sha:  # HEAD's blobs are in the store already
+                _write_blob(self.store, data)
+        self.stats[path] = key + sha
+        return mode, sha
+
+
+def _read_file(path: bytes) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
+def _ignores(repo):  # noqa: ANN001, ANN202
+    """The ignore rules git applies in this worktree: info/exclude is the common git dir's, not the worktree's."""
+    from dulwich.ignore import IgnoreFilter, IgnoreFilterManager, default_user_ignore_filter_path
+
+    config = repo.get_config_stack()
+    ignorecase = config.get_boolean(b"core", b"ignorecase", False)
+    filters = []
+    for path in (os.path.join(repo.commondir(), "info", "exclude"), default_user_ignore_filter_path(config)):
+        try:
+            filters.append(IgnoreFilter.from_path(os.path.expanduser(path), ignorecase))
+        except OSError:
+            pass
+    return IgnoreFilterManager(repo.path, filters, ignorecase)
+
+
+def _artifact_prefix(artifact_dir: str | None) -> bytes | None:
+    if artifact_dir is None:
+        return None
+    normal = os.path.normpath(artifact_dir)
+    if os.path.isabs(normal) or normal == ".." or normal.startswith("../") or normal == ".":
+        raise BadInput("bad-artifact-dir", f"the artifact directory {artifact_dir!r} is not inside the worktree")
+    return os.fsencode(normal)
+
+
+# Objects ----------------------------------------------------------------------
+
+
+def _write_blob(store, data: bytes) -> bytes:  # noqa: ANN001
+    from dulwich.objects import Blob
+
+    blob = Blob.from_string(data)
+    return _write(store, blob)
+
+
+def _write(store, obj) -> bytes:  # noqa: ANN001
+    if obj.id not in store:
+        store.add_object(obj)
+    return obj.id
+
+
+def _new_tree(entries: dict[bytes, _Entry]):  # noqa: ANN202
+    from dulwich.objects import Tree
+
+    tree = Tree()
+    for name, (mode, sha) in entries.items():
+        tree.add(name, mode, sha)
+    return tree
+
+
+def _tree_of(repo, base: str) -> bytes:  # noqa: ANN001
+    from dulwich.objects import Commit, Tree
+
+    try:
+        obj = repo[base.encode("ascii")]
+    except (KeyError, ValueError, UnicodeEncodeError):
+        raise NotFound("base-missing", f"the base {base} is not in the repository") from None
+    if isinstance(obj, Commit):
+        return obj.tree
+    if isinstance(obj, Tree):
+        return obj.id
+    raise NotFound("base-missing", f"the base {base} names a {obj.type_name.decode()}, not a commit")
+
+
+def _flatten(store, tree_id: bytes) -> tuple[dict[bytes, _Entry], set[bytes]]:  # noqa: ANN001
+    """Every non-tree entry under tree_id (path -> (mode, sha)), and the folders that hold them."""
+    out: dict[bytes, _Entry] = {}
+    folders: set[bytes] = set()
+    pending = [(b"", tree_id)]
+    while pending:
+        prefix, sha = pending.pop()
+        for name, mode, child in store[sha].iteritems():
+            path = prefix + name
+            if mode == TREE:
+                folders.add(path)
+                pending.append((path + b"/", child))
+            else:
+                out[path] = (mode, child)
+    return out, folders
+
+
+def _apply(store, tree_id: bytes | None, changes: dict[bytes, _Entry | None]) -> bytes | None:  # noqa: ANN001
+    """tree_id with changes made (None: removed), writing only the trees on the way; None when it ends empty."""
+    entries = {name: (mode, sha) for name, mode, sha in store[tree_id].iteritems()} if tree_id else {}
+    if not changes:
+        return tree_id
+    here: dict[bytes, _Entry | None] = {}
+    below: dict[bytes, dict[bytes, _Entry | None]] = {}
+    for path, entry in changes.items():
+        name, slash, rest = path.partition(b"/")
+        if slash:
+            below.setdefault(name, {})[rest] = entry
+        else:
+            here[name] = entry
+    for name, inner in below.items():  # a file may turn into a folder and back: a removal only removes its own kind
+        old = entries.get(name)
+        subtree = _apply(store, old[1] if old and old[0] == TREE else None, inner)
+        if subtree is not None:
+            entries[name] = (TREE, subtree)
+        elif old and old[0] == TREE:
+            del entries[name]
+    for name, entry in here.items():
+        if entry is not None:
+            entries[name] = entry
+        elif name in entries and entries[name][0] != TREE:
+            del entries[name]
+    return _write(store, _new_tree(entries)) if entries else None
+
+
+def _changed_paths(store, old_tree: bytes, new_tree: bytes) -> tuple[str, ...]:  # noqa: ANN001
+    from dulwich.diff_tree import tree_changes
+
+    paths = set()
+    for change in tree_changes(store, old_tree, new_tree):
+        for side in (change.old, change.new):
+            if side is not None and side.path is not None:
+                paths.add(side.path)
+    return tuple(os.fsdecode(p) for p in sorted(paths))
+
+
+def _differing(worktree: Path, first: Capture, second: Capture) -> tuple[str, ...]:
+    from dulwich.repo import Repo
+
+    repo = Repo(str(worktree))
+    try:
+        paths = set(_changed_paths(repo.object_store, first.tree.encode(), second.tree.encode()))
+    finally:
+        repo.close()
+    return tuple(sorted(paths | (set(first.changed) ^ set(second.changed))))
+
+
+def _same(a: Path, b: Path) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+# The stat cache ------------------------------------------------------------------
+
+
+class _StatCache:
+    """path -> the stat fields, git mode and blob id it had when last hashed; a damaged or missing cache is empty.
+
+    File: a magic line, then per path ``mtime_ns ctime_ns size ino st_mode gitmode sha\0path\0``,
+    then the sha256 of all that. Written whole to a fresh file, then renamed over.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.records: dict[bytes, bytes] = {}
+        self.written_ns = 0
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+                self.written_ns = os.fstat(f.fileno()).st_mtime_ns
+        except OSError:
+            return
+        body, digest = data[:-32], data[-32:]
+        if body.startswith(_CACHE_MAGIC) and hashlib.sha256(body).digest() == digest:
+            parts = body[len(_CACHE_MAGIC):].split(b"\0")
+            self.records = dict(zip(parts[1::2], parts[0:-1:2]))
+
+    def save(self, records: dict[bytes, bytes]) -> None:
+        body = b"".join([_CACHE_MAGIC, *(b"%s\0%s\0" % (record, path) for path, record in records.items())])
+        draft = self.path.with_name(f"{self.path.name}.{secrets.token_hex(4)}.draft")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            with os.fdopen(fd, "wb", closefd=False) as f:
+                f.write(body + hashlib.sha256(body).digest())
+        finally:
+            os.close(fd)
+        try:
+            os.replace(draft, self.path)
+        except BaseException:
+            os.unlink(draft)
+            raise

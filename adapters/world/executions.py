@@ -1,0 +1,336 @@
+"""Executions: detached linked worktrees at a candidate commit, where one check runs, inspected afterwards.
+
+An execution lives at ``<git common dir>/docket/executions/<run>/<binding>/<check>-<attempt>``, made in-process
+with dulwich like a task's worktree (an admin entry, a checkout in a staging folder, one rename into place), but
+with a detached HEAD. Nothing here follows a symlink inside the execution.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import shutil
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from ...domain.effects import ExecutionInspection, ExecutionObservation
+from ...domain.errors import BadInput, Refused
+from ...domain.names import has_unsafe_characters
+from .git import (
+    _admin_entries,
+    _check_out_detached,
+    _make_parents,
+    _making_worktrees,
+    _read_text,
+    _same,
+    _unsafe_parent,
+)
+
+__all__ = ["create_execution", "execution_path", "inspect_execution", "observe_execution", "remove_execution"]
+
+_LINK_MODE, _GITLINK_MODE = 0o120000, 0o160000
+
+
+def execution_path(common: Path, run: str, binding: str, check: str, attempt: int) -> Path:
+    """``<common>/docket/executions/<run>/<binding>/<check>-<attempt>``; BadInput ``bad-execution-path`` unless each
+    part is one safe path component and attempt is a positive integer."""
+    for part in (run, binding, check):
+        if not part or "/" in part or "\0" in part or part.startswith(".") or has_unsafe_characters(part):
+            raise BadInput("bad-execution-path", f"{part!r} is not a single safe path component")
+    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
+        raise BadInput("bad-execution-path", f"attempt {attempt!r} is not a positive integer")
+    return Path(common) / "docket" / "executions" / run / binding / f"{check}-{attempt}"
+
+
+def observe_execution(repository: Path, path: Path, commit: str) -> ExecutionObservation:
+    """absent (nothing at path; a stale admin entry naming it is harmless), ready (this repository's registered
+    linked worktree, detached at commit, index and files exactly the commit's tree, no untracked file at all, ignored
+    ones included), diverged (anything else; detail says what) or unreadable. Never raises."""
+    from dulwich.errors import NotGitRepository
+    from dulwich.repo import Repo
+
+    repository, path = Path(repository), Path(path)
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError) as e:
+        return ExecutionObservation("unreadable", detail=f"cannot open repository {repository}: {e}")
+    try:
+        with _making_worktrees(repository, exclusive=False):
+            return _observe(repo, repository, path, commit)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        return ExecutionObservation("unreadable", detail=f"cannot read {path} or {repository}: {e}")
+    finally:
+        repo.close()
+
+
+def create_execution(repository: Path, path: Path, commit: str) -> None:
+    """From absent only: a linked worktree at path, detached at commit (a commit of the repository), appearing whole.
+
+    Stale admin entries naming path and staging leftovers of an interrupted
+    creation are removed first. Any other state of the world is left alone
+    (observe again); only OSError for real I/O failures propagates, and Refused
+    ``execution-unsafe-tree`` for a commit whose tree names a path git would
+    refuse to write ('..', '.git', an absolute path), after undoing the creation.
+    """
+    from dulwich.errors import NotGitRepository
+    from dulwich.index import InvalidPathError
+    from dulwich.objects import Commit
+    from dulwich.repo import Repo
+
+    repository, path = Path(repository), Path(path)
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError):
+        return
+    try:
+        try:
+            if not isinstance(repo[commit.encode("ascii")], Commit):
+                return
+        except (KeyError, ValueError, UnicodeEncodeError):
+            return
+        with _making_worktrees(repository, exclusive=True):
+            if _observe(repo, repository, path, commit).state != "absent":
+                return
+            if not _make_parents(repository, path.parent):
+                return
+            for entry in _admin_entries(repository):
+                if entry.checkout is not None and _same(entry.checkout, path):
+                    shutil.rmtree(entry.folder)
+            for leftover in path.parent.glob(f".{path.name}.*.partial"):
+                shutil.rmtree(leftover, ignore_errors=True)
+            try:
+                _check_out_detached(repository, path, commit)
+            except InvalidPathError as e:  # undone already: nothing is left at the path
+                raise Refused("execution-unsafe-tree",
+                              f"commit {commit} names {e.args[0]!r}, which cannot be checked out safely") from None
+    finally:
+        repo.close()
+
+
+def inspect_execution(repository: Path, path: Path, commit: str, artifact_dir: str) -> ExecutionInspection:
+    """After a check: matching, mutated or missing. Never raises (what cannot be read counts as mutated).
+
+    missing: nothing at path, or no worktree of this repository there. mutated:
+    path is a symlink or not a folder, HEAD is not detached at commit, the index
+    or any tracked file differs from the commit's tree, or there is an untracked
+    file outside artifact_dir (a relative folder) that is not ignored; an
+    untracked ``.gitignore`` always counts, so a check cannot hide its changes.
+    Untracked files under artifact_dir are the check's output and do not count;
+    tracked files there do.
+    """
+    from dulwich.errors import NotGitRepository
+    from dulwich.repo import Repo
+
+    repository, path = Path(repository), Path(path)
+    artifact = artifact_dir.strip("/")
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError) as e:
+        return ExecutionInspection("mutated", detail=f"cannot open repository {repository}: {e}")
+    try:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return ExecutionInspection("missing", detail=f"nothing at {path}")
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            return ExecutionInspection("mutated", detail=f"{path} is a symlink or not a folder")
+        entry = _entry_for(repository, path)
+        if entry is None:
+            return ExecutionInspection("missing", detail=f"{path} is no registered worktree of {repository}")
+        if entry.head != commit:
+            return ExecutionInspection("mutated", detail=f"HEAD is {entry.head}, not detached at {commit}")
+        change = _first_change(repo, path, entry.folder, commit, artifact=artifact, strict=False)
+        if change is not None:
+            return ExecutionInspection("mutated", detail=change)
+        return ExecutionInspection("matching")
+    except (OSError, UnicodeDecodeError, ValueError, KeyError) as e:
+        return ExecutionInspection("mutated", detail=f"cannot inspect {path}: {e}")
+    finally:
+        repo.close()
+
+
+def remove_execution(repository: Path, path: Path, *, group_alive: bool) -> None:
+    """Remove the execution's folder (never following a symlink) and every admin entry naming it.
+
+    Refused ``execution-busy`` while the check's process group is alive (pass
+    True when its liveness is unknown). An unregistered, absent path is already
+    removed. Only OSError for real I/O failures propagates.
+    """
+    repository, path = Path(repository), Path(path)
+    if group_alive:
+        raise Refused("execution-busy", f"the check running in {path} is still alive; stop its process group first")
+    executions = repository / "docket" / "executions"
+    if not path.is_relative_to(executions) or ".." in path.relative_to(executions).parts:
+        raise ValueError(f"{path} is not under {executions}")
+    with _making_worktrees(repository, exclusive=True):
+        if _unsafe_parent(repository, path) is not None:
+            return  # a symlinked parent was planted: removing through it would reach outside docket's folders
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            st = None
+        if st is not None:
+            if stat.S_ISDIR(st.st_mode):
+                doomed = path.parent / f".{path.name}.{secrets.token_hex(4)}.removing"
+                os.rename(path, doomed)  # gone from its path at once; the rest is cleanup
+                shutil.rmtree(doomed)
+            else:
+                os.unlink(path)
+        for entry in _admin_entries(repository):
+            if entry.checkout is not None and _same(entry.checkout, path):
+                shutil.rmtree(entry.folder)
+        for leftover in path.parent.glob(f".{path.name}.*.removing"):
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _entry_for(common: Path, path: Path):  # noqa: ANN202
+    """The admin entry of the linked worktree at path, if path's .git names one of common's that names path back."""
+    text = _read_text(path / ".git")
+    if text is None or not text.startswith("gitdir:"):
+        return None
+    admin = path / text[len("gitdir:"):].strip()
+    if not _same(admin.parent, common / "worktrees"):
+        return None
+    entry = next((e for e in _admin_entries(common) if e.folder.name == admin.name), None)
+    if entry is None or entry.checkout is None or not _same(entry.checkout, path):
+        return None
+    return entry
+
+
+def _observe(repo, common: Path, path: Path, commit: str) -> ExecutionObservation:  # noqa: ANN001
+    def diverged(detail: str) -> ExecutionObservation:
+        return ExecutionObservation("diverged", detail=detail)
+
+    unsafe = _unsafe_parent(common, path)
+    if unsafe is not None:
+        return diverged(f"{unsafe}, a parent of {path}, is a symlink or not a directory (not followed)")
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return ExecutionObservation("absent")
+    if stat.S_ISLNK(st.st_mode):
+        return diverged(f"{path} is a symlink (not followed)")
+    if not stat.S_ISDIR(st.st_mode):
+        return diverged(f"{path} is a file, not a worktree")
+    entry = _entry_for(common, path)
+    if entry is None:
+        return diverged(f"{path} is not a registered worktree of {common}")
+    if entry.head != commit:
+        return diverged(f"the worktree at {path} has HEAD {entry.head}, not detached at {commit}")
+    change = _first_change(repo, path, entry.folder, commit, artifact=None, strict=True)
+    if change is not None:
+        return diverged(f"the worktree at {path} is not clean: {change}")
+    return ExecutionObservation("ready")
+
+
+def _first_change(repo, root: Path, admin: Path, commit: str, *, artifact: str | None, strict: bool) -> str | None:  # noqa: ANN001
+    """The first difference between the worktree at root (and its index) and the commit's tree; None if none.
+
+    strict: any untracked file counts, ignored or not. Otherwise untracked files
+    under artifact and ignored files (but never an untracked .gitignore) do not count.
+    """
+    from dulwich.index import Index
+
+    tree = repo[repo[commit.encode("ascii")].tree]
+    expected = {e.path.decode("utf-8", "surrogateescape"): (e.mode, e.sha.decode("ascii"))
+                for e in repo.object_store.iter_tree_contents(tree.id)}
+    try:
+        index = Index(str(admin / "index"))
+    except FileNotFoundError:
+        return "the worktree has no index"
+    staged = {}
+    for name, entry in index.items():
+        if not hasattr(entry, "sha"):
+            return f"{name.decode(errors='replace')} has a merge conflict in the index"
+        staged[name.decode("utf-8", "surrogateescape")] = (entry.mode, entry.sha.decode("ascii"))
+    if staged != expected:
+        differing = sorted(set(staged.items()) ^ set(expected.items()))
+        return f"the index differs from the commit at {differing[0][0]}"
+    ignores = None
+    if not strict:
+        from dulwich.ignore import IgnoreFilterManager
+        from dulwich.repo import Repo
+
+        checkout = Repo(str(root))
+        try:
+            ignores = IgnoreFilterManager.from_repo(checkout)
+        finally:
+            checkout.close()
+    tracked_folders = {p.rsplit("/", 1)[0] for p in expected if "/" in p}
+    tracked_folders |= {f.rsplit("/", i)[0] for f in list(tracked_folders) for i in range(1, f.count("/") + 1)}
+
+    def skipped(rel: str) -> bool:
+        """A folder whose content is not compared: a submodule's, artifact output, an ignored build folder."""
+        if expected.get(rel, (0,))[0] == _GITLINK_MODE:
+            return True
+        if strict or rel in tracked_folders:
+            return False
+        if artifact and (rel == artifact or rel.startswith(artifact + "/")):
+            return True
+        return ignores is not None and _ignored(ignores, rel + "/")
+
+    seen = set()
+    for rel, st in _walk(root, skipped):
+        if rel in expected:
+            seen.add(rel)
+            mode, sha = expected[rel]
+            found = _describe(root / rel, st)
+            if found is None:
+                return f"{rel} is no longer a regular file or symlink"
+            if found != (mode, sha):
+                return f"tracked {rel} was changed"
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            continue
+        if not strict:
+            if artifact and (rel == artifact or rel.startswith(artifact + "/")):
+                continue
+            if rel.rsplit("/", 1)[-1] != ".gitignore" and ignores is not None and _ignored(ignores, rel):
+                continue
+        return f"untracked {rel} appeared"
+    missing = sorted(p for p, (mode, _) in expected.items() if p not in seen and mode != _GITLINK_MODE)
+    if missing:
+        return f"tracked {missing[0]} was deleted"
+    return None
+
+
+def _walk(root: Path, skipped, rel: str = "") -> Iterator[tuple[str, os.stat_result]]:  # noqa: ANN001
+    """Every entry under root (relative, '/'-separated) with its lstat, folders before what they hold; the
+    top-level .git is skipped, symlinked folders are not entered, nor folders for which skipped(rel) is true."""
+    for name in sorted(os.listdir(root / rel if rel else root)):
+        if not rel and name == ".git":
+            continue
+        child = f"{rel}/{name}" if rel else name
+        st = os.lstat(root / child)
+        if stat.S_ISDIR(st.st_mode) and skipped(child):
+            continue
+        yield child, st
+        if stat.S_ISDIR(st.st_mode):
+            yield from _walk(root, skipped, child)
+
+
+def _describe(path: Path, st: os.stat_result) -> tuple[int, str] | None:
+    """(git mode, blob id) of a regular file or symlink, read without following it; None for anything else."""
+    if stat.S_ISLNK(st.st_mode):
+        data = os.fsencode(os.readlink(path))
+        mode = _LINK_MODE
+    elif stat.S_ISREG(st.st_mode):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            data = f.read()
+        mode = 0o100755 if st.st_mode & 0o100 else 0o100644
+    elif stat.S_ISDIR(st.st_mode):
+        return (_GITLINK_MODE, "")  # a folder where a tracked file was: never equal to what the tree names
+    else:
+        return None
+    return mode, hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _ignored(ignores, rel: str) -> bool:  # noqa: ANN001
+    parts = rel.split("/")
+    for i in range(1, len(parts)):
+        if ignores.is_ignored("/".join(parts[:i]) + "/"):
+            return True
+    return bool(ignores.is_ignored(rel))
