@@ -317,8 +317,8 @@ class ChainedSQLiteProcessRecorder(SQLiteTrackingRecorder, ChainedSQLiteApplicat
         """Every table and index create_table makes is there, and the library's tracking migration is recorded."""
         c.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")
         present = {row[0] for row in c.fetchall()}
-        created = {re.search(r"IF NOT EXISTS (\w+)", statement)[1]  # type: ignore[index]
-                   for statement in self.create_table_statements}
+        named = (re.search(r"IF NOT EXISTS (\w+)", statement) for statement in self.create_table_statements)
+        created = {match[1] for match in named if match is not None}  # a statement that names nothing checks nothing
         if not created <= present:
             return False
         migrated = self._max_tracking_id(self.table_migration_identifier, c)
