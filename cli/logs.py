@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import os
 import sys
 import time
@@ -25,12 +26,27 @@ def print_log(ctx: Context, worker_id: str, generation: int | None, *, follow: b
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         raise NotFound("log-not-found", f"worker {worker_id} generation {generation} has no log at {path}") from None
+    if ctx.json:
+        os.close(fd)
+        if follow:
+            from ..domain.errors import BadInput
+
+            raise BadInput("json-and-follow", "--json prints one document: the log's digest and tail; "
+                                              "follow the log without --json")
+        from ..adapters.app.workers import log_summary
+        from .output import emit
+
+        summary = log_summary(path)
+        emit(True, {"worker_id": worker_id, "generation": generation, "log_path": str(path),
+                    "sha256": summary.sha256, "bytes": summary.size, "tail": summary.tail}, None)
+        return 0
     out = sys.stdout
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character split between reads stays whole
     with os.fdopen(fd, "rb") as f:
         while True:
             chunk = f.read(CHUNK)
             if chunk:
-                text = chunk.decode("utf-8", errors="replace")
+                text = decoder.decode(chunk)
                 out.write("\n".join(shown(line) for line in text.split("\n")))
                 out.flush()
                 continue

@@ -31,7 +31,8 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
                 "docket worker stop task-1")
     p.add_argument("worker", metavar="WORKER", help="the worker id")
     p.add_argument("--no-wait", action="store_true", help="record the stop request only; its supervisor acts on it")
-    p = command(worker, "logs", worker_logs, common, "print a worker's output (control characters escaped)",
+    p = command(worker, "logs", worker_logs, common,
+                "print a worker's output (control characters escaped; --json: its digest, size and redacted tail)",
                 "docket worker logs task-1 --follow")
     p.add_argument("worker", metavar="WORKER", help="the worker id")
     p.add_argument("--generation", type=int, metavar="N", help="a past generation (default: the current one)")

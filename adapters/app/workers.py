@@ -138,7 +138,7 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
     assert task.worktree is not None
     worktree = Path(task.worktree)
     if not task.prepared:
-        task = _prepare(ledger, clock, task, request, main_checkout, worktree)
+        task = _prepare(ledger, clock, effector.ports.git, task, request, main_checkout, worktree)
 
     resource = worktree_resource(request.run_id, request.task_id)
     token = _grant(ledger, clock, processes, resource, worker)
@@ -250,12 +250,10 @@ def _task_worktree(ledger: Ledger, clock: Clock, effector: Any, task_id: str, re
     return task
 
 
-def _prepare(ledger: Ledger, clock: Clock, task: task_aggregate.Task, request: LaunchRequest,
+def _prepare(ledger: Ledger, clock: Clock, git: Any, task: task_aggregate.Task, request: LaunchRequest,
              main_checkout: Path | None, worktree: Path) -> task_aggregate.Task:
     """Copy the included files and run the setup commands in the new worktree; record that they ran."""
-    from ..world.git import DulwichGit
-
-    included = DulwichGit().copy_includes(main_checkout, worktree, list(request.include)) \
+    included = git.copy_includes(main_checkout, worktree, list(request.include)) \
         if request.include and main_checkout is not None else []
     env, _ = scrub_environment(os.environ, request.env_allow)
     failed = message = None
