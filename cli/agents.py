@@ -23,7 +23,7 @@ def launch_request(ctx: Context, run_id: str, task_id: str, worker_id: str, agen
     if argv and argv[0] == "--":
         argv = argv[1:]
     common = dict(run_id=run_id, task_id=task_id, worker_id=worker_id, setup=config.worktree.setup,
-                  include=config.worktree.include, ports=config.worktree.ports)
+                  include=config.worktree.include, ports=config.worktree.ports, artifact_dir=config.artifact_dir)
     if argv:
         if agent is not None:
             raise BadInput("agent-and-command", "give either --agent NAME or a command after --, not both")

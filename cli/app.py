@@ -73,6 +73,26 @@ def _worker(nouns: Nouns, common: Common) -> None:
     register(nouns, common)
 
 
+def _candidate(nouns: Nouns, common: Common) -> None:
+    from .candidate import register
+    register(nouns, common)
+
+
+def _check(nouns: Nouns, common: Common) -> None:
+    from .check import register
+    register(nouns, common)
+
+
+def _worktree(nouns: Nouns, common: Common) -> None:
+    from .worktree import register
+    register(nouns, common)
+
+
+def _gc(nouns: Nouns, common: Common) -> None:
+    from .gc import register
+    register(nouns, common)
+
+
 def _lease(nouns: Nouns, common: Common) -> None:
     from .lease import register
     register(nouns, common)
@@ -104,8 +124,12 @@ COMMANDS = {
     "run": _run,
     "task": _task,
     "worker": _worker,
+    "candidate": _candidate,
+    "check": _check,
+    "worktree": _worktree,
     "lease": _lease,
     "reconcile": _reconcile,
+    "gc": _gc,
     "config": _config,
     "completion": _completion,
 }
@@ -121,7 +145,7 @@ exit codes:
   3    conflict, or refused by an invariant (lease-held, stale-generation, run-closed ...)
   4    an effect's outcome is unknown (nothing is redone blindly; 'docket replay --apply' observes again)
   5    not found (no-ledger, run-not-found, unknown-branch ...)
-  6    the work failed: an agent exited non-zero or by a signal, a setup command failed
+  6    the work failed: an agent or a check exited non-zero or by a signal, a setup command failed
   7    docket stopped the work: a timeout, an idle timeout, the budget, or 'docket worker stop'
   70   a bug in docket (rerun with --debug for the traceback)
   130  interrupted

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ from .output import emit, shown
 from .parsing import command, group
 
 __all__ = ["register", "write_default_config"]
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
@@ -49,10 +52,13 @@ def write_default_config() -> tuple[Path | None, bool]:
 def _as_toml(config: dict[str, Any]) -> list[str]:
     """The effective configuration in docket.toml's own terms, durations written back as text."""
     lines = [f"agent = {_value(config['default_agent'])}"] if config["default_agent"] else []
-    for name, agent in config["agents"].items():
-        lines.append(f"\n[agents.{shown(name)}]")
-        lines += [f"{key.removesuffix('_ms')} = {_value(value, key)}" for key, value in agent.items()
-                  if value not in (None, {}, [])]
+    lines.append(f"artifact_dir = {_value(config['artifact_dir'])}" if config["artifact_dir"] is not None
+                 else "# artifact_dir: not set")
+    for table in ("agents", "checks"):
+        for name, settings in config[table].items():
+            lines.append(f"\n[{table}.{_key(name)}]")
+            lines += [f"{key.removesuffix('_ms')} = {_value(settings[key], key)}" for key in _in_file_order(settings)
+                      if settings[key] not in (None, {}, [])]
     for section in ("worktree", "run"):
         lines.append(f"\n[{section}]")
         lines += [f"{key.removesuffix('_ms')} = {_value(value, key)}" if value is not None
@@ -60,9 +66,19 @@ def _as_toml(config: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _in_file_order(settings: dict[str, Any]) -> list[str]:
+    return sorted(settings, key=lambda key: key != "command")  # the command first, as people write it
+
+
+def _key(name: str) -> str:
+    return name if _BARE_KEY.fullmatch(name) else shown(json.dumps(name, ensure_ascii=False))
+
+
 def _value(value: Any, key: str = "") -> str:
     from ..domain.values import format_duration
 
     if key.endswith("_ms"):
         return json.dumps(format_duration(value))
+    if isinstance(value, dict):  # an inline table: `{ NAME = "value" }`, not JSON's `{"NAME": "value"}`
+        return "{ " + ", ".join(f"{_key(name)} = {_value(item)}" for name, item in value.items()) + " }"
     return shown(json.dumps(value, ensure_ascii=False))

@@ -119,7 +119,10 @@ def replay(ctx: Context) -> int:
     if not a.until:  # snapshots are state derived from the events, like views: recompute and repair them
         doc["snapshot_drift"] = ctx.open_ledger().snapshot_drift(repair=True)
     if a.apply:
-        doc.update(apply_pending(ctx.ledger, ctx.effector, after_driving=ctx.update_views))
+        from .reconcile import settle_checks
+
+        doc.update(apply_pending(ctx.ledger, ctx.effector, after_driving=ctx.update_views,
+                                 settle=lambda: settle_checks(ctx, stop_orphans=False)))
     _render_replay(ctx, doc, checked)
     if doc.get("drift"):
         raise VerificationFailed("projection-drift", f"projections differed in {', '.join(doc['drift'])}; rebuilt from the ledger")

@@ -10,17 +10,31 @@ from .context import Context
 from .output import emit, shown
 from .parsing import command
 
-__all__ = ["register"]
+__all__ = ["register", "settle_checks"]
 
 
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p = command(nouns, "reconcile", reconcile, common,
-                "report workers whose process is gone or unsupervised, processes the ledger does not know, and "
-                "supervisions of runs whose docket process is gone",
+                "report workers whose process is gone or unsupervised, processes the ledger does not know, "
+                "supervisions of runs whose docket process is gone, check runs nobody runs any more, and refs "
+                "under refs/docket/ and worktrees in docket's folders that no ledger record owns",
                 "docket reconcile --apply --json")
     p.add_argument("--apply", action="store_true",
                    help="record gone processes as exited, stop unsupervised and unknown ones, end gone "
-                        "supervisions at their last sign of life")
+                        "supervisions at their last sign of life, finish abandoned check runs, delete unowned refs "
+                        "(compare-and-swap) and remove unowned worktrees that have no branch checked out")
+
+
+def settle_checks(ctx: Context, *, stop_orphans: bool) -> list[dict[str, str]]:
+    """Finish the check runs no docket process runs any more (see adapters/app/checks.settle_checks)."""
+    from ..adapters.app.checks import settle_checks as settle
+    from ..projections import checks
+
+    unfinished = [(row["binding_id"], row["check_id"]) for row in checks.unfinished(ctx.views().conn)]
+    if not unfinished:
+        return []
+    done = settle(ctx.ledger, ctx.clock, ctx.effector, unfinished, stop_orphans=stop_orphans)
+    return [{"check_id": check_id, "done": what} for check_id, what in done]
 
 
 def reconcile(ctx: Context) -> int:
@@ -39,11 +53,61 @@ def reconcile(ctx: Context) -> int:
     findings += reconcile_supervisions(ctx.ledger, ctx.clock, ctx.effector.ports.processes, open_runs,
                                        lambda run_id: [w["worker_id"] for w in workers.workers_of(conn, run_id)],
                                        apply=a.apply)
+    settled = settle_checks(ctx, stop_orphans=True) if a.apply else []
     ctx.update_views()
-    lines = [f"{len(findings)} finding(s)" + ("" if a.apply or not findings else "; --apply converges them")]
+    git_findings = _reconcile_git(ctx, apply=a.apply)
+    ctx.update_views()
+    unfinished = [] if a.apply else _unfinished_checks(ctx)
+    total = len(findings) + len(git_findings) + len(unfinished)
+    lines = [f"{total} finding(s)" + ("" if a.apply or not total else "; --apply converges them")]
     for f in findings:
         who = f"worker {shown(f.worker_id)} generation {f.generation}" if f.worker_id else "a process"
         lines.append(f"  {f.kind}: {who}, pid {f.pid}: {shown(f.detail)}"
                      + (f" -> {f.applied}" if f.applied else ""))
-    emit(ctx.json, {"applied": a.apply, "findings": [asdict(f) for f in findings]}, "\n".join(lines))
+    for g in git_findings:
+        lines.append(f"  unowned {g.kind}: {shown(g.path)}: {shown(g.detail)}" + (f" -> {g.applied}" if g.applied else ""))
+    for u in unfinished:
+        lines.append(f"  unfinished check: {shown(u['check_id'])} ({shown(u['check'])} on {u['binding_id'][:12]}): "
+                     f"{u['status']}, execution {u['execution_state']}")
+    for s in settled:
+        lines.append(f"  check {shown(s['check_id'])}: {shown(s['done'])}")
+    emit(ctx.json, {"applied": a.apply, "findings": [asdict(f) for f in findings],
+                    "git": [asdict(g) for g in git_findings], "unfinished_checks": unfinished,
+                    "settled_checks": settled}, "\n".join(lines))
     return 0
+
+
+def _unfinished_checks(ctx: Context) -> list[dict[str, Any]]:
+    from ..projections import checks
+
+    return [{k: row[k] for k in ("check_id", "binding_id", "check", "status", "execution_state")}
+            for row in checks.unfinished(ctx.views().conn)]
+
+
+def _reconcile_git(ctx: Context, *, apply: bool) -> list[Any]:
+    """Refs under refs/docket/ and worktrees in docket's folders that no ledger record owns."""
+    from ..adapters.app.housekeeping import reconcile_git
+    from ..adapters.world.paths import task_worktree_path
+    from ..projections import candidates, checks, tasks
+
+    from ..domain.errors import Refused
+    from .output import warn
+
+    repository = ctx.repository
+    if repository is None:
+        return []
+    try:
+        ctx.require_own_repository(ctx.ledger)
+    except Refused as e:  # never touch refs or worktrees of a repository this ledger was not made for
+        warn(e.code, f"{e.message}; its refs and worktrees were not reconciled")
+        return []
+    conn = ctx.views().conn
+    owned_refs = {row["ref"] for row in candidates.all_candidates(conn)
+                  if row["status"] in ("pinning", "pinned", "releasing", "diverged")}
+    owned_worktrees = {row["worktree"] for row in tasks.all_tasks(conn) if row["worktree"]}
+    owned_worktrees |= {str(task_worktree_path(repository, row["run_id"], row["task_id"]))
+                        for row in tasks.all_tasks(conn) if row["worktree"] or not row["worktree_removed"]}
+    owned_worktrees |= {row["execution"] for row in checks.live_executions(conn)
+                        if row["execution_state"] in ("requested", "ready", "removing")}
+    return reconcile_git(ctx.effector.ports.git, repository, owned_refs=owned_refs, owned_worktrees=owned_worktrees,
+                         apply=apply)

@@ -26,7 +26,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def status(ctx: Context) -> int:
-    from ..projections import intents, leases, runs, tasks, workers
+    from ..projections import candidates, checks, intents, leases, runs, tasks, workers
 
     a = ctx.args
     ctx.require_ledger_file()
@@ -43,7 +43,8 @@ def status(ctx: Context) -> int:
         doc = {
             "position": position,
             "run": runs.with_budget(run, now),
-            "tasks": tasks.tasks_of(conn, a.run),
+            "tasks": _with_candidates(tasks.tasks_of(conn, a.run), candidates.candidates_of(conn, a.run),
+                                      checks.checks_of_run(conn, a.run)),
             "workers": [_with_process(w, now) for w in workers.workers_of(conn, a.run)],
             "leases": leases.leases_of(conn, a.run),
             "pending_intents": intents.pending(conn, a.run),
@@ -79,6 +80,7 @@ def _human_run(doc: dict[str, Any]) -> str:
                      f"{_seconds(r['remaining_ms'])} left")
     for t in doc["tasks"]:
         lines.append(f"  task {shown(t['task_id'])}: {shown(t['title'])}")
+        lines += _candidate_lines(t["candidate"])
     for w in doc["workers"]:
         lines.append(f"  worker {shown(w['worker_id'])}: {shown(w['role'])} generation {w['generation']}"
                      + (f" on task {shown(w['task_id'])}" if w["task_id"] else "") + _process_part(w))
@@ -88,6 +90,39 @@ def _human_run(doc: dict[str, Any]) -> str:
     for i in doc["pending_intents"]:
         lines.append(f"  pending intent {shown(i['intent_id'])} ({i['type']}) at position {i['position']}")
     return "\n".join(lines)
+
+
+def _with_candidates(task_rows: list[dict[str, Any]], candidate_rows: list[dict[str, Any]],
+                     check_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each task's row with its latest candidate (or None), that candidate with its check runs (every attempt).
+
+    The changed paths themselves are left to 'docket candidate show': a status stays small however much changed.
+    """
+    latest = {c["task_id"]: c for c in candidate_rows}  # rows come in position order: the last one wins
+    runs_of: dict[str, list[dict[str, Any]]] = {}
+    for check in check_rows:
+        runs_of.setdefault(check["binding_id"], []).append(check)
+    shown_tasks = []
+    for t in task_rows:
+        candidate = latest.get(t["task_id"])
+        if candidate is not None:
+            candidate = {k: v for k, v in candidate.items() if k != "changed_paths"}
+            candidate["checks"] = runs_of.get(candidate["binding_id"], [])
+        shown_tasks.append({**t, "candidate": candidate})
+    return shown_tasks
+
+
+def _candidate_lines(c: dict[str, Any] | None) -> list[str]:
+    if c is None:
+        return []
+    lines = [f"    candidate {c['binding_id'][:12]}: {c['status']}, commit {(c['commit'] or '-')[:12]}, "
+             f"{c['changed_count']} changed path(s)"]
+    latest = {check["check"]: check for check in c["checks"]}  # the last attempt of each check
+    for check in latest.values():
+        why = f" ({shown(check['code'])})" if check["code"] else ""
+        attempt = f", attempt {check['attempt']}" if check["attempt"] > 1 else ""
+        lines.append(f"      check {shown(check['check'])}: {check['status']}{why}{attempt}")
+    return lines
 
 
 def _with_process(w: dict[str, Any], now: str) -> dict[str, Any]:

@@ -94,12 +94,42 @@ def worker_launch(ctx: Context) -> int:
     doc = {"worker_id": launched.worker_id, "run_id": launched.run_id, "task_id": launched.task_id,
            "generation": launched.generation, "process": launched.process.as_dict(),
            "worktree": str(launched.worktree), "log_path": str(launched.log_path), "result": ended.result,
-           "cause": ended.cause, "exit_code": ended.exit_code, "signal": ended.signal}
+           "cause": ended.cause, "exit_code": ended.exit_code, "signal": ended.signal,
+           "pin": _pin_document(ended)}
     how = (f"exit code {ended.exit_code}" if ended.exit_code is not None
            else f"signal {ended.signal}" if ended.signal is not None else "an unknown status")
     emit(ctx.json, doc, f"worker {shown(launched.worker_id)} generation {launched.generation}: {ended.result} "
-                        f"({ended.cause}, {how})")
+                        f"({ended.cause}, {how}); {_pin_line(ended)}")
     return {"ok": 0, "failed": 6, "stopped": 7}[ended.result]
+
+
+def _pin_document(ended: Any) -> dict[str, Any]:
+    if ended.pin_error is not None:
+        return {"result": "error", "code": ended.pin_error.code, "message": ended.pin_error.message}
+    pinned = ended.pinned
+    if pinned is None:
+        return {"result": "not-pinned"}
+    doc: dict[str, Any] = {"result": pinned.result, "head": pinned.head, "tree": pinned.tree,
+                           "differing_paths": list(pinned.differing)}
+    if pinned.candidate is not None:
+        from .candidate import candidate_document
+
+        doc["candidate"] = candidate_document(pinned.candidate)
+    return doc
+
+
+def _pin_line(ended: Any) -> str:
+    if ended.pin_error is not None:
+        return f"not pinned ({ended.pin_error.code}: {ended.pin_error.message})"
+    pinned = ended.pinned
+    if pinned is None:
+        return "not pinned"
+    if pinned.result == "unchanged":
+        return "nothing changed in its worktree: nothing pinned"
+    if pinned.result == "unstable":
+        return f"its worktree changed between two captures ({len(pinned.differing)} path(s)): nothing pinned"
+    c = pinned.candidate
+    return f"pinned candidate {c.binding_id[:12]} (commit {c.commit[:12]}, {len(c.changed_paths)} changed path(s))"
 
 
 def worker_stop(ctx: Context) -> int:

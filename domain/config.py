@@ -1,4 +1,4 @@
-"""docket.toml as values: agents, worktree preparation and run defaults, parsed strictly. Pure.
+"""docket.toml as values: agents, checks, worktree preparation and run defaults, parsed strictly. Pure.
 
 An unknown key or a wrong type is an error (pydantic, strict, extra keys forbidden);
 durations become milliseconds; every placeholder in a template is checked when the
@@ -7,22 +7,27 @@ file is parsed, so a launch never discovers a typo.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationInfo,
                       field_validator, model_validator)
 
+from .canonical import canonical_json
 from .errors import BadInput
 from .events.base import Id
-from .names import check_branch_name
+from .names import check_branch_name, has_unsafe_characters
 from .values import parse_duration
 
-__all__ = ["AgentConfig", "Config", "DEFAULT_TOML", "RunConfig", "WorktreeConfig", "expand", "placeholders"]
+__all__ = ["AgentConfig", "CheckConfig", "Config", "DEFAULT_TOML", "RunConfig", "WorktreeConfig",
+           "check_artifact_dir", "check_config_sha256", "expand", "placeholders"]
 
-# What each kind of template may name: an agent's argv, its environment.
+# What each kind of template may name: an agent's argv, its environment; a check's argv and environment.
 COMMAND_PLACEHOLDERS = frozenset({"prompt", "prompt_file", "worktree", "worker_dir", "port"})
 ENV_PLACEHOLDERS = frozenset({"worktree", "worker_dir", "port"})
+CHECK_PLACEHOLDERS = frozenset({"worktree"})
+SHELL = "/bin/sh"
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 
 
@@ -39,8 +44,8 @@ def placeholders(template: str) -> list[str]:
     return names
 
 
-def expand(template: str, *, worktree: str, worker_dir: str, port: int | None, prompt: str | None = None,
-           prompt_file: str | None = None) -> str:
+def expand(template: str, *, worktree: str, worker_dir: str | None = None, port: int | None = None,
+           prompt: str | None = None, prompt_file: str | None = None) -> str:
     """template with each {name} replaced; a name without a value here is BadInput ``bad-placeholder``."""
     values = {"worktree": worktree, "worker_dir": worker_dir, "port": None if port is None else str(port),
               "prompt": prompt, "prompt_file": prompt_file}
@@ -57,14 +62,24 @@ def expand(template: str, *, worktree: str, worker_dir: str, port: int | None, p
     return _TOKEN.sub(replace, template)
 
 
+def _check_template(template: str, allowed: frozenset[str]) -> str:
+    unknown = sorted({name for name in placeholders(template) if name not in allowed})
+    if unknown:
+        known = " ".join("{" + name + "}" for name in sorted(allowed))
+        raise ValueError(f"unknown placeholder {{{unknown[0]}}} in {template!r} (known here: {known})")
+    return template
+
+
 def _templates_using(allowed: frozenset[str]) -> Any:
-    def check(template: str) -> str:
-        unknown = sorted({name for name in placeholders(template) if name not in allowed})
-        if unknown:
-            known = " ".join("{" + name + "}" for name in sorted(allowed))
-            raise ValueError(f"unknown placeholder {{{unknown[0]}}} in {template!r} (known here: {known})")
-        return template
-    return AfterValidator(check)
+    return AfterValidator(lambda template: _check_template(template, allowed))
+
+
+def _check_argument(argument: str, info: ValidationInfo) -> str:
+    """An argument of a check's argv is a template; with shell = true the one script is taken literally
+    (braces belong to the shell). Without a valid shell value there is nothing to check against yet."""
+    if info.data.get("shell") is False:
+        _check_template(argument, CHECK_PLACEHOLDERS)
+    return argument
 
 
 def _duration(value: Any) -> int:
@@ -81,6 +96,25 @@ def _branch(name: str) -> str:
         return check_branch_name(name)
     except BadInput as e:
         raise ValueError(e.message) from None
+
+
+def check_artifact_dir(path: str) -> str:
+    """The artifact directory's one spelling: a relative POSIX path to a folder inside the repository,
+    without '.', empty parts or a trailing '/'. ValueError for an absolute path, a '..' part, NUL or another
+    control character, the repository root itself, and git's own folder ('.git', in any case, at any depth)."""
+    if has_unsafe_characters(path):
+        raise ValueError(f"{path!r} contains NUL or another control or invisible character")
+    if path.startswith("/"):
+        raise ValueError(f"{path!r} is absolute; name a folder relative to the repository root")
+    given = path.split("/")
+    if ".." in given:
+        raise ValueError(f"{path!r} contains '..'; name a folder inside the repository")
+    parts = [part for part in given if part not in ("", ".")]
+    if not parts:
+        raise ValueError(f"{path!r} is the repository root; name a folder inside it, like \"out\"")
+    if any(part.lower() == ".git" for part in parts):
+        raise ValueError(f"{path!r} is inside git's own folder (.git); name a folder of the work tree")
+    return "/".join(parts)
 
 
 def _relative_glob(pattern: str) -> str:
@@ -100,6 +134,9 @@ Duration = Annotated[int, BeforeValidator(_duration)]  # milliseconds
 Branch = Annotated[str, AfterValidator(_branch)]
 RelativeGlob = Annotated[str, StringConstraints(min_length=1, pattern=r"^[^\x00]*$"), AfterValidator(_relative_glob)]
 Argv = Annotated[list[NoNul], Field(min_length=1)]
+CheckArgument = Annotated[NoNul, AfterValidator(_check_argument)]
+CheckEnvValue = Annotated[NoNul, _templates_using(CHECK_PLACEHOLDERS)]
+ArtifactDir = Annotated[str, AfterValidator(check_artifact_dir)]
 
 
 class _Section(BaseModel):
@@ -131,6 +168,49 @@ class AgentConfig(_Section):
         return any("port" in placeholders(template) for template in templates)
 
 
+class CheckConfig(_Section):
+    """[checks.NAME]: one check, run in a fresh execution worktree at exactly a candidate's commit."""
+
+    shell: bool = False  # declared before command: command's rules depend on it
+    command: Annotated[list[CheckArgument], Field(min_length=1)]
+    timeout_ms: Duration = Field(parse_duration("10m"), alias="timeout")
+    idle_timeout_ms: Duration | None = Field(None, alias="idle_timeout")
+    required: bool = True  # a candidate is handed off only when every required check passed on it
+    env: dict[EnvName, CheckEnvValue] = {}
+    env_allow: list[EnvPattern] = []
+
+    @field_validator("command")
+    @classmethod
+    def _one_script_for_the_shell(cls, command: list[str], info: ValidationInfo) -> list[str]:
+        if not command[0].strip():  # a check that runs nothing would pass
+            raise ValueError("command[0] is blank: name the program (with shell = true, the script) to run")
+        if info.data.get("shell") and len(command) != 1:
+            raise ValueError(f"shell = true runs one script with {SHELL} -c, so command must be exactly one "
+                             f"string (the script), not {len(command)}; join them into one script or drop shell")
+        return command
+
+    def argv(self, execution: str) -> tuple[str, ...]:
+        """The exact argv to run, execution being the path of the check's execution worktree."""
+        if self.shell:
+            return (SHELL, "-c", self.command[0])
+        return tuple(expand(argument, worktree=execution) for argument in self.command)
+
+    def environment(self, execution: str) -> dict[str, str]:
+        """The extra variables of env, their {worktree} filled in."""
+        return {name: expand(value, worktree=execution) for name, value in self.env.items()}
+
+
+def check_config_sha256(name: str, check: CheckConfig) -> str:
+    """The digest a check's result is bound to: every setting that decides what ran and what its result means.
+
+    Spelling does not count (key order, "1h" or "60m", the order of env_allow's patterns); any other change does.
+    """
+    document = {"name": name, "command": check.command, "shell": check.shell, "timeout_ms": check.timeout_ms,
+                "idle_timeout_ms": check.idle_timeout_ms, "required": check.required, "env": check.env,
+                "env_allow": sorted(set(check.env_allow))}
+    return hashlib.sha256(canonical_json(document)).hexdigest()
+
+
 class WorktreeConfig(_Section):
     """[worktree]: what a new task worktree gets before its agent starts."""
 
@@ -152,6 +232,8 @@ class Config(_Section):
     run: RunConfig = RunConfig()
     agents: dict[Id, AgentConfig] = {}
     default_agent: Id | None = Field(None, alias="agent")
+    checks: dict[Id, CheckConfig] = {}
+    artifact_dir: ArtifactDir | None = None  # None: checks' output is not copied back
 
     @field_validator("agents")
     @classmethod
@@ -172,6 +254,10 @@ class Config(_Section):
             raise ValueError(f"{name!r} names no [agents.{name}] (configured: {configured})")
         return name
 
+    def required_checks(self) -> list[str]:
+        """The names of the checks a candidate must pass, sorted."""
+        return sorted(name for name, check in self.checks.items() if check.required)
+
 
 DEFAULT_TOML = '''\
 # docket.toml: how docket runs coding agents in this repository (docs: README.md, "Configuration").
@@ -180,6 +266,12 @@ DEFAULT_TOML = '''\
 
 # The agent `docket worker launch` starts when no --agent is given (must name an [agents.NAME] below).
 # agent = "claude"
+
+# A folder (relative to the repository root, not inside .git) where checks write what is worth keeping:
+# reports, coverage. Untracked files a check writes there are copied back to the task's worktree
+# (create-only, hash-checked, never through a symlink), and untracked files there are left out of candidates.
+# Not set: nothing is copied back.
+# artifact_dir = "out/docket"
 
 # [agents.NAME]: one coding agent. command is an argv list, run without a shell.
 # prompt says how the task's prompt reaches it:
@@ -209,6 +301,24 @@ DEFAULT_TOML = '''\
 # prompt = "file"
 # env_allow = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]
 # timeout = "1h"
+
+# [checks.NAME]: one check `docket check run` runs against a pinned candidate, in a fresh worktree at exactly
+# the candidate's commit (its working directory). It passes when it exits 0.
+# command is an argv list, run without a shell; {worktree} is that worktree's path.
+# With shell = true, command is exactly one string: a script run with /bin/sh -c, taken literally
+#   (no placeholders; braces are the shell's).
+# timeout (default "10m"), idle_timeout, env and env_allow: as for agents; env values may use {worktree}.
+# A candidate is handed off only when every required check passed on it; required = false only reports.
+
+# [checks.tests]
+# command = ["python", "-m", "pytest", "-q", "--junitxml={worktree}/out/docket/junit.xml"]
+# timeout = "20m"
+
+# [checks.lint]
+# command = ["ruff check . && ruff format --check ."]
+# shell = true
+# required = false
+# timeout = "5m"
 
 [worktree]
 # Commands run in each new task worktree before its agent starts (argv lists, no shell).

@@ -32,6 +32,7 @@ __all__ = [
     "Act",
     "BranchObservation",
     "CandidateRefObservation",
+    "DocketWorktree",
     "ExecutionInspection",
     "ExecutionObservation",
     "Unknown",
@@ -185,4 +186,32 @@ class ExecutionInspection:
     directory), mutated (detail says how), or missing (nothing, or no worktree, at the path)."""
 
     state: Literal["matching", "mutated", "missing"]
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class DocketWorktree:
+    """A worktree in docket's folders, as found on disk and in git's admin entries (for gc and reconcile).
+
+    kind: task (``<common>/docket/worktrees/<run>/<task>``) or execution
+    (``<common>/docket/executions/<run>/<binding>/<name>``). exists: something
+    is at path (a symlink or a file too: detail says so, never followed).
+    registered: an admin entry in ``<common>/worktrees`` names path (admin: its
+    name). branch: the branch (short name) HEAD is a symbolic ref to, None when
+    detached or unknown; head: the commit HEAD resolves to, None when unknown.
+    HEAD is read only from the admin entry the folder's ``.git`` names back (or,
+    the folder gone, from the stale entry naming path). detail: set only for
+    what is no worktree docket made (a symlink or file where a folder should be,
+    an unregistered folder, a .git naming no admin entry back); a registered
+    worktree whose folder is gone has exists=False and no detail.
+    path: absolute, spelled under the common dir as given (a string: the domain has no paths).
+    """
+
+    path: str
+    kind: Literal["task", "execution"]
+    exists: bool
+    registered: bool
+    branch: str | None = None
+    head: str | None = None
+    admin: str | None = None
     detail: str = ""

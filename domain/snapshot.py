@@ -1,7 +1,7 @@
 """Aggregate state as plain JSON values and back: what a snapshot stores.
 
-Aggregates are frozen dataclasses of strings, integers, booleans, None, tuples
-of dataclasses and frozensets of strings. ``to_value`` turns one into
+Aggregates are frozen dataclasses of strings (or literals), integers, booleans,
+None, tuples of dataclasses and frozensets of strings. ``to_value`` turns one into
 canonical-JSON types (a frozenset becomes a sorted list); ``from_value`` builds
 it back from its type hints and refuses anything of the wrong shape with
 ``SnapshotError``, so a damaged snapshot is never mistaken for state.
@@ -47,6 +47,10 @@ def from_value(kind: Any, value: Any) -> Any:
             return None
         (inner,) = [a for a in args if a is not type(None)]
         return from_value(inner, value)
+    if origin is typing.Literal:
+        if not any(value == a and type(value) is type(a) for a in args):
+            raise SnapshotError(f"{value!r} is not one of {list(args)}")
+        return value
     if origin is tuple:
         _expect(value, list)
         return tuple(from_value(args[0], item) for item in value)

@@ -8,6 +8,8 @@ own as ``stream_of``.
 from __future__ import annotations
 
 __all__ = [
+    "CANDIDATE_PREFIX",
+    "candidate_stream",
     "LEASE_PREFIX",
     "LEDGER_STREAM",
     "RUN_PREFIX",
@@ -25,6 +27,7 @@ RUN_PREFIX = "run:"
 TASK_PREFIX = "task:"
 WORKER_PREFIX = "worker:"
 LEASE_PREFIX = "lease:"
+CANDIDATE_PREFIX = "candidate:"
 
 
 def run_stream(run_id: str) -> str:
@@ -41,6 +44,10 @@ def worker_stream(worker_id: str) -> str:
 
 def lease_stream(resource: str) -> str:
     return LEASE_PREFIX + resource
+
+
+def candidate_stream(binding_id: str) -> str:
+    return CANDIDATE_PREFIX + binding_id
 
 
 def run_of_stream(stream: str) -> str | None:

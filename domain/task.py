@@ -9,7 +9,7 @@ observed; ``prepare`` records that its setup ran.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from . import events as ev
 from .aggregate import next_event
@@ -21,7 +21,8 @@ from .streams import task_stream as stream_of
 if TYPE_CHECKING:
     from .effects import Act, Unknown, WorktreeObservation
 
-__all__ = ["Task", "apply", "decide_worktree", "plan", "prepared", "request_worktree", "stream_of"]
+__all__ = ["RemovalObservation", "Task", "apply", "decide_removal", "decide_worktree", "plan", "prepared",
+           "request_removal", "request_worktree", "stream_of"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,9 @@ class Task:
     worktree_failure: str | None = None  # code of the last WorktreeFailed
     prepared: bool = False  # setup ran and includes were copied (WorktreePrepared)
     setup_failure: str | None = None
+    removal_intent: str | None = None  # the pending WorktreeRemovalRequested, if any
+    removal_failure: str | None = None
+    removed: str | None = None  # the path of a worktree removed (its content preserved elsewhere)
 
 
 def apply(task: Task | None, event: ev.Event, position: int) -> Task:
@@ -54,10 +58,19 @@ def apply(task: Task | None, event: ev.Event, position: int) -> Task:
         return replace(task, worktree_intent=None, worktree_failure=event.code)
     if isinstance(event, ev.WorktreePrepared):
         return replace(task, prepared=event.failed is None, setup_failure=event.failed)
-    if isinstance(event, (ev.IntentOutcomeUnknown, ev.IntentOutcomeUnknownV2)):
+    if isinstance(event, ev.WorktreeRemovalRequested):
+        return replace(task, removal_intent=event.intent_id, removal_failure=None)
+    if isinstance(event, ev.WorktreeRemoved):
+        # a later launch makes the worktree again, at the run's base
+        return replace(task, removal_intent=None, removed=event.path, worktree=None, branch=None, prepared=False,
+                       setup_failure=None)
+    if isinstance(event, ev.WorktreeRemovalFailed):
+        return replace(task, removal_intent=None, removal_failure=event.code)
+    if isinstance(event, (ev.IntentOutcomeUnknown, ev.IntentOutcomeUnknownV2, ev.CandidateUnstable)):
         return task
     if isinstance(event, ev.IntentCancelled):
-        return replace(task, worktree_intent=None if task.worktree_intent == event.intent_id else task.worktree_intent)
+        return replace(task, worktree_intent=None if task.worktree_intent == event.intent_id else task.worktree_intent,
+                       removal_intent=None if task.removal_intent == event.intent_id else task.removal_intent)
     raise TypeError(f"Task cannot apply {event.type_name()}")
 
 
@@ -112,3 +125,55 @@ def prepared(task: Task, path: str, setup_commands: int, included: list[str], fa
     return next_event(ev.WorktreePrepared, stream_of(task.task_id), task.version, now, run_id=task.run_id,
                       task_id=task.task_id, path=path, setup_commands=setup_commands, included=included,
                       failed=failed, message=message)
+
+
+def request_removal(task: Task, *, intent_id: str, repository: str, head: str, tree: str,
+                    binding_id: str | None, now: str) -> list[ev.Event]:
+    """The intent to remove the task's worktree and branch; nothing when a removal is pending already.
+
+    The caller proves the content is preserved (binding_id: the pinned candidate
+    with the worktree's tree; None: nothing changed against the base).
+    """
+    if task.removal_intent is not None:
+        return []
+    if task.worktree is None or task.branch is None:
+        raise Refused("no-worktree", f"task {task.task_id} has no worktree"
+                                     + (f" (its worktree {task.removed} was removed)" if task.removed else ""))
+    return [next_event(ev.WorktreeRemovalRequested, stream_of(task.task_id), task.version, now, intent_id=intent_id,
+                       run_id=task.run_id, task_id=task.task_id, repository=repository, path=task.worktree,
+                       branch=task.branch, head=head, tree=tree,
+                       preserved_by="candidate" if binding_id else "unchanged", binding_id=binding_id)]
+
+
+@dataclass(frozen=True)
+class RemovalObservation:
+    """A task's worktree before its removal: gone (no folder, no admin entry, no branch), present (at the head
+    the removal expects, or only its branch is left there), moved (HEAD or the branch names another commit, or
+    something else is at the path: detail), or unreadable."""
+
+    state: Literal["gone", "present", "moved", "unreadable"]
+    detail: str = ""
+
+
+def decide_removal(task: Task, intent: ev.WorktreeRemovalRequested, observed: RemovalObservation,
+                   now: str) -> ev.Event | Unknown | Act:
+    from .effects import Act, Unknown
+
+    common = dict(intent_id=intent.intent_id, run_id=intent.run_id, task_id=intent.task_id)
+    if observed.state == "gone":
+        return next_event(ev.WorktreeRemoved, stream_of(task.task_id), task.version, now, **common, path=intent.path,
+                          result="observed")
+    if observed.state == "present":
+        return Act()
+    if observed.state == "moved":
+        return next_event(ev.WorktreeRemovalFailed, stream_of(task.task_id), task.version, now, **common,
+                          code="worktree-moved",
+                          message=(observed.detail or f"{intent.path} moved since its removal was decided")[:4000])
+    return Unknown(observed.detail or f"cannot read {intent.path}")
+
+
+def removed(outcome: ev.Event) -> ev.Event:
+    """After the act: removed now, not found gone."""
+    if isinstance(outcome, ev.WorktreeRemoved):
+        return outcome.model_copy(update={"result": "removed"})
+    return outcome

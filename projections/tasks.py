@@ -9,7 +9,8 @@ from .query import as_dicts
 
 TABLE = "tasks"
 COLUMNS = {"task_id": str, "run_id": str, "title": str, "planned_at": str, "position": int,
-           "prompt_sha256": str, "worktree": str, "branch": str, "worktree_failure": str}
+           "prompt_sha256": str, "worktree": str, "branch": str, "worktree_failure": str,
+           "worktree_removed": str}
 INDEXES = ("run_id",)
 PK = "task_id"
 
@@ -30,12 +31,27 @@ def _worktree_failed(c: sqlite3.Connection, position: int, at: str, p: dict[str,
               (p["code"], p["task_id"]))
 
 
+def _worktree_removed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE tasks SET worktree = NULL, branch = NULL, worktree_removed = ? WHERE task_id = ?",
+              (p["path"], p["task_id"]))
+
+
 def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
     return {ev.TaskPlanned.type_name(): _planned, ev.TaskPlannedV2.type_name(): _planned,
-            ev.WorktreeCreated.type_name(): _worktree_created, ev.WorktreeFailed.type_name(): _worktree_failed}
+            ev.WorktreeCreated.type_name(): _worktree_created, ev.WorktreeFailed.type_name(): _worktree_failed,
+            ev.WorktreeRemoved.type_name(): _worktree_removed}
 
 
 def tasks_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
     return as_dicts(c.execute("SELECT * FROM tasks WHERE run_id = ? ORDER BY position", (run_id,)))
+
+
+def tasks_with_worktrees(c: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Every task whose worktree exists as far as the ledger knows, in plan order."""
+    return as_dicts(c.execute("SELECT * FROM tasks WHERE worktree IS NOT NULL ORDER BY position"))
+
+
+def all_tasks(c: sqlite3.Connection) -> list[dict[str, Any]]:
+    return as_dicts(c.execute("SELECT * FROM tasks ORDER BY position"))

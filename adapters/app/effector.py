@@ -85,7 +85,8 @@ class Effector:
 
     def _drive(self, pending: PendingIntent) -> IntentResult:
         kind = self.kinds[pending.intent.type_name()]
-        port = getattr(self.ports, kind.port)
+        port = (getattr(self.ports, kind.port) if isinstance(kind.port, str)
+                else tuple(getattr(self.ports, name) for name in kind.port))
         faults.crash_point("effector:before-observe", kind.type_name)
         observation = kind.observe(port, pending.intent, self.ledger.repository_id)
         faults.crash_point("effector:after-observe", kind.type_name)

@@ -19,16 +19,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from ...domain import candidate as candidate_aggregate
 from ...domain import run as run_aggregate
 from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
-from ...domain.effects import Act, BranchObservation, Unknown, WorktreeObservation, decide_base_pin
-from ...domain.events import Event, RunBasePinRequested, WorkerLaunchRequested, WorkerStopRequested, WorktreeRequested
+from ...domain.effects import (Act, BranchObservation, CandidateRefObservation, ExecutionObservation, Unknown,
+                               WorktreeObservation, decide_base_pin)
+from ...domain.events import (CandidatePinRequested, CandidateReleaseRequested, CheckLaunchRequested, Event,
+                              ExecutionRemovalRequested, ExecutionRequested, RunBasePinRequested, WorkerLaunchRequested,
+                              WorkerStopRequested, WorktreeRemovalRequested, WorktreeRequested)
 from ...domain.processes import ProcessIdentity
 from ..world.identity import mismatch_reason
 from .ports import GitPort
 
-__all__ = ["INTENT_KINDS", "RUN_BASE_PIN", "WORKER_LAUNCH", "WORKER_STOP", "WORKTREE", "IntentKind"]
+__all__ = ["CANDIDATE_PIN", "CANDIDATE_RELEASE", "CHECK_LAUNCH", "EXECUTION", "EXECUTION_REMOVAL", "INTENT_KINDS",
+           "RUN_BASE_PIN", "WORKER_LAUNCH", "WORKER_STOP", "WORKTREE", "WORKTREE_REMOVAL", "IntentKind"]
 
 A = TypeVar("A")  # the aggregate the intent's stream folds into
 I = TypeVar("I", bound=Event)  # the intent event
@@ -42,7 +47,7 @@ class IntentKind(Generic[A, I, O]):
     intent: type[I]
     stream_of: Callable[[I], str]  # the stream the intent and its outcome live on
     apply: Callable[[A | None, Event, int], A]  # the aggregate's fold
-    port: str  # the field of Ports that observe and act are given
+    port: str | tuple[str, ...]  # the field of Ports that observe and act are given (a tuple: those ports, in order)
     # (port, intent, the repository id the ledger is bound to) -> observation
     observe: Callable[[Any, I, str | None], O]
     # (aggregate, intent, observation, now) -> outcome event, Unknown or Act; pure
@@ -132,5 +137,145 @@ WORKER_STOP: IntentKind[worker_aggregate.Worker, WorkerStopRequested, worker_agg
     made=worker_aggregate.stopped,
 )
 
+
+
+def _observe_pin(git: GitPort, intent: CandidatePinRequested | CandidateReleaseRequested,
+                 repository_id: str | None) -> CandidateRefObservation:
+    repository = Path(intent.repository)
+    mismatch = _foreign(git, repository, repository_id)
+    if mismatch:
+        return CandidateRefObservation("unreadable", detail=mismatch)
+    return git.observe_candidate(repository, intent.ref, intent.parent, intent.tree)
+
+
+def pin_message(intent: CandidatePinRequested) -> str:
+    """The candidate commit's message: it names what the commit pins, so the commit alone says where it came from."""
+    worker = f"\nDocket-Worker: {intent.worker_id}\nDocket-Generation: {intent.generation}" if intent.worker_id else ""
+    return (f"docket candidate {intent.binding_id[:12]} of task {intent.task_id}\n\n"
+            f"Docket-Run: {intent.run_id}\nDocket-Task: {intent.task_id}{worker}\n"
+            f"Docket-Binding: {intent.binding_id}\nDocket-Boundary: {intent.boundary}\n")
+
+
+CANDIDATE_PIN: IntentKind[candidate_aggregate.Candidate, CandidatePinRequested, CandidateRefObservation] = IntentKind(
+    intent=CandidatePinRequested,
+    stream_of=lambda intent: candidate_aggregate.stream_of(intent.binding_id),
+    apply=candidate_aggregate.apply,
+    port="git",
+    observe=_observe_pin,
+    decide=candidate_aggregate.decide_pin,
+    act=lambda git, intent, _: git.pin_candidate(Path(intent.repository), intent.ref, intent.parent, intent.tree,
+                                                 pin_message(intent)),
+    made=candidate_aggregate.made,
+)
+
+CANDIDATE_RELEASE: IntentKind[candidate_aggregate.Candidate, CandidateReleaseRequested, CandidateRefObservation] = (
+    IntentKind(
+        intent=CandidateReleaseRequested,
+        stream_of=lambda intent: candidate_aggregate.stream_of(intent.binding_id),
+        apply=candidate_aggregate.apply,
+        port="git",
+        observe=_observe_pin,
+        decide=candidate_aggregate.decide_release,
+        act=lambda git, intent, _: git.release_candidate(Path(intent.repository), intent.ref, intent.commit),
+        made=candidate_aggregate.made,
+    ))
+
+
+def _observe_execution(git: GitPort, intent: ExecutionRequested, repository_id: str | None) -> ExecutionObservation:
+    repository = Path(intent.repository)
+    mismatch = _foreign(git, repository, repository_id)
+    if mismatch:
+        return ExecutionObservation("unreadable", detail=mismatch)
+    return git.observe_execution(repository, Path(intent.path), intent.commit)
+
+
+EXECUTION: IntentKind[candidate_aggregate.Candidate, ExecutionRequested, ExecutionObservation] = IntentKind(
+    intent=ExecutionRequested,
+    stream_of=lambda intent: candidate_aggregate.stream_of(intent.binding_id),
+    apply=candidate_aggregate.apply,
+    port="git",
+    observe=_observe_execution,
+    decide=candidate_aggregate.decide_execution,
+    act=lambda git, intent, _: git.create_execution(Path(intent.repository), Path(intent.path), intent.commit),
+    made=candidate_aggregate.made,
+)
+
+CHECK_LAUNCH: IntentKind[candidate_aggregate.Candidate, CheckLaunchRequested, worker_aggregate.LaunchObservation] = (
+    IntentKind(
+        intent=CheckLaunchRequested,
+        stream_of=lambda intent: candidate_aggregate.stream_of(intent.binding_id),
+        apply=candidate_aggregate.apply,
+        port="launcher",
+        observe=lambda launcher, intent, _: launcher.observe(intent),
+        decide=candidate_aggregate.decide_check_launch,
+        act=lambda launcher, intent, _: launcher.start(intent),
+    ))
+
+
+def _observe_removal(ports: tuple[GitPort, Any], intent: ExecutionRemovalRequested,
+                     repository_id: str | None) -> candidate_aggregate.RemovalObservation:
+    git, processes = ports
+    repository = Path(intent.repository)
+    mismatch = _foreign(git, repository, repository_id)
+    if mismatch:
+        return candidate_aggregate.RemovalObservation("unreadable", detail=mismatch)
+    # the commit is not known here and does not matter: anything at the path is to be removed
+    observed = git.observe_execution(repository, Path(intent.path), "0" * 40)
+    if observed.state == "unreadable":
+        return candidate_aggregate.RemovalObservation("unreadable", detail=observed.detail)
+    group = "none" if intent.process is None else processes.group_liveness(
+        ProcessIdentity(**intent.process.model_dump()))
+    return candidate_aggregate.RemovalObservation("absent" if observed.state == "absent" else "present", group=group)
+
+
+EXECUTION_REMOVAL: IntentKind[candidate_aggregate.Candidate, ExecutionRemovalRequested,
+                              candidate_aggregate.RemovalObservation] = IntentKind(
+    intent=ExecutionRemovalRequested,
+    stream_of=lambda intent: candidate_aggregate.stream_of(intent.binding_id),
+    apply=candidate_aggregate.apply,
+    port=("git", "processes"),
+    observe=_observe_removal,
+    decide=candidate_aggregate.decide_removal,
+    act=lambda ports, intent, observed: ports[0].remove_execution(Path(intent.repository), Path(intent.path),
+                                                                  group_alive=observed.group not in ("dead", "none")),
+    made=candidate_aggregate.made,
+)
+
+
+
+def _observe_worktree_removal(git: GitPort, intent: WorktreeRemovalRequested,
+                              repository_id: str | None) -> task_aggregate.RemovalObservation:
+    repository, path = Path(intent.repository), Path(intent.path)
+    mismatch = _foreign(git, repository, repository_id)
+    if mismatch:
+        return task_aggregate.RemovalObservation("unreadable", detail=mismatch)
+    places = [w for w in git.list_docket_worktrees(repository) if Path(w.path) == path]
+    tip = git.branch_tip(repository, intent.branch)
+    if tip is not None and tip != intent.head:
+        return task_aggregate.RemovalObservation("moved", detail=f"branch {intent.branch} names {tip}, not "
+                                                                 f"{intent.head}")
+    for place in places:
+        if place.detail or (place.exists and not place.registered):
+            return task_aggregate.RemovalObservation("moved", detail=place.detail or f"{path} is not a worktree")
+        if place.head not in (None, intent.head) or place.branch not in (None, intent.branch):
+            return task_aggregate.RemovalObservation(
+                "moved", detail=f"the worktree at {path} is at {place.head} on {place.branch}, not {intent.head}")
+    return task_aggregate.RemovalObservation("present" if places or tip is not None else "gone")
+
+
+WORKTREE_REMOVAL: IntentKind[task_aggregate.Task, WorktreeRemovalRequested, task_aggregate.RemovalObservation] = (
+    IntentKind(
+        intent=WorktreeRemovalRequested,
+        stream_of=lambda intent: task_aggregate.stream_of(intent.task_id),
+        apply=task_aggregate.apply,
+        port="git",
+        observe=_observe_worktree_removal,
+        decide=task_aggregate.decide_removal,
+        act=lambda git, intent, _: git.remove_worktree(Path(intent.repository), Path(intent.path),
+                                                       expected_head=intent.head, branch=intent.branch),
+        made=task_aggregate.removed,
+    ))
+
 INTENT_KINDS: dict[str, IntentKind[Any, Any, Any]] = {
-    kind.type_name: kind for kind in (RUN_BASE_PIN, WORKTREE, WORKER_LAUNCH, WORKER_STOP)}
+    kind.type_name: kind for kind in (RUN_BASE_PIN, WORKTREE, WORKER_LAUNCH, WORKER_STOP, WORKTREE_REMOVAL,
+                                      CANDIDATE_PIN, CANDIDATE_RELEASE, EXECUTION, CHECK_LAUNCH, EXECUTION_REMOVAL)}

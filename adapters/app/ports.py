@@ -17,6 +17,7 @@ from ...domain.chain import ChainHead, ChainRow
 from ...domain.effects import (
     BranchObservation,
     CandidateRefObservation,
+    DocketWorktree,
     ExecutionInspection,
     ExecutionObservation,
     WorktreeObservation,
@@ -24,6 +25,7 @@ from ...domain.effects import (
 
 if TYPE_CHECKING:  # annotations only: compiling the secret patterns and importing the adapter cost start-up time
     from ...domain.processes import Liveness, ProcessIdentity
+    from ..world.capture import Capture, Unstable
     from ..world.processes import LaunchSpec
     from .launcher import Launcher
 
@@ -93,6 +95,54 @@ class GitPort(Protocol):
     def remove_execution(self, repository: Path, path: Path, *, group_alive: bool) -> None:
         """Remove the execution and its admin entry (absent: already removed). Refused ``execution-busy`` while
         group_alive (pass True when the check's group liveness is unknown). OSError only otherwise."""
+        ...
+
+    def capture_twice(self, worktree: Path, *, expected_head: str | None, base: str,
+                      artifact_dir: str | None) -> Capture | Unstable:
+        """The worktree's HEAD plus everything uncommitted, captured twice into a tree (written to the object store):
+        the Capture when both agree, else Unstable. Raises Conflict ``head-moved``, Refused ``worktree-unreadable``,
+        NotFound ``base-missing``, BadInput ``bad-artifact-dir`` (adapters/world/capture.py)."""
+        ...
+
+    def list_docket_refs(self, repository: Path) -> list[tuple[str, str]]:
+        """(ref, object id) of every ref under refs/docket/, loose or packed, sorted; broken ones left out as git
+        leaves them out. Never raises (an unreadable repository lists nothing)."""
+        ...
+
+    def list_docket_worktrees(self, repository: Path) -> list[DocketWorktree]:
+        """Every worktree place in docket's folders with something on disk or an admin entry naming it, sorted by
+        path; symlinks and files where a folder should be are listed with a detail, never followed. Never raises."""
+        ...
+
+    def observe_head(self, repository: Path, worktree: Path) -> tuple[str | None, str | None]:
+        """(head commit, branch short name) of the worktree at path from its admin entry; None for what is not
+        known or detached. Never raises."""
+        ...
+
+    def branch_tip(self, repository: Path, branch: str) -> str | None:
+        """The commit refs/heads/<branch> names; None when missing, not a commit or unreadable. Never raises."""
+        ...
+
+    def owns_branch(self, repository: Path, path: Path) -> str | None:
+        """The branch the worktree at path has checked out; None when detached or unknown. Never raises."""
+        ...
+
+    def remove_worktree(self, repository: Path, path: Path, *, expected_head: str | None, branch: str | None,
+                        group_alive: bool = False) -> None:
+        """Compare-and-swap removal of a task's or an execution's worktree in docket's folders, then of
+        refs/heads/<branch> while it names expected_head. Only a folder whose HEAD is at expected_head (None: any;
+        an unregistered folder only then) and on branch (when given) goes; symlinks and files are left alone.
+        Refused ``worktree-busy`` while group_alive; BadInput ``bad-worktree-path`` / ``bad-branch-name``; OSError only
+        otherwise. The caller proves first that nothing uncommitted is lost."""
+        ...
+
+    def delete_ref(self, repository: Path, ref: str, expected: str) -> None:
+        """Delete ref only while it names expected (absent counts as deleted). BadInput ``bad-ref`` for a ref not
+        under refs/docket/; OSError only otherwise."""
+        ...
+
+    def tree_paths(self, repository: Path, commit: str, folder: str) -> list[str]:
+        """The files the commit's tree holds under folder, relative to it, sorted ([] when none or unreadable)."""
         ...
 
 

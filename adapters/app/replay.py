@@ -72,8 +72,8 @@ def rebuild_and_compare(ledger: LedgerReader, views_path: Path, *, until: int | 
     return result
 
 
-def apply_pending(ledger: Ledger, effector: Effector, *, after_driving: Callable[[], None] = lambda: None
-                  ) -> dict[str, Any]:
+def apply_pending(ledger: Ledger, effector: Effector, *, after_driving: Callable[[], None] = lambda: None,
+                  settle: Callable[[], list[Any]] | None = None) -> dict[str, Any]:
     """Drive every intent the chain says is pending, whatever the effector's cursor says; report what is left.
 
     A cursor found past a pending intent is moved back first ("cursor_repaired").
@@ -89,6 +89,9 @@ def apply_pending(ledger: Ledger, effector: Effector, *, after_driving: Callable
                                      "skipped": [p.intent.intent_id for p in skipped]}
     results = effector.run_pending(after=0, force=True)
     after_driving()
+    if settle is not None:
+        result["settled"] = settle()
+        after_driving()
     result["applied"] = [{"intent_id": r.intent_id, "intent_position": r.intent_position, "outcome": r.outcome,
                           "position": r.position, "reason": r.reason} for r in results]
     result["pending"] = [{"intent_id": p.intent.intent_id, "type": p.intent.type_name(), "position": p.position,

@@ -54,6 +54,8 @@ class Ended:
     signal: int | None
     log_path: str
     stop_reason: str | None
+    pinned: Any = None  # what pinning its worktree did (candidates.Pinned), if it was pinned
+    pin_error: DocketError | None = None  # why it could not be pinned
 
     @property
     def result(self) -> str:
@@ -155,7 +157,15 @@ async def _supervise_one(ledger: Ledger, clock: Clock, effector: Any, access: _L
     exit_code = code if code >= 0 else None
     cause = "exited" if stop_reason is None else STOP_CAUSES[stop_reason]
     await access.call(lambda: _record_end(ledger, clock, w, cause, exit_code, signal))
-    ended.append(Ended(w.worker_id, w.generation, cause, exit_code, signal, str(w.log_path), stop_reason))
+    pinned = pin_error = None
+    if w.pin_on_exit:
+        faults.crash_point("supervise:before-pin")
+        try:
+            pinned = await access.call(lambda: _pin(ledger, clock, effector, w))
+        except DocketError as e:  # the exit is recorded; a pin that cannot be made is reported, not fatal
+            pin_error = e
+    ended.append(Ended(w.worker_id, w.generation, cause, exit_code, signal, str(w.log_path), stop_reason,
+                       pinned, pin_error))
 
 
 def _size(path: os.PathLike[str]) -> int:
@@ -201,6 +211,14 @@ def _renew(ledger: Ledger, clock: Clock, w: Launched) -> None:
         renew_lease(ledger, clock, w.resource, w.lease_token, LEASE_TTL_MS)
     except DocketError:
         pass  # a lease lost is the grant's business: it is reclaimed only once this process is positively gone
+
+
+def _pin(ledger: Ledger, clock: Clock, effector: Any, w: Launched) -> Any:
+    """Pin what the generation left in its worktree (nothing, when nothing changed)."""
+    from .candidates import pin_task
+
+    return pin_task(ledger, clock, effector, w.run_id, w.task_id, artifact_dir=w.artifact_dir,
+                    worker_id=w.worker_id, generation=w.generation)
 
 
 def _record_end(ledger: Ledger, clock: Clock, w: Launched, cause: str, exit_code: int | None,

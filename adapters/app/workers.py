@@ -69,6 +69,8 @@ class LaunchRequest:
     setup: Sequence[Sequence[str]] = ()
     include: Sequence[str] = ()
     ports: bool = False
+    artifact_dir: str | None = None  # left out of the candidate pinned when the agent exits
+    pin_on_exit: bool = True
 
 
 @dataclass
@@ -86,6 +88,8 @@ class Launched:
     resource: str
     lease_token: int
     supervisions: dict[str, str] = field(default_factory=dict)  # run id -> the supervision begun for it
+    artifact_dir: str | None = None
+    pin_on_exit: bool = True
 
 
 def worktree_resource(run_id: str, task_id: str) -> str:
@@ -189,7 +193,7 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
                                             "launched by another docket process")
     faults.crash_point("launch:after-gate")
     return Launched(request.worker_id, request.run_id, request.task_id, worker.generation, worker.process, gated,
-                    log_path, worktree, resource, token, supervisions)
+                    log_path, worktree, resource, token, supervisions, request.artifact_dir, request.pin_on_exit)
 
 
 def _current_worker(ledger: Ledger, clock: Clock, processes: Any,

@@ -123,3 +123,30 @@ def _observe(repo, ref: str, parent: str, tree: str) -> CandidateRefObservation:
         return CandidateRefObservation("diverged", commit=named,
                                        detail=f"{ref} names commit {named} of tree {obj.tree.decode()}, not {tree}")
     return CandidateRefObservation("matching", commit=named)
+
+
+def tree_paths(repository: Path, commit: str, folder: str) -> list[str]:
+    """Paths of the files (blobs, symlinks) the commit's tree holds under folder, relative to it, sorted.
+
+    Nothing (an empty list) when the folder is not in the tree or the commit cannot be read.
+    """
+    from dulwich.errors import NotGitRepository
+    from dulwich.objects import Tree
+    from dulwich.object_store import tree_lookup_path
+    from dulwich.repo import Repo
+
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError):
+        return []
+    try:
+        root = repo[commit.encode()].tree
+        _, sha = tree_lookup_path(repo.object_store.__getitem__, root, folder.strip("/").encode())
+        if not isinstance(repo[sha], Tree):
+            return []
+        return sorted(entry.path.decode("utf-8", "surrogateescape")
+                      for entry in repo.object_store.iter_tree_contents(sha) if entry.mode != 0o160000)
+    except (KeyError, OSError, ValueError):
+        return []
+    finally:
+        repo.close()

@@ -48,6 +48,7 @@ class Capture:
     head: str  # the worktree's HEAD commit it was built on
     tree: str  # the tree object written (sha1 hex)
     changed: tuple[str, ...]  # sorted paths (files, symlinks, gitlinks) that differ between base's tree and tree
+    git_dir: str = ""  # the worktree's own git dir (absolute): with its real path, which checkout this came from
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,8 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
         changes.update((p, None) for p in tracked if p not in walk.found)
         tree = _apply(store, commit.tree, changes) or _write(store, _new_tree({}))
         cache.save(walk.stats)
-        return Capture(head_hex, tree.decode("ascii"), _changed_paths(store, base_tree, tree))
+        return Capture(head_hex, tree.decode("ascii"), _changed_paths(store, base_tree, tree),
+                       os.path.realpath(repo.controldir()))
     finally:
         repo.close()
 

@@ -129,6 +129,8 @@ def _reason(detail: dict[str, Any]) -> str:
     kind, message = detail["type"], detail["msg"]
     if kind == "extra_forbidden":
         return "unknown key"
+    if kind == "missing":
+        return "missing (this table needs it)"
     if kind == "too_short":
         return "must not be empty"
     if kind == "dict_type" and isinstance(detail.get("input"), list):

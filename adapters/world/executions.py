@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 import shutil
 import stat
 from collections.abc import Iterator
@@ -21,9 +20,10 @@ from ...domain.names import has_unsafe_characters
 from .git import (
     _admin_entries,
     _check_out_detached,
+    _entry_for,
     _make_parents,
     _making_worktrees,
-    _read_text,
+    _remove_checkout,
     _same,
     _unsafe_parent,
 )
@@ -167,36 +167,12 @@ def remove_execution(repository: Path, path: Path, *, group_alive: bool) -> None
     with _making_worktrees(repository, exclusive=True):
         if _unsafe_parent(repository, path) is not None:
             return  # a symlinked parent was planted: removing through it would reach outside docket's folders
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            st = None
-        if st is not None:
-            if stat.S_ISDIR(st.st_mode):
-                doomed = path.parent / f".{path.name}.{secrets.token_hex(4)}.removing"
-                os.rename(path, doomed)  # gone from its path at once; the rest is cleanup
-                shutil.rmtree(doomed)
-            else:
-                os.unlink(path)
-        for entry in _admin_entries(repository):
-            if entry.checkout is not None and _same(entry.checkout, path):
-                shutil.rmtree(entry.folder)
-        for leftover in path.parent.glob(f".{path.name}.*.removing"):
-            shutil.rmtree(leftover, ignore_errors=True)
-
-
-def _entry_for(common: Path, path: Path):  # noqa: ANN202
-    """The admin entry of the linked worktree at path, if path's .git names one of common's that names path back."""
-    text = _read_text(path / ".git")
-    if text is None or not text.startswith("gitdir:"):
-        return None
-    admin = path / text[len("gitdir:"):].strip()
-    if not _same(admin.parent, common / "worktrees"):
-        return None
-    entry = next((e for e in _admin_entries(common) if e.folder.name == admin.name), None)
-    if entry is None or entry.checkout is None or not _same(entry.checkout, path):
-        return None
-    return entry
+        _remove_checkout(repository, path)
+        for folder in (path.parent, path.parent.parent):  # <binding>, then <run>, once nothing is left in them
+            try:
+                os.rmdir(folder)
+            except OSError:
+                break
 
 
 def _observe(repo, common: Path, path: Path, commit: str) -> ExecutionObservation:  # noqa: ANN001

@@ -16,13 +16,16 @@ from ...domain.chain import GENESIS_DIGEST, ChainHead, ChainRow, chain_entry, ne
 from ...domain.effects import (
     BranchObservation,
     CandidateRefObservation,
+    DocketWorktree,
     ExecutionInspection,
     ExecutionObservation,
     WorktreeObservation,
 )
-from ...domain.errors import Refused
+from ...domain.errors import Conflict, Refused
 from ...domain.names import check_include_pattern
 from ...domain.processes import Liveness, ProcessIdentity, liveness_of
+from .capture import Capture, Unstable
+from .inventory import DOCKET_REFS, check_docket_ref, check_removal, worktree_kind
 from .processes import LaunchSpec, LogPathTaken
 
 __all__ = ["FakeGatedProcess", "FakeGit", "FakeLedgerReader", "FakePopen", "FakeProcesses", "FakeRepository"]
@@ -73,6 +76,8 @@ class FakeGit:
         self.observed: list[tuple[Path, str]] = []
         self.occupied: dict[Path, str] = {}  # what else is at a path: "a file", "a directory", "a symlink", ...
         self.files: dict[Path, bytes] = {}  # regular files, for copy_includes
+        self.tracked: dict[tuple[str, str], list[str]] = {}  # (commit, folder) -> files its tree holds there
+        self.captures: dict[Path, Capture | Unstable] = {}  # worktree -> what capture_twice returns
 
     def identity(self, repository: Path) -> str | None:
         repo = self.repositories.get(Path(repository))
@@ -241,6 +246,99 @@ class FakeGit:
         path = Path(path)
         for held in (repo.worktrees, repo.detached, repo.changed, self.occupied):
             held.pop(path, None)
+
+    def capture_twice(self, worktree: Path, *, expected_head: str | None, base: str,
+                      artifact_dir: str | None) -> Capture | Unstable:
+        """What the test set in ``captures[worktree]``; raises as capture does when nothing is set or HEAD moved."""
+        found = self.captures.get(Path(worktree))
+        if found is None:
+            raise Refused("worktree-unreadable", f"{worktree} is not a git worktree (no capture set in the fake)")
+        head = found.head if isinstance(found, Capture) else found.first.head
+        if expected_head is not None and head != expected_head:
+            raise Conflict("head-moved", f"HEAD of {worktree} is {head}, not the expected {expected_head}")
+        return found
+
+    def list_docket_refs(self, repository: Path) -> list[tuple[str, str]]:
+        repo = self.repositories.get(Path(repository))
+        if repo is None or not repo.readable:
+            return []
+        return sorted((ref, oid) for ref, oid in repo.refs.items() if ref.startswith(DOCKET_REFS))
+
+    def list_docket_worktrees(self, repository: Path) -> list[DocketWorktree]:
+        """As the real listing, over worktrees, stale entries and occupied paths at docket's worktree places; an
+        admin entry's name is the path's last part."""
+        common = Path(repository)
+        repo = self.repositories.get(common)
+        if repo is None:
+            return []
+        places = {p for p in (*repo.worktrees, *repo.stale, *self.occupied) if worktree_kind(common, p) is not None}
+        found = []
+        for path in sorted(places):
+            head, branch = self.observe_head(common, path)
+            registered = path in repo.worktrees or path in repo.stale
+            exists = path in repo.worktrees or path in self.occupied
+            detail = f"{path} is {self.occupied[path]}" if path in self.occupied else ""
+            found.append(DocketWorktree(str(path), worktree_kind(common, path), exists, registered, branch, head,
+                                        path.name if registered else None, detail))
+        return found
+
+    def observe_head(self, repository: Path, worktree: Path) -> tuple[str | None, str | None]:
+        repo = self.repositories.get(Path(repository))
+        path = Path(worktree)
+        if repo is None or path in self.occupied:
+            return None, None
+        held = repo.worktrees if path in repo.worktrees else repo.stale
+        if path not in held:
+            return None, None
+        branch = held[path]
+        if branch is not None:
+            return (repo.branches.get(branch) if repo.readable else None), branch
+        return repo.detached.get(path), None
+
+    def branch_tip(self, repository: Path, branch: str) -> str | None:
+        return self.observe_branch(repository, branch).commit
+
+    def owns_branch(self, repository: Path, path: Path) -> str | None:
+        return self.observe_head(repository, path)[1]
+
+    def remove_worktree(self, repository: Path, path: Path, *, expected_head: str | None, branch: str | None,
+                        group_alive: bool = False) -> None:
+        """As the real removal; an occupied path described as "a symlink..." or "a file..." is left alone, any
+        other occupied path is an unregistered folder."""
+        common, path = Path(repository), Path(path)
+        check_removal(common, path, branch=branch, group_alive=group_alive)
+        repo = self.repositories.get(common)
+        if repo is None or not repo.readable:
+            return
+        occupied = self.occupied.get(path, "")
+        if occupied.startswith(("a symlink", "a file")):
+            return
+        head, on = self.observe_head(common, path)
+        if path in repo.worktrees or occupied:
+            if path not in repo.worktrees and (expected_head is not None or branch is not None):
+                return
+            if expected_head is not None and head != expected_head:
+                return
+            if branch is not None and on != branch:
+                return
+        for held in (repo.worktrees, repo.stale, repo.detached, repo.changed, self.occupied):
+            held.pop(path, None)
+        if branch is None:
+            return
+        expected = expected_head if expected_head is not None else (head if on == branch else None)
+        if expected is None or branch in repo.worktrees.values() or repo.main_branch == branch:
+            return
+        if repo.branches.get(branch) == expected:
+            del repo.branches[branch]
+
+    def delete_ref(self, repository: Path, ref: str, expected: str) -> None:
+        check_docket_ref(ref)
+        repo = self.repositories.get(Path(repository))
+        if repo is not None and repo.readable and repo.refs.get(ref) == expected:
+            del repo.refs[ref]
+
+    def tree_paths(self, repository: Path, commit: str, folder: str) -> list[str]:
+        return sorted(self.tracked.get((commit, folder.strip("/")), ()))
 
 
 class FakeLedgerReader:

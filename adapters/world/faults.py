@@ -24,6 +24,13 @@ CRASH_POINTS = {
     "launch:before-gate": "the launched process's identity is recorded; its gate is not opened yet",
     "launch:after-gate": "the gate is open and the agent runs; supervision has not started",
     "supervise:before-exit": "the worker's process ended; WorkerExited not yet recorded",
+    "supervise:before-pin": "WorkerExited recorded; the worktree not yet captured for its candidate",
+    "pin:after-capture": "the worktree captured twice (objects written, unreferenced); the pin intent not recorded",
+    "check:after-request": "CheckRequested and its execution intent recorded; the execution not yet made",
+    "check:before-gate": "the check's process identity is recorded; its gate is not opened yet",
+    "check:after-exit": "the check's process ended; its execution not inspected, no result recorded",
+    "check:before-result": "the execution inspected and artifacts copied back; the result not yet recorded",
+    "check:after-result": "the check's result recorded; its execution's removal not yet asked for",
     "effector:after-outcome": "outcome committed, projections not yet caught up",
     "projection:before-commit": "projection rows written, transaction not yet committed",
 }

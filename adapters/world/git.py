@@ -12,10 +12,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...domain.effects import (
     BranchObservation,
     CandidateRefObservation,
+    DocketWorktree,
     ExecutionInspection,
     ExecutionObservation,
     WorktreeObservation,
@@ -23,6 +25,9 @@ from ...domain.effects import (
 from ...domain.names import check_include_pattern
 from .identity import read_identity
 from .paths import main_worktree
+
+if TYPE_CHECKING:
+    from .capture import Capture, Unstable
 
 __all__ = ["DulwichGit", "copy_includes", "create_worktree", "observe_branch", "observe_worktree"]
 
@@ -73,6 +78,44 @@ class DulwichGit:
     def remove_execution(self, repository: Path, path: Path, *, group_alive: bool) -> None:
         from .executions import remove_execution
         remove_execution(repository, path, group_alive=group_alive)
+
+    def capture_twice(self, worktree: Path, *, expected_head: str | None, base: str,
+                      artifact_dir: str | None) -> Capture | Unstable:
+        from .capture import capture_twice
+        return capture_twice(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir)
+
+    def list_docket_refs(self, repository: Path) -> list[tuple[str, str]]:
+        from .inventory import list_docket_refs
+        return list_docket_refs(repository)
+
+    def list_docket_worktrees(self, repository: Path) -> list[DocketWorktree]:
+        from .inventory import list_docket_worktrees
+        return list_docket_worktrees(repository)
+
+    def observe_head(self, repository: Path, worktree: Path) -> tuple[str | None, str | None]:
+        from .inventory import observe_head
+        return observe_head(repository, worktree)
+
+    def branch_tip(self, repository: Path, branch: str) -> str | None:
+        from .inventory import branch_tip
+        return branch_tip(repository, branch)
+
+    def owns_branch(self, repository: Path, path: Path) -> str | None:
+        from .inventory import owns_branch
+        return owns_branch(repository, path)
+
+    def remove_worktree(self, repository: Path, path: Path, *, expected_head: str | None, branch: str | None,
+                        group_alive: bool = False) -> None:
+        from .inventory import remove_worktree
+        remove_worktree(repository, path, expected_head=expected_head, branch=branch, group_alive=group_alive)
+
+    def delete_ref(self, repository: Path, ref: str, expected: str) -> None:
+        from .inventory import delete_ref
+        delete_ref(repository, ref, expected)
+
+    def tree_paths(self, repository: Path, commit: str, folder: str) -> list[str]:
+        from .candidates import tree_paths
+        return tree_paths(repository, commit, folder)
 
 
 def observe_branch(repository: Path, branch: str) -> BranchObservation:
@@ -345,6 +388,45 @@ def _admin_entries(common: Path) -> list[_AdminEntry]:
     return entries
 
 
+def _entry_for(common: Path, path: Path) -> _AdminEntry | None:
+    """The admin entry of the linked worktree at path, if path's .git names one of common's that names path back."""
+    text = _read_text(path / ".git")
+    if text is None or not text.startswith("gitdir:"):
+        return None
+    admin = path / text[len("gitdir:"):].strip()
+    if not _same(admin.parent, common / "worktrees"):
+        return None
+    entry = next((e for e in _admin_entries(common) if e.folder.name == admin.name), None)
+    if entry is None or entry.checkout is None or not _same(entry.checkout, path):
+        return None
+    return entry
+
+
+def _remove_checkout(common: Path, path: Path) -> None:
+    """Remove what is at path and every admin entry naming it; hold _making_worktrees exclusively.
+
+    A folder is renamed aside first (a crash never leaves half a checkout at
+    path looking like a worktree), then deleted; a symlink or file is unlinked,
+    never followed. Leftovers of an earlier interrupted removal go too.
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            doomed = path.parent / f".{path.name}.{secrets.token_hex(4)}.removing"
+            os.rename(path, doomed)  # gone from its path at once; the rest is cleanup
+            shutil.rmtree(doomed)
+        else:
+            os.unlink(path)
+    for entry in _admin_entries(common):
+        if entry.checkout is not None and _same(entry.checkout, path):
+            shutil.rmtree(entry.folder)
+    for leftover in path.parent.glob(f".{path.name}.*.removing"):
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
 def _tip(repo, ref: str) -> str | None:  # noqa: ANN001
     try:
         return repo.refs[ref.encode()].decode("ascii")
@@ -364,7 +446,7 @@ def _is_commit(repo, sha: str) -> bool:  # noqa: ANN001
 def _read_text(path: Path) -> str | None:
     """A small file's stripped text, never through a symlink; None if it is not there (or is a symlink)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO planted there must not hang us
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as e:

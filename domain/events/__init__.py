@@ -1,6 +1,6 @@
 """Every event docket records: frozen pydantic models with fixed stored names.
 
-One module per aggregate (``ledger``, ``run``, ``task``, ``worker``, ``lease``),
+One module per aggregate (``ledger``, ``run``, ``task``, ``worker``, ``lease``, ``candidate``),
 one for the effect protocol's own events (``effect``), and the envelope and
 field types they share (``base``). The catalogue is built here, in the order
 ``docs/events.md`` lists it.
@@ -13,6 +13,28 @@ resolve; an "unknown" observation leaves its intent pending.
 from __future__ import annotations
 
 from .base import Event
+from .candidate import (
+    ArtifactRecord,
+    CandidateDiverged,
+    CandidatePinRequested,
+    CandidatePinned,
+    CandidateReleaseFailed,
+    CandidateReleaseRequested,
+    CandidateReleased,
+    CandidateUnstable,
+    CheckFailed,
+    CheckLaunchFailed,
+    CheckLaunchRequested,
+    CheckLaunched,
+    CheckPassed,
+    CheckRequested,
+    CheckTimedOut,
+    ExecutionCreated,
+    ExecutionFailed,
+    ExecutionRemovalRequested,
+    ExecutionRemoved,
+    ExecutionRequested,
+)
 from .effect import IntentCancelled, IntentOutcomeUnknown, IntentOutcomeUnknownV2
 from .lease import LeaseExpired, LeaseGranted, LeaseReleased, LeaseRenewed
 from .ledger import LedgerCreated, LedgerCreatedV2
@@ -34,6 +56,9 @@ from .task import (
     WorktreeCreated,
     WorktreeFailed,
     WorktreePrepared,
+    WorktreeRemovalFailed,
+    WorktreeRemovalRequested,
+    WorktreeRemoved,
     WorktreeRequested,
 )
 from .worker import (
@@ -52,6 +77,26 @@ from .worker import (
 __all__ = [
     "EVENT_TYPES",
     "Event",
+    "ArtifactRecord",
+    "CandidateDiverged",
+    "CandidatePinRequested",
+    "CandidatePinned",
+    "CandidateReleaseFailed",
+    "CandidateReleaseRequested",
+    "CandidateReleased",
+    "CandidateUnstable",
+    "CheckFailed",
+    "CheckLaunchFailed",
+    "CheckLaunchRequested",
+    "CheckLaunched",
+    "CheckPassed",
+    "CheckRequested",
+    "CheckTimedOut",
+    "ExecutionCreated",
+    "ExecutionFailed",
+    "ExecutionRemovalRequested",
+    "ExecutionRemoved",
+    "ExecutionRequested",
     "IntentCancelled",
     "IntentOutcomeUnknown",
     "IntentOutcomeUnknownV2",
@@ -86,6 +131,9 @@ __all__ = [
     "WorktreeCreated",
     "WorktreeFailed",
     "WorktreePrepared",
+    "WorktreeRemovalFailed",
+    "WorktreeRemovalRequested",
+    "WorktreeRemoved",
     "WorktreeRequested",
     "event_class",
 ]
@@ -114,6 +162,9 @@ EVENT_TYPES: dict[str, type[Event]] = {
         WorktreeCreated,
         WorktreeFailed,
         WorktreePrepared,
+        WorktreeRemovalRequested,
+        WorktreeRemoved,
+        WorktreeRemovalFailed,
         WorkerRegistered,
         WorkerRelaunched,
         WorkerLaunchRequested,
@@ -127,6 +178,25 @@ EVENT_TYPES: dict[str, type[Event]] = {
         LeaseRenewed,
         LeaseReleased,
         LeaseExpired,
+        CandidatePinRequested,
+        CandidatePinned,
+        CandidateDiverged,
+        CandidateUnstable,
+        CandidateReleaseRequested,
+        CandidateReleased,
+        CandidateReleaseFailed,
+        CheckRequested,
+        ExecutionRequested,
+        ExecutionCreated,
+        ExecutionFailed,
+        CheckLaunchRequested,
+        CheckLaunched,
+        CheckLaunchFailed,
+        CheckPassed,
+        CheckFailed,
+        CheckTimedOut,
+        ExecutionRemovalRequested,
+        ExecutionRemoved,
     )
 }
 

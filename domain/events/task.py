@@ -10,7 +10,7 @@ from ..values import MAX_SAFE_INT
 from .base import AbsolutePath, BranchName, Code, Commit, Event, Id, RepositoryPath, Sha256, Text
 
 __all__ = ["TaskPlanned", "TaskPlannedV2", "WorktreeCreated", "WorktreeFailed", "WorktreePrepared",
-           "WorktreeRequested"]
+           "WorktreeRemovalFailed", "WorktreeRemovalRequested", "WorktreeRemoved", "WorktreeRequested"]
 
 
 class TaskPlanned(Event):
@@ -88,3 +88,50 @@ class WorktreePrepared(Event):
     included: Annotated[list[Annotated[str, Field(min_length=1, max_length=4096)]], Field(max_length=10_000)]
     failed: Code | None  # None: every setup command exited 0
     message: Text | None
+
+
+class WorktreeRemovalRequested(Event):
+    """Intent: remove the task's worktree and its branch, whose content the ledger proves is preserved.
+
+    preserved_by says how: a pinned candidate whose tree equals the worktree's
+    capture (binding_id names it), or nothing changed against the run's base.
+    The removal is a compare-and-swap from head: a worktree or branch that moved
+    since is left alone.
+    """
+
+    name = "WorktreeRemovalRequested"
+    effect_role = "intent"
+    intent_id: Id
+    run_id: Id
+    task_id: Id
+    repository: RepositoryPath
+    path: AbsolutePath
+    branch: BranchName
+    head: Commit
+    tree: Commit  # the worktree's capture when the removal was decided
+    preserved_by: Literal["candidate", "unchanged"]
+    binding_id: Sha256 | None
+
+
+class WorktreeRemoved(Event):
+    """Outcome: the task's worktree and branch are gone; removed now, or found gone (observed)."""
+
+    name = "WorktreeRemoved"
+    effect_role = "outcome"
+    intent_id: Id
+    run_id: Id
+    task_id: Id
+    path: AbsolutePath
+    result: Literal["removed", "observed"]
+
+
+class WorktreeRemovalFailed(Event):
+    """Outcome: the worktree or its branch moved since the removal was decided; nothing was removed."""
+
+    name = "WorktreeRemovalFailed"
+    effect_role = "outcome"
+    intent_id: Id
+    run_id: Id
+    task_id: Id
+    code: Code
+    message: Text

@@ -131,3 +131,38 @@ def test_help_lists_config_show(docket):
 def test_a_ledger_is_not_needed_to_show_the_config(docket, repo):
     assert not Path(docket.ledger).exists()
     assert docket("config", "show", "--json").json()["file"] is None
+
+
+CHECKS = ('artifact_dir = "./out//docket/"\n'
+          '[checks.tests]\ntimeout = "20m"\ncommand = ["pytest", "--junitxml={worktree}/out/docket/j.xml"]\n'
+          'env = { CI = "1" }\n'
+          '[checks."lint.all"]\ncommand = ["ruff check . && echo ${HOME}"]\nshell = true\nrequired = false\n')
+
+
+def test_config_show_prints_checks_and_the_artifact_directory(docket, repo):
+    (repo / "docket.toml").write_text(CHECKS)
+    config = docket("config", "show", "--json").json()["config"]
+    assert config["artifact_dir"] == "out/docket"
+    assert config["checks"]["tests"] == {
+        "command": ["pytest", "--junitxml={worktree}/out/docket/j.xml"], "shell": False, "timeout_ms": 1_200_000,
+        "idle_timeout_ms": None, "required": True, "env": {"CI": "1"}, "env_allow": []}
+    assert config["checks"]["lint.all"]["shell"] is True and config["checks"]["lint.all"]["required"] is False
+    human = docket("config", "show").stdout
+    assert 'artifact_dir = "out/docket"\n' in human
+    assert ('[checks.tests]\ncommand = ["pytest", "--junitxml={worktree}/out/docket/j.xml"]\nshell = false\n'
+            'timeout = "20m"\nrequired = true\nenv = { CI = "1" }\n') in human
+    assert '[checks."lint.all"]\ncommand = ["ruff check . && echo ${HOME}"]\nshell = true\ntimeout = "10m"\n' in human
+
+
+def test_config_show_is_toml_that_reads_back_as_the_same_configuration(docket, repo):
+    import tomllib
+
+    from docket.domain.config import Config
+
+    agent = '[agents."q.t"]\ncommand = ["a", "{prompt}"]\nenv = { H = "{worker_dir}" }\n'
+    (repo / "docket.toml").write_text(CHECKS + agent)
+    shown = docket("config", "show").stdout
+    assert Config.model_validate(tomllib.loads(shown)) == Config.model_validate(tomllib.loads(
+        (repo / "docket.toml").read_text()))
+    (repo / "docket.toml").unlink()
+    assert "# artifact_dir: not set\n" in docket("config", "show").stdout

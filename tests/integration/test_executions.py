@@ -197,7 +197,8 @@ def test_real_git_agrees_after_removal(real: RealWorld) -> None:
     real.remove()
     assert str(real.path) not in worktrees(real.checkout)
     assert not real.path.exists()
-    assert not [p for p in real.path.parent.iterdir()]  # no leftovers next to it
+    assert not real.path.parent.exists()  # no leftovers next to it: the emptied <binding> and <run> folders go too
+    assert not real.path.parent.parent.exists() and real.path.parent.parent.parent.is_dir()
     fsck(real.checkout)
 
 

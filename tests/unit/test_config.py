@@ -29,16 +29,22 @@ def loaded(tmp_path: Path, text: str) -> Config:
     return load_config(path)
 
 
-def test_the_default_file_parses_to_the_defaults_and_every_commented_agent_is_valid():
+def test_the_default_file_parses_to_the_defaults_and_every_commented_example_is_valid():
     assert Config.model_validate(tomllib.loads(DEFAULT_TOML)) == Config()
-    settings = ("# [agents.claude]", "# [agents.codex]", "# [agents.aider]", "# command =", "# prompt =", "# env =", "# env_allow =", "# timeout =",
-                "# idle_timeout =", "# agent =")
+    settings = ("# [agents.claude]", "# [agents.codex]", "# [agents.aider]", "# [checks.tests]", "# [checks.lint]",
+                "# command =", "# prompt =", "# env =", "# env_allow =", "# timeout =", "# idle_timeout =",
+                "# shell =", "# required =", "# agent =", "# artifact_dir =")
     uncommented = "\n".join(line.removeprefix("# ") if line.startswith(settings) else line
                             for line in DEFAULT_TOML.splitlines())
     config = Config.model_validate(tomllib.loads(uncommented))
     assert sorted(config.agents) == ["aider", "claude", "codex"] and config.default_agent == "claude"
     assert config.agents["codex"].prompt == "stdin" and config.agents["aider"].prompt == "file"
     assert config.agents["claude"].timeout_ms == 45 * 60_000 and config.agents["claude"].idle_timeout_ms == 600_000
+    assert config.artifact_dir == "out/docket" and config.required_checks() == ["tests"]
+    tests, lint = config.checks["tests"], config.checks["lint"]
+    assert tests.timeout_ms == 20 * 60_000 and tests.argv("/e")[-1] == "--junitxml=/e/out/docket/junit.xml"
+    assert lint.shell and not lint.required and lint.argv("/e")[:2] == ("/bin/sh", "-c")
+    assert not any(line.startswith("# [") for line in uncommented.splitlines() if "NAME" not in line)
 
 
 def test_no_file_means_the_defaults():
@@ -61,7 +67,7 @@ def test_a_full_file(tmp_path):
     (AIDER + 'timout = "5m"\n', 'line 3: agents.aider.timout: unknown key'),
     ('[agents]\naider = { command = ["a", "{prompt}"], timout = "1m" }\n', "line 2: agents.aider.timout: unknown key"),
     ('[agents]\naider.command = ["a", "{prompt}"]\n\naider.colour = "red"\n', "line 4: agents.aider.colour: unknown key"),
-    ('[worktree]\nports = false\n[checks.lint]\ncommand = ["ruff"]\n', "line 3: checks: unknown key"),
+    ('[worktree]\nports = false\n[check.lint]\ncommand = ["ruff"]\n', "line 3: check: unknown key"),
     ('artifacts = "out"\n', "line 1: artifacts: unknown key"),
     # wrong types
     ('\n[worktree]\nports = "yes"\n', "line 3: worktree.ports: Input should be a valid boolean"),

@@ -1,0 +1,324 @@
+"""Use case: run named checks against a pinned candidate, each in its own execution, through the launch gate.
+
+The path of one check run, each step recorded before the next is taken:
+
+1. CheckRequested (the attempt, bound to the configuration's digest) and the
+   execution intent: a detached worktree at the candidate's commit;
+2. the launch intent: the command started held at a gate, its identity
+   recorded (CheckLaunched), only then the gate opened;
+3. the command watched until it ends, its timeout or idle timeout stopping its
+   whole process group; the execution inspected (a mutated one fails the check)
+   and the artifact directory copied back to the task's worktree;
+4. one result: CheckPassed, CheckFailed or CheckTimedOut, with the output's
+   digest and a bounded tail;
+5. the execution's removal intent (refused while the group lives).
+
+If this process dies part way, ``settle_checks`` (run by ``docket replay
+--apply`` and ``docket reconcile --apply``) records the run as interrupted once
+nothing of it can be running, and removes its execution.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...domain import candidate as candidate_aggregate
+from ...domain.canonical import canonical_json
+from ...domain.errors import DocketError, OutcomeUnknown, Refused
+from ...domain.events import Event
+from ...domain.processes import scrub_environment
+from ..world import faults
+from ..world.clock import Clock, new_id
+from .candidates import load_candidate
+from .ledger import Ledger
+from .services import load_run
+from .workers import log_summary
+
+__all__ = ["CheckOutcome", "CheckSpec", "run_check", "settle_checks"]
+
+POLL_SECONDS = 0.05
+STOP_GRACE_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """One configured check, as a run needs it (from docket.toml's [checks.NAME])."""
+
+    name: str
+    argv: Any  # (execution path) -> the exact argv
+    config_sha256: str
+    required: bool
+    timeout_ms: int
+    idle_timeout_ms: int | None = None
+    environment: Any = None  # (execution path) -> extra variables; None: none
+    env_allow: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    check_id: str
+    check: str
+    attempt: int
+    result: str  # passed | failed | timed-out
+    code: str | None
+    exit_code: int | None
+    signal: int | None
+    execution: str
+    execution_state: str
+    output_sha256: str | None
+    tail: str
+    artifacts: tuple[dict[str, Any], ...]
+    log_path: str | None
+
+
+def run_check(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec: CheckSpec, *,
+              artifact_dir: str | None, docket_dir: Path, ledger_path: Path) -> CheckOutcome:
+    """Run one attempt of the check against the candidate and record its result; its execution removed after."""
+    from ..world.executions import execution_path
+
+    candidate = load_candidate(ledger, binding)
+    if candidate.status != "pinned" or candidate.commit is None:
+        raise Refused("candidate-not-pinned", f"candidate {binding} is {candidate.status}; checks run only on a "
+                                              "pinned candidate")
+    repository = Path(candidate.repository)
+    check_id, execution_intent = new_id("check"), new_id("execution")
+    chosen: dict[str, Any] = {}
+
+    def decision(now: str) -> list[Event]:
+        current = load_candidate(ledger, binding)
+        path = str(execution_path(repository, current.run_id, binding, spec.name, current.attempts(spec.name) + 1))
+        argv = tuple(spec.argv(path))
+        chosen.update(path=path, argv=argv)
+        return candidate_aggregate.request_check(
+            current, load_run(ledger, current.run_id), check_id=check_id, execution_intent=execution_intent,
+            check=spec.name, config_sha256=spec.config_sha256,
+            argv_sha256=hashlib.sha256(canonical_json(list(argv))).hexdigest(), required=spec.required,
+            timeout_ms=spec.timeout_ms, idle_timeout_ms=spec.idle_timeout_ms, execution_for=lambda _: path,
+            artifact_dir=artifact_dir, now=now)
+
+    ledger.decide(decision, clock.now())
+    faults.crash_point("check:after-request")
+    effector.run_pending(only={execution_intent}, after=0)
+    run = load_candidate(ledger, binding).check_run(check_id)
+    if run.execution_intent is not None:
+        raise OutcomeUnknown("outcome-unknown", f"the execution of check {check_id} is not known to be made yet; "
+                                                "'docket replay --apply' observes again")
+    if run.execution_state == "failed":
+        return _finish(ledger, clock, effector, binding, check_id, "failed", code="execution-diverged",
+                       message=_last_message(ledger, binding, "the execution could not be made"), remove=False)
+    outcome = _launch_and_wait(ledger, clock, effector, binding, check_id, spec, chosen["argv"],
+                               docket_dir=docket_dir, ledger_path=ledger_path)
+    return outcome
+
+
+def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str, spec: CheckSpec,
+                     argv: tuple[str, ...], *, docket_dir: Path, ledger_path: Path) -> CheckOutcome:
+    from ..world.processes import LaunchSpec
+    from .launcher import LAUNCH_MARK
+
+    candidate = load_candidate(ledger, binding)
+    run = candidate.check_run(check_id)
+    launcher = effector.ports.launcher
+    log_path = docket_dir / "checks" / binding / f"{spec.name}-{run.attempt}.{check_id}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    intent_id = new_id("checklaunch")
+    env, _ = scrub_environment(os.environ, spec.env_allow)
+    env = {k: v for k, v in env.items() if not k.startswith("DOCKET_")}
+    env.update(spec.environment(run.execution) if spec.environment else {})
+    env.update(DOCKET_RUN=candidate.run_id, DOCKET_TASK=candidate.task_id, DOCKET_CANDIDATE=binding,
+               DOCKET_CHECK=spec.name, DOCKET_COMMIT=candidate.commit or "", DOCKET_LEDGER=str(ledger_path),
+               DOCKET_EXECUTION=run.execution)
+    env[LAUNCH_MARK] = intent_id
+
+    def decision(now: str) -> Event:
+        return candidate_aggregate.request_check_launch(load_candidate(ledger, binding), check_id,
+                                                        intent_id=intent_id, log_path=str(log_path), now=now)
+
+    ledger.decide(decision, clock.now())
+    launcher.expect(intent_id, LaunchSpec(argv=argv, cwd=Path(run.execution), env=env, log_path=log_path))
+    try:
+        effector.run_pending(only={intent_id}, after=0)
+        run = load_candidate(ledger, binding).check_run(check_id)
+        if run.launch_failure is not None:
+            return _finish(ledger, clock, effector, binding, check_id, "failed", code="launch-failed",
+                           message=_last_message(ledger, binding, "the check could not be started"))
+        if run.process is None:
+            raise OutcomeUnknown("outcome-unknown", f"the launch of check {check_id} is not known to have happened "
+                                                    "yet; 'docket replay --apply' observes again")
+        faults.crash_point("check:before-gate")
+        gated = launcher.release(intent_id, run.process)
+    finally:
+        launcher.close()
+    if gated is None:
+        raise Refused("launched-elsewhere", f"check {check_id} was launched by another docket process")
+    started = time.monotonic()
+    code, cause = _wait(effector.ports.processes, gated, log_path, spec)
+    duration_ms = int((time.monotonic() - started) * 1000)
+    faults.crash_point("check:after-exit")
+    return _conclude(ledger, clock, effector, binding, check_id, code, cause, duration_ms, log_path)
+
+
+def _wait(processes: Any, gated: Any, log_path: Path, spec: CheckSpec) -> tuple[int, str | None]:
+    """Wait for the check's process; stop its group at the timeout or idle timeout. (returncode, timeout cause)."""
+    popen = gated.popen
+    started = last_output = time.monotonic()
+    last_size = 0
+    cause = None
+    while (code := popen.poll()) is None:
+        now = time.monotonic()
+        size = _size(log_path)
+        if size != last_size:
+            last_size, last_output = size, now
+        if (now - started) * 1000 >= spec.timeout_ms:
+            cause = "timeout"
+        elif spec.idle_timeout_ms is not None and (now - last_output) * 1000 >= spec.idle_timeout_ms:
+            cause = "idle-timeout"
+        if cause is not None:
+            processes.terminate_group(gated.identity, grace=STOP_GRACE_SECONDS)
+            code = popen.wait()
+            break
+        time.sleep(POLL_SECONDS)
+    if processes.group_liveness(gated.identity) == "alive":  # it ended, but left processes in its group
+        processes.terminate_group(gated.identity, grace=2.0)
+    return code, cause
+
+
+def _conclude(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str, code: int,
+              cause: str | None, duration_ms: int, log_path: Path) -> CheckOutcome:
+    """Inspect the execution, copy its artifacts back, and record the one result."""
+    candidate = load_candidate(ledger, binding)
+    run = candidate.check_run(check_id)
+    git = effector.ports.git
+    inspection = git.inspect_execution(Path(run.repository), Path(run.execution), candidate.commit,
+                                       run.artifact_dir or "")
+    artifacts: list[dict[str, Any]] = []
+    artifact_error: DocketError | None = None
+    if inspection.state == "matching" and run.artifact_dir:
+        from ..world.artifacts import copy_artifacts
+
+        try:
+            tracked = git.tree_paths(Path(run.repository), candidate.commit, run.artifact_dir)  # not check output
+            copied = copy_artifacts(Path(run.execution), run.artifact_dir, Path(candidate.worktree), tracked=tracked)
+            artifacts = [dict(path=a.path, sha256=a.sha256, size=a.size) for a in copied]
+        except DocketError as e:
+            artifact_error = e
+    signal = -code if code < 0 else None
+    exit_code = code if code >= 0 else None
+    faults.crash_point("check:before-result")
+    if cause is not None:
+        return _finish(ledger, clock, effector, binding, check_id, "timed-out", cause=cause, exit_code=exit_code,
+                       signal=signal, duration_ms=duration_ms, log_path=log_path, execution=inspection.state,
+                       artifacts=artifacts)
+    if inspection.state != "matching":
+        return _finish(ledger, clock, effector, binding, check_id, "failed", code=f"execution-{inspection.state}",
+                       message=f"the check changed its execution: {inspection.detail}"[:4000], exit_code=exit_code,
+                       signal=signal, duration_ms=duration_ms, log_path=log_path, execution=inspection.state)
+    if artifact_error is not None:
+        return _finish(ledger, clock, effector, binding, check_id, "failed", code=artifact_error.code,
+                       message=artifact_error.message[:4000], exit_code=exit_code, signal=signal,
+                       duration_ms=duration_ms, log_path=log_path, execution=inspection.state)
+    if code == 0:
+        return _finish(ledger, clock, effector, binding, check_id, "passed", duration_ms=duration_ms, exit_code=0,
+                       log_path=log_path, execution=inspection.state, artifacts=artifacts)
+    how = f"exited {exit_code}" if exit_code is not None else f"was killed by signal {signal}"
+    return _finish(ledger, clock, effector, binding, check_id, "failed", code="exit" if exit_code is not None
+                   else "signal", message=f"the check's command {how}", exit_code=exit_code, signal=signal,
+                   duration_ms=duration_ms, log_path=log_path, execution=inspection.state, artifacts=artifacts)
+
+
+def _finish(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str, result: str, *,
+            code: str | None = None, message: str | None = None, cause: str | None = None,
+            exit_code: int | None = None, signal: int | None = None, duration_ms: int | None = None,
+            log_path: Path | None = None, execution: str = "none", artifacts: Sequence[dict[str, Any]] = (),
+            remove: bool = True) -> CheckOutcome:
+    summary = log_summary(log_path)
+
+    def decision(now: str) -> list[Event]:
+        return candidate_aggregate.check_result(
+            load_candidate(ledger, binding), check_id, result, now, duration_ms=duration_ms,
+            output_sha256=summary.sha256, output_bytes=summary.size, tail=summary.tail, execution=execution,
+            artifacts=artifacts, code=code, exit_code=exit_code, signal=signal, message=message, cause=cause)
+
+    ledger.decide(decision, clock.now())
+    faults.crash_point("check:after-result")
+    if remove:
+        remove_execution(ledger, clock, effector, binding, check_id)
+    run = load_candidate(ledger, binding).check_run(check_id)
+    return CheckOutcome(check_id, run.check, run.attempt, run.result or result, run.result_code, exit_code, signal,
+                        run.execution, run.execution_state, summary.sha256, summary.tail, tuple(artifacts),
+                        str(log_path) if log_path else None)
+
+
+def remove_execution(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str) -> str:
+    """Record and drive the removal of the check run's execution; its state after (removed, or removing)."""
+    intent_id = new_id("unexec")
+
+    def decision(now: str) -> list[Event]:
+        return candidate_aggregate.request_removal(load_candidate(ledger, binding), check_id, intent_id=intent_id,
+                                                   now=now)
+
+    ledger.decide(decision, clock.now())
+    run = load_candidate(ledger, binding).check_run(check_id)
+    if run.removal_intent is not None:
+        effector.run_pending(only={run.removal_intent}, after=0)
+        run = load_candidate(ledger, binding).check_run(check_id)
+    return run.execution_state
+
+
+def settle_checks(ledger: Ledger, clock: Clock, effector: Any, unfinished: Sequence[tuple[str, str]], *,
+                  stop_orphans: bool) -> list[tuple[str, str]]:
+    """Finish check runs (binding, check id) that no live docket process is running any more.
+
+    A run whose process is positively gone, or never started, is recorded as
+    interrupted; with stop_orphans, a run whose process still lives but whose
+    supervising docket is gone has its group stopped first. Every finished run's
+    execution is then removed. Returns (check id, what was done) for each.
+    """
+    processes = effector.ports.processes
+    done = []
+    for binding, check_id in unfinished:
+        run = load_candidate(ledger, binding).check_run(check_id)
+        if run.execution_intent is not None or run.launch_intent is not None or run.removal_intent is not None:
+            continue  # its intent is pending: the effector settles it first
+        what = []
+        if run.result is None:
+            liveness = "none" if run.process is None else processes.group_liveness(run.process)
+            if liveness == "alive" and stop_orphans and run.supervisor is not None \
+                    and processes.liveness(run.supervisor) == "dead":
+                liveness = processes.terminate_group(run.process, grace=STOP_GRACE_SECONDS)
+                what.append("stopped its process group")
+            if liveness not in ("dead", "none"):
+                continue
+
+            def decision(now: str) -> list[Event]:
+                return candidate_aggregate.interrupted(load_candidate(ledger, binding), check_id, "dead", now)
+
+            if ledger.decide(decision, clock.now()):
+                what.append("recorded as interrupted")
+        run = load_candidate(ledger, binding).check_run(check_id)
+        if run.result is not None and run.execution_state in ("ready", "requested"):
+            what.append(f"execution {remove_execution(ledger, clock, effector, binding, check_id)}")
+        if what:
+            done.append((check_id, ", ".join(what)))
+    return done
+
+
+def _size(path: os.PathLike[str]) -> int:
+    try:
+        return os.stat(path, follow_symlinks=False).st_size
+    except OSError:
+        return 0
+
+
+def _last_message(ledger: Ledger, binding: str, default: str) -> str:
+    for _, event in reversed(ledger.history(candidate_aggregate.stream_of(binding))):
+        message = getattr(event, "message", None)
+        if message:
+            return message
+    return default

@@ -1,0 +1,237 @@
+"""Never lose work: remove a task's worktree only when the ledger proves its content is kept elsewhere; gc; and
+reconcile docket's refs and worktrees with what the ledger owns.
+
+A worktree's content is preserved when a capture of it now (HEAD plus
+everything uncommitted, the artifact directory aside) changes nothing against
+the run's base, or has exactly the tree of a pinned candidate of its task (the
+candidate commit's parent is HEAD, so the branch's commits are kept too).
+Ignored files, and the check output under the artifact directory, are not work
+and are not kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ...domain import lease as lease_aggregate
+from ...domain import task as task_aggregate
+from ...domain.errors import DocketError, OutcomeUnknown, Refused
+from ...domain.events import Event
+from ..world.clock import Clock, new_id
+from .candidates import load_candidate, task_repository
+from .ledger import Ledger
+from .services import load_run, load_task
+from .workers import holder_liveness, worktree_resource
+
+__all__ = ["GitFinding", "Kept", "Preservation", "gc", "preservation", "reconcile_git", "remove_task_worktree"]
+
+OPEN_RUNS = ("active", "paused")
+
+
+@dataclass(frozen=True)
+class Preservation:
+    """Whether the worktree's content is kept elsewhere: by a candidate (binding_id), unchanged, or not (why)."""
+
+    preserved: bool
+    head: str | None
+    tree: str | None
+    changed: tuple[str, ...]
+    binding_id: str | None = None
+    reason: str = ""
+
+
+def preservation(ledger: Ledger, git: Any, task: task_aggregate.Task, bindings: Sequence[str], *,
+                 artifact_dir: str | None) -> Preservation:
+    """Capture the task's worktree twice and compare it with its pinned candidates (bindings: the task's)."""
+    assert task.worktree is not None
+    run = load_run(ledger, task.run_id)
+    assert run.base_commit is not None
+    captured = git.capture_twice(Path(task.worktree), expected_head=None, base=run.base_commit,
+                                 artifact_dir=artifact_dir)
+    if not hasattr(captured, "tree"):
+        return Preservation(False, None, None, captured.differing,
+                            reason=f"it is being written to ({_paths(captured.differing)} changed between two "
+                                   "captures)")
+    if not captured.changed:
+        return Preservation(True, captured.head, captured.tree, (), reason="nothing changed against the run's base")
+    for binding in bindings:
+        candidate = load_candidate(ledger, binding)
+        if candidate.status == "pinned" and candidate.task_id == task.task_id and candidate.tree == captured.tree:
+            return Preservation(True, captured.head, captured.tree, captured.changed, binding,
+                                reason=f"pinned as candidate {binding[:12]} ({candidate.ref})")
+    return Preservation(False, captured.head, captured.tree, captured.changed,
+                        reason=f"unpinned work in {_paths(captured.changed)}")
+
+
+def _paths(paths: Sequence[str]) -> str:
+    return ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if len(paths) > 10 else "")
+
+
+def remove_task_worktree(ledger: Ledger, clock: Clock, effector: Any, processes: Any, task_id: str,
+                         bindings: Sequence[str], *, artifact_dir: str | None) -> Preservation:
+    """Remove the task's worktree and branch if its content is preserved; else Refused ``unpinned-work``."""
+    task = load_task(ledger, task_id)
+    if task.worktree is None:
+        raise Refused("no-worktree", f"task {task_id} has no worktree"
+                                     + (f" (its worktree {task.removed} was removed)" if task.removed else ""))
+    if task.removal_intent is None:
+        _require_idle(ledger, processes, task)
+        kept = preservation(ledger, effector.ports.git, task, bindings, artifact_dir=artifact_dir)
+        if not kept.preserved:
+            raise Refused("unpinned-work", f"the worktree of task {task_id} holds {kept.reason}; pin it first "
+                                           f"('docket candidate pin {task.run_id} --task {task_id}')")
+        assert kept.head is not None and kept.tree is not None
+        intent_id = new_id("unworktree")
+
+        def decision(now: str) -> list[Event]:
+            current = load_task(ledger, task_id)
+            return task_aggregate.request_removal(current, intent_id=intent_id,
+                                                  repository=str(task_repository(current)), head=kept.head,
+                                                  tree=kept.tree, binding_id=kept.binding_id, now=now)
+
+        ledger.decide(decision, clock.now())
+    else:
+        kept = Preservation(True, None, None, (), reason="its removal was asked for already")
+    task = load_task(ledger, task_id)
+    if task.removal_intent is not None:
+        effector.run_pending(only={task.removal_intent}, after=0)
+        task = load_task(ledger, task_id)
+    if task.removal_intent is not None:
+        raise OutcomeUnknown("outcome-unknown", f"the removal of {task.worktree} is not known to have happened yet; "
+                                                "'docket replay --apply' observes again")
+    if task.removal_failure is not None and task.worktree is not None:
+        raise Refused(task.removal_failure, f"the worktree of task {task_id} moved since its content was checked; "
+                                            "nothing was removed (check again)")
+    return kept
+
+
+def _require_idle(ledger: Ledger, processes: Any, task: task_aggregate.Task) -> None:
+    """No worker may be working in the worktree: its lease is not held by a process that may live."""
+    resource = worktree_resource(task.run_id, task.task_id)
+    lease = ledger.get(lease_aggregate.apply, lease_aggregate.stream_of(resource))
+    liveness = holder_liveness(ledger, processes, lease)
+    if liveness not in ("dead", "none"):
+        raise Refused("worker-running", f"worker {lease.worker_id} holds the worktree of task {task.task_id} and "
+                                        f"its process is {liveness}; stop it first ('docket worker stop')")
+
+
+@dataclass(frozen=True)
+class Kept:
+    """One thing gc looked at: what it is, and what it did or would do (remove), or why it keeps it."""
+
+    kind: str  # worktree | execution | candidate
+    name: str  # the task, check run or binding id
+    path: str  # the worktree's or execution's path, or the ref
+    action: str  # remove | removed | keep
+    reason: str
+
+
+def gc(ledger: Ledger, clock: Clock, effector: Any, processes: Any, *, tasks: Sequence[dict[str, Any]],
+       candidates: Sequence[dict[str, Any]], checks: Sequence[dict[str, Any]], artifact_dir: str | None,
+       apply: bool) -> list[Kept]:
+    """What can go because the ledger proves it is kept elsewhere, and why everything else stays; apply removes.
+
+    tasks: rows of tasks with a worktree; candidates: candidate rows; checks: check runs whose execution is not
+    removed (all from the views).
+    """
+    from .checks import remove_execution
+
+    found: list[Kept] = []
+    bindings_of: dict[str, list[str]] = {}
+    for row in candidates:
+        bindings_of.setdefault(row["task_id"], []).append(row["binding_id"])
+    for row in tasks:
+        task = load_task(ledger, row["task_id"])
+        if task.worktree is None:
+            continue
+        run = load_run(ledger, task.run_id)
+        item = Kept("worktree", task.task_id, task.worktree, "keep", "")
+        if run.status in OPEN_RUNS:
+            found.append(replace(item, reason=f"run {run.run_id} is {run.status}: its worker may work here again"))
+            continue
+        try:
+            _require_idle(ledger, processes, task)
+            kept = preservation(ledger, effector.ports.git, task, bindings_of.get(task.task_id, []),
+                                artifact_dir=artifact_dir)
+        except DocketError as e:
+            found.append(replace(item, reason=f"{e.code}: {e.message}"))
+            continue
+        if not kept.preserved:
+            found.append(replace(item, reason=kept.reason))
+            continue
+        item = replace(item, action="remove", reason=kept.reason)
+        if apply:
+            try:
+                remove_task_worktree(ledger, clock, effector, processes, task.task_id,
+                                     bindings_of.get(task.task_id, []), artifact_dir=artifact_dir)
+                item = replace(item, action="removed")
+            except DocketError as e:
+                item = replace(item, action="keep", reason=f"{e.code}: {e.message}")
+        found.append(item)
+    for row in checks:
+        candidate = load_candidate(ledger, row["binding_id"])
+        run = candidate.check_run(row["check_id"])
+        item = Kept("execution", run.check_id, run.execution, "keep", "")
+        if run.execution_state in ("removed", "failed"):
+            continue
+        if run.result is None:
+            found.append(replace(item, reason="its check has no result yet ('docket reconcile --apply' finishes "
+                                              "one nobody runs)"))
+            continue
+        item = replace(item, action="remove", reason=f"its check {run.result}; an execution is never reused")
+        if apply:
+            state = remove_execution(ledger, clock, effector, candidate.binding_id, run.check_id)
+            item = replace(item, action="removed" if state == "removed" else "keep",
+                           reason=item.reason if state == "removed" else f"its removal is {state}")
+        found.append(item)
+    for row in candidates:
+        if row["status"] in ("pinned", "pinning", "releasing"):
+            found.append(Kept("candidate", row["binding_id"], row["ref"], "keep",
+                              "a pinned candidate is the only copy of its work until it is integrated into the "
+                              "target ('docket candidate release' drops it)"))
+    return found
+
+
+@dataclass(frozen=True)
+class GitFinding:
+    """Something under refs/docket/ or docket's worktree folders that no ledger record owns."""
+
+    kind: str  # ref | worktree
+    path: str  # the ref name or the worktree's path
+    detail: str
+    applied: str | None = None
+
+
+def reconcile_git(git: Any, repository: Path, *, owned_refs: set[str], owned_worktrees: set[str],
+                  apply: bool) -> list[GitFinding]:
+    """Refs under refs/docket/ and worktrees in docket's folders that the ledger does not own; apply removes them
+    (a ref by compare-and-swap from what it names; a worktree only if it has no branch checked out)."""
+    findings = []
+    for ref, oid in git.list_docket_refs(repository):
+        if ref in owned_refs:
+            continue
+        finding = GitFinding("ref", ref, f"names {oid}; no candidate in the ledger owns it")
+        if apply:
+            git.delete_ref(repository, ref, oid)
+            finding = replace(finding, applied="deleted")
+        findings.append(finding)
+    for place in git.list_docket_worktrees(repository):
+        if str(place.path) in owned_worktrees:
+            continue
+        what = place.detail or (f"a {place.kind} worktree at {place.head or 'an unknown commit'}"
+                                + (f" on branch {place.branch}" if place.branch else " (detached)"))
+        finding = GitFinding("worktree", str(place.path), f"{what}; no record in the ledger owns it")
+        if apply:
+            branch = place.branch or git.owns_branch(repository, Path(place.path))
+            if branch is not None:
+                finding = replace(finding, applied=f"kept: it has branch {branch} checked out")
+            elif place.detail:
+                finding = replace(finding, applied="kept: not a worktree docket made (never followed or removed)")
+            else:
+                git.remove_worktree(repository, Path(place.path), expected_head=place.head, branch=None)
+                finding = replace(finding, applied="removed")
+        findings.append(finding)
+    return findings

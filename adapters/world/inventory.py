@@ -1,0 +1,369 @@
+"""What docket left in a repository, and its compare-and-swap removal: refs under refs/docket/, worktrees in docket's
+folders, a worktree's HEAD, and the removal of a worktree (with its branch) or of a ref.
+
+gc and reconcile list with these, decide from the ledger, then remove. Listing never raises; removal acts only on
+the state it was told to expect, raises nothing for any other state of the world (the caller observes again) and
+lets OSError for real I/O failures propagate. Nothing here follows a symlink in docket's folders.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from ...domain.effects import DocketWorktree
+from ...domain.errors import BadInput, Refused
+from ...domain.names import check_branch_name
+from .git import (
+    _admin_entries,
+    _AdminEntry,
+    _entry_for,
+    _making_worktrees,
+    _read_text,
+    _remove_checkout,
+    _same,
+    _tip,
+    _unsafe_parent,
+)
+
+__all__ = [
+    "branch_tip",
+    "check_docket_ref",
+    "check_removal",
+    "delete_ref",
+    "list_docket_refs",
+    "list_docket_worktrees",
+    "observe_head",
+    "owns_branch",
+    "remove_worktree",
+    "worktree_kind",
+]
+
+DOCKET_REFS = "refs/docket/"
+IDENTITY = b"docket <docket@localhost>"
+_ROOTS = {"task": (("worktrees",), 2), "execution": (("executions",), 3)}  # kind -> (folder under docket/, depth)
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+
+
+def worktree_kind(repository: Path, path: Path) -> str | None:
+    """task or execution when path (as spelled, not resolved) names a place docket puts worktrees, else None."""
+    for kind, (folders, depth) in _ROOTS.items():
+        root = Path(repository, "docket", *folders)
+        try:
+            parts = Path(path).relative_to(root).parts
+        except ValueError:
+            continue
+        if len(parts) == depth and all(p not in ("", ".", "..") and not p.startswith(".") for p in parts):
+            return kind
+    return None
+
+
+# Listing ---------------------------------------------------------------------------------------------------------
+
+
+def list_docket_refs(repository: Path) -> list[tuple[str, str]]:
+    """Every ref under refs/docket/, loose or packed, with the object id it names, sorted by name.
+
+    Never raises: an unreadable repository lists nothing, and a ref git would
+    skip as broken (an invalid name, a symbolic ref that resolves to nothing,
+    content that is no object id) is left out, as `git for-each-ref` leaves it.
+    """
+    from dulwich.errors import NotGitRepository
+    from dulwich.repo import Repo
+
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError):
+        return []
+    try:
+        found = []
+        for name in sorted(repo.refs.keys(base=DOCKET_REFS.encode())):
+            ref = DOCKET_REFS.encode() + name
+            try:
+                oid = repo.refs[ref].decode("ascii")
+            except (KeyError, OSError, ValueError, UnicodeDecodeError):
+                continue
+            if _OBJECT_ID.fullmatch(oid):
+                found.append((ref.decode("utf-8", "surrogateescape"), oid))
+        return found
+    except OSError:
+        return []
+    finally:
+        repo.close()
+
+
+def list_docket_worktrees(repository: Path) -> list[DocketWorktree]:
+    """Everything at ``<common>/docket/worktrees/<run>/<task>`` and ``<common>/docket/executions/<run>/<binding>/<name>``
+    and every admin entry in ``<common>/worktrees`` naming such a path, one value a path, sorted by path.
+
+    Names starting with "." (staging and removal leftovers) are not listed.
+    detail is set exactly for what is no worktree docket made: anything where
+    a folder should be that is not one (a symlink, a file, a folder that cannot
+    be read: listed at its own path, never followed or entered), an
+    unregistered folder, a folder whose .git does not name its admin entry
+    back. A registered worktree whose folder is gone (an interrupted removal,
+    or deleted by hand) has exists=False and no detail. Admin entries naming other places under docket/ are
+    not docket's worktrees and are not listed. Never raises: what cannot be read
+    is listed with a detail, or, when not even the admin entries can be listed,
+    left out.
+    """
+    from dulwich.errors import NotGitRepository
+    from dulwich.repo import Repo
+
+    repository = Path(repository)
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError):
+        repo = None  # folders and admin entries can still be listed; branch tips cannot be resolved
+    try:
+        with _making_worktrees(repository, exclusive=False):
+            return _inventory(repo, repository)
+    except (OSError, UnicodeDecodeError):
+        return []
+    finally:
+        if repo is not None:
+            repo.close()
+
+
+def observe_head(repository: Path, worktree: Path) -> tuple[str | None, str | None]:
+    """(head, branch) of the worktree at path: the commit its HEAD resolves to, and the branch (short name) HEAD is
+    a symbolic ref to. Read from the admin entry the folder's .git names back; the folder gone, from a stale entry
+    naming path. (None, None) when there is no such entry or nothing can be read; never raises."""
+    from dulwich.errors import NotGitRepository
+    from dulwich.repo import Repo
+
+    repository, worktree = Path(repository), Path(worktree)
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError):
+        return None, None
+    try:
+        with _making_worktrees(repository, exclusive=False):
+            head, branch, _ = _head_of(repo, repository, worktree)
+            return head, branch
+    except (OSError, UnicodeDecodeError):
+        return None, None
+    finally:
+        repo.close()
+
+
+def owns_branch(repository: Path, path: Path) -> str | None:
+    """The branch the worktree at path (or a stale admin entry naming it) has checked out; None if detached or none."""
+    return observe_head(repository, path)[1]
+
+
+def branch_tip(repository: Path, branch: str) -> str | None:
+    """The commit refs/heads/<branch> names; None when it is missing, names no commit, or cannot be read."""
+    from .git import observe_branch
+
+    return observe_branch(repository, branch).commit
+
+
+# Removal ---------------------------------------------------------------------------------------------------------
+
+
+def remove_worktree(repository: Path, path: Path, *, expected_head: str | None, branch: str | None,
+                    group_alive: bool = False) -> None:
+    """Compare-and-swap removal of a worktree docket made (a task's or an execution's), then of its branch.
+
+    Refused ``worktree-busy`` while group_alive (pass True when the liveness of
+    the group that may write there is unknown). BadInput ``bad-worktree-path``
+    unless path is at a worktree place in docket's folders (see worktree_kind),
+    ``bad-branch-name`` for a branch name git refuses.
+
+    Acts only when: no parent between the common dir and path is a symlink; path
+    is a folder or nothing (a symlink or file is left alone); the folder, if
+    there, is this repository's registered worktree whose HEAD is at
+    expected_head (None: any HEAD; an unregistered folder is removed only then)
+    and, when branch is given, attached to that branch. Then the folder is
+    renamed aside and deleted, every admin entry naming path goes, and last
+    refs/heads/<branch> is deleted only while it names expected_head (None: the
+    HEAD the worktree had) and no other checkout has it out. Replaying after a
+    crash anywhere finishes the job. The caller proves first that nothing
+    uncommitted is lost (a pinned capture); HEAD is compared here.
+    """
+    from dulwich.errors import NotGitRepository
+    from dulwich.repo import Repo
+
+    repository, path = Path(repository), Path(path)
+    check_removal(repository, path, branch=branch, group_alive=group_alive)
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError):
+        return
+    try:
+        with _making_worktrees(repository, exclusive=True):
+            _remove(repo, repository, path, expected_head, branch)
+    finally:
+        repo.close()
+
+
+def check_removal(repository: Path, path: Path, *, branch: str | None, group_alive: bool) -> None:
+    """What remove_worktree refuses before looking at the world (the fake shares it)."""
+    if group_alive:
+        raise Refused("worktree-busy", f"a process group may still write in {path}; stop it first")
+    if worktree_kind(repository, path) is None:
+        raise BadInput("bad-worktree-path", f"{path} is not a worktree place under {Path(repository) / 'docket'}")
+    if branch is not None:
+        check_branch_name(branch)
+
+
+def check_docket_ref(ref: str) -> str:
+    """ref itself when it is a well-formed ref under refs/docket/; BadInput ``bad-ref`` otherwise."""
+    try:
+        check_branch_name(ref)  # git's rules for any ref name, and docket's safe-to-show ones
+    except BadInput:
+        raise BadInput("bad-ref", f"{ref!r} is not a well-formed ref name") from None
+    if not ref.startswith(DOCKET_REFS):
+        raise BadInput("bad-ref", f"{ref} is not under {DOCKET_REFS}: docket deletes only its own refs")
+    return ref
+
+
+def delete_ref(repository: Path, ref: str, expected: str) -> None:
+    """Delete ref (under refs/docket/, else BadInput ``bad-ref``) only while it names expected; absent counts as
+    deleted, anything else is left alone. Only OSError for real I/O failures propagates."""
+    from dulwich.errors import NotGitRepository
+    from dulwich.repo import Repo
+
+    check_docket_ref(ref)
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError):
+        return
+    try:
+        repo.refs.remove_if_equals(ref.encode(), expected.encode("ascii"), committer=IDENTITY,
+                                   message=b"docket: delete ref")
+    finally:
+        repo.close()
+
+
+# Inside ----------------------------------------------------------------------------------------------------------
+
+
+def _inventory(repo, common: Path) -> list[DocketWorktree]:  # noqa: ANN001
+    entries = _admin_entries(common)
+    on_disk: dict[Path, tuple[str, str]] = {}  # path -> (kind, detail: "" for a folder at a worktree place)
+    for kind, (folders, depth) in _ROOTS.items():
+        for path, detail in _places(Path(common, "docket", *folders), depth):
+            on_disk[path] = (kind, detail)
+    named: dict[Path, list[_AdminEntry]] = {}
+    for entry in entries:
+        place = _place_of(common, entry.checkout)
+        if place is not None:
+            named.setdefault(place, []).append(entry)
+    found = []
+    for path in sorted(on_disk.keys() | named.keys()):
+        kind, detail = on_disk.get(path) or (worktree_kind(common, path), "")
+        head, branch, admin = _head_of(repo, common, path, entries)
+        registered, exists = path in named, path in on_disk
+        if registered and admin is None:
+            admin = named[path][0].folder.name
+            if exists and not detail:
+                detail = f"{path}/.git does not name admin entry {admin} back"
+        if not detail and not registered:
+            detail = f"{path} is not a registered worktree of {common}"
+        found.append(DocketWorktree(str(path), kind, exists, registered, branch, head, admin, detail))
+    return found
+
+
+def _places(root: Path, depth: int) -> Iterator[tuple[Path, str]]:
+    """What is at depth folders below root (dot names skipped): (path, "") for a folder at that depth, (path, why)
+    for anything at or above it that is not a folder that can be entered. Never follows a symlink."""
+    try:
+        st = os.lstat(root)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        yield root, _not_a_folder(root, st)
+        return
+    if depth == 0:
+        yield root, ""
+        return
+    try:
+        names = sorted(os.listdir(root))
+    except OSError as e:
+        yield root, f"{root} cannot be listed: {e.strerror}"
+        return
+    for name in names:
+        if not name.startswith("."):
+            yield from _places(root / name, depth - 1)
+
+
+def _not_a_folder(path: Path, st: os.stat_result) -> str:
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path} is a symlink to {os.readlink(path)} (not followed)"
+    return f"{path} is a file, not a folder"
+
+
+def _place_of(common: Path, checkout: Path | None) -> Path | None:
+    """checkout spelled under common as the listing spells it, when it is a worktree place of docket's."""
+    if checkout is None:
+        return None
+    for spelling in (common, Path(os.path.realpath(common))):
+        try:
+            place = common / checkout.relative_to(spelling)
+        except ValueError:
+            continue
+        if worktree_kind(common, place) is not None:
+            return place
+    return None
+
+
+def _head_of(repo, common: Path, path: Path,  # noqa: ANN001
+             entries: list[_AdminEntry] | None = None) -> tuple[str | None, str | None, str | None]:
+    """(head, branch, admin entry name) as observe_head describes; all None when unknown."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None:
+        try:
+            entry = _entry_for(common, path) if stat.S_ISDIR(st.st_mode) else None
+        except (OSError, UnicodeDecodeError):
+            entry = None  # its .git cannot be read: no worktree of this repository, as far as can be told
+    else:
+        entry = next((e for e in (entries if entries is not None else _admin_entries(common))
+                      if e.checkout is not None and _same(e.checkout, path)), None)
+    if entry is None:
+        return None, None, None
+    text = entry.head or ""
+    if text.startswith("ref: refs/heads/"):
+        branch = text[len("ref: refs/heads/"):]
+        return (_tip(repo, f"refs/heads/{branch}") if repo is not None else None), branch, entry.folder.name
+    return (text if _OBJECT_ID.fullmatch(text) else None), None, entry.folder.name
+
+
+def _remove(repo, common: Path, path: Path, expected_head: str | None, branch: str | None) -> None:  # noqa: ANN001
+    if _unsafe_parent(common, path) is not None:
+        return  # a planted symlink on the way: removing through it would reach outside docket's folders
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        return  # a symlink or a file where the worktree was: not docket's to remove
+    head, on, admin = _head_of(repo, common, path)
+    if st is not None:
+        if admin is None and (expected_head is not None or branch is not None):
+            return  # an unregistered folder: its HEAD cannot be compared
+        if expected_head is not None and head != expected_head:
+            return
+        if branch is not None and on != branch:
+            return
+    _remove_checkout(common, path)
+    if branch is None:
+        return
+    expected = expected_head if expected_head is not None else (head if on == branch else None)
+    if expected is None or _checked_out_elsewhere(common, branch):
+        return
+    repo.refs.remove_if_equals(f"refs/heads/{branch}".encode(), expected.encode("ascii"), committer=IDENTITY,
+                               message=b"docket: remove worktree branch")
+
+
+def _checked_out_elsewhere(common: Path, branch: str) -> bool:
+    """Whether another worktree's admin entry or the main checkout has refs/heads/<branch> as HEAD."""
+    head = f"ref: refs/heads/{branch}"
+    return any(e.head == head for e in _admin_entries(common)) or _read_text(common / "HEAD") == head

@@ -1,0 +1,78 @@
+"""docket check run: the configured checks against exactly a candidate's commit, each in its own execution."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from typing import Any
+
+from .context import Context
+from .parsing import command, group
+
+__all__ = ["register"]
+
+
+def register(nouns: Any, common: argparse.ArgumentParser) -> None:
+    check = group(nouns, "check", "run docket.toml's [checks.NAME] against a pinned candidate",
+                  "docket check run 3f9a1c0e --check tests")
+    p = command(check, "run", check_run, common,
+                "run checks against the candidate's commit, each in a fresh detached worktree (exit 0: all passed; "
+                "6: one failed; 7: one timed out)",
+                "docket check run 3f9a1c0e\n  docket check run 3f9a1c0e --check tests --check lint --json")
+    p.add_argument("candidate", metavar="CANDIDATE", help="binding id (or at least 8 of its digits), or the commit")
+    p.add_argument("--check", action="append", metavar="NAME", dest="checks",
+                   help="a [checks.NAME] to run (repeatable; default: every configured check)")
+
+
+def check_run(ctx: Context) -> int:
+    from pathlib import Path
+
+    from ..adapters.app.candidates import find_candidate
+    from ..adapters.app.checks import CheckSpec, run_check
+    from ..adapters.world.config_file import find_config, load_config
+    from ..domain.config import check_config_sha256
+    from ..domain.errors import BadInput, NotFound
+    from .output import emit, info, shown
+
+    a = ctx.args
+    config = load_config(find_config(Path.cwd()))
+    names = list(dict.fromkeys(a.checks or sorted(config.checks)))
+    if not names:
+        raise BadInput("no-checks", "docket.toml has no [checks.NAME]; add one (see 'docket config show')")
+    for name in names:
+        if name not in config.checks:
+            known = ", ".join(sorted(config.checks)) or "none"
+            raise NotFound("check-not-found", f"docket.toml has no [checks.{name}] (configured: {known})")
+    candidate = find_candidate(ctx.ledger, ctx.views(), a.candidate)
+    if candidate.status != "pinned":
+        from ..domain.errors import Refused
+
+        raise Refused("candidate-not-pinned", f"candidate {candidate.binding_id} is {candidate.status}; checks run "
+                                              "only on a pinned candidate")
+    outcomes = []
+    for name in names:
+        chosen = config.checks[name]
+        spec = CheckSpec(name=name, argv=chosen.argv, config_sha256=check_config_sha256(name, chosen),
+                         required=chosen.required, timeout_ms=chosen.timeout_ms,
+                         idle_timeout_ms=chosen.idle_timeout_ms, environment=chosen.environment,
+                         env_allow=chosen.env_allow)
+        if not ctx.json:
+            info(f"check {shown(name)} on candidate {candidate.binding_id[:12]} ...")
+        outcome = run_check(ctx.ledger, ctx.clock, ctx.effector, candidate.binding_id, spec,
+                            artifact_dir=config.artifact_dir, docket_dir=ctx.paths.ledger.parent,
+                            ledger_path=ctx.paths.ledger)
+        outcomes.append(outcome)
+    ctx.update_views()
+    lines = []
+    for o in outcomes:
+        how = "" if o.result == "passed" else f" ({o.code}" + (
+            f", exit code {o.exit_code}" if o.exit_code is not None else
+            f", signal {o.signal}" if o.signal is not None else "") + ")"
+        lines.append(f"{o.check} #{o.attempt}: {o.result}{how}; execution {o.execution_state}"
+                     + (f"; {len(o.artifacts)} artifact(s)" if o.artifacts else ""))
+        if o.result != "passed" and o.tail:
+            lines += [f"    {line}" for line in o.tail.splitlines()[-5:]]
+    emit(ctx.json, {"binding_id": candidate.binding_id, "commit": candidate.commit,
+                    "checks": [asdict(o) for o in outcomes]}, "\n".join(shown(line) for line in lines))
+    results = {o.result for o in outcomes}
+    return 6 if "failed" in results else 7 if "timed-out" in results else 0

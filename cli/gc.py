@@ -1,0 +1,39 @@
+"""docket gc: what can go because the ledger proves it is kept elsewhere, and why everything else stays."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from typing import Any
+
+from .context import Context
+from .parsing import command
+
+__all__ = ["register"]
+
+
+def register(nouns: Any, common: argparse.ArgumentParser) -> None:
+    p = command(nouns, "gc", gc, common,
+                "list task worktrees of closed runs whose work is pinned (or unchanged) and finished checks' "
+                "executions, and why everything else is kept; --apply removes what can go",
+                "docket gc\n  docket gc --apply --json")
+    p.add_argument("--apply", action="store_true", help="remove what the ledger proves is kept elsewhere")
+
+
+def gc(ctx: Context) -> int:
+    from ..adapters.app.housekeeping import gc as collect
+    from ..projections import candidates, checks, tasks
+    from .output import emit, shown
+    from .worktree import artifact_dir
+
+    a = ctx.args
+    conn = ctx.views().conn
+    found = collect(ctx.ledger, ctx.clock, ctx.effector, ctx.effector.ports.processes,
+                    tasks=tasks.tasks_with_worktrees(conn), candidates=candidates.all_candidates(conn),
+                    checks=checks.live_executions(conn), artifact_dir=artifact_dir(), apply=a.apply)
+    ctx.update_views()
+    going = [k for k in found if k.action in ("remove", "removed")]
+    lines = [f"{len(going)} to remove" if not a.apply else f"{sum(k.action == 'removed' for k in found)} removed"]
+    lines += [f"  {k.action:<7} {k.kind} {k.name}: {k.path} ({k.reason})" for k in found]
+    emit(ctx.json, {"applied": a.apply, "items": [asdict(k) for k in found]}, "\n".join(shown(line) for line in lines))
+    return 0

@@ -1,0 +1,447 @@
+"""The Candidate aggregate: one pinned capture of a task's worktree, and every check run against it.
+
+Its stream is ``candidate:<binding id>``. The pin is an intent
+(CandidatePinRequested) resolved by CandidatePinned (created, or found already
+there) or CandidateDiverged (another commit holds the ref; it is left alone).
+Release is a compare-and-swap delete through CandidateReleaseRequested.
+
+A check run is numbered per check name on this stream, so two runs of one
+check never share an attempt (nor an execution path). Its steps, each recorded
+before the next is taken: CheckRequested (bound to the configuration's digest)
+and the execution intent; the launch intent (the command held at a gate until
+its identity is recorded); one result (CheckPassed, CheckFailed or
+CheckTimedOut); the execution's removal intent. Names derived from content
+(binding ids, refs) are in ``candidates``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
+
+from . import events as ev
+from .aggregate import next_event
+from .errors import Refused
+from .processes import ProcessIdentity as Process
+from .run import Run, require_open
+from .streams import candidate_stream as stream_of
+
+if TYPE_CHECKING:
+    from .effects import Act, CandidateRefObservation, ExecutionObservation, Unknown
+    from .worker import LaunchObservation
+
+__all__ = [
+    "Candidate",
+    "CheckRun",
+    "RemovalObservation",
+    "apply",
+    "check_result",
+    "decide_check_launch",
+    "decide_execution",
+    "decide_pin",
+    "decide_release",
+    "decide_removal",
+    "interrupted",
+    "made",
+    "request_check",
+    "request_check_launch",
+    "request_pin",
+    "request_release",
+    "request_removal",
+    "stream_of",
+]
+
+CandidateStatus = Literal["pinning", "pinned", "diverged", "releasing", "released"]
+CheckResult = Literal["passed", "failed", "timed-out"]
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    """One attempt of one named check against the candidate."""
+
+    check_id: str
+    check: str
+    attempt: int
+    config_sha256: str
+    argv_sha256: str
+    required: bool
+    timeout_ms: int
+    idle_timeout_ms: int | None
+    execution: str  # its path
+    repository: str
+    artifact_dir: str | None
+    # requested -> ready | failed; then removing -> removed
+    execution_state: Literal["requested", "ready", "failed", "removing", "removed"] = "requested"
+    execution_intent: str | None = None
+    launch_intent: str | None = None
+    launch_failure: str | None = None
+    process: Process | None = None
+    supervisor: Process | None = None
+    launched_at: str | None = None
+    log_path: str | None = None
+    removal_intent: str | None = None
+    result: CheckResult | None = None
+    result_code: str | None = None  # CheckFailed's code, or the timeout's cause
+
+
+@dataclass(frozen=True)
+class Candidate:
+    binding_id: str
+    run_id: str
+    task_id: str
+    version: int
+    worker_id: str | None
+    generation: int | None
+    boundary: str
+    repository: str
+    worktree: str
+    ref: str
+    parent: str
+    tree: str
+    base: str
+    changed_paths: tuple[str, ...]
+    status: CandidateStatus = "pinning"
+    pin_intent: str | None = None
+    commit: str | None = None  # once pinned
+    diverged_commit: str | None = None
+    release_intent: str | None = None
+    release_failure: str | None = None
+    checks: tuple[CheckRun, ...] = ()
+
+    def check_run(self, check_id: str) -> CheckRun:
+        for run in self.checks:
+            if run.check_id == check_id:
+                return run
+        raise Refused("unknown-check", f"candidate {self.binding_id} has no check run {check_id}")
+
+    def attempts(self, check: str) -> int:
+        return sum(1 for run in self.checks if run.check == check)
+
+    def latest(self, check: str) -> CheckRun | None:
+        """The last attempt of the named check, if any."""
+        runs = [run for run in self.checks if run.check == check]
+        return runs[-1] if runs else None
+
+
+def apply(candidate: Candidate | None, event: ev.Event, position: int) -> Candidate:
+    if isinstance(event, ev.CandidatePinRequested):
+        fields = dict(binding_id=event.binding_id, run_id=event.run_id, task_id=event.task_id, version=event.version,
+                      worker_id=event.worker_id, generation=event.generation, boundary=event.boundary,
+                      repository=event.repository, worktree=event.worktree, ref=event.ref, parent=event.parent,
+                      tree=event.tree, base=event.base, changed_paths=tuple(event.changed_paths),
+                      status="pinning", pin_intent=event.intent_id)
+        if candidate is None:
+            return Candidate(**fields)
+        return replace(candidate, **fields, commit=None, diverged_commit=None)  # pinned again after a release
+    assert candidate is not None, f"{event.type_name()} before CandidatePinRequested"
+    candidate = replace(candidate, version=event.version)
+    if isinstance(event, ev.CandidatePinned):
+        return replace(candidate, status="pinned", pin_intent=None, commit=event.commit)
+    if isinstance(event, ev.CandidateDiverged):
+        return replace(candidate, status="diverged", pin_intent=None, diverged_commit=event.found)
+    if isinstance(event, ev.CandidateReleaseRequested):
+        return replace(candidate, status="releasing", release_intent=event.intent_id, release_failure=None)
+    if isinstance(event, ev.CandidateReleased):
+        return replace(candidate, status="released", release_intent=None)
+    if isinstance(event, ev.CandidateReleaseFailed):
+        return replace(candidate, status="pinned", release_intent=None, release_failure=event.code)
+    if isinstance(event, ev.CheckRequested):
+        run = CheckRun(event.check_id, event.check, event.attempt, event.config_sha256, event.argv_sha256,
+                       event.required, event.timeout_ms, event.idle_timeout_ms, event.execution, event.repository,
+                       event.artifact_dir)
+        return replace(candidate, checks=(*candidate.checks, run))
+    if isinstance(event, ev.IntentOutcomeUnknown | ev.IntentOutcomeUnknownV2):
+        return candidate
+    if isinstance(event, ev.IntentCancelled):
+        return _cancelled(candidate, event.intent_id)
+    check_id = getattr(event, "check_id", None)
+    if check_id is not None:
+        return _with_check(candidate, check_id, _apply_check(candidate.check_run(check_id), event))
+    raise TypeError(f"Candidate cannot apply {event.type_name()}")
+
+
+def _apply_check(run: CheckRun, event: ev.Event) -> CheckRun:
+    if isinstance(event, ev.ExecutionRequested):
+        return replace(run, execution_intent=event.intent_id)
+    if isinstance(event, ev.ExecutionCreated):
+        return replace(run, execution_intent=None, execution_state="ready")
+    if isinstance(event, ev.ExecutionFailed):
+        return replace(run, execution_intent=None, execution_state="failed")
+    if isinstance(event, ev.CheckLaunchRequested):
+        return replace(run, launch_intent=event.intent_id, log_path=event.log_path)
+    if isinstance(event, ev.CheckLaunched):
+        return replace(run, launch_intent=None, process=_identity(event.process),
+                       supervisor=_identity(event.supervisor), launched_at=event.recorded_at)
+    if isinstance(event, ev.CheckLaunchFailed):
+        return replace(run, launch_intent=None, launch_failure=event.code)
+    if isinstance(event, ev.CheckPassed):
+        return replace(run, result="passed")
+    if isinstance(event, ev.CheckFailed):
+        return replace(run, result="failed", result_code=event.code)
+    if isinstance(event, ev.CheckTimedOut):
+        return replace(run, result="timed-out", result_code=event.cause)
+    if isinstance(event, ev.ExecutionRemovalRequested):
+        return replace(run, removal_intent=event.intent_id, execution_state="removing")
+    if isinstance(event, ev.ExecutionRemoved):
+        return replace(run, removal_intent=None, execution_state="removed")
+    raise TypeError(f"Candidate cannot apply {event.type_name()}")
+
+
+def _cancelled(candidate: Candidate, intent_id: str) -> Candidate:
+    if candidate.pin_intent == intent_id:
+        return replace(candidate, status="diverged", pin_intent=None)  # never pinned: nothing to check or hand off
+    if candidate.release_intent == intent_id:
+        return replace(candidate, status="pinned", release_intent=None)
+    for run in candidate.checks:
+        if run.execution_intent == intent_id:
+            return _with_check(candidate, run.check_id, replace(run, execution_intent=None, execution_state="failed"))
+        if run.launch_intent == intent_id:
+            return _with_check(candidate, run.check_id, replace(run, launch_intent=None, launch_failure="cancelled"))
+        if run.removal_intent == intent_id:
+            return _with_check(candidate, run.check_id, replace(run, removal_intent=None))
+    return candidate
+
+
+def _with_check(candidate: Candidate, check_id: str, updated: CheckRun) -> Candidate:
+    return replace(candidate, checks=tuple(updated if run.check_id == check_id else run for run in candidate.checks))
+
+
+# --- the pin -------------------------------------------------------------------------------------------------------
+
+
+def request_pin(existing: Candidate | None, run: Run, *, intent_id: str, task_id: str, worker_id: str | None,
+                generation: int | None, boundary: str, binding_id: str, repository: str, worktree: str, ref: str,
+                parent: str, tree: str, base: str, changed_paths: Sequence[str], now: str) -> list[ev.Event]:
+    """The intent to pin this capture; nothing when the same capture is pinned, or being pinned, already."""
+    if existing is not None:
+        if existing.status in ("pinning", "pinned", "releasing"):
+            return []
+        if existing.status == "diverged":
+            raise Refused("candidate-diverged", f"{existing.ref} names another commit than this capture's; "
+                                                "it is left untouched (see 'docket log')")
+    require_open(run)
+    version = existing.version if existing is not None else 0
+    return [next_event(ev.CandidatePinRequested, stream_of(binding_id), version, now, intent_id=intent_id,
+                       run_id=run.run_id, task_id=task_id, worker_id=worker_id, generation=generation,
+                       boundary=boundary, binding_id=binding_id, repository=repository, worktree=worktree, ref=ref,
+                       parent=parent, tree=tree, base=base, changed_paths=sorted(set(changed_paths)))]
+
+
+def decide_pin(candidate: Candidate, intent: ev.CandidatePinRequested, observed: CandidateRefObservation,
+               now: str) -> ev.Event | Unknown | Act:
+    from .effects import Act, Unknown
+
+    stream = stream_of(candidate.binding_id)
+    common = dict(intent_id=intent.intent_id, run_id=intent.run_id, task_id=intent.task_id,
+                  binding_id=intent.binding_id, ref=intent.ref)
+    if observed.state == "missing":
+        return Act()
+    if observed.state == "matching":
+        assert observed.commit is not None
+        return next_event(ev.CandidatePinned, stream, candidate.version, now, **common, commit=observed.commit,
+                          tree=intent.tree, parent=intent.parent, base=intent.base,
+                          changed_paths=list(intent.changed_paths), result="observed")
+    if observed.state == "diverged":
+        found = observed.commit if observed.commit and len(observed.commit) in (40, 64) else None
+        return next_event(ev.CandidateDiverged, stream, candidate.version, now, **common, found=found,
+                          message=(observed.detail or f"{intent.ref} names another commit")[:4000])
+    return Unknown(observed.detail or f"cannot read {intent.ref} in {intent.repository}")
+
+
+def made(outcome: ev.Event) -> ev.Event:
+    """After an act: the outcome made now, rather than found (pinned, released, created, removed)."""
+    updates = {ev.CandidatePinned: "created", ev.CandidateReleased: "released", ev.ExecutionCreated: "created",
+               ev.ExecutionRemoved: "removed"}
+    result = updates.get(type(outcome))
+    return outcome.model_copy(update={"result": result}) if result else outcome
+
+
+def request_release(candidate: Candidate, *, intent_id: str, reason: str, now: str) -> list[ev.Event]:
+    """The intent to delete the candidate's ref from its pinned commit; nothing when released or releasing."""
+    if candidate.status in ("released", "releasing"):
+        return []
+    if candidate.status != "pinned" or candidate.commit is None:
+        raise Refused("candidate-not-pinned", f"candidate {candidate.binding_id} is {candidate.status}, not pinned")
+    return [next_event(ev.CandidateReleaseRequested, stream_of(candidate.binding_id), candidate.version, now,
+                       intent_id=intent_id, run_id=candidate.run_id, binding_id=candidate.binding_id,
+                       repository=candidate.repository, ref=candidate.ref, commit=candidate.commit,
+                       parent=candidate.parent, tree=candidate.tree, reason=reason[:4000] or "released")]
+
+
+def decide_release(candidate: Candidate, intent: ev.CandidateReleaseRequested, observed: CandidateRefObservation,
+                   now: str) -> ev.Event | Unknown | Act:
+    from .effects import Act, Unknown
+
+    stream = stream_of(candidate.binding_id)
+    common = dict(intent_id=intent.intent_id, run_id=intent.run_id, binding_id=intent.binding_id)
+    if observed.state == "missing":
+        return next_event(ev.CandidateReleased, stream, candidate.version, now, **common, result="observed")
+    if observed.state == "matching" and observed.commit == intent.commit:
+        return Act()
+    if observed.state in ("matching", "diverged"):
+        return next_event(ev.CandidateReleaseFailed, stream, candidate.version, now, **common,
+                          code="candidate-diverged",
+                          message=f"{intent.ref} names {observed.commit or 'something else'}, not the pinned "
+                                  f"{intent.commit}; it is left untouched")
+    return Unknown(observed.detail or f"cannot read {intent.ref} in {intent.repository}")
+
+
+# --- checks --------------------------------------------------------------------------------------------------------
+
+
+def request_check(candidate: Candidate, run: Run, *, check_id: str, execution_intent: str, check: str,
+                  config_sha256: str, argv_sha256: str, required: bool, timeout_ms: int,
+                  idle_timeout_ms: int | None, execution_for: Callable[[int], str], artifact_dir: str | None,
+                  now: str) -> list[ev.Event]:
+    """The next attempt of the named check against the pinned commit, and the intent to make its execution."""
+    require_open(run)
+    if candidate.status != "pinned" or candidate.commit is None:
+        raise Refused("candidate-not-pinned", f"candidate {candidate.binding_id} is {candidate.status}; checks run "
+                                              "only on a pinned candidate")
+    attempt = candidate.attempts(check) + 1
+    path = execution_for(attempt)
+    stream = stream_of(candidate.binding_id)
+    requested = next_event(ev.CheckRequested, stream, candidate.version, now, check_id=check_id,
+                           run_id=candidate.run_id, task_id=candidate.task_id, binding_id=candidate.binding_id,
+                           commit=candidate.commit, check=check, attempt=attempt, config_sha256=config_sha256,
+                           argv_sha256=argv_sha256, required=required, timeout_ms=timeout_ms,
+                           idle_timeout_ms=idle_timeout_ms, execution=path, repository=candidate.repository,
+                           artifact_dir=artifact_dir)
+    execution = next_event(ev.ExecutionRequested, stream, candidate.version + 1, now, intent_id=execution_intent,
+                           check_id=check_id, binding_id=candidate.binding_id, repository=candidate.repository,
+                           path=path, commit=candidate.commit)
+    return [requested, execution]
+
+
+def decide_execution(candidate: Candidate, intent: ev.ExecutionRequested, observed: ExecutionObservation,
+                     now: str) -> ev.Event | Unknown | Act:
+    from .effects import Act, Unknown
+
+    stream = stream_of(candidate.binding_id)
+    if observed.state == "absent":
+        return Act()
+    if observed.state == "ready":
+        return next_event(ev.ExecutionCreated, stream, candidate.version, now, intent_id=intent.intent_id,
+                          check_id=intent.check_id, path=intent.path, commit=intent.commit, result="observed")
+    if observed.state == "diverged":
+        return next_event(ev.ExecutionFailed, stream, candidate.version, now, intent_id=intent.intent_id,
+                          check_id=intent.check_id, code="execution-diverged",
+                          message=(observed.detail or f"something else is at {intent.path}")[:4000])
+    return Unknown(observed.detail or f"cannot read the repository {intent.repository}")
+
+
+def request_check_launch(candidate: Candidate, check_id: str, *, intent_id: str, log_path: str,
+                         now: str) -> ev.Event:
+    run = candidate.check_run(check_id)
+    if run.execution_state != "ready":
+        raise Refused("execution-not-ready", f"check {check_id}'s execution is {run.execution_state}")
+    if run.launch_intent is not None or run.process is not None or run.launch_failure or run.result:
+        raise Refused("check-launched", f"check {check_id} was launched already; a new attempt is a new check run")
+    return next_event(ev.CheckLaunchRequested, stream_of(candidate.binding_id), candidate.version, now,
+                      intent_id=intent_id, check_id=check_id, binding_id=candidate.binding_id,
+                      execution=run.execution, log_path=log_path)
+
+
+def decide_check_launch(candidate: Candidate, intent: ev.CheckLaunchRequested, observed: LaunchObservation,
+                        now: str) -> ev.Event | Unknown | Act:
+    from .effects import Act, Unknown
+
+    stream = stream_of(candidate.binding_id)
+    common = dict(intent_id=intent.intent_id, check_id=intent.check_id)
+    if observed.state == "held":
+        assert observed.identity is not None and observed.supervisor is not None
+        return next_event(ev.CheckLaunched, stream, candidate.version, now, **common,
+                          process=_recorded(observed.identity), supervisor=_recorded(observed.supervisor))
+    if observed.state == "failed":
+        return next_event(ev.CheckLaunchFailed, stream, candidate.version, now, **common, code="launch-failed",
+                          message=(observed.detail or "the check could not be started")[:4000])
+    if observed.state == "abandoned":
+        return next_event(ev.CheckLaunchFailed, stream, candidate.version, now, **common, code="launcher-gone",
+                          message="the command that asked for this check ended before it started; nothing of it "
+                                  "runs ('docket check run' starts a new attempt)")
+    if observed.state == "other":
+        return Unknown("a process of an earlier attempt to start this check is still held at its gate; it exits "
+                       "by itself")
+    return Act()
+
+
+def check_result(candidate: Candidate, check_id: str, result: CheckResult, now: str, *, duration_ms: int | None,
+                 output_sha256: str | None, output_bytes: int | None, tail: str, execution: str,
+                 artifacts: Sequence[dict[str, object]] = (), code: str | None = None, exit_code: int | None = None,
+                 signal: int | None = None, message: str | None = None, cause: str | None = None) -> list[ev.Event]:
+    """The check run's one result; nothing when a result is recorded already."""
+    run = candidate.check_run(check_id)
+    if run.result is not None:
+        return []
+    stream = stream_of(candidate.binding_id)
+    common = dict(check_id=check_id, binding_id=candidate.binding_id, check=run.check,
+                  config_sha256=run.config_sha256, duration_ms=duration_ms, output_sha256=output_sha256,
+                  output_bytes=output_bytes, tail=tail[-4000:], execution=execution,
+                  artifacts=[ev.ArtifactRecord(**a) for a in artifacts])
+    if result == "passed":
+        return [next_event(ev.CheckPassed, stream, candidate.version, now, **common)]
+    if result == "timed-out":
+        return [next_event(ev.CheckTimedOut, stream, candidate.version, now, **common, cause=cause or "timeout",
+                           timeout_ms=run.timeout_ms)]
+    return [next_event(ev.CheckFailed, stream, candidate.version, now, **common, code=code or "exit",
+                       exit_code=exit_code, signal=signal, message=(message or "the check failed")[:4000])]
+
+
+def interrupted(candidate: Candidate, check_id: str, liveness: str, now: str) -> list[ev.Event]:
+    """CheckFailed ``interrupted`` for a run nobody is running any more (its process is positively gone, or never
+    started); nothing while it may still run, or once it has a result."""
+    run = candidate.check_run(check_id)
+    if run.result is not None or run.execution_intent is not None or run.launch_intent is not None:
+        return []
+    if run.process is not None and liveness != "dead":
+        return []
+    why = ("its process ended with no one to record how" if run.process is not None
+           else f"it never started ({run.launch_failure})" if run.launch_failure
+           else "its execution could not be made" if run.execution_state == "failed"
+           else "the command running it ended before it started")
+    return check_result(candidate, check_id, "failed", now, duration_ms=None, output_sha256=None, output_bytes=None,
+                        tail="", execution="none", code="interrupted", message=f"check {run.check}: {why}")
+
+
+@dataclass(frozen=True)
+class RemovalObservation:
+    """An execution before its removal: absent (nothing there), present (something is; its group is alive, dead
+    or unknown), or unreadable."""
+
+    state: Literal["absent", "present", "unreadable"]
+    group: Literal["alive", "dead", "unknown", "none"] = "none"
+    detail: str = ""
+
+
+def request_removal(candidate: Candidate, check_id: str, *, intent_id: str, now: str) -> list[ev.Event]:
+    """The intent to remove the check run's execution; nothing when it is removed or being removed."""
+    run = candidate.check_run(check_id)
+    if run.execution_state in ("removing", "removed") or run.execution_intent is not None:
+        return []
+    process = None if run.process is None else _recorded(run.process)
+    return [next_event(ev.ExecutionRemovalRequested, stream_of(candidate.binding_id), candidate.version, now,
+                       intent_id=intent_id, check_id=check_id, binding_id=candidate.binding_id, repository=run.repository, path=run.execution,
+                       process=process)]
+
+
+def decide_removal(candidate: Candidate, intent: ev.ExecutionRemovalRequested, observed: RemovalObservation,
+                   now: str) -> ev.Event | Unknown | Act:
+    from .effects import Act, Unknown
+
+    if observed.state == "absent":
+        return next_event(ev.ExecutionRemoved, stream_of(candidate.binding_id), candidate.version, now,
+                          intent_id=intent.intent_id, check_id=intent.check_id, path=intent.path, result="observed")
+    if observed.state == "present" and observed.group in ("dead", "none"):
+        return Act()
+    if observed.state == "present":
+        return Unknown(f"the check's process group is {observed.group}; its execution is removed once it is gone")
+    return Unknown(observed.detail or f"cannot read {intent.path}")
+
+
+def _recorded(p: Process) -> ev.ProcessIdentity:
+    return ev.ProcessIdentity(host=p.host, boot_id=p.boot_id, pid=p.pid, pgid=p.pgid, start_time=p.start_time)
+
+
+def _identity(p: ev.ProcessIdentity) -> Process:
+    return Process(p.host, p.boot_id, p.pid, p.pgid, p.start_time)

@@ -1,0 +1,72 @@
+"""pin_task against a real worktree: a worktree written to between the two captures pins nothing.
+
+The worktree is made by the real CLI; the pin runs in-process with the real
+dulwich port, whose capture_twice is given a change to make between the two
+captures (the only way to make that moment exact).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from docket.adapters.app.candidates import pin_task
+from docket.adapters.app.effector import Effector
+from docket.adapters.app.ledger import Ledger
+from docket.adapters.app.ports import Ports
+from docket.adapters.world.clock import SystemClock
+from docket.adapters.world.git import DulwichGit
+from docket.domain import events as ev
+from docket.domain import task as task_aggregate
+
+RUN, TASK = "r1", "t1"
+
+
+class WrittenBetweenCaptures(DulwichGit):
+    def __init__(self, change):  # noqa: ANN001
+        self.change = change
+
+    def capture_twice(self, worktree, *, expected_head, base, artifact_dir):  # noqa: ANN001, ANN201
+        from docket.adapters.world.capture import capture_twice
+
+        return capture_twice(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir,
+                             between=lambda: self.change(Path(worktree)))
+
+
+@pytest.fixture
+def ledger(docket):  # noqa: ANN001, ANN201
+    docket("init")
+    docket("run", "open", "--target", "main", "--goal", "g", "--id", RUN)
+    docket("task", "plan", RUN, "--title", "t", "--id", TASK)
+    docket("worker", "launch", RUN, "--task", TASK, "--", "sh", "-c", "echo first > a.txt")
+    opened = Ledger(docket.ledger)
+    yield opened
+    opened.close()
+
+
+def test_a_worktree_changed_between_the_two_captures_is_unstable_and_nothing_is_pinned(docket, ledger):
+    refs_before = _refs(docket.cwd)
+    git = WrittenBetweenCaptures(lambda root: (root / "a.txt").write_text("moving\n"))
+    effector = Effector(ledger, SystemClock(), Ports(git=git))
+    pinned = pin_task(ledger, SystemClock(), effector, RUN, TASK, artifact_dir=None, worker_id=TASK, generation=1)
+    assert pinned.result == "unstable" and pinned.differing == ("a.txt",)
+    history = [e for _, e in ledger.history(task_aggregate.stream_of(TASK))]
+    (unstable,) = [e for e in history if isinstance(e, ev.CandidateUnstable)]
+    assert unstable.differing_paths == ["a.txt"] and unstable.boundary == "generation-1"
+    assert _refs(docket.cwd) == refs_before  # no ref made
+    requested = docket("log", "--json", "--type", "CandidatePinRequested.v1").json()["events"]
+    assert len(requested) == 1  # only the pin made when the worker exited, before this
+
+
+def test_a_change_between_captures_that_is_undone_is_stable(docket, ledger):
+    git = WrittenBetweenCaptures(lambda root: (root / "a.txt").write_text("first\n"))  # the same bytes again
+    effector = Effector(ledger, SystemClock(), Ports(git=git))
+    pinned = pin_task(ledger, SystemClock(), effector, RUN, TASK, artifact_dir=None, worker_id=TASK, generation=1)
+    assert pinned.result == "pinned" and pinned.candidate.status == "pinned"
+
+
+def _refs(repo: Path) -> list[str]:
+    return subprocess.run(["git", "for-each-ref", "--format=%(refname) %(objectname)"], cwd=repo,
+                          capture_output=True, text=True, check=True).stdout.splitlines()

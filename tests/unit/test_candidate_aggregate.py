@@ -1,0 +1,249 @@
+"""The Candidate aggregate decided on plain values: the pin, its release, and a check run's every step."""
+
+from __future__ import annotations
+
+import pytest
+
+from docket.domain import candidate
+from docket.domain import events as ev
+from docket.domain.effects import Act, CandidateRefObservation, ExecutionObservation, Unknown
+from docket.domain.errors import Refused
+from docket.domain.processes import ProcessIdentity
+from docket.domain.worker import LaunchObservation
+
+from .builders import COMMIT, T0, Book, at
+
+BINDING = "b" * 64
+TREE, PARENT, PINNED = "c" * 40, "d" * 40, "e" * 40
+REF = f"refs/docket/candidates/r1/{BINDING}"
+CHECK_PROCESS = ProcessIdentity(host="h", boot_id="b", pid=200, pgid=200, start_time="9")
+ME = ProcessIdentity(host="h", boot_id="b", pid=99, pgid=99, start_time="4")
+
+
+def pin_request(book: Book, existing=None, r=None, intent_id="p1", now=T0):
+    r = r or book.active_run()
+    return candidate.request_pin(existing, r, intent_id=intent_id, task_id="t1", worker_id="t1", generation=1,
+                                 boundary="generation-1", binding_id=BINDING, repository="/repo/.git",
+                                 worktree="/repo/.git/docket/worktrees/r1/t1", ref=REF, parent=PARENT, tree=TREE,
+                                 base=COMMIT, changed_paths=["b.txt", "a.txt", "a.txt"], now=now)
+
+
+def pinned(book: Book):
+    (intent,) = pin_request(book)
+    c = book.apply(candidate.apply, None, intent)
+    outcome = candidate.decide_pin(c, intent, CandidateRefObservation("matching", commit=PINNED), at(1))
+    return book.apply(candidate.apply, c, candidate.made(outcome)), intent
+
+
+def test_a_pin_request_names_the_capture_with_sorted_unique_paths_on_the_binding_stream():
+    (intent,) = pin_request(Book())
+    assert intent.stream == f"candidate:{BINDING}" and intent.version == 1
+    assert intent.changed_paths == ["a.txt", "b.txt"]
+
+
+def test_the_same_capture_pinned_twice_is_one_candidate():
+    book = Book()
+    c, _ = pinned(book)
+    assert c.status == "pinned" and c.commit == PINNED
+    assert pin_request(book, existing=c) == []
+    pinning = book.apply(candidate.apply, None, pin_request(book))
+    assert pin_request(book, existing=pinning) == []
+
+
+def test_the_pin_is_decided_by_what_the_ref_holds():
+    book = Book()
+    (intent,) = pin_request(book)
+    c = book.apply(candidate.apply, None, intent)
+    assert isinstance(candidate.decide_pin(c, intent, CandidateRefObservation("missing"), at(1)), Act)
+    observed = candidate.decide_pin(c, intent, CandidateRefObservation("matching", commit=PINNED), at(1))
+    assert isinstance(observed, ev.CandidatePinned) and observed.result == "observed"
+    assert observed.changed_paths == ["a.txt", "b.txt"] and observed.base == COMMIT
+    assert candidate.made(observed).result == "created"
+    diverged = candidate.decide_pin(c, intent, CandidateRefObservation("diverged", commit="f" * 40,
+                                                                      detail="tree differs"), at(1))
+    assert isinstance(diverged, ev.CandidateDiverged) and diverged.found == "f" * 40
+    unknown = candidate.decide_pin(c, intent, CandidateRefObservation("unreadable", detail="locked"), at(1))
+    assert isinstance(unknown, Unknown) and unknown.reason == "locked"
+
+
+def test_a_diverged_candidate_is_not_pinned_again_and_cannot_be_checked():
+    book = Book()
+    (intent,) = pin_request(book)
+    c = book.apply(candidate.apply, None, intent)
+    c = book.apply(candidate.apply, c, candidate.decide_pin(c, intent, CandidateRefObservation("diverged"), at(1)))
+    assert c.status == "diverged"
+    with pytest.raises(Refused) as e:
+        pin_request(book, existing=c)
+    assert e.value.code == "candidate-diverged"
+    with pytest.raises(Refused) as e:
+        start_check(book, c)
+    assert e.value.code == "candidate-not-pinned"
+
+
+def test_a_pin_in_a_closed_run_is_refused():
+    from docket.domain import run
+
+    book = Book()
+    r = book.active_run()
+    r = book.apply(run.apply, r, run.abort(r, "enough", at(1)))
+    with pytest.raises(Refused) as e:
+        pin_request(book, r=r)
+    assert e.value.code == "run-closed"
+
+
+def test_release_is_a_compare_and_swap_from_the_pinned_commit():
+    book = Book()
+    c, _ = pinned(book)
+    (intent,) = candidate.request_release(c, intent_id="r1", reason="done", now=at(2))
+    assert (intent.commit, intent.parent, intent.tree) == (PINNED, PARENT, TREE)
+    c = book.apply(candidate.apply, c, intent)
+    assert candidate.request_release(c, intent_id="r2", reason="again", now=at(2)) == []
+    assert isinstance(candidate.decide_release(c, intent, CandidateRefObservation("matching", commit=PINNED), at(3)),
+                      Act)
+    gone = candidate.decide_release(c, intent, CandidateRefObservation("missing"), at(3))
+    assert isinstance(gone, ev.CandidateReleased) and candidate.made(gone).result == "released"
+    moved = candidate.decide_release(c, intent, CandidateRefObservation("diverged", commit="f" * 40), at(3))
+    assert isinstance(moved, ev.CandidateReleaseFailed) and moved.code == "candidate-diverged"
+    other = candidate.decide_release(c, intent, CandidateRefObservation("matching", commit="f" * 40), at(3))
+    assert isinstance(other, ev.CandidateReleaseFailed)
+    assert book.apply(candidate.apply, c, other).status == "pinned"
+    released = book.apply(candidate.apply, c, gone)
+    assert released.status == "released"
+    assert candidate.request_release(released, intent_id="r3", reason="x", now=at(4)) == []
+
+
+def start_check(book: Book, c, check="tests", check_id="k1", execution_intent="x1"):
+    return candidate.request_check(c, book.active_run(), check_id=check_id, execution_intent=execution_intent,
+                                   check=check, config_sha256="1" * 64, argv_sha256="2" * 64, required=True,
+                                   timeout_ms=60_000, idle_timeout_ms=None,
+                                   execution_for=lambda attempt: f"/repo/.git/docket/executions/r1/{BINDING}/"
+                                                                 f"{check}-{attempt}",
+                                   artifact_dir="out", now=at(5))
+
+
+def test_attempts_are_numbered_per_check_on_the_candidate_stream():
+    book = Book()
+    c, _ = pinned(book)
+    first = start_check(book, c)
+    assert [type(e) for e in first] == [ev.CheckRequested, ev.ExecutionRequested]
+    assert first[0].attempt == 1 and first[1].version == first[0].version + 1
+    assert first[1].path.endswith("/tests-1") and first[1].commit == PINNED
+    c = book.apply(candidate.apply, c, first)
+    second = start_check(book, c, check_id="k2", execution_intent="x2")
+    assert second[0].attempt == 2 and second[1].path.endswith("/tests-2")
+    other = start_check(book, c, check="lint", check_id="k3", execution_intent="x3")
+    assert other[0].attempt == 1
+
+
+def launched_check(book: Book):
+    c, _ = pinned(book)
+    requested, execution = start_check(book, c)
+    c = book.apply(candidate.apply, c, [requested, execution])
+    made = candidate.decide_execution(c, execution, ExecutionObservation("ready"), at(6))
+    assert isinstance(made, ev.ExecutionCreated) and candidate.made(made).result == "created"
+    c = book.apply(candidate.apply, c, made)
+    launch = candidate.request_check_launch(c, "k1", intent_id="l1", log_path="/log", now=at(7))
+    c = book.apply(candidate.apply, c, launch)
+    held = LaunchObservation("held", identity=CHECK_PROCESS, supervisor=ME)
+    c = book.apply(candidate.apply, c, candidate.decide_check_launch(c, launch, held, at(8)))
+    return c
+
+
+def test_an_execution_is_made_only_where_nothing_is():
+    book = Book()
+    c, _ = pinned(book)
+    requested, execution = start_check(book, c)
+    c = book.apply(candidate.apply, c, [requested, execution])
+    assert isinstance(candidate.decide_execution(c, execution, ExecutionObservation("absent"), at(6)), Act)
+    failed = candidate.decide_execution(c, execution, ExecutionObservation("diverged", detail="a file"), at(6))
+    assert isinstance(failed, ev.ExecutionFailed) and failed.code == "execution-diverged"
+    assert isinstance(candidate.decide_execution(c, execution, ExecutionObservation("unreadable"), at(6)), Unknown)
+    c = book.apply(candidate.apply, c, failed)
+    with pytest.raises(Refused) as e:
+        candidate.request_check_launch(c, "k1", intent_id="l1", log_path="/log", now=at(7))
+    assert e.value.code == "execution-not-ready"
+
+
+def test_a_check_launch_is_decided_like_a_worker_launch():
+    book = Book()
+    c = launched_check(book)
+    run = c.check_run("k1")
+    assert run.process == CHECK_PROCESS and run.supervisor == ME and run.launch_intent is None
+    with pytest.raises(Refused):
+        candidate.request_check_launch(c, "k1", intent_id="l2", log_path="/log", now=at(9))
+    intent = ev.CheckLaunchRequested(stream=c.check_run("k1").execution, version=1, recorded_at=T0, intent_id="l1",
+                                     check_id="k1", binding_id=BINDING, execution="/x", log_path="/log")
+    assert isinstance(candidate.decide_check_launch(c, intent, LaunchObservation("none"), at(9)), Act)
+    assert isinstance(candidate.decide_check_launch(c, intent, LaunchObservation("other"), at(9)), Unknown)
+    gone = candidate.decide_check_launch(c, intent, LaunchObservation("abandoned"), at(9))
+    assert isinstance(gone, ev.CheckLaunchFailed) and gone.code == "launcher-gone"
+
+
+@pytest.mark.parametrize("result, kind", [("passed", ev.CheckPassed), ("failed", ev.CheckFailed),
+                                          ("timed-out", ev.CheckTimedOut)])
+def test_a_check_run_has_exactly_one_result_bound_to_its_configuration(result, kind):
+    book = Book()
+    c = launched_check(book)
+    (event,) = candidate.check_result(c, "k1", result, at(10), duration_ms=5, output_sha256="3" * 64,
+                                      output_bytes=10, tail="ok\n", execution="matching",
+                                      artifacts=[dict(path="report.xml", sha256="4" * 64, size=3)], code="exit",
+                                      exit_code=1 if result == "failed" else None, cause="timeout")
+    assert isinstance(event, kind)
+    assert (event.binding_id, event.config_sha256, event.check) == (BINDING, "1" * 64, "tests")
+    assert event.artifacts[0].path == "report.xml"
+    c = book.apply(candidate.apply, c, event)
+    assert c.check_run("k1").result == result
+    assert candidate.check_result(c, "k1", "passed", at(11), duration_ms=1, output_sha256=None, output_bytes=None,
+                                  tail="", execution="matching") == []
+
+
+def test_an_interrupted_run_is_failed_only_once_nothing_of_it_can_run():
+    book = Book()
+    c = launched_check(book)
+    assert candidate.interrupted(c, "k1", "alive", at(10)) == []
+    assert candidate.interrupted(c, "k1", "unknown", at(10)) == []
+    (event,) = candidate.interrupted(c, "k1", "dead", at(10))
+    assert isinstance(event, ev.CheckFailed) and event.code == "interrupted" and event.execution == "none"
+
+
+def test_removal_waits_for_the_group_and_happens_once():
+    book = Book()
+    c = launched_check(book)
+    (intent,) = candidate.request_removal(c, "k1", intent_id="u1", now=at(10))
+    assert intent.process.pid == CHECK_PROCESS.pid and intent.binding_id == BINDING
+    c = book.apply(candidate.apply, c, intent)
+    assert candidate.request_removal(c, "k1", intent_id="u2", now=at(10)) == []
+    alive = candidate.RemovalObservation("present", group="alive")
+    assert isinstance(candidate.decide_removal(c, intent, alive, at(11)), Unknown)
+    dead = candidate.RemovalObservation("present", group="dead")
+    assert isinstance(candidate.decide_removal(c, intent, dead, at(11)), Act)
+    gone = candidate.decide_removal(c, intent, candidate.RemovalObservation("absent"), at(11))
+    assert isinstance(gone, ev.ExecutionRemoved) and candidate.made(gone).result == "removed"
+    c = book.apply(candidate.apply, c, candidate.made(gone))
+    assert c.check_run("k1").execution_state == "removed"
+
+
+def test_a_cancelled_pin_leaves_nothing_to_check():
+    book = Book()
+    (intent,) = pin_request(book)
+    c = book.apply(candidate.apply, None, intent)
+    cancelled = ev.IntentCancelled(stream=c.binding_id, version=c.version + 1, recorded_at=at(1), intent_id="p1",
+                                   reason="run aborted")
+    assert book.apply(candidate.apply, c, cancelled).status == "diverged"
+
+
+def test_a_candidate_with_its_checks_survives_a_snapshot_exactly():
+    from docket.domain.canonical import canonical_json
+    from docket.domain.snapshot import SnapshotError, from_value, to_value
+
+    book = Book()
+    c = launched_check(book)
+    (result,) = candidate.check_result(c, "k1", "failed", at(10), duration_ms=5, output_sha256=None,
+                                       output_bytes=None, tail="", execution="mutated", code="execution-mutated")
+    c = book.apply(candidate.apply, c, result)
+    value = to_value(c)
+    canonical_json(value)  # storable
+    assert from_value(candidate.Candidate, value) == c
+    value["status"] = "on-fire"  # not one of the literal's values: a damaged snapshot, never state
+    with pytest.raises(SnapshotError):
+        from_value(candidate.Candidate, value)
