@@ -309,7 +309,7 @@ def request_check(candidate: Candidate, run: Run, *, check_id: str, execution_in
                            idle_timeout_ms=idle_timeout_ms, execution=path, repository=candidate.repository,
                            artifact_dir=artifact_dir)
     execution = next_event(ev.ExecutionRequested, stream, candidate.version + 1, now, intent_id=execution_intent,
-                           check_id=check_id, binding_id=candidate.binding_id, repository=candidate.repository,
+                           run_id=candidate.run_id, check_id=check_id, binding_id=candidate.binding_id, repository=candidate.repository,
                            path=path, commit=candidate.commit)
     return [requested, execution]
 
@@ -323,10 +323,10 @@ def decide_execution(candidate: Candidate, intent: ev.ExecutionRequested, observ
         return Act()
     if observed.state == "ready":
         return next_event(ev.ExecutionCreated, stream, candidate.version, now, intent_id=intent.intent_id,
-                          check_id=intent.check_id, path=intent.path, commit=intent.commit, result="observed")
+                          run_id=candidate.run_id, check_id=intent.check_id, path=intent.path, commit=intent.commit, result="observed")
     if observed.state == "diverged":
         return next_event(ev.ExecutionFailed, stream, candidate.version, now, intent_id=intent.intent_id,
-                          check_id=intent.check_id, code="execution-diverged",
+                          run_id=candidate.run_id, check_id=intent.check_id, code="execution-diverged",
                           message=(observed.detail or f"something else is at {intent.path}")[:4000])
     return Unknown(observed.detail or f"cannot read the repository {intent.repository}")
 
@@ -339,8 +339,8 @@ def request_check_launch(candidate: Candidate, check_id: str, *, intent_id: str,
     if run.launch_intent is not None or run.process is not None or run.launch_failure or run.result:
         raise Refused("check-launched", f"check {check_id} was launched already; a new attempt is a new check run")
     return next_event(ev.CheckLaunchRequested, stream_of(candidate.binding_id), candidate.version, now,
-                      intent_id=intent_id, check_id=check_id, binding_id=candidate.binding_id,
-                      execution=run.execution, log_path=log_path)
+                      intent_id=intent_id, run_id=candidate.run_id, check_id=check_id,
+                      binding_id=candidate.binding_id, execution=run.execution, log_path=log_path)
 
 
 def decide_check_launch(candidate: Candidate, intent: ev.CheckLaunchRequested, observed: LaunchObservation,
@@ -348,7 +348,7 @@ def decide_check_launch(candidate: Candidate, intent: ev.CheckLaunchRequested, o
     from .effects import Act, Unknown
 
     stream = stream_of(candidate.binding_id)
-    common = dict(intent_id=intent.intent_id, check_id=intent.check_id)
+    common = dict(intent_id=intent.intent_id, run_id=candidate.run_id, check_id=intent.check_id)
     if observed.state == "held":
         assert observed.identity is not None and observed.supervisor is not None
         return next_event(ev.CheckLaunched, stream, candidate.version, now, **common,
@@ -375,7 +375,7 @@ def check_result(candidate: Candidate, check_id: str, result: CheckResult, now: 
     if run.result is not None:
         return []
     stream = stream_of(candidate.binding_id)
-    common = dict(check_id=check_id, binding_id=candidate.binding_id, check=run.check,
+    common = dict(run_id=candidate.run_id, check_id=check_id, binding_id=candidate.binding_id, check=run.check,
                   config_sha256=run.config_sha256, duration_ms=duration_ms, output_sha256=output_sha256,
                   output_bytes=output_bytes, tail=tail[-4000:], execution=execution,
                   artifacts=[ev.ArtifactRecord(**a) for a in artifacts])
@@ -421,7 +421,8 @@ def request_removal(candidate: Candidate, check_id: str, *, intent_id: str, now:
         return []
     process = None if run.process is None else _recorded(run.process)
     return [next_event(ev.ExecutionRemovalRequested, stream_of(candidate.binding_id), candidate.version, now,
-                       intent_id=intent_id, check_id=check_id, binding_id=candidate.binding_id, repository=run.repository, path=run.execution,
+                       intent_id=intent_id, run_id=candidate.run_id, check_id=check_id,
+                       binding_id=candidate.binding_id, repository=run.repository, path=run.execution,
                        process=process)]
 
 
@@ -431,7 +432,8 @@ def decide_removal(candidate: Candidate, intent: ev.ExecutionRemovalRequested, o
 
     if observed.state == "absent":
         return next_event(ev.ExecutionRemoved, stream_of(candidate.binding_id), candidate.version, now,
-                          intent_id=intent.intent_id, check_id=intent.check_id, path=intent.path, result="observed")
+                          intent_id=intent.intent_id, run_id=candidate.run_id, check_id=intent.check_id,
+                          path=intent.path, result="observed")
     if observed.state == "present" and observed.group in ("dead", "none"):
         return Act()
     if observed.state == "present":

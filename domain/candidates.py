@@ -25,6 +25,7 @@ __all__ = [
     "binding_id",
     "binding_seed",
     "candidate_ref",
+    "quote_path",
     "worktree_identity",
 ]
 
@@ -36,6 +37,37 @@ _OBJECT_ID = re.compile(r"[0-9a-f]{40}")
 
 def _digest(value: object) -> str:
     return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+_C_ESCAPES = {0x07: "\\a", 0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0B: "\\v", 0x0C: "\\f", 0x0D: "\\r",
+              0x22: '\\"', 0x5C: "\\\\"}
+
+
+def quote_path(raw: bytes) -> str:
+    """A path of a git tree as text: as ``git -c core.quotePath=false`` prints it, when it is UTF-8.
+
+    A name that is valid UTF-8 with no control character, double quote or
+    backslash is itself. Any other is put in double quotes with C escapes
+    (``\\n``, ``\\"``, ``\\\\``, and ``\\ooo`` octal for other control bytes), and a byte
+    that is not UTF-8 is escaped in octal as ``core.quotePath=true`` would (git
+    itself would print it raw). So every path has one text form, none drives
+    a terminal, and none is mistaken for another.
+    """
+    text = raw.decode("utf-8", "surrogateescape")
+    if not any(b < 0x20 or b in (0x22, 0x5C, 0x7F) for b in raw) and not any("\udc80" <= c <= "\udcff" for c in text):
+        return text
+    out = []
+    for char in text:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8
+            out.append(f"\\{code - 0xDC00:03o}")
+        elif code in _C_ESCAPES:
+            out.append(_C_ESCAPES[code])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\{code:03o}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
 
 
 def worktree_identity(realpath: str, git_dir: str) -> str:

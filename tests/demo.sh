@@ -71,6 +71,17 @@ step "launch an agent for a task: its own worktree, held at a gate until its ide
 show docket task plan demo --title "write the greeting" --id t2 --prompt "make app.py greet by name"
 show docket worker launch demo --task t2 -- sh -c 'cat "$DOCKET_PROMPT_FILE"; echo; echo "print(1)" > greet.py'
 show git worktree list
+
+step "its exit pinned the worktree as a candidate commit; a check runs on exactly that commit, in its own execution"
+cat >> docket.toml <<'TOML'
+
+[checks.greets]
+command = ["python3", "greet.py"]
+timeout = "1m"
+TOML
+show docket candidate list demo
+candidate=$(docket candidate list demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["candidates"][0]["binding_id"])')
+show docket check run "${candidate:0:12}"
 show docket status demo
 
 step "the log, and the state as it was at position 6"

@@ -96,12 +96,13 @@ def pin_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: 
             current = load_task(ledger, task_id)
             return next_event(CandidateUnstable, task_aggregate.stream_of(task_id), current.version, now,
                               run_id=run_id, task_id=task_id, worker_id=worker_id, generation=generation,
-                              boundary=boundary, differing_paths=list(captured.differing[:100_000]))
+                              boundary=boundary, differing_paths=list(captured.differing[:1000]))
 
         ledger.decide(unstable, clock.now())
         return Pinned("unstable", task_id, differing=captured.differing)
     if not captured.changed:
         return Pinned("unchanged", task_id, head=captured.head, tree=captured.tree)
+    _require_recordable(captured.changed, task_id)
     faults.crash_point("pin:after-capture")
     identity = worktree_identity(os.path.realpath(task.worktree), captured.git_dir)
     binding = binding_id(binding_seed(run_id, boundary), captured.head, captured.tree, captured.changed, identity)
@@ -124,6 +125,17 @@ def pin_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: 
         effector.run_pending(only={candidate.pin_intent or intent_id}, after=0)
         candidate = load_candidate(ledger, binding)
     return Pinned("pinned", task_id, settled(candidate), head=captured.head, tree=captured.tree)
+
+
+def _require_recordable(changed: tuple[str, ...], task_id: str) -> None:
+    from ...domain.events.candidate import MAX_CHANGED_CHARS, MAX_CHANGED_PATHS
+
+    chars = sum(len(path) for path in changed)
+    if len(changed) > MAX_CHANGED_PATHS or chars > MAX_CHANGED_CHARS:
+        raise Refused("too-many-changes", f"the worktree of task {task_id} changes {len(changed)} paths "
+                                          f"({chars} characters); a candidate records at most {MAX_CHANGED_PATHS} "
+                                          f"paths and {MAX_CHANGED_CHARS} characters (is a build folder not "
+                                          "ignored?); nothing was pinned")
 
 
 def task_repository(task: task_aggregate.Task) -> Path:

@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 MAX_CHANGED_PATHS = 100_000
+MAX_CHANGED_CHARS = 8_000_000  # all changed paths of one capture, together: bounds an event's size
 TreePath = Annotated[str, StringConstraints(min_length=1, max_length=4096, pattern=r"^[^\x00]+$")]
 ChangedPaths = Annotated[list[TreePath], Field(max_length=MAX_CHANGED_PATHS)]
 CandidateRef = Annotated[str, StringConstraints(pattern=r"^refs/docket/candidates/[A-Za-z0-9][A-Za-z0-9._-]{0,127}/"
@@ -185,6 +186,7 @@ class ExecutionRequested(Event):
     name = "ExecutionRequested"
     effect_role = "intent"
     intent_id: Id
+    run_id: Id
     check_id: Id
     binding_id: Sha256
     repository: RepositoryPath
@@ -198,6 +200,7 @@ class ExecutionCreated(Event):
     name = "ExecutionCreated"
     effect_role = "outcome"
     intent_id: Id
+    run_id: Id
     check_id: Id
     path: AbsolutePath
     commit: Commit
@@ -210,6 +213,7 @@ class ExecutionFailed(Event):
     name = "ExecutionFailed"
     effect_role = "outcome"
     intent_id: Id
+    run_id: Id
     check_id: Id
     code: Code
     message: Text
@@ -221,6 +225,7 @@ class CheckLaunchRequested(Event):
     name = "CheckLaunchRequested"
     effect_role = "intent"
     intent_id: Id
+    run_id: Id
     check_id: Id
     binding_id: Sha256
     execution: AbsolutePath
@@ -233,6 +238,7 @@ class CheckLaunched(Event):
     name = "CheckLaunched"
     effect_role = "outcome"
     intent_id: Id
+    run_id: Id
     check_id: Id
     process: ProcessIdentity
     supervisor: ProcessIdentity
@@ -244,6 +250,7 @@ class CheckLaunchFailed(Event):
     name = "CheckLaunchFailed"
     effect_role = "outcome"
     intent_id: Id
+    run_id: Id
     check_id: Id
     code: Code
     message: Text
@@ -262,6 +269,7 @@ class ArtifactRecord(BaseModel):
 class _CheckResult(Event):
     """What every result of a check carries: the binding it is for, and what the check printed."""
 
+    run_id: Id
     check_id: Id
     binding_id: Sha256
     check: Id
@@ -304,6 +312,7 @@ class ExecutionRemovalRequested(Event):
     name = "ExecutionRemovalRequested"
     effect_role = "intent"
     intent_id: Id
+    run_id: Id
     check_id: Id
     binding_id: Sha256
     repository: RepositoryPath
@@ -317,6 +326,7 @@ class ExecutionRemoved(Event):
     name = "ExecutionRemoved"
     effect_role = "outcome"
     intent_id: Id
+    run_id: Id
     check_id: Id
     path: AbsolutePath
     result: Literal["removed", "observed"]

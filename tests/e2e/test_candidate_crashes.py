@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import psutil
 import pytest
 
 from docket.adapters.app.ledger import Ledger
@@ -30,7 +31,7 @@ from docket.domain import candidate as candidate_aggregate
 from docket.domain import task as task_aggregate
 
 from ..conftest import git
-from .test_worker_crashes import effector_points, kill_ledger_processes, ledger_processes
+from .test_worker_crashes import effector_points, kill_ledger_processes, ledger_processes, wait_for
 
 RUN, TASK = "r1", "t1"
 CONFIG = """\
@@ -41,24 +42,38 @@ command = ["true"]
 command = ["sh", "-c", "sleep 0.5"]
 """
 AGENT_EDIT = "echo made by the agent > new.txt"
+WORKTREE = Path(".git") / "docket" / "worktrees" / RUN / TASK  # the task's, relative to the repository
 
 PIN_POINTS = [*effector_points("CandidatePinRequested.v1"), "pin:after-capture"]
 RELEASE_POINTS = effector_points("CandidateReleaseRequested.v1")
-AUTO_PIN_POINTS = ["supervise:before-pin"]
-# point: the result of the interrupted check run after recovery (interrupted: CheckFailed code interrupted)
+# the pin `worker launch` makes when its agent exits: point -> whether recovery finds it pinned (its intent recorded)
+AUTO_PIN_CASES = {"supervise:before-pin": False, "pin:after-capture": False,
+                  **{point: True for point in effector_points("CandidatePinRequested.v1")}}
+# point: (the check run's result after recovery (interrupted: CheckFailed code interrupted), whether the crash left
+# its execution behind for recovery to remove)
 CHECK_CASES = {
-    **{point: "interrupted" for point in effector_points("ExecutionRequested.v1")},
-    "check:after-request": "interrupted",
-    **{point: "interrupted" for point in effector_points("CheckLaunchRequested.v1")},
-    "check:before-gate": "interrupted",
-    "check:after-exit": "interrupted",  # the command ran and ended; nobody saw how
-    "check:before-result": "interrupted",
-    "check:after-result": "passed",
-    **{point: "passed" for point in effector_points("ExecutionRemovalRequested.v1")},
+    "effector:before-observe@ExecutionRequested.v1": ("interrupted", False),
+    "effector:after-observe@ExecutionRequested.v1": ("interrupted", False),
+    "effector:before-act@ExecutionRequested.v1": ("interrupted", False),
+    "effector:after-act@ExecutionRequested.v1": ("interrupted", True),
+    "effector:after-outcome@ExecutionRequested.v1": ("interrupted", True),
+    "check:after-request": ("interrupted", False),
+    **{point: ("interrupted", True) for point in effector_points("CheckLaunchRequested.v1")},
+    "check:before-gate": ("interrupted", True),
+    "check:after-exit": ("interrupted", True),  # the command ran and ended; nobody saw how
+    "check:before-result": ("interrupted", True),
+    "check:after-result": ("passed", True),
+    "effector:before-observe@ExecutionRemovalRequested.v1": ("passed", True),
+    "effector:after-observe@ExecutionRemovalRequested.v1": ("passed", True),
+    "effector:before-act@ExecutionRemovalRequested.v1": ("passed", True),
+    "effector:after-act@ExecutionRemovalRequested.v1": ("passed", False),
+    "effector:after-outcome@ExecutionRemovalRequested.v1": ("passed", False),
 }
+for _intent in ("ExecutionRequested.v1", "CheckLaunchRequested.v1", "ExecutionRemovalRequested.v1"):
+    assert set(effector_points(_intent)) <= set(CHECK_CASES), _intent
 WORKTREE_REMOVAL_POINTS = effector_points("WorktreeRemovalRequested.v1")
 # test_crash.py checks every crash point is exercised somewhere
-CANDIDATE_POINTS = PIN_POINTS + RELEASE_POINTS + AUTO_PIN_POINTS + list(CHECK_CASES) + WORKTREE_REMOVAL_POINTS
+CANDIDATE_POINTS = PIN_POINTS + RELEASE_POINTS + list(AUTO_PIN_CASES) + list(CHECK_CASES) + WORKTREE_REMOVAL_POINTS
 
 RESULT_TYPES = ("CheckPassed.v1", "CheckFailed.v1", "CheckTimedOut.v1")
 
@@ -110,17 +125,13 @@ def candidate_refs(repo: Path) -> dict[str, str]:
 
 def execution_leftovers(repo: Path) -> list[str]:
     """Registered worktrees under docket's executions folder, and anything there but empty folders."""
-    root = repo / ".git" / "docket" / "executions"
+    root = (repo / ".git" / "docket" / "executions").resolve()
     listing = git(repo, "worktree", "list", "--porcelain")
     registered = [line.split(" ", 1)[1] for line in listing.splitlines() if line.startswith("worktree ")]
-    found = [path for path in registered if Path(path).is_relative_to(root)]
+    found = [path for path in registered if Path(path).resolve().is_relative_to(root)]
     if root.exists():
         found += [str(p) for p in root.rglob("*") if p.is_symlink() or not p.is_dir()]
     return found
-
-
-def worktree() -> Path:
-    return Path(".git") / "docket" / "worktrees" / RUN / TASK
 
 
 # ---------------------------------------------------------------- recovery and convergence
@@ -133,6 +144,9 @@ def replayed(docket) -> dict:  # noqa: ANN001
     if result.returncode == 1:
         assert result.stderr.startswith(("docket: error: projection-drift", "docket: error: snapshot-drift")), \
             result.stderr
+        # a killed command may leave views behind; snapshots drift only for candidate streams, the bug
+        # test_replay_after_a_check_run_finds_no_snapshot_drift shows (drop this line once it passes)
+        assert all(s.startswith("candidate:") for s in result.json()["snapshot_drift"]), result.stderr
     return result.json()
 
 
@@ -228,7 +242,7 @@ def crash(docket, *args: str, point: str) -> None:  # noqa: ANN001
 def test_crash_during_pin_then_recovery_converges_and_pinning_again_finds_the_same_binding(docket, repo, world,
                                                                                           point):
     assert world("true")["pin"]["result"] == "unchanged"  # the worker leaves a worktree with nothing to pin
-    (repo / worktree() / "new.txt").write_text("made by hand\n")
+    (repo / WORKTREE / "new.txt").write_text("made by hand\n")
     crash(docket, "candidate", "pin", RUN, "--task", TASK, point=point)
 
     recover(docket)
@@ -249,19 +263,39 @@ def test_crash_during_pin_then_recovery_converges_and_pinning_again_finds_the_sa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("point", AUTO_PIN_POINTS)
-def test_crash_before_the_automatic_pin_then_recovery_converges_and_a_manual_pin_works(docket, repo, world, point):
+@pytest.mark.parametrize("point", PIN_POINTS)
+def test_crash_during_pin_then_pinning_again_without_recovery_finishes_the_same_candidate(docket, repo, world, point):
+    """The next pin drives the pending intent of the same capture itself (adopting a ref the killed one made)."""
+    assert world("true")["pin"]["result"] == "unchanged"
+    (repo / WORKTREE / "new.txt").write_text("made by hand\n")
+    crash(docket, "candidate", "pin", RUN, "--task", TASK, point=point)
+
+    again = pin(docket)
+
+    (candidate,) = assert_converged(docket, repo)
+    assert (candidate.binding_id, candidate.commit) == (again["binding_id"], again["commit"])
+    types = [e.type_name() for e in ledger_events(docket.ledger) if e.type_name().startswith("CandidatePin")]
+    assert types == ["CandidatePinRequested.v1", "CandidatePinned.v1"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", list(AUTO_PIN_CASES))
+def test_crash_during_the_automatic_pin_then_recovery_converges_and_a_manual_pin_finds_it(docket, repo, world,
+                                                                                         point):
     crash(docket, "worker", "launch", RUN, "--task", TASK, "--", "sh", "-c", AGENT_EDIT, point=point)
 
     recover(docket)
 
-    assert assert_converged(docket, repo) == []  # the worker's exit is recorded; its worktree was never captured
+    found = assert_converged(docket, repo)
     assert [e.type_name() for e in ledger_events(docket.ledger) if e.type_name() == "WorkerExited.v1"] \
-        == ["WorkerExited.v1"]
-    assert (repo / worktree() / "new.txt").read_text() == "made by the agent\n"  # the work is still there
+        == ["WorkerExited.v1"]  # the exit was recorded before the worktree was captured
+    assert (repo / WORKTREE / "new.txt").read_text() == "made by the agent\n"  # the work is still there
+    assert [c.changed_paths for c in found] == ([("new.txt",)] if AUTO_PIN_CASES[point] else [])
     again = pin(docket)
     assert (again["generation"], again["changed_paths"]) == (1, ["new.txt"])  # bound to the worker's generation
     (candidate,) = assert_converged(docket, repo)
+    if found:
+        assert (again["binding_id"], again["commit"]) == (found[0].binding_id, found[0].commit)
     assert candidate_refs(repo) == {candidate.ref: again["commit"]}
 
 
@@ -288,6 +322,21 @@ def test_crash_during_release_then_recovery_converges_and_release_and_pin_work_a
     assert candidate.status == "pinned" and candidate_refs(repo) == {pinned["ref"]: repinned["commit"]}
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("point", RELEASE_POINTS)
+def test_crash_during_release_then_releasing_again_without_recovery_finishes_it(docket, repo, world, point):
+    pinned = pinned_by_the_agent(world)
+    crash(docket, "candidate", "release", pinned["binding_id"], point=point)
+
+    again = docket("candidate", "release", pinned["binding_id"], "--json").json()
+
+    assert again["result"] == "released"
+    (candidate,) = assert_converged(docket, repo)
+    assert candidate.status == "released" and candidate_refs(repo) == {}
+    assert [e.type_name() for e in ledger_events(docket.ledger) if e.type_name().startswith("CandidateRelease")] \
+        == ["CandidateReleaseRequested.v1", "CandidateReleased.v1"]
+
+
 # ---------------------------------------------------------------- check run
 
 
@@ -297,13 +346,15 @@ def test_crash_during_check_run_then_recovery_records_one_result_and_the_next_at
                                                                                            point):
     pinned = pinned_by_the_agent(world)
     binding = pinned["binding_id"]
+    result_after, execution_left = CHECK_CASES[point]
     crash(docket, "check", "run", binding, "--check", "ok", point=point)
+    assert bool(execution_leftovers(repo)) == execution_left, execution_leftovers(repo)
 
     recover(docket)
 
     assert_converged(docket, repo)
     ((check_id, (result,)),) = check_results(docket.ledger).items()
-    assert interrupted_or_passed(result) == CHECK_CASES[point], result
+    assert interrupted_or_passed(result) == result_after, result
     again = docket("check", "run", binding, "--check", "ok", "--json")
     (outcome,) = again.json()["checks"]
     assert (outcome["result"], outcome["attempt"], outcome["execution_state"]) == ("passed", 2, "removed"), outcome
@@ -311,6 +362,41 @@ def test_crash_during_check_run_then_recovery_records_one_result_and_the_next_at
     (candidate,) = assert_converged(docket, repo)
     assert (candidate.status, candidate.commit) == ("pinned", pinned["commit"])
     assert [run.attempt for run in candidate.checks] == [1, 2]
+
+
+@pytest.mark.slow
+def test_docket_killed_while_its_check_runs_then_replay_leaves_it_and_reconcile_stops_it(docket, repo, world,
+                                                                                         tmp_path):
+    """No named point: the check's command runs, ungated, when its docket dies. Replay may not touch it (it may
+    still be watched by someone); reconcile, seeing its supervisor dead, stops its group, records it interrupted
+    and removes its execution."""
+    marker = tmp_path / "check-started"
+    with (repo / "docket.toml").open("a") as config:
+        config.write(f'\n[checks.long]\ncommand = ["sh", "-c", "echo $$ > {marker}; exec sleep 60"]\n')
+    binding = pinned_by_the_agent(world)["binding_id"]
+    proc = background(docket, "check", "run", binding, "--check", "long")
+    wait_for(lambda: marker.exists() and marker.read_text().strip(), "the check to start")
+    proc.kill()
+    proc.communicate(timeout=120)
+    check_pid = int(marker.read_text())
+    assert psutil.pid_exists(check_pid)
+
+    replayed(docket)
+    assert psutil.Process(check_pid).status() != psutil.STATUS_ZOMBIE  # replay leaves a check that may be watched
+    ((check_id, results),) = check_results(docket.ledger).items()
+    assert results == [] and len(execution_leftovers(repo)) > 0  # no result, and its execution stays while it runs
+    unfinished = docket("reconcile", "--json").json()["unfinished_checks"]
+    assert [u["check_id"] for u in unfinished] == [check_id]
+
+    docket("reconcile", "--apply", "--json")
+
+    assert not psutil.pid_exists(check_pid) or psutil.Process(check_pid).status() == psutil.STATUS_ZOMBIE
+    assert_converged(docket, repo)
+    ((_, (result,)),) = check_results(docket.ledger).items()
+    assert interrupted_or_passed(result) == "interrupted", result
+    again = docket("check", "run", binding, "--check", "ok", "--json").json()
+    assert [(c["result"], c["attempt"]) for c in again["checks"]] == [("passed", 1)]  # attempts are per check
+    assert_converged(docket, repo)
 
 
 # ---------------------------------------------------------------- worktree remove
@@ -327,13 +413,33 @@ def test_crash_during_worktree_remove_then_recovery_removes_it_and_keeps_the_can
     (candidate,) = assert_converged(docket, repo)
     assert candidate_refs(repo) == {pinned["ref"]: pinned["commit"]}  # the work is kept by its candidate
     task = task_state(docket.ledger)
-    assert (task.worktree, task.removed) == (None, str(repo / worktree()))  # the removal was asked for: it happened
-    assert not (repo / worktree()).exists()
+    assert (task.worktree, task.removed) == (None, str(repo / WORKTREE))  # the removal was asked for: it happened
+    assert not (repo / WORKTREE).exists()
     assert git(repo, "branch", "--list", f"docket/{RUN}/{TASK}") == ""
     again = docket("worktree", "remove", TASK, check=False)  # asked again: it says the worktree was removed
     assert again.returncode == 3 and again.stderr.startswith("docket: error: no-worktree: "), again.stderr
-    assert f"was removed" in again.stderr
+    assert "was removed" in again.stderr
     assert_converged(docket, repo)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", WORKTREE_REMOVAL_POINTS)
+def test_crash_during_worktree_remove_then_removing_again_without_recovery_finishes_it(docket, repo, world, point):
+    pinned = pinned_by_the_agent(world)
+    crash(docket, "worktree", "remove", TASK, point=point)
+
+    again = docket("worktree", "remove", TASK, "--json", check=False)
+
+    if point.startswith("effector:after-outcome@"):  # the removal was recorded: asked again, it says so
+        assert again.returncode == 3 and again.stderr.startswith("docket: error: no-worktree: "), again.stderr
+        assert "was removed" in again.stderr
+    else:  # the pending removal is driven by the next command
+        assert again.returncode == 0 and again.json()["result"] == "removed", again.stderr
+    assert_converged(docket, repo)
+    assert candidate_refs(repo) == {pinned["ref"]: pinned["commit"]}
+    assert task_state(docket.ledger).worktree is None and not (repo / WORKTREE).exists()
+    assert [e.type_name() for e in ledger_events(docket.ledger) if e.type_name().startswith("WorktreeRemov")] \
+        == ["WorktreeRemovalRequested.v1", "WorktreeRemoved.v1"]
 
 
 # ---------------------------------------------------------------- random instants
@@ -380,7 +486,8 @@ def test_sigkill_at_random_instants_of_check_run_then_recovery_converges(docket,
     runs = check_results(docket.ledger)
     results = Counter(interrupted_or_passed(r[0]) for r in runs.values())
     assert set(results) <= {"passed", "interrupted"}, (results, f"seed {seed}")
-    assert killed[True] >= 1, (killed, f"seed {seed}")
+    assert killed[True] >= 1, (killed, results, f"seed {seed}")
+    print(f"check run, seed {seed}: killed {killed[True]} of 12; results {dict(results)}")
     again = docket("check", "run", binding, "--check", "slow", "--json").json()
     (outcome,) = again["checks"]
     assert (outcome["result"], outcome["attempt"]) == ("passed", len(runs) + 1), (outcome, f"seed {seed}")
@@ -394,23 +501,27 @@ def test_sigkill_at_random_instants_of_candidate_pin_then_recovery_converges(doc
     seed = 8
     rng = random.Random(seed)
     assert world("true")["pin"]["result"] == "unchanged"
-    (repo / worktree() / "first.txt").write_text("first\n")
+    (repo / WORKTREE / "first.txt").write_text("first\n")
     lasts = timed(docket, "candidate", "pin", RUN, "--task", TASK)
-    killed = Counter()
+    killed, recovered = Counter(), 0
     for round_ in range(12):
-        (repo / worktree() / f"round-{round_}.txt").write_text(f"{round_}\n")
-        killed[kill_after(background(docket, "candidate", "pin", RUN, "--task", TASK),
-                          rng.uniform(0.0, 1.2 * lasts))] += 1
+        (repo / WORKTREE / f"round-{round_}.txt").write_text(f"{round_}\n")
+        # its first half is start-up and capture: most kills land after it, where the pin is recorded and made
+        was_killed = kill_after(background(docket, "candidate", "pin", RUN, "--task", TASK),
+                                rng.uniform(0.4 * lasts, 1.6 * lasts))
+        killed[was_killed] += 1
         recover(docket)
         why = f"seed {seed}, round {round_}"
         before = {c.binding_id for c in assert_converged(docket, repo, why)}
         again = pin(docket)
+        recovered += was_killed and again["binding_id"] in before
         after = assert_converged(docket, repo, why)
         assert {c.binding_id for c in after} == before | {again["binding_id"]}, why
         assert candidate_refs(repo)[again["ref"]] == again["commit"], why
         assert Counter(e.binding_id for e in ledger_events(docket.ledger)
                        if e.type_name() == "CandidatePinRequested.v1")[again["binding_id"]] == 1, why
     assert killed[True] >= 1, (killed, f"seed {seed}")
+    print(f"candidate pin, seed {seed}: killed {killed[True]} of 12; of those pinned by recovery {recovered}")
 
 
 # ---------------------------------------------------------------- found while writing these

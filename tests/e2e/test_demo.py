@@ -39,6 +39,7 @@ def test_demo_script_runs_to_verify_and_status(tmp_path):
     assert "status --json: crashed aborted" in out
     assert "make app.py greet by name" in out and "WorkerExited.v1" in out  # the agent read its prompt and ended
     assert "[docket/demo/t2]" in out  # its worktree, on its own branch
+    assert "greets #1: passed; execution removed" in out  # a check on the candidate its exit pinned
     tail = out[out.index("finally: the real ledger verifies"):]
-    assert "ok: 35 events, chain intact" in tail and "3 run(s); 0 pending intent(s)" in tail
+    assert "ok: 45 events, chain intact" in tail and "3 run(s); 0 pending intent(s)" in tail
     assert list((tmp_path / "tmp").iterdir()) == []  # the throwaway repository is cleaned up

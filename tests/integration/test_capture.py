@@ -425,3 +425,25 @@ def test_a_failure_to_write_objects_propagates_as_an_io_error(work, monkeypatch)
     with pytest.raises(OSError) as failed:
         capture(work, expected_head=base, base=base, artifact_dir=ARTIFACTS)
     assert failed.value.errno == 28
+
+
+def test_changed_paths_are_quoted_as_git_quotes_them_so_none_drives_a_terminal(work):
+    base = head(work)
+    utf8_names = ["new\nline.txt", 'quo"te.txt', "back\\slash.txt", "tab\t.txt", "del\x7f.txt", "esc\x1b[31m.txt",
+                  "ü plain.txt"]
+    for name in utf8_names:
+        (work / name).write_text("x\n")
+    os.close(os.open(os.path.join(os.fsencode(work), b"\xff\xfe.bin"), os.O_CREAT | os.O_WRONLY, 0o644))
+
+    got = capture(work, expected_head=base, base=base, artifact_dir=ARTIFACTS)
+
+    def listed(quote_path: str) -> list[bytes]:
+        return subprocess.run(["git", "-c", f"core.quotePath={quote_path}", "diff-tree", "-r", "--name-only", base,
+                               got.tree], cwd=work, check=True, capture_output=True).stdout.splitlines()
+
+    as_git_prints_utf8 = {line.decode() for line in listed("false") if b"\xff" not in line}
+    as_git_escapes_bytes = {line.decode("ascii") for line in listed("true") if line.startswith(b'"\\377')}
+    assert set(got.changed) == as_git_prints_utf8 | as_git_escapes_bytes
+    assert as_git_escapes_bytes == {'"\\377\\376.bin"'}
+    assert "ü plain.txt" in got.changed and '"esc\\033[31m.txt"' in got.changed
+    assert not any(ch in "".join(got.changed) for ch in "\n\t\x1b\x7f")

@@ -70,3 +70,18 @@ def test_a_change_between_captures_that_is_undone_is_stable(docket, ledger):
 def _refs(repo: Path) -> list[str]:
     return subprocess.run(["git", "for-each-ref", "--format=%(refname) %(objectname)"], cwd=repo,
                           capture_output=True, text=True, check=True).stdout.splitlines()
+
+
+def test_a_capture_too_large_to_record_is_refused_with_its_own_code_and_nothing_pinned(docket, ledger, monkeypatch):
+    from docket.domain.errors import Refused
+    from docket.domain.events import candidate as candidate_events
+
+    for name in ("b.txt", "c.txt"):
+        (docket.cwd / ".git" / "docket" / "worktrees" / RUN / TASK / name).write_text("more\n")
+    monkeypatch.setattr(candidate_events, "MAX_CHANGED_PATHS", 2)  # a, b and c changed: one too many
+    refs_before = _refs(docket.cwd)
+    effector = Effector(ledger, SystemClock(), Ports(git=DulwichGit()))
+    with pytest.raises(Refused) as e:
+        pin_task(ledger, SystemClock(), effector, RUN, TASK, artifact_dir=None, worker_id=TASK, generation=1)
+    assert e.value.code == "too-many-changes" and "3 paths" in e.value.message
+    assert _refs(docket.cwd) == refs_before

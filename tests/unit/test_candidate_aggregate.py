@@ -172,7 +172,7 @@ def test_a_check_launch_is_decided_like_a_worker_launch():
     with pytest.raises(Refused):
         candidate.request_check_launch(c, "k1", intent_id="l2", log_path="/log", now=at(9))
     intent = ev.CheckLaunchRequested(stream=c.check_run("k1").execution, version=1, recorded_at=T0, intent_id="l1",
-                                     check_id="k1", binding_id=BINDING, execution="/x", log_path="/log")
+                                     run_id="r1", check_id="k1", binding_id=BINDING, execution="/x", log_path="/log")
     assert isinstance(candidate.decide_check_launch(c, intent, LaunchObservation("none"), at(9)), Act)
     assert isinstance(candidate.decide_check_launch(c, intent, LaunchObservation("other"), at(9)), Unknown)
     gone = candidate.decide_check_launch(c, intent, LaunchObservation("abandoned"), at(9))

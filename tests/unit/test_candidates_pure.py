@@ -69,3 +69,19 @@ def test_a_ref_git_would_refuse_or_that_could_escape_is_refused(run: str, bindin
     with pytest.raises(BadInput) as caught:
         candidate_ref(run, binding)
     assert caught.value.code == "bad-candidate-ref"
+
+
+@pytest.mark.parametrize("raw, text", [
+    (b"plain/a.txt", "plain/a.txt"),
+    ("ü 日本.txt".encode(), "ü 日本.txt"),
+    (b"new\nline", '"new\\nline"'),
+    (b'q"uote', '"q\\"uote"'),
+    (b"back\\slash", '"back\\\\slash"'),
+    (b"bell\x07\x01\x7f", '"bell\\a\\001\\177"'),
+    (b"\xff\xfe", '"\\377\\376"'),
+    ("é".encode() + b"\xff", '"é\\377"'),
+])
+def test_a_path_has_one_text_form_that_drives_no_terminal(raw, text):
+    from docket.domain.candidates import quote_path
+
+    assert quote_path(raw) == text
