@@ -35,6 +35,8 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
                 "docket candidate release 3f9a1c0e")
     p.add_argument("candidate", metavar="CANDIDATE", help="binding id (or at least 8 of its digits), or the commit")
     p.add_argument("--reason", default="released by hand", metavar="TEXT", help="why, for the record")
+    p.add_argument("--discard", action="store_true",
+                   help="release it even when its ref is the only copy of its work (recorded as discarded)")
 
 
 def candidate_document(candidate: Any) -> dict[str, Any]:
@@ -138,8 +140,25 @@ def candidate_release(ctx: Context) -> int:
     from ..adapters.app.candidates import find_candidate, release_candidate
     from .output import emit, shown
 
-    candidate = find_candidate(ctx.ledger, ctx.views(), ctx.args.candidate)
-    result = release_candidate(ctx.ledger, ctx.clock, ctx.effector, candidate.binding_id, ctx.args.reason)
+    a = ctx.args
+    candidate = find_candidate(ctx.ledger, ctx.views(), a.candidate)
+    reason = a.reason
+    if candidate.status == "pinned":
+        from ..adapters.app.housekeeping import kept_elsewhere
+        from ..domain.errors import Refused
+        from ..projections import candidates
+        from .worktree import artifact_dir
+
+        bindings = [r["binding_id"] for r in candidates.candidates_of(ctx.views().conn, candidate.run_id,
+                                                                       candidate.task_id)]
+        kept = kept_elsewhere(ctx.ledger, ctx.effector.ports.git, candidate.binding_id, bindings,
+                              artifact_dir=artifact_dir())
+        if kept is None and not a.discard:
+            raise Refused("unpreserved-candidate", f"{candidate.ref} is the only copy of its work (changed: "
+                          f"{', '.join(candidate.changed_paths[:5])}{' ...' if len(candidate.changed_paths) > 5 else ''}"
+                          "); nothing was released ('--discard' drops it anyway, on the record)")
+        reason = f"{reason}; kept: {kept}" if kept else f"discarded: {reason}"
+    result = release_candidate(ctx.ledger, ctx.clock, ctx.effector, candidate.binding_id, reason)
     ctx.update_views()
     emit(ctx.json, {"binding_id": candidate.binding_id, "ref": candidate.ref, "result": result},
          f"candidate {candidate.binding_id}: {shown(candidate.ref)} {result}")

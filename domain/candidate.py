@@ -309,8 +309,8 @@ def request_check(candidate: Candidate, run: Run, *, check_id: str, execution_in
                            idle_timeout_ms=idle_timeout_ms, execution=path, repository=candidate.repository,
                            artifact_dir=artifact_dir)
     execution = next_event(ev.ExecutionRequested, stream, candidate.version + 1, now, intent_id=execution_intent,
-                           run_id=candidate.run_id, check_id=check_id, binding_id=candidate.binding_id, repository=candidate.repository,
-                           path=path, commit=candidate.commit)
+                           run_id=candidate.run_id, check_id=check_id, binding_id=candidate.binding_id,
+                           repository=candidate.repository, path=path, commit=candidate.commit)
     return [requested, execution]
 
 
@@ -323,7 +323,8 @@ def decide_execution(candidate: Candidate, intent: ev.ExecutionRequested, observ
         return Act()
     if observed.state == "ready":
         return next_event(ev.ExecutionCreated, stream, candidate.version, now, intent_id=intent.intent_id,
-                          run_id=candidate.run_id, check_id=intent.check_id, path=intent.path, commit=intent.commit, result="observed")
+                          run_id=candidate.run_id, check_id=intent.check_id, path=intent.path, commit=intent.commit,
+                          result="observed")
     if observed.state == "diverged":
         return next_event(ev.ExecutionFailed, stream, candidate.version, now, intent_id=intent.intent_id,
                           run_id=candidate.run_id, check_id=intent.check_id, code="execution-diverged",

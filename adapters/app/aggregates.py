@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...domain import lease, run, task, worker
+from ...domain import candidate, lease, run, task, worker
 
 __all__ = ["AGGREGATES", "state_class_of"]
 
@@ -15,6 +15,7 @@ AGGREGATES: dict[str, tuple[Callable[..., Any], type]] = {
     "task": (task.apply, task.Task),
     "worker": (worker.apply, worker.Worker),
     "lease": (lease.apply, lease.Lease),
+    "candidate": (candidate.apply, candidate.Candidate),
 }
 _CLASS_OF_FOLD = {fold: cls for fold, cls in AGGREGATES.values()}
 

@@ -235,3 +235,31 @@ def reconcile_git(git: Any, repository: Path, *, owned_refs: set[str], owned_wor
                 finding = replace(finding, applied="removed")
         findings.append(finding)
     return findings
+
+
+def kept_elsewhere(ledger: Ledger, git: Any, binding: str, bindings: Sequence[str], *,
+                   artifact_dir: str | None) -> str | None:
+    """How a candidate's work is kept other than by its ref (None: the ref is its only copy).
+
+    Another pinned candidate with the same tree on the same parent keeps it, and
+    so does the task's worktree while a capture of it has that tree on that HEAD.
+    """
+    candidate = load_candidate(ledger, binding)
+    for other in bindings:
+        if other == binding:
+            continue
+        twin = load_candidate(ledger, other)
+        if twin.status == "pinned" and (twin.tree, twin.parent) == (candidate.tree, candidate.parent):
+            return f"candidate {other[:12]} pins the same tree on the same parent"
+    task = load_task(ledger, candidate.task_id)
+    if task.worktree is not None and task.worktree == candidate.worktree:
+        run = load_run(ledger, task.run_id)
+        assert run.base_commit is not None
+        try:
+            captured = git.capture_twice(Path(task.worktree), expected_head=None, base=run.base_commit,
+                                         artifact_dir=artifact_dir)
+        except DocketError:
+            return None
+        if getattr(captured, "tree", None) == candidate.tree and captured.head == candidate.parent:
+            return f"the task's worktree {task.worktree} holds the same content"
+    return None

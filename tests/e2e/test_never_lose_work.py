@@ -201,3 +201,31 @@ def test_after_pins_checks_and_removals_git_agrees_with_the_projections(world):
     refs = git(docket.cwd, "for-each-ref", "--format=%(refname)", "refs/docket/").splitlines()
     assert len(refs) == 2 and first["ref"] in refs
     assert_git_clean(docket.cwd)
+
+
+def test_a_candidate_that_is_the_only_copy_of_its_work_is_released_only_when_discarded_on_the_record(world):
+    docket = world
+    candidate = launch(docket, "echo one > a.txt")["pin"]["candidate"]
+    (worktree(docket) / "a.txt").write_text("changed since the pin\n")  # the worktree no longer holds it
+
+    refused = docket("candidate", "release", candidate["binding_id"], check=False)
+    assert refused.returncode == 3 and "unpreserved-candidate" in refused.stderr, refused.stderr
+    assert git(docket.cwd, "rev-parse", candidate["ref"]) == candidate["commit"]
+    assert docket("log", "--json", "--type", "CandidateReleaseRequested.v1").json()["events"] == []
+
+    (worktree(docket) / "a.txt").write_text("one\n")  # the worktree holds it again: the ref may go
+    assert docket("candidate", "release", candidate["binding_id"], "--json").json()["result"] == "released"
+    (intent,) = events = docket("log", "--json", "--type", "CandidateReleaseRequested.v1").json()["events"]
+    assert "kept: the task's worktree" in intent["payload"]["reason"], events
+
+    second = docket("candidate", "pin", RUN, "--task", TASK, "--json").json()  # pinned again after the release
+    assert second["binding_id"] == candidate["binding_id"] and second["result"] == "pinned"
+    (worktree(docket) / "a.txt").write_text("moved on\n")
+    discarded = docket("candidate", "release", candidate["binding_id"], "--discard", "--reason", "bad idea",
+                       "--json").json()
+    assert discarded["result"] == "released"
+    reasons = [e["payload"]["reason"] for e in
+               docket("log", "--json", "--type", "CandidateReleaseRequested.v1").json()["events"]]
+    assert reasons[-1] == "discarded: bad idea"
+    assert subprocess.run(["git", "rev-parse", "--verify", "-q", candidate["ref"]], cwd=docket.cwd,
+                          capture_output=True).returncode != 0

@@ -247,3 +247,11 @@ def test_a_candidate_with_its_checks_survives_a_snapshot_exactly():
     value["status"] = "on-fire"  # not one of the literal's values: a damaged snapshot, never state
     with pytest.raises(SnapshotError):
         from_value(candidate.Candidate, value)
+
+
+def test_every_stream_prefix_names_an_aggregate_whose_snapshots_can_be_checked():
+    from docket.adapters.app.aggregates import AGGREGATES
+    from docket.domain import streams
+
+    prefixes = {value[:-1] for name, value in vars(streams).items() if name.endswith("_PREFIX")}
+    assert prefixes == set(AGGREGATES)
