@@ -83,6 +83,11 @@ def _check(nouns: Nouns, common: Common) -> None:
     register(nouns, common)
 
 
+def _handoff(nouns: Nouns, common: Common) -> None:
+    from .handoff import register
+    register(nouns, common)
+
+
 def _worktree(nouns: Nouns, common: Common) -> None:
     from .worktree import register
     register(nouns, common)
@@ -108,6 +113,11 @@ def _config(nouns: Nouns, common: Common) -> None:
     register(nouns, common)
 
 
+def _key(nouns: Nouns, common: Common) -> None:
+    from .key import register
+    register(nouns, common)
+
+
 def _completion(nouns: Nouns, common: Common) -> None:
     from .ledger import add_completion
     add_completion(nouns, common)
@@ -126,11 +136,13 @@ COMMANDS = {
     "worker": _worker,
     "candidate": _candidate,
     "check": _check,
+    "handoff": _handoff,
     "worktree": _worktree,
     "lease": _lease,
     "reconcile": _reconcile,
     "gc": _gc,
     "config": _config,
+    "key": _key,
     "completion": _completion,
 }
 

@@ -37,6 +37,7 @@ __all__ = [
     "RemovalObservation",
     "apply",
     "check_result",
+    "confirm_handoff",
     "decide_check_launch",
     "decide_execution",
     "decide_pin",
@@ -44,6 +45,7 @@ __all__ = [
     "decide_removal",
     "interrupted",
     "made",
+    "offer_handoff",
     "request_check",
     "request_check_launch",
     "request_pin",
@@ -83,6 +85,7 @@ class CheckRun:
     removal_intent: str | None = None
     result: CheckResult | None = None
     result_code: str | None = None  # CheckFailed's code, or the timeout's cause
+    output_sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,8 @@ class Candidate:
     release_intent: str | None = None
     release_failure: str | None = None
     checks: tuple[CheckRun, ...] = ()
+    handoff: Literal["offered", "confirmed", "rejected"] | None = None
+    handoff_code: str | None = None  # why the last confirmation was rejected
 
     def check_run(self, check_id: str) -> CheckRun:
         for run in self.checks:
@@ -151,6 +156,12 @@ def apply(candidate: Candidate | None, event: ev.Event, position: int) -> Candid
                        event.required, event.timeout_ms, event.idle_timeout_ms, event.execution, event.repository,
                        event.artifact_dir)
         return replace(candidate, checks=(*candidate.checks, run))
+    if isinstance(event, ev.HandoffOffered):
+        return replace(candidate, handoff="offered", handoff_code=None)
+    if isinstance(event, ev.HandoffConfirmed):
+        return replace(candidate, handoff="confirmed", handoff_code=None)
+    if isinstance(event, ev.HandoffRejected):
+        return replace(candidate, handoff="rejected", handoff_code=event.code)
     if isinstance(event, ev.IntentOutcomeUnknown | ev.IntentOutcomeUnknownV2):
         return candidate
     if isinstance(event, ev.IntentCancelled):
@@ -176,11 +187,11 @@ def _apply_check(run: CheckRun, event: ev.Event) -> CheckRun:
     if isinstance(event, ev.CheckLaunchFailed):
         return replace(run, launch_intent=None, launch_failure=event.code)
     if isinstance(event, ev.CheckPassed):
-        return replace(run, result="passed")
+        return replace(run, result="passed", output_sha256=event.output_sha256)
     if isinstance(event, ev.CheckFailed):
-        return replace(run, result="failed", result_code=event.code)
+        return replace(run, result="failed", result_code=event.code, output_sha256=event.output_sha256)
     if isinstance(event, ev.CheckTimedOut):
-        return replace(run, result="timed-out", result_code=event.cause)
+        return replace(run, result="timed-out", result_code=event.cause, output_sha256=event.output_sha256)
     if isinstance(event, ev.ExecutionRemovalRequested):
         return replace(run, removal_intent=event.intent_id, execution_state="removing")
     if isinstance(event, ev.ExecutionRemoved):
@@ -448,3 +459,82 @@ def _recorded(p: Process) -> ev.ProcessIdentity:
 
 def _identity(p: ev.ProcessIdentity) -> Process:
     return Process(p.host, p.boot_id, p.pid, p.pgid, p.start_time)
+
+
+# --- handoff -------------------------------------------------------------------------------------------------------
+
+
+def offer_handoff(candidate: Candidate, worker_generation: int | None, run: Run, now: str) -> list[ev.Event]:
+    """HandoffOffered by the generation that made the candidate; nothing if it is offered or confirmed already.
+
+    Refused ``stale-generation`` when that generation is fenced (the worker was relaunched since).
+    """
+    require_open(run)
+    if candidate.status != "pinned" or candidate.commit is None:
+        raise Refused("candidate-not-pinned", f"candidate {candidate.binding_id} is {candidate.status}; only a "
+                                              "pinned candidate is handed off")
+    if candidate.worker_id is None or candidate.generation is None:
+        raise Refused("no-worker", f"candidate {candidate.binding_id} was not made by a worker; a worker hands off "
+                                   "what it made")
+    if worker_generation != candidate.generation:
+        raise Refused("stale-generation", f"candidate {candidate.binding_id} was made by generation "
+                                          f"{candidate.generation} of worker {candidate.worker_id}, which is fenced "
+                                          f"(the current generation is {worker_generation})")
+    if candidate.handoff in ("offered", "confirmed"):
+        return []
+    return [next_event(ev.HandoffOffered, stream_of(candidate.binding_id), candidate.version, now,
+                       run_id=candidate.run_id, task_id=candidate.task_id, binding_id=candidate.binding_id,
+                       worker_id=candidate.worker_id, generation=candidate.generation, commit=candidate.commit)]
+
+
+def confirm_handoff(candidate: Candidate, *, worker_generation: int, process: str, lease_held_by: int | None,
+                    pin: CandidateRefObservation, required: dict[str, str], now: str) -> list[ev.Event]:
+    """HandoffConfirmed when every condition holds, else HandoffRejected naming the first that fails.
+
+    process: the liveness of the generation's process (dead or none: positively gone); lease_held_by: the
+    generation holding the worktree's lease unexpired, None when it is released; pin: the candidate's ref now;
+    required: each required check's name and the digest of its current configuration.
+    Nothing when the handoff is confirmed already.
+    """
+    if candidate.handoff == "confirmed":
+        return []
+    if candidate.handoff not in ("offered", "rejected"):
+        raise Refused("handoff-not-offered", f"candidate {candidate.binding_id} was not offered "
+                                             f"('docket handoff offer {candidate.binding_id[:12]}')")
+    assert candidate.worker_id is not None and candidate.generation is not None and candidate.commit is not None
+    stream = stream_of(candidate.binding_id)
+    common = dict(run_id=candidate.run_id, task_id=candidate.task_id, binding_id=candidate.binding_id)
+
+    def rejected(code: str, message: str) -> list[ev.Event]:
+        return [next_event(ev.HandoffRejected, stream, candidate.version, now, **common, code=code,
+                           message=message[:4000])]
+
+    if worker_generation != candidate.generation:
+        return rejected("stale-generation", f"generation {candidate.generation} of worker {candidate.worker_id} is "
+                                            f"fenced (the current generation is {worker_generation})")
+    if process not in ("dead", "none"):
+        return rejected("worker-alive", f"the process of worker {candidate.worker_id} generation "
+                                        f"{candidate.generation} is {process}, not positively gone")
+    if lease_held_by is not None and lease_held_by >= candidate.generation:
+        return rejected("lease-held", f"worker {candidate.worker_id} generation {lease_held_by} still holds the "
+                                      "worktree's lease")
+    if pin.state != "matching" or pin.commit != candidate.commit:
+        return rejected("pin-changed", f"{candidate.ref} no longer names {candidate.commit}: "
+                                       f"{pin.state}{' (' + pin.detail + ')' if pin.detail else ''}")
+    bindings = []
+    for name, digest in sorted(required.items()):
+        runs = [r for r in candidate.checks if r.check == name and r.config_sha256 == digest]
+        if not runs:
+            stale = any(r.check == name for r in candidate.checks)
+            return rejected("check-config-changed" if stale else "check-missing",
+                            f"required check {name} has "
+                            f"{'no run under its current configuration' if stale else 'not run'} on this candidate ('docket check run {candidate.binding_id[:12]} --check {name}')")
+        last = runs[-1]
+        if last.result != "passed":
+            return rejected("check-failed", f"required check {name}, attempt {last.attempt}, "
+                                            f"{last.result or 'has no result'}"
+                                            + (f" ({last.result_code})" if last.result_code else ""))
+        bindings.append(ev.CheckBinding(check=name, check_id=last.check_id, config_sha256=digest,
+                                        output_sha256=last.output_sha256))
+    return [next_event(ev.HandoffConfirmed, stream, candidate.version, now, **common, worker_id=candidate.worker_id,
+                       generation=candidate.generation, commit=candidate.commit, checks=bindings)]

@@ -16,7 +16,8 @@ TABLE = "candidates"
 COLUMNS = {"binding_id": str, "run_id": str, "task_id": str, "worker_id": str, "generation": int,
            "boundary": str, "ref": str, "parent": str, "tree": str, "base": str, "commit": str,
            "changed_count": int, "changed_paths": str, "worktree": str, "repository": str, "status": str,
-           "found": str, "requested_at": str, "pinned_at": str, "released_at": str, "position": int}
+           "found": str, "requested_at": str, "pinned_at": str, "released_at": str, "position": int,
+           "handoff": str, "handoff_code": str}
 INDEXES = ("run_id", "commit")
 PK = "binding_id"
 
@@ -57,6 +58,13 @@ def _status(status: str, stamp: str | None = None):  # noqa: ANN202
     return handler
 
 
+def _handoff(state: str):  # noqa: ANN202
+    def handler(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+        c.execute("UPDATE candidates SET handoff = ?, handoff_code = ? WHERE binding_id = ?",
+                  (state, p.get("code"), p["binding_id"]))
+    return handler
+
+
 def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
@@ -64,7 +72,9 @@ def handlers() -> dict[str, Any]:
             ev.CandidateDiverged.type_name(): _diverged,
             ev.CandidateReleaseRequested.type_name(): _status("releasing"),
             ev.CandidateReleased.type_name(): _status("released", "released_at"),
-            ev.CandidateReleaseFailed.type_name(): _status("pinned")}
+            ev.CandidateReleaseFailed.type_name(): _status("pinned"),
+            ev.HandoffOffered.type_name(): _handoff("offered"), ev.HandoffConfirmed.type_name(): _handoff("confirmed"),
+            ev.HandoffRejected.type_name(): _handoff("rejected")}
 
 
 def candidates_of(c: sqlite3.Connection, run_id: str, task_id: str | None = None) -> list[dict[str, Any]]:

@@ -103,6 +103,14 @@ class Views:
     def digest(self) -> str:
         return self._meta_value("digest") or ""
 
+    def head(self) -> tuple[int, str]:
+        """(position, digest) read together: another process moving the views between two reads cannot tear them."""
+        try:
+            rows = dict(self.conn.execute(f"SELECT key, value FROM {META} WHERE key IN ('position', 'digest')"))
+        except sqlite3.OperationalError:
+            return 0, ""
+        return int(rows.get("position") or 0), rows.get("digest") or ""
+
     def genesis(self) -> str:
         """The ledger digest at position 1: which ledger these views belong to."""
         return self._meta_value("genesis") or ""

@@ -122,7 +122,8 @@ def pin_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: 
     if not wait and candidate.pin_intent is not None:
         return Pinned("requested", task_id, candidate, head=captured.head, tree=captured.tree)
     if appended or candidate.pin_intent is not None:
-        effector.run_pending(only={candidate.pin_intent or intent_id}, after=0)
+        drive(effector, candidate.pin_intent or intent_id,
+              lambda: load_candidate(ledger, binding).pin_intent is None)
         candidate = load_candidate(ledger, binding)
     return Pinned("pinned", task_id, settled(candidate), head=captured.head, tree=captured.tree)
 
@@ -136,6 +137,22 @@ def _require_recordable(changed: tuple[str, ...], task_id: str) -> None:
                                           f"({chars} characters); a candidate records at most {MAX_CHANGED_PATHS} "
                                           f"paths and {MAX_CHANGED_CHARS} characters (is a build folder not "
                                           "ignored?); nothing was pinned")
+
+
+CONTENDED_TRIES = 20  # another docket process making the same ref: observed again this often, 0.1 s apart
+
+
+def drive(effector: Any, intent_id: str, settled: Any) -> None:
+    """Drive the intent; while its outcome is unknown (another process is making the same ref at this moment),
+    observe again a few times before leaving it to 'docket replay --apply'."""
+    import time
+
+    effector.run_pending(only={intent_id}, after=0)
+    for _ in range(CONTENDED_TRIES):
+        if settled():
+            return
+        time.sleep(0.1)
+        effector.run_pending(only={intent_id}, after=0, force=True)
 
 
 def task_repository(task: task_aggregate.Task) -> Path:
@@ -167,7 +184,8 @@ def release_candidate(ledger: Ledger, clock: Clock, effector: Any, binding: str,
     ledger.decide(decision, clock.now())
     candidate = load_candidate(ledger, binding)
     if candidate.release_intent is not None:
-        effector.run_pending(only={candidate.release_intent}, after=0)
+        release = candidate.release_intent
+        drive(effector, release, lambda: load_candidate(ledger, binding).release_intent is None)
         candidate = load_candidate(ledger, binding)
     if candidate.status == "releasing":
         raise OutcomeUnknown("outcome-unknown", f"the release of {candidate.ref} is not known to have happened yet")

@@ -110,14 +110,14 @@ def catch_up(
 
 def views_anchor_break(ledger: LedgerReader, views: Views) -> VerificationFailed | None:
     """The views remember (position, digest) of this ledger: is that head still in it?"""
-    position = views.position()
+    position, digest = views.head()
     if not position or views.genesis() != ledger.digest_at(1):
         return None  # empty views, or another ledger's
     if position > (head := ledger.head_position()):
         return VerificationFailed("ledger-cut", f"position {position}: the views saw the ledger reach it, but the "
                                                 f"ledger now ends at {head}; events were cut from its tail "
                                                 "(run 'docket replay' to rebuild the views from what is left)")
-    if ledger.digest_at(position) != views.digest():
+    if ledger.digest_at(position) != digest:
         return VerificationFailed("ledger-rewritten", f"position {position}: the ledger's digest differs from the "
                                                       "one the views recorded there; the ledger was rewritten "
                                                       "(run 'docket replay' to rebuild the views from it)")

@@ -52,9 +52,16 @@ def pin_candidate(repository: Path, ref: str, parent: str, tree: str, message: s
         commit = candidate_commit(repo, parent, tree, message)
         if commit is None:
             return
-        repo.object_store.add_object(commit)
-        repo.refs.add_if_new(ref.encode(), commit.id, committer=CANDIDATE_IDENTITY,
-                             message=b"docket: pin candidate")
+        from dulwich.file import FileLocked
+
+        from .objects import add_object
+
+        add_object(repo.object_store, commit)
+        try:
+            repo.refs.add_if_new(ref.encode(), commit.id, committer=CANDIDATE_IDENTITY,
+                                 message=b"docket: pin candidate")
+        except FileLocked:
+            return  # another process is making this ref now: observing again tells what it made
     finally:
         repo.close()
 
@@ -64,18 +71,9 @@ def release_candidate(repository: Path, ref: str, expected_commit: str) -> None:
 
     A ref naming anything else is left alone. Only OSError for real I/O failures propagates.
     """
-    from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
+    from .inventory import delete_ref
 
-    try:
-        repo = Repo(str(repository))
-    except (NotGitRepository, OSError):
-        return
-    try:
-        repo.refs.remove_if_equals(ref.encode(), expected_commit.encode("ascii"), committer=CANDIDATE_IDENTITY,
-                                   message=b"docket: release candidate")
-    finally:
-        repo.close()
+    delete_ref(repository, ref, expected_commit)
 
 
 def candidate_commit(repo, parent: str, tree: str, message: str):  # noqa: ANN001, ANN201

@@ -252,9 +252,9 @@ def _write_blob(store, data: bytes) -> bytes:  # noqa: ANN001
 
 
 def _write(store, obj) -> bytes:  # noqa: ANN001
-    if obj.id not in store:
-        store.add_object(obj)
-    return obj.id
+    from .objects import add_object
+
+    return add_object(store, obj)
 
 
 def _new_tree(entries: dict[bytes, _Entry]):  # noqa: ANN202

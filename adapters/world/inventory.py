@@ -233,9 +233,13 @@ def delete_ref(repository: Path, ref: str, expected: str) -> None:
         repo = Repo(str(repository))
     except (NotGitRepository, OSError):
         return
+    from dulwich.file import FileLocked
+
     try:
         repo.refs.remove_if_equals(ref.encode(), expected.encode("ascii"), committer=IDENTITY,
                                    message=b"docket: delete ref")
+    except FileLocked:
+        pass  # another process is changing the ref now: observing again tells what became of it
     finally:
         repo.close()
 
@@ -359,8 +363,13 @@ def _remove(repo, common: Path, path: Path, expected_head: str | None, branch: s
     expected = expected_head if expected_head is not None else (head if on == branch else None)
     if expected is None or _checked_out_elsewhere(common, branch):
         return
-    repo.refs.remove_if_equals(f"refs/heads/{branch}".encode(), expected.encode("ascii"), committer=IDENTITY,
-                               message=b"docket: remove worktree branch")
+    from dulwich.file import FileLocked
+
+    try:
+        repo.refs.remove_if_equals(f"refs/heads/{branch}".encode(), expected.encode("ascii"), committer=IDENTITY,
+                                   message=b"docket: remove worktree branch")
+    except FileLocked:
+        pass  # another process is changing the branch now: observing again tells what became of it
 
 
 def _checked_out_elsewhere(common: Path, branch: str) -> bool:

@@ -1,6 +1,6 @@
 """Every event docket records: frozen pydantic models with fixed stored names.
 
-One module per aggregate (``ledger``, ``run``, ``task``, ``worker``, ``lease``, ``candidate``),
+One module per aggregate (``ledger``, ``run``, ``task``, ``worker``, ``lease``, ``candidate`` with ``handoff``),
 one for the effect protocol's own events (``effect``), and the envelope and
 field types they share (``base``). The catalogue is built here, in the order
 ``docs/events.md`` lists it.
@@ -35,6 +35,7 @@ from .candidate import (
     ExecutionRemoved,
     ExecutionRequested,
 )
+from .handoff import CheckBinding, HandoffConfirmed, HandoffOffered, HandoffRejected
 from .effect import IntentCancelled, IntentOutcomeUnknown, IntentOutcomeUnknownV2
 from .lease import LeaseExpired, LeaseGranted, LeaseReleased, LeaseRenewed
 from .ledger import LedgerCreated, LedgerCreatedV2
@@ -77,6 +78,10 @@ from .worker import (
 __all__ = [
     "EVENT_TYPES",
     "Event",
+    "CheckBinding",
+    "HandoffConfirmed",
+    "HandoffOffered",
+    "HandoffRejected",
     "ArtifactRecord",
     "CandidateDiverged",
     "CandidatePinRequested",
@@ -197,6 +202,9 @@ EVENT_TYPES: dict[str, type[Event]] = {
         CheckTimedOut,
         ExecutionRemovalRequested,
         ExecutionRemoved,
+        HandoffOffered,
+        HandoffConfirmed,
+        HandoffRejected,
     )
 }
 

@@ -33,7 +33,7 @@ NOW = "2026-01-01T00:00:00Z"
 ERROR_LINE = re.compile(r"docket: error: [a-z][a-z0-9-]*: .+")
 WARNING_LINE = re.compile(r"docket: warning: [a-z][a-z0-9-]*: .+")
 # Options whose fuzzing would block, or reach outside the test's folder (other files' owners test those).
-SKIPPED_OPTIONS = {"--help", "--ledger", "--debug", "--follow", "--version"}
+SKIPPED_OPTIONS = {"--help", "--ledger", "--debug", "--follow", "--version", "--out"}
 
 HOSTILE = [
     "", " ", "\t", "\x00", "a\x00b", "\n", "x\ny", "\r", "\x1b[2J", "\x1b]0;pwned\x07", "\u202etxt.exe", "\u200b",

@@ -205,7 +205,8 @@ def test_the_rows_say_exactly_what_happened_and_a_rebuild_gives_identical_rows(r
     views = rebuilt.conn
 
     common = dict(run_id="r1", task_id="t1", worker_id="w1", generation=1, boundary="generation-1", parent=HEAD,
-                  tree=TREE, base=BASE, repository="/repo/.git", worktree="/repo/.git/docket/worktrees/r1/t1")
+                  tree=TREE, base=BASE, repository="/repo/.git", worktree="/repo/.git/docket/worktrees/r1/t1",
+                  handoff=None, handoff_code=None)
     assert candidates.candidates_of(views, "r1") == [
         {**common, "binding_id": PINNED, "ref": f"refs/docket/candidates/r1/{PINNED}", "commit": COMMIT,
          "changed_count": 3, "changed_paths": '["src/a.py","src/b.py","é/ü.txt"]', "status": "pinned",

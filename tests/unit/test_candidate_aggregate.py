@@ -255,3 +255,81 @@ def test_every_stream_prefix_names_an_aggregate_whose_snapshots_can_be_checked()
 
     prefixes = {value[:-1] for name, value in vars(streams).items() if name.endswith("_PREFIX")}
     assert prefixes == set(AGGREGATES)
+
+
+def checked(book: Book, result: str = "passed", digest: str = "1" * 64):
+    c = launched_check(book)
+    (event,) = candidate.check_result(c, "k1", result, at(10), duration_ms=5, output_sha256="5" * 64,
+                                      output_bytes=3, tail="", execution="matching", code="exit", exit_code=1)
+    return book.apply(candidate.apply, c, event)
+
+
+def offered(book: Book, c):
+    return book.apply(candidate.apply, c, candidate.offer_handoff(c, 1, book.active_run(), at(11)))
+
+
+def confirm(c, *, generation=1, process="dead", lease=None, pin=None, required=None):
+    pin = pin or CandidateRefObservation("matching", commit=PINNED)
+    return candidate.confirm_handoff(c, worker_generation=generation, process=process, lease_held_by=lease, pin=pin,
+                                     required={"tests": "1" * 64} if required is None else required, now=at(12))
+
+
+def test_a_handoff_is_offered_once_by_the_generation_that_made_the_candidate():
+    book = Book()
+    c = checked(book)
+    (event,) = candidate.offer_handoff(c, 1, book.active_run(), at(11))
+    assert isinstance(event, ev.HandoffOffered) and (event.worker_id, event.generation, event.commit) == (
+        "t1", 1, PINNED)
+    c = book.apply(candidate.apply, c, event)
+    assert candidate.offer_handoff(c, 1, book.active_run(), at(12)) == []
+    with pytest.raises(Refused) as e:
+        candidate.offer_handoff(c, 2, book.active_run(), at(12))  # relaunched since: generation 1 is fenced
+    assert e.value.code == "stale-generation"
+
+
+def test_a_handoff_is_confirmed_only_when_every_condition_holds():
+    book = Book()
+    c = offered(book, checked(book))
+    (ok,) = confirm(c)
+    assert isinstance(ok, ev.HandoffConfirmed)
+    assert [(b.check, b.check_id, b.config_sha256, b.output_sha256) for b in ok.checks] == [
+        ("tests", "k1", "1" * 64, "5" * 64)]
+    assert candidate.made(ok) is ok
+    assert confirm(book.apply(candidate.apply, c, ok)) == []
+
+
+@pytest.mark.parametrize("change, code", [
+    (dict(generation=2), "stale-generation"),
+    (dict(process="alive"), "worker-alive"),
+    (dict(process="unknown"), "worker-alive"),
+    (dict(lease=1), "lease-held"),
+    (dict(pin=CandidateRefObservation("missing")), "pin-changed"),
+    (dict(pin=CandidateRefObservation("matching", commit="f" * 40)), "pin-changed"),
+    (dict(required={"tests": "9" * 64}), "check-config-changed"),
+    (dict(required={"tests": "1" * 64, "lint": "2" * 64}), "check-missing"),
+])
+def test_a_handoff_that_fails_a_condition_is_rejected_naming_it(change, code):
+    book = Book()
+    c = offered(book, checked(book))
+    (rejected,) = confirm(c, **change)
+    assert isinstance(rejected, ev.HandoffRejected) and rejected.code == code, rejected
+    c = book.apply(candidate.apply, c, rejected)
+    assert (c.handoff, c.handoff_code) == ("rejected", code)
+    (ok,) = confirm(c)  # once the condition holds, the same handoff is confirmed
+    assert isinstance(ok, ev.HandoffConfirmed)
+
+
+def test_a_failed_required_check_rejects_and_a_fenced_lease_does_not():
+    book = Book()
+    (rejected,) = confirm(offered(book, checked(book, "failed")))
+    assert rejected.code == "check-failed" and "attempt 1" in rejected.message
+    book = Book()
+    (ok,) = confirm(offered(book, checked(book)), lease=None)
+    assert isinstance(ok, ev.HandoffConfirmed)
+
+
+def test_a_handoff_not_offered_cannot_be_confirmed():
+    book = Book()
+    with pytest.raises(Refused) as e:
+        confirm(checked(book))
+    assert e.value.code == "handoff-not-offered"
