@@ -35,6 +35,8 @@ __all__ = [
     "DocketWorktree",
     "ExecutionInspection",
     "ExecutionObservation",
+    "IntegrationObservation",
+    "MergeResult",
     "Unknown",
     "WorktreeObservation",
     "backoff_ms",
@@ -214,4 +216,40 @@ class DocketWorktree:
     branch: str | None = None
     head: str | None = None
     admin: str | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class IntegrationObservation:
+    """What an integration ref (``refs/docket/integrations/<run>``) names, relative to one merge step.
+
+    missing: no such ref. at-parent: it names the step's expected parent (the
+    step is still to do). merged: it names a commit that has both the expected
+    parent and the candidate as ancestors (commit: its id; the step is done).
+    diverged: it names anything else (commit: what it names; detail says what).
+    unreadable: nothing is known.
+    """
+
+    state: Literal["missing", "at-parent", "merged", "diverged", "unreadable"]
+    commit: str | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """One candidate merged into an integration head, computed in the object store (no ref moved).
+
+    merged: commit is the two-parent merge commit [head, candidate], tree its
+    tree. already-merged: the candidate is an ancestor of head (or head
+    itself): nothing was written; commit and tree are head's. conflicted: the
+    paths (quoted as ``quote_path`` does, sorted) that do not merge; nothing
+    was written. unmergeable: the histories have no merge base or several
+    (detail says which); nothing was written. unreadable: head or candidate is
+    no commit in the repository, or it could not be read (detail says why).
+    """
+
+    state: Literal["merged", "already-merged", "conflicted", "unmergeable", "unreadable"]
+    commit: str | None = None
+    tree: str | None = None
+    conflicts: tuple[str, ...] = ()
     detail: str = ""

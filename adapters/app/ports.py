@@ -20,6 +20,8 @@ from ...domain.effects import (
     DocketWorktree,
     ExecutionInspection,
     ExecutionObservation,
+    IntegrationObservation,
+    MergeResult,
     WorktreeObservation,
 )
 
@@ -143,6 +145,22 @@ class GitPort(Protocol):
 
     def tree_paths(self, repository: Path, commit: str, folder: str) -> list[str]:
         """The files the commit's tree holds under folder, relative to it, sorted ([] when none or unreadable)."""
+        ...
+
+    def observe_integration(self, repository: Path, ref: str, expected_parent: str,
+                            candidate_commit: str) -> IntegrationObservation:
+        """missing, at-parent, merged (ref holds expected_parent and candidate_commit in its history), diverged or
+        unreadable. Never raises."""
+        ...
+
+    def merge_candidate(self, repository: Path, head: str, candidate_commit: str, message: str) -> MergeResult:
+        """candidate_commit merged into head in the object store, no ref moved: merged (a deterministic two-parent
+        merge commit), already-merged, conflicted (paths; nothing written), unmergeable or unreadable. OSError only."""
+        ...
+
+    def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str) -> None:
+        """Compare-and-swap ref from expected_old (None: create-only) to the commit new; any other state is left
+        alone (observe again). BadInput ``bad-ref`` for a malformed name; OSError only otherwise."""
         ...
 
 

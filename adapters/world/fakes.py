@@ -19,9 +19,11 @@ from ...domain.effects import (
     DocketWorktree,
     ExecutionInspection,
     ExecutionObservation,
+    IntegrationObservation,
+    MergeResult,
     WorktreeObservation,
 )
-from ...domain.errors import Conflict, Refused
+from ...domain.errors import BadInput, Conflict, Refused
 from ...domain.names import check_include_pattern
 from ...domain.processes import Liveness, ProcessIdentity, liveness_of
 from .capture import Capture, Unstable
@@ -78,6 +80,7 @@ class FakeGit:
         self.files: dict[Path, bytes] = {}  # regular files, for copy_includes
         self.tracked: dict[tuple[str, str], list[str]] = {}  # (commit, folder) -> files its tree holds there
         self.captures: dict[Path, Capture | Unstable] = {}  # worktree -> what capture_twice returns
+        self.merge_conflicts: dict[tuple[str, str], tuple[str, ...]] = {}  # (head, candidate) -> conflicting paths
 
     def identity(self, repository: Path) -> str | None:
         repo = self.repositories.get(Path(repository))
@@ -339,6 +342,71 @@ class FakeGit:
 
     def tree_paths(self, repository: Path, commit: str, folder: str) -> list[str]:
         return sorted(self.tracked.get((commit, folder.strip("/")), ()))
+
+    def observe_integration(self, repository: Path, ref: str, expected_parent: str,
+                            candidate_commit: str) -> IntegrationObservation:
+        repo = self.repositories.get(Path(repository))
+        if repo is None or not repo.readable:
+            return IntegrationObservation("unreadable", detail=f"cannot open repository {repository}")
+        oid = _ref_value(repo, ref)
+        if oid is None:
+            return IntegrationObservation("missing")
+        if oid == expected_parent:
+            return IntegrationObservation("at-parent", commit=oid)
+        if repo.objects.get(oid) != "commit":
+            return IntegrationObservation("diverged", commit=oid, detail=f"{ref} names no commit")
+        held = _fake_ancestors(repo, oid)
+        if expected_parent in held and candidate_commit in held:
+            return IntegrationObservation("merged", commit=oid)
+        return IntegrationObservation("diverged", commit=oid, detail=f"{ref} names commit {oid}, not this step's")
+
+    def merge_candidate(self, repository: Path, head: str, candidate_commit: str, message: str) -> MergeResult:
+        """Merged, unless merge_conflicts names (head, candidate): its tree is a new tree named by both commits."""
+        repo = self.repositories.get(Path(repository))
+        if repo is None or not repo.readable:
+            return MergeResult("unreadable", detail=f"cannot open repository {repository}")
+        for oid in (head, candidate_commit):
+            if repo.objects.get(oid) != "commit":
+                return MergeResult("unreadable", detail=f"{oid} is not a commit in the repository")
+        if candidate_commit in _fake_ancestors(repo, head):
+            return MergeResult("already-merged", commit=head, tree=repo.commits.get(head, ((), None))[1])
+        conflicts = self.merge_conflicts.get((head, candidate_commit))
+        if conflicts is not None:
+            return MergeResult("conflicted", conflicts=tuple(sorted(conflicts)))
+        tree = hashlib.sha1(f"merged tree {head} {candidate_commit}".encode()).hexdigest()
+        repo.objects[tree] = "tree"
+        commit = repo.add_commit((head, candidate_commit), tree, message)
+        return MergeResult("merged", commit=commit, tree=tree)
+
+    def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str) -> None:
+        if not ref.startswith("refs/") or ".." in ref or ref.endswith("/"):
+            raise BadInput("bad-ref", f"{ref!r} is not a well-formed ref name under refs/")
+        repo = self.repositories.get(Path(repository))
+        if repo is None or not repo.readable or repo.objects.get(new) != "commit":
+            return
+        if _ref_value(repo, ref) != expected_old:
+            return
+        if ref.startswith("refs/heads/"):
+            repo.branches[ref.removeprefix("refs/heads/")] = new
+        else:
+            repo.refs[ref] = new
+
+
+def _ref_value(repo: FakeRepository, ref: str) -> str | None:
+    if ref.startswith("refs/heads/"):
+        return repo.branches.get(ref.removeprefix("refs/heads/"))
+    return repo.refs.get(ref)
+
+
+def _fake_ancestors(repo: FakeRepository, commit: str) -> set[str]:
+    """commit and every commit reachable from it through FakeRepository.commits."""
+    seen, todo = set(), [commit]
+    while todo:
+        oid = todo.pop()
+        if oid not in seen:
+            seen.add(oid)
+            todo.extend(repo.commits.get(oid, ((), ""))[0])
+    return seen
 
 
 class FakeLedgerReader:

@@ -20,6 +20,8 @@ from ...domain.effects import (
     DocketWorktree,
     ExecutionInspection,
     ExecutionObservation,
+    IntegrationObservation,
+    MergeResult,
     WorktreeObservation,
 )
 from ...domain.names import check_include_pattern
@@ -116,6 +118,19 @@ class DulwichGit:
     def tree_paths(self, repository: Path, commit: str, folder: str) -> list[str]:
         from .candidates import tree_paths
         return tree_paths(repository, commit, folder)
+
+    def observe_integration(self, repository: Path, ref: str, expected_parent: str,
+                            candidate_commit: str) -> IntegrationObservation:
+        from .merge import observe_integration
+        return observe_integration(repository, ref, expected_parent, candidate_commit)
+
+    def merge_candidate(self, repository: Path, head: str, candidate_commit: str, message: str) -> MergeResult:
+        from .merge import merge_candidate
+        return merge_candidate(repository, head, candidate_commit, message)
+
+    def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str) -> None:
+        from .merge import advance_ref
+        advance_ref(repository, ref, expected_old, new)
 
 
 def observe_branch(repository: Path, branch: str) -> BranchObservation:

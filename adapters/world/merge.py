@@ -1,0 +1,395 @@
+"""Merging candidates on a docket ref through dulwich: observe the ref, merge in the object store, move a ref by CAS.
+
+The tree merge follows git's three-way rules entry by entry, so that mode,
+symlink and submodule (gitlink) entries come through as git would merge them;
+file contents that both sides changed are merged by dulwich's ``merge_blobs``
+(merge3), kept only when two more alignments of the lines (shortest edit
+scripts, as git's diff makes) give the same result and no change could slide
+over repeated lines into the other side's (``_unambiguous``). Stricter than
+git where the two differ: renames are not followed (a rename on one side and
+an edit on the other is a modify/delete conflict), binary files (a NUL byte in the first 8000) and symlinks changed on
+both sides conflict, ``.gitattributes`` merge drivers are never run (an
+integration runs no command the repository configures), and a history with
+several merge bases (criss-cross) is refused as unmergeable. The one known
+way to be looser: git's own line alignment occasionally sees a conflict in
+small changes that docket keeps apart (tests/integration/test_merge.py).
+"""
+
+from __future__ import annotations
+
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...domain.candidates import quote_path
+from ...domain.effects import IntegrationObservation, MergeResult
+from ...domain.errors import BadInput
+
+__all__ = ["MERGE_IDENTITY", "advance_ref", "merge_candidate", "observe_integration"]
+
+MERGE_IDENTITY = b"docket <docket@localhost>"
+_GITLINK = 0o160000
+_BINARY_SNIFF = 8000
+_MAX_EDITS = 2000  # lines added plus removed in one file changed on both sides, beyond which it conflicts  # git's buffer_is_binary looks this far for a NUL byte
+
+
+def observe_integration(repository: Path, ref: str, expected_parent: str, candidate_commit: str) -> IntegrationObservation:
+    """missing, at-parent (ref names expected_parent), merged (ref names a commit holding both expected_parent and
+    candidate_commit in its history), diverged (anything else) or unreadable. Never raises."""
+    from dulwich.errors import NotGitRepository
+    from dulwich.repo import Repo
+
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError) as e:
+        return IntegrationObservation("unreadable", detail=f"cannot open repository {repository}: {e}")
+    try:
+        return _observe(repo, ref, expected_parent, candidate_commit)
+    except (OSError, ValueError, KeyError, AssertionError) as e:
+        return IntegrationObservation("unreadable", detail=f"cannot read {ref} in {repository}: {e}")
+    finally:
+        repo.close()
+
+
+def _observe(repo, ref: str, parent: str, candidate: str) -> IntegrationObservation:  # noqa: ANN001
+    from dulwich.objects import Commit
+
+    try:
+        sha = repo.refs[ref.encode()]
+    except KeyError:
+        return IntegrationObservation("missing")
+    named = sha.decode("ascii")
+    if named == parent:
+        return IntegrationObservation("at-parent", commit=named)
+    try:
+        obj = repo[sha]
+    except KeyError:
+        return IntegrationObservation("unreadable", commit=named, detail=f"{ref} names missing object {named}")
+    if not isinstance(obj, Commit):
+        return IntegrationObservation("diverged", commit=named,
+                                      detail=f"{ref} names a {obj.type_name.decode()}, not a commit")
+    for name, ancestor in (("expected parent", parent), ("candidate", candidate)):
+        if not _is_commit(repo, ancestor) or not _is_ancestor(repo, ancestor, named):
+            return IntegrationObservation("diverged", commit=named,
+                                          detail=f"{ref} names commit {named}, which does not hold the {name} "
+                                                 f"{ancestor}")
+    return IntegrationObservation("merged", commit=named)
+
+
+def merge_candidate(repository: Path, head: str, candidate_commit: str, message: str) -> MergeResult:
+    """Merge candidate_commit into head in the object store; no ref is moved.
+
+    merged: a two-parent merge commit [head, candidate] of the merged tree, also
+    when head is an ancestor of the candidate (the integration keeps one merge
+    commit, with its trailers, per step; never a fast-forward). Its author and
+    committer are ``docket <docket@localhost>`` at the later of the two
+    parents' commit times, UTC, so the same inputs always give the same commit
+    id (merging again after a crash writes nothing new). already-merged: the
+    candidate is head or one of its ancestors; nothing is written. conflicted,
+    unmergeable: nothing is written (see MergeResult). Never raises for a state
+    of the world; OSError for real I/O failures while writing.
+    """
+    from dulwich.errors import NotGitRepository
+    from dulwich.repo import Repo
+
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError) as e:
+        return MergeResult("unreadable", detail=f"cannot open repository {repository}: {e}")
+    try:
+        return _merge(repo, head, candidate_commit, message)
+    finally:
+        repo.close()
+
+
+def _merge(repo, head: str, candidate: str, message: str) -> MergeResult:  # noqa: ANN001
+    from dulwich.graph import find_merge_base
+    from dulwich.objects import Commit, Tree
+
+    ours, theirs = _commit(repo, head), _commit(repo, candidate)
+    if ours is None or theirs is None:
+        missing = head if ours is None else candidate
+        return MergeResult("unreadable", detail=f"{missing} is not a commit in the repository")
+    if _is_ancestor(repo, candidate, head):
+        return MergeResult("already-merged", commit=head, tree=ours.tree.decode("ascii"))
+    bases = find_merge_base(repo, [ours.id, theirs.id])
+    if len(bases) != 1:
+        why = "no merge base (unrelated histories)" if not bases else f"{len(bases)} merge bases (criss-cross history)"
+        return MergeResult("unmergeable", detail=f"{head} and {candidate} have {why}")
+    merge = _TreeMerge(repo.object_store)
+    try:
+        tree = merge.trees(repo[bases[0]].tree, ours.tree, theirs.tree, b"")
+    except KeyError as e:
+        return MergeResult("unreadable", detail=f"an object of {head}, {candidate} or their merge base is missing: {e}")
+    if tree is None:  # both sides emptied the tree
+        merge.written.append(Tree())
+        tree = merge.written[-1].id
+    if merge.conflicts:
+        return MergeResult("conflicted", conflicts=tuple(sorted(quote_path(p) for p in merge.conflicts)))
+    commit = Commit()
+    commit.tree = tree
+    commit.parents = [ours.id, theirs.id]
+    commit.author = commit.committer = MERGE_IDENTITY
+    commit.author_time = commit.commit_time = max(ours.commit_time, theirs.commit_time)
+    commit.author_timezone = commit.commit_timezone = 0
+    commit.message = message.encode("utf-8") if message.endswith("\n") else (message + "\n").encode("utf-8")
+    for obj in [*merge.written, commit]:
+        repo.object_store.add_object(obj)
+    return MergeResult("merged", commit=commit.id.decode("ascii"), tree=tree.decode("ascii"))
+
+
+def advance_ref(repository: Path, ref: str, expected_old: str | None, new: str) -> None:
+    """Move ref to new only while it names expected_old (compare-and-swap); expected_old None: create it only if
+    it is absent. Nothing happens unless new is a commit in the repository, or when the ref names anything else:
+    observe again to learn the outcome. BadInput ``bad-ref`` for a malformed ref name; OSError only otherwise."""
+    from dulwich.errors import NotGitRepository
+    from dulwich.refs import check_ref_format
+    from dulwich.repo import Repo
+
+    if not ref.startswith("refs/") or not check_ref_format(ref.encode("utf-8", "surrogateescape")):
+        raise BadInput("bad-ref", f"{ref!r} is not a well-formed ref name under refs/")
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError):
+        return
+    try:
+        if not _is_commit(repo, new):
+            return
+        message = b"docket: integrate"
+        if expected_old is None:
+            repo.refs.add_if_new(ref.encode(), new.encode("ascii"), committer=MERGE_IDENTITY, message=message)
+        else:
+            repo.refs.set_if_equals(ref.encode(), expected_old.encode("ascii"), new.encode("ascii"),
+                                    committer=MERGE_IDENTITY, message=message)
+    finally:
+        repo.close()
+
+
+@dataclass(frozen=True)
+class _Entry:
+    mode: int
+    sha: bytes
+
+    @property
+    def is_tree(self) -> bool:
+        return stat.S_ISDIR(self.mode)
+
+
+class _TreeMerge:
+    """A three-way merge of trees, entry by entry; new objects are collected in written, not stored."""
+
+    def __init__(self, store) -> None:  # noqa: ANN001
+        self.store = store
+        self.written: list = []
+        self.conflicts: list[bytes] = []
+
+    def trees(self, base: bytes | None, ours: bytes | None, theirs: bytes | None, prefix: bytes) -> bytes | None:
+        """The merged tree's id (None when it is empty), conflicts appended to self.conflicts."""
+        from dulwich.objects import Tree
+
+        sides = [self._entries(sha) for sha in (base, ours, theirs)]
+        merged = Tree()
+        for name in sorted(set().union(*sides)):
+            path = prefix + b"/" + name if prefix else name
+            entry = self._entry(path, *(side.get(name) for side in sides))
+            if entry is not None:
+                merged.add(name, entry.mode, entry.sha)
+        if not merged.items():
+            return None
+        self.written.append(merged)
+        return merged.id
+
+    def _entries(self, sha: bytes | None) -> dict[bytes, _Entry]:
+        if sha is None:
+            return {}
+        return {e.path: _Entry(e.mode, e.sha) for e in self.store[sha].items()}
+
+    def _entry(self, path: bytes, base: _Entry | None, ours: _Entry | None, theirs: _Entry | None) -> _Entry | None:
+        if ours == theirs:
+            return ours
+        if base == ours:
+            return theirs
+        if base == theirs:
+            return ours
+        # Both sides changed the entry, differently.
+        present = [e for e in (base, ours, theirs) if e is not None]
+        if all(e.is_tree for e in present):  # a folder on every side that has it: merge what is inside
+            sha = self.trees(*(e.sha if e is not None else None for e in (base, ours, theirs)), path)
+            return _Entry(stat.S_IFDIR, sha) if sha is not None else None
+        if ours is None or theirs is None or ours.is_tree or theirs.is_tree:
+            return self._conflict(path)  # modify/delete, or a file against a folder
+        kinds = {stat.S_IFMT(e.mode) for e in present}
+        if len(kinds) != 1 or not stat.S_ISREG(ours.mode):  # a type change, a symlink or a submodule
+            return self._conflict(path)
+        mode = _pick(base.mode if base else None, ours.mode, theirs.mode)
+        sha = _pick(base.sha if base else None, ours.sha, theirs.sha)
+        if mode is None:
+            return self._conflict(path)
+        if sha is None:
+            sha = self._merge_blobs(path, base, ours, theirs)
+            if sha is None:
+                return None
+        return _Entry(mode, sha)
+
+    def _merge_blobs(self, path: bytes, base: _Entry | None, ours: _Entry, theirs: _Entry) -> bytes | None:
+        from dulwich.merge import merge_blobs
+        from dulwich.objects import Blob
+
+        blobs = [self.store[e.sha] if e is not None else None for e in (base, ours, theirs)]
+        if any(b"\0" in blob.data[:_BINARY_SNIFF] for blob in blobs if blob is not None):
+            return self._conflict(path)
+        content, conflicted = merge_blobs(*blobs)
+        if conflicted or not _unambiguous(blobs, content):
+            return self._conflict(path)
+        blob = Blob.from_string(content)
+        self.written.append(blob)
+        return blob.id
+
+    def _conflict(self, path: bytes) -> None:
+        self.conflicts.append(path)
+        return None
+
+
+def _unambiguous(blobs, merged: bytes) -> bool:  # noqa: ANN001
+    """Whether the clean merge is one every alignment agrees on: under three alignments of the lines (difflib's, and
+    shortest edit scripts matching repeated lines first to first and last to last, as git's Myers diff may), the
+    two sides' changes stay apart even where a change could slide over repeated lines, and merge3 merges them into
+    merged every time.
+
+    merge3 aligns lines with difflib, which can line up repeated lines where
+    git's diff does not, and so merge cleanly what git calls a conflict, or
+    put a repeated line elsewhere.
+    """
+    import difflib
+
+    from merge3 import Merge3
+
+    base, ours, theirs = (blob.data.splitlines(True) if blob is not None else [] for blob in blobs)
+    try:
+        for matcher in (difflib.SequenceMatcher, _ShortestEdits, _ShortestEditsFromTheEnd):
+            ours_spans, theirs_spans = (_spans(base, side, matcher(None, base, side).get_matching_blocks())
+                                        for side in (ours, theirs))
+            if any(lo <= other_hi and other_lo <= hi for lo, hi in ours_spans for other_lo, other_hi in theirs_spans):
+                return False
+            out = []
+            for group in Merge3(base, ours, theirs, sequence_matcher=matcher).merge_groups():
+                if group[0] == "conflict":
+                    return False
+                out.extend(group[1])
+            if b"".join(out) != merged:
+                return False
+    except _TooDifferent:
+        return False
+    return True
+
+
+def _spans(base: list[bytes], side: list[bytes], blocks) -> list[tuple[int, int]]:  # noqa: ANN001
+    """The base lines each change from base to side may cover, as closed (first, last) boundaries: the lines it
+    replaces, widened as far as its removed or added lines could slide over equal neighbours."""
+    spans, i, j = [], 0, 0
+    for bi, bj, size in blocks:
+        if (i, j) != (bi, bj):
+            lo, hi = i, bi
+            removed, added = base[i:bi], side[j:bj]
+            while lo > 0 and ((removed and base[lo - 1] == removed[-1]) or (added and base[lo - 1] == added[-1])):
+                removed, added = ([base[lo - 1]] + removed[:-1] if removed else removed,
+                                  [base[lo - 1]] + added[:-1] if added else added)
+                lo -= 1
+            removed, added = base[i:bi], side[j:bj]
+            while hi < len(base) and ((removed and base[hi] == removed[0]) or (added and base[hi] == added[0])):
+                removed, added = (removed[1:] + [base[hi]] if removed else removed,
+                                  added[1:] + [base[hi]] if added else added)
+                hi += 1
+            spans.append((lo, hi))
+        i, j = bi + size, bj + size
+    return spans
+
+
+class _TooDifferent(Exception):
+    """More edits than _MAX_EDITS: the file is treated as a conflict rather than checked at quadratic cost."""
+
+
+class _ShortestEdits:
+    """A difflib-style matcher whose matching blocks come from a shortest edit script (Myers, 1986)."""
+
+    def __init__(self, isjunk, a, b) -> None:  # noqa: ANN001
+        self.a, self.b = a, b
+
+    def get_matching_blocks(self) -> list[tuple[int, int, int]]:
+        a, b = self.a, self.b
+        n, m = len(a), len(b)
+        v, trace = {1: 0}, []
+        for d in range(n + m + 1):
+            if d > _MAX_EDITS:
+                raise _TooDifferent
+            trace.append(dict(v))
+            for k in range(-d, d + 1, 2):
+                x = v[k + 1] if k == -d or (k != d and v[k - 1] < v[k + 1]) else v[k - 1] + 1
+                y = x - k
+                while x < n and y < m and a[x] == b[y]:
+                    x, y = x + 1, y + 1
+                v[k] = x
+                if x >= n and y >= m:
+                    return self._blocks(trace, d, n, m)
+        raise AssertionError("a shortest edit script is at most n + m long")
+
+    def _blocks(self, trace: list[dict[int, int]], d: int, x: int, y: int) -> list[tuple[int, int, int]]:
+        pairs = []
+        for step in range(d, -1, -1):
+            v, k = trace[step], x - y
+            if step == 0:
+                prev_x = prev_y = 0
+            else:
+                prev_k = k + 1 if k == -step or (k != step and v[k - 1] < v[k + 1]) else k - 1
+                prev_x = v[prev_k]
+                prev_y = prev_x - prev_k
+            while x > prev_x and y > prev_y:
+                x, y = x - 1, y - 1
+                pairs.append((x, y))
+            x, y = prev_x, prev_y
+        blocks: list[list[int]] = []
+        for i, j in reversed(pairs):
+            if blocks and blocks[-1][0] + blocks[-1][2] == i and blocks[-1][1] + blocks[-1][2] == j:
+                blocks[-1][2] += 1
+            else:
+                blocks.append([i, j, 1])
+        return [(i, j, size) for i, j, size in blocks] + [(len(self.a), len(self.b), 0)]
+
+
+class _ShortestEditsFromTheEnd(_ShortestEdits):
+    """The same, found on both sequences reversed: where lines repeat, it matches the last ones first."""
+
+    def get_matching_blocks(self) -> list[tuple[int, int, int]]:
+        forward = _ShortestEdits(None, self.a[::-1], self.b[::-1]).get_matching_blocks()[:-1]
+        n, m = len(self.a), len(self.b)
+        return [(n - i - size, m - j - size, size) for i, j, size in reversed(forward)] + [(n, m, 0)]
+
+
+def _pick(base, ours, theirs):  # noqa: ANN001, ANN202
+    """The three-way choice for one attribute: the side that changed it; None when both changed it differently."""
+    if ours == theirs or base == theirs:
+        return ours
+    if base == ours:
+        return theirs
+    return None
+
+
+def _commit(repo, sha: str):  # noqa: ANN001, ANN202
+    from dulwich.objects import Commit
+
+    try:
+        obj = repo[sha.encode("ascii")]
+    except (KeyError, ValueError, UnicodeEncodeError):
+        return None
+    return obj if isinstance(obj, Commit) else None
+
+
+def _is_commit(repo, sha: str) -> bool:  # noqa: ANN001
+    return _commit(repo, sha) is not None
+
+
+def _is_ancestor(repo, ancestor: str, descendant: str) -> bool:  # noqa: ANN001
+    """ancestor is descendant or one of its ancestors (both commits in the repository)."""
+    from dulwich.graph import can_fast_forward
+
+    return can_fast_forward(repo, ancestor.encode("ascii"), descendant.encode("ascii"))
