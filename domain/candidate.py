@@ -26,6 +26,7 @@ from .errors import Refused
 from .processes import ProcessIdentity as Process
 from .run import Run, require_open
 from .streams import candidate_stream as stream_of
+from .worker import process_of, recorded_identity
 
 if TYPE_CHECKING:
     from .effects import Act, CandidateRefObservation, ExecutionObservation, Unknown
@@ -182,8 +183,8 @@ def _apply_check(run: CheckRun, event: ev.Event) -> CheckRun:
     if isinstance(event, ev.CheckLaunchRequested):
         return replace(run, launch_intent=event.intent_id, log_path=event.log_path)
     if isinstance(event, ev.CheckLaunched):
-        return replace(run, launch_intent=None, process=_identity(event.process),
-                       supervisor=_identity(event.supervisor), launched_at=event.recorded_at)
+        return replace(run, launch_intent=None, process=process_of(event.process),
+                       supervisor=process_of(event.supervisor), launched_at=event.recorded_at)
     if isinstance(event, ev.CheckLaunchFailed):
         return replace(run, launch_intent=None, launch_failure=event.code)
     if isinstance(event, ev.CheckPassed):
@@ -364,7 +365,8 @@ def decide_check_launch(candidate: Candidate, intent: ev.CheckLaunchRequested, o
     if observed.state == "held":
         assert observed.identity is not None and observed.supervisor is not None
         return next_event(ev.CheckLaunched, stream, candidate.version, now, **common,
-                          process=_recorded(observed.identity), supervisor=_recorded(observed.supervisor))
+                          process=recorded_identity(observed.identity),
+                          supervisor=recorded_identity(observed.supervisor))
     if observed.state == "failed":
         return next_event(ev.CheckLaunchFailed, stream, candidate.version, now, **common, code="launch-failed",
                           message=(observed.detail or "the check could not be started")[:4000])
@@ -431,7 +433,7 @@ def request_removal(candidate: Candidate, check_id: str, *, intent_id: str, now:
     run = candidate.check_run(check_id)
     if run.execution_state in ("removing", "removed") or run.execution_intent is not None:
         return []
-    process = None if run.process is None else _recorded(run.process)
+    process = None if run.process is None else recorded_identity(run.process)
     return [next_event(ev.ExecutionRemovalRequested, stream_of(candidate.binding_id), candidate.version, now,
                        intent_id=intent_id, run_id=candidate.run_id, check_id=check_id,
                        binding_id=candidate.binding_id, repository=run.repository, path=run.execution,
@@ -451,14 +453,6 @@ def decide_removal(candidate: Candidate, intent: ev.ExecutionRemovalRequested, o
     if observed.state == "present":
         return Unknown(f"the check's process group is {observed.group}; its execution is removed once it is gone")
     return Unknown(observed.detail or f"cannot read {intent.path}")
-
-
-def _recorded(p: Process) -> ev.ProcessIdentity:
-    return ev.ProcessIdentity(host=p.host, boot_id=p.boot_id, pid=p.pid, pgid=p.pgid, start_time=p.start_time)
-
-
-def _identity(p: ev.ProcessIdentity) -> Process:
-    return Process(p.host, p.boot_id, p.pid, p.pgid, p.start_time)
 
 
 # --- handoff -------------------------------------------------------------------------------------------------------
@@ -528,7 +522,8 @@ def confirm_handoff(candidate: Candidate, *, worker_generation: int, process: st
             stale = any(r.check == name for r in candidate.checks)
             return rejected("check-config-changed" if stale else "check-missing",
                             f"required check {name} has "
-                            f"{'no run under its current configuration' if stale else 'not run'} on this candidate ('docket check run {candidate.binding_id[:12]} --check {name}')")
+                            f"{'no run under its current configuration' if stale else 'not run'} on this candidate "
+                            f"('docket check run {candidate.binding_id[:12]} --check {name}')")
         last = runs[-1]
         if last.result != "passed":
             return rejected("check-failed", f"required check {name}, attempt {last.attempt}, "

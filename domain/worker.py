@@ -37,6 +37,8 @@ __all__ = [
     "relaunch",
     "request_launch",
     "request_stop",
+    "process_of",
+    "recorded_identity",
     "require_current",
     "stream_of",
 ]
@@ -81,7 +83,7 @@ def apply(worker: Worker | None, event: ev.Event, position: int) -> Worker:
                        worktree=event.worktree)
     if isinstance(event, ev.WorkerLaunched):
         return replace(worker, status="running", launch_intent=None, launched_at=event.recorded_at,
-                       process=_identity(event.process), supervisor=_identity(event.supervisor))
+                       process=process_of(event.process), supervisor=process_of(event.supervisor))
     if isinstance(event, ev.WorkerLaunchFailed):
         return replace(worker, status="launch-failed", launch_intent=None, exit_cause=event.code)
     if isinstance(event, ev.WorkerStopRequested):
@@ -197,7 +199,8 @@ def decide_launch(worker: Worker, intent: ev.WorkerLaunchRequested, observed: La
     if observed.state == "held":
         assert observed.identity is not None and observed.supervisor is not None
         return next_event(ev.WorkerLaunched, stream, worker.version, now, **common,
-                          process=_recorded(observed.identity), supervisor=_recorded(observed.supervisor))
+                          process=recorded_identity(observed.identity),
+                          supervisor=recorded_identity(observed.supervisor))
     if observed.state == "failed":
         return next_event(ev.WorkerLaunchFailed, stream, worker.version, now, **common, code="launch-failed",
                           message=(observed.detail or "the agent could not be started")[:4000])
@@ -221,7 +224,7 @@ def request_stop(worker: Worker, *, intent_id: str, reason: str, now: str) -> li
                       f"{worker.status}")
     if worker.stop_intent is not None:
         return []
-    process = None if worker.process is None else _recorded(worker.process)
+    process = None if worker.process is None else recorded_identity(worker.process)
     return [next_event(ev.WorkerStopRequested, stream_of(worker.worker_id), worker.version, now, intent_id=intent_id,
                        run_id=worker.run_id, worker_id=worker.worker_id, generation=worker.generation, reason=reason,
                        process=process)]
@@ -275,9 +278,12 @@ def refused(worker: Worker, generation: int, action: str, error: Refused, now: s
                       message=str(error.message)[:4000])
 
 
-def _recorded(p: Process) -> ev.ProcessIdentity:
+def recorded_identity(p: Process) -> ev.ProcessIdentity:
+    """A process's identity as events record it."""
     return ev.ProcessIdentity(host=p.host, boot_id=p.boot_id, pid=p.pid, pgid=p.pgid, start_time=p.start_time)
 
 
-def _identity(p: ev.ProcessIdentity) -> Process:
+def process_of(p: ev.ProcessIdentity) -> Process:
+    """The identity an event recorded, as the domain compares it."""
+    """The identity an event recorded, as the domain compares it."""
     return Process(p.host, p.boot_id, p.pid, p.pgid, p.start_time)

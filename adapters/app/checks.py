@@ -38,7 +38,7 @@ from ..world.clock import Clock, new_id
 from .candidates import load_candidate
 from .ledger import Ledger
 from .services import load_run
-from .workers import log_summary
+from .workers import last_message, log_size, log_summary
 
 __all__ = ["CheckOutcome", "CheckSpec", "run_check", "settle_checks"]
 
@@ -111,7 +111,8 @@ def run_check(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec: C
                                                 "'docket replay --apply' observes again")
     if run.execution_state == "failed":
         return _finish(ledger, clock, effector, binding, check_id, "failed", code="execution-diverged",
-                       message=_last_message(ledger, binding, "the execution could not be made"), remove=False)
+                       message=last_message(ledger, candidate_aggregate.stream_of(binding),
+                                            "the execution could not be made"), remove=False)
     outcome = _launch_and_wait(ledger, clock, effector, binding, check_id, spec, chosen["argv"],
                                docket_dir=docket_dir, ledger_path=ledger_path)
     return outcome
@@ -147,7 +148,8 @@ def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
         run = load_candidate(ledger, binding).check_run(check_id)
         if run.launch_failure is not None:
             return _finish(ledger, clock, effector, binding, check_id, "failed", code="launch-failed",
-                           message=_last_message(ledger, binding, "the check could not be started"))
+                           message=last_message(ledger, candidate_aggregate.stream_of(binding),
+                                                "the check could not be started"))
         if run.process is None:
             raise OutcomeUnknown("outcome-unknown", f"the launch of check {check_id} is not known to have happened "
                                                     "yet; 'docket replay --apply' observes again")
@@ -172,7 +174,7 @@ def _wait(processes: Any, gated: Any, log_path: Path, spec: CheckSpec) -> tuple[
     cause = None
     while (code := popen.poll()) is None:
         now = time.monotonic()
-        size = _size(log_path)
+        size = log_size(log_path)
         if size != last_size:
             last_size, last_output = size, now
         if (now - started) * 1000 >= spec.timeout_ms:
@@ -308,17 +310,3 @@ def settle_checks(ledger: Ledger, clock: Clock, effector: Any, unfinished: Seque
             done.append((check_id, ", ".join(what)))
     return done
 
-
-def _size(path: os.PathLike[str]) -> int:
-    try:
-        return os.stat(path, follow_symlinks=False).st_size
-    except OSError:
-        return 0
-
-
-def _last_message(ledger: Ledger, binding: str, default: str) -> str:
-    for _, event in reversed(ledger.history(candidate_aggregate.stream_of(binding))):
-        message = getattr(event, "message", None)
-        if message:
-            return message
-    return default

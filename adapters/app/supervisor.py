@@ -12,7 +12,6 @@ lease released. Ledger work runs in a worker thread, one call at a time.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -27,7 +26,7 @@ from ..world.clock import Clock
 from .ledger import Ledger
 from .services import load_run, load_worker
 from .supervision import begin_supervision, end_supervision
-from .workers import LEASE_TTL_MS, Launched, exit_worker, request_stop
+from .workers import LEASE_TTL_MS, Launched, exit_worker, log_size, request_stop
 
 __all__ = ["Ended", "Limits", "supervise"]
 
@@ -120,7 +119,7 @@ async def _supervise_one(ledger: Ledger, clock: Clock, effector: Any, access: _L
     stopping: Any = None  # the event set when the stop's outcome is recorded
     while (code := popen.poll()) is None:
         now = time.monotonic()
-        size = _size(w.log_path)
+        size = log_size(w.log_path)
         if size != last_size:
             last_size, last_output = size, now
         if stop_reason is None:
@@ -167,12 +166,6 @@ async def _supervise_one(ledger: Ledger, clock: Clock, effector: Any, access: _L
     ended.append(Ended(w.worker_id, w.generation, cause, exit_code, signal, str(w.log_path), stop_reason,
                        pinned, pin_error))
 
-
-def _size(path: os.PathLike[str]) -> int:
-    try:
-        return os.stat(path, follow_symlinks=False).st_size
-    except OSError:
-        return 0
 
 
 def _asked_to_stop(ledger: Ledger, clock: Clock, w: Launched) -> str | None:

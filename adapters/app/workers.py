@@ -248,7 +248,7 @@ def _task_worktree(ledger: Ledger, clock: Clock, effector: Any, task_id: str, re
             task = load_task(ledger, task_id)
     if task.worktree is None:
         if task.worktree_failure is not None:
-            raise Refused(task.worktree_failure, _last_message(ledger, task_aggregate.stream_of(task_id)))
+            raise Refused(task.worktree_failure, last_message(ledger, task_aggregate.stream_of(task_id)))
         raise OutcomeUnknown("outcome-unknown", f"the worktree of task {task_id} is not known to be made yet; "
                                                 "'docket replay --apply' observes again")
     return task
@@ -340,15 +340,24 @@ def _environment(request: LaunchRequest, values: Mapping[str, Any], worker: work
 
 
 def _launch_failure(ledger: Ledger, worker: worker_aggregate.Worker) -> str:
-    return _last_message(ledger, worker_aggregate.stream_of(worker.worker_id))
+    return last_message(ledger, worker_aggregate.stream_of(worker.worker_id))
 
 
-def _last_message(ledger: Ledger, stream: str) -> str:
+def last_message(ledger: Ledger, stream: str, default: str = "see 'docket log'") -> str:
+    """The message of the stream's latest event that has one (a failure's, a refusal's)."""
     for _, event in reversed(ledger.history(stream)):
         message = getattr(event, "message", None)
         if message:
             return message
-    return "see 'docket log'"
+    return default
+
+
+def log_size(path: os.PathLike[str]) -> int:
+    """The log's size now (0 when it cannot be read): output resets the idle timer."""
+    try:
+        return os.stat(path, follow_symlinks=False).st_size
+    except OSError:
+        return 0
 
 
 def request_stop(ledger: Ledger, clock: Clock, worker_id: str, reason: str) -> str | None:
