@@ -10,6 +10,8 @@ from __future__ import annotations
 __all__ = [
     "CANDIDATE_PREFIX",
     "candidate_stream",
+    "INTEGRATION_PREFIX",
+    "integration_stream",
     "LEASE_PREFIX",
     "LEDGER_STREAM",
     "RUN_PREFIX",
@@ -28,6 +30,7 @@ TASK_PREFIX = "task:"
 WORKER_PREFIX = "worker:"
 LEASE_PREFIX = "lease:"
 CANDIDATE_PREFIX = "candidate:"
+INTEGRATION_PREFIX = "integration:"
 
 
 def run_stream(run_id: str) -> str:
@@ -48,6 +51,10 @@ def lease_stream(resource: str) -> str:
 
 def candidate_stream(binding_id: str) -> str:
     return CANDIDATE_PREFIX + binding_id
+
+
+def integration_stream(run_id: str) -> str:
+    return INTEGRATION_PREFIX + run_id
 
 
 def run_of_stream(stream: str) -> str | None:

@@ -1,6 +1,6 @@
 """Every event docket records: frozen pydantic models with fixed stored names.
 
-One module per aggregate (``ledger``, ``run``, ``task``, ``worker``, ``lease``, ``candidate`` with ``handoff``),
+One module per aggregate (``ledger``, ``run``, ``task``, ``worker``, ``lease``, ``candidate`` with ``handoff``, ``integration``),
 one for the effect protocol's own events (``effect``), and the envelope and
 field types they share (``base``). The catalogue is built here, in the order
 ``docs/events.md`` lists it.
@@ -36,6 +36,24 @@ from .candidate import (
     ExecutionRequested,
 )
 from .handoff import CheckBinding, HandoffConfirmed, HandoffOffered, HandoffRejected
+from .integration import (
+    ApprovalRecorded,
+    ApprovedCandidate,
+    IntegrationCompleted,
+    IntegrationPrepared,
+    IntegrationStep,
+    IntegrationStepConflicted,
+    IntegrationStepFailed,
+    IntegrationStepMerged,
+    IntegrationStepRejected,
+    IntegrationStepRequested,
+    IntegrationStepVerified,
+    IntegrationTargetMoved,
+    IntegrationTargetRequested,
+    PathOverlapWarning,
+    ReceiptSealed,
+    RequiredCheck,
+)
 from .effect import IntentCancelled, IntentOutcomeUnknown, IntentOutcomeUnknownV2
 from .lease import LeaseExpired, LeaseGranted, LeaseReleased, LeaseRenewed
 from .ledger import LedgerCreated, LedgerCreatedV2
@@ -82,6 +100,22 @@ __all__ = [
     "HandoffConfirmed",
     "HandoffOffered",
     "HandoffRejected",
+    "ApprovalRecorded",
+    "ApprovedCandidate",
+    "IntegrationCompleted",
+    "IntegrationPrepared",
+    "IntegrationStep",
+    "IntegrationStepConflicted",
+    "IntegrationStepFailed",
+    "IntegrationStepMerged",
+    "IntegrationStepRejected",
+    "IntegrationStepRequested",
+    "IntegrationStepVerified",
+    "IntegrationTargetMoved",
+    "IntegrationTargetRequested",
+    "PathOverlapWarning",
+    "ReceiptSealed",
+    "RequiredCheck",
     "ArtifactRecord",
     "CandidateDiverged",
     "CandidatePinRequested",
@@ -205,6 +239,18 @@ EVENT_TYPES: dict[str, type[Event]] = {
         HandoffOffered,
         HandoffConfirmed,
         HandoffRejected,
+        ApprovalRecorded,
+        IntegrationPrepared,
+        IntegrationStepRequested,
+        IntegrationStepMerged,
+        IntegrationStepFailed,
+        IntegrationStepConflicted,
+        IntegrationStepVerified,
+        IntegrationStepRejected,
+        IntegrationTargetRequested,
+        IntegrationCompleted,
+        IntegrationTargetMoved,
+        ReceiptSealed,
     )
 }
 

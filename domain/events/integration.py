@@ -1,0 +1,271 @@
+"""Events of the Integration aggregate (stream ``integration:<run>``): approval, the merge queue, the target's
+move and the sealed receipt.
+
+The queue is fixed once by IntegrationPrepared: the target branch, the commit it
+is expected to name, and the ordered steps (one confirmed candidate each). Each
+step is merged in the object store before its intent is recorded (the merge is
+deterministic, so the intent names the merge commit); the intent moves
+``refs/docket/integrations/<run>`` by compare-and-swap. A merged step is then
+re-verified: its tree is pinned as a candidate of the step's task and the
+required checks run on it. After the last step, one intent moves the target
+branch from the expected commit. A run's receipt is sealed once, on this stream.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, StringConstraints
+
+from ..canonical import check_canonical_value
+
+from ..values import MAX_SAFE_INT
+from .base import BranchName, Code, Commit, Event, Generation, Id, Position, RepositoryPath, Sha256, Text
+from .candidate import TreePath
+from .handoff import CheckBinding
+
+__all__ = [
+    "ApprovalRecorded",
+    "ApprovedCandidate",
+    "IntegrationCompleted",
+    "IntegrationPrepared",
+    "IntegrationStep",
+    "IntegrationStepConflicted",
+    "IntegrationStepFailed",
+    "IntegrationStepMerged",
+    "IntegrationStepRejected",
+    "IntegrationStepRequested",
+    "IntegrationStepVerified",
+    "IntegrationTargetMoved",
+    "IntegrationTargetRequested",
+    "PathOverlapWarning",
+    "ReceiptSealed",
+    "RequiredCheck",
+]
+
+MAX_STEPS = 10_000
+Step = Annotated[int, Field(ge=1, le=MAX_STEPS)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
+IntegrationRef = Annotated[str, StringConstraints(pattern=r"^refs/docket/integrations/[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]
+TargetRef = Annotated[str, StringConstraints(min_length=12, max_length=266, pattern=r"^refs/heads/[^\x00-\x20]+$")]
+ConflictPaths = Annotated[list[TreePath], Field(max_length=1000)]
+
+
+def _canonical(value: dict) -> dict:  # type: ignore[type-arg]
+    check_canonical_value(value)  # no floats: the receipt's digest is over its canonical JSON
+    return value
+
+
+Receipt = Annotated[dict[str, JsonValue], AfterValidator(_canonical)]
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
+
+
+class ApprovedCandidate(_Part):
+    task_id: Id
+    binding_id: Sha256
+    commit: Commit
+
+
+class ApprovalRecorded(Event):
+    """Someone approved these candidates of the run for integration (``docket approve``)."""
+
+    name = "ApprovalRecorded"
+    run_id: Id
+    by: Name
+    candidates: Annotated[list[ApprovedCandidate], Field(min_length=1, max_length=MAX_STEPS)]
+
+
+class IntegrationStep(_Part):
+    """One step of the queue: a confirmed candidate, by the worker generation that made it."""
+
+    task_id: Id
+    binding_id: Sha256
+    commit: Commit
+    worker_id: Id
+    generation: Generation
+
+
+class RequiredCheck(_Part):
+    """A check every merged step must pass again, under this configuration."""
+
+    check: Id
+    config_sha256: Sha256
+
+
+class PathOverlapWarning(_Part):
+    """Two steps change the same paths (or a path and a folder holding the other's): they may conflict."""
+
+    first_task: Id
+    second_task: Id
+    paths: ConflictPaths
+
+
+class IntegrationPrepared(Event):
+    """The queue, fixed: the target branch, the commit it names now (the first step merges into it), the steps in
+    task order, the checks each merged step must pass again, and which steps change the same paths."""
+
+    name = "IntegrationPrepared"
+    run_id: Id
+    repository: RepositoryPath
+    target_branch: BranchName
+    target_ref: TargetRef
+    expected_commit: Commit
+    integration_ref: IntegrationRef
+    steps: Annotated[list[IntegrationStep], Field(min_length=1, max_length=MAX_STEPS)]
+    required_checks: Annotated[list[RequiredCheck], Field(max_length=1000)]
+    overlaps: Annotated[list[PathOverlapWarning], Field(max_length=1000)]
+    approved_by: Annotated[list[Name], Field(max_length=1000)]  # empty unless approval is required
+
+
+class IntegrationStepRequested(Event):
+    """Intent: move the integration ref from head (absent for the first step) to merge_commit, computed already.
+
+    merge: "merged" for a new two-parent merge commit; "already-merged" when the
+    candidate is already in head's history (merge_commit is head: nothing to merge).
+    """
+
+    name = "IntegrationStepRequested"
+    effect_role = "intent"
+    intent_id: Id
+    run_id: Id
+    step: Step
+    task_id: Id
+    binding_id: Sha256
+    candidate_commit: Commit
+    repository: RepositoryPath
+    integration_ref: IntegrationRef
+    head: Commit
+    merge_commit: Commit
+    tree: Commit
+    merge: Literal["merged", "already-merged"]
+
+
+class IntegrationStepMerged(Event):
+    """Outcome: the integration ref names the step's merge commit; moved now (created) or found so (observed)."""
+
+    name = "IntegrationStepMerged"
+    effect_role = "outcome"
+    intent_id: Id
+    run_id: Id
+    step: Step
+    task_id: Id
+    binding_id: Sha256
+    merge_commit: Commit
+    tree: Commit
+    merge: Literal["merged", "already-merged"]
+    result: Literal["created", "observed"]
+
+
+class IntegrationStepFailed(Event):
+    """Outcome: the integration ref names something else than the step's head or merge (it was moved outside
+    docket) or cannot be read as one; it is left untouched and the queue stops."""
+
+    name = "IntegrationStepFailed"
+    effect_role = "outcome"
+    intent_id: Id
+    run_id: Id
+    step: Step
+    code: Code
+    found: Commit | None
+    message: Text
+
+
+class IntegrationStepConflicted(Event):
+    """The step's candidate does not merge into the integration head: the queue stops with nothing moved."""
+
+    name = "IntegrationStepConflicted"
+    run_id: Id
+    step: Step
+    task_id: Id
+    binding_id: Sha256
+    head: Commit
+    reason: Literal["conflicted", "unmergeable"]
+    paths: ConflictPaths  # the conflicting paths (quoted as candidates quote them), when conflicted
+    message: Text
+
+
+class IntegrationStepVerified(Event):
+    """Every required check passed again on the merged step's tree, pinned as candidate verification_binding."""
+
+    name = "IntegrationStepVerified"
+    run_id: Id
+    step: Step
+    task_id: Id
+    verification_binding: Sha256
+    tree: Commit
+    checks: Annotated[list[CheckBinding], Field(max_length=1000)]
+
+
+class IntegrationStepRejected(Event):
+    """A required check did not pass on the merged step's tree: the queue stops there with the target unmoved."""
+
+    name = "IntegrationStepRejected"
+    run_id: Id
+    step: Step
+    task_id: Id
+    verification_binding: Sha256
+    check: Id
+    check_id: Id
+    code: Code
+    message: Text
+
+
+class IntegrationTargetRequested(Event):
+    """Intent: move the target branch from expected_commit to commit (the last step's head), compare-and-swap."""
+
+    name = "IntegrationTargetRequested"
+    effect_role = "intent"
+    intent_id: Id
+    run_id: Id
+    repository: RepositoryPath
+    target_ref: TargetRef
+    expected_commit: Commit
+    commit: Commit
+    tree: Commit
+
+
+class IntegrationCompleted(Event):
+    """Outcome: the target branch names the integrated commit; moved now (created) or found so (observed)."""
+
+    name = "IntegrationCompleted"
+    effect_role = "outcome"
+    intent_id: Id
+    run_id: Id
+    target_ref: TargetRef
+    previous: Commit
+    commit: Commit
+    tree: Commit
+    result: Literal["created", "observed"]
+
+
+class IntegrationTargetMoved(Event):
+    """Outcome: the target branch no longer names the expected commit (code ``target-moved``), or is checked out
+    in a worktree whose files moving it would leave behind (``target-checked-out``), or cannot be read; nothing was
+    reset or forced and the docket refs stay."""
+
+    name = "IntegrationTargetMoved"
+    effect_role = "outcome"
+    intent_id: Id
+    run_id: Id
+    target_ref: TargetRef
+    expected_commit: Commit
+    found: Commit | None
+    code: Code
+    message: Text
+
+
+class ReceiptSealed(Event):
+    """The run's receipt, sealed once: what was delivered, the ledger head it was sealed at and the RFC 9162 Merkle
+    root over the chain digests of positions 1..ledger_position (see docs/receipts.md)."""
+
+    name = "ReceiptSealed"
+    run_id: Id
+    receipt_sha256: Sha256  # sha256 of the receipt's canonical JSON
+    ledger_position: Position
+    ledger_digest: Sha256
+    merkle_root: Sha256
+    receipt: Receipt
+    cited_positions: Annotated[list[Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]], Field(max_length=100_000)]

@@ -1,0 +1,421 @@
+"""The Integration aggregate: a run's approvals, its merge queue, the move of its target branch and its receipt.
+
+Its stream is ``integration:<run>``. The queue is fixed by IntegrationPrepared.
+Each step, in order: its merge is computed in the object store (deterministic:
+the same inputs give the same commit), then either IntegrationStepConflicted
+stops the queue, or the step intent moves the integration ref by
+compare-and-swap (IntegrationStepMerged, or IntegrationStepFailed when the ref
+was moved outside docket); a merged step is re-verified (IntegrationStepVerified
+or IntegrationStepRejected, which stops the queue). After the last verified
+step the target intent moves the target branch from the expected commit
+(IntegrationCompleted, or IntegrationTargetMoved: nothing reset or forced).
+A crash anywhere resumes at the first step without an outcome. ReceiptSealed
+ends the stream's story: a run is sealed once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
+
+from . import events as ev
+from .aggregate import next_event
+from .errors import Refused
+from .run import Run, require_open
+from .streams import integration_stream as stream_of
+
+if TYPE_CHECKING:
+    from .effects import Act, IntegrationObservation, Unknown
+
+__all__ = [
+    "Approval",
+    "Integration",
+    "RequiredCheckState",
+    "StepState",
+    "TargetObservation",
+    "apply",
+    "conflicted",
+    "decide_step",
+    "decide_target",
+    "made",
+    "prepare",
+    "record_approval",
+    "rejected",
+    "request_step",
+    "request_target",
+    "seal",
+    "stream_of",
+    "verified",
+]
+
+StepStatus = Literal["waiting", "merging", "merged", "verified", "conflicted", "failed", "rejected"]
+IntegrationStatus = Literal["unprepared", "merging", "verifying", "updating-target", "completed", "stopped"]
+_STOPPING = ("conflicted", "failed", "rejected")
+
+
+@dataclass(frozen=True)
+class StepState:
+    step: int
+    task_id: str
+    binding_id: str
+    commit: str
+    worker_id: str
+    generation: int
+    status: StepStatus = "waiting"
+    intent_id: str | None = None  # the pending step intent
+    head: str | None = None  # the integration head it merges into
+    merge_commit: str | None = None
+    tree: str | None = None
+    merge: str | None = None  # merged | already-merged
+    verification_binding: str | None = None
+    code: str | None = None  # why it stopped the queue
+    message: str | None = None
+    paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Approval:
+    by: str
+    bindings: tuple[str, ...]  # the binding ids approved, sorted
+
+
+@dataclass(frozen=True)
+class RequiredCheckState:
+    check: str
+    config_sha256: str
+
+
+@dataclass(frozen=True)
+class Integration:
+    run_id: str
+    version: int
+    approvals: tuple[Approval, ...] = ()
+    prepared: bool = False
+    repository: str | None = None
+    target_branch: str | None = None
+    target_ref: str | None = None
+    expected_commit: str | None = None
+    integration_ref: str | None = None
+    required_checks: tuple[RequiredCheckState, ...] = ()
+    steps: tuple[StepState, ...] = ()
+    target_intent: str | None = None
+    target: Literal["requested", "completed", "moved"] | None = None
+    target_code: str | None = None
+    final_commit: str | None = None
+    final_tree: str | None = None
+    receipt_sha256: str | None = None
+    sealed_at: int | None = None  # the position of ReceiptSealed
+
+    @property
+    def status(self) -> IntegrationStatus:
+        if not self.prepared:
+            return "unprepared"
+        if self.target == "completed":
+            return "completed"
+        if self.target == "moved" or any(s.status in _STOPPING for s in self.steps):
+            return "stopped"
+        if self.target == "requested":
+            return "updating-target"
+        if any(s.status == "merged" for s in self.steps):
+            return "verifying"
+        if all(s.status == "verified" for s in self.steps):
+            return "updating-target"
+        return "merging"
+
+    @property
+    def ended(self) -> bool:
+        return self.status in ("completed", "stopped")
+
+    def next_step(self) -> StepState | None:
+        """The first step without its final outcome (waiting, merging or merged), if the queue goes on."""
+        if self.status not in ("merging", "verifying"):
+            return None
+        for step in self.steps:
+            if step.status != "verified":
+                return step
+        return None
+
+    def step(self, number: int) -> StepState:
+        return self.steps[number - 1]
+
+    def head(self) -> str:
+        """The integration head now: the last verified step's merge commit, or the expected commit."""
+        assert self.expected_commit is not None
+        heads = [s.merge_commit for s in self.steps if s.status == "verified" and s.merge_commit]
+        return heads[-1] if heads else self.expected_commit
+
+    def approved(self) -> frozenset[str]:
+        return frozenset(binding for approval in self.approvals for binding in approval.bindings)
+
+
+def _with_step(integration: Integration, number: int, **changes: object) -> Integration:
+    steps = list(integration.steps)
+    steps[number - 1] = replace(steps[number - 1], **changes)  # type: ignore[arg-type]
+    return replace(integration, steps=tuple(steps))
+
+
+def apply(integration: Integration | None, event: ev.Event, position: int) -> Integration:
+    if integration is None:
+        run_id = getattr(event, "run_id")
+        integration = Integration(run_id=run_id, version=0)
+    integration = replace(integration, version=event.version)
+    if isinstance(event, ev.ApprovalRecorded):
+        return replace(integration, approvals=integration.approvals + (
+            Approval(event.by, tuple(sorted({c.binding_id for c in event.candidates}))),))
+    if isinstance(event, ev.IntegrationPrepared):
+        return replace(integration, prepared=True, repository=event.repository, target_branch=event.target_branch,
+                       target_ref=event.target_ref, expected_commit=event.expected_commit,
+                       integration_ref=event.integration_ref,
+                       required_checks=tuple(RequiredCheckState(c.check, c.config_sha256) for c in event.required_checks),
+                       steps=tuple(StepState(step=n, task_id=s.task_id, binding_id=s.binding_id, commit=s.commit,
+                                             worker_id=s.worker_id, generation=s.generation)
+                                   for n, s in enumerate(event.steps, start=1)))
+    if isinstance(event, ev.IntegrationStepRequested):
+        return _with_step(integration, event.step, status="merging", intent_id=event.intent_id, head=event.head,
+                          merge_commit=event.merge_commit, tree=event.tree, merge=event.merge)
+    if isinstance(event, ev.IntegrationStepMerged):
+        return _with_step(integration, event.step, status="merged", intent_id=None, merge_commit=event.merge_commit,
+                          tree=event.tree)
+    if isinstance(event, ev.IntegrationStepFailed):
+        return _with_step(integration, event.step, status="failed", intent_id=None, code=event.code,
+                          message=event.message)
+    if isinstance(event, ev.IntegrationStepConflicted):
+        return _with_step(integration, event.step, status="conflicted", head=event.head, code=event.reason,
+                          message=event.message, paths=tuple(event.paths))
+    if isinstance(event, ev.IntegrationStepVerified):
+        return _with_step(integration, event.step, status="verified", verification_binding=event.verification_binding)
+    if isinstance(event, ev.IntegrationStepRejected):
+        return _with_step(integration, event.step, status="rejected", verification_binding=event.verification_binding,
+                          code=event.code, message=event.message)
+    if isinstance(event, ev.IntegrationTargetRequested):
+        return replace(integration, target="requested", target_intent=event.intent_id)
+    if isinstance(event, ev.IntegrationCompleted):
+        return replace(integration, target="completed", target_intent=None, final_commit=event.commit,
+                       final_tree=event.tree)
+    if isinstance(event, ev.IntegrationTargetMoved):
+        return replace(integration, target="moved", target_intent=None, target_code=event.code)
+    if isinstance(event, ev.ReceiptSealed):
+        return replace(integration, receipt_sha256=event.receipt_sha256, sealed_at=position)
+    if isinstance(event, ev.IntentCancelled):
+        return _cancelled(integration, event.intent_id)
+    return integration
+
+
+def _cancelled(integration: Integration, intent_id: str) -> Integration:
+    """An intent given up on ('docket reconcile --cancel'): a step goes back to waiting, the target to unrequested."""
+    if integration.target_intent == intent_id:
+        return replace(integration, target=None, target_intent=None)
+    for step in integration.steps:
+        if step.intent_id == intent_id:
+            return _with_step(integration, step.step, status="waiting", intent_id=None)
+    return integration
+
+
+# --- approval and the queue ----------------------------------------------------------------------------------------
+
+
+def record_approval(existing: Integration | None, run: Run, *, by: str,
+                    candidates: Sequence[tuple[str, str, str]], now: str) -> list[ev.Event]:
+    """ApprovalRecorded of candidates, each (task, binding id, commit). Refused once the queue is prepared."""
+    require_open(run)
+    if existing is not None and existing.prepared:
+        raise Refused("integration-prepared", f"the integration of run {run.run_id} is prepared already; an approval "
+                                              "now would change nothing")
+    if not candidates:
+        raise Refused("nothing-to-approve", f"run {run.run_id} has no confirmed handoff to approve")
+    return [next_event(ev.ApprovalRecorded, stream_of(run.run_id), 0 if existing is None else existing.version, now,
+                       run_id=run.run_id, by=by,
+                       candidates=[ev.ApprovedCandidate(task_id=t, binding_id=b, commit=c) for t, b, c in candidates])]
+
+
+def prepare(existing: Integration | None, run: Run, *, repository: str, target_branch: str, expected_commit: str,
+            integration_ref: str, steps: Sequence[ev.IntegrationStep], required_checks: Sequence[ev.RequiredCheck],
+            overlaps: Sequence[ev.PathOverlapWarning], approval_required: bool, now: str) -> list[ev.Event]:
+    """IntegrationPrepared; nothing when it is prepared already. Refused ``nothing-to-integrate`` without a step,
+    ``awaiting-approval`` when approval is required and a step's candidate is not approved."""
+    if existing is not None and existing.prepared:
+        return []
+    require_open(run)
+    if not steps:
+        raise Refused("nothing-to-integrate", f"run {run.run_id} has no confirmed handoff to integrate")
+    approved_by: list[str] = []
+    if approval_required:
+        approvals = existing.approvals if existing is not None else ()
+        approved = {binding for approval in approvals for binding in approval.bindings}
+        waiting = [s.task_id for s in steps if s.binding_id not in approved]
+        if waiting:
+            raise Refused("awaiting-approval", f"integration of run {run.run_id} needs approval of task(s) "
+                                               f"{', '.join(waiting)} ('docket approve {run.run_id} --by NAME')")
+        wanted = {s.binding_id for s in steps}
+        approved_by = sorted({a.by for a in approvals if wanted & set(a.bindings)})
+    return [next_event(ev.IntegrationPrepared, stream_of(run.run_id), 0 if existing is None else existing.version,
+                       now, run_id=run.run_id, repository=repository, target_branch=target_branch,
+                       target_ref=f"refs/heads/{target_branch}", expected_commit=expected_commit,
+                       integration_ref=integration_ref, steps=list(steps), required_checks=list(required_checks),
+                       overlaps=list(overlaps), approved_by=approved_by)]
+
+
+def _require_next(integration: Integration, number: int) -> StepState:
+    step = integration.next_step()
+    if step is None or step.step != number:
+        raise Refused("step-not-next", f"step {number} of the integration of run {integration.run_id} is not the "
+                                       f"next to do ({integration.status})")
+    return step
+
+
+def request_step(integration: Integration, number: int, *, intent_id: str, head: str, merge_commit: str, tree: str,
+                 merge: Literal["merged", "already-merged"], now: str) -> list[ev.Event]:
+    """The intent to move the integration ref from head to the step's computed merge; nothing while one is pending
+    or the step is merged."""
+    step = _require_next(integration, number)
+    if step.status != "waiting":
+        return []
+    assert integration.repository is not None and integration.integration_ref is not None
+    if head != integration.head():
+        raise Refused("stale-head", f"step {number} must merge into {integration.head()}, not {head}")
+    return [next_event(ev.IntegrationStepRequested, stream_of(integration.run_id), integration.version, now,
+                       intent_id=intent_id, run_id=integration.run_id, step=number, task_id=step.task_id,
+                       binding_id=step.binding_id, candidate_commit=step.commit, repository=integration.repository,
+                       integration_ref=integration.integration_ref, head=head, merge_commit=merge_commit, tree=tree,
+                       merge=merge)]
+
+
+def conflicted(integration: Integration, number: int, *, head: str, reason: Literal["conflicted", "unmergeable"],
+               paths: Sequence[str], message: str, now: str) -> list[ev.Event]:
+    step = _require_next(integration, number)
+    if step.status != "waiting":
+        return []
+    return [next_event(ev.IntegrationStepConflicted, stream_of(integration.run_id), integration.version, now,
+                       run_id=integration.run_id, step=number, task_id=step.task_id, binding_id=step.binding_id,
+                       head=head, reason=reason, paths=list(paths[:1000]), message=message[:4000])]
+
+
+def decide_step(integration: Integration, intent: ev.IntegrationStepRequested, observed: IntegrationObservation,
+                now: str) -> ev.Event | Unknown | Act:
+    """Merged when the integration ref names the merge commit; Act while it names the head (or, for the first
+    step, is absent); failed when it names anything else; unknown when it cannot be read."""
+    from .effects import Act, Unknown
+
+    stream = stream_of(integration.run_id)
+    common = dict(intent_id=intent.intent_id, run_id=intent.run_id, step=intent.step)
+    if observed.commit == intent.merge_commit and observed.state != "unreadable":
+        return next_event(ev.IntegrationStepMerged, stream, integration.version, now, **common,
+                          task_id=intent.task_id, binding_id=intent.binding_id, merge_commit=intent.merge_commit,
+                          tree=intent.tree, merge=intent.merge, result="observed")
+    if observed.state == "at-parent" or (observed.state == "missing" and intent.step == 1):
+        return Act()
+    if observed.state == "unreadable":
+        return Unknown(observed.detail or f"cannot read {intent.integration_ref}")
+    found = observed.commit if observed.commit and len(observed.commit) in (40, 64) else None
+    what = "is absent" if observed.state == "missing" else f"names {found or 'something else'}"
+    return next_event(ev.IntegrationStepFailed, stream, integration.version, now, **common,
+                      code="integration-ref-moved", found=found,
+                      message=(f"{intent.integration_ref} {what}, not step {intent.step}'s head {intent.head} or its "
+                               f"merge {intent.merge_commit}; it was moved outside docket and is left untouched"
+                               + (f" ({observed.detail})" if observed.detail else ""))[:4000])
+
+
+def verified(integration: Integration, number: int, *, verification_binding: str, tree: str,
+             checks: Sequence[ev.CheckBinding], now: str) -> list[ev.Event]:
+    step = _require_next(integration, number)
+    if step.status != "merged":
+        raise Refused("step-not-merged", f"step {number} is {step.status}, not merged")
+    return [next_event(ev.IntegrationStepVerified, stream_of(integration.run_id), integration.version, now,
+                       run_id=integration.run_id, step=number, task_id=step.task_id,
+                       verification_binding=verification_binding, tree=tree, checks=list(checks))]
+
+
+def rejected(integration: Integration, number: int, *, verification_binding: str, check: str, check_id: str,
+             code: str, message: str, now: str) -> list[ev.Event]:
+    step = _require_next(integration, number)
+    if step.status != "merged":
+        raise Refused("step-not-merged", f"step {number} is {step.status}, not merged")
+    return [next_event(ev.IntegrationStepRejected, stream_of(integration.run_id), integration.version, now,
+                       run_id=integration.run_id, step=number, task_id=step.task_id,
+                       verification_binding=verification_binding, check=check, check_id=check_id, code=code,
+                       message=message[:4000])]
+
+
+# --- the target ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TargetObservation:
+    """What the target branch names: found (commit), missing, or unreadable; checked_out: the worktree that has it
+    checked out, if any (moving it would leave that worktree's files behind)."""
+
+    state: Literal["found", "missing", "unreadable"]
+    commit: str | None = None
+    checked_out: str | None = None
+    detail: str = ""
+
+
+def request_target(integration: Integration, *, intent_id: str, now: str) -> list[ev.Event]:
+    """The intent to move the target branch to the last step's merge; nothing when requested or done."""
+    if integration.target is not None:
+        return []
+    if integration.status != "updating-target":
+        raise Refused("integration-not-verified", f"the integration of run {integration.run_id} is "
+                                                  f"{integration.status}; the target moves after every step is "
+                                                  "verified")
+    last = integration.steps[-1]
+    assert last.merge_commit is not None and last.tree is not None and integration.repository is not None
+    assert integration.target_ref is not None and integration.expected_commit is not None
+    return [next_event(ev.IntegrationTargetRequested, stream_of(integration.run_id), integration.version, now,
+                       intent_id=intent_id, run_id=integration.run_id, repository=integration.repository,
+                       target_ref=integration.target_ref, expected_commit=integration.expected_commit,
+                       commit=last.merge_commit, tree=last.tree)]
+
+
+def decide_target(integration: Integration, intent: ev.IntegrationTargetRequested, observed: TargetObservation,
+                  now: str) -> ev.Event | Unknown | Act:
+    from .effects import Act, Unknown
+
+    stream = stream_of(integration.run_id)
+    common = dict(intent_id=intent.intent_id, run_id=intent.run_id, target_ref=intent.target_ref)
+    if observed.state == "found" and observed.commit == intent.commit:
+        return next_event(ev.IntegrationCompleted, stream, integration.version, now, **common,
+                          previous=intent.expected_commit, commit=intent.commit, tree=intent.tree, result="observed")
+    if observed.state == "unreadable":
+        return Unknown(observed.detail or f"cannot read {intent.target_ref}")
+
+    def moved(code: str, message: str) -> ev.Event:
+        found = observed.commit if observed.commit and len(observed.commit) in (40, 64) else None
+        return next_event(ev.IntegrationTargetMoved, stream, integration.version, now, **common,
+                          expected_commit=intent.expected_commit, found=found, code=code, message=message[:4000])
+
+    if observed.state == "found" and observed.commit == intent.expected_commit:
+        if observed.checked_out is not None:
+            return moved("target-checked-out", f"{intent.target_ref} is checked out in {observed.checked_out}; "
+                                               "moving it would leave that worktree's files behind. Switch that "
+                                               "worktree to another branch, then run 'docket integrate' again")
+        return Act()
+    what = "is absent" if observed.state == "missing" else f"names {observed.commit}"
+    return moved("target-moved", f"{intent.target_ref} {what}, not the expected {intent.expected_commit}: it was "
+                                 "moved by someone else during the integration; nothing was reset or forced")
+
+
+def made(outcome: ev.Event) -> ev.Event:
+    """After an act: the outcome made now, rather than found."""
+    if isinstance(outcome, (ev.IntegrationStepMerged, ev.IntegrationCompleted)):
+        return outcome.model_copy(update={"result": "created"})
+    return outcome
+
+
+# --- the receipt ---------------------------------------------------------------------------------------------------
+
+
+def seal(integration: Integration, *, receipt: dict, receipt_sha256: str, ledger_position: int,  # type: ignore[type-arg]
+         ledger_digest: str, merkle_root: str, cited_positions: Sequence[int], now: str) -> list[ev.Event]:
+    """ReceiptSealed, once; nothing when the run is sealed already. Refused ``not-integrated`` until the queue has
+    ended (completed, or stopped with its reason recorded)."""
+    if integration.receipt_sha256 is not None:
+        return []
+    if not integration.ended:
+        raise Refused("not-integrated", f"the integration of run {integration.run_id} is {integration.status}; a "
+                                        "run is sealed once its integration has ended ('docket integrate')")
+    return [next_event(ev.ReceiptSealed, stream_of(integration.run_id), integration.version, now,
+                       run_id=integration.run_id, receipt_sha256=receipt_sha256, ledger_position=ledger_position,
+                       ledger_digest=ledger_digest, merkle_root=merkle_root, receipt=receipt,
+                       cited_positions=list(cited_positions))]
