@@ -246,6 +246,10 @@ class LedgerReader(Protocol):
         """The digest recorded at position; "" when there is none."""
         ...
 
+    def chain_digests(self, *, after: int = 0, until: int | None = None) -> Iterator[bytes]:
+        """The 32-byte chain digests of positions (after, until], in order (the Merkle tree's leaves)."""
+        ...
+
     def last_event_and_chain_end(self) -> tuple[int, int]:
         """The last event's position and the chain's last position (0 if none): equal in an undamaged ledger."""
         ...

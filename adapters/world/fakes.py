@@ -450,6 +450,10 @@ class FakeLedgerReader:
     def digest_at(self, position: int) -> str:
         return self.digests.get(position, "")
 
+    def chain_digests(self, *, after: int = 0, until: int | None = None) -> Iterator[bytes]:
+        end = len(self.rows) if until is None else min(until, len(self.rows))
+        return (bytes.fromhex(self.digests[p]) for p in range(after + 1, end + 1) if p in self.digests)
+
     def last_event_and_chain_end(self) -> tuple[int, int]:
         return len(self.rows), max(self.digests, default=0)
 

@@ -144,6 +144,9 @@ def orphan_digest_after(conn: sqlite3.Connection, position: int) -> int | None:
     return conn.execute(f"SELECT MIN(position) FROM {CHAIN_TABLE} WHERE position > ?", (position,)).fetchone()[0]
 
 
+MAX_SAFE_POSITION = 2**53 - 1
+
+
 class SqliteLedgerReader:
     """The LedgerReader port over a connection to an SQLite ledger file (see adapters/app/ports.py)."""
 
@@ -173,6 +176,12 @@ class SqliteLedgerReader:
     def digest_at(self, position: int) -> str:
         row = self.conn.execute(f"SELECT digest FROM {CHAIN_TABLE} WHERE position = ?", (position,)).fetchone()
         return "" if row is None else row[0]
+
+    def chain_digests(self, *, after: int = 0, until: int | None = None) -> Iterator[bytes]:
+        last = MAX_SAFE_POSITION if until is None else until
+        rows = self.conn.execute(f"SELECT digest FROM {CHAIN_TABLE} WHERE position > ? AND position <= ? "
+                                 "ORDER BY position", (after, last))
+        return (bytes.fromhex(digest) for (digest,) in rows)
 
     def last_event_and_chain_end(self) -> tuple[int, int]:
         return last_event_and_chain_end(self.conn)
