@@ -17,6 +17,7 @@ from ...domain import lease as lease_aggregate
 from ...domain import worker as worker_aggregate
 from ...domain.errors import Refused
 from ...domain.events import Event
+from ..world import faults
 from ..world.clock import Clock
 from .candidates import load_candidate
 from .ledger import Ledger
@@ -55,6 +56,7 @@ def confirm_handoff(ledger: Ledger, clock: Clock, effector: Any, binding: str,
     processes = effector.ports.processes
     pin = effector.ports.git.observe_candidate(Path(candidate.repository), candidate.ref, candidate.parent,
                                                candidate.tree)
+    faults.crash_point("handoff:after-observe")
 
     def decision(now: str) -> list[Event]:
         current = load_candidate(ledger, binding)

@@ -31,6 +31,7 @@ CRASH_POINTS = {
     "check:after-exit": "the check's process ended; its execution not inspected, no result recorded",
     "check:before-result": "the execution inspected and artifacts copied back; the result not yet recorded",
     "check:after-result": "the check's result recorded; its execution's removal not yet asked for",
+    "handoff:after-observe": "the candidate's ref observed for a handoff confirmation; nothing decided or recorded",
     "effector:after-outcome": "outcome committed, projections not yet caught up",
     "projection:before-commit": "projection rows written, transaction not yet committed",
 }
