@@ -88,6 +88,36 @@ def _handoff(nouns: Nouns, common: Common) -> None:
     register(nouns, common)
 
 
+def _approve(nouns: Nouns, common: Common) -> None:
+    from .approve import register
+    register(nouns, common)
+
+
+def _integrate(nouns: Nouns, common: Common) -> None:
+    from .integrate import register
+    register(nouns, common)
+
+
+def _seal(nouns: Nouns, common: Common) -> None:
+    from .receipt import add_seal
+    add_seal(nouns, common)
+
+
+def _export(nouns: Nouns, common: Common) -> None:
+    from .receipt import add_export
+    add_export(nouns, common)
+
+
+def _verify_receipt(nouns: Nouns, common: Common) -> None:
+    from .receipt import add_verify_receipt
+    add_verify_receipt(nouns, common)
+
+
+def _prove_consistency(nouns: Nouns, common: Common) -> None:
+    from .proofs import add_prove_consistency
+    add_prove_consistency(nouns, common)
+
+
 def _worktree(nouns: Nouns, common: Common) -> None:
     from .worktree import register
     register(nouns, common)
@@ -137,6 +167,12 @@ COMMANDS = {
     "candidate": _candidate,
     "check": _check,
     "handoff": _handoff,
+    "approve": _approve,
+    "integrate": _integrate,
+    "seal": _seal,
+    "export": _export,
+    "verify-receipt": _verify_receipt,
+    "prove-consistency": _prove_consistency,
     "worktree": _worktree,
     "lease": _lease,
     "reconcile": _reconcile,

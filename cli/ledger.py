@@ -22,7 +22,8 @@ def add_init(nouns: Any, common: argparse.ArgumentParser) -> None:
 def add_verify(nouns: Any, common: argparse.ArgumentParser) -> None:
     p = command(nouns, "verify", verify, common, "recompute the hash chain and name the first bad position",
                 "docket verify --json > anchor.json; docket verify --anchor anchor.json")
-    p.add_argument("--anchor", metavar="FILE", help="JSON with the position and digest the ledger must still hold")
+    p.add_argument("--anchor", metavar="FILE", help="JSON with the position and digest the ledger must still hold, "
+                                                    "or a bundle from 'docket export': also its Merkle root")
 
 
 def add_replay(nouns: Any, common: argparse.ArgumentParser) -> None:
@@ -90,7 +91,9 @@ def verify(ctx: Context) -> int:
             emit(True, {"ok": False, "error": {"code": e.code, "message": e.message}}, None)
         raise
     if anchor is not None:
-        doc["anchor"] = {"position": anchor.position, "digest": anchor.digest}
+        doc["anchor"] = {"position": anchor.head.position, "digest": anchor.head.digest}
+        if anchor.merkle_root is not None:
+            doc["anchor"]["merkle_root"] = anchor.merkle_root
     emit(ctx.json, doc, f"ok: {doc['events']} events, chain intact; head {doc['head']['position']} {doc['head']['digest']}")
     return 0
 
@@ -116,8 +119,14 @@ def replay(ctx: Context) -> int:
     finally:
         progress.close()
     doc: dict[str, Any] = {"verified": checked, **rebuilt}
-    if not a.until:  # snapshots are state derived from the events, like views: recompute and repair them
-        doc["snapshot_drift"] = ctx.open_ledger().snapshot_drift(repair=True)
+    if not a.until:  # snapshots and kept Merkle hashes are derived from the events, like views: recompute, repair
+        from ..adapters.app.ledger_tree import repair_kept_blocks
+
+        ledger = ctx.open_ledger()
+        doc["snapshot_drift"] = ledger.snapshot_drift(repair=True)
+        repaired = repair_kept_blocks(reader, checked["events"], ledger.keep_merkle_nodes)
+        if repaired:
+            doc["merkle_drift"] = [{"first": first, "last": last} for first, last in repaired]
     if a.apply:
         from .reconcile import settle_checks
 
@@ -129,6 +138,9 @@ def replay(ctx: Context) -> int:
     if doc.get("snapshot_drift"):
         raise VerificationFailed("snapshot-drift", f"snapshots differed from their events for "
                                                    f"{', '.join(doc['snapshot_drift'])}; recomputed from the ledger")
+    if doc.get("merkle_drift"):
+        raise VerificationFailed("merkle-node-drift", f"kept Merkle hashes differed from the chain digests of "
+                                                      f"{len(doc['merkle_drift'])} block(s); recomputed")
     if doc.get("cursor_repaired"):
         raise VerificationFailed("effector-cursor-drift",
                                  f"the effector's cursor skipped pending intent(s) {', '.join(doc['cursor_repaired']['skipped'])}; "
@@ -145,6 +157,9 @@ def _render_replay(ctx: Context, doc: dict[str, Any], checked: dict[str, Any]) -
     lines = [f"ok: chain intact up to {checked['head']['position']}; projections rebuilt to {doc['rebuilt_position']}"]
     if doc.get("drift"):
         lines.append(f"projections differed from the ledger in: {', '.join(doc['drift'])}; rebuilt in place")
+    if doc.get("merkle_drift"):
+        ranges = ", ".join(f"{b['first']}..{b['last']}" for b in doc["merkle_drift"])
+        lines.append(f"kept Merkle hashes differed from the chain digests of positions {ranges}; recomputed")
     if doc.get("snapshot_drift"):
         lines.append(f"snapshots differed from their events for: {', '.join(doc['snapshot_drift'])}; recomputed")
     if doc.get("cursor_repaired"):

@@ -7,6 +7,7 @@ only; the views catch up (importing more) only when they are behind.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from ..domain.errors import NotFound
@@ -26,7 +27,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def status(ctx: Context) -> int:
-    from ..projections import candidates, checks, intents, leases, runs, tasks, workers
+    from ..projections import approvals, candidates, checks, integration_steps, intents, leases, runs, tasks, workers
 
     a = ctx.args
     ctx.require_ledger_file()
@@ -36,6 +37,7 @@ def status(ctx: Context) -> int:
     else:
         views, now = ctx.views(), ctx.clock.now()
     conn, position = views.conn, views.position()
+    approval = _approval_required()
     if a.run:
         run = runs.get_run(conn, a.run)
         if run is None:
@@ -48,13 +50,18 @@ def status(ctx: Context) -> int:
             "workers": [_with_process(w, now) for w in workers.workers_of(conn, a.run)],
             "leases": leases.leases_of(conn, a.run),
             "pending_intents": intents.pending(conn, a.run),
+            "integration": _integration(conn, run, approval),
+            "integration_steps": integration_steps.steps_of(conn, a.run),
+            "approvals": approvals.approvals_of(conn, a.run),
         }
         emit(ctx.json, doc, _human_run(doc))
     else:
-        all_runs = [runs.with_budget(r, now) for r in runs.list_runs(conn)]
+        all_runs = [{**runs.with_budget(r, now), "integration": _integration(conn, r, approval)}
+                    for r in runs.list_runs(conn)]
         doc = {"position": position, "runs": all_runs, "pending_intents": intents.pending(conn)}
         lines = [f"ledger position {position}; {len(all_runs)} run(s); {len(doc['pending_intents'])} pending intent(s)"]
-        lines += [_run_line(r) for r in all_runs]
+        for r in all_runs:
+            lines += [_run_line(r), *_integration_lines(r["integration"])]
         emit(ctx.json, doc, "\n".join(lines))
     return 0
 
@@ -89,7 +96,63 @@ def _human_run(doc: dict[str, Any]) -> str:
                      f"gen {le['generation']} token {le['token']} until {le['expires_at']}")
     for i in doc["pending_intents"]:
         lines.append(f"  pending intent {shown(i['intent_id'])} ({i['type']}) at position {i['position']}")
+    lines += _integration_lines(doc["integration"])
+    for step in doc["integration_steps"]:
+        why = f" ({shown(step['code'])})" if step["code"] else ""
+        lines.append(f"    step {step['step']}: task {shown(step['task_id'])}, candidate {step['binding_id'][:12]}: "
+                     f"{step['status']}{why}")
+    for approval in doc["approvals"]:
+        lines.append(f"  approved by {shown(approval['by'])} at {approval['recorded_at']}: "
+                     f"{approval['candidates']} candidate(s)")
     return "\n".join(lines)
+
+
+def _approval_required() -> Callable[[], bool]:
+    """Whether docket.toml requires approval, read once, and only when a candidate could await it: a status with
+    nothing to approve reads no configuration at all."""
+    from functools import cache
+
+    @cache
+    def required() -> bool:
+        from pathlib import Path
+
+        from ..adapters.world.config_file import approval_required
+
+        return approval_required(Path.cwd())
+
+    return required
+
+
+def _integration(conn: Any, run: dict[str, Any], approval_required: Callable[[], bool]) -> dict[str, Any]:
+    """The run's integration row, with the confirmed candidates that await approval (when approval is required and
+    the queue can still be prepared: the run is open and its integration unprepared)."""
+    from ..projections import approvals, integrations
+
+    integration = integrations.integration_of(conn, run["run_id"])
+    open_queue = integration["status"] == "unprepared" and run["closed_at"] is None
+    unapproved = approvals.awaiting_approval(conn, run["run_id"]) if open_queue else []
+    awaiting = [{k: c[k] for k in ("task_id", "binding_id", "commit")}
+                for c in (unapproved if unapproved and approval_required() else [])]
+    return {**integration, "awaiting_approval": awaiting}
+
+
+def _integration_lines(i: dict[str, Any]) -> list[str]:
+    """Nothing for a run whose integration has not begun and awaits nothing."""
+    lines = []
+    if i["status"] != "unprepared":
+        line = f"  integration: {i['status']}, {i['steps_verified']}/{i['steps']} step(s) verified"
+        if i["stopped_step"] is not None:
+            line += f", stopped at step {i['stopped_step']} ({shown(i['stop_code'])})"
+        elif i["target_code"] is not None and i["target"] != "completed":
+            line += f", target: {shown(i['target_code'])}"
+        if i["final_commit"]:
+            line += f", {shown(i['target_branch'])} at {i['final_commit'][:12]}"
+        if i["receipt_sha256"]:
+            line += f", receipt {i['receipt_sha256'][:12]}"
+        lines.append(line)
+    lines += [f"  awaiting approval: task {shown(c['task_id'])} (candidate {c['binding_id'][:8]}\u2026)"
+              for c in i["awaiting_approval"]]
+    return lines
 
 
 def _with_candidates(task_rows: list[dict[str, Any]], candidate_rows: list[dict[str, Any]],

@@ -20,7 +20,7 @@ from .events.base import Id
 from .names import check_branch_name, has_unsafe_characters
 from .values import parse_duration
 
-__all__ = ["AgentConfig", "CheckConfig", "Config", "DEFAULT_TOML", "RunConfig", "WorktreeConfig",
+__all__ = ["AgentConfig", "CheckConfig", "Config", "DEFAULT_TOML", "IntegrationConfig", "RunConfig", "WorktreeConfig",
            "check_artifact_dir", "check_config_sha256", "expand", "placeholders"]
 
 # What each kind of template may name: an agent's argv, its environment; a check's argv and environment.
@@ -226,10 +226,17 @@ class RunConfig(_Section):
     budget_ms: Duration | None = Field(None, alias="budget")
 
 
+class IntegrationConfig(_Section):
+    """[integration]: how `docket integrate` merges a run's confirmed candidates."""
+
+    approval: bool = False  # wait until `docket approve` approved every candidate the queue would merge
+
+
 class Config(_Section):
     # Fields are validated in this order: the checks of agents and agent see the sections before them.
     worktree: WorktreeConfig = WorktreeConfig()
     run: RunConfig = RunConfig()
+    integration: IntegrationConfig = IntegrationConfig()
     agents: dict[Id, AgentConfig] = {}
     default_agent: Id | None = Field(None, alias="agent")
     checks: dict[Id, CheckConfig] = {}
@@ -333,4 +340,8 @@ ports = false
 # target = "main"
 # Default budget of a run: active time only (time without a supervising docket is not billed).
 # budget = "4h"
+
+[integration]
+# Make `docket integrate` wait until `docket approve RUN --by NAME` approved every candidate it would merge.
+approval = false
 '''

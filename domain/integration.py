@@ -194,7 +194,9 @@ def apply(integration: Integration | None, event: ev.Event, position: int) -> In
         return replace(integration, target="completed", target_intent=None, final_commit=event.commit,
                        final_tree=event.tree)
     if isinstance(event, ev.IntegrationTargetMoved):
-        return replace(integration, target="moved", target_intent=None, target_code=event.code)
+        # checked out in a worktree: nothing is wrong with the queue; once switched away, the target is asked again
+        again = event.code == "target-checked-out"
+        return replace(integration, target=None if again else "moved", target_intent=None, target_code=event.code)
     if isinstance(event, ev.ReceiptSealed):
         return replace(integration, receipt_sha256=event.receipt_sha256, sealed_at=position)
     if isinstance(event, ev.IntentCancelled):

@@ -15,11 +15,12 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any
 
-from . import candidates, checks, intents, leases, run_events, runs, tasks, workers
+from . import (approvals, candidates, checks, integration_steps, integrations, intents, leases, run_events, runs, tasks,
+               workers)
 
 __all__ = ["EVENT_INDEXES", "READ_MODELS", "Views", "schema_signature"]
 
-READ_MODELS = (runs, tasks, workers, leases, intents, candidates, checks)
+READ_MODELS = (runs, tasks, workers, leases, intents, candidates, checks, integrations, integration_steps, approvals)
 EVENT_INDEXES = (run_events,)  # tables that map to ledger positions: kept with the views, not read models
 META = "projection_position"
 

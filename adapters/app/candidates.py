@@ -25,7 +25,7 @@ from ..world.clock import Clock, new_id
 from .ledger import Ledger
 from .services import load_run, load_task
 
-__all__ = ["Pinned", "boundary_of", "find_candidate", "load_candidate", "pin_task", "release_candidate"]
+__all__ = ["Pinned", "boundary_of", "find_candidate", "load_candidate", "pin_task", "pin_tree", "release_candidate"]
 
 
 @dataclass(frozen=True)
@@ -194,3 +194,35 @@ def release_candidate(ledger: Ledger, clock: Clock, effector: Any, binding: str,
                       f"{candidate.ref} was not released: it names another commit than the pinned "
                       f"{candidate.commit}; it is left untouched")
     return "released"
+
+
+def pin_tree(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: str, *, repository: Path,
+             parent: str, tree: str, boundary: str, source: str) -> candidate_aggregate.Candidate:
+    """Pin a tree already in the object store as a candidate of the task (no worker, no worktree capture): the
+    commit of tree on parent at the candidate's ref. source names where the tree comes from (an integration ref); the
+    changed paths are the tree's against the run's base. The same inputs give the same candidate, pinned once."""
+    from ...domain.candidates import binding_id, binding_seed, candidate_ref, worktree_identity
+
+    run = load_run(ledger, run_id)
+    if run.base_commit is None:
+        raise Refused("run-base-not-pinned", f"run {run_id} has no pinned base commit yet")
+    changed = effector.ports.git.changed_paths(repository, run.base_commit, parent)
+    _require_recordable(changed, task_id)
+    identity = worktree_identity(str(repository), source)
+    binding = binding_id(binding_seed(run_id, boundary), parent, tree, changed, identity)
+    intent_id = new_id("pin")
+
+    def decision(now: str) -> list[Event]:
+        existing = ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(binding))
+        return candidate_aggregate.request_pin(
+            existing, load_run(ledger, run_id), intent_id=intent_id, task_id=task_id, worker_id=None, generation=None,
+            boundary=boundary, binding_id=binding, repository=str(repository), worktree=str(repository),
+            ref=candidate_ref(run_id, binding), parent=parent, tree=tree, base=run.base_commit, changed_paths=changed,
+            now=now)
+
+    ledger.decide(decision, clock.now())
+    candidate = load_candidate(ledger, binding)
+    if candidate.pin_intent is not None:
+        drive(effector, candidate.pin_intent, lambda: load_candidate(ledger, binding).pin_intent is None)
+        candidate = load_candidate(ledger, binding)
+    return settled(candidate)

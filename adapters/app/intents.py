@@ -20,20 +20,23 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from ...domain import candidate as candidate_aggregate
+from ...domain import integration as integration_aggregate
 from ...domain import run as run_aggregate
 from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
-from ...domain.effects import (Act, BranchObservation, CandidateRefObservation, ExecutionObservation, Unknown,
-                               WorktreeObservation, decide_base_pin)
+from ...domain.effects import (Act, BranchObservation, CandidateRefObservation, ExecutionObservation,
+                               IntegrationObservation, Unknown, WorktreeObservation, decide_base_pin)
 from ...domain.events import (CandidatePinRequested, CandidateReleaseRequested, CheckLaunchRequested, Event,
-                              ExecutionRemovalRequested, ExecutionRequested, RunBasePinRequested, WorkerLaunchRequested,
+                              ExecutionRemovalRequested, ExecutionRequested, IntegrationStepRequested,
+                              IntegrationTargetRequested, RunBasePinRequested, WorkerLaunchRequested,
                               WorkerStopRequested, WorktreeRemovalRequested, WorktreeRequested)
 from ...domain.processes import ProcessIdentity
 from ..world.identity import mismatch_reason
 from .ports import GitPort
 
-__all__ = ["CANDIDATE_PIN", "CANDIDATE_RELEASE", "CHECK_LAUNCH", "EXECUTION", "EXECUTION_REMOVAL", "INTENT_KINDS",
-           "RUN_BASE_PIN", "WORKER_LAUNCH", "WORKER_STOP", "WORKTREE", "WORKTREE_REMOVAL", "IntentKind"]
+__all__ = ["CANDIDATE_PIN", "CANDIDATE_RELEASE", "CHECK_LAUNCH", "EXECUTION", "EXECUTION_REMOVAL",
+           "INTEGRATION_STEP", "INTEGRATION_TARGET", "INTENT_KINDS", "RUN_BASE_PIN", "WORKER_LAUNCH", "WORKER_STOP",
+           "WORKTREE", "WORKTREE_REMOVAL", "IntentKind"]
 
 A = TypeVar("A")  # the aggregate the intent's stream folds into
 I = TypeVar("I", bound=Event)  # the intent event
@@ -276,6 +279,56 @@ WORKTREE_REMOVAL: IntentKind[task_aggregate.Task, WorktreeRemovalRequested, task
         made=task_aggregate.removed,
     ))
 
+
+
+def _observe_integration(git: GitPort, intent: IntegrationStepRequested,
+                         repository_id: str | None) -> IntegrationObservation:
+    repository = Path(intent.repository)
+    mismatch = _foreign(git, repository, repository_id)
+    if mismatch:
+        return IntegrationObservation("unreadable", detail=mismatch)
+    return git.observe_integration(repository, intent.integration_ref, intent.head, intent.candidate_commit)
+
+
+INTEGRATION_STEP: IntentKind[integration_aggregate.Integration, IntegrationStepRequested, IntegrationObservation] = (
+    IntentKind(
+        intent=IntegrationStepRequested,
+        stream_of=lambda intent: integration_aggregate.stream_of(intent.run_id),
+        apply=integration_aggregate.apply,
+        port="git",
+        observe=_observe_integration,
+        decide=integration_aggregate.decide_step,
+        # the first step creates the ref (create-only); every later one moves it from the step's head
+        act=lambda git, intent, observed: git.advance_ref(
+            Path(intent.repository), intent.integration_ref, None if observed.state == "missing" else intent.head,
+            intent.merge_commit),
+        made=integration_aggregate.made,
+    ))
+
+
+def _observe_target(git: GitPort, intent: IntegrationTargetRequested,
+                    repository_id: str | None) -> integration_aggregate.TargetObservation:
+    repository = Path(intent.repository)
+    mismatch = _foreign(git, repository, repository_id)
+    if mismatch:
+        return integration_aggregate.TargetObservation("unreadable", detail=mismatch)
+    return git.observe_target(repository, intent.target_ref.removeprefix("refs/heads/"))
+
+
+INTEGRATION_TARGET: IntentKind[integration_aggregate.Integration, IntegrationTargetRequested,
+                               integration_aggregate.TargetObservation] = IntentKind(
+    intent=IntegrationTargetRequested,
+    stream_of=lambda intent: integration_aggregate.stream_of(intent.run_id),
+    apply=integration_aggregate.apply,
+    port="git",
+    observe=_observe_target,
+    decide=integration_aggregate.decide_target,
+    act=lambda git, intent, _: git.advance_ref(Path(intent.repository), intent.target_ref, intent.expected_commit,
+                                               intent.commit),
+    made=integration_aggregate.made,
+)
+
 INTENT_KINDS: dict[str, IntentKind[Any, Any, Any]] = {
     kind.type_name: kind for kind in (RUN_BASE_PIN, WORKTREE, WORKER_LAUNCH, WORKER_STOP, WORKTREE_REMOVAL,
-                                      CANDIDATE_PIN, CANDIDATE_RELEASE, EXECUTION, CHECK_LAUNCH, EXECUTION_REMOVAL)}
+                                      CANDIDATE_PIN, CANDIDATE_RELEASE, EXECUTION, CHECK_LAUNCH, EXECUTION_REMOVAL,
+                                      INTEGRATION_STEP, INTEGRATION_TARGET)}

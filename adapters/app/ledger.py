@@ -227,6 +227,11 @@ class Ledger(Application):
                             self.recorder.save_snapshot(c, stream, version, events[-1].id, expected)
         return drifted
 
+    def keep_merkle_nodes(self, height: int, nodes: Sequence[tuple[int, str, bytes]]) -> None:
+        """Keep Merkle subtree hashes, (node, chain digest at its last position, hash), for later trees."""
+        with self.recorder.write_transaction() as c:
+            self.recorder.save_merkle_nodes(c, height, nodes)
+
     def head(self) -> int:
         if self._cursor is not None:
             return self.recorder.head_position(self._cursor)

@@ -26,6 +26,7 @@ from ...domain.effects import (
 )
 
 if TYPE_CHECKING:  # annotations only: compiling the secret patterns and importing the adapter cost start-up time
+    from ...domain.integration import TargetObservation
     from ...domain.processes import Liveness, ProcessIdentity
     from ..world.capture import Capture, Unstable
     from ..world.processes import LaunchSpec
@@ -163,6 +164,16 @@ class GitPort(Protocol):
         alone (observe again). BadInput ``bad-ref`` for a malformed name; OSError only otherwise."""
         ...
 
+    def observe_target(self, repository: Path, branch: str) -> TargetObservation:
+        """What refs/heads/<branch> names (found, missing, unreadable) and the worktree that has it checked out, if
+        any: the main worktree of a repository that is not bare, or a linked one. Never raises."""
+        ...
+
+    def changed_paths(self, repository: Path, base: str, commit: str) -> tuple[str, ...]:
+        """The paths whose entries differ between base's tree and commit's, quoted as candidates quote them, sorted.
+        OSError or KeyError when either cannot be read."""
+        ...
+
 
 class GatedHandle(Protocol):
     """A started process held at the launch gate: it runs its command only once opened."""
@@ -248,6 +259,10 @@ class LedgerReader(Protocol):
 
     def chain_digests(self, *, after: int = 0, until: int | None = None) -> Iterator[bytes]:
         """The 32-byte chain digests of positions (after, until], in order (the Merkle tree's leaves)."""
+        ...
+
+    def merkle_nodes(self, height: int, count: int) -> dict[int, bytes]:
+        """Kept hashes of Merkle nodes 0..count-1 of height (2**height leaves each) that still match the chain."""
         ...
 
     def last_event_and_chain_end(self) -> tuple[int, int]:

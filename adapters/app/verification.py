@@ -1,4 +1,5 @@
-"""Verifying a ledger file: its genesis, its hash chain, its tail, its schema, and anchors read from a file.
+"""Verifying a ledger file: its genesis, its hash chain, its tail, its schema, and anchors read from a file
+(a position and digest, or an exported receipt: also the Merkle root it was sealed at).
 
 Reads through the LedgerReader port; pydantic is imported only to check the
 genesis event (position 1).
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,19 +21,39 @@ if TYPE_CHECKING:
     from ..world.reader import SqliteLedgerReader
     from .ports import LedgerReader
 
-__all__ = ["MAX_POSITION", "genesis_break", "read_anchor", "verify_ledger"]
+__all__ = ["MAX_POSITION", "Anchor", "genesis_break", "read_anchor", "verify_ledger"]
 
 MAX_POSITION = 2**53 - 1  # what every store and JSON reader can hold
 HEX_DIGITS = frozenset("0123456789abcdef")
 
 
-def read_anchor(path: str | Path) -> ChainHead:
-    """The (position, digest) an anchor file says the ledger must still hold: at its top or under 'head'."""
+@dataclass(frozen=True)
+class Anchor:
+    """What the ledger must still hold: the digest at a position and, for an exported receipt, the Merkle root
+    over positions 1..position it was sealed with."""
+
+    head: ChainHead
+    merkle_root: str | None = None
+    source: str = "the anchor"
+
+
+def read_anchor(path: str | Path) -> Anchor:
+    """An anchor file: JSON with the position and digest at its top or under 'head' (what `docket verify --json`
+    prints), or a bundle from `docket export` (its receipt's ledger.tree_size, head_digest and root)."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise NotFound("anchor-not-found", f"no anchor file {path}") from None
     except (OSError, ValueError) as e:
+        raise BadInput("bad-anchor", f"{path} is not a JSON anchor: {e}") from None
+    from .proofs import is_bundle, sealed_head_of_bundle
+
+    if is_bundle(text):
+        sealed = sealed_head_of_bundle(path)
+        return Anchor(ChainHead(sealed.size, sealed.head_digest), sealed.root, f"the receipt in {Path(path).name}")
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
         raise BadInput("bad-anchor", f"{path} is not a JSON anchor: {e}") from None
     head = doc.get("head", doc) if isinstance(doc, dict) else None
     position = head.get("position") if isinstance(head, dict) else None
@@ -41,12 +63,13 @@ def read_anchor(path: str | Path) -> ChainHead:
         raise BadInput("bad-anchor", f"{path} needs a 'position' (a whole number from 1), at the top or under 'head'")
     if not (isinstance(digest, str) and len(digest) == 64 and set(digest) <= HEX_DIGITS):
         raise BadInput("bad-anchor", f"{path} needs a 'digest' (64 lowercase hex digits), at the top or under 'head'")
-    return ChainHead(position, digest)
+    return Anchor(ChainHead(position, digest))
 
 
-def verify_ledger(reader: SqliteLedgerReader, *, anchor: ChainHead | None = None, until: int | None = None,
+def verify_ledger(reader: SqliteLedgerReader, *, anchor: Anchor | None = None, until: int | None = None,
                   progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Recompute the chain; raise VerificationFailed naming the first bad position.
+    """Recompute the chain (and an exported receipt's Merkle root, from the digests);
+    raise VerificationFailed naming the first bad position (or the root).
 
     ``progress(position)`` is called for each row when given. Returns the
     report `docket verify --json` prints: events, head and algorithm.
@@ -55,7 +78,8 @@ def verify_ledger(reader: SqliteLedgerReader, *, anchor: ChainHead | None = None
     head = None
     if broken is None:
         # in parts, each child process opening the file itself: the one read not made through the port
-        head, broken = verify_chain_in_parts(reader.conn, anchor=anchor, until=until, progress=progress)
+        head, broken = verify_chain_in_parts(reader.conn, anchor=anchor.head if anchor else None, until=until,
+                                             progress=progress)
     if broken is None and until is None:
         orphan = reader.orphan_digest_after(head.position)
         if orphan is not None:
@@ -63,6 +87,14 @@ def verify_ledger(reader: SqliteLedgerReader, *, anchor: ChainHead | None = None
     if broken is not None:
         raise VerificationFailed("chain-broken", f"position {broken.position}: {broken.reason}")
     reader.check_schema()
+    if anchor is not None and anchor.merkle_root is not None:
+        # From the digests alone, not the kept block hashes: what the receipt is checked against trusts nothing.
+        from ...domain.merkle import Tree
+
+        root = Tree(reader.chain_digests(until=anchor.head.position)).root().hex()
+        if root != anchor.merkle_root:
+            raise VerificationFailed("merkle-root-mismatch", f"the Merkle root over positions 1..{anchor.head.position}"
+                                     f" is {root}, not the {anchor.merkle_root} of {anchor.source}")
     return {"ok": True, "events": head.position, "head": {"position": head.position, "digest": head.digest},
             "algorithm": CHAIN_ALGORITHM}
 

@@ -15,8 +15,8 @@ from .paths import find_git_common_dir
 if TYPE_CHECKING:
     from ...domain.config import Config
 
-__all__ = ["CONFIG_NAME", "MAX_CONFIG_BYTES", "config_path", "find_config", "key_lines", "load_config",
-           "write_default"]
+__all__ = ["CONFIG_NAME", "MAX_CONFIG_BYTES", "approval_required", "config_path", "find_config", "key_lines",
+           "load_config", "write_default"]
 
 CONFIG_NAME = "docket.toml"
 MAX_CONFIG_BYTES = 1 << 20
@@ -65,6 +65,20 @@ def load_config(path: Path | None) -> Config:
         return Config.model_validate(document)
     except ValidationError as e:
         raise BadInput("bad-config", _validation_message(path, text, e)) from None
+
+
+def approval_required(start: Path) -> bool:
+    """[integration] approval as the docket.toml of the repository around start sets it, read with the standard
+    library only so that `docket status` stays light. No file, or one that cannot be read or parsed, says False
+    here: every command that acts on the configuration loads it whole (load_config) and names the problem."""
+    import tomllib
+
+    try:
+        path = find_config(start)
+        table = None if path is None else tomllib.loads(_read_text(path)).get("integration")
+    except (BadInput, tomllib.TOMLDecodeError):
+        return False
+    return isinstance(table, dict) and table.get("approval") is True
 
 
 def write_default(root: Path) -> bool:

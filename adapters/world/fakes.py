@@ -24,6 +24,7 @@ from ...domain.effects import (
     WorktreeObservation,
 )
 from ...domain.errors import BadInput, Conflict, Refused
+from ...domain.integration import TargetObservation
 from ...domain.names import check_include_pattern
 from ...domain.processes import Liveness, ProcessIdentity, liveness_of
 from .capture import Capture, Unstable
@@ -391,6 +392,24 @@ class FakeGit:
         else:
             repo.refs[ref] = new
 
+    def observe_target(self, repository: Path, branch: str) -> TargetObservation:
+        repo = self.repositories.get(Path(repository))
+        if repo is None or not repo.readable:
+            return TargetObservation("unreadable", detail=f"cannot open repository {repository}")
+        holder = next((str(path) for path, held in repo.worktrees.items() if held == branch), None)
+        checked_out = str(repository) if repo.main_branch == branch else holder
+        oid = repo.branches.get(branch)
+        if oid is None:
+            return TargetObservation("missing", checked_out=checked_out)
+        if repo.objects.get(oid) != "commit":
+            return TargetObservation("unreadable", commit=oid, detail=f"refs/heads/{branch} names no commit")
+        return TargetObservation("found", commit=oid, checked_out=checked_out)
+
+    def changed_paths(self, repository: Path, base: str, commit: str) -> tuple[str, ...]:
+        """Every path changed in a worktree of the repository (the fake keeps no trees' contents)."""
+        repo = self.repositories[Path(repository)]
+        return tuple(sorted(set().union(*repo.changed.values()))) if repo.changed else ()
+
 
 def _ref_value(repo: FakeRepository, ref: str) -> str | None:
     if ref.startswith("refs/heads/"):
@@ -415,6 +434,11 @@ class FakeLedgerReader:
     def __init__(self) -> None:
         self.rows: list[tuple[int, str, int, str, bytes]] = []  # position, stream, version, type, state
         self.digests: dict[int, str] = {}
+        self.kept_nodes: dict[tuple[int, int], tuple[str, bytes]] = {}  # (height, node): (digest, hash)
+
+    def keep_merkle_nodes(self, height: int, nodes: Sequence[tuple[int, str, bytes]]) -> None:
+        """The Ledger's keep_merkle_nodes, for a tree over this reader."""
+        self.kept_nodes.update({(height, node): (digest, hash_) for node, digest, hash_ in nodes})
 
     def append(self, stream: str, type_: str, payload: dict, recorded_at: str) -> int:
         """Record one event at the next position (state as docket's mapper writes it); returns its position."""
@@ -453,6 +477,10 @@ class FakeLedgerReader:
     def chain_digests(self, *, after: int = 0, until: int | None = None) -> Iterator[bytes]:
         end = len(self.rows) if until is None else min(until, len(self.rows))
         return (bytes.fromhex(self.digests[p]) for p in range(after + 1, end + 1) if p in self.digests)
+
+    def merkle_nodes(self, height: int, count: int) -> dict[int, bytes]:
+        return {node: hash_ for (h, node), (digest, hash_) in self.kept_nodes.items()
+                if h == height and node < count and self.digests.get((node + 1) << height) == digest}
 
     def last_event_and_chain_end(self) -> tuple[int, int]:
         return len(self.rows), max(self.digests, default=0)

@@ -29,6 +29,7 @@ from .identity import read_identity
 from .paths import main_worktree
 
 if TYPE_CHECKING:
+    from ...domain.integration import TargetObservation
     from .capture import Capture, Unstable
 
 __all__ = ["DulwichGit", "copy_includes", "create_worktree", "observe_branch", "observe_worktree"]
@@ -131,6 +132,14 @@ class DulwichGit:
     def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str) -> None:
         from .merge import advance_ref
         advance_ref(repository, ref, expected_old, new)
+
+    def observe_target(self, repository: Path, branch: str) -> TargetObservation:
+        from .merge import observe_target
+        return observe_target(repository, branch)
+
+    def changed_paths(self, repository: Path, base: str, commit: str) -> tuple[str, ...]:
+        from .merge import changed_paths
+        return changed_paths(repository, base, commit)
 
 
 def observe_branch(repository: Path, branch: str) -> BranchObservation:

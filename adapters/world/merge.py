@@ -24,8 +24,10 @@ from pathlib import Path
 from ...domain.candidates import quote_path
 from ...domain.effects import IntegrationObservation, MergeResult
 from ...domain.errors import BadInput
+from ...domain.integration import TargetObservation
 
-__all__ = ["MERGE_IDENTITY", "advance_ref", "merge_candidate", "observe_integration"]
+__all__ = ["MERGE_IDENTITY", "advance_ref", "changed_paths", "merge_candidate", "observe_integration",
+           "observe_target"]
 
 MERGE_IDENTITY = b"docket <docket@localhost>"
 _GITLINK = 0o160000
@@ -161,6 +163,79 @@ def advance_ref(repository: Path, ref: str, expected_old: str | None, new: str) 
         else:
             repo.refs.set_if_equals(ref.encode(), expected_old.encode("ascii"), new.encode("ascii"),
                                     committer=MERGE_IDENTITY, message=message)
+    finally:
+        repo.close()
+
+
+def observe_target(repository: Path, branch: str) -> TargetObservation:
+    """Which commit refs/heads/<branch> names (found, missing, unreadable) and which worktree has it checked out: the
+    main worktree (HEAD of a repository that is not bare) or a linked one (<common>/worktrees/*/HEAD). Never raises."""
+    from dulwich.errors import NotGitRepository
+    from dulwich.repo import Repo
+
+    ref = f"refs/heads/{branch}"
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError) as e:
+        return TargetObservation("unreadable", detail=f"cannot open repository {repository}: {e}")
+    try:
+        try:
+            sha = repo.refs[ref.encode()]
+        except KeyError:
+            return TargetObservation("missing", checked_out=_checked_out(Path(repository), ref))
+        if not _is_commit(repo, sha.decode("ascii")):
+            return TargetObservation("unreadable", commit=sha.decode("ascii"), detail=f"{ref} names no commit")
+        return TargetObservation("found", commit=sha.decode("ascii"), checked_out=_checked_out(Path(repository), ref))
+    except (OSError, ValueError, KeyError, UnicodeError) as e:
+        return TargetObservation("unreadable", detail=f"cannot read {ref} in {repository}: {e}")
+    finally:
+        repo.close()
+
+
+def _checked_out(common: Path, ref: str) -> str | None:
+    """The worktree whose HEAD is the symbolic ref ref: the main one (unless the repository is bare), else a linked
+    one; None when none is."""
+    from dulwich.config import ConfigFile
+
+    wanted = f"ref: {ref}"
+    try:
+        bare = ConfigFile.from_path(str(common / "config")).get_boolean((b"core",), b"bare", False)
+    except (OSError, ValueError, KeyError):
+        bare = False
+    if not bare and _head(common / "HEAD") == wanted:
+        return str(common.parent if common.name == ".git" else common)
+    linked = common / "worktrees"
+    for admin in sorted(linked.iterdir()) if linked.is_dir() else ():
+        if _head(admin / "HEAD") == wanted:
+            gitdir = _head(admin / "gitdir")
+            return str(Path(gitdir).parent) if gitdir else str(admin)
+    return None
+
+
+def _head(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+
+
+def changed_paths(repository: Path, base: str, commit: str) -> tuple[str, ...]:
+    """The paths (quoted as candidates quote them, sorted) whose entries differ between base's tree and commit's.
+    OSError or KeyError when either cannot be read."""
+    from dulwich.diff_tree import tree_changes
+    from dulwich.repo import Repo
+
+    repo = Repo(str(repository))
+    try:
+        old, new = _commit(repo, base), _commit(repo, commit)
+        if old is None or new is None:
+            raise KeyError(f"{base if old is None else commit} is not a commit in {repository}")
+        paths = set()
+        for change in tree_changes(repo.object_store, old.tree, new.tree):
+            for entry in (change.old, change.new):
+                if entry is not None and entry.path is not None:
+                    paths.add(quote_path(entry.path))
+        return tuple(sorted(paths))
     finally:
         repo.close()
 

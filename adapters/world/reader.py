@@ -18,13 +18,16 @@ from typing import Any
 
 from ...domain.chain import ChainHead, ChainRow
 
-__all__ = ["CHAIN_TABLE", "LEDGER_TABLES", "Row", "SqliteLedgerReader", "connect_read_only", "has_stream",
-           "head_position", "is_on_read_only_filesystem", "last_event_and_chain_end", "ledger_reader",
-           "missing_tables", "orphan_digest_after", "read_chain_rows", "read_events", "read_events_at", "read_only"]
+__all__ = ["CHAIN_TABLE", "LEDGER_TABLES", "MERKLE_BLOCK_HEIGHT", "MERKLE_NODES_TABLE", "Row", "SqliteLedgerReader",
+           "connect_read_only", "has_stream", "head_position", "is_on_read_only_filesystem",
+           "last_event_and_chain_end", "ledger_reader", "missing_tables", "orphan_digest_after", "read_chain_rows",
+           "read_events", "read_events_at", "read_only"]
 
 Row = tuple[int, str, int, str, bytes]  # position, stream, version, type, state
 
 CHAIN_TABLE = "chain"
+MERKLE_NODES_TABLE = "merkle_nodes"  # made by the store (adapters/world/store.py), which says what it holds
+MERKLE_BLOCK_HEIGHT = 10  # the store keeps the Merkle hash of each complete block of 2**10 positions
 LEDGER_TABLES = ("stored_events", CHAIN_TABLE, "tracking")
 
 
@@ -182,6 +185,18 @@ class SqliteLedgerReader:
         rows = self.conn.execute(f"SELECT digest FROM {CHAIN_TABLE} WHERE position > ? AND position <= ? "
                                  "ORDER BY position", (after, last))
         return (bytes.fromhex(digest) for (digest,) in rows)
+
+    def merkle_nodes(self, height: int, count: int) -> dict[int, bytes]:
+        """The kept hashes of nodes 0..count-1 of that height whose last position still has the digest they
+        were kept with (a node of another or a rewritten ledger is not used); none before the store made the table."""
+        try:
+            rows = self.conn.execute(
+                f"SELECT m.node, m.hash FROM {MERKLE_NODES_TABLE} m JOIN {CHAIN_TABLE} h "
+                "ON h.position = (m.node + 1) << m.height AND h.digest = m.digest "
+                "WHERE m.height = ? AND m.node < ?", (height, count)).fetchall()
+        except sqlite3.OperationalError:  # no such table: a ledger no docket of this version has written
+            return {}
+        return dict(rows)
 
     def last_event_and_chain_end(self) -> tuple[int, int]:
         return last_event_and_chain_end(self.conn)

@@ -28,11 +28,14 @@ EXPECTED_SCHEMA: dict[tuple[str, str], tuple[str, str | None]] = {
                              "position INTEGER NOT NULL, digest TEXT NOT NULL, state BLOB NOT NULL)"),
     ("index", "sqlite_autoindex_snapshots_1"): ("snapshots", None),
     ("index", "stored_events_topic"): ("stored_events", "CREATE INDEX stored_events_topic ON stored_events (topic)"),
+    ("table", "merkle_nodes"): ("merkle_nodes", "CREATE TABLE merkle_nodes (height INTEGER NOT NULL, node INTEGER "
+                                "NOT NULL, digest TEXT NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (height, node)) "
+                                "WITHOUT ROWID"),
 }
 
 # Added after the first ledgers were made: a ledger only read since then does not have them yet.
 _MADE_ON_FIRST_WRITE = {("table", "snapshots"), ("index", "sqlite_autoindex_snapshots_1"),
-                        ("index", "stored_events_topic")}
+                        ("index", "stored_events_topic"), ("table", "merkle_nodes")}
 
 # ANALYZE and PRAGMA optimize keep the query planner's statistics here; they change no row and no result.
 _PLANNER_STATISTICS = re.compile(r"sqlite_stat\d")

@@ -39,8 +39,9 @@ from eventsourcing.sqlite import (
 from ...domain.canonical import canonical_json
 from ...domain.chain import GENESIS_DIGEST, ChainHead, chain_entry, next_digest
 from ...domain.events import EVENT_TYPES, Event
+from ...domain.merkle import Tree
 from . import faults
-from .reader import CHAIN_TABLE
+from .reader import CHAIN_TABLE, MERKLE_BLOCK_HEIGHT, MERKLE_NODES_TABLE
 
 __all__ = [
     "CanonicalMapper",
@@ -64,6 +65,18 @@ CREATE_SNAPSHOTS_TABLE = (
 )
 
 
+# The hashes of complete, aligned subtrees of the RFC 9162 tree over the chain digests (node i of height h
+# covers positions i * 2**h + 1 .. (i + 1) * 2**h), so that a root or a proof over a million leaves reads a
+# thousand nodes instead of every digest (adapters/app/ledger_tree.py). The append that completes a block of
+# 2**MERKLE_BLOCK_HEIGHT positions keeps its hash; a seal keeps those of older ledgers. Not part of the chain:
+# each row names the chain digest at the node's last position and is used only while the chain still holds
+# that digest; replay recomputes them.
+CREATE_MERKLE_NODES_TABLE = (
+    f"CREATE TABLE IF NOT EXISTS {MERKLE_NODES_TABLE} (height INTEGER NOT NULL, node INTEGER NOT NULL, "
+    "digest TEXT NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (height, node)) WITHOUT ROWID"
+)
+
+
 # Finds the few intents and outcomes after the effector's cursor without reading every event after it.
 CREATE_TOPIC_INDEX = "CREATE INDEX IF NOT EXISTS stored_events_topic ON stored_events (topic)"
 
@@ -75,7 +88,7 @@ class ChainBroken(PersistenceError):
 class ChainedRecorder:
     """Mixin: write one chain row per inserted event, on the caller's cursor.
 
-    The chain logic is backend-neutral. A backend supplies the three statements
+    The chain logic is backend-neutral. A backend supplies the statements
     below (its own placeholders and position column) and ``_insert_event_rows``,
     and calls ``_insert_chained`` on its cursor while holding the lock that
     serialises appends: ``BEGIN IMMEDIATE`` here; on PostgreSQL, the
@@ -87,6 +100,8 @@ class ChainedRecorder:
     )
     select_heads_statement: str  # (last chain position, its digest, last event position), NULLs when empty
     insert_chain_statement: str  # (position, digest)
+    select_digests_statement: str  # (after, until): the chain's digests of those positions, in order
+    insert_merkle_node_statement: str  # (height, node, digest, hash), replacing
 
     def _chain_head(self, c: Any) -> ChainHead:
         c.execute(self.select_heads_statement)
@@ -113,8 +128,31 @@ class ChainedRecorder:
             chain_rows.append((position, digest))
         self._insert_event_rows(c, event_rows)
         c.executemany(self.insert_chain_statement, chain_rows)
+        self._keep_completed_blocks(c, head.position, chain_rows)
         faults.crash_point("store:before-commit")
         return [row[0] for row in event_rows]
+
+    def _keep_completed_blocks(self, c: Any, before: int, chain_rows: list[tuple[int, str]]) -> None:
+        """The Merkle hash of each block of positions this append completed, with the digest at its end.
+
+        About 2 ms for every 1,024 events appended: what lets a seal read a thousand hashes instead of a
+        million digests.
+        """
+        width = 1 << MERKLE_BLOCK_HEIGHT
+        last = before + len(chain_rows)
+        nodes = []
+        for end in range((before // width + 1) * width, last + 1, width):
+            first = end - width  # the block is positions first + 1 .. end
+            digests = []
+            if first < before:
+                c.execute(self.select_digests_statement, (first, before))
+                digests = [row[0] for row in c.fetchall()]
+            digests += [digest for _, digest in chain_rows[max(first - before, 0):end - before]]
+            if len(digests) == width:  # else the chain has a gap: verify names it, nothing is kept
+                nodes.append((MERKLE_BLOCK_HEIGHT, end // width - 1, digests[-1],
+                              Tree([bytes.fromhex(d) for d in digests]).root()))
+        if nodes:
+            c.executemany(self.insert_merkle_node_statement, nodes)
 
     def _insert_event_rows(self, c: Any, rows: list[tuple[int, str, int, str, bytes]]) -> None:
         """Insert (position, stream, version, topic, state) rows at exactly those positions."""
@@ -168,6 +206,10 @@ class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorde
             f"(SELECT MAX(rowid) FROM {self.events_table_name})"
         )
         self.insert_chain_statement = f"INSERT INTO {CHAIN_TABLE} (position, digest) VALUES (?, ?)"
+        self.select_digests_statement = (
+            f"SELECT digest FROM {CHAIN_TABLE} WHERE position > ? AND position <= ? ORDER BY position")
+        self.insert_merkle_node_statement = (
+            f"INSERT OR REPLACE INTO {MERKLE_NODES_TABLE} (height, node, digest, hash) VALUES (?, ?, ?, ?)")
         self.insert_event_rows_statement = (
             f"INSERT INTO {self.events_table_name} "
             "(rowid, originator_id, originator_version, topic, state) VALUES (?,?,?,?,?)"
@@ -175,7 +217,7 @@ class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorde
 
     def construct_create_table_statements(self) -> list[str]:
         return [*super().construct_create_table_statements(), self.create_chain_table_statement,
-                CREATE_SNAPSHOTS_TABLE, CREATE_TOPIC_INDEX]
+                CREATE_SNAPSHOTS_TABLE, CREATE_TOPIC_INDEX, CREATE_MERKLE_NODES_TABLE]
 
     def select_snapshot(self, c: SQLiteCursor, stream: str) -> tuple[int, int, bytes] | None:
         """(version, position, state) of stream's snapshot, if it has one and the chain still holds
@@ -199,6 +241,11 @@ class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorde
 
     def delete_snapshot(self, c: SQLiteCursor, stream: str) -> None:
         c.execute(f"DELETE FROM {SNAPSHOTS_TABLE} WHERE stream = ?", (stream,))
+
+    def save_merkle_nodes(self, c: SQLiteCursor, height: int, nodes: Sequence[tuple[int, str, bytes]]) -> None:
+        """Keep (node, digest at its last position, hash) rows of one height, in the caller's transaction."""
+        c.executemany(self.insert_merkle_node_statement,
+                      [(height, node, digest, hash_) for node, digest, hash_ in nodes])
 
     @contextmanager
     def write_transaction(self) -> Iterator[SQLiteCursor]:

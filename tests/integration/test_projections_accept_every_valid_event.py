@@ -80,6 +80,11 @@ def strategy_for(annotation: object, metadata: tuple[object, ...] = ()) -> st.Se
     if origin is list:
         (item,) = typing.get_args(annotation)
         return st.lists(strategy_for(item), max_size=min(3, c.get("max_length", 3)))
+    if origin is dict:  # a JSON object (a receipt): canonical JSON values, no floats
+        leaves = st.one_of(st.none(), st.booleans(), st.integers(-MAX_SAFE_INT, MAX_SAFE_INT), st.text(max_size=8))
+        values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=3)
+                              | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
+        return st.dictionaries(st.text(max_size=8), values, max_size=3)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):  # a nested record, given as a dict
         return st.fixed_dictionaries({name: strategy_for(f.annotation, tuple(f.metadata))
                                       for name, f in annotation.model_fields.items()})

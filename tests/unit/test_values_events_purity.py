@@ -70,7 +70,7 @@ def test_base_pin_decision():
 
 
 ALLOWED = {"__future__", "dataclasses", "typing", "re", "hashlib", "json", "datetime", "collections", "pydantic",
-           "eventsourcing", "posixpath", "unicodedata", "types", "functools"}
+           "eventsourcing", "posixpath", "unicodedata", "types", "functools", "base64"}
 
 
 def test_domain_imports_nothing_of_the_world():

@@ -1,0 +1,321 @@
+"""Use case: integrate a run's confirmed candidates into its target branch, as a journaled merge queue.
+
+``integrate`` can be run again at any time and goes on where the ledger says:
+
+1. before the queue is fixed: offered handoffs are confirmed (or rejected) as
+   the integrator would, each task's latest confirmed candidate becomes a step
+   (in the run's task order; tasks without one are skipped), approval is
+   checked, and IntegrationPrepared fixes the target, its expected commit, the
+   steps and the required checks;
+2. each step without an outcome: the merge is computed in the object store
+   first (deterministic, so a crash and a rerun make the same commit), then
+   either IntegrationStepConflicted stops the queue, or the step's intent moves
+   ``refs/docket/integrations/<run>`` by compare-and-swap;
+3. a merged step is re-verified: its tree is pinned as a candidate of the
+   step's task (boundary ``integration-<step>``) and every required check runs
+   on it (a result recorded there under the same configuration is reused, never
+   run twice): IntegrationStepVerified, or IntegrationStepRejected which stops
+   the queue;
+4. after the last step, the target's intent moves the target branch from the
+   expected commit (IntegrationCompleted), or finds it moved or checked out
+   (IntegrationTargetMoved): nothing is reset or forced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...domain import candidate as candidate_aggregate
+from ...domain import integration as integration_aggregate
+from ...domain import events as ev
+from ...domain.errors import OutcomeUnknown, Refused
+from ...domain.merges import changed_paths_overlap, merge_message, trailers
+from ..world import faults
+from ..world.clock import Clock, new_id
+from .candidates import drive, load_candidate, pin_tree
+from .checks import CheckSpec, run_check
+from .handoff import confirm_handoff
+from .ledger import Ledger
+from .services import load_run
+
+__all__ = ["Integrated", "integrate", "integration_ref", "load_integration"]
+
+
+def integration_ref(run_id: str) -> str:
+    return f"refs/docket/integrations/{run_id}"
+
+
+@dataclass(frozen=True)
+class Integrated:
+    """Where the integration stands after this pass: the aggregate, the tasks skipped (no confirmed candidate) when
+    the queue was fixed by this pass, and the steps' path overlaps the queue was fixed with."""
+
+    integration: integration_aggregate.Integration
+    skipped: tuple[str, ...] = ()
+    overlaps: tuple[ev.PathOverlapWarning, ...] = ()
+
+
+def load_integration(ledger: Ledger, run_id: str) -> integration_aggregate.Integration | None:
+    return ledger.get(integration_aggregate.apply, integration_aggregate.stream_of(run_id))
+
+
+def integrate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, tasks: Sequence[str],
+              candidates: Mapping[str, Sequence[str]], checks: Sequence[CheckSpec], approval_required: bool,
+              artifact_dir: str | None, docket_dir: Path, ledger_path: Path) -> Integrated:
+    """One pass of the queue, to its end (completed or stopped) or its first unknown outcome.
+
+    tasks: the run's tasks in plan order; candidates: each task's candidates (binding ids) in pin order; checks:
+    the configured checks, the required ones of which every merged step must pass again."""
+    required = [spec for spec in checks if spec.required]
+    skipped: tuple[str, ...] = ()
+    existing = load_integration(ledger, run_id)
+    if existing is None or not existing.prepared:
+        skipped = _prepare(ledger, clock, effector, run_id, tasks, candidates, required, approval_required)
+        faults.crash_point("integrate:after-prepare")
+    while True:
+        integration = load_integration(ledger, run_id)
+        assert integration is not None
+        if integration.ended:
+            break
+        step = integration.next_step()
+        if step is None:
+            _move_target(ledger, clock, effector, integration)
+            continue
+        if step.status == "waiting":
+            _merge_step(ledger, clock, effector, integration, step)
+        elif step.status == "merging":
+            _drive_step(ledger, effector, run_id, step)
+        else:  # merged: re-verify
+            faults.crash_point("integrate:after-step")
+            _verify_step(ledger, clock, effector, integration, step, required, artifact_dir=artifact_dir,
+                         docket_dir=docket_dir, ledger_path=ledger_path)
+    prepared = _prepared_event(ledger, run_id)
+    return Integrated(integration, skipped, tuple(prepared.overlaps) if prepared else ())
+
+
+def _prepared_event(ledger: Ledger, run_id: str) -> ev.IntegrationPrepared | None:
+    for _, event in ledger.history(integration_aggregate.stream_of(run_id)):
+        if isinstance(event, ev.IntegrationPrepared):
+            return event
+    return None
+
+
+# --- preparing the queue -------------------------------------------------------------------------------------------
+
+
+def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Sequence[str],
+             candidates: Mapping[str, Sequence[str]], required: Sequence[CheckSpec],
+             approval_required: bool) -> tuple[str, ...]:
+    """Confirm offered handoffs, pick each task's step and record IntegrationPrepared; the tasks skipped."""
+    run = load_run(ledger, run_id)
+    if run.base_commit is None:
+        raise Refused("run-base-not-pinned", f"run {run_id} has no pinned base commit yet")
+    digests = {spec.name: spec.config_sha256 for spec in required}
+    picked: list[candidate_aggregate.Candidate] = []
+    skipped: list[str] = []
+    for task_id in tasks:
+        chosen = None
+        for binding in reversed(candidates.get(task_id, ())):
+            candidate = load_candidate(ledger, binding)
+            if candidate.worker_id is None:
+                continue  # a pin made outside any worker (an integration's re-verification): never a step
+            if candidate.handoff in ("offered", "rejected") and candidate.status == "pinned":
+                candidate = confirm_handoff(ledger, clock, effector, binding, digests)  # as the integrator
+            if candidate.handoff == "confirmed" and candidate.status == "pinned":
+                chosen = candidate
+                break
+        if chosen is None:
+            skipped.append(task_id)
+        else:
+            picked.append(chosen)
+    repository = Path(picked[0].repository) if picked else None
+    target = effector.ports.git.observe_target(repository, run.target_branch) if repository else None
+    if target is not None:
+        _require_target(run.target_branch, target)
+    steps = [ev.IntegrationStep(task_id=c.task_id, binding_id=c.binding_id, commit=c.commit, worker_id=c.worker_id,
+                                generation=c.generation) for c in picked]
+    overlaps = [ev.PathOverlapWarning(first_task=picked[o.first].task_id, second_task=picked[o.second].task_id,
+                                      paths=list(o.paths[:1000]))
+                for o in changed_paths_overlap([c.changed_paths for c in picked])][:1000]
+
+    def decision(now: str) -> list[ev.Event]:
+        return integration_aggregate.prepare(
+            load_integration(ledger, run_id), load_run(ledger, run_id), repository=str(repository),
+            target_branch=run.target_branch, expected_commit=target.commit if target else run.base_commit,
+            integration_ref=integration_ref(run_id), steps=steps,
+            required_checks=[ev.RequiredCheck(check=s.name, config_sha256=s.config_sha256) for s in required],
+            overlaps=overlaps, approval_required=approval_required, now=now)
+
+    ledger.decide(decision, clock.now())
+    return tuple(skipped)
+
+
+def _require_target(branch: str, target: integration_aggregate.TargetObservation) -> None:
+    """Refused unless the target branch names a commit and no worktree has it checked out (nothing recorded)."""
+    if target.state != "found":
+        raise Refused("target-unreadable" if target.state == "unreadable" else "target-missing",
+                      f"the target branch {branch} cannot be integrated into: "
+                      f"{target.detail or ('it ' + ('is absent' if target.state == 'missing' else 'cannot be read'))}")
+    if target.checked_out is not None:
+        raise Refused("target-checked-out", f"the target branch {branch} is checked out in {target.checked_out}; "
+                                            "docket never moves a branch under a checkout. Switch that worktree to "
+                                            "another branch (or integrate into one that is not checked out), then "
+                                            "run 'docket integrate' again")
+
+
+# --- the steps -----------------------------------------------------------------------------------------------------
+
+
+def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integration_aggregate.Integration,
+                step: integration_aggregate.StepState) -> None:
+    """Compute the step's merge in the object store, then record its conflict or its intent, and drive it."""
+    assert integration.repository is not None
+    head = integration.head()
+    message = merge_message(f"docket: integrate task {step.task_id} of run {integration.run_id}",
+                            trailers(integration.run_id, step.task_id, step.worker_id, step.generation,
+                                     step.binding_id))
+    merged = effector.ports.git.merge_candidate(Path(integration.repository), head, step.commit, message)
+    faults.crash_point("integrate:after-merge-computed")
+    if merged.state == "unreadable":
+        raise OutcomeUnknown("repository-unreadable", f"step {step.step} cannot be merged: {merged.detail}")
+    intent_id = new_id("integrate")
+
+    def decision(now: str) -> list[ev.Event]:
+        current = load_integration(ledger, integration.run_id)
+        assert current is not None
+        if merged.state in ("conflicted", "unmergeable"):
+            paths = merged.conflicts
+            return integration_aggregate.conflicted(
+                current, step.step, head=head, reason=merged.state, paths=paths,
+                message=(f"task {step.task_id}'s candidate does not merge into {head}: "
+                         + (", ".join(paths[:20]) if paths else merged.detail)), now=now)
+        return integration_aggregate.request_step(current, step.step, intent_id=intent_id, head=head,
+                                                  merge_commit=merged.commit, tree=merged.tree, merge=merged.state,
+                                                  now=now)
+
+    ledger.decide(decision, clock.now())
+    current = load_integration(ledger, integration.run_id)
+    assert current is not None
+    if current.step(step.step).status == "merging":
+        _drive_step(ledger, effector, integration.run_id, current.step(step.step))
+
+
+def _drive_step(ledger: Ledger, effector: Any, run_id: str, step: integration_aggregate.StepState) -> None:
+    assert step.intent_id is not None
+
+    def step_now() -> integration_aggregate.StepState:
+        current = load_integration(ledger, run_id)
+        assert current is not None
+        return current.step(step.step)
+
+    drive(effector, step.intent_id, lambda: step_now().status != "merging")
+    if step_now().status == "merging":
+        raise OutcomeUnknown("outcome-unknown", f"the move of {integration_ref(run_id)} for step {step.step} is not "
+                                                "known to have happened yet; 'docket integrate' observes again")
+
+
+def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integration_aggregate.Integration,
+                 step: integration_aggregate.StepState, required: Sequence[CheckSpec], *, artifact_dir: str | None,
+                 docket_dir: Path, ledger_path: Path) -> None:
+    """Pin the merged tree as a candidate of the step's task, run every required check on it, record the verdict."""
+    assert integration.repository is not None and step.merge_commit is not None and step.tree is not None
+    assert integration.integration_ref is not None
+    candidate = pin_tree(ledger, clock, effector, integration.run_id, step.task_id,
+                         repository=Path(integration.repository), parent=step.merge_commit, tree=step.tree,
+                         boundary=f"integration-{step.step}", source=integration.integration_ref)
+    binding = candidate.binding_id
+    passed: list[ev.CheckBinding] = []
+    wanted = {c.check: c.config_sha256 for c in integration.required_checks}
+    for spec in required:
+        if spec.name not in wanted:
+            continue  # configured as required after the queue was fixed: the queue checks what it was fixed with
+        if spec.config_sha256 != wanted[spec.name]:
+            raise Refused("check-config-changed", f"check {spec.name}'s configuration changed since the integration "
+                                                  f"of run {integration.run_id} was prepared; restore it to go on")
+        done = _concluded(load_candidate(ledger, binding), spec.name, wanted[spec.name])
+        if done is None:
+            outcome = run_check(ledger, clock, effector, binding, spec, artifact_dir=artifact_dir,
+                                docket_dir=docket_dir, ledger_path=ledger_path)
+            done = load_candidate(ledger, binding).check_run(outcome.check_id)
+        if done.result != "passed":
+            run = done
+
+            def rejection(now: str) -> list[ev.Event]:
+                current = load_integration(ledger, integration.run_id)
+                assert current is not None
+                return integration_aggregate.rejected(
+                    current, step.step, verification_binding=binding, check=spec.name, check_id=run.check_id,
+                    code=run.result_code or run.result or "check-failed",
+                    message=f"check {spec.name} {run.result} on the merge of step {step.step} (task {step.task_id})"
+                            + (f": {run.result_code}" if run.result_code else ""), now=now)
+
+            ledger.decide(rejection, clock.now())
+            return
+        passed.append(ev.CheckBinding(check=spec.name, check_id=done.check_id, config_sha256=done.config_sha256,
+                                      output_sha256=done.output_sha256))
+    if set(wanted) - {c.check for c in passed}:
+        missing = sorted(set(wanted) - {c.check for c in passed})
+        raise Refused("check-not-configured", f"the queue requires check(s) {', '.join(missing)}, which docket.toml "
+                                              "no longer configures")
+    faults.crash_point("integrate:before-verified")
+
+    def verification(now: str) -> list[ev.Event]:
+        current = load_integration(ledger, integration.run_id)
+        assert current is not None
+        return integration_aggregate.verified(current, step.step, verification_binding=binding, tree=step.tree,
+                                              checks=passed, now=now)
+
+    ledger.decide(verification, clock.now())
+
+
+def _concluded(candidate: candidate_aggregate.Candidate, check: str,
+               config_sha256: str) -> candidate_aggregate.CheckRun | None:
+    """The last run of the check on this binding under that configuration that has a result, if any."""
+    runs = [r for r in candidate.checks if r.check == check and r.config_sha256 == config_sha256 and r.result]
+    return runs[-1] if runs else None
+
+
+# --- the target ----------------------------------------------------------------------------------------------------
+
+
+def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integration_aggregate.Integration) -> None:
+    assert integration.repository is not None and integration.target_branch is not None
+    if integration.target is None:
+        observed = effector.ports.git.observe_target(Path(integration.repository), integration.target_branch)
+        if observed.state == "found" and observed.checked_out is not None \
+                and observed.commit == integration.expected_commit:
+            _require_target(integration.target_branch, observed)
+        faults.crash_point("integrate:before-target")
+        intent_id = new_id("target")
+
+        def decision(now: str) -> list[ev.Event]:
+            current = load_integration(ledger, integration.run_id)
+            assert current is not None
+            return integration_aggregate.request_target(current, intent_id=intent_id, now=now)
+
+        ledger.decide(decision, clock.now())
+    current = load_integration(ledger, integration.run_id)
+    assert current is not None and current.target_intent is not None
+
+    def requested() -> bool:
+        now = load_integration(ledger, integration.run_id)
+        return now is not None and now.target_intent is not None
+
+    drive(effector, current.target_intent, lambda: not requested())
+    after = load_integration(ledger, integration.run_id)
+    assert after is not None
+    if after.target_intent is not None:
+        raise OutcomeUnknown("outcome-unknown", f"the move of {integration.target_ref} is not known to have happened "
+                                                "yet; 'docket integrate' observes again")
+    if after.target is None and after.target_code == "target-checked-out":
+        raise Refused("target-checked-out", _last_target_message(ledger, integration.run_id))
+
+
+def _last_target_message(ledger: Ledger, run_id: str) -> str:
+    for _, event in reversed(ledger.history(integration_aggregate.stream_of(run_id))):
+        if isinstance(event, ev.IntegrationTargetMoved):
+            return event.message
+    return "the target branch is checked out"

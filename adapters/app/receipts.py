@@ -1,0 +1,237 @@
+"""Use cases of the receipt: build a run's receipt from the ledger, seal it once, find it again.
+
+The receipt (docs/receipts.md) says what a run delivered and cites the ledger
+positions of every event it rests on. It is built outside the write
+transaction (it reads many streams), with the chain head and the Merkle root
+over positions 1..head read after it, so every cited position is at or below
+the head; the decision then re-checks that the integration has not changed
+since, and records ReceiptSealed once. Sealing a sealed run returns its receipt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from ...domain import events as ev
+from ...domain import integration as integration_aggregate
+from ...domain.errors import Conflict, NotFound, Refused
+from ...domain.receipts import CHECK_EVENT_TYPES, FORMAT, receipt_sha256
+from ...domain.streams import candidate_stream, run_stream, task_stream, worker_stream
+from ..world.clock import Clock
+from .ledger import Ledger
+from .ledger_tree import ledger_tree
+from .services import load_run
+
+__all__ = ["Sealed", "build_receipt", "find_receipt", "seal_run"]
+
+
+@dataclass(frozen=True)
+class Sealed:
+    position: int  # of ReceiptSealed
+    event: ev.ReceiptSealed
+    sealed_now: bool = False
+
+
+def seal_run(ledger: Ledger, reader: Any, clock: Clock, run_id: str) -> Sealed:
+    """ReceiptSealed for the run, once its integration has ended; the existing receipt when it is sealed."""
+    load_run(ledger, run_id)
+    stream = integration_aggregate.stream_of(run_id)
+    integration = ledger.get(integration_aggregate.apply, stream)
+    if integration is None:
+        raise Refused("not-integrated", f"run {run_id} has no integration yet ('docket integrate {run_id}')")
+    if integration.receipt_sha256 is not None:
+        return find_receipt(ledger, run_id)
+    if not integration.ended:
+        raise Refused("not-integrated", f"the integration of run {run_id} is {integration.status}; a run is sealed "
+                                        "once its integration has ended ('docket integrate')")
+    receipt = build_receipt(ledger, run_id)
+    head = reader.chain_head()
+    root = ledger_tree(reader, head.position, keep=ledger.keep_merkle_nodes).root().hex()
+
+    def decision(now: str) -> list[ev.Event]:
+        current = ledger.get(integration_aggregate.apply, stream)
+        assert current is not None
+        if current.receipt_sha256 is None and current.version != integration.version:
+            raise Conflict("concurrent-update", f"the integration of run {run_id} changed while its receipt was "
+                                                "built; seal again")
+        return integration_aggregate.seal(current, receipt=receipt, receipt_sha256=receipt_sha256(receipt),
+                                          ledger_position=head.position, ledger_digest=head.digest,
+                                          merkle_root=root, cited_positions=receipt["cited"], now=now)
+
+    appended = ledger.decide(decision, clock.now())
+    if appended:
+        position, event = appended[0]
+        assert isinstance(event, ev.ReceiptSealed)
+        return Sealed(position, event, sealed_now=True)
+    return find_receipt(ledger, run_id)
+
+
+def find_receipt(ledger: Ledger, run_id: str) -> Sealed:
+    """The run's ReceiptSealed and its position; Refused not-sealed when there is none."""
+    load_run(ledger, run_id)
+    for position, event in reversed(ledger.history(integration_aggregate.stream_of(run_id))):
+        if isinstance(event, ev.ReceiptSealed):
+            return Sealed(position, event)
+    raise Refused("not-sealed", f"run {run_id} has no sealed receipt ('docket seal {run_id}')")
+
+
+def build_receipt(ledger: Ledger, run_id: str) -> dict[str, Any]:
+    """The receipt of the run as the ledger says now: a canonical-JSON dict whose `cited` lists its positions."""
+    return _Builder(ledger, run_id).receipt()
+
+
+class _Builder:
+    def __init__(self, ledger: Ledger, run_id: str):
+        self.ledger, self.run_id = ledger, run_id
+        self.cited: set[int] = set()
+        self._streams: dict[str, list[tuple[int, ev.Event]]] = {}
+
+    def history(self, stream: str) -> list[tuple[int, ev.Event]]:
+        if stream not in self._streams:
+            self._streams[stream] = self.ledger.history(stream)
+        return self._streams[stream]
+
+    def first(self, stream: str, *types: type, cite: bool = True, **fields: Any) -> ev.Event | None:
+        """The first event of these types on stream whose fields have the given values (cited)."""
+        return self._pick(self.history(stream), types, cite, fields)
+
+    def last(self, stream: str, *types: type, cite: bool = True, **fields: Any) -> ev.Event | None:
+        return self._pick(list(reversed(self.history(stream))), types, cite, fields)
+
+    def _pick(self, events: list[tuple[int, ev.Event]], types: tuple[type, ...], cite: bool,
+              fields: dict[str, Any]) -> ev.Event | None:
+        for position, event in events:
+            if isinstance(event, types) and all(getattr(event, k) == v for k, v in fields.items()):
+                if cite:
+                    self.cited.add(position)
+                return event
+        return None
+
+    def receipt(self) -> dict[str, Any]:
+        run_events = run_stream(self.run_id)
+        opened = self.first(run_events, ev.RunOpened)
+        pinned = self.last(run_events, ev.RunBasePinned)
+        if opened is None:
+            raise NotFound("run-not-found", f"no run {self.run_id}")
+        assert isinstance(opened, ev.RunOpened)
+        stream = integration_aggregate.stream_of(self.run_id)
+        prepared = self.first(stream, ev.IntegrationPrepared)
+        if prepared is None:
+            raise Refused("not-integrated", f"run {self.run_id} has no prepared integration")
+        assert isinstance(prepared, ev.IntegrationPrepared)
+        tasks = [self.task(step) for step in prepared.steps]
+        steps = [self.step(number, step) for number, step in enumerate(prepared.steps, start=1)]
+        steps = [s for s in steps if s is not None]
+        return {
+            "format": FORMAT,
+            "run": {"id": self.run_id, "goal": opened.goal,
+                    "goal_sha256": hashlib.sha256(opened.goal.encode("utf-8")).hexdigest(),
+                    "base_commit": getattr(pinned, "commit", None), "target_branch": opened.target_branch},
+            "target": self.target(prepared, steps),
+            "tasks": tasks,
+            "integration": {"steps": steps, "overlaps": [o.model_dump() for o in prepared.overlaps],
+                            "approved_by": list(prepared.approved_by)},
+            "cited": sorted(self.cited),
+        }
+
+    def target(self, prepared: ev.IntegrationPrepared, steps: list[dict[str, Any]]) -> dict[str, Any]:
+        stream = integration_aggregate.stream_of(self.run_id)
+        ended = self.last(stream, ev.IntegrationCompleted, ev.IntegrationTargetMoved)
+        outcome: dict[str, Any]
+        if isinstance(ended, ev.IntegrationCompleted):
+            final_commit, final_tree = ended.commit, ended.tree
+            outcome = {"status": "completed", "code": None, "step": None}
+        else:
+            final_commit, final_tree = prepared.expected_commit, None
+            stopped = next((s for s in steps if s["status"] in ("conflicted", "failed", "rejected")), None)
+            code = stopped["code"] if stopped else getattr(ended, "code", "stopped")
+            outcome = {"status": "stopped", "code": code, "step": stopped["step"] if stopped else None}
+        return {"ref": prepared.target_ref, "expected_commit": prepared.expected_commit,
+                "final_commit": final_commit, "final_tree": final_tree, "outcome": outcome}
+
+    def task(self, step: ev.IntegrationStep) -> dict[str, Any]:
+        planned = self.first(task_stream(step.task_id), ev.TaskPlanned, ev.TaskPlannedV2)
+        candidate_events = candidate_stream(step.binding_id)
+        pinned = self.last(candidate_events, ev.CandidatePinned)
+        confirmed = self.last(candidate_events, ev.HandoffConfirmed)
+        assert isinstance(pinned, ev.CandidatePinned) and isinstance(confirmed, ev.HandoffConfirmed)
+        approvals = [(position, e) for position, e in self.history(integration_aggregate.stream_of(self.run_id))
+                     if isinstance(e, ev.ApprovalRecorded) and any(c.binding_id == step.binding_id
+                                                                     for c in e.candidates)]
+        self.cited.update(position for position, _ in approvals)
+        return {
+            "task_id": step.task_id,
+            "title": getattr(planned, "title", None),
+            "generations": self.generations(step.worker_id),
+            "candidate": {"binding_id": step.binding_id, "commit": pinned.commit, "tree": pinned.tree,
+                          "ref": pinned.ref},
+            "checks": [self.check(step.binding_id, c.check_id) for c in confirmed.checks],
+            "handoff": {"state": "confirmed", "checks": sorted(c.check for c in confirmed.checks)},
+            "approval": {"by": sorted({approval.by for _, approval in approvals})},
+        }
+
+    def generations(self, worker_id: str) -> list[dict[str, Any]]:
+        stream = worker_stream(worker_id)
+        numbers = sorted({e.generation for _, e in self.history(stream)
+                          if isinstance(e, (ev.WorkerLaunched, ev.WorkerExited))})
+        made = []
+        for generation in numbers:
+            launched = self.last(stream, ev.WorkerLaunched, generation=generation)
+            exited = self.last(stream, ev.WorkerExited, generation=generation)
+            made.append({
+                "worker_id": worker_id, "generation": generation,
+                "launched": None if not isinstance(launched, ev.WorkerLaunched) else {
+                    "host": launched.process.host, "pid": launched.process.pid,
+                    "start_time": launched.process.start_time},
+                "exited": None if not isinstance(exited, ev.WorkerExited) else {
+                    "cause": exited.cause, "exit_code": exited.exit_code, "signal": exited.signal,
+                    "duration_ms": exited.duration_ms},
+            })
+        return made
+
+    def check(self, binding_id: str, check_id: str) -> dict[str, Any]:
+        stream = candidate_stream(binding_id)
+        result = self.last(stream, ev.CheckPassed, ev.CheckFailed, ev.CheckTimedOut, check_id=check_id)
+        pinned = self.last(stream, ev.CandidatePinned)
+        assert result is not None and isinstance(pinned, ev.CandidatePinned), (binding_id, check_id)
+        return {"check": result.check, "check_id": check_id, "binding_id": binding_id,  # type: ignore[attr-defined]
+                "commit": pinned.commit, "config_sha256": result.config_sha256,  # type: ignore[attr-defined]
+                "result": CHECK_EVENT_TYPES[type(result).name],
+                "output_sha256": result.output_sha256}  # type: ignore[attr-defined]
+
+    def step(self, number: int, planned: ev.IntegrationStep) -> dict[str, Any] | None:
+        stream = integration_aggregate.stream_of(self.run_id)
+        outcome = self.last(stream, ev.IntegrationStepMerged, ev.IntegrationStepConflicted, ev.IntegrationStepFailed,
+                            step=number)
+        if outcome is None:
+            return None  # never reached: an earlier step stopped the queue
+        made: dict[str, Any] = {"step": number, "task_id": planned.task_id,
+                                "binding_id": planned.binding_id, "merge_commit": None, "tree": None, "merge": None,
+                                "verification_binding": None, "verification_commit": None, "checks": [],
+                                "status": "merged", "code": None}
+        if isinstance(outcome, ev.IntegrationStepConflicted):
+            return made | {"status": "conflicted", "code": outcome.reason}
+        if isinstance(outcome, ev.IntegrationStepFailed):
+            return made | {"status": "failed", "code": outcome.code}
+        assert isinstance(outcome, ev.IntegrationStepMerged)
+        made |= {"merge_commit": outcome.merge_commit, "tree": outcome.tree, "merge": outcome.merge}
+        ended = self.last(stream, ev.IntegrationStepVerified, ev.IntegrationStepRejected, step=number)
+        if isinstance(ended, ev.IntegrationStepVerified):
+            check_ids = [c.check_id for c in ended.checks]
+            made |= {"status": "verified"}
+        elif isinstance(ended, ev.IntegrationStepRejected):
+            check_ids = [ended.check_id]
+            made |= {"status": "rejected", "code": ended.code}
+        else:
+            return made
+        binding = ended.verification_binding
+        made["verification_binding"] = binding
+        pinned = self.last(candidate_stream(binding), ev.CandidatePinned)
+        if isinstance(pinned, ev.CandidatePinned):
+            made["verification_commit"] = pinned.commit
+        made["checks"] = [self.check(binding, check_id) for check_id in check_ids
+                          if self.last(candidate_stream(binding), ev.CheckPassed, ev.CheckFailed, ev.CheckTimedOut,
+                                       cite=False, check_id=check_id) is not None]
+        return made

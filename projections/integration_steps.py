@@ -1,0 +1,89 @@
+"""Read model: one row per step of a run's merge queue, made by IntegrationPrepared (the first one fixes the queue).
+
+``status`` follows the Integration aggregate's steps: waiting, merging (its
+intent is pending), merged, verified, or what stopped the queue there:
+conflicted, failed or rejected (with ``code`` and ``message``). ``merge`` says
+whether the step made a merge commit (merged) or found its candidate in the
+head's history already (already-merged); ``result`` whether the integration ref
+was moved now (created) or found moved (observed).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from .query import as_dicts
+
+TABLE = "integration_steps"
+COLUMNS = {"run_id": str, "step": int, "task_id": str, "binding_id": str, "commit": str, "worker_id": str,
+           "generation": int, "status": str, "intent_id": str, "head": str, "merge_commit": str, "tree": str,
+           "merge": str, "result": str, "verification_binding": str, "checks": str, "check": str, "code": str,
+           "message": str, "paths": str, "ended_at": str, "position": int}
+PK = ("run_id", "step")
+
+
+def _prepared(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.executemany("INSERT OR IGNORE INTO integration_steps (run_id, step, task_id, binding_id, [commit], worker_id, "
+                  "generation, status, position) VALUES (?, ?, ?, ?, ?, ?, ?, 'waiting', ?)",
+                  [(p["run_id"], number, s["task_id"], s["binding_id"], s["commit"], s["worker_id"], s["generation"],
+                    position) for number, s in enumerate(p["steps"], start=1)])
+
+
+def _set(c: sqlite3.Connection, p: dict[str, Any], assignments: str, values: tuple[Any, ...]) -> None:
+    c.execute(f"UPDATE integration_steps SET {assignments} WHERE run_id = ? AND step = ?",
+              (*values, p["run_id"], p["step"]))
+
+
+def _requested(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    _set(c, p, "status = 'merging', intent_id = ?, head = ?, merge_commit = ?, tree = ?, merge = ?",
+         (p["intent_id"], p["head"], p["merge_commit"], p["tree"], p["merge"]))
+
+
+def _merged(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    _set(c, p, "status = 'merged', intent_id = NULL, merge_commit = ?, tree = ?, merge = ?, result = ?",
+         (p["merge_commit"], p["tree"], p["merge"], p["result"]))
+
+
+def _failed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    _set(c, p, "status = 'failed', intent_id = NULL, code = ?, message = ?, ended_at = ?",
+         (p["code"], p["message"], at))
+
+
+def _conflicted(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    from ..domain.canonical import canonical_json
+
+    _set(c, p, "status = 'conflicted', head = ?, code = ?, message = ?, paths = ?, ended_at = ?",
+         (p["head"], p["reason"], p["message"], canonical_json(p["paths"]).decode(), at))
+
+
+def _verified(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    from ..domain.canonical import canonical_json
+
+    _set(c, p, "status = 'verified', verification_binding = ?, checks = ?, ended_at = ?",
+         (p["verification_binding"], canonical_json(p["checks"]).decode(), at))
+
+
+def _rejected(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    _set(c, p, "status = 'rejected', verification_binding = ?, [check] = ?, code = ?, message = ?, ended_at = ?",
+         (p["verification_binding"], p["check"], p["code"], p["message"], at))
+
+
+def _cancelled(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    """A step intent given up on ('docket reconcile --cancel'): the step waits again."""
+    c.execute("UPDATE integration_steps SET status = 'waiting', intent_id = NULL WHERE intent_id = ?",
+              (p["intent_id"],))
+
+
+def handlers() -> dict[str, Any]:
+    from ..domain import events as ev  # the write path only: status on current views never imports pydantic
+
+    return {ev.IntegrationPrepared.type_name(): _prepared, ev.IntegrationStepRequested.type_name(): _requested,
+            ev.IntegrationStepMerged.type_name(): _merged, ev.IntegrationStepFailed.type_name(): _failed,
+            ev.IntegrationStepConflicted.type_name(): _conflicted, ev.IntegrationStepVerified.type_name(): _verified,
+            ev.IntegrationStepRejected.type_name(): _rejected, ev.IntentCancelled.type_name(): _cancelled}
+
+
+def steps_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
+    """The run's queue, in step order."""
+    return as_dicts(c.execute("SELECT * FROM integration_steps WHERE run_id = ? ORDER BY step", (run_id,)))

@@ -1,0 +1,163 @@
+"""The Integration aggregate's pure decisions: a step's intent and the target's intent on every observation."""
+
+from __future__ import annotations
+
+import pytest
+
+from docket.domain import events as ev
+from docket.domain import integration
+from docket.domain.effects import Act, IntegrationObservation, Unknown
+from docket.domain.errors import Refused
+from docket.domain.run import Run
+
+from .builders import T0
+
+HEAD, MERGE, CANDIDATE, OTHER, TREE = "a" * 40, "b" * 40, "c" * 40, "d" * 40, "e" * 40
+BINDING = "f" * 64
+RUN = Run(run_id="r1", version=3, goal="g", target_branch="release", budget_ms=None, status="active",
+          opened_at=T0, base_commit=HEAD)
+
+
+def fold(events: list[ev.Event], state: integration.Integration | None = None) -> integration.Integration:
+    for n, event in enumerate(events, start=100):
+        state = integration.apply(state, event, n)
+    assert state is not None
+    return state
+
+
+def prepared(steps: int = 2) -> integration.Integration:
+    return fold(integration.prepare(
+        None, RUN, repository="/repo/.git", target_branch="release", expected_commit=HEAD,
+        integration_ref="refs/docket/integrations/r1",
+        steps=[ev.IntegrationStep(task_id=f"t{n}", binding_id=BINDING, commit=CANDIDATE, worker_id=f"t{n}",
+                                  generation=1) for n in range(1, steps + 1)],
+        required_checks=[], overlaps=[], approval_required=False, now=T0))
+
+
+def step_requested(state: integration.Integration, number: int = 1, head: str = HEAD,
+                   merge: str = "merged") -> tuple[integration.Integration, ev.IntegrationStepRequested]:
+    (intent,) = integration.request_step(state, number, intent_id=f"i{number}", head=head,
+                                         merge_commit=MERGE if merge == "merged" else head, tree=TREE, merge=merge,
+                                         now=T0)
+    assert isinstance(intent, ev.IntegrationStepRequested)
+    return fold([intent], state), intent
+
+
+@pytest.mark.parametrize("observed, step, expected", [
+    (IntegrationObservation("missing"), 1, "act"),
+    (IntegrationObservation("missing"), 2, "IntegrationStepFailed"),
+    (IntegrationObservation("at-parent", commit=HEAD), 1, "act"),
+    (IntegrationObservation("merged", commit=MERGE), 1, "IntegrationStepMerged"),
+    (IntegrationObservation("merged", commit=OTHER), 1, "IntegrationStepFailed"),  # merged, but not by this step
+    (IntegrationObservation("diverged", commit=OTHER), 1, "IntegrationStepFailed"),
+    (IntegrationObservation("unreadable", detail="gone"), 1, "unknown"),
+])
+def test_decide_step_on_each_observation(observed, step, expected):
+    state = prepared()
+    if step == 2:
+        state, first = step_requested(state)
+        state = fold([integration.decide_step(state, first, IntegrationObservation("merged", commit=MERGE), T0)],
+                     state)
+        state = fold(integration.verified(state, 1, verification_binding=BINDING, tree=TREE, checks=[], now=T0),
+                     state)
+        state, intent = step_requested(state, 2, head=MERGE)
+    else:
+        state, intent = step_requested(state)
+    decided = integration.decide_step(state, intent, observed, T0)
+    if expected == "act":
+        assert isinstance(decided, Act)
+    elif expected == "unknown":
+        assert isinstance(decided, Unknown) and "gone" in decided.reason
+    else:
+        assert decided.type_name() == f"{expected}.v1"
+    if expected == "IntegrationStepFailed":
+        assert decided.code == "integration-ref-moved"
+    if expected == "IntegrationStepMerged":
+        assert (decided.result, integration.made(decided).result) == ("observed", "created")
+        assert fold([decided], state).step(1).status == "merged"
+
+
+def test_an_already_merged_step_names_its_head_and_is_merged_once_the_ref_names_it():
+    state, intent = step_requested(prepared(), merge="already-merged")
+    assert (intent.merge_commit, intent.merge) == (HEAD, "already-merged")
+    assert isinstance(integration.decide_step(state, intent, IntegrationObservation("missing"), T0), Act)
+    done = integration.decide_step(state, intent, IntegrationObservation("at-parent", commit=HEAD), T0)
+    assert done.type_name() == "IntegrationStepMerged.v1" and done.merge == "already-merged"
+
+
+def verified_all(steps: int = 1) -> integration.Integration:
+    state = prepared(steps)
+    head = HEAD
+    for number in range(1, steps + 1):
+        state, intent = step_requested(state, number, head=head)
+        state = fold([integration.decide_step(state, intent, IntegrationObservation("merged", commit=MERGE), T0)],
+                     state)
+        state = fold(integration.verified(state, number, verification_binding=BINDING, tree=TREE, checks=[],
+                                          now=T0), state)
+        head = MERGE
+    assert state.status == "updating-target"
+    return state
+
+
+def target_requested(state: integration.Integration,
+                     intent_id: str = "t") -> tuple[integration.Integration, ev.IntegrationTargetRequested]:
+    (intent,) = integration.request_target(state, intent_id=intent_id, now=T0)
+    assert isinstance(intent, ev.IntegrationTargetRequested)
+    return fold([intent], state), intent
+
+
+TO = integration.TargetObservation
+
+
+@pytest.mark.parametrize("observed, expected, code", [
+    (TO("found", commit=HEAD), "act", None),
+    (TO("found", commit=MERGE), "IntegrationCompleted", None),
+    (TO("found", commit=MERGE, checked_out="/elsewhere"), "IntegrationCompleted", None),  # done already
+    (TO("found", commit=OTHER), "IntegrationTargetMoved", "target-moved"),
+    (TO("missing"), "IntegrationTargetMoved", "target-moved"),
+    (TO("found", commit=HEAD, checked_out="/repo"), "IntegrationTargetMoved", "target-checked-out"),
+    (TO("unreadable", detail="locked"), "unknown", None),
+])
+def test_decide_target_on_each_observation(observed, expected, code):
+    state, intent = target_requested(verified_all())
+    assert (intent.expected_commit, intent.commit, intent.tree) == (HEAD, MERGE, TREE)
+    decided = integration.decide_target(state, intent, observed, T0)
+    if expected == "act":
+        assert isinstance(decided, Act)
+        return
+    if expected == "unknown":
+        assert isinstance(decided, Unknown) and "locked" in decided.reason
+        return
+    assert decided.type_name() == f"{expected}.v1"
+    after = fold([decided], state)
+    if code is None:
+        assert (after.status, after.final_commit, after.final_tree) == ("completed", MERGE, TREE)
+    else:
+        assert decided.code == code and after.target_code == code
+
+
+def test_a_target_moved_by_someone_else_stops_the_integration_for_good():
+    state, intent = target_requested(verified_all())
+    after = fold([integration.decide_target(state, intent, TO("found", commit=OTHER), T0)], state)
+    assert after.status == "stopped" and after.ended
+    assert integration.request_target(after, intent_id="again", now=T0) == []
+
+
+def test_a_target_checked_out_is_asked_again_once_switched_away():
+    state, intent = target_requested(verified_all())
+    after = fold([integration.decide_target(state, intent, TO("found", commit=HEAD, checked_out="/repo"), T0)],
+                 state)
+    assert after.status == "updating-target" and not after.ended and after.target_code == "target-checked-out"
+    after, again = target_requested(after, "t2")
+    assert isinstance(integration.decide_target(after, again, TO("found", commit=HEAD), T0), Act)
+
+
+def test_a_conflicted_step_stops_the_queue_and_nothing_is_asked_after_it():
+    state = prepared()
+    state = fold(integration.conflicted(state, 1, head=HEAD, reason="conflicted", paths=["a.txt"], message="m",
+                                        now=T0), state)
+    assert state.status == "stopped" and state.next_step() is None and state.step(1).paths == ("a.txt",)
+    with pytest.raises(Refused) as refused:
+        integration.request_step(state, 2, intent_id="i", head=HEAD, merge_commit=MERGE, tree=TREE, merge="merged",
+                                 now=T0)
+    assert refused.value.code == "step-not-next"

@@ -1,0 +1,58 @@
+"""[integration] in docket.toml: approval, strict like every table, and read light for `docket status`."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from docket.adapters.world.config_file import approval_required, load_config
+from docket.domain.config import DEFAULT_TOML, Config
+from docket.domain.errors import BadInput
+
+
+def written(folder: Path, text: str) -> Path:
+    path = folder / "docket.toml"
+    path.write_text(text)
+    return path
+
+
+def test_approval_is_off_by_default_and_in_the_commented_default_file(tmp_path):
+    assert Config().integration.approval is False
+    assert "\n[integration]\n" in DEFAULT_TOML and "\napproval = false\n" in DEFAULT_TOML
+    assert load_config(written(tmp_path, "[integration]\napproval = true\n")).integration.approval is True
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('[integration]\napproval = "yes"\n', "line 2: integration.approval: Input should be a valid boolean"),
+    ("[integration]\napproval = 1\n", "line 2: integration.approval: Input should be a valid boolean"),
+    ("[integration]\napprove = true\n", "line 2: integration.approve: unknown key"),
+    ("integration = 1\n", "line 1: integration:"),
+])
+def test_the_integration_table_is_strict(tmp_path, text, expected):
+    with pytest.raises(BadInput) as caught:
+        load_config(written(tmp_path, text))
+    assert caught.value.code == "bad-config" and expected in caught.value.message, caught.value.message
+
+
+@pytest.mark.parametrize(("text", "required"), [
+    ("[integration]\napproval = true\n", True),
+    ("[integration]\napproval = false\n", False),
+    ('[integration]\napproval = "true"\n', False),  # not a boolean: only `true` requires approval
+    ("[run]\n", False),
+    ("integration = 1\n", False),
+    ("[integration\n", False),  # unparsable: the commands that act on the configuration say so
+])
+def test_status_reads_approval_with_the_standard_library(tmp_path, text, required):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    written(tmp_path, text)
+    assert approval_required(tmp_path) is required
+
+
+def test_no_repository_or_no_file_requires_no_approval(tmp_path):
+    assert approval_required(tmp_path) is False
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    assert approval_required(tmp_path) is False
+    (tmp_path / "docket.toml").symlink_to(written(tmp_path / ".git", "[integration]\napproval = true\n"))
+    assert approval_required(tmp_path) is False  # a symlink is never followed
