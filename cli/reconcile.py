@@ -88,7 +88,7 @@ def _reconcile_git(ctx: Context, *, apply: bool) -> list[Any]:
     """Refs under refs/docket/ and worktrees in docket's folders that no ledger record owns."""
     from ..adapters.app.housekeeping import reconcile_git
     from ..adapters.world.paths import task_worktree_path
-    from ..projections import candidates, checks, tasks
+    from ..projections import candidates, checks, integrations, tasks
 
     from ..domain.errors import Refused
     from .output import warn
@@ -104,6 +104,8 @@ def _reconcile_git(ctx: Context, *, apply: bool) -> list[Any]:
     conn = ctx.views().conn
     owned_refs = {row["ref"] for row in candidates.all_candidates(conn)
                   if row["status"] in ("pinning", "pinned", "releasing", "diverged")}
+    owned_refs |= {row["integration_ref"] for row in integrations.all_integrations(conn).values()
+                   if row["integration_ref"]}
     owned_worktrees = {row["worktree"] for row in tasks.all_tasks(conn) if row["worktree"]}
     owned_worktrees |= {str(task_worktree_path(repository, row["run_id"], row["task_id"]))
                         for row in tasks.all_tasks(conn) if row["worktree"] or not row["worktree_removed"]}

@@ -223,3 +223,18 @@ def test_nothing_to_integrate_is_refused_with_nothing_recorded(docket, setup):
     refused = docket("integrate", RUN, check=False)
     assert refused.returncode == 3 and refused.stderr.startswith("docket: error: nothing-to-integrate:")
     assert payloads(docket, "IntegrationPrepared.v1") == []
+
+
+def test_reconcile_owns_the_integration_ref_and_reports_one_no_run_owns(docket):
+    make_world(docket)
+    offered(docket, "t1", "echo one > a.txt")
+    done = docket("integrate", RUN, "--json").json()
+    stray = f"refs/docket/integrations/{RUN}-stray"
+    git(docket.cwd, "update-ref", stray, done["final_commit"])
+    report = docket("reconcile", "--apply", "--json", check=False)
+    assert report.returncode in (0, 1), report.stderr
+    text = report.stdout
+    assert stray in text and f'"refs/docket/integrations/{RUN}"' not in text
+    assert tip(docket, f"refs/docket/integrations/{RUN}") == done["final_commit"]  # kept: the ledger owns it
+    gone = subprocess.run(["git", "rev-parse", "--verify", "--quiet", stray], cwd=docket.cwd, capture_output=True)
+    assert gone.returncode != 0  # deleted by compare-and-swap: no run owns it
