@@ -161,7 +161,9 @@ def _with_candidates(task_rows: list[dict[str, Any]], candidate_rows: list[dict[
 
     The changed paths themselves are left to 'docket candidate show': a status stays small however much changed.
     """
-    latest = {c["task_id"]: c for c in candidate_rows}  # rows come in position order: the last one wins
+    # rows come in position order: the last one wins; the integration's own pins of merged trees
+    # (boundary integration-<step>) are shown with the integration's steps, not as the task's work
+    latest = {c["task_id"]: c for c in candidate_rows if not (c["boundary"] or "").startswith("integration-")}
     runs_of: dict[str, list[dict[str, Any]]] = {}
     for check in check_rows:
         runs_of.setdefault(check["binding_id"], []).append(check)

@@ -3,6 +3,7 @@ target branch's compare-and-swap move, and every way it stops with nothing moved
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -238,3 +239,21 @@ def test_reconcile_owns_the_integration_ref_and_reports_one_no_run_owns(docket):
     assert tip(docket, f"refs/docket/integrations/{RUN}") == done["final_commit"]  # kept: the ledger owns it
     gone = subprocess.run(["git", "rev-parse", "--verify", "--quiet", stray], cwd=docket.cwd, capture_output=True)
     assert gone.returncode != 0  # deleted by compare-and-swap: no run owns it
+
+
+def test_status_after_integration_shows_each_tasks_own_candidate_not_the_integrations_pin(docket):
+    make_world(docket)
+    first = offered(docket, "t1", "echo one > a.txt")
+    docket("integrate", RUN)
+    shown = docket("status", RUN, "--json").json()
+    text = json.dumps(shown)
+    (task,) = [t for t in _tasks_in(shown) if t["task_id"] == "t1"]
+    assert task["candidate"]["binding_id"] == first["binding_id"]
+    assert task["candidate"]["boundary"] == "generation-1"
+    assert "integration" in text  # the integration's steps are shown beside the tasks
+
+
+def _tasks_in(document: dict) -> list[dict]:
+    if "tasks" in document:
+        return document["tasks"]
+    return [t for run in document["runs"] for t in run["tasks"]]
