@@ -258,20 +258,25 @@ def prepare(existing: Integration | None, run: Run, *, repository: str, target_b
                        overlaps=list(overlaps), approved_by=approved_by)]
 
 
-def _require_next(integration: Integration, number: int) -> StepState:
+def _pending(integration: Integration, number: int) -> StepState | None:
+    """The step, when it is the next to do; None when it is done already or the queue has ended (another
+    integrator got there first: nothing to decide). Refused ``step-not-next`` while an earlier step is to do."""
     step = integration.next_step()
-    if step is None or step.step != number:
+    if step is not None and step.step == number:
+        return step
+    if (step is not None and step.step < number) or not integration.prepared or not 1 <= number <= len(
+            integration.steps):
         raise Refused("step-not-next", f"step {number} of the integration of run {integration.run_id} is not the "
                                        f"next to do ({integration.status})")
-    return step
+    return None
 
 
 def request_step(integration: Integration, number: int, *, intent_id: str, head: str, merge_commit: str, tree: str,
                  merge: Literal["merged", "already-merged"], now: str) -> list[ev.Event]:
     """The intent to move the integration ref from head to the step's computed merge; nothing while one is pending
     or the step is merged."""
-    step = _require_next(integration, number)
-    if step.status != "waiting":
+    step = _pending(integration, number)
+    if step is None or step.status != "waiting":
         return []
     assert integration.repository is not None and integration.integration_ref is not None
     if head != integration.head():
@@ -285,8 +290,8 @@ def request_step(integration: Integration, number: int, *, intent_id: str, head:
 
 def conflicted(integration: Integration, number: int, *, head: str, reason: Literal["conflicted", "unmergeable"],
                paths: Sequence[str], message: str, now: str) -> list[ev.Event]:
-    step = _require_next(integration, number)
-    if step.status != "waiting":
+    step = _pending(integration, number)
+    if step is None or step.status != "waiting":
         return []
     return [next_event(ev.IntegrationStepConflicted, stream_of(integration.run_id), integration.version, now,
                        run_id=integration.run_id, step=number, task_id=step.task_id, binding_id=step.binding_id,
@@ -320,7 +325,9 @@ def decide_step(integration: Integration, intent: ev.IntegrationStepRequested, o
 
 def verified(integration: Integration, number: int, *, verification_binding: str, tree: str,
              checks: Sequence[ev.CheckBinding], now: str) -> list[ev.Event]:
-    step = _require_next(integration, number)
+    step = _pending(integration, number)
+    if step is None:
+        return []
     if step.status != "merged":
         raise Refused("step-not-merged", f"step {number} is {step.status}, not merged")
     return [next_event(ev.IntegrationStepVerified, stream_of(integration.run_id), integration.version, now,
@@ -330,7 +337,9 @@ def verified(integration: Integration, number: int, *, verification_binding: str
 
 def rejected(integration: Integration, number: int, *, verification_binding: str, check: str, check_id: str,
              code: str, message: str, now: str) -> list[ev.Event]:
-    step = _require_next(integration, number)
+    step = _pending(integration, number)
+    if step is None:
+        return []
     if step.status != "merged":
         raise Refused("step-not-merged", f"step {number} is {step.status}, not merged")
     return [next_event(ev.IntegrationStepRejected, stream_of(integration.run_id), integration.version, now,

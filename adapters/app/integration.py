@@ -298,7 +298,9 @@ def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integ
 
         ledger.decide(decision, clock.now())
     current = load_integration(ledger, integration.run_id)
-    assert current is not None and current.target_intent is not None
+    assert current is not None
+    if current.target_intent is None:
+        return  # another integrator settled the target meanwhile: the caller's loop sees how
 
     def requested() -> bool:
         now = load_integration(ledger, integration.run_id)

@@ -257,3 +257,28 @@ def _tasks_in(document: dict) -> list[dict]:
     if "tasks" in document:
         return document["tasks"]
     return [t for run in document["runs"] for t in run["tasks"]]
+
+
+@pytest.mark.slow
+def test_two_integrators_racing_on_one_run_end_at_one_target_with_one_merge_per_step(docket):
+    import sys
+
+    make_world(docket)
+    offered(docket, "t1", "echo one > a.txt")
+    offered(docket, "t2", "echo two > b.txt")
+    expected = tip(docket)
+    for _ in range(2):  # every process sees the queue at some point of the other's work
+        procs = [subprocess.Popen([sys.executable, "-m", "docket", "integrate", RUN, "--json"], cwd=docket.cwd,
+                                  env=docket.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(2)]
+        results = [(p.wait(timeout=120), p.stdout.read(), p.stderr.read()) for p in procs]
+        for code, out, err in results:
+            assert code == 0, (code, err)
+            assert json.loads(out)["status"] == "completed"
+    assert len(payloads(docket, "IntegrationPrepared.v1")) == 1
+    assert len(payloads(docket, "IntegrationCompleted.v1")) == 1
+    assert [p["step"] for p in payloads(docket, "IntegrationStepMerged.v1")] == [1, 2]
+    assert [p["step"] for p in payloads(docket, "IntegrationStepVerified.v1")] == [1, 2]
+    assert len(merges_on(docket, expected)) == 2
+    fsck(docket)
+    docket("verify")

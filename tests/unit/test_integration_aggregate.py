@@ -157,7 +157,25 @@ def test_a_conflicted_step_stops_the_queue_and_nothing_is_asked_after_it():
     state = fold(integration.conflicted(state, 1, head=HEAD, reason="conflicted", paths=["a.txt"], message="m",
                                         now=T0), state)
     assert state.status == "stopped" and state.next_step() is None and state.step(1).paths == ("a.txt",)
-    with pytest.raises(Refused) as refused:
-        integration.request_step(state, 2, intent_id="i", head=HEAD, merge_commit=MERGE, tree=TREE, merge="merged",
-                                 now=T0)
-    assert refused.value.code == "step-not-next"
+    assert integration.request_step(state, 2, intent_id="i", head=HEAD, merge_commit=MERGE, tree=TREE,
+                                    merge="merged", now=T0) == []
+
+
+def test_a_step_another_integrator_settled_first_is_nothing_to_decide_and_a_later_one_is_refused():
+    state, intent = step_requested(prepared())
+    state = fold([integration.decide_step(state, intent, IntegrationObservation("merged", commit=MERGE), T0)], state)
+    with pytest.raises(Refused) as early:  # step 2 while step 1 is still to verify
+        integration.request_step(state, 2, intent_id="i2", head=MERGE, merge_commit=OTHER, tree=TREE,
+                                 merge="merged", now=T0)
+    assert early.value.code == "step-not-next"
+    (verdict,) = integration.verified(state, 1, verification_binding=BINDING, tree=TREE, checks=[], now=T0)
+    state = fold([verdict], state)
+    # a racing integrator's verdict on step 1, decided after this one: nothing more is recorded
+    assert integration.verified(state, 1, verification_binding=BINDING, tree=TREE, checks=[], now=T0) == []
+    assert integration.rejected(state, 1, verification_binding=BINDING, check="ok", check_id="c", code="failed",
+                                message="m", now=T0) == []
+    assert integration.request_step(state, 1, intent_id="again", head=HEAD, merge_commit=MERGE, tree=TREE,
+                                    merge="merged", now=T0) == []
+    with pytest.raises(Refused) as unknown:
+        integration.verified(state, 3, verification_binding=BINDING, tree=TREE, checks=[], now=T0)
+    assert unknown.value.code == "step-not-next"
