@@ -110,3 +110,47 @@ def test_a_step_left_pending_by_a_crash_is_finished_by_replay_and_integrate_goes
     assert (done["final_commit"], done["final_tree"]) == (world.reference["final_commit"],
                                                           world.reference["final_tree"])
     fsck(docket)
+
+
+@pytest.mark.slow
+def test_integrate_killed_at_random_instants_converges_when_run_again(world):  # noqa: ANN001
+    """SIGKILL at random moments, not only at named points: each time, running it again ends where an uninterrupted
+    run ends, with one merge per step, one completion, no stray docket ref and a valid chain."""
+    import os
+    import random
+    import sys
+    import time
+
+    seed = int(os.environ.get("DOCKET_TEST_SEED", time.time_ns() % 10**6))
+    rng = random.Random(seed)
+    docket = world.restore()
+    started = time.monotonic()
+    docket("integrate", RUN)
+    duration = time.monotonic() - started  # the whole process, start-up included
+    killed = 0
+    for attempt in range(10):
+        docket = world.restore()
+        proc = subprocess.Popen([sys.executable, "-m", "docket", "integrate", RUN], cwd=docket.cwd, env=docket.env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.1, duration))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            killed += 1
+        proc.wait(timeout=120)
+        done = docket("integrate", RUN, "--json", check=False)
+        if done.returncode == 4:  # an outcome the kill left unknown: observed again, as the docs say
+            docket("replay", "--apply")
+            done = docket("integrate", RUN, "--json", check=False)
+        assert done.returncode == 0, (seed, attempt, done.returncode, done.stderr)
+        result = done.json()
+        assert (result["final_commit"], result["final_tree"]) == (
+            world.reference["final_commit"], world.reference["final_tree"]), (seed, attempt)
+        assert Counter(merges_on(docket, world.expected)) == Counter(
+            s["merge_commit"] for s in world.reference["steps"]), (seed, attempt)
+        assert len(payloads(docket, "IntegrationCompleted.v1")) == 1, (seed, attempt)
+        refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)", "refs/docket/integrations"],
+                              cwd=docket.cwd, capture_output=True, text=True, check=True).stdout.split()
+        assert refs == [f"refs/docket/integrations/{RUN}"], (seed, attempt)
+        fsck(docket)
+        docket("verify")
+    assert killed >= 3, (seed, killed, duration)  # most instants fall inside the run
