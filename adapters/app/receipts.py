@@ -19,6 +19,7 @@ from ...domain import integration as integration_aggregate
 from ...domain.errors import Conflict, NotFound, Refused
 from ...domain.receipts import CHECK_EVENT_TYPES, FORMAT, receipt_sha256
 from ...domain.streams import candidate_stream, run_stream, task_stream, worker_stream
+from ..world import faults
 from ..world.clock import Clock
 from .ledger import Ledger
 from .ledger_tree import ledger_tree
@@ -49,6 +50,7 @@ def seal_run(ledger: Ledger, reader: Any, clock: Clock, run_id: str) -> Sealed:
     receipt = build_receipt(ledger, run_id)
     head = reader.chain_head()
     root = ledger_tree(reader, head.position, keep=ledger.keep_merkle_nodes).root().hex()
+    faults.crash_point("seal:before-record")
 
     def decision(now: str) -> list[ev.Event]:
         current = ledger.get(integration_aggregate.apply, stream)

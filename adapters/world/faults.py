@@ -38,6 +38,8 @@ CRASH_POINTS = {
     "integrate:after-step": "IntegrationStepMerged recorded; the merged tree not yet pinned for re-verification",
     "integrate:before-verified": "every required check ran on the merged tree; IntegrationStepVerified not recorded",
     "integrate:before-target": "every step verified; the target's intent not yet recorded",
+    "seal:before-record": "a run's receipt built and its Merkle root computed (block hashes kept); ReceiptSealed not "
+                          "recorded",
     "effector:after-outcome": "outcome committed, projections not yet caught up",
     "projection:before-commit": "projection rows written, transaction not yet committed",
 }

@@ -141,16 +141,19 @@ def test_verify_receipt_of_unreadable_input_says_so(docket, tmp_path):
     assert bad.stderr.count("\n") == 1
 
 
-@pytest.mark.parametrize("point", ["store:before-commit", "projection:before-commit"])
+SEAL_POINTS = ["seal:before-record", "store:before-commit", "projection:before-commit"]
+
+
+@pytest.mark.parametrize("point", SEAL_POINTS)
 def test_a_crash_while_sealing_leaves_one_receipt_after_sealing_again(docket, point):
     clean_two_tasks(docket)
     docket("integrate", RUN)
     crashed = docket("seal", RUN, fault=point)
     assert crashed.returncode == -9, crashed.stderr
     recorded = docket("log", "--json", "--type", "ReceiptSealed.v1").json()["events"]
-    assert len(recorded) == (0 if point == "store:before-commit" else 1)
+    assert len(recorded) == (0 if point != "projection:before-commit" else 1)
     sealed = docket("seal", RUN, "--json").json()
-    assert sealed["sealed_now"] == (point == "store:before-commit")
+    assert sealed["sealed_now"] == (point != "projection:before-commit")
     (event,) = docket("log", "--json", "--type", "ReceiptSealed.v1").json()["events"]
     assert event["payload"]["receipt_sha256"] == sealed["receipt_sha256"]
     docket("verify")
