@@ -197,10 +197,11 @@ def release_candidate(ledger: Ledger, clock: Clock, effector: Any, binding: str,
 
 
 def pin_tree(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: str, *, repository: Path,
-             parent: str, tree: str, boundary: str, source: str) -> candidate_aggregate.Candidate:
+             parent: str, tree: str, boundary: str, source: str, output: Path) -> candidate_aggregate.Candidate:
     """Pin a tree already in the object store as a candidate of the task (no worker, no worktree capture): the
     commit of tree on parent at the candidate's ref. source names where the tree comes from (an integration ref); the
-    changed paths are the tree's against the run's base. The same inputs give the same candidate, pinned once."""
+    changed paths are the tree's against the run's base; output is the folder its checks' artifacts are copied back
+    to (it stands for the candidate's worktree). The same inputs give the same candidate, pinned once."""
     from ...domain.candidates import binding_id, binding_seed, candidate_ref, worktree_identity
 
     run = load_run(ledger, run_id)
@@ -216,7 +217,7 @@ def pin_tree(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: 
         existing = ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(binding))
         return candidate_aggregate.request_pin(
             existing, load_run(ledger, run_id), intent_id=intent_id, task_id=task_id, worker_id=None, generation=None,
-            boundary=boundary, binding_id=binding, repository=str(repository), worktree=str(repository),
+            boundary=boundary, binding_id=binding, repository=str(repository), worktree=str(output),
             ref=candidate_ref(run_id, binding), parent=parent, tree=tree, base=run.base_commit, changed_paths=changed,
             now=now)
 

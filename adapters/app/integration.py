@@ -223,9 +223,14 @@ def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integ
     """Pin the merged tree as a candidate of the step's task, run every required check on it, record the verdict."""
     assert integration.repository is not None and step.merge_commit is not None and step.tree is not None
     assert integration.integration_ref is not None
+    from ..world.paths import integration_output_path
+
+    boundary = f"integration-{step.step}"
+    output = integration_output_path(Path(integration.repository), integration.run_id, boundary)
+    output.mkdir(parents=True, exist_ok=True)
     candidate = pin_tree(ledger, clock, effector, integration.run_id, step.task_id,
                          repository=Path(integration.repository), parent=step.merge_commit, tree=step.tree,
-                         boundary=f"integration-{step.step}", source=integration.integration_ref)
+                         boundary=boundary, source=integration.integration_ref, output=output)
     binding = candidate.binding_id
     passed: list[ev.CheckBinding] = []
     wanted = {c.check: c.config_sha256 for c in integration.required_checks}

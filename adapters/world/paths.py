@@ -85,6 +85,12 @@ def task_worktree_path(common_dir: Path, run_id: str, task_id: str) -> Path:
     return common_dir / "docket" / "worktrees" / run_id / task_id
 
 
+def integration_output_path(common_dir: Path, run_id: str, boundary: str) -> Path:
+    """Where the checks of an integration step's merged tree copy their artifacts back: no user's checkout, one
+    folder per step, so two runs' (or two steps') reports never meet."""
+    return common_dir / "docket" / "integrations" / run_id / boundary
+
+
 def main_worktree(repository: Path) -> Path | None:
     """The main checkout of the repository whose git common dir this is; None for a bare repository."""
     if repository.name == ".git" and (repository / "HEAD").is_file():

@@ -282,3 +282,19 @@ def test_two_integrators_racing_on_one_run_end_at_one_target_with_one_merge_per_
     assert len(merges_on(docket, expected)) == 2
     fsck(docket)
     docket("verify")
+
+
+def test_the_artifacts_of_a_merged_trees_checks_land_in_the_steps_own_folder(docket):
+    checks = ('artifact_dir = "reports"\n[checks.ok]\nshell = true\n'
+              'command = ["mkdir -p reports && ls > reports/listing.txt"]\n')
+    make_world(docket, checks=checks)
+    offered(docket, "t1", "echo one > a.txt")
+    offered(docket, "t2", "echo two > b.txt")
+    docket("integrate", RUN)
+    common = docket.cwd / ".git"
+    for step, expected in ((1, "a.txt"), (2, "b.txt")):
+        listing = common / "docket" / "integrations" / RUN / f"integration-{step}" / "reports" / "listing.txt"
+        assert expected in listing.read_text().split()  # this step's merged tree, checked and reported
+    assert not (common / "reports").exists()
+    assert "b.txt" not in (common / "docket" / "integrations" / RUN / "integration-1" / "reports" /
+                           "listing.txt").read_text().split()
