@@ -21,16 +21,20 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """A real git repository with one commit on main."""
-    path = tmp_path / "repo"
+def make_repo(path: Path) -> Path:
+    """A real git repository at path (made) with one commit on main."""
     path.mkdir()
     git(path, "init", "-q", "-b", "main")
     (path / "README.md").write_text("hello\n")
     git(path, "add", "README.md")
     git(path, "commit", "-q", "-m", "first")
     return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A real git repository with one commit on main."""
+    return make_repo(tmp_path / "repo")
 
 
 @dataclass

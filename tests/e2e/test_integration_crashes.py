@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import Docket, git
+from ..conftest import Docket, git, make_repo
 from .test_integration import RUN, TARGET, fsck, make_world, merges_on, offered, payloads, tip
 from .test_worker_crashes import effector_points
 
@@ -47,12 +47,7 @@ def world(tmp_path_factory):  # noqa: ANN001, ANN201
     import os
 
     root = tmp_path_factory.mktemp("integration-world")
-    repo = root / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "README.md").write_text("hello\n")
-    git(repo, "add", "README.md")
-    git(repo, "commit", "-q", "-m", "first")
+    repo = make_repo(root / "repo")
     docket = Docket(repo, {k: v for k, v in os.environ.items() if not k.startswith("DOCKET_")})
     make_world(docket)
     offered(docket, "t1", "echo one > a.txt")

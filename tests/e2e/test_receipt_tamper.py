@@ -24,19 +24,14 @@ from docket.cli.app import main
 from docket.domain.errors import DocketError
 from docket.domain.receipts import receipt_sha256
 
-from ..conftest import Docket, git
+from ..conftest import Docket, make_repo
 from .receipt_world import RUN, clean_two_tasks, keys
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):  # noqa: ANN201
     root = tmp_path_factory.mktemp("tamper")
-    repo = root / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "README.md").write_text("hello\n")
-    git(repo, "add", "README.md")
-    git(repo, "commit", "-q", "-m", "first")
+    repo = make_repo(root / "repo")
     docket = Docket(repo, {k: v for k, v in os.environ.items() if not k.startswith("DOCKET_")})
     clean_two_tasks(docket)
     docket("integrate", RUN)
