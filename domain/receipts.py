@@ -139,7 +139,7 @@ def _check_event(event: Any, index: int | None, size: int, root: str) -> _Cited:
     try:
         body = json.loads(state)
         payload = body["payload"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         raise VerificationFailed("bad-statement", f"the state of {named} is not an event's JSON") from None
     if not isinstance(payload, dict):
         raise VerificationFailed("bad-statement", f"the state of {named} has no payload object")

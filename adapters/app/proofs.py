@@ -76,7 +76,7 @@ def is_bundle(text: str) -> bool:
     first = text.split("\n", 1)[0]
     try:
         value = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(value, dict) and "payloadType" in value
 
@@ -98,7 +98,7 @@ def sealed_head_of_bundle(path: str | Path) -> SealedHead:
         size, root, head = ledger["tree_size"], ledger["root"], ledger["head_digest"]
     except VerificationFailed as e:
         raise BadInput("bad-anchor", e.message) from None
-    except (KeyError, TypeError, AttributeError, ValueError, binascii.Error):
+    except (KeyError, TypeError, AttributeError, ValueError, RecursionError, binascii.Error):
         raise BadInput("bad-anchor", f"{path.name} has no receipt statement with ledger.tree_size, ledger.root and "
                                      "ledger.head_digest on its first line") from None
     if type(size) is not int or not 1 <= size <= MAX_POSITION or not _is_hex64(root) or not _is_hex64(head):

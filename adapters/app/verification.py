@@ -53,7 +53,7 @@ def read_anchor(path: str | Path) -> Anchor:
         return Anchor(ChainHead(sealed.size, sealed.head_digest), sealed.root, f"the receipt in {Path(path).name}")
     try:
         doc = json.loads(text)
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         raise BadInput("bad-anchor", f"{path} is not a JSON anchor: {e}") from None
     head = doc.get("head", doc) if isinstance(doc, dict) else None
     position = head.get("position") if isinstance(head, dict) else None

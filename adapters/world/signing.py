@@ -325,8 +325,8 @@ def verify_envelope(envelope: Any, verifier: SSlibKey) -> dict[str, Any]:
     try:
         value = json.loads(payload.decode("utf-8"))
         canonical = canonical_json(value) == payload
-    except (UnicodeDecodeError, ValueError, CanonicalJSONError):
-        raise VerificationFailed("bad-statement", "the payload is not JSON") from None
+    except (UnicodeDecodeError, ValueError, RecursionError, CanonicalJSONError):
+        raise VerificationFailed("bad-statement", "the payload is not JSON (or nested too deeply)") from None
     if not canonical:
         raise VerificationFailed("bad-statement", "the payload is not canonical JSON")
     return check_statement(value)
@@ -408,8 +408,9 @@ def read_bundle(path: str | Path, max_bytes: int = MAX_BUNDLE_BYTES) -> list[dic
     for number, line in enumerate(data[:-1].split(b"\n"), start=1):
         try:
             value = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise VerificationFailed("bad-bundle", f"line {number} of {_name(path)} is not JSON") from None
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise VerificationFailed("bad-bundle", f"line {number} of {_name(path)} is not JSON (or nested too "
+                                                     "deeply)") from None
         if not isinstance(value, dict):
             raise VerificationFailed("bad-bundle", f"line {number} of {_name(path)} is not a JSON object")
         envelopes.append(value)

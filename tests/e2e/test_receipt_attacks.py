@@ -88,3 +88,19 @@ def test_a_goal_with_terminal_escapes_is_verified_but_never_printed_raw(docket, 
         assert "\x1b" not in out.stdout + out.stderr and "\u202e" not in out.stdout + out.stderr
     as_json = docket("verify-receipt", str(bundle), "--key", str(public), "--json").json()
     assert as_json["ok"] is True
+
+
+def test_json_nested_past_the_parsers_depth_is_bad_input_not_a_crash(docket, tmp_path):
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 200_000 + "]" * 200_000 + "\n")
+    keys_dir = tmp_path / "k"
+    keys_dir.mkdir()
+    docket("key", "generate", "--out", str(keys_dir / "docket"))
+    verified = docket("verify-receipt", str(deep), "--key", str(keys_dir / "docket.pub"), check=False)
+    assert verified.returncode == 1 and verified.stderr.startswith("docket: error: bad-bundle: line 1"), \
+        verified.stderr
+    docket("init")
+    anchored = docket("verify", "--anchor", str(deep), check=False)
+    assert anchored.returncode == 2 and anchored.stderr.startswith("docket: error: bad-anchor:"), anchored.stderr
+    proved = docket("prove-consistency", str(deep), str(deep), check=False)
+    assert proved.returncode == 2 and proved.stderr.startswith("docket: error: bad-anchor:"), proved.stderr

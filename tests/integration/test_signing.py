@@ -307,6 +307,7 @@ def _signed_payload(payload: bytes, signer) -> dict:
     b'"subject":[{"digest":{"sha256":"ab"},"name":"x"}]}',
     b'{"_type":"https://in-toto.io/Statement/v1","predicate":{"a":1.5},"predicateType":"t",'  # a float
     b'"subject":[{"digest":{"sha256":"ab"},"name":"x"}]}',
+    b'{"a":' * 100_000 + b'1' + b'}' * 100_000,  # nested past the parser's depth (was exit 70)
 ], ids=lambda p: p[:40].decode("utf-8", "replace"))
 def test_a_signed_payload_that_is_not_a_canonical_statement_v1_is_a_bad_statement(signer, verifier, payload):
     assert _verify_code(_signed_payload(payload, signer), verifier) == "bad-statement"
