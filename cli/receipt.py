@@ -48,7 +48,10 @@ def seal(ctx: Context) -> int:
     from ..adapters.app.receipts import seal_run
     from .output import emit
 
-    sealed = seal_run(ctx.ledger, ctx.ledger_reader, ctx.clock, ctx.args.run)
+    from ..projections.tasks import tasks_of
+
+    planned = [row["task_id"] for row in tasks_of(ctx.views().conn, ctx.args.run)]
+    sealed = seal_run(ctx.ledger, ctx.ledger_reader, ctx.clock, ctx.args.run, planned)
     if sealed.sealed_now:
         ctx.update_views()
     event = sealed.event

@@ -186,16 +186,24 @@ class _Contradictions:
             self._fail(f"target.outcome.status is {_shown(outcome['status'])}")
         for task in receipt["tasks"]:
             self._task(task)
+        delivered = {task["task_id"] for task in receipt["tasks"]}
+        for task in receipt.get("undelivered", []):
+            if task["task_id"] in delivered:
+                self._fail(f"task {task['task_id']} is named both delivered and undelivered")
+            self._planned(task, f"undelivered task {task['task_id']}")
         for step in receipt["integration"]["steps"]:
             self._step(step)
         return target["final_commit"]
 
-    def _task(self, task: dict[str, Any]) -> None:
-        where = f"task {task['task_id']}"
+    def _planned(self, task: dict[str, Any], where: str) -> None:
         titled = [e for e in self.cited if e.type in ("TaskPlanned", "TaskPlannedV2")
                   and e.payload.get("task_id") == task["task_id"]]
         if not titled or titled[0].payload.get("title") != task["title"]:
             self._fail(f"no cited TaskPlanned of {where} has the title {task['title']!r}")
+
+    def _task(self, task: dict[str, Any]) -> None:
+        where = f"task {task['task_id']}"
+        self._planned(task, where)
         candidate = task["candidate"]
         self._find("CandidatePinned", f"{where}'s candidate", task_id=task["task_id"],
                    binding_id=candidate["binding_id"], commit=candidate["commit"], tree=candidate["tree"],

@@ -11,6 +11,7 @@ since, and records ReceiptSealed once. Sealing a sealed run returns its receipt.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,8 +36,10 @@ class Sealed:
     sealed_now: bool = False
 
 
-def seal_run(ledger: Ledger, reader: Any, clock: Clock, run_id: str) -> Sealed:
-    """ReceiptSealed for the run, once its integration has ended; the existing receipt when it is sealed."""
+def seal_run(ledger: Ledger, reader: Any, clock: Clock, run_id: str, tasks: Sequence[str] = ()) -> Sealed:
+    """ReceiptSealed for the run, once its integration has ended; the existing receipt when it is sealed.
+
+    tasks: the run's tasks in plan order; those that are no step of the integration are named undelivered."""
     load_run(ledger, run_id)
     stream = integration_aggregate.stream_of(run_id)
     integration = ledger.get(integration_aggregate.apply, stream)
@@ -47,7 +50,7 @@ def seal_run(ledger: Ledger, reader: Any, clock: Clock, run_id: str) -> Sealed:
     if not integration.ended:
         raise Refused("not-integrated", f"the integration of run {run_id} is {integration.status}; a run is sealed "
                                         "once its integration has ended ('docket integrate')")
-    receipt = build_receipt(ledger, run_id)
+    receipt = build_receipt(ledger, run_id, tasks)
     head = reader.chain_head()
     root = ledger_tree(reader, head.position, keep=ledger.keep_merkle_nodes).root().hex()
     faults.crash_point("seal:before-record")
@@ -79,14 +82,14 @@ def find_receipt(ledger: Ledger, run_id: str) -> Sealed:
     raise Refused("not-sealed", f"run {run_id} has no sealed receipt ('docket seal {run_id}')")
 
 
-def build_receipt(ledger: Ledger, run_id: str) -> dict[str, Any]:
+def build_receipt(ledger: Ledger, run_id: str, tasks: Sequence[str] = ()) -> dict[str, Any]:
     """The receipt of the run as the ledger says now: a canonical-JSON dict whose `cited` lists its positions."""
-    return _Builder(ledger, run_id).receipt()
+    return _Builder(ledger, run_id, tasks).receipt()
 
 
 class _Builder:
-    def __init__(self, ledger: Ledger, run_id: str):
-        self.ledger, self.run_id = ledger, run_id
+    def __init__(self, ledger: Ledger, run_id: str, tasks: Sequence[str] = ()):
+        self.ledger, self.run_id, self.planned = ledger, run_id, tuple(tasks)
         self.cited: set[int] = set()
         self._streams: dict[str, list[tuple[int, ev.Event]]] = {}
 
@@ -124,6 +127,8 @@ class _Builder:
             raise Refused("not-integrated", f"run {self.run_id} has no prepared integration")
         assert isinstance(prepared, ev.IntegrationPrepared)
         tasks = [self.task(step) for step in prepared.steps]
+        delivering = {step.task_id for step in prepared.steps}
+        undelivered = [self.undelivered(task_id) for task_id in self.planned if task_id not in delivering]
         steps = [self.step(number, step) for number, step in enumerate(prepared.steps, start=1)]
         steps = [s for s in steps if s is not None]
         return {
@@ -133,6 +138,7 @@ class _Builder:
                     "base_commit": getattr(pinned, "commit", None), "target_branch": opened.target_branch},
             "target": self.target(prepared, steps),
             "tasks": tasks,
+            "undelivered": undelivered,
             "integration": {"steps": steps, "overlaps": [o.model_dump() for o in prepared.overlaps],
                             "approved_by": list(prepared.approved_by)},
             "cited": sorted(self.cited),
@@ -173,6 +179,11 @@ class _Builder:
             "handoff": {"state": "confirmed", "checks": sorted(c.check for c in confirmed.checks)},
             "approval": {"by": sorted({approval.by for _, approval in approvals})},
         }
+
+    def undelivered(self, task_id: str) -> dict[str, Any]:
+        """A task of the run that no step delivers (no confirmed handoff when the queue was fixed)."""
+        planned = self.first(task_stream(task_id), ev.TaskPlanned, ev.TaskPlannedV2)
+        return {"task_id": task_id, "title": getattr(planned, "title", None)}
 
     def generations(self, worker_id: str) -> list[dict[str, Any]]:
         stream = worker_stream(worker_id)

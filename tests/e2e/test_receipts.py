@@ -181,3 +181,18 @@ def test_a_step_rejected_on_its_merged_tree_and_approvals_are_in_the_receipt(doc
     done = verify_elsewhere(docket, bundle, public, "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["outcome"] == receipt["target"]["outcome"]
+
+
+def test_a_task_the_integration_did_not_deliver_is_named_in_the_receipt(docket, tmp_path):
+    planned_run(docket, {"t1": "echo one > one.txt"})
+    docket("task", "plan", RUN, "--title", "make t2", "--id", "t2")  # never worked on: nothing to hand off
+    integrated = docket("integrate", RUN, "--json").json()
+    assert integrated["skipped"] == ["t2"]
+    receipt = docket("seal", RUN, "--json").json()["receipt"]
+    assert [t["task_id"] for t in receipt["tasks"]] == ["t1"]
+    assert receipt["undelivered"] == [{"task_id": "t2", "title": "make t2"}]
+    private, public = keys(docket)
+    bundle = tmp_path / "b.jsonl"
+    docket("export", RUN, "--key", str(private), "--out", str(bundle))
+    done = verify_elsewhere(docket, bundle, public)
+    assert done.returncode == 0, done.stderr

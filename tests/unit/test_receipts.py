@@ -20,6 +20,7 @@ BASE, MOVED = "a" * 40, "b" * 40
 CITED_EVENTS = [
     ("run:r1", 1, "RunOpened.v1", {"run_id": "r1", "goal": "ship it", "target_branch": "release", "budget_ms": None}),
     ("run:r1", 3, "RunBasePinned.v1", {"intent_id": "i1", "run_id": "r1", "commit": BASE, "result": "observed"}),
+    ("task:t3", 1, "TaskPlanned.v1", {"run_id": "r1", "task_id": "t3", "title": "make t3"}),
     ("integration:r1", 1, "IntegrationPrepared.v1", {
         "run_id": "r1", "target_branch": "release", "target_ref": "refs/heads/release", "expected_commit": BASE,
         "approved_by": [], "overlaps": [], "steps": []}),
@@ -37,6 +38,7 @@ def receipt() -> dict:
         "target": {"ref": "refs/heads/release", "expected_commit": BASE, "final_commit": BASE, "final_tree": None,
                    "outcome": {"status": "stopped", "code": "target-moved", "step": None}},
         "tasks": [],
+        "undelivered": [{"task_id": "t3", "title": "make t3"}],
         "integration": {"steps": [], "overlaps": [], "approved_by": []},
         "cited": [],
     }
@@ -88,8 +90,8 @@ def code_of(statement: dict) -> str:
 def test_a_consistent_statement_verifies_at_every_tree_shape(fillers, extra):
     statement = made(fillers, extra)
     verified = verify_statement(statement)
-    assert (verified.run_id, verified.final_commit, verified.events_checked) == ("r1", BASE, 4)
-    assert verified.tree_size == 4 * (fillers + 1) + extra
+    assert (verified.run_id, verified.final_commit, verified.events_checked) == ("r1", BASE, len(CITED_EVENTS))
+    assert verified.tree_size == len(CITED_EVENTS) * (fillers + 1) + extra
     assert verified.outcome == {"status": "stopped", "code": "target-moved", "step": None}
 
 
@@ -164,6 +166,8 @@ def test_the_cited_positions_are_exactly_the_exported_events():
     lambda r: r["target"]["outcome"].update(status="completed", code=None),
     lambda r: r["integration"].update(approved_by=["mallory"]),
     lambda r: r["integration"].update(overlaps=[{"first_task": "t1", "second_task": "t2", "paths": ["a"]}]),
+    lambda r: r["undelivered"][0].update(title="made t3"),
+    lambda r: r["undelivered"].append({"task_id": "t9", "title": "never planned"}),
 ])
 def test_a_receipt_that_says_other_than_its_events_is_refused(change):
     statement = made()
