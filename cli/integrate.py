@@ -40,7 +40,7 @@ def integrate(ctx: Context) -> int:
                        required=chosen.required, timeout_ms=chosen.timeout_ms, idle_timeout_ms=chosen.idle_timeout_ms,
                        environment=chosen.environment, env_allow=chosen.env_allow)
              for name, chosen in sorted(config.checks.items())]
-    approval = bool(getattr(getattr(config, "integration", None), "approval", False))
+    approval = config.integration.approval
     conn = ctx.views().conn
     task_ids = [row["task_id"] for row in tasks.tasks_of(conn, run_id)]
     by_task: dict[str, list[str]] = {}

@@ -225,7 +225,9 @@ def record_approval(existing: Integration | None, run: Run, *, by: str,
         raise Refused("integration-prepared", f"the integration of run {run.run_id} is prepared already; an approval "
                                               "now would change nothing")
     if not candidates:
-        raise Refused("nothing-to-approve", f"run {run.run_id} has no confirmed handoff to approve")
+        raise Refused("nothing-to-approve", f"run {run.run_id} has no confirmed handoff to approve (an offered one "
+                                            "is confirmed by 'docket handoff confirm CANDIDATE', or by "
+                                            "'docket integrate', which then waits for approval)")
     return [next_event(ev.ApprovalRecorded, stream_of(run.run_id), 0 if existing is None else existing.version, now,
                        run_id=run.run_id, by=by,
                        candidates=[ev.ApprovedCandidate(task_id=t, binding_id=b, commit=c) for t, b, c in candidates])]
