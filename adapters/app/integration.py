@@ -33,6 +33,7 @@ from ...domain import integration as integration_aggregate
 from ...domain import events as ev
 from ...domain.errors import OutcomeUnknown, Refused
 from ...domain.merges import changed_paths_overlap, merge_message, trailers
+from ...domain.run import require_open
 from ..world import faults
 from ..world.clock import Clock, new_id
 from .candidates import drive, load_candidate, pin_tree
@@ -186,6 +187,7 @@ def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integr
     def decision(now: str) -> list[ev.Event]:
         current = load_integration(ledger, integration.run_id)
         assert current is not None
+        require_open(load_run(ledger, integration.run_id))  # an aborted run's queue goes no further
         if merged.state in ("conflicted", "unmergeable"):
             paths = merged.conflicts
             return integration_aggregate.conflicted(
@@ -299,6 +301,7 @@ def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integ
         def decision(now: str) -> list[ev.Event]:
             current = load_integration(ledger, integration.run_id)
             assert current is not None
+            require_open(load_run(ledger, integration.run_id))
             return integration_aggregate.request_target(current, intent_id=intent_id, now=now)
 
         ledger.decide(decision, clock.now())

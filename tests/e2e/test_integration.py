@@ -298,3 +298,17 @@ def test_the_artifacts_of_a_merged_trees_checks_land_in_the_steps_own_folder(doc
     assert not (common / "reports").exists()
     assert "b.txt" not in (common / "docket" / "integrations" / RUN / "integration-1" / "reports" /
                            "listing.txt").read_text().split()
+
+
+def test_an_aborted_runs_queue_goes_no_further_and_its_target_stays(docket):
+    make_world(docket)
+    offered(docket, "t1", "echo one > a.txt")
+    offered(docket, "t2", "echo two > b.txt")
+    expected = tip(docket)
+    crashed = docket("integrate", RUN, fault="integrate:after-prepare")
+    assert crashed.returncode < 0
+    docket("run", "abort", RUN, "--reason", "changed our mind")
+    refused = docket("integrate", RUN, check=False)
+    assert refused.returncode == 3 and "docket: error: run-closed:" in refused.stderr, refused.stderr
+    assert tip(docket) == expected and merges_on(docket, expected) == []
+    assert payloads(docket, "IntegrationStepRequested.v1") == []
