@@ -52,16 +52,13 @@ def pin_candidate(repository: Path, ref: str, parent: str, tree: str, message: s
         commit = candidate_commit(repo, parent, tree, message)
         if commit is None:
             return
-        from dulwich.file import FileLocked
-
         from .objects import add_object
+        from .ref_locks import write_ref
 
         add_object(repo.object_store, commit)
-        try:
-            repo.refs.add_if_new(ref.encode(), commit.id, committer=CANDIDATE_IDENTITY,
-                                 message=b"docket: pin candidate")
-        except FileLocked:
-            return  # another process is making this ref now: observing again tells what it made
+        # a lock held now (another process making this ref): observing again tells what it made
+        write_ref(repo, ref, lambda: repo.refs.add_if_new(ref.encode(), commit.id, committer=CANDIDATE_IDENTITY,
+                                                          message=b"docket: pin candidate"))
     finally:
         repo.close()
 

@@ -228,8 +228,13 @@ def _create(repo, repository: Path, path: Path, branch: str, base: str) -> None:
     if observed.state not in ("absent", "branch-only"):
         return
     ref = f"refs/heads/{branch}"
-    if not repo.refs.add_if_new(ref.encode(), base.encode()) and _tip(repo, ref) != base:
-        return
+    from dulwich.file import FileLocked
+
+    try:
+        if not repo.refs.add_if_new(ref.encode(), base.encode()) and _tip(repo, ref) != base:
+            return
+    except FileLocked:
+        return  # a lock on the branch (another git process now, or one killed): observing again says which
     if not _make_parents(repository, path.parent):
         return
     for entry in _admin_entries(repository):

@@ -233,13 +233,11 @@ def delete_ref(repository: Path, ref: str, expected: str) -> None:
         repo = Repo(str(repository))
     except (NotGitRepository, OSError):
         return
-    from dulwich.file import FileLocked
+    from .ref_locks import write_ref
 
-    try:
-        repo.refs.remove_if_equals(ref.encode(), expected.encode("ascii"), committer=IDENTITY,
-                                   message=b"docket: delete ref")
-    except FileLocked:
-        pass  # another process is changing the ref now: observing again tells what became of it
+    try:  # a lock held now (another process changing the ref): observing again tells what became of it
+        write_ref(repo, ref, lambda: repo.refs.remove_if_equals(ref.encode(), expected.encode("ascii"),
+                                                                committer=IDENTITY, message=b"docket: delete ref"))
     finally:
         repo.close()
 

@@ -142,7 +142,8 @@ def _merge(repo, head: str, candidate: str, message: str) -> MergeResult:  # noq
 
 def advance_ref(repository: Path, ref: str, expected_old: str | None, new: str) -> None:
     """Move ref to new only while it names expected_old (compare-and-swap); expected_old None: create it only if
-    it is absent. Nothing happens unless new is a commit in the repository, or when the ref names anything else:
+    it is absent. Nothing happens unless new is a commit in the repository, when the ref names anything else, or
+    while another writer's lock holds it (a killed docket's stale lock under refs/docket/ is removed first):
     observe again to learn the outcome. BadInput ``bad-ref`` for a malformed ref name; OSError only otherwise."""
     from dulwich.errors import NotGitRepository
     from dulwich.refs import check_ref_format
@@ -157,12 +158,16 @@ def advance_ref(repository: Path, ref: str, expected_old: str | None, new: str) 
     try:
         if not _is_commit(repo, new):
             return
+        from .ref_locks import write_ref
+
         message = b"docket: integrate"
         if expected_old is None:
-            repo.refs.add_if_new(ref.encode(), new.encode("ascii"), committer=MERGE_IDENTITY, message=message)
+            write_ref(repo, ref, lambda: repo.refs.add_if_new(ref.encode(), new.encode("ascii"),
+                                                              committer=MERGE_IDENTITY, message=message))
         else:
-            repo.refs.set_if_equals(ref.encode(), expected_old.encode("ascii"), new.encode("ascii"),
-                                    committer=MERGE_IDENTITY, message=message)
+            write_ref(repo, ref, lambda: repo.refs.set_if_equals(ref.encode(), expected_old.encode("ascii"),
+                                                                 new.encode("ascii"), committer=MERGE_IDENTITY,
+                                                                 message=message))
     finally:
         repo.close()
 

@@ -1,0 +1,66 @@
+"""Ref writes that survive a docket process SIGKILLed in the middle of one.
+
+dulwich changes a ref by creating ``<ref>.lock`` (create-only), writing the new
+value into it and renaming it over the ref. A process killed before the rename
+leaves the lock behind for good: the ref still holds its old value (the rename
+is what changes it), but every later write finds the lock and raises
+FileLocked. Git itself then refuses until someone removes the lock by hand.
+
+Under ``refs/docket/`` only docket writes, each write holding its lock for
+milliseconds, so a lock there older than STALE_LOCK_SECONDS is a killed
+writer's: it is removed and the compare-and-swap tried once more. Elsewhere
+(branches users and their tools share) a lock is never broken. Either way a
+write that still finds a lock does nothing: the caller observes again, as
+after any act.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["STALE_LOCK_SECONDS", "write_ref"]
+
+STALE_LOCK_SECONDS = 10.0
+DOCKET_REFS = "refs/docket/"
+
+
+def write_ref(repo: Any, ref: str, write: Callable[[], Any]) -> bool:
+    """Run write (one dulwich compare-and-swap of ref); False when a lock kept it from running."""
+    from dulwich.file import FileLocked
+
+    try:
+        write()
+        return True
+    except FileLocked as locked:
+        if not _stale_docket_lock(repo, ref, locked):
+            return False
+    try:
+        write()
+        return True
+    except FileLocked:
+        return False
+
+
+def _stale_docket_lock(repo: Any, ref: str, locked: Any) -> bool:
+    """Remove the ref's own lock when it is docket's and older than STALE_LOCK_SECONDS; whether it was removed."""
+    if not ref.startswith(DOCKET_REFS):
+        return False
+    lock = Path(os.fsdecode(locked.lockfilename))
+    expected = Path(os.fsdecode(repo.refs.path)) / (ref + ".lock")
+    if lock != expected:  # e.g. packed-refs.lock: shared with every git process, never broken
+        return False
+    try:
+        age = time.time() - lock.lstat().st_mtime
+    except FileNotFoundError:
+        return True  # its writer finished or gave up meanwhile: try again
+    if age < STALE_LOCK_SECONDS:  # a clock set back only makes a lock look younger: left alone, safely
+        return False
+    try:
+        lock.unlink()
+    except FileNotFoundError:
+        pass
+    return True
