@@ -79,7 +79,8 @@ def strategy_for(annotation: object, metadata: tuple[object, ...] = ()) -> st.Se
         return _string_strategy(c)
     if origin is list:
         (item,) = typing.get_args(annotation)
-        return st.lists(strategy_for(item), max_size=min(3, c.get("max_length", 3)))
+        least = c.get("min_length", 0)  # drawn, not filtered: a list that must not be empty is rarely drawn so
+        return st.lists(strategy_for(item), min_size=least, max_size=max(least, min(3, c.get("max_length", 3))))
     if origin is dict:  # a JSON object (a receipt): canonical JSON values, no floats
         leaves = st.one_of(st.none(), st.booleans(), st.integers(-MAX_SAFE_INT, MAX_SAFE_INT), st.text(max_size=8))
         values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=3)
@@ -101,7 +102,9 @@ def _string_strategy(c: dict[str, object]) -> st.SearchStrategy:
         generated = st.from_regex(re.compile(pattern), fullmatch=True)
     else:
         generated = st.text(max_size=high)
-    fits = st.one_of(st.sampled_from(SHARED_STRINGS), generated)
+    # only the shared names the pattern allows: an event with many patterned fields is otherwise rarely valid
+    shared = [s for s in SHARED_STRINGS if not pattern or re.fullmatch(pattern, s)]
+    fits = st.one_of(st.sampled_from(shared), generated) if shared else generated
     return fits.filter(lambda s: low <= len(s) <= high)
 
 
