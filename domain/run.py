@@ -1,7 +1,10 @@
 """The Run aggregate: one goal on one target branch, from a pinned base commit.
 
 Statuses: opening (base pin pending) -> active <-> paused -> completed;
-opening/active/paused -> aborted; opening -> failed (base could not be pinned).
+opening/active/paused -> aborted; active/paused -> budget-limited (its budget is
+spent); opening -> failed (base could not be pinned). A run supervised by
+``docket go`` also carries its plan (RunPlanned): tasks, dependencies, agent,
+cycles and parallelism.
 The budget is the sum of the run's active intervals (domain.budget): the clock
 runs while the run is active and at least one docket process supervises it
 (RunSupervised .. RunUnsupervised), so time spent paused, or with no supervisor
@@ -26,6 +29,8 @@ __all__ = [
     "abort",
     "apply",
     "complete",
+    "exhaust_budget",
+    "plan_run",
     "open_run",
     "pause",
     "record_base_pin",
@@ -47,6 +52,23 @@ class Supervision:
 
 
 @dataclass(frozen=True)
+class Plan:
+    """How ``docket go`` supervises the run (RunPlanned)."""
+
+    tasks: tuple[tuple[str, tuple[str, ...]], ...]  # (task id, the task ids it depends on), in task order
+    agent: str
+    cycles: int
+    parallel: int
+
+    def depends_on(self, task_id: str) -> tuple[str, ...]:
+        return next((deps for task, deps in self.tasks if task == task_id), ())
+
+    @property
+    def task_ids(self) -> tuple[str, ...]:
+        return tuple(task for task, _ in self.tasks)
+
+
+@dataclass(frozen=True)
 class Run:
     run_id: str
     version: int
@@ -62,6 +84,7 @@ class Run:
     active_since: str | None = None  # start of the open active interval, if the clock runs
     pending_intents: frozenset[str] = frozenset()
     supervisions: tuple[Supervision, ...] = ()  # the docket processes supervising it now
+    plan: Plan | None = None  # set by `docket go` (RunPlanned)
 
     def used_ms(self, now: str) -> int:
         """Milliseconds of budget spent: closed intervals, and the open one up to now."""
@@ -123,6 +146,11 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
         return replace(_close_interval(run, event.recorded_at), status="aborted")
     if isinstance(event, ev.RunCompleted):
         return replace(_close_interval(run, event.recorded_at), status="completed")
+    if isinstance(event, ev.RunPlanned):
+        return replace(run, plan=Plan(tuple((t.task_id, tuple(t.depends_on)) for t in event.tasks), event.agent,
+                                      event.cycles, event.parallel))
+    if isinstance(event, ev.RunBudgetExhausted):
+        return replace(_close_interval(run, event.recorded_at), status="budget-limited")
     raise TypeError(f"Run cannot apply {event.type_name()}")
 
 
@@ -220,6 +248,35 @@ def abort(run: Run, reason: str, now: str) -> list[ev.Event]:
     for intent_id in sorted(run.pending_intents):
         events.append(next_event(ev.IntentCancelled, stream, events[-1].version, now, intent_id=intent_id,
                                  reason=f"run {run.run_id} was aborted"))
+    return events
+
+
+def plan_run(run: Run, tasks: list[tuple[str, list[str]]], agent: str, cycles: int, parallel: int,
+             now: str) -> list[ev.Event]:
+    """RunPlanned, once: nothing when the same plan is recorded already; a different one is refused."""
+    require_open(run)
+    wanted = Plan(tuple((task, tuple(deps)) for task, deps in tasks), agent, cycles, parallel)
+    if run.plan is not None:
+        if run.plan == wanted:
+            return []
+        raise Refused("plan-differs", f"run {run.run_id} is already planned with other tasks, agent, cycles or "
+                                      "parallelism; resume it with the same ones")
+    return [next_event(ev.RunPlanned, stream_of(run.run_id), run.version, now, run_id=run.run_id,
+                       tasks=[ev.PlannedTask(task_id=task, depends_on=list(deps)) for task, deps in wanted.tasks],
+                       agent=agent, cycles=cycles, parallel=parallel)]
+
+
+def exhaust_budget(run: Run, now: str) -> list[ev.Event]:
+    """RunBudgetExhausted (and a cancellation for each pending intent of the run) once an open run's budget is
+    spent; nothing while some is left."""
+    if run.status not in ("active", "paused") or run.budget_ms is None or run.remaining_ms(now) != 0:
+        return []
+    stream = stream_of(run.run_id)
+    events: list[ev.Event] = [next_event(ev.RunBudgetExhausted, stream, run.version, now, run_id=run.run_id,
+                                         budget_ms=run.budget_ms, used_ms=run.used_ms(now))]
+    for intent_id in sorted(run.pending_intents):
+        events.append(next_event(ev.IntentCancelled, stream, events[-1].version, now, intent_id=intent_id,
+                                 reason=f"run {run.run_id} ran out of budget"))
     return events
 
 

@@ -21,8 +21,22 @@ from .streams import task_stream as stream_of
 if TYPE_CHECKING:
     from .effects import Act, Unknown, WorktreeObservation
 
-__all__ = ["RemovalObservation", "Task", "apply", "decide_removal", "decide_worktree", "plan", "prepared",
-           "request_removal", "request_worktree", "stream_of"]
+__all__ = ["Feedback", "RemovalObservation", "Task", "apply", "decide_removal", "decide_worktree", "finish",
+           "plan", "prepared", "record_feedback", "request_removal", "request_worktree", "retry_prompt",
+           "stream_of"]
+
+MAX_FEEDBACK_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """Why one generation's work failed (TaskFeedbackRecorded)."""
+
+    generation: int
+    code: str
+    check: str | None
+    binding_id: str | None
+    feedback: str
 
 
 @dataclass(frozen=True)
@@ -41,6 +55,14 @@ class Task:
     removal_intent: str | None = None  # the pending WorktreeRemovalRequested, if any
     removal_failure: str | None = None
     removed: str | None = None  # the path of a worktree removed (its content preserved elsewhere)
+    base: str | None = None  # the commit its worktree was asked for at
+    feedback: tuple[Feedback, ...] = ()  # one per generation judged and failed: the cycles spent
+    result: str | None = None  # passed | failed, once TaskFinished
+    finished_binding: str | None = None
+    finished_code: str | None = None
+
+    def judged(self, generation: int) -> bool:
+        return any(f.generation == generation for f in self.feedback)
 
 
 def apply(task: Task | None, event: ev.Event, position: int) -> Task:
@@ -51,7 +73,7 @@ def apply(task: Task | None, event: ev.Event, position: int) -> Task:
     assert task is not None, f"{event.type_name()} before TaskPlanned"
     task = replace(task, version=event.version)
     if isinstance(event, ev.WorktreeRequested):
-        return replace(task, worktree_intent=event.intent_id, worktree_failure=None)
+        return replace(task, worktree_intent=event.intent_id, worktree_failure=None, base=event.base)
     if isinstance(event, ev.WorktreeCreated):
         return replace(task, worktree=event.path, branch=event.branch, worktree_intent=None)
     if isinstance(event, ev.WorktreeFailed):
@@ -66,6 +88,11 @@ def apply(task: Task | None, event: ev.Event, position: int) -> Task:
                        setup_failure=None)
     if isinstance(event, ev.WorktreeRemovalFailed):
         return replace(task, removal_intent=None, removal_failure=event.code)
+    if isinstance(event, ev.TaskFeedbackRecorded):
+        return replace(task, feedback=(*task.feedback, Feedback(event.generation, event.code, event.check,
+                                                                 event.binding_id, event.feedback)))
+    if isinstance(event, ev.TaskFinished):
+        return replace(task, result=event.result, finished_binding=event.binding_id, finished_code=event.code)
     if isinstance(event, (ev.IntentOutcomeUnknown, ev.IntentOutcomeUnknownV2, ev.CandidateUnstable)):
         return task
     if isinstance(event, ev.IntentCancelled):
@@ -83,8 +110,10 @@ def plan(existing: Task | None, run: Run, task_id: str, title: str, now: str, *,
                       prompt_sha256=prompt_sha256, prompt_chars=prompt_chars)
 
 
-def request_worktree(task: Task, run: Run, intent_id: str, repository: str, path: str, now: str) -> list[ev.Event]:
-    """The intent to make the task's worktree at the run's base; nothing when it is made or already asked for."""
+def request_worktree(task: Task, run: Run, intent_id: str, repository: str, path: str, now: str, *,
+                     base: str | None = None) -> list[ev.Event]:
+    """The intent to make the task's worktree at base (default: the run's base); nothing when it is made or
+    already asked for. A task that depends on others starts from the merge of their delivered work."""
     require_open(run)
     if task.worktree is not None or task.worktree_intent is not None:
         return []
@@ -92,7 +121,44 @@ def request_worktree(task: Task, run: Run, intent_id: str, repository: str, path
         raise Refused("run-base-not-pinned", f"run {run.run_id} has no pinned base commit yet")
     return [next_event(ev.WorktreeRequested, stream_of(task.task_id), task.version, now, intent_id=intent_id,
                        run_id=run.run_id, task_id=task.task_id, repository=repository, path=path,
-                       branch=task_branch(run.run_id, task.task_id), base=run.base_commit)]
+                       branch=task_branch(run.run_id, task.task_id), base=base or run.base_commit)]
+
+
+def record_feedback(task: Task, run: Run, *, generation: int, code: str, check: str | None,
+                    binding_id: str | None, feedback: str, now: str) -> list[ev.Event]:
+    """TaskFeedbackRecorded for a generation's failed work, once per generation (nothing if judged already)."""
+    require_open(run)
+    if task.result is not None:
+        raise Refused("task-finished", f"task {task.task_id} has finished ({task.result})")
+    if task.judged(generation):
+        return []
+    text = feedback.strip() or code
+    if len(text) > MAX_FEEDBACK_CHARS:
+        text = "…" + text[-(MAX_FEEDBACK_CHARS - 1):]
+    return [next_event(ev.TaskFeedbackRecorded, stream_of(task.task_id), task.version, now, task_id=task.task_id,
+                       run_id=task.run_id, generation=generation, code=code, check=check, binding_id=binding_id,
+                       feedback=text)]
+
+
+def finish(task: Task, run: Run, *, result: str, binding_id: str | None, code: str | None,
+           message: str | None, now: str) -> list[ev.Event]:
+    """TaskFinished, once (nothing when the task has finished already)."""
+    require_open(run)
+    if task.result is not None:
+        return []
+    return [next_event(ev.TaskFinished, stream_of(task.task_id), task.version, now, task_id=task.task_id,
+                       run_id=task.run_id, result=result, cycles=len(task.feedback) + (result == "passed"),
+                       binding_id=binding_id, code=code, message=(message or None) and message[:4000])]
+
+
+def retry_prompt(prompt: str, feedback: tuple[Feedback, ...]) -> str:
+    """The prompt of the next generation: the task's own, then what went wrong with the last attempt."""
+    if not feedback:
+        return prompt
+    last = feedback[-1]
+    what = f"the check {last.check} failed" if last.check else last.code.replace("-", " ")
+    return (f"{prompt}\n\n---\nYour previous attempt (generation {last.generation}) was not accepted: {what}.\n"
+            f"Fix it. What it printed last:\n{last.feedback}\n")
 
 
 def decide_worktree(task: Task, intent: ev.WorktreeRequested, observed: WorktreeObservation,

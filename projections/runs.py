@@ -22,6 +22,7 @@ COLUMNS = {
     "base_commit": str, "failure_code": str, "failure_message": str,
     "opened_at": str, "closed_at": str, "used_ms": int, "active_since": str, "position": int,
     "supervisions": str,  # JSON list of the supervision ids open now
+    "plan": str,  # JSON of the RunPlanned of a run `docket go` supervises
 }
 INDEXES = ("status",)
 PK = "run_id"
@@ -85,6 +86,16 @@ def _completed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any])
     _clock(c, p["run_id"], at, position, status="completed", closed=True)
 
 
+def _budget_exhausted(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    _clock(c, p["run_id"], at, position, status="budget-limited", closed=True)
+
+
+def _planned(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE runs SET plan = ? WHERE run_id = ?",
+              (json.dumps({"tasks": p["tasks"], "agent": p["agent"], "cycles": p["cycles"],
+                           "parallel": p["parallel"]}, sort_keys=True), p["run_id"]))
+
+
 def _supervised(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     current = _supervisions(c, p["run_id"])
     if current is not None and p["supervision_id"] not in current:
@@ -111,6 +122,8 @@ def handlers() -> dict[str, Any]:
         ev.RunCompleted.type_name(): _completed,
         ev.RunSupervised.type_name(): _supervised,
         ev.RunUnsupervised.type_name(): _unsupervised,
+        ev.RunBudgetExhausted.type_name(): _budget_exhausted,
+        ev.RunPlanned.type_name(): _planned,
     }
 
 

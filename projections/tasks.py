@@ -10,7 +10,8 @@ from .query import as_dicts
 TABLE = "tasks"
 COLUMNS = {"task_id": str, "run_id": str, "title": str, "planned_at": str, "position": int,
            "prompt_sha256": str, "worktree": str, "branch": str, "worktree_failure": str,
-           "worktree_removed": str}
+           "worktree_removed": str, "result": str, "cycles": int, "candidate": str, "finished_code": str,
+           "failed_cycles": int}
 INDEXES = ("run_id",)
 PK = "task_id"
 
@@ -36,12 +37,23 @@ def _worktree_removed(c: sqlite3.Connection, position: int, at: str, p: dict[str
               (p["path"], p["task_id"]))
 
 
+def _feedback(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE tasks SET failed_cycles = COALESCE(failed_cycles, 0) + 1 WHERE task_id = ?", (p["task_id"],))
+
+
+def _finished(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE tasks SET result = ?, cycles = ?, candidate = ?, finished_code = ? "
+              "WHERE task_id = ? AND result IS NULL",
+              (p["result"], p["cycles"], p["binding_id"], p["code"], p["task_id"]))
+
+
 def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
     return {ev.TaskPlanned.type_name(): _planned, ev.TaskPlannedV2.type_name(): _planned,
             ev.WorktreeCreated.type_name(): _worktree_created, ev.WorktreeFailed.type_name(): _worktree_failed,
-            ev.WorktreeRemoved.type_name(): _worktree_removed}
+            ev.WorktreeRemoved.type_name(): _worktree_removed, ev.TaskFeedbackRecorded.type_name(): _feedback,
+            ev.TaskFinished.type_name(): _finished}
 
 
 def tasks_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

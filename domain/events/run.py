@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..values import MAX_SAFE_INT
 from .base import BranchName, Code, Commit, Event, Id, PositiveMs, RepositoryPath, Text, Timestamp
 from .worker import ProcessIdentity
 
@@ -12,9 +15,12 @@ __all__ = [
     "RunBasePinFailed",
     "RunBasePinRequested",
     "RunBasePinned",
+    "RunBudgetExhausted",
     "RunCompleted",
     "RunOpened",
+    "PlannedTask",
     "RunPaused",
+    "RunPlanned",
     "RunResumed",
     "RunSupervised",
     "RunUnsupervised",
@@ -111,3 +117,33 @@ class RunUnsupervised(Event):
     supervision_id: Id
     ended_at: Timestamp
     cause: Literal["finished", "supervisor-gone"]
+
+
+class PlannedTask(BaseModel):
+    """One task of a supervised run, and the tasks whose delivered work it starts from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    task_id: Id
+    depends_on: Annotated[list[Id], Field(max_length=1000)]
+
+
+class RunPlanned(Event):
+    """How ``docket go`` supervises the run: its tasks in order with their dependencies, the agent, the number of
+    cycles (generations judged) each task may use, and how many agents run at once. Recorded once; a resume
+    follows it."""
+
+    name = "RunPlanned"
+    run_id: Id
+    tasks: Annotated[list[PlannedTask], Field(min_length=1, max_length=1000)]
+    agent: Id
+    cycles: Annotated[int, Field(ge=1, le=100)]
+    parallel: Annotated[int, Field(ge=1, le=64)]
+
+
+class RunBudgetExhausted(Event):
+    """The run has used its whole time budget: it ends budget-limited, and its workers are stopped."""
+
+    name = "RunBudgetExhausted"
+    run_id: Id
+    budget_ms: PositiveMs
+    used_ms: Annotated[int, Field(ge=0, le=MAX_SAFE_INT)]

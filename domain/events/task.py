@@ -9,7 +9,7 @@ from pydantic import Field
 from ..values import MAX_SAFE_INT
 from .base import AbsolutePath, BranchName, Code, Commit, Event, Id, RepositoryPath, Sha256, Text
 
-__all__ = ["TaskPlanned", "TaskPlannedV2", "WorktreeCreated", "WorktreeFailed", "WorktreePrepared",
+__all__ = ["TaskFeedbackRecorded", "TaskFinished", "TaskPlanned", "TaskPlannedV2", "WorktreeCreated", "WorktreeFailed", "WorktreePrepared",
            "WorktreeRemovalFailed", "WorktreeRemovalRequested", "WorktreeRemoved", "WorktreeRequested"]
 
 
@@ -135,3 +135,32 @@ class WorktreeRemovalFailed(Event):
     task_id: Id
     code: Code
     message: Text
+
+
+class TaskFeedbackRecorded(Event):
+    """A generation's work on the task was judged and failed (code says how: its check failed, the agent failed
+    or timed out, it changed nothing, ...). The feedback goes into the next generation's prompt; each one
+    recorded spends one of the task's cycles."""
+
+    name = "TaskFeedbackRecorded"
+    task_id: Id
+    run_id: Id
+    generation: Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
+    code: Code
+    check: Id | None
+    binding_id: Sha256 | None
+    feedback: Text
+
+
+class TaskFinished(Event):
+    """The task is done with: passed (its candidate passed every required check and was handed off) or failed
+    (its cycles are spent, or what it depends on failed)."""
+
+    name = "TaskFinished"
+    task_id: Id
+    run_id: Id
+    result: Literal["passed", "failed"]
+    cycles: Annotated[int, Field(ge=0, le=MAX_SAFE_INT)]
+    binding_id: Sha256 | None
+    code: Code | None
+    message: Text | None
