@@ -148,6 +148,16 @@ def _key(nouns: Nouns, common: Common) -> None:
     register(nouns, common)
 
 
+def _go(nouns: Nouns, common: Common) -> None:
+    from .go import register
+    register(nouns, common)
+
+
+def _supervise(nouns: Nouns, common: Common) -> None:
+    from .go import register_supervise
+    register_supervise(nouns, common)
+
+
 def _completion(nouns: Nouns, common: Common) -> None:
     from .ledger import add_completion
     add_completion(nouns, common)
@@ -157,6 +167,8 @@ def _completion(nouns: Nouns, common: Common) -> None:
 COMMANDS = {
     "init": _init,
     "status": _status,
+    "go": _go,
+    "supervise": _supervise,
     "log": _log,
     "verify": _verify,
     "replay": _replay,

@@ -88,7 +88,8 @@ def pin_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: 
     if run.base_commit is None:
         raise Refused("run-base-not-pinned", f"run {run_id} has no pinned base commit yet")
     git = effector.ports.git
-    captured = git.capture_twice(Path(task.worktree), expected_head=None, base=run.base_commit,
+    # what changed is measured from where the worktree started: a task that depends on others starts from their work
+    captured = git.capture_twice(Path(task.worktree), expected_head=None, base=task.base or run.base_commit,
                                  artifact_dir=artifact_dir)
     boundary = boundary_of(generation)
     if not hasattr(captured, "tree"):  # Unstable

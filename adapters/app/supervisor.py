@@ -175,7 +175,7 @@ def _asked_to_stop(ledger: Ledger, clock: Clock, w: Launched) -> str | None:
     if worker.stop_intent is not None:
         return worker.stop_reason or "requested"
     run = load_run(ledger, w.run_id)
-    if run.status not in ("active", "paused"):
+    if run.status != "active":  # paused work is stopped too: no agent works while its run's budget does not run
         return "run-stopped"
     if run.remaining_ms(clock.now()) == 0:
         return "budget"

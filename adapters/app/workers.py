@@ -71,6 +71,7 @@ class LaunchRequest:
     ports: bool = False
     artifact_dir: str | None = None  # left out of the candidate pinned when the agent exits
     pin_on_exit: bool = True
+    base: str | None = None  # the commit a new worktree starts at (default: the run's base)
 
 
 @dataclass
@@ -138,7 +139,7 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
             worker: worker_aggregate.Worker, supervisions: dict[str, str], *, docket_dir: Path, repository: Path,
             main_checkout: Path | None, ledger_path: Path) -> Launched:
     processes = launcher.processes
-    task = _task_worktree(ledger, clock, effector, request.task_id, repository)
+    task = _task_worktree(ledger, clock, effector, request.task_id, repository, request.base)
     assert task.worktree is not None
     worktree = Path(task.worktree)
     if not task.prepared:
@@ -228,7 +229,8 @@ def _current_worker(ledger: Ledger, clock: Clock, processes: Any,
     return load_worker(ledger, request.worker_id)
 
 
-def _task_worktree(ledger: Ledger, clock: Clock, effector: Any, task_id: str, repository: Path) -> task_aggregate.Task:
+def _task_worktree(ledger: Ledger, clock: Clock, effector: Any, task_id: str, repository: Path,
+                   base: str | None = None) -> task_aggregate.Task:
     from ..world.paths import task_worktree_path
 
     task = load_task(ledger, task_id)
@@ -239,7 +241,7 @@ def _task_worktree(ledger: Ledger, clock: Clock, effector: Any, task_id: str, re
             def decision(now: str) -> list[Event]:
                 current = load_task(ledger, task_id)
                 return task_aggregate.request_worktree(current, load_run(ledger, current.run_id), new_id("worktree"),
-                                                       str(repository), str(path), now)
+                                                       str(repository), str(path), now, base=base)
 
             ledger.decide(decision, clock.now())
             task = load_task(ledger, task_id)
@@ -307,12 +309,17 @@ def _grant(ledger: Ledger, clock: Clock, processes: Any, resource: str, worker: 
 
 
 def _prompt(docket_dir: Path, task: task_aggregate.Task) -> tuple[str, Path | None]:
-    """The task's prompt text and the file that holds it (checked against the digest the ledger holds)."""
-    if task.prompt_sha256 is None:
-        return task.title, None
-    from ..world.prompts import read_prompt
+    """The prompt of the task's next generation and the file that holds it: the task's own (checked against the
+    digest the ledger holds), followed by the feedback on the last failed attempt when there was one."""
+    from ..world.prompts import read_prompt, store_prompt
 
-    path, text = read_prompt(docket_dir, task.prompt_sha256)
+    if task.prompt_sha256 is None:
+        text, path = task.title, None
+    else:
+        path, text = read_prompt(docket_dir, task.prompt_sha256)
+    if task.feedback:
+        text = task_aggregate.retry_prompt(text, task.feedback)
+        _, path = store_prompt(docket_dir, text)  # by content: the argv naming it binds it
     return text, path
 
 

@@ -1,0 +1,433 @@
+"""`docket go`: one process supervises a planned run to its end, and a second one after a crash finishes it.
+
+Everything it decides is read back from the ledger, so a fresh process (``--resume``,
+``docket supervise``) takes up exactly where a killed one stopped:
+
+- The main loop starts a task's work when what it depends on passed, at most
+  ``parallel`` at once, and watches the run: paused (its agents are stopped and
+  relaunched on resume), aborted, or out of budget (RunBudgetExhausted).
+- A task's work runs in its own thread with its own ledger connection: launch
+  the agent for the next generation (a dependent task's worktree starts from the
+  merge of its dependencies' candidates), supervise it to its end, then judge
+  the generation: pin its worktree, run the required checks on the candidate,
+  and hand it off (TaskFinished passed) or record why it failed
+  (TaskFeedbackRecorded, whose text the next generation's prompt carries) until
+  the task's cycles are spent (TaskFinished failed).
+- A generation docket itself ended (the run paused, its supervisor gone, its end
+  unknown) is not judged and spends no cycle: the next generation carries on in
+  the same worktree.
+- When every task has finished, the merge queue integrates the passed ones in
+  task order, the receipt is sealed (and exported when a key is given), and the
+  run completed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...domain import candidate as candidate_aggregate
+from ...domain import run as run_aggregate
+from ...domain import task as task_aggregate
+from ...domain import worker as worker_aggregate
+from ...domain.errors import DocketError, Refused
+from ..world import faults
+from ..world.clock import Clock
+from .checks import CheckSpec
+from .ledger import Ledger
+from .services import load_run, load_task
+
+__all__ = ["Agent", "GoSettings", "Session", "drive_run", "judgeable", "task_worker_id"]
+
+TICK_SECONDS = 0.25
+JUDGED_CAUSES = frozenset({"exited", "timeout", "idle-timeout"})
+
+
+@dataclass(frozen=True)
+class Agent:
+    """How to start the plan's agent (docket.toml's [agents.NAME])."""
+
+    name: str
+    command: tuple[str, ...]
+    prompt_mode: str = "argument"
+    env: Mapping[str, str] = field(default_factory=dict)
+    env_allow: tuple[str, ...] = ()
+    timeout_ms: int | None = None
+    idle_timeout_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class GoSettings:
+    agent: Agent
+    checks: tuple[CheckSpec, ...]  # every configured check; the required ones judge a candidate
+    approval: bool
+    docket_dir: Path
+    repository: Path  # the git common dir
+    main_checkout: Path | None
+    ledger_path: Path
+    artifact_dir: str | None = None
+    setup: tuple[tuple[str, ...], ...] = ()
+    include: tuple[str, ...] = ()
+    ports: bool = False
+
+    @property
+    def required(self) -> tuple[CheckSpec, ...]:
+        return tuple(spec for spec in self.checks if spec.required)
+
+
+@dataclass
+class Session:
+    """A ledger connection with its clock and effector, for one thread."""
+
+    ledger: Ledger
+    clock: Clock
+    effector: Any
+    close: Callable[[], None] = lambda: None
+
+
+def task_worker_id(task_id: str) -> str:
+    return task_id  # one worker per task, raised a generation per attempt
+
+
+def judgeable(worker: worker_aggregate.Worker) -> bool:
+    """Whether the generation's end says something about the agent's work: it exited by itself, ran out of time,
+    could not start, or someone stopped it on purpose. docket's own stops (pause, supervisor gone) and unknown ends
+    are not judged."""
+    if worker.status == "launch-failed":
+        return worker.exit_cause != "cancelled"
+    if worker.status != "exited":
+        return False
+    return worker.exit_cause in JUDGED_CAUSES or (worker.exit_cause == "stopped" and worker.stop_reason == "requested")
+
+
+# --- the main loop -------------------------------------------------------------------------------------------------
+
+
+def drive_run(open_session: Callable[[], Session], settings: GoSettings, run_id: str, *,
+              interrupted: threading.Event, tick: Callable[[], None] = lambda: None,
+              parallel: int | None = None) -> None:
+    """Supervise the planned run until every task has finished, or the run stops, or ``interrupted`` is set.
+    ``parallel``: agents at once (default: the plan's)."""
+    from .supervision import begin_supervision, end_supervision
+
+    s = open_session()
+    threads: dict[str, threading.Thread] = {}
+    errors: list[BaseException] = []
+    supervisions = begin_supervision(s.ledger, s.clock, s.effector.ports.processes, {run_id})
+    try:
+        while not interrupted.is_set():
+            run = load_run(s.ledger, run_id)
+            if run.status not in ("active", "paused") or _out_of_budget(s, run_id):
+                break
+            threads = {task: thread for task, thread in threads.items() if thread.is_alive()}
+            if errors:
+                raise errors[0]
+            if run.status == "active" and not _start_work(open_session, settings, s, run, threads, errors,
+                                                          parallel or run.plan.parallel):
+                if not threads:
+                    break
+            tick()
+            time.sleep(TICK_SECONDS)
+    finally:
+        if interrupted.is_set():
+            _stop_workers(s, threads)
+        for thread in threads.values():
+            thread.join()
+        end_supervision(s.ledger, s.clock, supervisions)
+        s.close()
+    if errors:
+        raise errors[0]
+
+
+def _start_work(open_session: Callable[[], Session], settings: GoSettings, s: Session, run: run_aggregate.Run,
+                threads: dict[str, threading.Thread], errors: list[BaseException], parallel: int) -> bool:
+    """Start the work each ready task may start; whether any task is still unfinished."""
+    assert run.plan is not None
+    unfinished = False
+    for task_id, depends_on in run.plan.tasks:
+        task = load_task(s.ledger, task_id)
+        if task.result is not None:
+            continue
+        unfinished = True
+        if task_id in threads:
+            continue
+        results = [load_task(s.ledger, dependency).result for dependency in depends_on]
+        if "failed" in results:
+            failed = [d for d, r in zip(depends_on, results) if r == "failed"]
+            _finish(s, task_id, "failed", None, "dependency-failed", f"it depends on {', '.join(failed)}, which failed")
+            continue
+        if None in results or len(threads) >= parallel:
+            continue
+        thread = threading.Thread(target=_guarded, args=(open_session, settings, run.run_id, task_id, errors),
+                                  name=f"docket-task-{task_id}", daemon=True)
+        threads[task_id] = thread
+        thread.start()
+    return unfinished
+
+
+def _out_of_budget(s: Session, run_id: str) -> bool:
+    """Record RunBudgetExhausted once the run's budget is spent; whether it is."""
+    appended = s.ledger.decide(lambda now: run_aggregate.exhaust_budget(load_run(s.ledger, run_id), now),
+                               s.clock.now())
+    return bool(appended)
+
+
+def _stop_workers(s: Session, threads: Mapping[str, threading.Thread]) -> None:
+    """This supervisor is leaving: stop the agents it supervises (not judged: the next one relaunches them)."""
+    from .workers import request_stop
+
+    for task_id in threads:
+        worker = s.ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(task_worker_id(task_id)))
+        if worker is not None and worker.status in ("launching", "running"):
+            try:
+                request_stop(s.ledger, s.clock, worker.worker_id, "supervisor-gone")
+            except DocketError:
+                pass
+
+
+def _guarded(open_session: Callable[[], Session], settings: GoSettings, run_id: str, task_id: str,
+             errors: list[BaseException]) -> None:
+    try:
+        work_on(open_session, settings, run_id, task_id)
+    except BaseException as e:  # the main loop re-raises it: a bug must not pass for a finished task
+        errors.append(e)
+
+
+# --- one task's work -----------------------------------------------------------------------------------------------
+
+
+def work_on(open_session: Callable[[], Session], settings: GoSettings, run_id: str, task_id: str) -> None:
+    """Attempt the task, generation after generation, until it finishes or its run is no longer active."""
+    s = open_session()
+    try:
+        while True:
+            run = load_run(s.ledger, run_id)
+            task = load_task(s.ledger, task_id)
+            if run.status != "active" or task.result is not None:
+                return
+            assert run.plan is not None
+            worker = s.ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(task_worker_id(task_id)))
+            if worker is not None and worker.status in ("launching", "running"):
+                return  # a generation another docket process supervises, or one reconcile has not settled
+            if worker is not None and judgeable(worker) and not task.judged(worker.generation):
+                _judge(s, settings, run, task, worker)
+                continue
+            if len(task.feedback) >= run.plan.cycles:
+                last = task.feedback[-1] if task.feedback else None
+                _finish(s, task_id, "failed", None, last.code if last else "no-cycles",
+                        f"{len(task.feedback)} cycle(s) spent; the last: {last.feedback if last else 'none'}")
+                return
+            if not _attempt(s, settings, run, task):
+                return
+    finally:
+        s.close()
+
+
+def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: task_aggregate.Task) -> bool:
+    """Launch the next generation and supervise it to its end; False when it could not be launched for now."""
+    from .supervisor import Limits, supervise
+    from .workers import LaunchRequest, launch_worker
+
+    base = None
+    if task.worktree is None and task.worktree_intent is None:
+        base = _start_commit(s, settings, run, task)
+        if base is False:
+            return True  # finished failed: its dependencies do not merge
+    agent = settings.agent
+    request = LaunchRequest(run_id=run.run_id, task_id=task.task_id, worker_id=task_worker_id(task.task_id),
+                            agent=agent.name, command=agent.command, prompt_mode=agent.prompt_mode, env=agent.env,
+                            env_allow=agent.env_allow, setup=settings.setup, include=settings.include,
+                            ports=settings.ports, artifact_dir=settings.artifact_dir, pin_on_exit=False,
+                            base=base or None)
+    faults.crash_point("go:before-launch")
+    try:
+        launched = launch_worker(s.ledger, s.clock, s.effector, s.effector.ports.launcher, request,
+                                 docket_dir=settings.docket_dir, repository=settings.repository,
+                                 main_checkout=settings.main_checkout, ledger_path=settings.ledger_path)
+    except Refused as e:
+        if e.code in ("run-closed", "worker-running", "launched-elsewhere", "lease-held", "lease-holder-unknown"):
+            return False
+        raise
+    except DocketError as e:
+        if e.code == "setup-failed":
+            _finish(s, task.task_id, "failed", None, "setup-failed", e.message)
+            return True
+        raise
+    supervise(s.ledger, s.clock, s.effector, [(launched, Limits(agent.timeout_ms, agent.idle_timeout_ms))],
+              supervisions=launched.supervisions)
+    faults.crash_point("go:after-agent")
+    return True
+
+
+def _start_commit(s: Session, settings: GoSettings, run: run_aggregate.Run,
+                  task: task_aggregate.Task) -> str | bool | None:
+    """Where a new worktree of the task starts: None for the run's base; for a task that depends on others, the
+    merge of their passed candidates onto the base, in task order (False: they conflict, and the task failed)."""
+    from ..world.merge import merge_candidate
+
+    assert run.plan is not None and run.base_commit is not None
+    depends_on = run.plan.depends_on(task.task_id)
+    if not depends_on:
+        return None
+    head = run.base_commit
+    for dependency in depends_on:
+        binding = load_task(s.ledger, dependency).finished_binding
+        candidate = s.ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(binding or ""))
+        if candidate is None or candidate.commit is None:
+            _finish(s, task.task_id, "failed", None, "dependency-missing", f"{dependency} has no candidate")
+            return False
+        merged = merge_candidate(settings.repository, head, candidate.commit,
+                                 f"docket: start {task.task_id} from {dependency}\n\nDocket-Run: {run.run_id}\n")
+        if merged.state in ("merged", "already-merged") and merged.commit:
+            head = merged.commit
+            continue
+        _finish(s, task.task_id, "failed", None, "dependency-conflict",
+                f"the work of {', '.join(depends_on)} does not merge ({merged.state}): "
+                f"{', '.join(merged.conflicts[:10]) or merged.detail}")
+        return False
+    return head
+
+
+def _judge(s: Session, settings: GoSettings, run: run_aggregate.Run, task: task_aggregate.Task,
+           worker: worker_aggregate.Worker) -> None:
+    """Judge a generation that ended: pass the task (its candidate checked and handed off) or record feedback."""
+    generation = worker.generation
+    if worker.status == "launch-failed":
+        _feedback(s, task, generation, "launch-failed", None, None, _worker_tail(s, worker) or "it could not start")
+        return
+    if worker.exit_cause in ("timeout", "idle-timeout"):
+        what = "ran out of time" if worker.exit_cause == "timeout" else "printed nothing for too long"
+        _feedback(s, task, generation, f"agent-{worker.exit_cause}", None, None,
+                  f"the agent {what} and was stopped\n{_worker_tail(s, worker)}")
+        return
+    if worker.exit_cause == "stopped" or worker.exit_code != 0:
+        how = "was stopped on request" if worker.exit_cause == "stopped" else f"exited {worker.exit_code}"
+        _feedback(s, task, generation, "agent-failed", None, None, f"the agent {how}\n{_worker_tail(s, worker)}")
+        return
+    candidate = _pin(s, settings, run, task, generation)
+    if candidate is None:
+        return
+    faults.crash_point("go:after-pin")
+    for spec in settings.required:
+        outcome = _check(s, settings, candidate.binding_id, spec)
+        if outcome is not None:
+            result, tail = outcome
+            if result != "passed":
+                _feedback(s, task, generation, "check-failed", spec.name, candidate.binding_id,
+                          f"{spec.name}: {result}\n{tail}")
+                return
+    faults.crash_point("go:before-handoff")
+    _hand_off(s, settings, task, candidate)
+
+
+def _pin(s: Session, settings: GoSettings, run: run_aggregate.Run, task: task_aggregate.Task,
+         generation: int) -> candidate_aggregate.Candidate | None:
+    from .candidates import pin_task
+
+    try:
+        pinned = pin_task(s.ledger, s.clock, s.effector, run.run_id, task.task_id, artifact_dir=settings.artifact_dir,
+                          worker_id=task_worker_id(task.task_id), generation=generation)
+    except DocketError as e:
+        if e.code in ("run-closed",):
+            return None
+        _feedback(s, task, generation, "pin-failed", None, None, f"{e.code}: {e.message}")
+        return None
+    if pinned.result == "unchanged":
+        _feedback(s, task, generation, "no-changes", None, None, "the agent changed nothing in its worktree")
+        return None
+    if pinned.result == "unstable":
+        _feedback(s, task, generation, "unstable", None, None,
+                  "files kept changing after the agent exited: " + ", ".join(pinned.differing[:20]))
+        return None
+    candidate = pinned.candidate
+    if candidate is None or candidate.status != "pinned":
+        status = candidate.status if candidate else "missing"
+        if status in ("pinning",):
+            return None  # its outcome is unknown for now: judged again on the next pass
+        _feedback(s, task, generation, "pin-failed", None, None, f"the candidate is {status}")
+        return None
+    return candidate
+
+
+def _check(s: Session, settings: GoSettings, binding: str, spec: CheckSpec) -> tuple[str, str] | None:
+    """The required check's result on the candidate: one recorded under this configuration, or a new run."""
+    from .checks import run_check
+    from .integration import _concluded
+
+    candidate = s.ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(binding))
+    assert candidate is not None
+    done = _concluded(candidate, spec.name, spec.config_sha256)
+    if done is not None:  # recorded before a crash: never run twice
+        tail = next((getattr(e, "tail", "") for _, e in reversed(s.ledger.history(candidate_aggregate.stream_of(binding)))
+                     if getattr(e, "check_id", None) == done.check_id and getattr(e, "tail", None) is not None), "")
+        return done.result or "failed", tail
+    outcome = run_check(s.ledger, s.clock, s.effector, binding, spec, artifact_dir=settings.artifact_dir,
+                        docket_dir=settings.docket_dir, ledger_path=settings.ledger_path)
+    return outcome.result, outcome.tail
+
+
+def _hand_off(s: Session, settings: GoSettings, task: task_aggregate.Task,
+              candidate: candidate_aggregate.Candidate) -> None:
+    from .handoff import confirm_handoff, offer_handoff
+
+    current = s.ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(candidate.binding_id))
+    assert current is not None
+    if current.handoff is None:
+        current = offer_handoff(s.ledger, s.clock, candidate.binding_id)
+    if current.handoff in ("offered",):
+        required = {spec.name: spec.config_sha256 for spec in settings.required}
+        current = confirm_handoff(s.ledger, s.clock, s.effector, candidate.binding_id, required)
+    if current.handoff == "confirmed":
+        _finish(s, task.task_id, "passed", candidate.binding_id, None, None)
+    else:
+        _feedback(s, task, candidate.generation or 0, "handoff-rejected", None, candidate.binding_id,
+                  f"the handoff of candidate {candidate.binding_id[:12]} was {current.handoff}")
+
+
+def _feedback(s: Session, task: task_aggregate.Task, generation: int, code: str, check: str | None,
+              binding: str | None, text: str) -> None:
+    from ...domain.processes import bounded_tail
+
+    feedback = bounded_tail(text.encode("utf-8", "replace"), max_lines=40, max_chars=3000) or code
+
+    def decision(now: str) -> list[Any]:
+        return task_aggregate.record_feedback(load_task(s.ledger, task.task_id), load_run(s.ledger, task.run_id),
+                                              generation=generation, code=code, check=check, binding_id=binding,
+                                              feedback=feedback, now=now)
+
+    faults.crash_point("go:before-feedback")
+    try:
+        s.ledger.decide(decision, s.clock.now())
+    except Refused as e:
+        if e.code not in ("run-closed", "task-finished"):
+            raise
+
+
+def _finish(s: Session, task_id: str, result: str, binding: str | None, code: str | None,
+            message: str | None) -> None:
+    def decision(now: str) -> list[Any]:
+        task = load_task(s.ledger, task_id)
+        return task_aggregate.finish(task, load_run(s.ledger, task.run_id), result=result, binding_id=binding,
+                                     code=code, message=message, now=now)
+
+    try:
+        s.ledger.decide(decision, s.clock.now())
+    except Refused as e:
+        if e.code != "run-closed":
+            raise
+
+
+def _worker_tail(s: Session, worker: worker_aggregate.Worker) -> str:
+    """The tail of the generation's log as WorkerExited recorded it."""
+    for _, event in reversed(s.ledger.history(worker_aggregate.stream_of(worker.worker_id))):
+        if getattr(event, "generation", None) == worker.generation and hasattr(event, "tail"):
+            return event.tail or ""
+    return ""
+
+
+def task_ids(run: run_aggregate.Run) -> Sequence[str]:
+    return run.plan.task_ids if run.plan is not None else ()

@@ -1,0 +1,487 @@
+"""docket go / docket supervise: a whole multi-agent run from one command, continued after any crash."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from .context import Context
+from .parsing import command
+
+__all__ = ["register", "register_supervise"]
+
+DEFAULT_CYCLES = 3
+DEFAULT_PARALLEL = 4
+GO_EXIT = {"delivered": 0, "failed": 6, "stopped": 7}
+
+
+def register(nouns: Any, common: argparse.ArgumentParser) -> None:
+    p = command(nouns, "go", go, common,
+                "run an agent per task in parallel, check each result (relaunching with the failure as feedback "
+                "until it passes or its cycles are spent), integrate what passed, seal the receipt "
+                "(exit 0: all delivered, 6: some task failed or nothing integrated, 7: stopped, aborted or out of "
+                "budget)",
+                "docket go --goal 'greet by name' --tasks tasks.toml --agent claude --parallel 3 --budget 2h\n"
+                "  docket go --resume run-7k2m9x4q")
+    p.add_argument("--goal", metavar="TEXT", help="what the run is for")
+    p.add_argument("--task", action="append", metavar="TEXT", dest="task_texts",
+                   help="a task (its title and prompt; repeatable; ids t1, t2, ...)")
+    p.add_argument("--tasks", metavar="FILE", help="a TOML file of [[tasks]] with id, title, prompt, depends_on")
+    p.add_argument("--agent", metavar="NAME", help="an [agents.NAME] of docket.toml (default: its 'agent', or the "
+                                                   "only one configured)")
+    p.add_argument("--target", metavar="BRANCH", help="target branch (default: docket.toml's [run] target)")
+    p.add_argument("--budget", metavar="DURATION", help="time budget of the run, e.g. 2h (active time only)")
+    p.add_argument("--parallel", type=_count(64), metavar="N", help=f"agents at once (default {DEFAULT_PARALLEL})")
+    p.add_argument("--cycles", type=_count(100), metavar="N",
+                   help=f"attempts judged per task before it fails (default {DEFAULT_CYCLES})")
+    p.add_argument("--key", metavar="KEY", help="export the sealed receipt signed with this private key")
+    p.add_argument("--id", metavar="RUN", help="the new run's id (default: a new random id)")
+    p.add_argument("--resume", metavar="RUN", help="continue an unfinished run from the ledger")
+
+
+def register_supervise(nouns: Any, common: argparse.ArgumentParser) -> None:
+    p = command(nouns, "supervise", supervise, common,
+                "continue every unfinished run `docket go` planned: drive pending intents, record dead workers, "
+                "relaunch within their cycles, integrate and seal (--once: recover them and return)",
+                "docket supervise --once")
+    p.add_argument("--once", action="store_true", help="recover each unfinished run once, without launching agents")
+    p.add_argument("--key", metavar="KEY", help="export each sealed receipt signed with this private key")
+
+
+def _count(limit: int) -> Any:
+    def parse(text: str) -> int:
+        from ..domain.errors import BadInput
+
+        if not text.isdigit() or not 1 <= int(text[:6]) <= limit or len(text) > 6:
+            raise BadInput("bad-count", f"{text[:20]!r} is not a whole number from 1 to {limit}")
+        return int(text)
+    return parse
+
+
+# --- docket go -----------------------------------------------------------------------------------------------------
+
+
+def go(ctx: Context) -> int:
+    a = ctx.args
+    config = _config()
+    if a.resume is not None:
+        run_id = a.resume
+        _check_resume(ctx, run_id, config)
+    else:
+        run_id = _start(ctx, config)
+    return _supervise_to_end(ctx, config, run_id, parallel=a.parallel, key=a.key)
+
+
+def _config() -> Any:
+    from ..adapters.world.config_file import find_config, load_config
+
+    return load_config(find_config(Path.cwd()))
+
+
+def _specs(ctx: Context) -> list[Any]:
+    from ..domain.errors import BadInput
+    from ..domain.plan import parse_tasks, tasks_from_texts
+    from .parsing import UsageError
+
+    a = ctx.args
+    if a.tasks and a.task_texts:
+        raise UsageError("give either --task TEXT ... or --tasks FILE, not both")
+    if a.task_texts:
+        return tasks_from_texts(a.task_texts)
+    if a.tasks:
+        import tomllib
+
+        text = _read_tasks_file(a.tasks)
+        try:
+            document = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise BadInput("bad-tasks", f"{a.tasks}: {e}") from None
+        return parse_tasks(document, a.tasks)
+    return []
+
+
+def _read_tasks_file(name: str) -> str:
+    from ..domain.errors import BadInput
+
+    limit = 4 << 20
+    try:
+        with open(name, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise BadInput("bad-tasks-file", f"cannot read {name}: {e.strerror}") from None
+    if len(data) > limit:
+        raise BadInput("bad-tasks-file", f"{name} holds more than {limit} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput("bad-tasks-file", f"{name} is not UTF-8 text") from None
+
+
+def _agent_name(config: Any, wanted: str | None) -> str:
+    from ..domain.errors import BadInput, NotFound
+
+    name = wanted or config.default_agent or (next(iter(config.agents)) if len(config.agents) == 1 else None)
+    if name is None:
+        raise BadInput("no-agent", "name an agent with --agent NAME (an [agents.NAME] of docket.toml)")
+    if name not in config.agents:
+        known = ", ".join(sorted(config.agents)) or "none"
+        raise NotFound("agent-not-found", f"docket.toml has no [agents.{name}] (configured: {known})")
+    return name
+
+
+def _start(ctx: Context, config: Any) -> str:
+    """Open the run, plan its tasks and record the plan; the run's id."""
+    from ..adapters.app import services
+    from ..adapters.world.clock import new_id
+    from ..domain.errors import BadInput
+    from ..domain.values import parse_duration
+    from .parsing import UsageError
+
+    a = ctx.args
+    if not a.goal:
+        raise UsageError("docket go needs --goal TEXT (or --resume RUN)")
+    specs = _specs(ctx)
+    if not specs:
+        raise UsageError("docket go needs --task TEXT (repeatable) or --tasks FILE")
+    agent = _agent_name(config, a.agent)
+    target = a.target or config.run.target
+    if target is None:
+        raise BadInput("no-target", "name the target branch with --target BRANCH (or set [run] target in docket.toml)")
+    budget_ms = parse_duration(a.budget) if a.budget is not None else config.run.budget_ms
+    repository = ctx.require_repository()
+    run_id = a.id or new_id("run")
+    run = services.open_run(ctx.ledger, ctx.clock, run_id=run_id, intent_id=new_id("intent"), goal=a.goal,
+                            target_branch=target, budget_ms=budget_ms, repository=str(repository), wait=True,
+                            effector=ctx.effector)
+    if run.status == "failed":
+        from ..domain.errors import Refused
+
+        raise Refused(run.failure_code or "run-failed", run.failure_message or f"run {run_id} could not be opened")
+    _plan(ctx, run_id, specs, agent, a.cycles or DEFAULT_CYCLES, a.parallel or DEFAULT_PARALLEL)
+    return run_id
+
+
+def _plan(ctx: Context, run_id: str, specs: list[Any], agent: str, cycles: int, parallel: int) -> None:
+    """Plan each task not planned yet (its prompt stored first), then RunPlanned: safe to repeat after a crash."""
+    from ..adapters.app import services
+    from ..adapters.world.prompts import store_prompt
+    from ..domain import run as run_aggregate
+    from ..domain import task as task_aggregate
+    from ..domain.plan import ledger_task_id
+
+    tasks = []
+    for spec in specs:
+        task_id = ledger_task_id(run_id, spec.id)
+        if ctx.ledger.get(task_aggregate.apply, task_aggregate.stream_of(task_id)) is None:
+            sha256, _ = store_prompt(ctx.paths.ledger.parent, spec.prompt)
+            services.plan_task(ctx.ledger, ctx.clock, run_id, task_id, spec.title, prompt_sha256=sha256,
+                               prompt_chars=len(spec.prompt))
+        tasks.append((task_id, [ledger_task_id(run_id, d) for d in spec.depends_on]))
+    ctx.ledger.decide(lambda now: run_aggregate.plan_run(services.load_run(ctx.ledger, run_id), tasks, agent, cycles,
+                                                         parallel, now), ctx.clock.now())
+    ctx.update_views()
+
+
+def _check_resume(ctx: Context, run_id: str, config: Any) -> None:
+    """A run to resume: planned (or its planning finished now from the options), its options the same."""
+    from ..adapters.app.services import load_run
+    from ..domain.errors import Refused
+
+    a = ctx.args
+    run = load_run(ctx.ledger, run_id)
+    if run.plan is None:
+        specs = _specs(ctx)
+        if not specs:
+            raise Refused("run-not-planned", f"run {run_id} was not planned by docket go; give its --task or --tasks "
+                                             "again to finish planning it")
+        _plan(ctx, run_id, specs, _agent_name(config, a.agent), a.cycles or DEFAULT_CYCLES,
+              a.parallel or DEFAULT_PARALLEL)
+        return
+    if a.goal is not None and a.goal != run.goal:
+        raise Refused("plan-differs", f"run {run_id} has another goal; resume it without --goal or with its own")
+    if a.cycles is not None and a.cycles != run.plan.cycles:
+        raise Refused("plan-differs", f"run {run_id} was planned with --cycles {run.plan.cycles}")
+    if a.agent is not None and a.agent != run.plan.agent:
+        raise Refused("plan-differs", f"run {run_id} was planned with --agent {run.plan.agent}")
+    specs = _specs(ctx)
+    if specs:
+        from ..domain.plan import ledger_task_id
+
+        if [ledger_task_id(run_id, s.id) for s in specs] != list(run.plan.task_ids):
+            raise Refused("plan-differs", f"run {run_id} was planned with other tasks")
+
+
+# --- supervising a run to its end ------------------------------------------------------------------------------------
+
+
+def _settings(ctx: Context, config: Any, agent_name: str) -> Any:
+    from ..adapters.app.checks import CheckSpec
+    from ..adapters.app.go import Agent, GoSettings
+    from ..adapters.world.paths import main_worktree
+    from ..domain.config import check_config_sha256
+    from ..domain.errors import NotFound
+
+    chosen = config.agents.get(agent_name)
+    if chosen is None:
+        raise NotFound("agent-not-found", f"docket.toml has no [agents.{agent_name}], the agent this run was "
+                                          "planned with")
+    agent = Agent(agent_name, tuple(chosen.command), chosen.prompt, dict(chosen.env), tuple(chosen.env_allow),
+                  chosen.timeout_ms, chosen.idle_timeout_ms)
+    checks = tuple(CheckSpec(name=name, argv=check.argv, config_sha256=check_config_sha256(name, check),
+                             required=check.required, timeout_ms=check.timeout_ms,
+                             idle_timeout_ms=check.idle_timeout_ms, environment=check.environment,
+                             env_allow=check.env_allow)
+                   for name, check in sorted(config.checks.items()))
+    repository = ctx.require_repository()
+    return GoSettings(agent=agent, checks=checks, approval=config.integration.approval,
+                      docket_dir=ctx.paths.ledger.parent, repository=repository,
+                      main_checkout=main_worktree(repository), ledger_path=ctx.paths.ledger,
+                      artifact_dir=config.artifact_dir, setup=tuple(tuple(argv) for argv in config.worktree.setup),
+                      include=tuple(config.worktree.include), ports=config.worktree.ports)
+
+
+def _open_session(ctx: Context) -> Any:
+    from ..adapters.app.effector import Effector
+    from ..adapters.app.go import Session
+    from ..adapters.app.ledger import Ledger
+
+    def open_session() -> Session:
+        ledger = Ledger(ctx.paths.ledger, lock_timeout=ctx.lock_timeout)
+        return Session(ledger, ctx.clock, Effector(ledger, ctx.clock), ledger.close)
+
+    return open_session
+
+
+def recover(ctx: Context, run_id: str) -> list[str]:
+    """What a crash left of the run, converged: pending intents driven, its workers' processes settled (gone ones
+    recorded, unsupervised ones stopped), gone supervisions ended, abandoned check runs finished."""
+    from ..adapters.app.supervision import reconcile_supervisions
+    from ..adapters.app.workers import reconcile_workers
+    from ..projections import workers
+    from .reconcile import settle_checks
+
+    done = []
+    ctx.effector.run_pending(after=0)
+    conn = ctx.views(writable=True).conn
+    running = [w["worker_id"] for w in workers.workers_of(conn, run_id) if w["status"] in ("launching", "running")]
+    findings = reconcile_workers(ctx.ledger, ctx.clock, ctx.effector, running, ctx.paths.ledger, apply=True)
+    findings += reconcile_supervisions(ctx.ledger, ctx.clock, ctx.effector.ports.processes, [run_id],
+                                       lambda r: [w["worker_id"] for w in workers.workers_of(conn, r)], apply=True)
+    done += [f"{f.kind}: {f.worker_id or 'pid ' + str(f.pid)}: {f.applied}" for f in findings]
+    ctx.update_views()
+    done += [f"check {s['check_id']}: {s['done']}" for s in settle_checks(ctx, stop_orphans=True)]
+    ctx.update_views()
+    return done
+
+
+def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int | None, key: str | None) -> int:
+    import signal
+    import threading
+
+    from ..adapters.app.go import drive_run
+    from ..adapters.app.services import load_run
+
+    signer = None
+    if key is not None:
+        from ..adapters.world.signing import load_signer
+
+        signer = load_signer(key)  # a bad key fails before any work
+    run = load_run(ctx.ledger, run_id)
+    assert run.plan is not None
+    settings = _settings(ctx, config, run.plan.agent)
+    recover(ctx, run_id)
+    interrupted = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: interrupted.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    view = _view(ctx, run_id)
+    try:
+        if run.status in ("active", "paused"):
+            drive_run(_open_session(ctx), settings, run_id, interrupted=interrupted, tick=view.update,
+                      parallel=parallel)
+        ctx.update_views()
+        if not interrupted.is_set():
+            _deliver(ctx, settings, run_id, signer)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        view.close()
+        ctx.update_views()
+    return _summarise(ctx, run_id, interrupted=interrupted.is_set())
+
+
+def _view(ctx: Context, run_id: str) -> Any:
+    try:
+        from .live import LiveView
+    except ImportError:  # the live view is optional for the loop
+        return _NoView()
+    return LiveView(ctx, run_id)
+
+
+class _NoView:
+    def update(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _deliver(ctx: Context, settings: Any, run_id: str, signer: Any) -> None:
+    """Once every task has finished: integrate what passed, seal, export, complete the run."""
+    from ..adapters.app.integration import integrate, load_integration
+    from ..adapters.app.services import complete_run, load_run, load_task
+    from ..adapters.world import faults
+    from ..domain.errors import Refused
+
+    run = load_run(ctx.ledger, run_id)
+    if run.status != "active" or run.plan is None:
+        return
+    tasks = [load_task(ctx.ledger, task_id) for task_id in run.plan.task_ids]
+    if any(task.result is None for task in tasks):
+        return
+    passed = {task.task_id: [task.finished_binding] for task in tasks if task.result == "passed"}
+    integration = load_integration(ctx.ledger, run_id)
+    if passed and (integration is None or not integration.ended):
+        faults.crash_point("go:before-integrate")
+        try:
+            integrate(ctx.ledger, ctx.clock, ctx.effector, run_id, tasks=list(run.plan.task_ids), candidates=passed,
+                      checks=settings.checks, approval_required=settings.approval,
+                      artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
+                      ledger_path=settings.ledger_path)
+        except Refused as e:
+            if e.code == "awaiting-approval":
+                ctx.update_views()
+                raise
+            if e.code != "nothing-to-integrate":
+                raise
+        ctx.update_views()
+    integration = load_integration(ctx.ledger, run_id)
+    if integration is not None and not integration.ended:
+        return  # the target could not be moved now (checked out and dirty): resume once it can
+    if integration is not None:
+        from ..adapters.app.receipts import seal_run
+
+        faults.crash_point("go:before-seal")
+        sealed = seal_run(ctx.ledger, ctx.ledger_reader, ctx.clock, run_id, list(run.plan.task_ids))
+        if signer is not None:
+            _export(ctx, sealed, signer)
+    faults.crash_point("go:before-complete")
+    if load_run(ctx.ledger, run_id).status == "active":
+        complete_run(ctx.ledger, ctx.clock, run_id)
+    ctx.update_views()
+
+
+def receipt_path(ctx: Context, run_id: str) -> Path:
+    return ctx.paths.ledger.parent / "receipts" / f"{run_id}.intoto.jsonl"
+
+
+def _export(ctx: Context, sealed: Any, signer: Any) -> Path:
+    from ..adapters.app.export import receipt_bundle
+    from ..adapters.world.signing import write_bundle
+    from ..domain.errors import Refused
+
+    path = receipt_path(ctx, sealed.event.run_id)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        write_bundle(path, receipt_bundle(ctx.ledger_reader, sealed, signer))
+    except Refused as e:
+        if e.code != "output-exists":  # exported before a crash: the same bundle (signatures are deterministic)
+            raise
+    return path
+
+
+# --- the summary -----------------------------------------------------------------------------------------------------
+
+
+def run_summary(ctx: Context, run_id: str) -> dict[str, Any]:
+    from ..adapters.app.candidates import load_candidate
+    from ..adapters.app.integration import load_integration
+    from ..adapters.app.services import load_run, load_task
+    from ..domain.plan import short_id
+
+    run = load_run(ctx.ledger, run_id)
+    integration = load_integration(ctx.ledger, run_id)
+    steps = {step.task_id: step for step in integration.steps} if integration is not None else {}
+    completed = integration is not None and integration.status == "completed"
+    rows = []
+    for task_id in (run.plan.task_ids if run.plan else ()):
+        task = load_task(ctx.ledger, task_id)
+        step = steps.get(task_id)
+        if task.result == "passed":
+            result = "delivered" if completed and step is not None and step.status == "verified" else "passed"
+        else:
+            result = task.result or "unfinished"
+        checks: dict[str, str] = {}
+        if task.finished_binding or task.feedback:
+            binding = task.finished_binding or next((f.binding_id for f in reversed(task.feedback) if f.binding_id),
+                                                    None)
+            if binding:
+                for check in load_candidate(ctx.ledger, binding).checks:
+                    if check.result:
+                        checks[check.check] = check.result
+        rows.append({"task": short_id(run_id, task_id), "task_id": task_id, "title": task.title, "result": result,
+                     "cycles": len(task.feedback) + (task.result == "passed"), "candidate": task.finished_binding,
+                     "code": task.finished_code, "checks": checks})
+    path = receipt_path(ctx, run_id)
+    sealed = integration.receipt_sha256 if integration is not None else None
+    return {"run_id": run_id, "status": run.status, "goal": run.goal, "target": run.target_branch,
+            "tasks": rows, "integration": integration.status if integration else None,
+            "target_commit": integration.final_commit if completed else None,
+            "receipt": {"sealed": sealed, "path": str(path) if path.exists() else None}}
+
+
+def _summarise(ctx: Context, run_id: str, *, interrupted: bool) -> int:
+    from .output import emit, shown
+
+    doc = run_summary(ctx, run_id)
+    if interrupted or doc["status"] in ("aborted", "budget-limited", "paused"):
+        outcome = "stopped"
+    elif doc["tasks"] and all(row["result"] == "delivered" for row in doc["tasks"]):
+        outcome = "delivered"
+    else:
+        outcome = "failed"
+    doc["outcome"] = outcome
+    lines = [f"run {shown(run_id)}: {outcome} ({doc['status']})"]
+    for row in doc["tasks"]:
+        checks = ", ".join(f"{name} {result}" for name, result in sorted(row["checks"].items())) or "no checks"
+        candidate = row["candidate"][:12] if row["candidate"] else "-"
+        why = f" [{row['code']}]" if row["code"] else ""
+        lines.append(f"  {shown(row['task'])}: {row['result']}{why}, {row['cycles']} cycle(s), candidate {candidate}, "
+                     f"{checks}")
+    if doc["target_commit"]:
+        lines.append(f"  {shown(doc['target'])} -> {doc['target_commit']}")
+    elif doc["integration"]:
+        lines.append(f"  integration {doc['integration']}; {shown(doc['target'])} not moved")
+    if doc["receipt"]["path"]:
+        lines.append(f"  receipt: {shown(doc['receipt']['path'])}")
+    emit(ctx.json, doc, "\n".join(lines))
+    return GO_EXIT[outcome]
+
+
+# --- docket supervise ----------------------------------------------------------------------------------------------
+
+
+def supervise(ctx: Context) -> int:
+    from ..adapters.app.services import load_run
+    from ..projections import runs
+    from .output import emit, shown
+
+    conn = ctx.views(writable=True).conn
+    unfinished = [row["run_id"] for row in runs.list_runs(conn)
+                  if row["status"] in ("active", "paused") and row.get("plan")]
+    config = _config() if unfinished and not ctx.args.once else None
+    documents = []
+    code = 0
+    for run_id in unfinished:
+        found = recover(ctx, run_id)
+        if ctx.args.once:
+            documents.append({"run_id": run_id, "recovered": found})
+            continue
+        code = max(code, _supervise_to_end(ctx, config, run_id, parallel=None, key=ctx.args.key))
+        documents.append({"run_id": run_id, "status": load_run(ctx.ledger, run_id).status})
+    lines = [f"{len(unfinished)} unfinished run(s)"]
+    for doc in documents:
+        lines.append(f"  {shown(doc['run_id'])}: " + (", ".join(doc.get("recovered", [])) or "nothing to recover"
+                                                      if ctx.args.once else doc["status"]))
+    if ctx.args.once or ctx.json:
+        emit(ctx.json, {"runs": documents}, "\n".join(lines))
+    return code
