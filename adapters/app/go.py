@@ -364,10 +364,14 @@ def _check(s: Session, settings: GoSettings, binding: str, spec: CheckSpec) -> t
     if done is not None:  # recorded before a crash: never run twice
         tail = next((getattr(e, "tail", "") for _, e in reversed(s.ledger.history(candidate_aggregate.stream_of(binding)))
                      if getattr(e, "check_id", None) == done.check_id and getattr(e, "tail", None) is not None), "")
-        return done.result or "failed", tail
+        return done.result or "failed", _with_code(done.result_code, tail)
     outcome = run_check(s.ledger, s.clock, s.effector, binding, spec, artifact_dir=settings.artifact_dir,
                         docket_dir=settings.docket_dir, ledger_path=settings.ledger_path)
-    return outcome.result, outcome.tail
+    return outcome.result, _with_code(outcome.code, outcome.tail)
+
+
+def _with_code(code: str | None, tail: str) -> str:
+    return f"({code})\n{tail}" if code else tail
 
 
 def _hand_off(s: Session, settings: GoSettings, task: task_aggregate.Task,

@@ -1,0 +1,154 @@
+"""A repository for `docket go` tests: the scripted agent of examples/, a check, three tasks, the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.conftest import git, make_repo
+
+AGENT = Path(__file__).resolve().parents[2] / "examples" / "scripted_agent.py"
+
+# Three tasks: `name` fails its check once and is repaired; `shout` starts from the work of `greet`.
+TASKS = '''\
+[[tasks]]
+id = "greet"
+title = "add the greeting"
+prompt = """Add a program that greets.
+write greet.py: print("hello")
+"""
+
+[[tasks]]
+id = "name"
+title = "name the greeter"
+prompt = """Name the greeter.
+first attempt: write name.py: NAME = broken
+write name.py: NAME = "docket"
+"""
+
+[[tasks]]
+id = "shout"
+title = "shout the greeting too"
+depends_on = ["greet"]
+prompt = """Shout it as well.
+append greet.py: print("HELLO")
+"""
+'''
+
+# The tree the target ends with when all three are delivered (besides what the repository had).
+DELIVERED = {"greet.py": 'print("hello")\nprint("HELLO")\n', "name.py": 'NAME = "docket"\n'}
+
+
+def config(*, idle_timeout: str = "30s", extra: str = "") -> str:
+    return f'''\
+agent = "scripted"
+
+[agents.scripted]
+command = ["{sys.executable}", "{AGENT}", "--prompt-file", "{{prompt_file}}"]
+prompt = "file"
+idle_timeout = "{idle_timeout}"
+
+[checks.compiles]
+command = ["! grep -rq broken --include=*.py . && {sys.executable} -c 'import ast, sys; [ast.parse(open(f).read()) for f in sys.argv[1:]]' *.py"]
+shell = true
+timeout = "1m"
+{extra}'''
+
+
+@dataclass
+class GoWorld:
+    repo: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ledger(self) -> Path:
+        return self.repo / ".git" / "docket" / "ledger.sqlite"
+
+    def argv(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "docket", *args]
+
+    def run(self, *args: str, fault: str | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        env = dict(self.env)
+        if fault:
+            env["DOCKET_FAULT"] = fault
+        return subprocess.run(self.argv(*args), cwd=self.repo, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(self.argv(*args), cwd=self.repo, env=self.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def json(self, *args: str) -> dict:
+        done = self.run(*args, "--json")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    def go(self, run_id: str, *extra: str, fault: str | None = None) -> subprocess.CompletedProcess[str]:
+        return self.run("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", run_id, "--json", *extra,
+                        fault=fault)
+
+    def resume(self, run_id: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        return self.run("go", "--resume", run_id, "--json", *extra)
+
+    def events(self, type_name: str) -> list[dict]:
+        lines = self.run("log", "--json").stdout
+        return [e for e in json.loads(lines)["events"] if e["type"].split(".")[0] == type_name]
+
+    def tree_of(self, branch: str) -> str:
+        return git(self.repo, "rev-parse", f"{branch}^{{tree}}")
+
+    def file_at(self, branch: str, path: str) -> str:
+        return git(self.repo, "show", f"{branch}:{path}") + "\n"
+
+
+def make_go_world(tmp_path: Path, *, name: str = "repo", target: str = "main", idle_timeout: str = "30s",
+                  extra_config: str = "", tasks: str = TASKS) -> GoWorld:
+    repo = make_repo(tmp_path / name)
+    (repo / "docket.toml").write_text(config(idle_timeout=idle_timeout, extra=extra_config))
+    (repo / "tasks.toml").write_text(tasks)
+    (repo / ".gitignore").write_text("tasks.toml\n")
+    git(repo, "add", "docket.toml", ".gitignore")
+    git(repo, "commit", "-q", "-m", "docket")
+    if target != "main":
+        git(repo, "branch", target)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKET_")}
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@example.com")
+    world = GoWorld(repo, env)
+    done = world.run("init")
+    assert done.returncode == 0, done.stderr
+    return world
+
+
+def docket_processes(ledger: Path) -> list[int]:
+    """Live processes docket started for this ledger (agents, checks, hooks: they carry DOCKET_LEDGER)."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["pid"]):
+        try:
+            if process.environ().get("DOCKET_LEDGER") == str(ledger) and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def wait_until(predicate, timeout: float = 30.0, step: float = 0.05) -> bool:  # noqa: ANN001
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
+
+
+def kill(process: subprocess.Popen[str]) -> None:
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=30)

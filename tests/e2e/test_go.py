@@ -1,0 +1,94 @@
+"""`docket go` end to end with the scripted agent: parallel tasks, a dependency, a repair cycle, the receipt."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import git
+from tests.e2e.go_world import DELIVERED, docket_processes, make_go_world
+
+
+def test_three_tasks_one_dependency_one_repair_are_delivered_and_the_receipt_verifies_offline(tmp_path: Path):
+    world = make_go_world(tmp_path, target="trunk")
+    keys = tmp_path / "keys" / "docket"
+    keys.parent.mkdir()
+    assert world.run("key", "generate", "--out", str(keys)).returncode == 0
+    done = world.go("r1", "--target", "trunk", "--parallel", "3", "--key", f"{keys}.key")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    by_task = {row["task"]: row for row in summary["tasks"]}
+    assert summary["outcome"] == "delivered" and summary["status"] == "completed"
+    assert {task: row["result"] for task, row in by_task.items()} == {"greet": "delivered", "name": "delivered",
+                                                                      "shout": "delivered"}
+    assert (by_task["greet"]["cycles"], by_task["name"]["cycles"], by_task["shout"]["cycles"]) == (1, 2, 1)
+    assert all(row["checks"] == {"compiles": "passed"} for row in summary["tasks"])
+    # the target advanced to the integration of all three, by compare-and-swap from the base
+    assert git(world.repo, "rev-parse", "trunk") == summary["target_commit"]
+    for path, text in DELIVERED.items():
+        assert world.file_at("trunk", path) == text
+    # the repair: generation 1 of `name` failed its check, and generation 2's prompt carried the feedback
+    feedback = world.events("TaskFeedbackRecorded")
+    assert [(f["payload"]["task_id"], f["payload"]["generation"], f["payload"]["code"], f["payload"]["check"])
+            for f in feedback] == [("r1.name", 1, "check-failed", "compiles")]
+    # `shout` started from the merge of `greet`'s candidate
+    shout_worktree = [e for e in world.events("WorktreeRequested") if e["payload"]["task_id"] == "r1.shout"]
+    base = world.events("RunBasePinned")[0]["payload"]["commit"]
+    assert shout_worktree[0]["payload"]["base"] != base
+    assert git(world.repo, "show", f"{shout_worktree[0]['payload']['base']}:greet.py") == 'print("hello")'
+    # one receipt, exported and verified offline with the public key only
+    assert len(world.events("ReceiptSealed")) == 1
+    bundle = Path(summary["receipt"]["path"])
+    verified = world.run("verify-receipt", str(bundle), "--key", f"{keys}.pub", "--json")
+    assert verified.returncode == 0, verified.stderr
+    assert world.run("verify").returncode == 0
+    assert docket_processes(world.ledger) == []
+    reconcile = world.json("reconcile")
+    assert reconcile["findings"] == [] and reconcile["git"] == []
+
+
+def test_a_task_that_never_passes_fails_after_its_cycles_and_the_rest_is_delivered(tmp_path: Path):
+    tasks = '''\
+[[tasks]]
+id = "good"
+title = "good"
+prompt = "write good.py: X = 1"
+
+[[tasks]]
+id = "bad"
+title = "never compiles"
+prompt = "write bad.py: broken"
+'''
+    world = make_go_world(tmp_path, target="trunk", tasks=tasks)
+    done = world.go("r1", "--target", "trunk", "--cycles", "2")
+    assert done.returncode == 6, done.stderr
+    summary = json.loads(done.stdout)
+    rows = {row["task"]: row for row in summary["tasks"]}
+    assert rows["good"]["result"] == "delivered"
+    assert (rows["bad"]["result"], rows["bad"]["cycles"], rows["bad"]["code"]) == ("failed", 2, "check-failed")
+    assert world.file_at("trunk", "good.py") == "X = 1\n"
+    assert "bad.py" not in git(world.repo, "ls-tree", "--name-only", "trunk")
+    receipt = world.events("ReceiptSealed")[0]["payload"]["receipt"]
+    assert [t["task_id"] for t in receipt["undelivered"]] == ["r1.bad"]
+
+
+def test_a_dependency_that_fails_fails_its_dependents_without_running_them(tmp_path: Path):
+    tasks = '''\
+[[tasks]]
+id = "base"
+title = "never compiles"
+prompt = "write base.py: broken"
+
+[[tasks]]
+id = "after"
+title = "after"
+depends_on = ["base"]
+prompt = "write after.py: X = 1"
+'''
+    world = make_go_world(tmp_path, target="trunk", tasks=tasks)
+    done = world.go("r1", "--target", "trunk", "--cycles", "1")
+    assert done.returncode == 6, done.stderr
+    rows = {row["task"]: row for row in json.loads(done.stdout)["tasks"]}
+    assert (rows["after"]["result"], rows["after"]["code"], rows["after"]["cycles"]) == \
+        ("failed", "dependency-failed", 0)
+    assert not [e for e in world.events("WorkerRegistered") if e["payload"]["worker_id"] == "r1.after"]
