@@ -43,6 +43,11 @@ def _log(nouns: Nouns, common: Common) -> None:
                     command(group, name, handler, common, help, example))
 
 
+def _watch(nouns: Nouns, common: Common) -> None:
+    from .watch import register
+    register(nouns, common)
+
+
 def _verify(nouns: Nouns, common: Common) -> None:
     from .ledger import add_verify
     add_verify(nouns, common)
@@ -170,6 +175,7 @@ COMMANDS = {
     "go": _go,
     "supervise": _supervise,
     "log": _log,
+    "watch": _watch,
     "verify": _verify,
     "replay": _replay,
     "schema": _schema,

@@ -65,12 +65,20 @@ def _count(limit: int) -> Any:
 def go(ctx: Context) -> int:
     a = ctx.args
     config = _config()
+    if a.resume is None and a.id is not None and _exists(ctx, a.id):
+        a.resume = a.id  # the same command again, after a crash: it goes on with that run
     if a.resume is not None:
         run_id = a.resume
         _check_resume(ctx, run_id, config)
     else:
         run_id = _start(ctx, config)
     return _supervise_to_end(ctx, config, run_id, parallel=a.parallel, key=a.key)
+
+
+def _exists(ctx: Context, run_id: str) -> bool:
+    from ..domain import run as run_aggregate
+
+    return ctx.ledger.get(run_aggregate.apply, run_aggregate.stream_of(run_id)) is not None
 
 
 def _config() -> Any:
@@ -110,6 +118,8 @@ def _read_tasks_file(name: str) -> str:
             data = f.read(limit + 1)
     except OSError as e:
         raise BadInput("bad-tasks-file", f"cannot read {name}: {e.strerror}") from None
+    except ValueError:  # a NUL in the name
+        raise BadInput("bad-tasks-file", f"{name!r} is not a file name") from None
     if len(data) > limit:
         raise BadInput("bad-tasks-file", f"{name} holds more than {limit} bytes")
     try:
@@ -238,7 +248,8 @@ def _settings(ctx: Context, config: Any, agent_name: str) -> Any:
                       docket_dir=ctx.paths.ledger.parent, repository=repository,
                       main_checkout=main_worktree(repository), ledger_path=ctx.paths.ledger,
                       artifact_dir=config.artifact_dir, setup=tuple(tuple(argv) for argv in config.worktree.setup),
-                      include=tuple(config.worktree.include), ports=config.worktree.ports)
+                      include=tuple(config.worktree.include), ports=config.worktree.ports,
+                      checked_out_target=config.integration.checked_out_target)
 
 
 def _open_session(ctx: Context) -> Any:
@@ -275,6 +286,15 @@ def recover(ctx: Context, run_id: str) -> list[str]:
     return done
 
 
+def _end_gone_supervisions(ctx: Context, run_id: str) -> None:
+    from ..adapters.app.supervision import reconcile_supervisions
+    from ..projections import workers
+
+    conn = ctx.views(writable=True).conn
+    reconcile_supervisions(ctx.ledger, ctx.clock, ctx.effector.ports.processes, [run_id],
+                           lambda r: [w["worker_id"] for w in workers.workers_of(conn, r)], apply=True)
+
+
 def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int | None, key: str | None) -> int:
     import signal
     import threading
@@ -290,31 +310,73 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
     run = load_run(ctx.ledger, run_id)
     assert run.plan is not None
     settings = _settings(ctx, config, run.plan.agent)
-    recover(ctx, run_id)
     interrupted = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: interrupted.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     view = _view(ctx, run_id)
+    hooks = _Hooks(ctx, config, settings, run_id)
+    _end_gone_supervisions(ctx, run_id)  # first: the downtime since a crashed supervisor's last sign is not billed
+
+    def tick() -> None:
+        view.update()
+        hooks.fire()
+
     try:
         if run.status in ("active", "paused"):
-            drive_run(_open_session(ctx), settings, run_id, interrupted=interrupted, tick=view.update,
-                      parallel=parallel)
+            drive_run(_open_session(ctx), settings, run_id, interrupted=interrupted, tick=tick, parallel=parallel,
+                      recover=lambda: recover(ctx, run_id), standing_by=_standing_by,
+                      deliver=lambda: _deliver(ctx, settings, run_id, signer))
         ctx.update_views()
-        if not interrupted.is_set():
-            _deliver(ctx, settings, run_id, signer)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        hooks.fire(final=True)
         view.close()
         ctx.update_views()
     return _summarise(ctx, run_id, interrupted=interrupted.is_set())
 
 
+def _standing_by(why: str) -> None:
+    from .output import info, shown
+
+    info(f"standing by: {shown(why)}")
+
+
 def _view(ctx: Context, run_id: str) -> Any:
+    if ctx.json:  # stdout carries exactly one JSON document: the summary
+        return _NoView()
     try:
         from .live import LiveView
     except ImportError:  # the live view is optional for the loop
         return _NoView()
     return LiveView(ctx, run_id)
+
+
+class _Hooks:
+    """docket.toml's [hooks], fired for the run's new events about once a second, and once at the end."""
+
+    def __init__(self, ctx: Context, config: Any, settings: Any, run_id: str):
+        self.ctx, self.hooks, self.settings, self.run_id = ctx, config.hooks, settings, run_id
+        self.after, self.due = 0, 0.0
+
+    def fire(self, *, final: bool = False) -> None:
+        import time
+
+        from ..adapters.app.hooks import fire_hooks
+        from ..domain.errors import DocketError
+        from .output import warn
+
+        if not self.hooks or (not final and time.monotonic() < self.due):
+            return
+        self.due = time.monotonic() + 1.0
+        s = self.settings
+        try:
+            fired = fire_hooks(self.ctx.ledger, self.ctx.clock, self.ctx.effector, self.hooks, self.run_id,
+                               docket_dir=s.docket_dir, ledger_path=s.ledger_path,
+                               repository=s.main_checkout or s.repository, after=self.after)
+        except DocketError as e:  # a hook never stops the run; what it did is in the ledger
+            warn(e.code, f"hooks: {e.message}")
+            return
+        self.after = fired.examined
 
 
 class _NoView:
@@ -346,7 +408,7 @@ def _deliver(ctx: Context, settings: Any, run_id: str, signer: Any) -> None:
             integrate(ctx.ledger, ctx.clock, ctx.effector, run_id, tasks=list(run.plan.task_ids), candidates=passed,
                       checks=settings.checks, approval_required=settings.approval,
                       artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
-                      ledger_path=settings.ledger_path)
+                      ledger_path=settings.ledger_path, checked_out_target=settings.checked_out_target)
         except Refused as e:
             if e.code == "awaiting-approval":
                 ctx.update_views()

@@ -57,6 +57,8 @@ def _read_prompt_file(name: str) -> str:
                 data = f.read(MAX_PROMPT_BYTES + 1)
     except OSError as e:
         raise BadInput("bad-prompt-file", f"cannot read {name}: {e.strerror}") from None
+    except ValueError:  # a NUL in the name
+        raise BadInput("bad-prompt-file", f"{name!r} is not a file name") from None
     if len(data) > MAX_PROMPT_BYTES:
         raise BadInput("prompt-too-large", f"{name} holds more than {MAX_PROMPT_BYTES} bytes")
     try:

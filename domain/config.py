@@ -20,7 +20,7 @@ from .events.base import Id
 from .names import check_branch_name, has_unsafe_characters
 from .values import parse_duration
 
-__all__ = ["AgentConfig", "CheckConfig", "Config", "DEFAULT_TOML", "IntegrationConfig", "RunConfig", "WorktreeConfig",
+__all__ = ["AgentConfig", "CheckConfig", "Config", "DEFAULT_TOML", "HookConfig", "IntegrationConfig", "RunConfig", "WorktreeConfig",
            "check_artifact_dir", "check_config_sha256", "expand", "placeholders"]
 
 # What each kind of template may name: an agent's argv, its environment; a check's argv and environment.
@@ -230,6 +230,45 @@ class IntegrationConfig(_Section):
     """[integration]: how `docket integrate` merges a run's confirmed candidates."""
 
     approval: bool = False  # wait until `docket approve` approved every candidate the queue would merge
+    # A target branch checked out in a worktree: "update" moves that worktree's index and files with it when they
+    # are clean (git's updateInstead); "refuse" never moves a checked-out branch (git's denyCurrentBranch).
+    checked_out_target: Literal["update", "refuse"] = "update"
+
+
+def _check_hook_selector(selector: str) -> str:
+    from .hooks import check_selector  # the event catalogue, only when [hooks] names something
+
+    return check_selector(selector)
+
+
+def _hook_table(value: Any) -> Any:
+    """A hook is an argv list, or a table with command (and timeout, env_allow)."""
+    return {"command": value} if isinstance(value, list) else value
+
+
+class HookConfig(_Section):
+    """[hooks]: one event selector -> the command run, once per matching event of a run, with it on stdin."""
+
+    command: Argv
+    timeout_ms: Duration = Field(parse_duration("60s"), alias="timeout")
+    env_allow: list[EnvPattern] = []
+
+    @field_validator("command")
+    @classmethod
+    def _recordable(cls, command: list[str]) -> list[str]:
+        from .processes import looks_secret_value
+
+        if not command[0].strip():
+            raise ValueError("command[0] is blank: name the program to run")
+        for i, argument in enumerate(command):
+            if looks_secret_value(argument):
+                raise ValueError(f"command[{i}] looks like a credential; a hook's command is recorded in the ledger, "
+                                 "so pass secrets in the environment and let them through with env_allow")
+        return command
+
+
+HookSelector = Annotated[str, StringConstraints(min_length=1), AfterValidator(_check_hook_selector)]
+HookEntry = Annotated[HookConfig, BeforeValidator(_hook_table)]
 
 
 class Config(_Section):
@@ -241,6 +280,7 @@ class Config(_Section):
     default_agent: Id | None = Field(None, alias="agent")
     checks: dict[Id, CheckConfig] = {}
     artifact_dir: ArtifactDir | None = None  # None: checks' output is not copied back
+    hooks: dict[HookSelector, HookEntry] = {}
 
     @field_validator("agents")
     @classmethod
@@ -344,4 +384,19 @@ ports = false
 [integration]
 # Make `docket integrate` wait until `docket approve RUN --by NAME` approved every candidate it would merge.
 approval = false
+# A target branch checked out in a worktree (say main, in your own checkout): "update" moves that worktree's
+# index and files to the integrated commit with the branch when they are clean (nothing staged, changed or
+# untracked), and refuses (target-checked-out) otherwise; "refuse" never moves a checked-out branch.
+checked_out_target = "update"
+
+[hooks]
+# A command run once for each matching event of a run that `docket go` supervises, with the event as
+# JSON on stdin ({position, stream, type, recorded_at, payload}) and DOCKET_RUN, DOCKET_EVENT, DOCKET_POSITION,
+# DOCKET_HOOK, DOCKET_TASK, DOCKET_LEDGER in a scrubbed environment; cwd is the repository root; no shell.
+# Keys: task-finished, check-failed, run-finished, needs-attention (a task failed, a merge conflicted or was
+# rejected, the target moved, the budget ran out, an effect's outcome is unknown), or an event type name
+# (TaskFinished, or TaskFinished.v1 for one version). Values: an argv list, or a table with command,
+# timeout (default "60s") and env_allow. A hook's failure is recorded and never stops the run.
+# run-finished = ["notify-send", "docket run finished"]
+# needs-attention = { command = ["./scripts/page-me.sh"], timeout = "30s", env_allow = ["PAGER_TOKEN"] }
 '''

@@ -10,6 +10,8 @@ from __future__ import annotations
 __all__ = [
     "CANDIDATE_PREFIX",
     "candidate_stream",
+    "HOOKS_PREFIX",
+    "hooks_stream",
     "INTEGRATION_PREFIX",
     "integration_stream",
     "LEASE_PREFIX",
@@ -31,6 +33,7 @@ WORKER_PREFIX = "worker:"
 LEASE_PREFIX = "lease:"
 CANDIDATE_PREFIX = "candidate:"
 INTEGRATION_PREFIX = "integration:"
+HOOKS_PREFIX = "hooks:"
 
 
 def run_stream(run_id: str) -> str:
@@ -55,6 +58,10 @@ def candidate_stream(binding_id: str) -> str:
 
 def integration_stream(run_id: str) -> str:
     return INTEGRATION_PREFIX + run_id
+
+
+def hooks_stream(run_id: str) -> str:
+    return HOOKS_PREFIX + run_id
 
 
 def run_of_stream(stream: str) -> str | None:

@@ -104,6 +104,7 @@ def handlers() -> dict[str, Any]:
             ev.IntegrationStepConflicted.type_name(): _stopped, ev.IntegrationStepFailed.type_name(): _stopped,
             ev.IntegrationStepRejected.type_name(): _stopped,
             ev.IntegrationTargetRequested.type_name(): _target_requested,
+            ev.IntegrationTargetRequestedV2.type_name(): _target_requested,
             ev.IntegrationCompleted.type_name(): _completed, ev.IntegrationTargetMoved.type_name(): _target_moved,
             ev.ReceiptSealed.type_name(): _sealed, ev.IntentCancelled.type_name(): _cancelled}
 

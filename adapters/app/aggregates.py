@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...domain import candidate, integration, lease, run, task, worker
+from ...domain import candidate, hooks, integration, lease, run, task, worker
 
 __all__ = ["AGGREGATES", "state_class_of"]
 
@@ -17,6 +17,7 @@ AGGREGATES: dict[str, tuple[Callable[..., Any], type]] = {
     "lease": (lease.apply, lease.Lease),
     "candidate": (candidate.apply, candidate.Candidate),
     "integration": (integration.apply, integration.Integration),
+    "hooks": (hooks.apply, hooks.Hooks),
 }
 _CLASS_OF_FOLD = {fold: cls for fold, cls in AGGREGATES.values()}
 

@@ -44,6 +44,8 @@ from .services import load_run, load_task
 __all__ = ["Agent", "GoSettings", "Session", "drive_run", "judgeable", "task_worker_id"]
 
 TICK_SECONDS = 0.25
+STANDBY_SECONDS = 1.0
+DRIVER_TTL_MS = 60_000  # the run's driver lease; renewed every third of that
 JUDGED_CAUSES = frozenset({"exited", "timeout", "idle-timeout"})
 
 
@@ -73,6 +75,7 @@ class GoSettings:
     setup: tuple[tuple[str, ...], ...] = ()
     include: tuple[str, ...] = ()
     ports: bool = False
+    checked_out_target: str = "update"  # a target checked out in a clean worktree: update it with the branch
 
     @property
     def required(self) -> tuple[CheckSpec, ...]:
@@ -109,20 +112,36 @@ def judgeable(worker: worker_aggregate.Worker) -> bool:
 
 def drive_run(open_session: Callable[[], Session], settings: GoSettings, run_id: str, *,
               interrupted: threading.Event, tick: Callable[[], None] = lambda: None,
-              parallel: int | None = None) -> None:
+              parallel: int | None = None, recover: Callable[[], None] = lambda: None,
+              standing_by: Callable[[str], None] = lambda _: None,
+              deliver: Callable[[], None] = lambda: None) -> None:
     """Supervise the planned run until every task has finished, or the run stops, or ``interrupted`` is set.
-    ``parallel``: agents at once (default: the plan's)."""
+
+    One supervisor drives a run: it holds the run's driver lease. Another one stands by (``standing_by`` is told
+    why, once) until that lease is released or its holder is positively gone, then calls ``recover`` and takes
+    over. Once every task has finished, ``deliver`` runs while the lease is held. ``parallel``: agents at once
+    (default: the plan's)."""
     from .supervision import begin_supervision, end_supervision
 
     s = open_session()
     threads: dict[str, threading.Thread] = {}
     errors: list[BaseException] = []
     supervisions = begin_supervision(s.ledger, s.clock, s.effector.ports.processes, {run_id})
+    token = None
     try:
+        token = _claim_driver(s, run_id, supervisions.get(run_id), interrupted, tick, standing_by)
+        if token is None:
+            return
+        recover()
+        renew_at = time.monotonic() + DRIVER_TTL_MS / 3000
         while not interrupted.is_set():
             run = load_run(s.ledger, run_id)
-            if run.status not in ("active", "paused") or _out_of_budget(s, run_id):
+            if run.status not in ("active", "paused") or (run.remaining_ms(s.clock.now()) == 0
+                                                          and _out_of_budget(s, run_id)):
                 break
+            if time.monotonic() >= renew_at:
+                renew_at = time.monotonic() + DRIVER_TTL_MS / 3000
+                _renew_driver(s, run_id, token)
             threads = {task: thread for task, thread in threads.items() if thread.is_alive()}
             if errors:
                 raise errors[0]
@@ -132,15 +151,90 @@ def drive_run(open_session: Callable[[], Session], settings: GoSettings, run_id:
                     break
             tick()
             time.sleep(TICK_SECONDS)
+        for thread in threads.values():
+            thread.join()
+        if errors:
+            raise errors[0]
+        if not interrupted.is_set():
+            deliver()  # still the driver: no other supervisor integrates, seals or completes the run meanwhile
     finally:
         if interrupted.is_set():
             _stop_workers(s, threads)
         for thread in threads.values():
             thread.join()
+        if token is not None:
+            _release_driver(s, run_id, token)
         end_supervision(s.ledger, s.clock, supervisions)
         s.close()
     if errors:
         raise errors[0]
+
+
+def driver_resource(run_id: str) -> str:
+    return f"driver/{run_id}"
+
+
+def _claim_driver(s: Session, run_id: str, supervision_id: str | None, interrupted: threading.Event,
+                  tick: Callable[[], None], standing_by: Callable[[str], None]) -> int | None:
+    """The run's driver lease for this supervisor (its token), once no live supervisor holds it; None when the
+    run closed or this process was interrupted while it stood by.
+
+    The lease's holder is a worker with role "supervisor" named by this process's supervision id, so whether the
+    holder lives is whether the docket process of that supervision (RunSupervised) lives."""
+    from ...domain import lease as lease_aggregate
+    from .services import register_worker
+
+    if supervision_id is None:
+        return None  # the run closed before it could be supervised
+    register_worker(s.ledger, s.clock, run_id, supervision_id, "supervisor", None)
+    resource = driver_resource(run_id)
+    told = False
+    processes = s.effector.ports.processes
+    while not interrupted.is_set():
+        def decision(now: str) -> Any:
+            lease = s.ledger.get(lease_aggregate.apply, lease_aggregate.stream_of(resource))
+            run = load_run(s.ledger, run_id)
+            holder = None if lease is None else s.ledger.get(worker_aggregate.apply,
+                                                             worker_aggregate.stream_of(lease.worker_id))
+            liveness = "none"
+            if lease is not None and lease.status == "held":
+                held_by = next((x.supervisor for x in run.supervisions if x.supervision_id == lease.worker_id), None)
+                liveness = "dead" if held_by is None else processes.liveness(held_by)
+            me = s.ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(supervision_id))
+            return lease_aggregate.grant(lease, holder, me, 1, run, resource, DRIVER_TTL_MS, now, liveness)
+
+        try:
+            ((position, _),) = s.ledger.decide(decision, s.clock.now())
+            return position
+        except Refused as e:
+            if e.code == "run-closed":
+                return None
+            if e.code not in ("lease-held", "lease-holder-unknown"):
+                raise
+            if not told:
+                standing_by(e.message)
+                told = True
+        tick()
+        time.sleep(STANDBY_SECONDS)
+    return None
+
+
+def _renew_driver(s: Session, run_id: str, token: int) -> None:
+    from .services import renew_lease
+
+    try:
+        renew_lease(s.ledger, s.clock, driver_resource(run_id), token, DRIVER_TTL_MS)
+    except DocketError:
+        pass  # the lease is reclaimed only once this process is positively gone: it is not
+
+
+def _release_driver(s: Session, run_id: str, token: int) -> None:
+    from .services import release_lease
+
+    try:
+        release_lease(s.ledger, s.clock, driver_resource(run_id), token)
+    except DocketError:
+        pass
 
 
 def _start_work(open_session: Callable[[], Session], settings: GoSettings, s: Session, run: run_aggregate.Run,

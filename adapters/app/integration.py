@@ -18,13 +18,16 @@
    the queue;
 4. after the last step, the target's intent moves the target branch from the
    expected commit (IntegrationCompleted), or finds it moved or checked out
-   (IntegrationTargetMoved): nothing is reset or forced.
+   (IntegrationTargetMoved): nothing is reset or forced. A worktree that has the
+   target checked out, clean, is moved with it (its index and files first, as
+   git's ``updateInstead``; the intent names it); one with local changes, or any
+   with ``checked_out_target = "refuse"``, is refused ``target-checked-out``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,16 +68,19 @@ def load_integration(ledger: Ledger, run_id: str) -> integration_aggregate.Integ
 
 def integrate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, tasks: Sequence[str],
               candidates: Mapping[str, Sequence[str]], checks: Sequence[CheckSpec], approval_required: bool,
-              artifact_dir: str | None, docket_dir: Path, ledger_path: Path) -> Integrated:
+              artifact_dir: str | None, docket_dir: Path, ledger_path: Path,
+              checked_out_target: integration_aggregate.CheckedOutTarget = "update") -> Integrated:
     """One pass of the queue, to its end (completed or stopped) or its first unknown outcome.
 
     tasks: the run's tasks in plan order; candidates: each task's candidates (binding ids) in pin order; checks:
-    the configured checks, the required ones of which every merged step must pass again."""
+    the configured checks, the required ones of which every merged step must pass again; checked_out_target:
+    [integration] checked_out_target, what to do with a target some worktree has checked out."""
     required = [spec for spec in checks if spec.required]
     skipped: tuple[str, ...] = ()
     existing = load_integration(ledger, run_id)
     if existing is None or not existing.prepared:
-        skipped = _prepare(ledger, clock, effector, run_id, tasks, candidates, required, approval_required)
+        skipped = _prepare(ledger, clock, effector, run_id, tasks, candidates, required, approval_required,
+                           checked_out_target)
         faults.crash_point("integrate:after-prepare")
     while True:
         integration = load_integration(ledger, run_id)
@@ -83,7 +89,7 @@ def integrate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, tasks
             break
         step = integration.next_step()
         if step is None:
-            _move_target(ledger, clock, effector, integration)
+            _move_target(ledger, clock, effector, integration, checked_out_target)
             continue
         if step.status == "waiting":
             _merge_step(ledger, clock, effector, integration, step)
@@ -109,7 +115,7 @@ def _prepared_event(ledger: Ledger, run_id: str) -> ev.IntegrationPrepared | Non
 
 def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Sequence[str],
              candidates: Mapping[str, Sequence[str]], required: Sequence[CheckSpec],
-             approval_required: bool) -> tuple[str, ...]:
+             approval_required: bool, checked_out_target: integration_aggregate.CheckedOutTarget) -> tuple[str, ...]:
     """Confirm offered handoffs, pick each task's step and record IntegrationPrepared; the tasks skipped."""
     run = load_run(ledger, run_id)
     if run.base_commit is None:
@@ -133,9 +139,9 @@ def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Se
         else:
             picked.append(chosen)
     repository = Path(picked[0].repository) if picked else None
-    target = effector.ports.git.observe_target(repository, run.target_branch) if repository else None
+    target = _observe_target(effector, repository, run.target_branch, None) if repository else None
     if target is not None:
-        _require_target(run.target_branch, target)
+        _require_target(run.target_branch, target, checked_out_target)
     steps = [ev.IntegrationStep(task_id=c.task_id, binding_id=c.binding_id, commit=c.commit, worker_id=c.worker_id,
                                 generation=c.generation) for c in picked]
     overlaps = [ev.PathOverlapWarning(first_task=picked[o.first].task_id, second_task=picked[o.second].task_id,
@@ -154,17 +160,28 @@ def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Se
     return tuple(skipped)
 
 
-def _require_target(branch: str, target: integration_aggregate.TargetObservation) -> None:
-    """Refused unless the target branch names a commit and no worktree has it checked out (nothing recorded)."""
+def _observe_target(effector: Any, repository: Path, branch: str,
+                    final_commit: str | None) -> integration_aggregate.TargetObservation:
+    """The target branch, and the index and files of the worktree that has it checked out, if any: against the
+    commit it names and final_commit (the one it is to move to; None: not known yet)."""
+    git = effector.ports.git
+    observed = git.observe_target(repository, branch)
+    if observed.state != "found" or observed.checked_out is None:
+        return observed
+    assert observed.commit is not None
+    return replace(observed, checkout=git.observe_checkout(Path(observed.checked_out), observed.commit,
+                                                           final_commit or observed.commit))
+
+
+def _require_target(branch: str, target: integration_aggregate.TargetObservation,
+                    checked_out_target: integration_aggregate.CheckedOutTarget) -> str | None:
+    """The worktree to update with the branch, if one has it checked out. Refused unless the target branch names a
+    commit and any worktree that has it checked out may be updated, clean (nothing recorded)."""
     if target.state != "found":
         raise Refused("target-unreadable" if target.state == "unreadable" else "target-missing",
                       f"the target branch {branch} cannot be integrated into: "
                       f"{target.detail or ('it ' + ('is absent' if target.state == 'missing' else 'cannot be read'))}")
-    if target.checked_out is not None:
-        raise Refused("target-checked-out", f"the target branch {branch} is checked out in {target.checked_out}; "
-                                            "docket never moves a branch under a checkout. Switch that worktree to "
-                                            "another branch (or integrate into one that is not checked out), then "
-                                            "run 'docket integrate' again")
+    return integration_aggregate.checkout_to_update(branch, target, policy=checked_out_target)
 
 
 # --- the steps -----------------------------------------------------------------------------------------------------
@@ -280,21 +297,26 @@ def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integ
 
 def _concluded(candidate: candidate_aggregate.Candidate, check: str,
                config_sha256: str) -> candidate_aggregate.CheckRun | None:
-    """The last run of the check on this binding under that configuration that has a result, if any."""
-    runs = [r for r in candidate.checks if r.check == check and r.config_sha256 == config_sha256 and r.result]
+    """The last run of the check on this binding under that configuration that has a result, if any. A run
+    interrupted with the docket that ran it says nothing of the candidate: it does not count, and the check runs
+    again."""
+    runs = [r for r in candidate.checks if r.check == check and r.config_sha256 == config_sha256 and r.result
+            and r.result_code != "interrupted"]
     return runs[-1] if runs else None
 
 
 # --- the target ----------------------------------------------------------------------------------------------------
 
 
-def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integration_aggregate.Integration) -> None:
+def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integration_aggregate.Integration,
+                 checked_out_target: integration_aggregate.CheckedOutTarget) -> None:
     assert integration.repository is not None and integration.target_branch is not None
     if integration.target is None:
-        observed = effector.ports.git.observe_target(Path(integration.repository), integration.target_branch)
-        if observed.state == "found" and observed.checked_out is not None \
-                and observed.commit == integration.expected_commit:
-            _require_target(integration.target_branch, observed)
+        observed = _observe_target(effector, Path(integration.repository), integration.target_branch,
+                                   integration.steps[-1].merge_commit)
+        checkout = None
+        if observed.state == "found" and observed.commit == integration.expected_commit:
+            checkout = _require_target(integration.target_branch, observed, checked_out_target)
         faults.crash_point("integrate:before-target")
         intent_id = new_id("target")
 
@@ -302,7 +324,7 @@ def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integ
             current = load_integration(ledger, integration.run_id)
             assert current is not None
             require_open(load_run(ledger, integration.run_id))
-            return integration_aggregate.request_target(current, intent_id=intent_id, now=now)
+            return integration_aggregate.request_target(current, intent_id=intent_id, checkout=checkout, now=now)
 
         ledger.decide(decision, clock.now())
     current = load_integration(ledger, integration.run_id)

@@ -15,11 +15,12 @@ what happened.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from ...domain import candidate as candidate_aggregate
+from ...domain import hooks as hooks_aggregate
 from ...domain import integration as integration_aggregate
 from ...domain import run as run_aggregate
 from ...domain import task as task_aggregate
@@ -27,16 +28,17 @@ from ...domain import worker as worker_aggregate
 from ...domain.effects import (Act, BranchObservation, CandidateRefObservation, ExecutionObservation,
                                IntegrationObservation, Unknown, WorktreeObservation, decide_base_pin)
 from ...domain.events import (CandidatePinRequested, CandidateReleaseRequested, CheckLaunchRequested, Event,
-                              ExecutionRemovalRequested, ExecutionRequested, IntegrationStepRequested,
-                              IntegrationTargetRequested, RunBasePinRequested, WorkerLaunchRequested,
-                              WorkerStopRequested, WorktreeRemovalRequested, WorktreeRequested)
+                              ExecutionRemovalRequested, ExecutionRequested, HookRequested, IntegrationStepRequested,
+                              IntegrationTargetRequested, IntegrationTargetRequestedV2, RunBasePinRequested,
+                              WorkerLaunchRequested, WorkerStopRequested, WorktreeRemovalRequested, WorktreeRequested)
 from ...domain.processes import ProcessIdentity
+from ..world import faults
 from ..world.identity import mismatch_reason
 from .ports import GitPort
 
-__all__ = ["CANDIDATE_PIN", "CANDIDATE_RELEASE", "CHECK_LAUNCH", "EXECUTION", "EXECUTION_REMOVAL",
-           "INTEGRATION_STEP", "INTEGRATION_TARGET", "INTENT_KINDS", "RUN_BASE_PIN", "WORKER_LAUNCH", "WORKER_STOP",
-           "WORKTREE", "WORKTREE_REMOVAL", "IntentKind"]
+__all__ = ["CANDIDATE_PIN", "CANDIDATE_RELEASE", "CHECK_LAUNCH", "EXECUTION", "EXECUTION_REMOVAL", "HOOK",
+           "INTEGRATION_STEP", "INTEGRATION_TARGET", "INTEGRATION_TARGET_V1", "INTENT_KINDS", "RUN_BASE_PIN",
+           "WORKER_LAUNCH", "WORKER_STOP", "WORKTREE", "WORKTREE_REMOVAL", "IntentKind"]
 
 A = TypeVar("A")  # the aggregate the intent's stream folds into
 I = TypeVar("I", bound=Event)  # the intent event
@@ -306,29 +308,88 @@ INTEGRATION_STEP: IntentKind[integration_aggregate.Integration, IntegrationStepR
     ))
 
 
-def _observe_target(git: GitPort, intent: IntegrationTargetRequested,
+def _observe_target(git: GitPort, intent: integration_aggregate.TargetIntent,
                     repository_id: str | None) -> integration_aggregate.TargetObservation:
+    """The target branch and, while the intent's checkout has it checked out, that checkout's index and files
+    against the expected commit and the integrated one."""
     repository = Path(intent.repository)
     mismatch = _foreign(git, repository, repository_id)
     if mismatch:
         return integration_aggregate.TargetObservation("unreadable", detail=mismatch)
-    return git.observe_target(repository, intent.target_ref.removeprefix("refs/heads/"))
+    observed = git.observe_target(repository, intent.target_ref.removeprefix("refs/heads/"))
+    checkout = getattr(intent, "checkout", None)
+    if checkout is None or observed.state == "unreadable" or observed.checked_out != checkout:
+        return observed
+    return replace(observed, checkout=git.observe_checkout(Path(checkout), intent.expected_commit, intent.commit))
 
 
-INTEGRATION_TARGET: IntentKind[integration_aggregate.Integration, IntegrationTargetRequested,
-                               integration_aggregate.TargetObservation] = IntentKind(
-    intent=IntegrationTargetRequested,
-    stream_of=lambda intent: integration_aggregate.stream_of(intent.run_id),
-    apply=integration_aggregate.apply,
-    port="git",
-    observe=_observe_target,
-    decide=integration_aggregate.decide_target,
-    act=lambda git, intent, _: git.advance_ref(Path(intent.repository), intent.target_ref, intent.expected_commit,
-                                               intent.commit),
-    made=integration_aggregate.made,
+def _act_target(git: GitPort, intent: integration_aggregate.TargetIntent,
+                observed: integration_aggregate.TargetObservation) -> None:
+    """The steps left, each observable: the checkout's index and files moved from the expected commit's tree to the
+    integrated one's (when the intent names the checkout and they are still at the expected one), then the branch
+    by compare-and-swap. Or, the branch moved by someone else after the checkout was updated: the checkout moved
+    back, so that it is never left between."""
+    checkout = getattr(intent, "checkout", None)
+    state = observed.checkout.state if observed.checkout is not None else None
+    old, new = intent.expected_commit, intent.commit
+    if observed.commit != old:
+        if checkout is not None and state == "at-new":
+            git.update_checkout(Path(checkout), new, old)
+        return
+    if checkout is not None and observed.checked_out == checkout:
+        if state == "at-old":
+            git.update_checkout(Path(checkout), old, new)
+            # clean at new's tree? (asked as "at-old" of new against itself: old's tree may be the same)
+            if git.observe_checkout(Path(checkout), new, new).state != "at-old":
+                return  # a local change or a lock was in the way: the observation after the act says so
+            faults.crash_point("integrate:after-checkout-update")
+        elif state != "at-new":
+            return
+    git.advance_ref(Path(intent.repository), intent.target_ref, old, new)
+
+
+def _target_kind(intent: type[Any]) -> IntentKind[Any, Any, Any]:
+    return IntentKind(
+        intent=intent,
+        stream_of=lambda intent: integration_aggregate.stream_of(intent.run_id),
+        apply=integration_aggregate.apply,
+        port="git",
+        observe=_observe_target,
+        decide=integration_aggregate.decide_target,
+        act=_act_target,
+        made=integration_aggregate.made,
+    )
+
+
+INTEGRATION_TARGET: IntentKind[integration_aggregate.Integration, IntegrationTargetRequestedV2,
+                               integration_aggregate.TargetObservation] = _target_kind(IntegrationTargetRequestedV2)
+# recorded before checkouts were updated: pending in an older ledger, it moves the branch only
+INTEGRATION_TARGET_V1: IntentKind[integration_aggregate.Integration, IntegrationTargetRequested,
+                                  integration_aggregate.TargetObservation] = _target_kind(IntegrationTargetRequested)
+
+def _observe_hook(processes: Any, intent: HookRequested, _: str | None) -> hooks_aggregate.HookObservation:
+    from ..world.hooks import observe
+
+    return observe(processes, intent)
+
+
+def _run_hook(processes: Any, intent: HookRequested, observed: hooks_aggregate.HookObservation) -> None:
+    from ..world.hooks import act
+
+    act(processes, intent, observed)
+
+
+HOOK: IntentKind[hooks_aggregate.Hooks, HookRequested, hooks_aggregate.HookObservation] = IntentKind(
+    intent=HookRequested,
+    stream_of=lambda intent: hooks_aggregate.stream_of(intent.run_id),
+    apply=hooks_aggregate.apply,
+    port="processes",
+    observe=_observe_hook,
+    decide=hooks_aggregate.decide,
+    act=_run_hook,  # claims the hook (create-only marker) and runs its command to its end; or stops an orphan
 )
 
 INTENT_KINDS: dict[str, IntentKind[Any, Any, Any]] = {
     kind.type_name: kind for kind in (RUN_BASE_PIN, WORKTREE, WORKER_LAUNCH, WORKER_STOP, WORKTREE_REMOVAL,
                                       CANDIDATE_PIN, CANDIDATE_RELEASE, EXECUTION, CHECK_LAUNCH, EXECUTION_REMOVAL,
-                                      INTEGRATION_STEP, INTEGRATION_TARGET)}
+                                      INTEGRATION_STEP, INTEGRATION_TARGET, INTEGRATION_TARGET_V1, HOOK)}

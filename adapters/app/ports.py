@@ -26,7 +26,7 @@ from ...domain.effects import (
 )
 
 if TYPE_CHECKING:  # annotations only: compiling the secret patterns and importing the adapter cost start-up time
-    from ...domain.integration import TargetObservation
+    from ...domain.integration import CheckoutObservation, TargetObservation
     from ...domain.processes import Liveness, ProcessIdentity
     from ..world.capture import Capture, Unstable
     from ..world.processes import LaunchSpec
@@ -172,6 +172,16 @@ class GitPort(Protocol):
     def changed_paths(self, repository: Path, base: str, commit: str) -> tuple[str, ...]:
         """The paths whose entries differ between base's tree and commit's, quoted as candidates quote them, sorted.
         OSError or KeyError when either cannot be read."""
+        ...
+
+    def observe_checkout(self, worktree: Path, old: str, new: str) -> CheckoutObservation:
+        """The worktree's index and files: at-old or at-new (clean at that commit's tree, no untracked file that is
+        not ignored), dirty (its first local changes) or unreadable. Never raises."""
+        ...
+
+    def update_checkout(self, worktree: Path, old: str, new: str) -> None:
+        """Move the worktree's index and files from old's tree to new's, only while clean at old; nothing when a
+        local change is in the way. Observe again to learn the outcome."""
         ...
 
 

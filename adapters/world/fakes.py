@@ -24,7 +24,7 @@ from ...domain.effects import (
     WorktreeObservation,
 )
 from ...domain.errors import BadInput, Conflict, Refused
-from ...domain.integration import TargetObservation
+from ...domain.integration import CheckoutObservation, TargetObservation
 from ...domain.names import check_include_pattern
 from ...domain.processes import Liveness, ProcessIdentity, liveness_of
 from .capture import Capture, Unstable
@@ -82,6 +82,9 @@ class FakeGit:
         self.tracked: dict[tuple[str, str], list[str]] = {}  # (commit, folder) -> files its tree holds there
         self.captures: dict[Path, Capture | Unstable] = {}  # worktree -> what capture_twice returns
         self.merge_conflicts: dict[tuple[str, str], tuple[str, ...]] = {}  # (head, candidate) -> conflicting paths
+        # a checkout's index and files: the commit they are clean at (absent: at whatever its branch names), or its
+        # local changes
+        self.checkouts: dict[Path, str | tuple[str, ...]] = {}
 
     def identity(self, repository: Path) -> str | None:
         repo = self.repositories.get(Path(repository))
@@ -409,6 +412,17 @@ class FakeGit:
         """Every path changed in a worktree of the repository (the fake keeps no trees' contents)."""
         repo = self.repositories[Path(repository)]
         return tuple(sorted(set().union(*repo.changed.values()))) if repo.changed else ()
+
+    def observe_checkout(self, worktree: Path, old: str, new: str) -> CheckoutObservation:
+        at = self.checkouts.get(Path(worktree), old)
+        if isinstance(at, tuple):
+            return CheckoutObservation("dirty", at)
+        return CheckoutObservation("at-old" if at == old else "at-new" if at == new else "dirty",
+                                   () if at in (old, new) else (f"staged against {at}",))
+
+    def update_checkout(self, worktree: Path, old: str, new: str) -> None:
+        if self.observe_checkout(worktree, old, new).state == "at-old":
+            self.checkouts[Path(worktree)] = new
 
 
 def _ref_value(repo: FakeRepository, ref: str) -> str | None:

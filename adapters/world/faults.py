@@ -38,6 +38,8 @@ CRASH_POINTS = {
     "integrate:after-step": "IntegrationStepMerged recorded; the merged tree not yet pinned for re-verification",
     "integrate:before-verified": "every required check ran on the merged tree; IntegrationStepVerified not recorded",
     "integrate:before-target": "every step verified; the target's intent not yet recorded",
+    "integrate:after-checkout-update": "the index and files of the checkout that has the target out moved to the "
+                                       "integrated tree; the branch not yet moved",
     "go:before-launch": "docket go chose a task's next generation; nothing of it recorded yet",
     "go:after-agent": "docket go saw its agent's end recorded; the generation not judged yet",
     "go:after-pin": "docket go pinned a generation's work; its checks not run yet",
@@ -48,6 +50,10 @@ CRASH_POINTS = {
     "go:before-complete": "the receipt sealed (and exported); RunCompleted not recorded",
     "seal:before-record": "a run's receipt built and its Merkle root computed (block hashes kept); ReceiptSealed not "
                           "recorded",
+    "hook:after-request": "the hooks of the run's new events are recorded (HookRequested); none driven yet",
+    "hook:after-claim": "a hook's started-marker made (it is claimed); its command not started",
+    "hook:after-start": "a hook's command started (its gate opened); docket does not wait for it",
+    "hook:after-exit": "a hook's command ended and its result file is written; HookFinished not recorded",
     "effector:after-outcome": "outcome committed, projections not yet caught up",
     "projection:before-commit": "projection rows written, transaction not yet committed",
 }

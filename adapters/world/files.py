@@ -99,12 +99,28 @@ def exposure_warnings(path: Path) -> list[tuple[str, str]]:
     return warnings
 
 
+# Files this process has checked already, by (device, inode, header): checked again from lstat alone.
+_CHECKED: set[tuple[int, int, bytes | None]] = set()
+
+
 def _check_header_of(path: Path, *, header: bytes | None) -> bool:
     """Open path without following a symlink and check it is a regular file.
 
     With a header: True if the file starts with it, False if the file is empty,
     and not-a-ledger otherwise.
+
+    A file this process checked before (the same inode, not empty) is not opened again: closing any descriptor of
+    a file drops every POSIX lock this process holds on it, SQLite's included, and another process then takes the
+    database for unused and deletes its write-ahead log under this process's open connections (a long-lived
+    `docket go` opens the ledger and the views many times).
     """
+    try:
+        seen = os.lstat(path)
+    except OSError:
+        seen = None
+    if seen is not None and stat.S_ISREG(seen.st_mode) and seen.st_size > 0 \
+            and (seen.st_dev, seen.st_ino, header) in _CHECKED:
+        return True
     try:
         fd = os.open(path, os.O_RDONLY | _NO_FOLLOW)
     except OSError as e:
@@ -116,6 +132,8 @@ def _check_header_of(path: Path, *, header: bytes | None) -> bool:
         if not stat.S_ISREG(st.st_mode):
             raise BadInput("not-a-regular-file", f"{path} is not a regular file; docket keeps its ledger in one")
         if header is None:
+            if st.st_size > 0:
+                _CHECKED.add((st.st_dev, st.st_ino, None))
             return True
         start = os.pread(fd, len(header), 0)
     finally:
@@ -124,6 +142,7 @@ def _check_header_of(path: Path, *, header: bytes | None) -> bool:
         return False
     if start != header:
         raise BadInput("not-a-ledger", f"{path} is not an SQLite database, so not a docket ledger; refusing to touch it")
+    _CHECKED.add((st.st_dev, st.st_ino, header))
     return True
 
 

@@ -29,7 +29,7 @@ from .identity import read_identity
 from .paths import main_worktree
 
 if TYPE_CHECKING:
-    from ...domain.integration import TargetObservation
+    from ...domain.integration import CheckoutObservation, TargetObservation
     from .capture import Capture, Unstable
 
 __all__ = ["DulwichGit", "copy_includes", "create_worktree", "observe_branch", "observe_worktree"]
@@ -140,6 +140,14 @@ class DulwichGit:
     def changed_paths(self, repository: Path, base: str, commit: str) -> tuple[str, ...]:
         from .merge import changed_paths
         return changed_paths(repository, base, commit)
+
+    def observe_checkout(self, worktree: Path, old: str, new: str) -> CheckoutObservation:
+        from .checkout import observe_checkout
+        return observe_checkout(worktree, old, new)
+
+    def update_checkout(self, worktree: Path, old: str, new: str) -> None:
+        from .checkout import update_checkout
+        update_checkout(worktree, old, new)
 
 
 def observe_branch(repository: Path, branch: str) -> BranchObservation:

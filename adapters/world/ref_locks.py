@@ -32,6 +32,7 @@ def write_ref(repo: Any, ref: str, write: Callable[[], Any]) -> bool:
     """Run write (one dulwich compare-and-swap of ref); False when a lock kept it from running."""
     from dulwich.file import FileLocked
 
+    _reflog_folder(repo, ref)
     try:
         write()
         return True
@@ -43,6 +44,17 @@ def write_ref(repo: Any, ref: str, write: Callable[[], Any]) -> bool:
         return True
     except FileLocked:
         return False
+
+
+def _reflog_folder(repo: Any, ref: str) -> None:
+    """Make the folder of the ref's reflog first: dulwich makes it with os.mkdir after checking it is missing, so two
+    writers (threads or processes) making the first ref under one folder at once fail with FileExistsError, after
+    the ref itself was written."""
+    try:
+        path = repo._reflog_path(ref.encode("utf-8"))
+    except (AttributeError, TypeError, ValueError):
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
 
 
 def _stale_docket_lock(repo: Any, ref: str, locked: Any) -> bool:

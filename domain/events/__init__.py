@@ -1,6 +1,7 @@
 """Every event docket records: frozen pydantic models with fixed stored names.
 
-One module per aggregate (``ledger``, ``run``, ``task``, ``worker``, ``lease``, ``candidate`` with ``handoff``, ``integration``),
+One module per aggregate (``ledger``, ``run``, ``task``, ``worker``, ``lease``, ``candidate`` with ``handoff``, ``integration``,
+``hooks``),
 one for the effect protocol's own events (``effect``), and the envelope and
 field types they share (``base``). The catalogue is built here, in the order
 ``docs/events.md`` lists it.
@@ -36,6 +37,7 @@ from .candidate import (
     ExecutionRequested,
 )
 from .handoff import CheckBinding, HandoffConfirmed, HandoffOffered, HandoffRejected
+from .hooks import HookFinished, HookRequested
 from .integration import (
     ApprovalRecorded,
     ApprovedCandidate,
@@ -50,6 +52,7 @@ from .integration import (
     IntegrationStepVerified,
     IntegrationTargetMoved,
     IntegrationTargetRequested,
+    IntegrationTargetRequestedV2,
     PathOverlapWarning,
     ReceiptSealed,
     RequiredCheck,
@@ -105,6 +108,8 @@ __all__ = [
     "HandoffConfirmed",
     "HandoffOffered",
     "HandoffRejected",
+    "HookFinished",
+    "HookRequested",
     "ApprovalRecorded",
     "ApprovedCandidate",
     "IntegrationCompleted",
@@ -118,6 +123,7 @@ __all__ = [
     "IntegrationStepVerified",
     "IntegrationTargetMoved",
     "IntegrationTargetRequested",
+    "IntegrationTargetRequestedV2",
     "PathOverlapWarning",
     "ReceiptSealed",
     "RequiredCheck",
@@ -262,9 +268,12 @@ EVENT_TYPES: dict[str, type[Event]] = {
         IntegrationStepVerified,
         IntegrationStepRejected,
         IntegrationTargetRequested,
+        IntegrationTargetRequestedV2,
         IntegrationCompleted,
         IntegrationTargetMoved,
         ReceiptSealed,
+        HookRequested,
+        HookFinished,
     )
 }
 

@@ -20,7 +20,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, St
 from ..canonical import check_canonical_value
 
 from ..values import MAX_SAFE_INT
-from .base import BranchName, Code, Commit, Event, Generation, Id, Position, RepositoryPath, Sha256, Text
+from .base import AbsolutePath, BranchName, Code, Commit, Event, Generation, Id, Position, RepositoryPath, Sha256, Text
 from .candidate import TreePath
 from .handoff import CheckBinding
 
@@ -38,6 +38,7 @@ __all__ = [
     "IntegrationStepVerified",
     "IntegrationTargetMoved",
     "IntegrationTargetRequested",
+    "IntegrationTargetRequestedV2",
     "PathOverlapWarning",
     "ReceiptSealed",
     "RequiredCheck",
@@ -214,7 +215,8 @@ class IntegrationStepRejected(Event):
 
 
 class IntegrationTargetRequested(Event):
-    """Intent: move the target branch from expected_commit to commit (the last step's head), compare-and-swap."""
+    """Legacy (v1): intent to move the target branch from expected_commit to commit, compare-and-swap; never under
+    a checkout."""
 
     name = "IntegrationTargetRequested"
     effect_role = "intent"
@@ -225,6 +227,29 @@ class IntegrationTargetRequested(Event):
     expected_commit: Commit
     commit: Commit
     tree: Commit
+
+
+class IntegrationTargetRequestedV2(Event):
+    """Intent: move the target branch from expected_commit to commit (the last step's head), compare-and-swap.
+
+    checkout: the worktree that has the target checked out, clean, when the
+    intent was recorded (null: none had): its index and files are moved from
+    expected_commit's tree to commit's first (a two-tree merge, as git's
+    ``updateInstead``), then the branch; if the branch was moved by someone else
+    in between, they are moved back before the outcome is recorded.
+    """
+
+    name = "IntegrationTargetRequested"
+    schema_version = 2
+    effect_role = "intent"
+    intent_id: Id
+    run_id: Id
+    repository: RepositoryPath
+    target_ref: TargetRef
+    expected_commit: Commit
+    commit: Commit
+    tree: Commit
+    checkout: AbsolutePath | None
 
 
 class IntegrationCompleted(Event):
@@ -243,8 +268,8 @@ class IntegrationCompleted(Event):
 
 class IntegrationTargetMoved(Event):
     """Outcome: the target branch no longer names the expected commit (code ``target-moved``), or is checked out
-    in a worktree whose files moving it would leave behind (``target-checked-out``), or cannot be read; nothing was
-    reset or forced and the docket refs stay."""
+    in a worktree the intent may not update, or whose index or files have local changes (``target-checked-out``),
+    or cannot be read; nothing was reset or forced and the docket refs stay."""
 
     name = "IntegrationTargetMoved"
     effect_role = "outcome"

@@ -34,6 +34,8 @@ ERROR_LINE = re.compile(r"docket: error: [a-z][a-z0-9-]*: .+")
 WARNING_LINE = re.compile(r"docket: warning: [a-z][a-z0-9-]*: .+")
 # Options whose fuzzing would block, or reach outside the test's folder (other files' owners test those).
 SKIPPED_OPTIONS = {"--help", "--ledger", "--debug", "--follow", "--version", "--out"}
+# Commands that follow a run until it closes are fuzzed drawing once (test_watch.py follows one to its end).
+ALWAYS = {("watch",): ["--once"]}
 
 HOSTILE = [
     "", " ", "\t", "\x00", "a\x00b", "\n", "x\ny", "\r", "\x1b[2J", "\x1b]0;pwned\x07", "\u202etxt.exe", "\u200b",
@@ -81,7 +83,8 @@ def _argv(path: tuple[str, ...], parser: argparse.ArgumentParser) -> st.SearchSt
             parts.append(_value(action).map(lambda v, f=flag: [f, v]))
         else:
             parts.append(st.one_of(st.just([]), _value(action).map(lambda v, f=flag: [f, v])))
-    return st.tuples(*parts).map(lambda chunks: [*path, *(word for chunk in chunks for word in chunk)])
+    return st.tuples(*parts).map(lambda chunks: [*path, *ALWAYS.get(path, []),
+                                                 *(word for chunk in chunks for word in chunk)])
 
 
 COMMANDS = st.sampled_from(list(_leaf_parsers(app.build_parser()))).flatmap(lambda c: _argv(*c))
@@ -161,6 +164,8 @@ def test_no_argument_reaches_exit_70(world, argv):
     ["status", "--at", "0001-01-01T00:00:00+01:00"],
     ["status", "--at", "9" * 5000],
     ["status", "--at", ""],
+    ["task", "plan", "r1", "--title", "t", "--prompt-file", "\x00"],  # found by the fuzz: was exit 70
+    ["go", "--goal", "g", "--tasks", "a\x00b"],
 ])
 def test_the_issue_cases_are_bad_input_in_process(world, argv):
     with inside(world):

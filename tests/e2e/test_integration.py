@@ -16,8 +16,12 @@ PASSING = '[checks.ok]\ncommand = ["sh", "-c", "test -f README.md"]\n'
 
 
 def make_world(docket, checks: str = PASSING, tasks: tuple[str, ...] = ("t1", "t2"),  # noqa: ANN001, ANN201
-               target: str = TARGET):
+               target: str = TARGET, commit_config: bool = False):
+    """commit_config: docket.toml committed on main, as a project keeps it (the main checkout then is clean)."""
     (docket.cwd / "docket.toml").write_text(checks)
+    if commit_config:
+        git(docket.cwd, "add", "docket.toml")
+        git(docket.cwd, "commit", "-q", "-m", "docket.toml")
     git(docket.cwd, "branch", TARGET)
     docket("init")
     docket("run", "open", "--target", target, "--goal", "g", "--id", RUN)
@@ -164,19 +168,50 @@ def test_a_target_moved_by_someone_else_is_left_alone(docket):
     fsck(docket)
 
 
-def test_a_target_checked_out_in_the_main_worktree_is_not_integrated_into(docket):
-    make_world(docket, target="main")  # the repository's main worktree has main checked out
+REFUSE = PASSING + '[integration]\nchecked_out_target = "refuse"\n'
+
+
+def test_a_target_checked_out_in_a_clean_main_worktree_is_moved_with_its_index_and_files(docket):
+    make_world(docket, target="main", commit_config=True)  # the repository's main worktree has main checked out
+    offered(docket, "t1", "echo one > a.txt")
+    done = docket("integrate", RUN, "--json").json()
+    assert done["status"] == "completed" and tip(docket, "refs/heads/main") == done["final_commit"]
+    assert git(docket.cwd, "rev-parse", "HEAD") == done["final_commit"]
+    assert git(docket.cwd, "status", "--porcelain", "--untracked-files=all") == ""
+    assert (docket.cwd / "a.txt").read_text() == "one\n"
+    (requested,) = payloads(docket, "IntegrationTargetRequested.v2")
+    assert requested["checkout"] == str(docket.cwd)
+    fsck(docket)
+
+
+def test_a_target_checked_out_in_a_main_worktree_with_local_changes_is_not_integrated_into(docket):
+    make_world(docket, target="main", commit_config=True)
+    offered(docket, "t1", "echo one > a.txt")
+    (docket.cwd / "README.md").write_text("mine\n")
+    before = tip(docket, "refs/heads/main")
+    refused = docket("integrate", RUN, check=False)
+    assert refused.returncode == 3 and refused.stderr.startswith("docket: error: target-checked-out:"), refused.stderr
+    assert str(docket.cwd) in refused.stderr and "unstaged README.md" in refused.stderr
+    assert refused.stderr.count("\n") == 1
+    assert tip(docket, "refs/heads/main") == before and payloads(docket, "IntegrationPrepared.v1") == []
+    assert (docket.cwd / "README.md").read_text() == "mine\n" and not (docket.cwd / "a.txt").exists()
+
+
+def test_a_target_checked_out_in_the_main_worktree_is_not_integrated_into_when_configured_to_refuse(docket):
+    make_world(docket, checks=REFUSE, target="main", commit_config=True)
     offered(docket, "t1", "echo one > a.txt")
     before = tip(docket, "refs/heads/main")
     refused = docket("integrate", RUN, check=False)
     assert refused.returncode == 3 and refused.stderr.startswith("docket: error: target-checked-out:"), refused.stderr
-    assert str(docket.cwd) in refused.stderr
+    assert str(docket.cwd) in refused.stderr and "refuse" in refused.stderr
     assert tip(docket, "refs/heads/main") == before and payloads(docket, "IntegrationPrepared.v1") == []
     assert "refs/docket/integrations/" not in git(docket.cwd, "for-each-ref", "refs/docket")
+    assert git(docket.cwd, "status", "--porcelain") == ""
 
 
-def test_a_target_checked_out_in_a_linked_worktree_waits_until_it_is_switched_away(docket, tmp_path):
-    make_world(docket, tasks=("t1",))
+def test_a_target_checked_out_in_a_linked_worktree_waits_until_it_is_switched_away_when_configured_to_refuse(
+        docket, tmp_path):
+    make_world(docket, checks=REFUSE, tasks=("t1",))
     offered(docket, "t1", "echo one > a.txt")
     expected = tip(docket)
     docket("integrate", RUN, fault="integrate:before-target")
@@ -188,6 +223,7 @@ def test_a_target_checked_out_in_a_linked_worktree_waits_until_it_is_switched_aw
     git(elsewhere, "switch", "-q", "--detach")
     done = docket("integrate", RUN, "--json").json()
     assert done["status"] == "completed" and tip(docket) == done["final_commit"]
+    assert git(elsewhere, "rev-parse", "HEAD") == expected  # detached: left where it was
 
 
 def test_a_candidate_already_in_the_target_is_observed_not_merged_again(docket):

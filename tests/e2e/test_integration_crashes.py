@@ -27,8 +27,16 @@ INTEGRATION_POINTS = [
     "integrate:before-verified",
     "integrate:before-target",
     *effector_points("IntegrationStepRequested.v1"),
-    *effector_points("IntegrationTargetRequested.v1"),
+    *effector_points("IntegrationTargetRequested.v2"),
 ]
+# The target's move when a worktree has it checked out: exercised in test_integration_checkout.py, on main.
+CHECKOUT_POINTS = [
+    "integrate:before-target",
+    "integrate:after-checkout-update",
+    *effector_points("IntegrationTargetRequested.v2"),
+]
+QUEUE_POINTS = list(INTEGRATION_POINTS)
+INTEGRATION_POINTS += [point for point in CHECKOUT_POINTS if point not in INTEGRATION_POINTS]
 
 
 class World:
@@ -64,7 +72,7 @@ def world(tmp_path_factory):  # noqa: ANN001, ANN201
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("point", INTEGRATION_POINTS)
+@pytest.mark.parametrize("point", QUEUE_POINTS)
 def test_integrate_killed_at_a_point_converges_when_run_again(world, point):  # noqa: ANN001
     docket = world.restore()
     reference = world.reference

@@ -157,7 +157,7 @@ def test_status_on_current_views_imports_no_heavy_module(docket):
              "from docket.cli.app import main\n"
              "with contextlib.redirect_stdout(io.StringIO()):\n"
              "    code = main(['status', '--json'])\n"
-             "heavy = {'pydantic', 'eventsourcing', 'dulwich', 'sqlite_utils', 'psutil', 'anyio'}\n"
+             "heavy = {'pydantic', 'eventsourcing', 'dulwich', 'sqlite_utils', 'psutil', 'anyio', 'rich'}\n"
              "print(code, sorted({m.split('.')[0] for m in sys.modules} & heavy))\n")
     out = subprocess.run([sys.executable, "-c", probe], cwd=docket.cwd, env=docket.env, capture_output=True,
                          text=True, check=True).stdout

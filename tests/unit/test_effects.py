@@ -27,7 +27,8 @@ def test_roles_come_from_the_event_classes():
                                  "WorkerStopRequested.v1", "CandidatePinRequested.v1", "CandidateReleaseRequested.v1",
                                  "ExecutionRequested.v1", "CheckLaunchRequested.v1", "ExecutionRemovalRequested.v1",
                                  "WorktreeRemovalRequested.v1", "IntegrationStepRequested.v1",
-                                 "IntegrationTargetRequested.v1"}
+                                 "IntegrationTargetRequested.v1", "IntegrationTargetRequested.v2",
+                                 "HookRequested.v1"}
     assert set(OUTCOME_TYPES) == {"RunBasePinned.v1", "RunBasePinFailed.v1", "IntentCancelled.v1",
                                   "WorktreeCreated.v1", "WorktreeFailed.v1", "WorkerLaunched.v1",
                                   "WorkerLaunchFailed.v1", "WorkerStopped.v1", "CandidatePinned.v1",
@@ -35,7 +36,7 @@ def test_roles_come_from_the_event_classes():
                                   "ExecutionCreated.v1", "ExecutionFailed.v1", "CheckLaunched.v1",
                                   "CheckLaunchFailed.v1", "ExecutionRemoved.v1", "WorktreeRemoved.v1",
                                   "WorktreeRemovalFailed.v1", "IntegrationStepMerged.v1", "IntegrationStepFailed.v1",
-                                  "IntegrationCompleted.v1", "IntegrationTargetMoved.v1"}
+                                  "IntegrationCompleted.v1", "IntegrationTargetMoved.v1", "HookFinished.v1"}
     assert set(UNKNOWN_TYPES) == {"IntentOutcomeUnknown.v1", "IntentOutcomeUnknown.v2"}
     for name in (*INTENT_TYPES, *OUTCOME_TYPES, *UNKNOWN_TYPES):
         assert "intent_id" in ev.EVENT_TYPES[name].model_fields, name

@@ -99,14 +99,15 @@ def verified_all(steps: int = 1) -> integration.Integration:
     return state
 
 
-def target_requested(state: integration.Integration,
-                     intent_id: str = "t") -> tuple[integration.Integration, ev.IntegrationTargetRequested]:
-    (intent,) = integration.request_target(state, intent_id=intent_id, now=T0)
-    assert isinstance(intent, ev.IntegrationTargetRequested)
+def target_requested(state: integration.Integration, intent_id: str = "t",
+                     checkout: str | None = None) -> tuple[integration.Integration, ev.IntegrationTargetRequestedV2]:
+    (intent,) = integration.request_target(state, intent_id=intent_id, checkout=checkout, now=T0)
+    assert isinstance(intent, ev.IntegrationTargetRequestedV2) and intent.checkout == checkout
     return fold([intent], state), intent
 
 
 TO = integration.TargetObservation
+CO = integration.CheckoutObservation
 
 
 @pytest.mark.parametrize("observed, expected, code", [
@@ -118,8 +119,13 @@ TO = integration.TargetObservation
     (TO("found", commit=HEAD, checked_out="/repo"), "IntegrationTargetMoved", "target-checked-out"),
     (TO("unreadable", detail="locked"), "unknown", None),
 ])
-def test_decide_target_on_each_observation(observed, expected, code):
+@pytest.mark.parametrize("version", [1, 2])
+def test_decide_target_on_each_observation(observed, expected, code, version):
+    """An intent that names no checkout (and every v1 intent, recorded before checkouts were updated) never moves a
+    branch some worktree has checked out."""
     state, intent = target_requested(verified_all())
+    if version == 1:
+        intent = ev.IntegrationTargetRequested(**intent.model_dump(exclude={"checkout"}))
     assert (intent.expected_commit, intent.commit, intent.tree) == (HEAD, MERGE, TREE)
     decided = integration.decide_target(state, intent, observed, T0)
     if expected == "act":
@@ -179,3 +185,63 @@ def test_a_step_another_integrator_settled_first_is_nothing_to_decide_and_a_late
     with pytest.raises(Refused) as unknown:
         integration.verified(state, 3, verification_binding=BINDING, tree=TREE, checks=[], now=T0)
     assert unknown.value.code == "step-not-next"
+
+
+@pytest.mark.parametrize("observed, expected, code", [
+    (TO("found", commit=HEAD, checked_out="/repo", checkout=CO("at-old")), "act", None),  # all three steps to do
+    (TO("found", commit=HEAD, checked_out="/repo", checkout=CO("at-new")), "act", None),  # only the branch left
+    (TO("found", commit=HEAD, checked_out="/repo", checkout=CO("dirty", ("staged a.txt", "untracked b.txt"))),
+     "IntegrationTargetMoved", "target-checked-out"),
+    (TO("found", commit=HEAD, checked_out="/repo", checkout=CO("unreadable", detail="no git")), "unknown", None),
+    (TO("found", commit=HEAD, checked_out="/other", checkout=None), "IntegrationTargetMoved", "target-checked-out"),
+    (TO("found", commit=HEAD), "act", None),  # switched away meanwhile: the branch alone
+    (TO("found", commit=MERGE, checked_out="/repo", checkout=CO("dirty", ("unstaged a.txt",))),
+     "IntegrationCompleted", None),  # moved: the checkout is its owner's again
+    (TO("found", commit=OTHER, checked_out="/repo", checkout=CO("at-new")), "act", None),  # moved back first
+    (TO("missing", checked_out="/repo", checkout=CO("at-new")), "act", None),
+    (TO("found", commit=OTHER, checked_out="/repo", checkout=CO("at-old")), "IntegrationTargetMoved", "target-moved"),
+    (TO("found", commit=OTHER, checked_out="/repo", checkout=CO("dirty", ("unstaged a.txt",))),
+     "IntegrationTargetMoved", "target-moved"),
+])
+def test_decide_target_with_a_checkout_on_each_observation(observed, expected, code):
+    state, intent = target_requested(verified_all(), checkout="/repo")
+    decided = integration.decide_target(state, intent, observed, T0)
+    if expected == "act":
+        assert isinstance(decided, Act)
+        return
+    if expected == "unknown":
+        assert isinstance(decided, Unknown) and "no git" in decided.reason
+        return
+    assert decided.type_name() == f"{expected}.v1"
+    if code == "target-checked-out" and observed.checkout is not None:
+        assert "staged a.txt, untracked b.txt" in decided.message and "moved nothing" in decided.message
+    if code == "target-moved" and observed.checkout.state == "dirty":
+        assert "left as it is (unstaged a.txt)" in decided.message
+    after = fold([decided], state)
+    assert after.target_code == code
+
+
+def test_a_v1_intent_is_folded_as_the_target_requested():
+    state, intent = target_requested(verified_all())
+    legacy = ev.IntegrationTargetRequested(**intent.model_dump(exclude={"checkout"}))
+    assert fold([legacy], verified_all()) == state
+
+
+@pytest.mark.parametrize("checkout, policy, expected", [
+    (None, "update", "/repo"),
+    (CO("at-old"), "update", "/repo"),
+    (CO("at-new"), "update", "/repo"),  # updated, the branch not yet moved: the intent finishes it
+    (CO("at-old"), "refuse", "refuse"),
+    (CO("dirty", ("staged a.txt", "unstaged b.txt", "untracked c.txt")), "update", "staged a.txt, unstaged b.txt"),
+    (CO("unreadable", detail="git not found"), "update", "git not found"),
+])
+def test_which_checkout_the_target_intent_may_update(checkout, policy, expected):
+    assert integration.checkout_to_update("main", TO("found", commit=HEAD), policy=policy) is None
+    observed = TO("found", commit=HEAD, checked_out="/repo", checkout=checkout or CO("at-old"))
+    if expected == "/repo":
+        assert integration.checkout_to_update("main", observed, policy=policy) == "/repo"
+        return
+    with pytest.raises(Refused) as refused:
+        integration.checkout_to_update("main", observed, policy=policy)
+    assert refused.value.code == "target-checked-out" and expected in refused.value.message
+    assert "/repo" in refused.value.message

@@ -56,3 +56,13 @@ def test_no_repository_or_no_file_requires_no_approval(tmp_path):
     assert approval_required(tmp_path) is False
     (tmp_path / "docket.toml").symlink_to(written(tmp_path / ".git", "[integration]\napproval = true\n"))
     assert approval_required(tmp_path) is False  # a symlink is never followed
+
+
+def test_a_checked_out_target_is_updated_by_default_refused_when_configured_and_nothing_else(tmp_path):
+    assert Config().integration.checked_out_target == "update"
+    assert '\nchecked_out_target = "update"\n' in DEFAULT_TOML
+    text = '[integration]\nchecked_out_target = "refuse"\n'
+    assert load_config(written(tmp_path, text)).integration.checked_out_target == "refuse"
+    with pytest.raises(BadInput) as caught:
+        load_config(written(tmp_path, '[integration]\nchecked_out_target = "force"\n'))
+    assert caught.value.code == "bad-config" and "integration.checked_out_target" in caught.value.message

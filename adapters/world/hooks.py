@@ -1,0 +1,210 @@
+"""A hook's command in the world: claimed by a create-only marker, run behind the launch gate, its end written down.
+
+Each hook intent owns five files in its folder (``<docket dir>/hooks/``), named
+by its intent id: ``.started`` (the marker: the identity of the docket process
+that claimed it, made create-only with its content, so two processes cannot
+both claim it), ``.json`` (the event, the command's stdin), ``.log`` (its
+output, never shown on docket's terminal), ``.process`` (the command's identity,
+written before its gate opens) and ``.result`` (how it ended, written once).
+What these files hold, and whether the processes they name live, is the
+observation ``domain/hooks.py`` decides on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from ...domain.canonical import canonical_json
+from ...domain.events import HookRequested
+from ...domain.hooks import HookObservation
+from ...domain.processes import ProcessIdentity, bounded_tail, scrub_environment
+from . import faults
+
+__all__ = ["STOP_GRACE_SECONDS", "act", "observe"]
+
+POLL_SECONDS = 0.02
+STOP_GRACE_SECONDS = 5.0  # between SIGTERM and SIGKILL to the command's group at its timeout
+_TAIL_BYTES = 65536
+
+
+def _file(intent: HookRequested, suffix: str) -> Path:
+    return Path(intent.directory) / f"{intent.intent_id}.{suffix}"
+
+
+def _read_json(path: Path) -> Any:
+    """The JSON in path; None when there is no file. OSError or ValueError for anything else."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        return json.loads(f.read(1 << 16))
+
+
+def _create_with(path: Path, data: bytes) -> bool:
+    """Create path holding data, create-only and whole (never half-written); False if something is there already."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(temporary, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _summary(log: Path) -> dict[str, Any]:
+    try:
+        fd = os.open(log, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return {}
+    digest, size, end = hashlib.sha256(), 0, b""
+    with os.fdopen(fd, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+            end = (end + chunk)[-_TAIL_BYTES:]
+    return {"output_sha256": digest.hexdigest(), "output_bytes": size, "tail": bounded_tail(end)}
+
+
+def observe(processes: Any, intent: HookRequested) -> HookObservation:
+    """What the hook's files and the processes they name say now. Never raises."""
+    try:
+        result = _read_json(_file(intent, "result"))
+        if result is not None:
+            return HookObservation("finished", detail=result.get("message") or "", started=result["started"],
+                                   result=result["result"], exit_code=result.get("exit_code"),
+                                   signal=result.get("signal"), duration_ms=result.get("duration_ms"),
+                                   **_summary(_file(intent, "log")))
+        owner = _read_json(_file(intent, "started"))
+        if owner is None:
+            return HookObservation("absent")
+        claimed_by = ProcessIdentity.from_dict(owner)
+        command = _read_json(_file(intent, "process"))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return HookObservation("unknown", detail=f"the files of hook {intent.intent_id} cannot be read: {e}"[:4000])
+    liveness = processes.liveness(claimed_by)
+    if liveness != "dead":
+        return HookObservation("running" if liveness == "alive" else "unknown",
+                               detail=f"hook {intent.intent_id} is claimed by docket process {claimed_by.pid} on "
+                                      f"{claimed_by.host}, which is {liveness}")
+    if command is not None:
+        group = processes.group_liveness(ProcessIdentity.from_dict(command))
+        if group == "alive":
+            return HookObservation("orphaned", started=True)
+        if group == "unknown":
+            return HookObservation("unknown", detail=f"whether hook {intent.intent_id}'s command still runs cannot "
+                                                     "be told")
+    return HookObservation("ended", started=command is not None, **_summary(_file(intent, "log")))
+
+
+def act(processes: Any, intent: HookRequested, observed: HookObservation) -> None:
+    """From absent: claim the hook and run its command to its end. From orphaned: stop the command's group."""
+    if observed.state == "orphaned":
+        command = _read_json(_file(intent, "process"))
+        processes.terminate_group(ProcessIdentity.from_dict(command), grace=STOP_GRACE_SECONDS)
+        return
+    folder = Path(intent.directory)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    me = processes.identity(os.getpid())
+    if me is None or not _create_with(_file(intent, "started"), canonical_json(me.as_dict())):
+        return  # another process claimed it first: observe again
+    faults.crash_point("hook:after-claim")
+    started_at = time.monotonic()
+    try:
+        gated = _spawn(processes, intent)
+    except (OSError, ValueError) as e:
+        _finish(intent, {"result": "not-started", "started": False,
+                         "message": f"the hook's command could not be started: {e}"[:4000]})
+        return
+    if not _create_with(_file(intent, "process"), canonical_json(gated.identity.as_dict())):
+        gated.close_without_opening()
+        raise FileExistsError(f"{_file(intent, 'process')} exists, but this process claimed the hook")
+    try:
+        gated.open()
+    except BrokenPipeError:
+        gated.popen.wait()
+        _finish(intent, {"result": "not-started", "started": True,
+                         "message": "the hook's held process ended before its gate opened"})
+        return
+    faults.crash_point("hook:after-start")
+    code, timed_out = _wait(processes, gated, intent.timeout_ms)
+    duration_ms = int((time.monotonic() - started_at) * 1000)
+    exit_code, signal = (code, None) if code >= 0 else (None, -code)
+    if timed_out:
+        result, message = "timed-out", f"stopped after its timeout of {intent.timeout_ms} ms"
+    elif code == 0:
+        result, message = "succeeded", None
+    else:
+        result = "failed"
+        message = f"the hook's command exited {code}" if code > 0 else f"the hook's command was killed by signal {signal}"
+    _finish(intent, {"result": result, "started": True, "exit_code": exit_code, "signal": signal,
+                     "duration_ms": duration_ms, "message": message})
+    faults.crash_point("hook:after-exit")
+
+
+def _spawn(processes: Any, intent: HookRequested) -> Any:
+    """The hook's command started in its own process group, held at the launch gate, the event on its stdin."""
+    from .processes import LaunchSpec
+    from .reader import read_only
+
+    with read_only(Path(intent.ledger)) as conn:
+        row = conn.execute("SELECT originator_id, topic, state FROM stored_events WHERE rowid = ?",
+                           (intent.position,)).fetchone()
+    if row is None:
+        raise ValueError(f"the ledger {intent.ledger} has no event at position {intent.position}")
+    stream, type_name, state = row
+    body = json.loads(state)
+    document = {"position": intent.position, "stream": stream, "type": type_name,
+                "recorded_at": body["recorded_at"], "payload": body["payload"]}
+    stdin = _file(intent, "json")
+    if not _create_with(stdin, canonical_json(document) + b"\n"):
+        raise FileExistsError(f"{stdin} appeared while it was being written")
+    env, _removed = scrub_environment(os.environ, intent.env_allow)
+    env = {name: value for name, value in env.items() if not name.startswith("DOCKET_")}
+    env.update(DOCKET_RUN=intent.run_id, DOCKET_EVENT=type_name, DOCKET_POSITION=str(intent.position),
+               DOCKET_HOOK=intent.hook, DOCKET_LEDGER=intent.ledger)
+    task = body["payload"].get("task_id")
+    if isinstance(task, str):
+        env["DOCKET_TASK"] = task
+    return processes.spawn_gated(LaunchSpec(argv=tuple(intent.argv), cwd=Path(intent.repository), env=env,
+                                            log_path=_file(intent, "log"), stdin_path=stdin))
+
+
+def _wait(processes: Any, gated: Any, timeout_ms: int) -> tuple[int, bool]:
+    """(returncode, whether it was stopped at its timeout); nothing of its group is left running after."""
+    popen = gated.popen
+    deadline = time.monotonic() + timeout_ms / 1000
+    timed_out = False
+    while (code := popen.poll()) is None:
+        if time.monotonic() >= deadline:
+            timed_out = True
+            processes.terminate_group(gated.identity, grace=STOP_GRACE_SECONDS)
+            code = popen.wait()
+            break
+        time.sleep(POLL_SECONDS)
+    if processes.group_liveness(gated.identity) == "alive":  # it ended, but left processes in its group
+        processes.terminate_group(gated.identity, grace=2.0)
+    return code, timed_out
+
+
+def _finish(intent: HookRequested, result: dict[str, Any]) -> None:
+    """Write the result once, whole: the next observation records it."""
+    path = _file(intent, "result")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(canonical_json(result))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, path)

@@ -1,0 +1,231 @@
+"""The live view of a run (`docket go`, `docket watch`): a table updated in place on a terminal, event lines when piped.
+
+Everything shown comes from the ledger and its views, and every string in it is
+escaped (output.shown) before it is drawn, so nothing a worker prints, nor any
+name in the ledger, can drive the terminal. rich is imported here and only here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ..domain.values import format_duration
+from .output import shown, warn
+
+if TYPE_CHECKING:
+    from ..adapters.app.board import Board
+    from .context import Context
+
+__all__ = ["LiveView", "board_lines", "board_table", "event_line", "latest_open_run"]
+
+# What an event line says of its payload, in this order (ids and hashes shortened).
+EVENT_FIELDS = ("task_id", "worker_id", "generation", "resource", "check", "step", "result", "cause", "code",
+                "exit_code", "reason", "binding_id", "commit")
+SHORT = 12
+STATE_STYLES = {"integrated": "bold green", "passed": "green", "failed": "red", "stopped": "red",
+                "running": "yellow", "checking": "cyan", "launching": "yellow", "exited": "magenta"}
+
+
+class LiveView:
+    """A run's view, redrawn by update(): on a terminal a rich table in place, otherwise a plain line per new
+    event of the run. update() catches the views up and is cheap; it never raises because the output went away
+    (a closed pipe or terminal): ``broken`` then says so, and nothing more is written."""
+
+    def __init__(self, ctx: Context, run_id: str, *, stream: TextIO | None = None, interactive: bool | None = None):
+        self.ctx = ctx
+        self.run_id = run_id
+        self.stream = stream or sys.stdout
+        self.interactive = _isatty(self.stream) if interactive is None else interactive
+        self.broken = False
+        self.views_position = 0  # the ledger position the last board reflects
+        self._events_after = 0  # event lines: the last position printed
+        self._live: Any = None
+        self._warned: set[str] = set()
+
+    def board(self) -> Board | None:
+        """The run's board at the ledger's head (None: no such run)."""
+        from ..adapters.app.board import run_board
+
+        views = self._views()
+        try:
+            self.views_position = views.position()
+            return run_board(views.conn, self.run_id, self.ctx.clock.now())
+        finally:
+            views.conn.close()
+
+    def update(self) -> Board | None:
+        board = self.board()
+        if board is not None:
+            self._guarded(lambda: self._draw_live(board) if self.interactive else self._print_new_events())
+        return board
+
+    def draw_once(self, board: Board) -> None:
+        """The board once: a table on a terminal, plain lines otherwise."""
+        if self.interactive:
+            self._guarded(lambda: self._console().print(board_table(board)))
+        else:
+            self._guarded(lambda: self._write("".join(line + "\n" for line in board_lines(board))))
+
+    def close(self) -> None:
+        """Stop drawing in place, leaving the last table on the screen."""
+        live, self._live = self._live, None
+        if live is not None:
+            self._guarded(live.stop)
+
+    # Drawing ---------------------------------------------------------------
+    def _draw_live(self, board: Board) -> None:
+        if self._live is not None:
+            self._live.update(board_table(board), refresh=True)
+            return
+        from rich.live import Live
+
+        self._live = Live(board_table(board), console=self._console(), auto_refresh=False, transient=False,
+                          redirect_stdout=False, redirect_stderr=False)
+        self._live.start()  # draws it
+
+    def _print_new_events(self) -> None:
+        self._write("".join(line + "\n" for line in self._new_event_lines()))
+
+    def _new_event_lines(self) -> list[str]:
+        """A line for each event of the run recorded since the last call (from the first one of the run on)."""
+        from ..adapters.app.event_log import listed_events
+
+        reader = self.ctx.ledger_reader
+        head = reader.head_position()
+        if head <= self._events_after:
+            return []
+        lines = [event_line(row[0], body["recorded_at"], row[3], body["payload"])
+                 for row, body in listed_events(reader, self.ctx.paths.views, run_id=self.run_id, topics=(),
+                                                after=self._events_after, until=head,
+                                                lock_timeout=lambda: self.ctx.lock_timeout)]
+        self._events_after = head
+        return lines
+
+    def _write(self, text: str) -> None:
+        if text:
+            self.stream.write(text)
+            self.stream.flush()
+
+    def _console(self) -> Any:
+        from rich.console import Console
+
+        class QuietConsole(Console):
+            def on_broken_pipe(self) -> None:  # rich's own exits the process; the caller's loop decides instead
+                self.quiet = True
+                raise BrokenPipeError
+
+        return QuietConsole(file=self.stream, markup=False, emoji=False, highlight=False)
+
+    def _guarded(self, draw: Any) -> None:
+        """Draw; if the output is gone (EPIPE, EIO, a closed file), stop writing to it for good."""
+        if self.broken:
+            return
+        try:
+            draw()
+        except (OSError, ValueError):
+            self.broken = True
+            self._live = None
+            _silence(self.stream)
+
+    def _views(self) -> Any:
+        from ..adapters.app.views import fresh_views
+
+        return fresh_views(self.ctx.ledger_reader, self.ctx.paths.views, timeout=self.ctx.lock_timeout,
+                           warn=self._warn_once)
+
+    def _warn_once(self, code: str, message: str) -> None:
+        """A view refreshed twice a second says what went wrong with the views once, not twice a second."""
+        if code not in self._warned:
+            self._warned.add(code)
+            warn(code, message)
+
+
+def latest_open_run(ctx: Context) -> str | None:
+    """The most recently opened run that is still open, as the views know it."""
+    from ..adapters.app.board import CLOSED
+    from ..projections import runs
+
+    views = ctx.views()
+    open_runs = [r for r in runs.list_runs(views.conn) if r["status"] not in CLOSED]
+    return open_runs[-1]["run_id"] if open_runs else None
+
+
+# Rendering ---------------------------------------------------------------------
+def _duration(ms: int | None) -> str:
+    return "-" if ms is None else format_duration(ms - ms % 1000)
+
+
+def run_summary(board: Board) -> str:
+    budget = f"budget {_duration(board.used_ms)} used"
+    if board.budget_ms:
+        budget += f" of {format_duration(board.budget_ms)}, {_duration(board.remaining_ms)} left"
+    receipt = f"receipt {board.receipt_sha256[:SHORT]} sealed" if board.receipt_sha256 else "receipt not sealed"
+    target = f" ({shown(board.target_branch)} at {board.target_commit[:SHORT]})" if board.target_commit else ""
+    return (f"run {shown(board.run_id)}: {board.status}, {budget}, integration {board.integration}{target}, "
+            f"{receipt}: {shown(board.goal)}")
+
+
+def _cells(board: Board) -> list[list[str]]:
+    """Each task's cells, escaped: task, state, generation, elapsed, checks, candidate, last output line."""
+    return [[shown(t.task_id), t.state, "-" if t.generation is None else str(t.generation), _duration(t.elapsed_ms),
+             shown(t.checks or "-"), t.candidate or "-", shown(t.last_line or "")] for t in board.tasks]
+
+
+def board_lines(board: Board) -> list[str]:
+    """The board as plain text: the run, then one line per task."""
+    lines = [run_summary(board)]
+    for task_id, state, generation, elapsed, checks, candidate, last in _cells(board):
+        line = f"  {task_id:<16} {state:<10} gen {generation:<3} {elapsed:>8}  checks {checks}  candidate {candidate}"
+        lines.append(line + (f": {last}" if last else ""))
+    return lines
+
+
+def board_table(board: Board) -> Any:
+    """The board as a rich table, one row per task; every cell is plain Text (never parsed as markup)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=Text(run_summary(board)), title_justify="left", expand=False)
+    for name in ("task", "state", "gen", "elapsed", "checks", "candidate", "last output"):
+        table.add_column(Text(name), no_wrap=True, overflow="ellipsis")
+    for cells in _cells(board):
+        table.add_row(*(Text(cell, style=STATE_STYLES.get(cell, "")) if i == 1 else Text(cell)
+                        for i, cell in enumerate(cells)))
+    return table
+
+
+def event_line(position: int, recorded_at: str, type_: str, payload: dict[str, Any]) -> str:
+    """``<position> <time> <type> <short summary>``, escaped."""
+    parts = []
+    for name in EVENT_FIELDS:
+        value = payload.get(name)
+        if value is None or isinstance(value, (dict, list)):
+            continue
+        if name in ("binding_id", "commit") and isinstance(value, str):
+            value = value[:SHORT]
+        parts.append(f"{name}={shown(value)}")
+    return f"{position} {shown(recorded_at)} {shown(type_.split('.v')[0])} {' '.join(parts)}".rstrip()
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (OSError, ValueError):
+        return False
+
+
+def _silence(stream: TextIO) -> None:
+    """Point a gone output at /dev/null, so the interpreter's last flush at exit does not fail on it either."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    except OSError:
+        pass
+    finally:
+        os.close(null)

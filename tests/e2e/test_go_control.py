@@ -1,0 +1,146 @@
+"""A live `docket go` steered from outside: budget, idle timeout, pause / resume / abort from another process,
+two supervisors on one run, and hooks."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+from tests.e2e.go_world import docket_processes, kill, make_go_world, wait_until
+
+
+def one_task(prompt: str) -> str:
+    return f'[[tasks]]\nid = "only"\ntitle = "the only task"\nprompt = """{prompt}\n"""\n'
+
+
+def launched(world, generation: int = 1) -> bool:  # noqa: ANN001
+    return any(e["payload"]["generation"] == generation for e in world.events("WorkerLaunched"))
+
+
+def test_a_run_whose_budget_runs_out_stops_its_agent_and_ends_budget_limited(tmp_path: Path):
+    world = make_go_world(tmp_path, target="trunk", idle_timeout="5m", tasks=one_task("hang"))
+    done = world.go("r1", "--target", "trunk", "--budget", "3s")
+    assert done.returncode == 7, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["status"] == "budget-limited" and summary["outcome"] == "stopped"
+    exhausted = world.events("RunBudgetExhausted")
+    assert len(exhausted) == 1 and exhausted[0]["payload"]["used_ms"] >= 3000
+    exits = world.events("WorkerExited")
+    assert len(exits) == 1 and exits[0]["payload"]["cause"] in ("budget", "stopped")
+    assert wait_until(lambda: docket_processes(world.ledger) == [])
+    assert world.run("verify").returncode == 0
+
+
+def test_time_while_no_supervisor_ran_is_not_billed(tmp_path: Path):
+    world = make_go_world(tmp_path, target="trunk", tasks=one_task("sleep: 2\nwrite a.py: X = 1"))
+    process = world.start("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", "r1", "--target", "trunk",
+                          "--budget", "10s", "--json")
+    assert wait_until(lambda: launched(world))
+    time.sleep(1)
+    kill(process)
+    time.sleep(11)  # longer than the whole budget, with no docket running
+    done = world.go("r1", "--target", "trunk", "--budget", "10s")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "completed"
+    gone = [e for e in world.events("RunUnsupervised") if e["payload"]["cause"] == "supervisor-gone"]
+    assert gone  # the killed supervisor's supervisions, ended at its last sign of life
+    assert not world.events("RunBudgetExhausted")
+    status = world.json("status", "r1")
+    assert status["run"]["used_ms"] < 10_000
+
+
+def test_an_agent_that_hangs_is_stopped_by_the_idle_timeout_and_retried_within_its_cycles(tmp_path: Path):
+    world = make_go_world(tmp_path, target="trunk", idle_timeout="2s",
+                          tasks=one_task("first attempt: hang\nwrite a.py: X = 1"))
+    done = world.go("r1", "--target", "trunk", "--cycles", "2")
+    assert done.returncode == 0, done.stderr
+    row = json.loads(done.stdout)["tasks"][0]
+    assert (row["result"], row["cycles"]) == ("delivered", 2)
+    feedback = world.events("TaskFeedbackRecorded")
+    assert [(f["payload"]["generation"], f["payload"]["code"]) for f in feedback] == [(1, "agent-idle-timeout")]
+    assert world.events("WorkerExited")[0]["payload"]["cause"] == "idle-timeout"
+    assert world.file_at("trunk", "a.py") == "X = 1\n"
+
+
+def test_pause_resume_and_abort_from_another_process_act_on_a_live_go(tmp_path: Path):
+    world = make_go_world(tmp_path, target="trunk", tasks=one_task("sleep: 60\nwrite a.py: X = 1"))
+    process = world.start("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", "r1", "--target", "trunk", "--json")
+    try:
+        assert wait_until(lambda: launched(world))
+        assert world.run("run", "pause", "r1", "--reason", "lunch").returncode == 0
+        # the supervising process stops the agent (not judged: no cycle spent) and waits
+        assert wait_until(lambda: world.events("WorkerExited"), timeout=10)
+        assert [e["payload"]["reason"] for e in world.events("WorkerStopRequested")] == ["run-stopped"]
+        assert wait_until(lambda: docket_processes(world.ledger) == [], timeout=10)
+        time.sleep(1.5)
+        assert process.poll() is None and not launched(world, 2)
+        assert world.run("run", "resume", "r1").returncode == 0
+        assert wait_until(lambda: launched(world, 2), timeout=10)  # carried on by the next generation
+        assert not world.events("TaskFeedbackRecorded")
+        assert world.run("run", "abort", "r1", "--reason", "enough").returncode == 0
+        out, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            kill(process)
+    assert process.returncode == 7, err
+    assert json.loads(out)["status"] == "aborted"
+    assert wait_until(lambda: docket_processes(world.ledger) == [], timeout=10)
+    assert world.run("verify").returncode == 0
+
+
+def test_a_second_supervisor_stands_by_and_takes_over_when_the_first_is_killed(tmp_path: Path):
+    world = make_go_world(tmp_path, target="trunk", tasks=one_task("sleep: 3\nwrite a.py: X = 1"))
+    first = world.start("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", "r1", "--target", "trunk", "--json")
+    assert wait_until(lambda: launched(world))
+    second = world.start("go", "--resume", "r1", "--json")
+    try:
+        time.sleep(2)
+        assert second.poll() is None  # standing by: the first holds the run's live driver lease
+        assert len(world.events("WorkerLaunched")) == 1
+        kill(first)
+        out, err = second.communicate(timeout=60)
+    finally:
+        for p in (first, second):
+            if p.poll() is None:
+                kill(p)
+    assert second.returncode == 0, err
+    assert "standing by" in err
+    assert json.loads(out)["outcome"] == "delivered"
+    grants = [e["payload"] for e in world.events("LeaseGranted") if e["payload"]["resource"] == "driver/r1"]
+    assert len(grants) == 2 and grants[1]["supersedes_token"] is not None
+    assert len(world.events("ReceiptSealed")) == 1
+    assert world.file_at("trunk", "a.py") == "X = 1\n"
+
+
+def test_a_second_supervisor_of_a_live_run_leaves_the_work_to_the_first(tmp_path: Path):
+    world = make_go_world(tmp_path, target="trunk", tasks=one_task("sleep: 2\nwrite a.py: X = 1"))
+    first = world.start("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", "r1", "--target", "trunk", "--json")
+    assert wait_until(lambda: launched(world))
+    second = world.start("go", "--resume", "r1", "--json")
+    out1, err1 = first.communicate(timeout=60)
+    out2, err2 = second.communicate(timeout=60)
+    assert (first.returncode, second.returncode) == (0, 0), err1 + err2
+    assert json.loads(out2)["outcome"] == "delivered"
+    assert len(world.events("WorkerLaunched")) == 1 and len(world.events("ReceiptSealed")) == 1
+
+
+def test_hooks_fire_once_per_event_and_a_failing_hook_does_not_stop_the_run(tmp_path: Path):
+    log = tmp_path / "hooks.log"
+    hooks = f'''
+[hooks]
+task-finished = ["sh", "-c", "cat >> {log}; echo >> {log}"]
+run-finished = ["sh", "-c", "echo run-finished \\"$DOCKET_EVENT\\" >> {log}"]
+check-failed = ["sh", "-c", "exit 3"]
+'''
+    world = make_go_world(tmp_path, target="trunk", extra_config=hooks)
+    done = world.go("r1", "--target", "trunk")
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in log.read_text().splitlines() if line]
+    finished = [json.loads(line) for line in lines if line.startswith("{")]
+    assert sorted(e["payload"]["task_id"] for e in finished) == ["r1.greet", "r1.name", "r1.shout"]
+    assert [line for line in lines if line.startswith("run-finished")] == ["run-finished RunCompleted.v1"]
+    results = [e["payload"]["result"] for e in world.events("HookFinished")]
+    assert results.count("failed") == 1  # the check that failed once: its hook exited 3, recorded
+    assert results.count("succeeded") == 4

@@ -1,0 +1,108 @@
+"""Promise 2 for `docket go`: killed at any named crash point, or at a random moment, `docket go --resume`
+ends the run with the tree an uninterrupted run delivers, one receipt, a valid chain, nothing left unowned and no
+process left in a docket process group."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.go_world import GoWorld, docket_processes, kill, make_go_world, wait_until
+
+GO_POINTS = [
+    "go:before-launch",
+    "go:after-agent",
+    "go:after-pin",
+    "go:before-handoff",
+    "go:before-feedback",
+    "go:before-integrate",
+    "go:before-seal",
+    "go:before-complete",
+    "launch:before-gate",
+    "launch:after-gate",
+    "supervise:before-exit",
+    "pin:after-capture",
+    "check:after-request",
+    "check:before-gate",
+    "handoff:after-observe",
+    "integrate:after-prepare",
+    "integrate:after-merge-computed",
+    "integrate:after-step",
+    "integrate:before-verified",
+    "integrate:before-target",
+    "seal:before-record",
+    "effector:before-act@WorkerLaunchRequested.v1",
+    "effector:after-act@WorkerLaunchRequested.v1",
+    "effector:after-act@CandidatePinRequested.v1",
+    "effector:after-observe@WorktreeRequested.v1",
+    "store:before-commit",
+    "projection:before-commit",
+]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The tree an uninterrupted run delivers."""
+    world = make_go_world(tmp_path_factory.mktemp("reference"), target="trunk")
+    done = world.go("r1", "--target", "trunk", "--parallel", "3")
+    assert done.returncode == 0, done.stderr
+    return world.tree_of("trunk")
+
+
+def finish(world: GoWorld, run_id: str) -> dict:
+    """Run the same command again, unharmed: it must finish the run."""
+    done = world.go(run_id, "--target", "trunk", "--parallel", "3")  # the same command again goes on with it
+    assert done.returncode == 0, done.stderr + done.stdout
+    return json.loads(done.stdout)
+
+
+def assert_converged(world: GoWorld, reference: str, summary: dict) -> None:
+    assert summary["outcome"] == "delivered"
+    assert world.tree_of("trunk") == reference
+    assert len(world.events("ReceiptSealed")) == 1
+    assert len(world.events("IntegrationCompleted")) == 1
+    assert len(world.events("RunCompleted")) == 1
+    verified = world.run("verify")
+    assert verified.returncode == 0, verified.stderr
+    assert wait_until(lambda: docket_processes(world.ledger) == [], timeout=20), docket_processes(world.ledger)
+    reconcile = world.json("reconcile")
+    assert reconcile["findings"] == [] and reconcile["git"] == [] and reconcile["unfinished_checks"] == []
+    # one merge commit per task on the target, each task judged once per generation
+    finished = world.events("TaskFinished")
+    assert sorted(e["payload"]["task_id"] for e in finished) == ["r1.greet", "r1.name", "r1.shout"]
+    judged = [(e["payload"]["task_id"], e["payload"]["generation"]) for e in world.events("TaskFeedbackRecorded")]
+    assert len(judged) == len(set(judged))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", GO_POINTS)
+def test_killed_at_a_named_point_then_resumed_delivers_the_same_tree(tmp_path: Path, reference: str, point: str):
+    world = make_go_world(tmp_path, target="trunk")
+    crashed = world.go("r1", "--target", "trunk", "--parallel", "3", fault=point)
+    assert crashed.returncode == -signal.SIGKILL, (point, crashed.returncode, crashed.stderr)
+    assert_converged(world, reference, finish(world, "r1"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_killed_at_random_moments_then_resumed_delivers_the_same_tree(tmp_path: Path, reference: str, seed: int):
+    """Five SIGKILLs at random instants per seed (20 in all), each followed by a resume that may itself be killed."""
+    chance = random.Random(seed)
+    world = make_go_world(tmp_path, target="trunk")
+    kills = 0
+    while kills < 5:
+        process = world.start("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", "r1", "--target",
+                              "trunk", "--parallel", "3", "--json")
+        time.sleep(chance.uniform(0.05, 2.0))
+        if process.poll() is not None:
+            _, err = process.communicate()
+            assert process.returncode == 0, err
+            break  # it finished before the kill: the run is over
+        kill(process)
+        kills += 1
+    assert_converged(world, reference, finish(world, "r1"))

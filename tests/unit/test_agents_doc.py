@@ -1,0 +1,185 @@
+"""docs/agents.md keeps its promises: every marked docket.toml block parses with docket's own loader, and each agent
+gets its prompt, its own config home under {worker_dir}, exactly the credentials the page names, and the argv shown."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+import tomllib
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from docket.adapters.world.config_file import load_config
+from docket.domain.config import AgentConfig, Config, expand
+from docket.domain.processes import scrub_environment
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "agents.md"
+SCRIPTED_AGENT = ROOT / "examples" / "scripted_agent.py"
+SCRIPTED_PLACEHOLDER = "/path/to/docket/examples/scripted_agent.py"  # what the page asks the reader to replace
+_MARKED = re.compile(r"<!-- ([a-z]+(?:: [A-Za-z0-9_-]+)?) -->\n```toml\n(.*?)\n```\n", re.DOTALL)
+
+PROMPT = "- fix the parser; don't $(touch pwned) \"quoted\"\nsecond line"
+PROMPT_FILE = "/repo/.git/docket/prompts/abc.txt"
+WORKTREE = "/repo/.git/docket/worktrees/r1/t1"
+WORKER_DIR = "/repo/.git/docket/workers/t1/1"
+
+# What the page says of each agent: how the prompt reaches it, which variable is its config home, which credentials
+# pass the scrub, and the argv its block expands to with the sample values above.
+EXPECTED = {
+    "scripted": dict(prompt="file", home=None, env_allow=[],
+                     argv=["python3", SCRIPTED_PLACEHOLDER, "--prompt-file", PROMPT_FILE]),
+    "claude": dict(prompt="argument", home="CLAUDE_CONFIG_DIR", env_allow=["ANTHROPIC_API_KEY"],
+                   argv=["claude", "-p", "--permission-mode", "acceptEdits", "--", PROMPT]),
+    "codex": dict(prompt="stdin", home="CODEX_HOME", env_allow=["OPENAI_API_KEY", "CODEX_API_KEY"],
+                  argv=["codex", "exec", "--sandbox", "workspace-write", "-"]),
+    "aider": dict(prompt="file", home="HOME", env_allow=["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
+                  argv=["aider", "--yes-always", "--no-check-update", "--no-gitignore", "--no-auto-commits",
+                        "--no-dirty-commits", "--no-analytics", "--no-pretty",
+                        "--chat-history-file", f"{WORKER_DIR}/aider.chat.history.md",
+                        "--input-history-file", f"{WORKER_DIR}/aider.input.history",
+                        "--message-file", PROMPT_FILE]),
+}
+
+
+def marked_blocks(text: str | None = None) -> dict[str, str]:
+    """Each marked ```toml block of docs/agents.md by its marker: "agent: NAME", "checks", "tasks"."""
+    text = DOC.read_text(encoding="utf-8") if text is None else text
+    return {marker: body for marker, body in _MARKED.findall(text)}
+
+
+def agent_block(name: str, scripted_agent: Path | None = None) -> str:
+    """The page's [agents.NAME] block; for the scripted agent, with the path of examples/scripted_agent.py in it."""
+    block = marked_blocks()[f"agent: {name}"]
+    return block.replace(SCRIPTED_PLACEHOLDER, str(scripted_agent or SCRIPTED_AGENT))
+
+
+def loaded(tmp_path: Path, text: str) -> Config:
+    path = tmp_path / "docket.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_config(path)
+
+
+def agent(tmp_path: Path, name: str) -> AgentConfig:
+    config = loaded(tmp_path, marked_blocks()[f"agent: {name}"])
+    assert list(config.agents) == [name]
+    return config.agents[name]
+
+
+def section(title: str) -> str:
+    """The prose of one '## ' section of the page, its blocks left out."""
+    text = DOC.read_text(encoding="utf-8")
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return re.sub(r"```.*?```", "", text[start:end if end > 0 else None], flags=re.DOTALL)
+
+
+def argv(config: AgentConfig, worker_dir: str = WORKER_DIR) -> list[str]:
+    return [expand(arg, worktree=WORKTREE, worker_dir=worker_dir, prompt=PROMPT, prompt_file=PROMPT_FILE)
+            for arg in config.command]
+
+
+def scripted_agent_module() -> ModuleType:
+    name = "examples_scripted_agent"
+    if name not in sys.modules:  # dataclasses look their module up there
+        spec = importlib.util.spec_from_file_location(name, SCRIPTED_AGENT)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def test_every_marker_introduces_a_toml_block_and_every_agent_has_one():
+    text = DOC.read_text(encoding="utf-8")
+    assert len(re.findall(r"^<!-- .* -->$", text, re.MULTILINE)) == len(marked_blocks(text))
+    assert sorted(marked_blocks(text)) == ["agent: aider", "agent: claude", "agent: codex", "agent: scripted",
+                                           "checks", "tasks"]
+
+
+def test_all_the_agent_blocks_together_make_one_valid_docket_toml(tmp_path):
+    blocks = "\n".join(body for marker, body in marked_blocks().items() if marker.startswith("agent: "))
+    config = loaded(tmp_path, blocks + "\n" + marked_blocks()["checks"])
+    assert sorted(config.agents) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_prompt_reaches_the_agent_as_the_page_says(tmp_path, name):
+    config = agent(tmp_path, name)
+    mode = EXPECTED[name]["prompt"]
+    assert config.prompt == mode
+    if mode == "argument":  # the whole prompt is one argument, whatever it holds
+        assert "{prompt}" in config.command and argv(config).count(PROMPT) == 1
+    elif mode == "file":
+        assert "{prompt_file}" in config.command and argv(config).count(PROMPT_FILE) == 1
+    else:  # stdin: no argument carries it
+        assert PROMPT not in argv(config) and PROMPT_FILE not in argv(config)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_worker_gets_its_own_config_home_under_its_worker_dir(tmp_path, name):
+    config = agent(tmp_path, name)
+    variable = EXPECTED[name]["home"]
+    if variable is None:
+        assert config.env == {}
+        return
+    assert list(config.env) == [variable]
+    homes = []
+    for worker_dir in ("/repo/.git/docket/workers/t1/1", "/repo/.git/docket/workers/t2/1"):
+        home = Path(expand(config.env[variable], worktree=WORKTREE, worker_dir=worker_dir))
+        assert home == Path(worker_dir) or Path(worker_dir) in home.parents
+        homes.append(home)
+    assert homes[0] != homes[1]
+    assert variable in section({"claude": "Claude Code", "codex": "Codex CLI", "aider": "aider"}[name])
+
+
+def test_codex_home_is_the_worker_dir_itself_which_docket_makes_before_the_launch(tmp_path):
+    config = agent(tmp_path, "codex")
+    assert config.env["CODEX_HOME"] == "{worker_dir}"  # codex refuses a CODEX_HOME that does not exist
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_env_allow_lets_through_exactly_the_credentials_the_page_names(tmp_path, name):
+    config = agent(tmp_path, name)
+    allowed = EXPECTED[name]["env_allow"]
+    assert config.env_allow == allowed
+    environ = {variable: "sk-0123456789abcdef" for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY",
+                                                                "CODEX_API_KEY", "GH_TOKEN", "AWS_SECRET_ACCESS_KEY")}
+    assert scrub_environment(environ)[0] == {}  # without env_allow, none would reach the agent
+    assert sorted(scrub_environment(environ, config.env_allow)[0]) == sorted(allowed)
+    if allowed:
+        prose = section({"claude": "Claude Code", "codex": "Codex CLI", "aider": "aider"}[name])
+        assert all(f"`{variable}`" in prose for variable in allowed)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_command_expands_to_the_argv_the_page_shows(tmp_path, name):
+    assert argv(agent(tmp_path, name)) == EXPECTED[name]["argv"]
+
+
+def test_the_scripted_block_names_the_real_script_once_its_path_is_filled_in(tmp_path):
+    config = loaded(tmp_path, agent_block("scripted")).agents["scripted"]
+    assert Path(config.command[1]) == SCRIPTED_AGENT and SCRIPTED_AGENT.is_file()
+
+
+def test_the_checks_block_parses_and_requires_the_tests(tmp_path):
+    config = loaded(tmp_path, marked_blocks()["checks"])
+    assert config.required_checks() == ["tests"]
+    assert config.checks["lint"].shell and not config.checks["lint"].required
+
+
+def test_the_tasks_block_is_a_valid_tasks_file_whose_prompts_the_scripted_agent_carries_out():
+    from docket.domain.plan import parse_tasks
+
+    tasks = parse_tasks(tomllib.loads(marked_blocks()["tasks"]))
+    assert [(t.id, t.depends_on) for t in tasks] == [("greet", ()), ("farewell", ()), ("main", ("greet",))]
+    scripted = scripted_agent_module()
+    greet = tasks[0].prompt
+    (first,) = scripted.plan(greet)
+    (retry,) = scripted.plan(greet + "\n\n---\n" + scripted.RETRY_MARKER + "1) was not accepted: tests.\n")
+    assert (first.verb, first.path, first.text) == ("write", "greet.py", "def greet(name):\n    return 'Helo, ' + name")
+    assert (retry.verb, retry.path, retry.text) == ("write", "greet.py",
+                                                    "def greet(name):\n    return 'Hello, ' + name")
+    assert all(scripted.plan(task.prompt) for task in tasks)

@@ -1,0 +1,112 @@
+"""The live view's renderers (cli/live.py): nothing from the ledger or a worker's output reaches the terminal raw,
+and a view whose output went away stops drawing without raising."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from docket.adapters.app.board import Board, TaskLine
+from docket.cli.live import LiveView, board_lines, board_table, event_line
+
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07 \u202eevil\u202c\r\u200bz [bold red]x[/bold red] :smile:"
+RAW = ("\x1b[2J", "\x1b]0;", "\x07", "\u202e", "\u202c", "\u200b", "\r")
+
+
+def board(**more: object) -> Board:
+    line = TaskLine(task_id="t1", title="title", state="running", generation=2, elapsed_ms=75_400,
+                    last_line=HOSTILE, cycles=1, candidate="a" * 12, checks="1/2 passed, 1 running", depends_on=(),
+                    step=None)
+    waiting = TaskLine(task_id="t\u202e2", title="t", state="waiting", generation=None, elapsed_ms=None,
+                       last_line=None, cycles=None, candidate=None, checks=None, depends_on=("t1",), step=None)
+    values = dict(run_id="r1", goal=f"goal {HOSTILE}", status="active", closed=False, target_branch="main",
+                  budget_ms=3_600_000, used_ms=600_000, remaining_ms=3_000_000, integration="unprepared",
+                  target_commit=None, receipt_sealed=False, receipt_sha256=None, tasks=(line, waiting))
+    return Board(**(values | more))
+
+
+def assert_escaped(text: str) -> None:
+    assert not [raw for raw in RAW if raw in text], repr(text)
+    assert "\\x1b[2J\\x1b]0;pwned\\x07 \\u202eevil\\u202c\\r\\u200bz" in text
+
+
+def test_plain_lines_escape_every_control_bidi_and_invisible_character():
+    lines = board_lines(board())
+    text = "\n".join(lines)
+    assert_escaped(text)
+    assert len(lines) == 3 and "t\\u202e2" in lines[2] and "waiting" in lines[2]
+    assert lines[0].startswith("run r1: active, budget 10m used of 1h, 50m left, integration unprepared, receipt not "
+                               "sealed: goal ")
+    assert "running" in lines[1] and "gen 2" in lines[1] and "1m15s" in lines[1] and "1/2 passed" in lines[1]
+
+
+def test_the_table_on_a_terminal_shows_markup_and_escapes_as_text():
+    out = io.StringIO()
+    Console(file=out, force_terminal=True, width=400, markup=False, emoji=False).print(board_table(board()))
+    text = out.getvalue()
+    assert_escaped(text)
+    assert "[bold red]x[/bold red] :smile:" in text  # neither markup nor an emoji code is interpreted
+
+
+def test_an_event_line_is_position_time_type_and_an_escaped_summary():
+    payload = {"task_id": "t1", "worker_id": "t1", "generation": 2, "cause": "exited", "exit_code": 0,
+               "tail": HOSTILE, "reason": HOSTILE, "binding_id": "b" * 64, "process": {"pid": 7}}
+    line = event_line(12, "2026-01-01T00:00:00.000Z", "WorkerExited.v1", payload)
+    assert line.startswith("12 2026-01-01T00:00:00.000Z WorkerExited task_id=t1 worker_id=t1 generation=2 "
+                           "cause=exited exit_code=0 reason=")
+    assert line.endswith(" binding_id=" + "b" * 12) and "pid" not in line
+    assert_escaped(line)
+    assert event_line(3, "2026-01-01T00:00:00.000Z", "RunOpened.v1", {"run_id": "r1"}) == \
+        "3 2026-01-01T00:00:00.000Z RunOpened"
+
+
+class Gone(io.StringIO):
+    """An output that went away: a closed pipe (EPIPE) or a hung-up terminal (EIO)."""
+
+    def __init__(self, error: OSError):
+        super().__init__()
+        self.error = error
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        raise self.error
+
+    def isatty(self) -> bool:
+        return True
+
+
+class FixedView(LiveView):
+    """A LiveView over a fixed board and fixed events: no ledger."""
+
+    def __init__(self, stream: io.StringIO, interactive: bool):
+        super().__init__(ctx=None, run_id="r1", stream=stream, interactive=interactive)  # type: ignore[arg-type]
+
+    def board(self) -> Board:
+        return board()
+
+    def _new_event_lines(self) -> list[str]:
+        return [event_line(1, "2026-01-01T00:00:00.000Z", "RunOpened.v1", {})]
+
+
+def test_update_never_raises_once_the_output_is_gone_and_then_stops_writing():
+    for interactive in (True, False):
+        for error in (BrokenPipeError(32, "Broken pipe"), OSError(5, "Input/output error")):
+            stream = Gone(error)
+            view = FixedView(stream, interactive)
+            assert view.update() == board() and view.broken
+            writes = stream.writes
+            view.update()
+            view.draw_once(board())
+            view.close()
+            assert stream.writes == writes  # nothing more is tried
+
+
+def test_update_on_a_pipe_writes_each_new_event_once():
+    out = io.StringIO()
+    view = FixedView(out, interactive=False)
+    view.update()
+    assert out.getvalue() == "1 2026-01-01T00:00:00.000Z RunOpened\n" and not view.broken
+    view.draw_once(board())
+    assert_escaped(out.getvalue())
