@@ -59,10 +59,18 @@ def _as_toml(config: dict[str, Any]) -> list[str]:
             lines.append(f"\n[{table}.{_key(name)}]")
             lines += [f"{key.removesuffix('_ms')} = {_value(settings[key], key)}" for key in _in_file_order(settings)
                       if settings[key] not in (None, {}, [])]
-    for section in ("worktree", "run"):
+    for section in ("worktree", "run", "integration"):
+        if section not in config:
+            continue
         lines.append(f"\n[{section}]")
         lines += [f"{key.removesuffix('_ms')} = {_value(value, key)}" if value is not None
                   else f"# {key.removesuffix('_ms')}: not set" for key, value in config[section].items()]
+    if config.get("hooks"):
+        lines.append("\n[hooks]")
+        for selector, hook in config["hooks"].items():
+            settings = ", ".join(f"{key.removesuffix('_ms')} = {_value(hook[key], key)}"
+                                 for key in _in_file_order(hook) if hook[key] not in (None, {}, []))
+            lines.append(f"{_key(selector)} = {{ {settings} }}")
     return lines
 
 

@@ -86,7 +86,14 @@ def _human_run(doc: dict[str, Any]) -> str:
         lines.append(f"  budget: used {_seconds(r['used_ms'])} of {format_duration(r['budget_ms'])}, "
                      f"{_seconds(r['remaining_ms'])} left")
     for t in doc["tasks"]:
-        lines.append(f"  task {shown(t['task_id'])}: {shown(t['title'])}")
+        finished = ""
+        if t.get("result"):
+            cycles = t.get("cycles") or 0
+            finished = f" ({t['result']}, {cycles} cycle{'' if cycles == 1 else 's'}" + \
+                (f": {t['finished_code']})" if t.get("finished_code") else ")")
+        elif t.get("failed_cycles"):
+            finished = f" ({t['failed_cycles']} failed cycle{'' if t['failed_cycles'] == 1 else 's'} so far)"
+        lines.append(f"  task {shown(t['task_id'])}: {shown(t['title'])}{finished}")
         lines += _candidate_lines(t["candidate"])
     for w in doc["workers"]:
         lines.append(f"  worker {shown(w['worker_id'])}: {shown(w['role'])} generation {w['generation']}"

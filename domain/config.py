@@ -329,23 +329,25 @@ DEFAULT_TOML = '''\
 # timeout: stop the agent after this long; idle_timeout: stop it after this long without output.
 # Placeholders: {worktree} {worker_dir} {port} {prompt} {prompt_file}; write {{ or }} for a literal brace.
 
+# Tested blocks for Codex CLI, Claude Code and aider, and why each flag is there: docs/agents.md.
+
 # [agents.claude]
-# command = ["claude", "-p", "{prompt}"]
+# command = ["claude", "-p", "--permission-mode", "acceptEdits", "--", "{prompt}"]
 # env = { CLAUDE_CONFIG_DIR = "{worker_dir}/claude" }
 # env_allow = ["ANTHROPIC_API_KEY"]
 # timeout = "45m"
-# idle_timeout = "10m"
 
 # [agents.codex]
-# command = ["codex", "exec", "-"]
+# command = ["codex", "exec", "--sandbox", "workspace-write", "-"]
 # prompt = "stdin"
-# env = { CODEX_HOME = "{worker_dir}/codex" }
-# env_allow = ["OPENAI_API_KEY"]
+# env = { CODEX_HOME = "{worker_dir}" }
+# env_allow = ["OPENAI_API_KEY", "CODEX_API_KEY"]
 # timeout = "45m"
 
 # [agents.aider]
-# command = ["aider", "--yes-always", "--message-file", "{prompt_file}"]
+# command = ["aider", "--yes-always", "--no-check-update", "--no-gitignore", "--no-auto-commits", "--no-dirty-commits", "--no-analytics", "--no-pretty", "--chat-history-file", "{worker_dir}/aider.chat.history.md", "--input-history-file", "{worker_dir}/aider.input.history", "--message-file", "{prompt_file}"]
 # prompt = "file"
+# env = { HOME = "{worker_dir}" }
 # env_allow = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]
 # timeout = "1h"
 

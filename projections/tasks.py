@@ -10,8 +10,8 @@ from .query import as_dicts
 TABLE = "tasks"
 COLUMNS = {"task_id": str, "run_id": str, "title": str, "planned_at": str, "position": int,
            "prompt_sha256": str, "worktree": str, "branch": str, "worktree_failure": str,
-           "worktree_removed": str, "result": str, "cycles": int, "candidate": str, "finished_code": str,
-           "failed_cycles": int}
+           "worktree_removed": str, "result": str, "cycles": int, "passed_candidate": str,
+           "finished_code": str, "failed_cycles": int, "judged_generation": int}
 INDEXES = ("run_id",)
 PK = "task_id"
 
@@ -38,11 +38,12 @@ def _worktree_removed(c: sqlite3.Connection, position: int, at: str, p: dict[str
 
 
 def _feedback(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    c.execute("UPDATE tasks SET failed_cycles = COALESCE(failed_cycles, 0) + 1 WHERE task_id = ?", (p["task_id"],))
+    c.execute("UPDATE tasks SET failed_cycles = COALESCE(failed_cycles, 0) + 1, judged_generation = ? "
+              "WHERE task_id = ?", (p["generation"], p["task_id"]))
 
 
 def _finished(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    c.execute("UPDATE tasks SET result = ?, cycles = ?, candidate = ?, finished_code = ? "
+    c.execute("UPDATE tasks SET result = ?, cycles = ?, passed_candidate = ?, finished_code = ? "
               "WHERE task_id = ? AND result IS NULL",
               (p["result"], p["cycles"], p["binding_id"], p["code"], p["task_id"]))
 

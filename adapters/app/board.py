@@ -92,7 +92,7 @@ def run_board(conn: sqlite3.Connection, run_id: str, now: str, *,
     for t in task_rows:
         task_id = t["task_id"]
         worker, candidate = worker_of.get(task_id), latest.get(task_id)
-        binding = t["candidate"] or (candidate["binding_id"] if candidate else None)
+        binding = t["passed_candidate"] or (candidate["binding_id"] if candidate else None)
         candidate_checks = checks_by.get(binding, []) if binding else []
         state = _state(t, worker, candidate, candidate_checks, step_of.get(task_id), closed,
                        [d for d in depends.get(task_id, ()) if results.get(d) != "passed"])
@@ -131,7 +131,7 @@ def _state(task: dict[str, Any], worker: dict[str, Any] | None, candidate: dict[
         return "launching"
     if worker["status"] == "running":
         return "running"
-    if (task["failed_cycles"] or 0) >= worker["generation"]:
+    if task["judged_generation"] == worker["generation"]:
         return "queued"  # this generation was judged and failed: the next one waits for its turn
     return "exited"
 

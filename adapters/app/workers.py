@@ -308,17 +308,18 @@ def _grant(ledger: Ledger, clock: Clock, processes: Any, resource: str, worker: 
     return position
 
 
-def _prompt(docket_dir: Path, task: task_aggregate.Task) -> tuple[str, Path | None]:
+def _prompt(docket_dir: Path, task: task_aggregate.Task) -> tuple[str, Path]:
     """The prompt of the task's next generation and the file that holds it: the task's own (checked against the
     digest the ledger holds), followed by the feedback on the last failed attempt when there was one."""
     from ..world.prompts import read_prompt, store_prompt
 
-    if task.prompt_sha256 is None:
-        text, path = task.title, None
+    if task.prompt_sha256 is None:  # planned with a title only: the title is the prompt, in a file as any prompt
+        text = task.title
     else:
         path, text = read_prompt(docket_dir, task.prompt_sha256)
     if task.feedback:
         text = task_aggregate.retry_prompt(text, task.feedback)
+    if task.feedback or task.prompt_sha256 is None:
         _, path = store_prompt(docket_dir, text)  # by content: the argv naming it binds it
     return text, path
 

@@ -160,7 +160,9 @@ def test_config_show_is_toml_that_reads_back_as_the_same_configuration(docket, r
     from docket.domain.config import Config
 
     agent = '[agents."q.t"]\ncommand = ["a", "{prompt}"]\nenv = { H = "{worker_dir}" }\n'
-    (repo / "docket.toml").write_text(CHECKS + agent)
+    hooks = '[hooks]\ntask-finished = ["notify", "done"]\nrun-finished = { command = ["x"], timeout = "5s" }\n'
+    integration = '[integration]\napproval = true\nchecked_out_target = "refuse"\n'
+    (repo / "docket.toml").write_text(CHECKS + agent + hooks + integration)
     shown = docket("config", "show").stdout
     assert Config.model_validate(tomllib.loads(shown)) == Config.model_validate(tomllib.loads(
         (repo / "docket.toml").read_text()))

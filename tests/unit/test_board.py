@@ -93,7 +93,7 @@ def test_a_workers_generation_is_launching_running_exited_then_queued_once_judge
                  (at(90),))
     (line,) = run_board(conn, "r1", at(500), tail=lambda path: pytest.fail("an ended generation's log is read")).tasks
     assert (line.state, line.elapsed_ms, line.last_line) == ("exited", 90_000, "done")
-    conn.execute("UPDATE tasks SET failed_cycles = 1 WHERE task_id = 't1'")  # its feedback recorded
+    conn.execute("UPDATE tasks SET failed_cycles = 1, judged_generation = 1 WHERE task_id = 't1'")  # its feedback recorded
     (line,) = run_board(conn, "r1", at(500)).tasks
     assert (line.state, line.cycles) == ("queued", 1)
     conn.execute("UPDATE workers SET status = 'running', generation = 2, launched_at = ?, ended_at = NULL, "
@@ -129,7 +129,7 @@ def test_the_candidate_shown_is_the_one_that_finished_the_task_else_the_latest_t
     insert(conn, "candidates", binding_id="3" * 64, run_id="r1", task_id="t1", boundary="integration-1",
            status="pinned", position=40)  # the merge queue's pin of a merged tree is not the task's work
     assert run_board(conn, "r1", T0).tasks[0].candidate == B2[:12]
-    conn.execute("UPDATE tasks SET result = 'passed', cycles = 1, candidate = ? WHERE task_id = 't1'", (B1,))
+    conn.execute("UPDATE tasks SET result = 'passed', cycles = 1, passed_candidate = ? WHERE task_id = 't1'", (B1,))
     (line,) = run_board(conn, "r1", T0).tasks
     assert (line.state, line.candidate, line.cycles) == ("passed", B1[:12], 1)
 

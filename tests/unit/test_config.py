@@ -39,7 +39,9 @@ def test_the_default_file_parses_to_the_defaults_and_every_commented_example_is_
     config = Config.model_validate(tomllib.loads(uncommented))
     assert sorted(config.agents) == ["aider", "claude", "codex"] and config.default_agent == "claude"
     assert config.agents["codex"].prompt == "stdin" and config.agents["aider"].prompt == "file"
-    assert config.agents["claude"].timeout_ms == 45 * 60_000 and config.agents["claude"].idle_timeout_ms == 600_000
+    assert config.agents["codex"].env == {"CODEX_HOME": "{worker_dir}"}  # codex refuses a home that is not there
+    assert "acceptEdits" in config.agents["claude"].command and "--message-file" in config.agents["aider"].command
+    assert config.agents["claude"].timeout_ms == 45 * 60_000 and config.agents["claude"].idle_timeout_ms is None
     assert config.artifact_dir == "out/docket" and config.required_checks() == ["tests"]
     tests, lint = config.checks["tests"], config.checks["lint"]
     assert tests.timeout_ms == 20 * 60_000 and tests.argv("/e")[-1] == "--junitxml=/e/out/docket/junit.xml"
