@@ -413,6 +413,12 @@ def _deliver(ctx: Context, settings: Any, run_id: str, signer: Any) -> None:
             if e.code == "awaiting-approval":
                 ctx.update_views()
                 raise
+            if e.code == "target-checked-out":  # the user's own changes are in the way: resume once they are not
+                from .output import warn
+
+                warn(e.code, e.message.replace("'docket integrate'", f"'docket go --resume {run_id}'"))
+                ctx.update_views()
+                return
             if e.code != "nothing-to-integrate":
                 raise
         ctx.update_views()

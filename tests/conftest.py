@@ -101,3 +101,7 @@ def tmpfs(tmp_path: Path) -> Path:
         yield point
     finally:
         subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+# The real agent CLIs (aider, Codex CLI, Claude Code), pinned and installed into a cache on first use.
+from tests.agents.real_clis import aider_cli, claude_cli, codex_cli  # noqa: E402, F401

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `make demo`: a scripted scenario through the real docket CLI in a throwaway repository.
+# `make demo`: `docket go` for real in a throwaway repository, the scripted agent of examples/ in place of a model.
 set -euo pipefail
 
+docket_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/docket-demo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 repo="$work/repo"
@@ -9,90 +10,133 @@ export GIT_AUTHOR_NAME=demo GIT_AUTHOR_EMAIL=demo@example.com GIT_COMMITTER_NAME
 unset DOCKET_LEDGER DOCKET_FAULT DOCKET_NOW DOCKET_TESTING
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-show() { printf '$ %s\n' "$*"; "$@"; }
+quoted() {  # the command as one would type it
+    local arg line='$'
+    for arg; do
+        if [[ $arg =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then line+=" $arg"; else line+=" '${arg//\'/\'\\\'\'}'"; fi
+    done
+    printf '%s\n' "$line"
+}
+show() { quoted "$@"; "$@"; }
 expect_fail() {  # a command that must be refused: show its one-line error and exit code
-    printf '$ %s\n' "$*"
+    quoted "$@"
     set +e; "$@"; code=$?; set -e
     [ "$code" -ne 0 ] || { echo "expected a refusal"; exit 1; }
     echo "(exit $code)"
 }
+expect() {  # expect WHAT ACTUAL WANTED: stop the demo when something is not as it should be
+    [ "$2" = "$3" ] || { printf 'demo: unexpected %s: %q, wanted %q\n' "$1" "$2" "$3" >&2; exit 1; }
+}
 
-step "a throwaway git repository in $work"
+step "a throwaway git repository in $work: a tiny Python program on main"
 git init -q -b main "$repo" && cd "$repo"
-echo "print('hello')" > app.py && git add app.py && git commit -q -m "first commit"
+printf 'def greet(name):\n    return "Hello, " + name\n' > greet.py
+printf 'from greet import greet\n\nprint(greet("world"))\n' > app.py
+# docket.toml: the scripted agent's block of docs/agents.md, with this checkout's path in it, and a check
+# that catches a wrong greeting.
+agent_block=$(awk '/<!-- agent: scripted -->/ {found = 1; next} found && /^```toml/ {inside = 1; next}
+                   inside && /^```/ {exit} inside' "$docket_root/docs/agents.md")
+[ -n "$agent_block" ] || { echo "demo: no scripted agent block in docs/agents.md" >&2; exit 1; }
+cat > docket.toml <<TOML
+agent = "scripted"
 
-step "create the ledger (idempotent)"
-show docket init
-show docket init
-
-step "open a run: the effector pins main's commit as the base"
-show docket run open --target main --goal "make the greeting configurable" --budget 2h --id demo
-expect_fail docket run open --target no-such-branch --goal "doomed" --id doomed
-
-step "plan a task, register a worker, lease its worktree"
-show docket task plan demo --title "add a --name flag" --id t1
-show docket worker register demo --role implementer --task t1 --id w1
-show docket lease grant worktrees/w1 --worker w1 --generation 1 --ttl 10m
-expect_fail docket lease grant worktrees/w1 --worker w1 --generation 1 --ttl 10m
-
-step "relaunch the worker: generation 2 fences generation 1 and takes over the lease"
-show docket worker relaunch w1
-expect_fail docket lease renew worktrees/w1 --token 10 --ttl 10m
-token=$(docket lease grant worktrees/w1 --worker w1 --generation 2 --ttl 10m --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
-echo "fencing token of the new lease: $token (its ledger position)"
-show docket lease renew worktrees/w1 --token "$token" --ttl 15m
-show docket lease release worktrees/w1 --token "$token"
-
-step "a lease that runs out: recorded as expired once its time has passed (on a pinned clock, no waiting)"
-# DOCKET_NOW pins the clock only where DOCKET_TESTING=1 switches it on. t0 is later than every event so
-# far (ledger time never runs backwards); later commands read the real clock again, and the ledger keeps
-# their times from running back before t0 + 4 s.
-t0=$(( $(date +%s) + 1 ))
-after() { python3 -c 'import sys, time; print(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(sys.argv[1]))))' "$(( t0 + $1 ))"; }
-show env DOCKET_TESTING=1 DOCKET_NOW="$(after 0)" docket lease grant worktrees/scratch --worker w1 --generation 2 --ttl 3s
-expect_fail env DOCKET_TESTING=1 DOCKET_NOW="$(after 1)" docket lease expire worktrees/scratch
-show env DOCKET_TESTING=1 DOCKET_NOW="$(after 4)" docket lease expire worktrees/scratch
-
-step "pause and resume: paused time is not billed"
-show docket run pause demo --reason "coffee"
-show docket run resume demo
-
-step "a crash: docket is killed after recording the intent, before pinning"
-set +e; DOCKET_FAULT=run-open:after-intent docket run open --target main --goal "second run" --id crashed; echo "(killed: exit $?)"; set -e
-show docket status crashed
-show docket replay --apply
-show docket status crashed
-
-step "close the recovered run; every command speaks JSON for scripts"
-show docket run abort crashed --reason "only here to show recovery"
-docket status crashed --json | python3 -c 'import json,sys; run = json.load(sys.stdin)["run"]; print("status --json:", run["run_id"], run["status"], run["base_commit"][:12])'
-
-step "launch an agent for a task: its own worktree, held at a gate until its identity is in the ledger"
-show docket task plan demo --title "write the greeting" --id t2 --prompt "make app.py greet by name"
-show docket worker launch demo --task t2 -- sh -c 'cat "$DOCKET_PROMPT_FILE"; echo; echo "print(1)" > greet.py'
-show git worktree list
-
-step "its exit pinned the worktree as a candidate commit; a check runs on exactly that commit, in its own execution"
-cat >> docket.toml <<'TOML'
+${agent_block//\/path\/to\/docket/"$docket_root"}
 
 [checks.greets]
-command = ["python3", "greet.py"]
+command = ["python3", "-c", "from greet import greet; assert greet('Ada') == 'Hello, Ada', greet('Ada')"]
 timeout = "1m"
 TOML
-show docket candidate list demo
-candidate=$(docket candidate list demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["candidates"][0]["binding_id"])')
-show docket check run "${candidate:0:12}"
+show cat docket.toml
+git add -A && git commit -q -m "a tiny greeter"
+
+step "create the ledger, and a key to sign the run's receipt with"
+show docket init
+mkdir ../keys
+show docket key generate --out ../keys/demo
+
+step "three tasks for the agent: 'default' gets it wrong once, 'cli' starts from the work of 'default'"
+cat > ../tasks.toml <<'TOML'
+[[tasks]]
+id = "default"
+title = "greet the world by default"
+prompt = """
+Give greet's name the default "world".
+first attempt: write greet.py: def greet(name="world"):\\n    return "Helo, " + name
+write greet.py: def greet(name="world"):\\n    return "Hello, " + name
+"""
+
+[[tasks]]
+id = "farewell"
+title = "a farewell"
+prompt = """
+Write farewell.py with a function farewell(name).
+write farewell.py: def farewell(name):\\n    return "Goodbye, " + name
+"""
+
+[[tasks]]
+id = "cli"
+title = "greet the name given on the command line"
+depends_on = ["default"]
+prompt = """
+Let app.py greet the name it is given, else the default.
+write app.py: import sys\\n\\nfrom greet import greet\\n\\nprint(greet(*sys.argv[1:2]))
+"""
+TOML
+show cat ../tasks.toml
+
+step "docket go: an agent per task in parallel, each result checked, the failed one relaunched with the failure, \
+then all merged into main and the receipt sealed and signed"
+show docket go --goal "greet by name" --tasks ../tasks.toml --target main --parallel 3 --key ../keys/demo.key --id demo
+
+step "main moved, and its clean checkout with it: one merge per task"
+show git log --oneline --graph main
+show git status --short
+show ls
+show python3 app.py
+show python3 app.py Ada
+expect "files on main" "$(git ls-tree --name-only main | tr '\n' ' ')" "app.py docket.toml farewell.py greet.py "
+expect "checkout" "$(git status --porcelain)" ""
+expect "greeting" "$(python3 app.py Ada)" "Hello, Ada"
+expect "failed generations" "$(docket log --run demo --type TaskFeedbackRecorded --json \
+    | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["events"]))')" 1
+
+step "the receipt, verified offline: it needs only the exported file and the public key, no ledger, no repository"
+delivered=$(git rev-parse main) first=$(git rev-list --max-parents=0 main)
+mkdir ../offline && cp .git/docket/receipts/demo.intoto.jsonl ../keys/demo.pub ../offline/ && cd ../offline
+show ls
+show docket verify-receipt demo.intoto.jsonl --key demo.pub
+# a forged copy claims the run delivered main's first commit: its signature no longer matches
+python3 - demo.intoto.jsonl "$delivered" "$first" > forged.intoto.jsonl <<'PY'
+import base64, json, sys
+bundle, delivered, claimed = sys.argv[1:]
+for line in open(bundle):
+    envelope = json.loads(line)
+    payload = base64.b64decode(envelope["payload"]).replace(delivered.encode(), claimed.encode())
+    envelope["payload"] = base64.b64encode(payload).decode()
+    print(json.dumps(envelope))
+PY
+expect_fail docket verify-receipt forged.intoto.jsonl --key demo.pub
+cd "$repo"
+
+step "the finished run, as the ledger tells it"
 show docket status demo
 
-step "the log, and the state as it was at position 6"
-show docket log --run demo
-show docket status demo --at 6
+step "a crash: docket go killed at a named point (after pinning a candidate, before checking it), then resumed"
+echo '$ DOCKET_FAULT=go:after-pin docket go --goal "a README" --task "write README.md: # greet" --target main --id crashed | tail -n 3'
+exec 3>&2  # docket's errors still show; bash's own "Killed" notice does not
+set +e
+{ DOCKET_FAULT=go:after-pin docket go --goal "a README" --task "write README.md: # greet" --target main --id crashed \
+    2>&3 | tail -n 3; } 2>/dev/null
+killed=${PIPESTATUS[0]}
+set -e
+echo "(killed: exit $killed)"
+expect "exit of the crashed docket go" "$killed" 137
+show docket status crashed
+show docket go --resume crashed
+expect "README on main" "$(git show main:README.md | head -n 1)" "# greet"
+expect "checkout" "$(git status --porcelain)" ""
 
-step "anchor the head, then verify the whole chain against it"
-docket verify --json > "$work/anchor.json"
-show docket verify --anchor "$work/anchor.json"
-
-step "tamper with one byte of a stored event: verify names the position"
+step "tamper with one byte of a stored event, in a copy of the ledger: verify names the position"
 cp .git/docket/ledger.sqlite "$work/tampered.sqlite"
 python3 - "$work/tampered.sqlite" <<'PY'
 import sqlite3, sys

@@ -146,15 +146,16 @@ def drive_run(open_session: Callable[[], Session], settings: GoSettings, run_id:
             if errors:
                 raise errors[0]
             if run.status == "active" and not _start_work(open_session, settings, s, run, threads, errors,
-                                                          parallel or run.plan.parallel):
+                                                          parallel or run.plan.parallel, interrupted):
                 if not threads:
                     break
             tick()
             time.sleep(TICK_SECONDS)
-        for thread in threads.values():
-            thread.join()
-        if errors:
-            raise errors[0]
+        if not interrupted.is_set():  # every task finished, or the run stopped: its agents stop themselves
+            for thread in threads.values():
+                thread.join()
+            if errors:
+                raise errors[0]
         if not interrupted.is_set():
             deliver()  # still the driver: no other supervisor integrates, seals or completes the run meanwhile
     finally:
@@ -238,7 +239,8 @@ def _release_driver(s: Session, run_id: str, token: int) -> None:
 
 
 def _start_work(open_session: Callable[[], Session], settings: GoSettings, s: Session, run: run_aggregate.Run,
-                threads: dict[str, threading.Thread], errors: list[BaseException], parallel: int) -> bool:
+                threads: dict[str, threading.Thread], errors: list[BaseException], parallel: int,
+                interrupted: threading.Event) -> bool:
     """Start the work each ready task may start; whether any task is still unfinished."""
     assert run.plan is not None
     unfinished = False
@@ -256,7 +258,8 @@ def _start_work(open_session: Callable[[], Session], settings: GoSettings, s: Se
             continue
         if None in results or len(threads) >= parallel:
             continue
-        thread = threading.Thread(target=_guarded, args=(open_session, settings, run.run_id, task_id, errors),
+        thread = threading.Thread(target=_guarded, args=(open_session, settings, run.run_id, task_id, errors,
+                                                         interrupted),
                                   name=f"docket-task-{task_id}", daemon=True)
         threads[task_id] = thread
         thread.start()
@@ -284,9 +287,9 @@ def _stop_workers(s: Session, threads: Mapping[str, threading.Thread]) -> None:
 
 
 def _guarded(open_session: Callable[[], Session], settings: GoSettings, run_id: str, task_id: str,
-             errors: list[BaseException]) -> None:
+             errors: list[BaseException], interrupted: threading.Event) -> None:
     try:
-        work_on(open_session, settings, run_id, task_id)
+        work_on(open_session, settings, run_id, task_id, interrupted)
     except BaseException as e:  # the main loop re-raises it: a bug must not pass for a finished task
         errors.append(e)
 
@@ -294,11 +297,13 @@ def _guarded(open_session: Callable[[], Session], settings: GoSettings, run_id: 
 # --- one task's work -----------------------------------------------------------------------------------------------
 
 
-def work_on(open_session: Callable[[], Session], settings: GoSettings, run_id: str, task_id: str) -> None:
-    """Attempt the task, generation after generation, until it finishes or its run is no longer active."""
+def work_on(open_session: Callable[[], Session], settings: GoSettings, run_id: str, task_id: str,
+            interrupted: threading.Event | None = None) -> None:
+    """Attempt the task, generation after generation, until it finishes, its run is no longer active, or this
+    supervisor is interrupted."""
     s = open_session()
     try:
-        while True:
+        while interrupted is None or not interrupted.is_set():
             run = load_run(s.ledger, run_id)
             task = load_task(s.ledger, task_id)
             if run.status != "active" or task.result is not None:

@@ -1,8 +1,9 @@
-"""`make demo` keeps working: the scripted scenario runs to the end against the installed CLI."""
+"""`make demo` keeps working: `docket go` with the scripted agent, through the installed CLI, from start to end."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,34 +13,49 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _slow_machine(folder: Path) -> Path:
-    """A `docket` that starts each `lease expire` 3.5 s late: past the demo's 3 s lease, whatever the clock."""
-    folder.mkdir()
-    shim, real = folder / "docket", Path(sys.executable).parent / "docket"
-    shim.write_text(f'#!/usr/bin/env bash\ncase "$*" in "lease expire"*) sleep 3.5 ;; esac\nexec "{real}" "$@"\n')
-    shim.chmod(0o755)
-    return folder
-
-
-@pytest.mark.slow
-def test_demo_script_runs_to_verify_and_status(tmp_path):
+def run_demo(tmp_path: Path, *, shim: str | None = None) -> subprocess.CompletedProcess[str]:
+    """tests/demo.sh with the venv's docket first on PATH, or a `docket` shim (bash, "$REAL" the real one) before it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKET_")}
-    path = [_slow_machine(tmp_path / "bin"), Path(sys.executable).parent]
+    path = [Path(sys.executable).parent]
+    if shim is not None:
+        folder = tmp_path / "bin"
+        folder.mkdir()
+        (folder / "docket").write_text(f'#!/usr/bin/env bash\nREAL="{path[0] / "docket"}"\n{shim}\n')
+        (folder / "docket").chmod(0o755)
+        path.insert(0, folder)
     env["PATH"] = os.pathsep.join([*map(str, path), env.get("PATH", "")])
     env["TMPDIR"] = str(tmp_path / "tmp")
     (tmp_path / "tmp").mkdir()
-    result = subprocess.run(["bash", str(ROOT / "tests" / "demo.sh")], env=env, capture_output=True, text=True,
-                            timeout=300)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    out = result.stdout
-    assert "docket: error: unknown-branch" in result.stdout + result.stderr
-    assert "docket: error: chain-broken: position 8" in result.stdout + result.stderr
-    assert "RunBasePinned.v1" in out  # the crashed run was finished by replay --apply
-    assert "lease-not-expired" in result.stderr and "recorded as expired" in out
-    assert "status --json: crashed aborted" in out
-    assert "make app.py greet by name" in out and "WorkerExited.v1" in out  # the agent read its prompt and ended
-    assert "[docket/demo/t2]" in out  # its worktree, on its own branch
-    assert "greets #1: passed; execution removed" in out  # a check on the candidate its exit pinned
+    return subprocess.run(["bash", str(ROOT / "tests" / "demo.sh")], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.slow
+def test_demo_delivers_three_tasks_verifies_the_receipt_offline_and_resumes_a_crashed_go(tmp_path):
+    result = run_demo(tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out, both = result.stdout, result.stdout + result.stderr
+    # docket go: the wrong first attempt was fed back and repaired, the dependent task started from its dependency
+    assert "TaskFeedbackRecorded task_id=demo.default generation=1 check=greets" in out
+    assert "default: delivered, 2 cycle(s)" in out and "farewell: delivered, 1 cycle(s)" in out
+    assert "docket: start demo.cli from demo.default" in out
+    assert "$ python3 app.py Ada\nHello, Ada\n" in out  # main and its checkout hold the delivered program
+    # the receipt verified with the bundle and the public key only; a forged copy refused
+    assert "ok: run demo, integration completed" in out
+    assert "docket: error: bad-signature" in both
+    # killed at a named crash point, then resumed to the end
+    assert "(killed: exit 137)" in out and re.search(r"^crashed +active ", out, re.MULTILINE)
+    assert "run crashed: delivered (completed)" in out
+    assert "docket: error: chain-broken: position 8" in both
     tail = out[out.index("finally: the real ledger verifies"):]
-    assert "ok: 45 events, chain intact" in tail and "3 run(s); 0 pending intent(s)" in tail
+    assert "chain intact" in tail and "2 run(s); 0 pending intent(s)" in tail
     assert list((tmp_path / "tmp").iterdir()) == []  # the throwaway repository is cleaned up
+
+
+@pytest.mark.slow
+def test_demo_stops_with_an_error_when_main_does_not_hold_what_docket_go_delivered(tmp_path):
+    """A `docket go` that exits 0 having done nothing: the demo notices instead of showing on."""
+    result = run_demo(tmp_path, shim='[ "$1" = go ] && exit 0\nexec "$REAL" "$@"')
+    assert result.returncode != 0
+    assert "demo: unexpected files on main" in result.stderr
+    assert list((tmp_path / "tmp").iterdir()) == []

@@ -144,3 +144,51 @@ check-failed = ["sh", "-c", "exit 3"]
     results = [e["payload"]["result"] for e in world.events("HookFinished")]
     assert results.count("failed") == 1  # the check that failed once: its hook exited 3, recorded
     assert results.count("succeeded") == 4
+
+
+def test_ctrl_c_stops_the_agents_exits_7_and_the_run_goes_on_after_resume(tmp_path: Path):
+    world = make_go_world(tmp_path, target="trunk", tasks=one_task("sleep: 5\nwrite a.py: X = 1"))
+    process = world.start("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", "r1", "--target",
+                          "trunk", "--json")
+    assert wait_until(lambda: launched(world))
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 7, err
+    summary = json.loads(out)
+    assert summary["status"] == "active" and summary["outcome"] == "stopped"
+    assert [e["payload"]["reason"] for e in world.events("WorkerStopRequested")] == ["supervisor-gone"]
+    assert wait_until(lambda: docket_processes(world.ledger) == [], timeout=10)
+    (world.repo / "tasks.toml").write_text(one_task("write a.py: X = 2"))  # what a resume reads is the ledger's
+    done = world.go("r1", "--target", "trunk")
+    assert done.returncode == 0, done.stderr
+    assert world.file_at("trunk", "a.py") == "X = 1\n"
+    assert not world.events("TaskFeedbackRecorded")  # the stopped generation was not judged
+
+
+def test_the_usual_case_a_clean_checkout_of_the_target_is_moved_with_it(tmp_path: Path):
+    from tests.conftest import git
+    from tests.e2e.go_world import DELIVERED
+
+    world = make_go_world(tmp_path)  # target main, checked out in the repository itself
+    done = world.go("r1", "--target", "main")
+    assert done.returncode == 0, done.stderr
+    assert git(world.repo, "status", "--porcelain") == ""
+    for path, text in DELIVERED.items():
+        assert (world.repo / path).read_text() == text
+    assert git(world.repo, "rev-parse", "HEAD") == json.loads(done.stdout)["target_commit"]
+
+
+def test_a_dirty_checkout_of_the_target_is_left_alone_and_the_run_waits_for_it(tmp_path: Path):
+    world = make_go_world(tmp_path)
+    (world.repo / "README.md").write_text("my own edit\n")
+    done = world.go("r1", "--target", "main")
+    assert done.returncode == 6, done.stderr
+    assert json.loads(done.stdout)["status"] == "active"  # not completed: it can still deliver
+    assert (world.repo / "README.md").read_text() == "my own edit\n"
+    assert not world.events("ReceiptSealed")
+    from tests.conftest import git
+
+    git(world.repo, "checkout", "--", "README.md")
+    done = world.go("r1", "--target", "main")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["outcome"] == "delivered"
