@@ -11,12 +11,12 @@ import argparse
 import json
 import time
 
-from . import append, growth, idle, launch, merkle, pin, rebuild, receipts, startup, status, verify, streams
+from . import append, go, growth, idle, launch, merkle, pin, rebuild, receipts, startup, status, verify, streams
 from .common import WORK, machine, table
 
 BENCHMARKS = {"append": append, "verify": verify, "rebuild": rebuild, "status": status, "growth": growth,
               "streams": streams, "startup": startup, "idle": idle, "launch": launch,
-              "pin": pin, "merkle": merkle, "receipts": receipts}
+              "pin": pin, "merkle": merkle, "receipts": receipts, "go": go}
 
 
 def main() -> None:

@@ -40,5 +40,5 @@ def launch_request(ctx: Context, run_id: str, task_id: str, worker_id: str, agen
         known = ", ".join(sorted(config.agents)) or "none"
         raise NotFound("agent-not-found", f"docket.toml has no [agents.{name}] (configured: {known})")
     return (LaunchRequest(agent=name, command=chosen.command, prompt_mode=chosen.prompt, env=chosen.env,
-                          env_allow=chosen.env_allow, **common),
+                          env_allow=chosen.env_allow, report=chosen.report, **common),
             {"timeout_ms": chosen.timeout_ms, "idle_timeout_ms": chosen.idle_timeout_ms})

@@ -237,7 +237,7 @@ def _settings(ctx: Context, config: Any, agent_name: str) -> Any:
         raise NotFound("agent-not-found", f"docket.toml has no [agents.{agent_name}], the agent this run was "
                                           "planned with")
     agent = Agent(agent_name, tuple(chosen.command), chosen.prompt, dict(chosen.env), tuple(chosen.env_allow),
-                  chosen.timeout_ms, chosen.idle_timeout_ms)
+                  chosen.timeout_ms, chosen.idle_timeout_ms, chosen.report)
     checks = tuple(CheckSpec(name=name, argv=check.argv, config_sha256=check_config_sha256(name, check),
                              required=check.required, timeout_ms=check.timeout_ms,
                              idle_timeout_ms=check.idle_timeout_ms, environment=check.environment,

@@ -77,6 +77,22 @@ def _run_line(r: dict[str, Any]) -> str:
             f"{shown(r['goal'])}")
 
 
+def _reported(w: dict[str, Any]) -> str:
+    parts = []
+    if w.get("input_tokens") is not None or w.get("output_tokens") is not None:
+        parts.append(f"{w.get('input_tokens') if w.get('input_tokens') is not None else '?'} tokens in, "
+                     f"{w.get('output_tokens') if w.get('output_tokens') is not None else '?'} out")
+    if w.get("cost_micro_usd") is not None:
+        parts.append(f"${w['cost_micro_usd'] / 1_000_000:.4f}")
+    if w.get("agent_turns") is not None:
+        parts.append(f"{w['agent_turns']} turn(s)")
+    if w.get("session_id"):
+        parts.append(f"session {shown(w['session_id'])}")
+    if w.get("agent_error"):
+        parts.append("it reported an error")
+    return ", ".join(parts)
+
+
 def _human_run(doc: dict[str, Any]) -> str:
     r = doc["run"]
     lines = [_run_line(r)]
@@ -98,6 +114,8 @@ def _human_run(doc: dict[str, Any]) -> str:
     for w in doc["workers"]:
         lines.append(f"  worker {shown(w['worker_id'])}: {shown(w['role'])} generation {w['generation']}"
                      + (f" on task {shown(w['task_id'])}" if w["task_id"] else "") + _process_part(w))
+        if w.get("session_id") or w.get("input_tokens") is not None or w.get("cost_micro_usd") is not None:
+            lines.append("    agent reported: " + _reported(w))
     for le in doc["leases"]:
         lines.append(f"  lease {shown(le['resource'])}: {le['status']} by {shown(le['worker_id'])} "
                      f"gen {le['generation']} token {le['token']} until {le['expires_at']}")

@@ -148,6 +148,7 @@ class AgentConfig(_Section):
 
     command: Annotated[list[Argument], Field(min_length=1)]
     prompt: Literal["argument", "stdin", "file"] = "argument"
+    report: Literal["none", "claude-json", "codex-jsonl", "aider"] = "none"  # what its output reports: AgentReported
     env: dict[EnvName, EnvValue] = {}
     env_allow: list[EnvPattern] = []
     timeout_ms: Duration | None = Field(None, alias="timeout")
@@ -327,6 +328,8 @@ DEFAULT_TOML = '''\
 # env: extra variables; values may use {worktree}, {worker_dir} and {port} (give each worker its own config home).
 # env_allow: variable names or globs (* ?) let through the credential scrub of the agent's environment.
 # timeout: stop the agent after this long; idle_timeout: stop it after this long without output.
+# report: "claude-json", "codex-jsonl" or "aider": read the agent's session, tokens and cost from its output when it
+#   exits (AgentReported); docs/agents.md says which flags make each agent print them.
 # Placeholders: {worktree} {worker_dir} {port} {prompt} {prompt_file}; write {{ or }} for a literal brace.
 
 # Tested blocks for Codex CLI, Claude Code and aider, and why each flag is there: docs/agents.md.

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from . import events as ev
+from .agent_reports import AgentReport
 from .aggregate import next_event
 from .errors import Refused
 from .processes import ProcessIdentity as Process
@@ -92,7 +93,8 @@ def apply(worker: Worker | None, event: ev.Event, position: int) -> Worker:
         return replace(worker, stop_intent=None)
     if isinstance(event, ev.WorkerExited):
         return replace(worker, status="exited", exit_cause=event.cause, exit_code=event.exit_code)
-    if isinstance(event, ev.WorkerActionRefused | ev.IntentOutcomeUnknown | ev.IntentOutcomeUnknownV2):
+    if isinstance(event, ev.WorkerActionRefused | ev.IntentOutcomeUnknown | ev.IntentOutcomeUnknownV2
+                  | ev.AgentReported):
         return worker
     if isinstance(event, ev.IntentCancelled):
         if event.intent_id == worker.launch_intent:
@@ -269,6 +271,16 @@ def exited(worker: Worker, generation: int, *, cause: str, exit_code: int | None
                        worker_id=worker.worker_id, generation=generation, cause=cause, exit_code=exit_code,
                        signal=signal, duration_ms=duration_ms, log_sha256=log_sha256, log_bytes=log_bytes,
                        tail=tail[-4000:])]
+
+
+def reported(worker: Worker, generation: int, agent: str, report: AgentReport, now: str,
+             version: int | None = None) -> ev.Event:
+    """AgentReported for the generation (appended right after its WorkerExited: ``version`` is that event's)."""
+    return next_event(ev.AgentReported, stream_of(worker.worker_id), worker.version if version is None else version,
+                      now, run_id=worker.run_id, worker_id=worker.worker_id, generation=generation, agent=agent,
+                      format=report.format, session_id=report.session_id, input_tokens=report.input_tokens,
+                      output_tokens=report.output_tokens, cost_micro_usd=report.cost_micro_usd, turns=report.turns,
+                      is_error=report.is_error)
 
 
 def refused(worker: Worker, generation: int, action: str, error: Refused, now: str) -> ev.Event:

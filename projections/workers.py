@@ -16,13 +16,15 @@ COLUMNS = {"worker_id": str, "run_id": str, "role": str, "task_id": str, "genera
            "registered_at": str, "relaunched_at": str, "position": int,
            "status": str, "host": str, "pid": int, "pgid": int, "launched_at": str, "log_path": str,
            "worktree": str, "ended_at": str, "exit_cause": str, "exit_code": int, "exit_signal": int,
-           "tail_line": str}
+           "tail_line": str, "session_id": str, "input_tokens": int, "output_tokens": int, "cost_micro_usd": int,
+           "agent_turns": int, "agent_error": int}
 INDEXES = ("run_id",)
 PK = "worker_id"
 
 _FRESH_GENERATION = ("status = 'registered', host = NULL, pid = NULL, pgid = NULL, launched_at = NULL, "
                      "log_path = NULL, ended_at = NULL, exit_cause = NULL, exit_code = NULL, exit_signal = NULL, "
-                     "tail_line = NULL")
+                     "tail_line = NULL, session_id = NULL, input_tokens = NULL, output_tokens = NULL, "
+                     "cost_micro_usd = NULL, agent_turns = NULL, agent_error = NULL")
 
 
 def _registered(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
@@ -67,12 +69,20 @@ def _exited(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) ->
                *_same_generation(p)))
 
 
+def _reported(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE workers SET session_id = ?, input_tokens = ?, output_tokens = ?, cost_micro_usd = ?, "
+              "agent_turns = ?, agent_error = ? WHERE worker_id = ? AND generation = ?",
+              (p["session_id"], p["input_tokens"], p["output_tokens"], p["cost_micro_usd"], p["turns"],
+               None if p["is_error"] is None else int(p["is_error"]), p["worker_id"], p["generation"]))
+
+
 def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
     return {ev.WorkerRegistered.type_name(): _registered, ev.WorkerRelaunched.type_name(): _relaunched,
             ev.WorkerLaunchRequested.type_name(): _launch_requested, ev.WorkerLaunched.type_name(): _launched,
-            ev.WorkerLaunchFailed.type_name(): _launch_failed, ev.WorkerExited.type_name(): _exited}
+            ev.WorkerLaunchFailed.type_name(): _launch_failed, ev.WorkerExited.type_name(): _exited,
+            ev.AgentReported.type_name(): _reported}
 
 
 def workers_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

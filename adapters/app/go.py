@@ -60,6 +60,7 @@ class Agent:
     env_allow: tuple[str, ...] = ()
     timeout_ms: int | None = None
     idle_timeout_ms: int | None = None
+    report: str = "none"
 
 
 @dataclass(frozen=True)
@@ -341,7 +342,7 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
                             agent=agent.name, command=agent.command, prompt_mode=agent.prompt_mode, env=agent.env,
                             env_allow=agent.env_allow, setup=settings.setup, include=settings.include,
                             ports=settings.ports, artifact_dir=settings.artifact_dir, pin_on_exit=False,
-                            base=base or None)
+                            base=base or None, report=agent.report)
     faults.crash_point("go:before-launch")
     try:
         launched = launch_worker(s.ledger, s.clock, s.effector, s.effector.ports.launcher, request,

@@ -218,7 +218,7 @@ def _record_end(ledger: Ledger, clock: Clock, w: Launched, cause: str, exit_code
                 signal: int | None) -> None:
     worker = load_worker(ledger, w.worker_id)
     exit_worker(ledger, clock, w.worker_id, w.generation, cause=cause, exit_code=exit_code, signal=signal,
-                log_path=w.log_path, started_at=worker.launched_at)
+                log_path=w.log_path, started_at=worker.launched_at, agent=w.agent, report=w.report)
     lease = ledger.get(lease_aggregate.apply, lease_aggregate.stream_of(w.resource))
     if lease is not None and lease.token == w.lease_token and lease.status == "held":
         from .services import release_lease

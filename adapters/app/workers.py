@@ -72,6 +72,7 @@ class LaunchRequest:
     artifact_dir: str | None = None  # left out of the candidate pinned when the agent exits
     pin_on_exit: bool = True
     base: str | None = None  # the commit a new worktree starts at (default: the run's base)
+    report: str | None = None  # the agent's report format (AgentReported), if its block names one
 
 
 @dataclass
@@ -91,6 +92,8 @@ class Launched:
     supervisions: dict[str, str] = field(default_factory=dict)  # run id -> the supervision begun for it
     artifact_dir: str | None = None
     pin_on_exit: bool = True
+    agent: str | None = None
+    report: str | None = None
 
 
 def worktree_resource(run_id: str, task_id: str) -> str:
@@ -194,7 +197,8 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
                                             "launched by another docket process")
     faults.crash_point("launch:after-gate")
     return Launched(request.worker_id, request.run_id, request.task_id, worker.generation, worker.process, gated,
-                    log_path, worktree, resource, token, supervisions, request.artifact_dir, request.pin_on_exit)
+                    log_path, worktree, resource, token, supervisions, request.artifact_dir, request.pin_on_exit,
+                    request.agent, None if request.report in (None, "none") else request.report)
 
 
 def _current_worker(ledger: Ledger, clock: Clock, processes: Any,
@@ -384,6 +388,7 @@ class LogSummary:
     size: int | None
     tail: str
     last_line: str
+    end: bytes = b""  # its last 64 KiB, as written
 
 
 def log_summary(log_path: Path | None) -> LogSummary:
@@ -400,22 +405,29 @@ def log_summary(log_path: Path | None) -> LogSummary:
             digest.update(chunk)
             size += len(chunk)
             end = (end + chunk)[-65536:]
-    return LogSummary(digest.hexdigest(), size, bounded_tail(end), last_line(end))
+    return LogSummary(digest.hexdigest(), size, bounded_tail(end), last_line(end), end)
 
 
 def exit_worker(ledger: Ledger, clock: Clock, worker_id: str, generation: int, *, cause: str,
                 exit_code: int | None, signal: int | None, log_path: Path | None,
-                started_at: str | None) -> bool:
-    """Record WorkerExited for the generation, once (False if it was already recorded)."""
+                started_at: str | None, agent: str | None = None, report: str | None = None) -> bool:
+    """Record WorkerExited for the generation, once (False if it was already recorded); with a report format,
+    AgentReported in the same transaction when the agent's output holds one."""
+    from ...domain.agent_reports import parse_report
     from ...domain.values import to_ms
 
     summary = log_summary(log_path)
+    parsed = parse_report(report, summary.end.decode("utf-8", "replace")) if report and agent else None
 
     def decision(now: str) -> list[Event]:
         duration = None if started_at is None else max(0, to_ms(now) - to_ms(started_at))
-        return worker_aggregate.exited(load_worker(ledger, worker_id), generation, cause=cause, exit_code=exit_code,
-                                       signal=signal, duration_ms=duration, log_sha256=summary.sha256,
-                                       log_bytes=summary.size, tail=summary.tail, now=now)
+        worker = load_worker(ledger, worker_id)
+        events: list[Event] = list(worker_aggregate.exited(
+            worker, generation, cause=cause, exit_code=exit_code, signal=signal, duration_ms=duration,
+            log_sha256=summary.sha256, log_bytes=summary.size, tail=summary.tail, now=now))
+        if events and parsed is not None and agent is not None:
+            events.append(worker_aggregate.reported(worker, generation, agent, parsed, now, version=events[-1].version))
+        return events
 
     return bool(ledger.decide(decision, clock.now()))
 

@@ -89,6 +89,7 @@ from .task import (
     WorktreeRequested,
 )
 from .worker import (
+    AgentReported,
     ProcessIdentity,
     WorkerActionRefused,
     WorkerExited,
@@ -174,6 +175,7 @@ __all__ = [
     "TaskFinished",
     "TaskPlanned",
     "TaskPlannedV2",
+    "AgentReported",
     "WorkerActionRefused",
     "WorkerExited",
     "WorkerLaunchFailed",
@@ -232,6 +234,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         WorkerStopRequested,
         WorkerStopped,
         WorkerExited,
+        AgentReported,
         WorkerActionRefused,
         LeaseGranted,
         LeaseRenewed,

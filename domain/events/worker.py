@@ -117,6 +117,28 @@ class WorkerExited(Event):
     tail: Tail
 
 
+Count = Annotated[int, Field(ge=0, le=MAX_SAFE_INT)]
+
+
+class AgentReported(Event):
+    """What the generation's agent reported about itself in its output (its JSON result, its token line): session,
+    tokens, cost in millionths of a US dollar, turns, and whether it said it failed. Recorded with WorkerExited, for
+    agents whose block names a report format; a field the agent did not report is null."""
+
+    name = "AgentReported"
+    run_id: Id
+    worker_id: Id
+    generation: Generation
+    agent: Id
+    format: Literal["claude-json", "codex-jsonl", "aider"]
+    session_id: Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._:-]+$")] | None
+    input_tokens: Count | None
+    output_tokens: Count | None
+    cost_micro_usd: Count | None
+    turns: Count | None
+    is_error: bool | None
+
+
 class WorkerStopRequested(Event):
     """Intent: stop the generation's whole process group (SIGTERM, then SIGKILL after a grace period)."""
 

@@ -45,7 +45,7 @@ append greet.py: print("HELLO")
 DELIVERED = {"greet.py": 'print("hello")\nprint("HELLO")\n', "name.py": 'NAME = "docket"\n'}
 
 
-def config(*, idle_timeout: str = "30s", extra: str = "") -> str:
+def config(*, idle_timeout: str = "30s", extra: str = "", agent_extra: str = "") -> str:
     return f'''\
 agent = "scripted"
 
@@ -53,6 +53,7 @@ agent = "scripted"
 command = ["{sys.executable}", "{AGENT}", "--prompt-file", "{{prompt_file}}"]
 prompt = "file"
 idle_timeout = "{idle_timeout}"
+{agent_extra}
 
 [checks.compiles]
 command = ["! grep -rq broken --include=*.py . && {sys.executable} -c 'import ast, sys; [ast.parse(open(f).read()) for f in sys.argv[1:]]' *.py"]
@@ -108,9 +109,9 @@ class GoWorld:
 
 
 def make_go_world(tmp_path: Path, *, name: str = "repo", target: str = "main", idle_timeout: str = "30s",
-                  extra_config: str = "", tasks: str = TASKS) -> GoWorld:
+                  extra_config: str = "", tasks: str = TASKS, agent_extra: str = "") -> GoWorld:
     repo = make_repo(tmp_path / name)
-    (repo / "docket.toml").write_text(config(idle_timeout=idle_timeout, extra=extra_config))
+    (repo / "docket.toml").write_text(config(idle_timeout=idle_timeout, extra=extra_config, agent_extra=agent_extra))
     (repo / "tasks.toml").write_text(tasks)
     (repo / ".gitignore").write_text("tasks.toml\n")
     git(repo, "add", "docket.toml", ".gitignore")

@@ -92,3 +92,21 @@ prompt = "write after.py: X = 1"
     assert (rows["after"]["result"], rows["after"]["code"], rows["after"]["cycles"]) == \
         ("failed", "dependency-failed", 0)
     assert not [e for e in world.events("WorkerRegistered") if e["payload"]["worker_id"] == "r1.after"]
+
+
+def test_what_the_agent_reports_in_its_output_is_recorded_with_its_exit(tmp_path: Path):
+    result = json.dumps({"type": "result", "is_error": False, "num_turns": 2, "session_id": "sess-42",
+                         "total_cost_usd": 0.0042, "usage": {"input_tokens": 321, "output_tokens": 54}})
+    tasks = f'[[tasks]]\nid = "only"\ntitle = "t"\nprompt = """write a.py: X = 1\nsay: {result}\n"""\n'
+    world = make_go_world(tmp_path, target="trunk", tasks=tasks, agent_extra='report = "claude-json"')
+    done = world.go("r1", "--target", "trunk")
+    assert done.returncode == 0, done.stderr
+    (reported,) = world.events("AgentReported")
+    assert {k: reported["payload"][k] for k in ("generation", "agent", "format", "session_id", "input_tokens",
+                                                "output_tokens", "cost_micro_usd", "turns", "is_error")} == \
+        {"generation": 1, "agent": "scripted", "format": "claude-json", "session_id": "sess-42", "input_tokens": 321,
+         "output_tokens": 54, "cost_micro_usd": 4200, "turns": 2, "is_error": False}
+    exited = world.events("WorkerExited")[0]
+    assert reported["position"] == exited["position"] + 1  # one transaction with the exit
+    status = world.run("status", "r1").stdout
+    assert "agent reported: 321 tokens in, 54 out, $0.0042, 2 turn(s), session sess-42" in status

@@ -16,7 +16,8 @@ from .builders import T0
 OWNERS = {"LedgerCreated": "ledger", "Run": "run", "Task": "task", "Worktree": "task", "Worker": "worker",
           "Lease": "lease", "Intent": "effect", "Candidate": "candidate", "Check": "candidate",
           "Execution": "candidate", "Handoff": "handoff", "Approval": "integration",
-          "Integration": "integration", "Receipt": "integration", "Hook": "hooks"}
+          "Integration": "integration", "Receipt": "integration", "Hook": "hooks",
+          "AgentReported": "worker"}
 
 
 def test_every_name_is_reexported_and_each_event_lives_with_its_aggregate():

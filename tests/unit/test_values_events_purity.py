@@ -69,7 +69,7 @@ def test_base_pin_decision():
     assert isinstance(not_commit, ev.RunBasePinFailed) and not_commit.code == "branch-not-a-commit"
 
 
-ALLOWED = {"__future__", "dataclasses", "typing", "re", "hashlib", "json", "datetime", "collections", "pydantic",
+ALLOWED = {"__future__", "dataclasses", "typing", "re", "hashlib", "json", "datetime", "decimal", "collections", "pydantic",
            "eventsourcing", "posixpath", "unicodedata", "types", "functools", "base64"}
 
 

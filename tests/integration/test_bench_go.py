@@ -1,0 +1,28 @@
+"""The go benchmark's workloads run end to end at a tiny size (make test does not run benchmarks).
+
+docket go and the shell loop deliver the same target tree (take_turns checks it), in fresh repositories; the
+phases found in docket go's ledger account for its whole run. No time is asserted.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.go import INTEGRATING, PHASES, measure_overhead, measure_parallel
+
+
+def test_go_and_the_shell_loop_deliver_the_same_tree(tmp_path):
+    sides = measure_overhead(tmp_path, tasks=2, rounds=1)  # raises unless both sides delivered the same tree
+
+    assert [len(sides.wall_s[side]) for side in ("go", "loop")] == [1, 1]
+    assert all(cpu >= 0 for side in ("go", "loop") for cpu in sides.cpu_s[side])
+    assert {label for label, _ in PHASES} | {INTEGRATING} <= set(sides.phases_s)
+    phases = sum(seconds for times in sides.phases_s.values() for seconds in times)
+    assert phases == pytest.approx(sides.wall_s["go"][0], rel=0.01)  # every gap charged once, start to exit
+    assert len(list(tmp_path.glob("docket-bench-*"))) == 2  # a fresh repository per measurement
+
+
+def test_parallel_and_serial_runs_deliver_the_same_tree(tmp_path):
+    sides = measure_parallel(tmp_path, tasks=2, sleep=0.1, parallel=2, rounds=1)
+
+    assert [len(sides.wall_s[side]) for side in ("parallel", "serial")] == [1, 1]
