@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test unit integration e2e demo bench docs clean
+.PHONY: install test unit integration e2e demo demo-real bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,9 @@ e2e: $(STAMP)
 
 demo: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" bash tests/demo.sh
+
+demo-real: $(STAMP)
+	PATH="$(abspath $(BIN)):$$PATH" bash tests/demo_real.sh
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

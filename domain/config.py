@@ -335,24 +335,30 @@ DEFAULT_TOML = '''\
 # Tested blocks for Codex CLI, Claude Code and aider, and why each flag is there: docs/agents.md.
 
 # [agents.claude]
-# command = ["claude", "-p", "--permission-mode", "acceptEdits", "--", "{prompt}"]
+# command = ["claude", "-p", "--permission-mode", "bypassPermissions", "--output-format", "json"]
+# prompt = "stdin"
+# report = "claude-json"
 # env = { CLAUDE_CONFIG_DIR = "{worker_dir}/claude" }
 # env_allow = ["ANTHROPIC_API_KEY"]
 # timeout = "45m"
 
 # [agents.codex]
-# command = ["codex", "exec", "--sandbox", "workspace-write", "-"]
+# command = ["codex", "exec", "--json", "--sandbox", "workspace-write", "-"]
 # prompt = "stdin"
+# report = "codex-jsonl"
 # env = { CODEX_HOME = "{worker_dir}" }
 # env_allow = ["OPENAI_API_KEY", "CODEX_API_KEY"]
 # timeout = "45m"
+# idle_timeout = "15m"
 
 # [agents.aider]
 # command = ["aider", "--yes-always", "--no-check-update", "--no-gitignore", "--no-auto-commits", "--no-dirty-commits", "--no-analytics", "--no-pretty", "--chat-history-file", "{worker_dir}/aider.chat.history.md", "--input-history-file", "{worker_dir}/aider.input.history", "--message-file", "{prompt_file}"]
 # prompt = "file"
-# env = { HOME = "{worker_dir}" }
+# report = "aider"
+# env = { HOME = "{worker_dir}", GIT_CONFIG_COUNT = "2", GIT_CONFIG_KEY_0 = "user.name", GIT_CONFIG_VALUE_0 = "aider", GIT_CONFIG_KEY_1 = "user.email", GIT_CONFIG_VALUE_1 = "aider@localhost" }
 # env_allow = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]
 # timeout = "1h"
+# idle_timeout = "10m"
 
 # [checks.NAME]: one check `docket check run` runs against a pinned candidate, in a fresh worktree at exactly
 # the candidate's commit (its working directory). It passes when it exits 0.

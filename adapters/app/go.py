@@ -127,6 +127,7 @@ def drive_run(open_session: Callable[[], Session], settings: GoSettings, run_id:
     s = open_session()
     threads: dict[str, threading.Thread] = {}
     errors: list[BaseException] = []
+    changed = threading.Event()
     supervisions = begin_supervision(s.ledger, s.clock, s.effector.ports.processes, {run_id})
     token = None
     try:
@@ -147,11 +148,12 @@ def drive_run(open_session: Callable[[], Session], settings: GoSettings, run_id:
             if errors:
                 raise errors[0]
             if run.status == "active" and not _start_work(open_session, settings, s, run, threads, errors,
-                                                          parallel or run.plan.parallel, interrupted):
+                                                          parallel or run.plan.parallel, interrupted, changed):
                 if not threads:
                     break
             tick()
-            time.sleep(TICK_SECONDS)
+            changed.wait(TICK_SECONDS)  # a task's thread ending wakes the loop at once
+            changed.clear()
         if not interrupted.is_set():  # every task finished, or the run stopped: its agents stop themselves
             for thread in threads.values():
                 thread.join()
@@ -241,7 +243,7 @@ def _release_driver(s: Session, run_id: str, token: int) -> None:
 
 def _start_work(open_session: Callable[[], Session], settings: GoSettings, s: Session, run: run_aggregate.Run,
                 threads: dict[str, threading.Thread], errors: list[BaseException], parallel: int,
-                interrupted: threading.Event) -> bool:
+                interrupted: threading.Event, changed: threading.Event) -> bool:
     """Start the work each ready task may start; whether any task is still unfinished."""
     assert run.plan is not None
     unfinished = False
@@ -260,7 +262,7 @@ def _start_work(open_session: Callable[[], Session], settings: GoSettings, s: Se
         if None in results or len(threads) >= parallel:
             continue
         thread = threading.Thread(target=_guarded, args=(open_session, settings, run.run_id, task_id, errors,
-                                                         interrupted),
+                                                         interrupted, changed),
                                   name=f"docket-task-{task_id}", daemon=True)
         threads[task_id] = thread
         thread.start()
@@ -288,11 +290,13 @@ def _stop_workers(s: Session, threads: Mapping[str, threading.Thread]) -> None:
 
 
 def _guarded(open_session: Callable[[], Session], settings: GoSettings, run_id: str, task_id: str,
-             errors: list[BaseException], interrupted: threading.Event) -> None:
+             errors: list[BaseException], interrupted: threading.Event, changed: threading.Event) -> None:
     try:
         work_on(open_session, settings, run_id, task_id, interrupted)
     except BaseException as e:  # the main loop re-raises it: a bug must not pass for a finished task
         errors.append(e)
+    finally:
+        changed.set()
 
 
 # --- one task's work -----------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from .workers import LEASE_TTL_MS, Launched, exit_worker, log_size, request_stop
 
 __all__ = ["Ended", "Limits", "supervise"]
 
-TICK_SECONDS = 0.2
+TICK_SECONDS = 0.05  # how soon an agent's exit is noticed: a poll and a stat, cheap
 LEDGER_CHECK_SECONDS = 1.0
 
 T = TypeVar("T")

@@ -28,11 +28,13 @@ WORKER_DIR = "/repo/.git/docket/workers/t1/1"
 EXPECTED = {
     "scripted": dict(prompt="file", home=None, env_allow=[],
                      argv=["python3", SCRIPTED_PLACEHOLDER, "--prompt-file", PROMPT_FILE]),
-    "claude": dict(prompt="argument", home="CLAUDE_CONFIG_DIR", env_allow=["ANTHROPIC_API_KEY"],
-                   argv=["claude", "-p", "--permission-mode", "acceptEdits", "--", PROMPT]),
+    "claude": dict(prompt="stdin", home="CLAUDE_CONFIG_DIR", env_allow=["ANTHROPIC_API_KEY"],
+                   argv=["claude", "-p", "--permission-mode", "bypassPermissions", "--output-format", "json"]),
     "codex": dict(prompt="stdin", home="CODEX_HOME", env_allow=["OPENAI_API_KEY", "CODEX_API_KEY"],
-                  argv=["codex", "exec", "--sandbox", "workspace-write", "-"]),
+                  argv=["codex", "exec", "--json", "--sandbox", "workspace-write", "-"]),
     "aider": dict(prompt="file", home="HOME", env_allow=["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
+                  more_env=["GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "GIT_CONFIG_KEY_1",
+                            "GIT_CONFIG_VALUE_1"],
                   argv=["aider", "--yes-always", "--no-check-update", "--no-gitignore", "--no-auto-commits",
                         "--no-dirty-commits", "--no-analytics", "--no-pretty",
                         "--chat-history-file", f"{WORKER_DIR}/aider.chat.history.md",
@@ -79,8 +81,10 @@ def scripted_agent_module() -> ModuleType:
 def test_every_marker_introduces_a_toml_block_and_every_agent_has_one():
     text = DOC.read_text(encoding="utf-8")
     assert len(re.findall(r"^<!-- .* -->$", text, re.MULTILINE)) == len(marked_blocks(text))
-    assert sorted(marked_blocks(text)) == ["agent: aider", "agent: claude", "agent: codex", "agent: scripted",
-                                           "checks", "tasks"]
+    offline = [marker for marker in marked_blocks(text) if marker.startswith("agent-offline: ")]
+    assert sorted(set(marked_blocks(text)) - set(offline)) == ["agent: aider", "agent: claude", "agent: codex",
+                                                               "agent: scripted", "checks", "tasks"]
+    assert all(marker.replace("agent-offline: ", "agent: ") in marked_blocks(text) for marker in offline)
 
 
 def test_all_the_agent_blocks_together_make_one_valid_docket_toml(tmp_path):
@@ -109,7 +113,7 @@ def test_each_worker_gets_its_own_config_home_under_its_worker_dir(tmp_path, nam
     if variable is None:
         assert config.env == {}
         return
-    assert list(config.env) == [variable]
+    assert list(config.env) == [variable, *EXPECTED[name].get("more_env", [])]
     homes = []
     for worker_dir in ("/repo/.git/docket/workers/t1/1", "/repo/.git/docket/workers/t2/1"):
         home = Path(expand(config.env[variable], worktree=WORKTREE, worker_dir=worker_dir))
@@ -167,3 +171,18 @@ def test_the_tasks_block_is_a_valid_tasks_file_whose_prompts_the_scripted_agent_
     assert (retry.verb, retry.path, retry.text) == ("write", "greet.py",
                                                     "def greet(name):\n    return 'Hello, ' + name")
     assert all(scripted.plan(task.prompt) for task in tasks)
+
+
+def test_each_offline_block_merged_into_its_agent_block_is_a_valid_agent_pointed_at_the_server(tmp_path):
+    from ..agents.agents_doc import agent_toml, offline_agent
+
+    names = [marker.split(": ", 1)[1] for marker in marked_blocks() if marker.startswith("agent-offline: ")]
+    assert "codex" in names
+    for name in names:
+        merged = loaded(tmp_path, agent_toml(name, offline_agent(name, "http://127.0.0.1:8080"))).agents[name]
+        page = agent(tmp_path, name)
+        assert merged.command[:len(page.command)] == page.command  # the page's command, then the offline args
+        assert merged.env_allow[:len(page.env_allow)] == page.env_allow
+        settings = [*merged.command, *merged.env.values()]
+        assert any("http://127.0.0.1:8080" in value for value in settings)
+        assert not any("{model_server}" in value for value in settings)
