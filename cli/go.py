@@ -110,22 +110,9 @@ def _specs(ctx: Context) -> list[Any]:
 
 
 def _read_tasks_file(name: str) -> str:
-    from ..domain.errors import BadInput
+    from .text_files import read_text
 
-    limit = 4 << 20
-    try:
-        with open(name, "rb") as f:
-            data = f.read(limit + 1)
-    except OSError as e:
-        raise BadInput("bad-tasks-file", f"cannot read {name}: {e.strerror}") from None
-    except ValueError:  # a NUL in the name
-        raise BadInput("bad-tasks-file", f"{name!r} is not a file name") from None
-    if len(data) > limit:
-        raise BadInput("bad-tasks-file", f"{name} holds more than {limit} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise BadInput("bad-tasks-file", f"{name} is not UTF-8 text") from None
+    return read_text(name, limit=4 << 20, code="bad-tasks-file")
 
 
 def _agent_name(config: Any, wanted: str | None) -> str:

@@ -44,24 +44,7 @@ def task_plan(ctx: Context) -> int:
 
 
 def _read_prompt_file(name: str) -> str:
-    import sys
-
     from ..adapters.world.prompts import MAX_PROMPT_BYTES
-    from ..domain.errors import BadInput
+    from .text_files import read_text
 
-    try:
-        if name == "-":
-            data = sys.stdin.buffer.read(MAX_PROMPT_BYTES + 1)
-        else:
-            with open(name, "rb") as f:
-                data = f.read(MAX_PROMPT_BYTES + 1)
-    except OSError as e:
-        raise BadInput("bad-prompt-file", f"cannot read {name}: {e.strerror}") from None
-    except ValueError:  # a NUL in the name
-        raise BadInput("bad-prompt-file", f"{name!r} is not a file name") from None
-    if len(data) > MAX_PROMPT_BYTES:
-        raise BadInput("prompt-too-large", f"{name} holds more than {MAX_PROMPT_BYTES} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise BadInput("bad-prompt-file", f"{name} is not UTF-8 text") from None
+    return read_text(name, limit=MAX_PROMPT_BYTES, code="bad-prompt-file", stdin=True)
