@@ -282,7 +282,8 @@ def _end_gone_supervisions(ctx: Context, run_id: str) -> None:
                            lambda r: [w["worker_id"] for w in workers.workers_of(conn, r)], apply=True)
 
 
-def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int | None, key: str | None) -> int:
+def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int | None, key: str | None,
+                      show: bool = True) -> int:
     import signal
     import threading
 
@@ -317,9 +318,11 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         hooks.fire(final=True)
+        ctx.update_views()
+        view.update()  # the run's last events (integration, receipt) before the summary
         view.close()
         ctx.update_views()
-    return _summarise(ctx, run_id, interrupted=interrupted.is_set())
+    return _summarise(ctx, run_id, interrupted=interrupted.is_set(), show=show)
 
 
 def _standing_by(why: str) -> None:
@@ -484,7 +487,7 @@ def run_summary(ctx: Context, run_id: str) -> dict[str, Any]:
             "receipt": {"sealed": sealed, "path": str(path) if path.exists() else None}}
 
 
-def _summarise(ctx: Context, run_id: str, *, interrupted: bool) -> int:
+def _summarise(ctx: Context, run_id: str, *, interrupted: bool, show: bool = True) -> int:
     from .output import emit, shown
 
     doc = run_summary(ctx, run_id)
@@ -508,7 +511,8 @@ def _summarise(ctx: Context, run_id: str, *, interrupted: bool) -> int:
         lines.append(f"  integration {doc['integration']}; {shown(doc['target'])} not moved")
     if doc["receipt"]["path"]:
         lines.append(f"  receipt: {shown(doc['receipt']['path'])}")
-    emit(ctx.json, doc, "\n".join(lines))
+    if show:
+        emit(ctx.json, doc, "\n".join(lines))
     return GO_EXIT[outcome]
 
 
@@ -531,7 +535,7 @@ def supervise(ctx: Context) -> int:
         if ctx.args.once:
             documents.append({"run_id": run_id, "recovered": found})
             continue
-        code = max(code, _supervise_to_end(ctx, config, run_id, parallel=None, key=ctx.args.key))
+        code = max(code, _supervise_to_end(ctx, config, run_id, parallel=None, key=ctx.args.key, show=not ctx.json))
         documents.append({"run_id": run_id, "status": load_run(ctx.ledger, run_id).status})
     lines = [f"{len(unfinished)} unfinished run(s)"]
     for doc in documents:

@@ -192,3 +192,31 @@ def test_a_dirty_checkout_of_the_target_is_left_alone_and_the_run_waits_for_it(t
     done = world.go("r1", "--target", "main")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["outcome"] == "delivered"
+
+
+def test_docket_supervise_finishes_a_run_whose_go_was_killed_and_once_only_recovers(tmp_path: Path):
+    world = make_go_world(tmp_path, target="trunk", tasks=one_task("sleep: 3\nwrite a.py: X = 1"))
+    process = world.start("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", "r1", "--target",
+                          "trunk", "--json")
+    assert wait_until(lambda: launched(world))
+    kill(process)
+    once = world.run("supervise", "--once", "--json")
+    assert once.returncode == 0, once.stderr
+    (recovered,) = json.loads(once.stdout)["runs"]
+    assert recovered["run_id"] == "r1" and recovered["recovered"]  # the orphaned agent stopped, recorded
+    assert wait_until(lambda: docket_processes(world.ledger) == [], timeout=10)
+    assert len(world.events("WorkerLaunched")) == 1  # --once launches nothing
+    done = world.run("supervise", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["runs"] == [{"run_id": "r1", "status": "completed"}]
+    assert world.file_at("trunk", "a.py") == "X = 1\n"
+    assert world.json("supervise")["runs"] == []  # nothing unfinished is left
+
+
+def test_piped_docket_go_prints_plain_event_lines_then_its_summary(tmp_path: Path):
+    world = make_go_world(tmp_path, target="trunk", tasks=one_task("write a.py: X = 1\nsay: \\u001b]0;owned\\u0007"))
+    done = world.run("go", "--goal", "g", "--tasks", "tasks.toml", "--id", "r1", "--target", "trunk")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(" TaskFinished " in line for line in lines)
+    assert lines[-3].startswith("run r1: delivered") and "\x1b" not in done.stdout and "\x07" not in done.stdout
