@@ -128,6 +128,7 @@ def drive_run(open_session: Callable[[], Session], settings: GoSettings, run_id:
     threads: dict[str, threading.Thread] = {}
     errors: list[BaseException] = []
     changed = threading.Event()
+    finished: dict[str, str] = {}  # task id -> result, once read
     supervisions = begin_supervision(s.ledger, s.clock, s.effector.ports.processes, {run_id})
     token = None
     try:
@@ -148,7 +149,8 @@ def drive_run(open_session: Callable[[], Session], settings: GoSettings, run_id:
             if errors:
                 raise errors[0]
             if run.status == "active" and not _start_work(open_session, settings, s, run, threads, errors,
-                                                          parallel or run.plan.parallel, interrupted, changed):
+                                                          parallel or run.plan.parallel, interrupted, changed,
+                                                          finished):
                 if not threads:
                     break
             tick()
@@ -243,23 +245,32 @@ def _release_driver(s: Session, run_id: str, token: int) -> None:
 
 def _start_work(open_session: Callable[[], Session], settings: GoSettings, s: Session, run: run_aggregate.Run,
                 threads: dict[str, threading.Thread], errors: list[BaseException], parallel: int,
-                interrupted: threading.Event, changed: threading.Event) -> bool:
-    """Start the work each ready task may start; whether any task is still unfinished."""
+                interrupted: threading.Event, changed: threading.Event, finished: dict[str, str]) -> bool:
+    """Start the work each ready task may start; whether any task is still unfinished.
+
+    ``finished`` keeps the results already read (a finished task stays finished), so a pass reads only the tasks
+    that may start now, and stops reading once every slot is taken."""
     assert run.plan is not None
     unfinished = False
     for task_id, depends_on in run.plan.tasks:
-        task = load_task(s.ledger, task_id)
-        if task.result is not None:
+        if task_id in finished:
+            continue
+        if task_id in threads:
+            unfinished = True
+            continue
+        if len(threads) >= parallel:
+            return True  # no slot: the rest waits for the next pass
+        result = load_task(s.ledger, task_id).result
+        if result is not None:
+            finished[task_id] = result
             continue
         unfinished = True
-        if task_id in threads:
-            continue
-        results = [load_task(s.ledger, dependency).result for dependency in depends_on]
+        results = [finished.get(dependency) for dependency in depends_on]  # dependencies come first in the plan
         if "failed" in results:
             failed = [d for d, r in zip(depends_on, results) if r == "failed"]
             _finish(s, task_id, "failed", None, "dependency-failed", f"it depends on {', '.join(failed)}, which failed")
             continue
-        if None in results or len(threads) >= parallel:
+        if None in results:
             continue
         thread = threading.Thread(target=_guarded, args=(open_session, settings, run.run_id, task_id, errors,
                                                          interrupted, changed),
