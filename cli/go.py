@@ -296,6 +296,9 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
 
         signer = load_signer(key)  # a bad key fails before any work
     run = load_run(ctx.ledger, run_id)
+    if run.status == "opening":  # killed before its base was pinned: pin it now
+        ctx.effector.run_pending(only=set(run.pending_intents), after=0)
+        run = load_run(ctx.ledger, run_id)
     assert run.plan is not None
     settings = _settings(ctx, config, run.plan.agent)
     interrupted = threading.Event()

@@ -15,6 +15,7 @@ import pytest
 from tests.e2e.go_world import GoWorld, docket_processes, kill, make_go_world, wait_until
 
 GO_POINTS = [
+    "run-open:after-intent",
     "go:before-launch",
     "go:after-agent",
     "go:after-pin",
@@ -100,8 +101,8 @@ def test_killed_at_random_moments_then_resumed_delivers_the_same_tree(tmp_path: 
                               "trunk", "--parallel", "3", "--json")
         time.sleep(chance.uniform(0.05, 2.0))
         if process.poll() is not None:
-            _, err = process.communicate()
-            assert process.returncode == 0, err
+            out, err = process.communicate()
+            assert process.returncode == 0, err + out + json.dumps(world.events("TaskFeedbackRecorded"))
             break  # it finished before the kill: the run is over
         kill(process)
         kills += 1
