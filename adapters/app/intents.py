@@ -230,7 +230,8 @@ def _observe_removal(ports: tuple[GitPort, Any], intent: ExecutionRemovalRequest
         return candidate_aggregate.RemovalObservation("unreadable", detail=observed.detail)
     group = "none" if intent.process is None else processes.group_liveness(
         ProcessIdentity(**intent.process.model_dump()))
-    return candidate_aggregate.RemovalObservation("absent" if observed.state == "absent" else "present", group=group)
+    gone = observed.state == "absent" and not git.execution_remnants(repository, Path(intent.path))
+    return candidate_aggregate.RemovalObservation("absent" if gone else "present", group=group)
 
 
 EXECUTION_REMOVAL: IntentKind[candidate_aggregate.Candidate, ExecutionRemovalRequested,

@@ -95,6 +95,10 @@ class GitPort(Protocol):
         artifact_dir changed; path a symlink or not a folder) or missing. Never raises."""
         ...
 
+    def execution_remnants(self, repository: Path, path: Path) -> bool:
+        """Whether a removal killed half-way left an admin entry naming path or its folder set aside. Never raises."""
+        ...
+
     def remove_execution(self, repository: Path, path: Path, *, group_alive: bool) -> None:
         """Remove the execution and its admin entry (absent: already removed). Refused ``execution-busy`` while
         group_alive (pass True when the check's group liveness is unknown). OSError only otherwise."""

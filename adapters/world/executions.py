@@ -151,6 +151,19 @@ def inspect_execution(repository: Path, path: Path, commit: str, artifact_dir: s
         repo.close()
 
 
+def execution_remnants(repository: Path, path: Path) -> bool:
+    """Whether a removal killed half-way left something of the execution at path: an admin entry naming it, or its
+    folder set aside and not yet deleted. (observe_execution calls the path absent then: a new execution may be
+    made there, but the removal is not finished.) Never raises."""
+    repository, path = Path(repository), Path(path)
+    try:
+        if any(entry.checkout is not None and _same(entry.checkout, path) for entry in _admin_entries(repository)):
+            return True
+        return any(path.parent.glob(f".{path.name}.*.removing"))
+    except OSError:
+        return False
+
+
 def remove_execution(repository: Path, path: Path, *, group_alive: bool) -> None:
     """Remove the execution's folder (never following a symlink) and every admin entry naming it.
 

@@ -246,6 +246,9 @@ class FakeGit:
             return ExecutionInspection("mutated", detail=f"{outside[0]} changed")
         return ExecutionInspection("matching")
 
+    def execution_remnants(self, repository: Path, path: Path) -> bool:
+        return False  # the fake removes an execution in one step
+
     def remove_execution(self, repository: Path, path: Path, *, group_alive: bool) -> None:
         if group_alive:
             raise Refused("execution-busy", f"the check running in {path} is still alive; stop its process group first")

@@ -78,6 +78,10 @@ class DulwichGit:
         from .executions import inspect_execution
         return inspect_execution(repository, path, commit, artifact_dir)
 
+    def execution_remnants(self, repository: Path, path: Path) -> bool:
+        from .executions import execution_remnants
+        return execution_remnants(repository, path)
+
     def remove_execution(self, repository: Path, path: Path, *, group_alive: bool) -> None:
         from .executions import remove_execution
         remove_execution(repository, path, group_alive=group_alive)
@@ -236,13 +240,13 @@ def _create(repo, repository: Path, path: Path, branch: str, base: str) -> None:
     if observed.state not in ("absent", "branch-only"):
         return
     ref = f"refs/heads/{branch}"
-    from dulwich.file import FileLocked
+    from .ref_locks import write_ref
 
-    try:
-        if not repo.refs.add_if_new(ref.encode(), base.encode()) and _tip(repo, ref) != base:
-            return
-    except FileLocked:
-        return  # a lock on the branch (another git process now, or one killed): observing again says which
+    added: list[bool] = []
+    if not write_ref(repo, ref, lambda: added.append(repo.refs.add_if_new(ref.encode(), base.encode()))):
+        return  # a fresh lock on the branch (another git process now): observing again says what became of it
+    if not added[0] and _tip(repo, ref) != base:
+        return
     if not _make_parents(repository, path.parent):
         return
     for entry in _admin_entries(repository):

@@ -156,14 +156,13 @@ def act(processes: Any, intent: HookRequested, observed: HookObservation) -> Non
 def _spawn(processes: Any, intent: HookRequested) -> Any:
     """The hook's command started in its own process group, held at the launch gate, the event on its stdin."""
     from .processes import LaunchSpec
-    from .reader import read_only
+    from .reader import SqliteLedgerReader, read_only
 
     with read_only(Path(intent.ledger)) as conn:
-        row = conn.execute("SELECT originator_id, topic, state FROM stored_events WHERE rowid = ?",
-                           (intent.position,)).fetchone()
+        row = SqliteLedgerReader(conn).event_at(intent.position)
     if row is None:
         raise ValueError(f"the ledger {intent.ledger} has no event at position {intent.position}")
-    stream, type_name, state = row
+    _, stream, _, type_name, state = row
     body = json.loads(state)
     document = {"position": intent.position, "stream": stream, "type": type_name,
                 "recorded_at": body["recorded_at"], "payload": body["payload"]}

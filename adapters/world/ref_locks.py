@@ -26,6 +26,7 @@ __all__ = ["STALE_LOCK_SECONDS", "write_ref"]
 
 STALE_LOCK_SECONDS = 10.0
 DOCKET_REFS = "refs/docket/"
+TASK_BRANCHES = "refs/heads/docket/"  # the branches docket makes for its task worktrees (docket/RUN/TASK)
 
 
 def write_ref(repo: Any, ref: str, write: Callable[[], Any]) -> bool:
@@ -59,7 +60,7 @@ def _reflog_folder(repo: Any, ref: str) -> None:
 
 def _stale_docket_lock(repo: Any, ref: str, locked: Any) -> bool:
     """Remove the ref's own lock when it is docket's and older than STALE_LOCK_SECONDS; whether it was removed."""
-    if not ref.startswith(DOCKET_REFS):
+    if not ref.startswith(DOCKET_REFS) and not ref.startswith(TASK_BRANCHES):
         return False
     lock = Path(os.fsdecode(locked.lockfilename))
     expected = Path(os.fsdecode(repo.refs.path)) / (ref + ".lock")

@@ -107,3 +107,46 @@ def test_killed_at_random_moments_then_resumed_delivers_the_same_tree(tmp_path: 
         kill(process)
         kills += 1
     assert_converged(world, reference, finish(world, "r1"))
+
+
+def test_a_check_execution_half_removed_by_a_killed_docket_is_removed_whole_on_resume(tmp_path: Path, reference: str):
+    """Killed inside the removal of a check's execution (its folder set aside, git's entry for it still there): the
+    removal is not observed as done while anything of it is left (found by the random kills: the entry stayed,
+    unowned)."""
+    world = make_go_world(tmp_path, target="trunk")
+    crashed = world.go("r1", "--target", "trunk", "--parallel", "3",
+                       fault="effector:before-act@ExecutionRemovalRequested.v1")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    removals = [e["payload"] for e in world.events("ExecutionRemovalRequested")]  # parallel checks: one or more
+    execution = Path(removals[0]["path"])
+    execution.rename(execution.parent / f".{execution.name}.killed.removing")  # what the act does first
+    assert_converged(world, reference, finish(world, "r1"))
+    assert not execution.parent.exists() or not list(execution.parent.glob(".*.removing"))
+
+
+def test_a_task_branch_lock_left_by_a_killed_docket_does_not_block_the_task_for_good(tmp_path: Path, reference: str):
+    """A docket killed while it created a task's branch leaves refs/heads/docket/RUN/TASK.lock: once older than a
+    few seconds it is docket's own stale lock and is removed (it kept the worktree from ever being made, and the
+    next go exited 4: found by the random kills)."""
+    import os
+
+    world = make_go_world(tmp_path, target="trunk")
+    lock = world.repo / ".git" / "refs" / "heads" / "docket" / "r1" / "r1.greet.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")
+    os.utime(lock, (time.time() - 60, time.time() - 60))
+    assert_converged(world, reference, finish(world, "r1"))
+    assert not lock.exists()
+
+
+def test_a_fresh_lock_on_a_task_branch_is_left_to_its_writer(tmp_path: Path):
+    world = make_go_world(tmp_path, target="trunk")
+    lock = world.repo / ".git" / "refs" / "heads" / "docket" / "r1" / "r1.greet.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")
+    process = world.start("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", "r1", "--target",
+                          "trunk", "--json")
+    time.sleep(3)
+    assert lock.exists() and not [e for e in world.events("WorktreeCreated")
+                                  if e["payload"]["task_id"] == "r1.greet"]
+    kill(process)

@@ -335,3 +335,25 @@ def test_removal_never_reaches_through_a_symlink_planted_at_the_path(real: RealW
     real.remove()
     assert (outside / "keep.txt").read_text() == "mine\n"
     assert not real.path.is_symlink()
+
+
+def test_a_removal_killed_half_way_leaves_remnants_that_the_next_removal_clears(real) -> None:
+    # the removal sets the folder aside, then deletes it, then the admin entry: killed after the first step, the
+    # path is empty but git still lists the worktree, and the folder set aside is still there. Found by the
+    # random-kill campaign of docket go: the removal was recorded as observed, and reconcile found the entry unowned.
+    real.create()
+    aside = real.path.parent / f".{real.path.name}.dead.removing"
+    os.rename(real.path, aside)
+    assert real.observe().state == "absent"  # nothing at the path: a new execution could be made there
+    assert real.port.execution_remnants(real.common, real.path)
+    real.remove()
+    assert not real.port.execution_remnants(real.common, real.path)
+    assert not aside.exists() and str(real.path) not in worktrees(real.checkout)
+    fsck(real.checkout)
+
+
+def test_no_remnants_of_an_execution_never_made_or_wholly_removed(world) -> None:
+    assert not world.port.execution_remnants(world.common, world.path)
+    world.create()
+    world.remove()
+    assert not world.port.execution_remnants(world.common, world.path)
