@@ -237,9 +237,12 @@ def test_credentials_are_invisible_to_the_agent_unless_allowed_and_docket_variab
     assert not set(secrets) & set(env)
     assert not any(value in env.values() for value in secrets.values())
     assert env["ALLOWED_API_KEY"] == "let-me-through" and env["PLAIN_SETTING"] == "kept"
+    prompt_file = Path(env["DOCKET_PROMPT_FILE"])  # a task planned with a title only: the title is its prompt
+    assert prompt_file.read_text() == "task t1" and prompt_file.parent.name == "prompts"
     assert {name: env[name] for name in env if name.startswith("DOCKET_") and name != "DOCKET_LAUNCH"} == {
         "DOCKET_RUN": "r1", "DOCKET_TASK": "t1", "DOCKET_WORKER": "t1", "DOCKET_GENERATION": "1",
-        "DOCKET_LEDGER": str(workers.docket.ledger.resolve()), "DOCKET_WORKTREE": str(workers.worktree("t1"))}
+        "DOCKET_LEDGER": str(workers.docket.ledger.resolve()), "DOCKET_WORKTREE": str(workers.worktree("t1")),
+        "DOCKET_PROMPT_FILE": str(prompt_file)}
 
 
 # --- worktree preparation ---------------------------------------------------------------------------------------
