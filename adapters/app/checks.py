@@ -38,7 +38,7 @@ from ..world.clock import Clock, new_id
 from .candidates import load_candidate
 from .ledger import Ledger
 from .services import load_run
-from .workers import last_message, log_size, log_summary
+from .workers import last_message, log_summary
 
 __all__ = ["CheckOutcome", "CheckSpec", "run_check", "settle_checks"]
 
@@ -168,27 +168,10 @@ def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
 
 def _wait(processes: Any, gated: Any, log_path: Path, spec: CheckSpec) -> tuple[int, str | None]:
     """Wait for the check's process; stop its group at the timeout or idle timeout. (returncode, timeout cause)."""
-    popen = gated.popen
-    started = last_output = time.monotonic()
-    last_size = 0
-    cause = None
-    while (code := popen.poll()) is None:
-        now = time.monotonic()
-        size = log_size(log_path)
-        if size != last_size:
-            last_size, last_output = size, now
-        if (now - started) * 1000 >= spec.timeout_ms:
-            cause = "timeout"
-        elif spec.idle_timeout_ms is not None and (now - last_output) * 1000 >= spec.idle_timeout_ms:
-            cause = "idle-timeout"
-        if cause is not None:
-            processes.terminate_group(gated.identity, grace=STOP_GRACE_SECONDS)
-            code = popen.wait()
-            break
-        time.sleep(POLL_SECONDS)
-    if processes.group_liveness(gated.identity) == "alive":  # it ended, but left processes in its group
-        processes.terminate_group(gated.identity, grace=2.0)
-    return code, cause
+    from ..world.processes import wait_for_group
+
+    return wait_for_group(processes, gated, timeout_ms=spec.timeout_ms, idle_timeout_ms=spec.idle_timeout_ms,
+                          log_path=log_path, grace=STOP_GRACE_SECONDS, poll=POLL_SECONDS)
 
 
 def _conclude(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str, code: int,

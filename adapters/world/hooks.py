@@ -182,19 +182,10 @@ def _spawn(processes: Any, intent: HookRequested) -> Any:
 
 def _wait(processes: Any, gated: Any, timeout_ms: int) -> tuple[int, bool]:
     """(returncode, whether it was stopped at its timeout); nothing of its group is left running after."""
-    popen = gated.popen
-    deadline = time.monotonic() + timeout_ms / 1000
-    timed_out = False
-    while (code := popen.poll()) is None:
-        if time.monotonic() >= deadline:
-            timed_out = True
-            processes.terminate_group(gated.identity, grace=STOP_GRACE_SECONDS)
-            code = popen.wait()
-            break
-        time.sleep(POLL_SECONDS)
-    if processes.group_liveness(gated.identity) == "alive":  # it ended, but left processes in its group
-        processes.terminate_group(gated.identity, grace=2.0)
-    return code, timed_out
+    from .processes import wait_for_group
+
+    code, cause = wait_for_group(processes, gated, timeout_ms=timeout_ms, grace=STOP_GRACE_SECONDS, poll=POLL_SECONDS)
+    return code, cause is not None
 
 
 def _finish(intent: HookRequested, result: dict[str, Any]) -> None:

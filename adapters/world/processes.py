@@ -24,13 +24,15 @@ import socket
 import subprocess
 import sys
 import time
+from typing import Any
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...domain.processes import Liveness, ProcessIdentity, liveness_of
 
-__all__ = ["GATE_SCRIPT", "GatedProcess", "LaunchSpec", "LogPathTaken", "PsutilProcesses", "free_port"]
+__all__ = ["GATE_SCRIPT", "GatedProcess", "LaunchSpec", "LogPathTaken", "PsutilProcesses", "free_port",
+           "wait_for_group"]
 
 GATE_SCRIPT = 'IFS= read -r _ || exit 125; exec <"$1" || exit 125; shift; exec "$@"'
 GATE_NAME = "docket-gate"  # the gated shell's $0: what ps shows until the agent runs
@@ -341,6 +343,38 @@ def _create_log(path: Path) -> int:
                                             "(a log is created only once, and never through a symlink)",
                                str(path)) from None
         raise
+
+
+def wait_for_group(processes: Any, gated: Any, *, timeout_ms: int, idle_timeout_ms: int | None = None,
+                   log_path: Path | None = None, grace: float = 5.0, poll: float = 0.05) -> tuple[int, str | None]:
+    """Wait for a gated child (a check, a hook) to end; stop its whole group at its timeout, or after
+    idle_timeout_ms without its log growing. (returncode, "timeout" | "idle-timeout" | None); nothing of its group
+    is left running after."""
+    popen = gated.popen
+    started = last_output = time.monotonic()
+    last_size = 0
+    cause = None
+    while (code := popen.poll()) is None:
+        now = time.monotonic()
+        if log_path is not None and idle_timeout_ms is not None:
+            try:
+                size = os.stat(log_path, follow_symlinks=False).st_size
+            except OSError:
+                size = 0
+            if size != last_size:
+                last_size, last_output = size, now
+        if (now - started) * 1000 >= timeout_ms:
+            cause = "timeout"
+        elif idle_timeout_ms is not None and (now - last_output) * 1000 >= idle_timeout_ms:
+            cause = "idle-timeout"
+        if cause is not None:
+            processes.terminate_group(gated.identity, grace=grace)
+            code = popen.wait()
+            break
+        time.sleep(poll)
+    if processes.group_liveness(gated.identity) == "alive":  # it ended, but left processes in its group
+        processes.terminate_group(gated.identity, grace=2.0)
+    return code, cause
 
 
 def free_port() -> int:

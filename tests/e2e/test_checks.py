@@ -162,6 +162,17 @@ def test_a_check_past_its_timeout_is_stopped_with_its_whole_group_and_exits_7(ch
     checks.assert_nothing_left()  # no process with DOCKET_CHECK in its environment either
 
 
+def test_a_check_silent_past_its_idle_timeout_is_stopped_but_one_that_prints_is_not(checks):
+    checks.checks(silent={"command": sh("echo started; sleep 600"), "timeout": "1m", "idle_timeout": "1s"},
+                  talking={"command": sh("for i in 1 2 3 4 5 6; do echo tick; sleep 0.4; done"), "timeout": "1m",
+                           "idle_timeout": "1s"})
+    code, doc = checks.run()
+    assert code == 7
+    outcomes = {o["check"]: (o["result"], o["code"]) for o in doc["checks"]}
+    assert outcomes == {"silent": ("timed-out", "idle-timeout"), "talking": ("passed", None)}
+    checks.assert_nothing_left()
+
+
 @pytest.mark.parametrize("script", ["echo changed >> a.txt", "echo stray > stray.txt",
                                     "mkdir -p build && echo stray > build/x.o",
                                     "git -c user.name=c -c user.email=c@example.com commit -q --allow-empty -m c"],
