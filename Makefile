@@ -4,6 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
+# As on a user's machine: Python writes bytecode, and checks that import the repository's code must still pass.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: install test unit integration e2e demo demo-real bench docs clean
 
 $(STAMP): pyproject.toml

@@ -86,6 +86,7 @@ class CheckRun:
     removal_intent: str | None = None
     result: CheckResult | None = None
     result_code: str | None = None  # CheckFailed's code, or the timeout's cause
+    result_message: str | None = None  # CheckFailed's message: what failed, e.g. the tracked file a check changed
     output_sha256: str | None = None
 
 
@@ -190,7 +191,8 @@ def _apply_check(run: CheckRun, event: ev.Event) -> CheckRun:
     if isinstance(event, ev.CheckPassed):
         return replace(run, result="passed", output_sha256=event.output_sha256)
     if isinstance(event, ev.CheckFailed):
-        return replace(run, result="failed", result_code=event.code, output_sha256=event.output_sha256)
+        return replace(run, result="failed", result_code=event.code, result_message=event.message,
+                       output_sha256=event.output_sha256)
     if isinstance(event, ev.CheckTimedOut):
         return replace(run, result="timed-out", result_code=event.cause, output_sha256=event.output_sha256)
     if isinstance(event, ev.ExecutionRemovalRequested):

@@ -92,10 +92,10 @@ step "main moved, and its clean checkout with it: one merge per task"
 show git log --oneline --graph main
 show git status --short
 show ls
+expect "files on main" "$(git ls-tree --name-only main | tr '\n' ' ')" "app.py docket.toml farewell.py greet.py "
+expect "checkout" "$(git status --porcelain)" ""  # before the program runs (and writes its __pycache__)
 show python3 app.py
 show python3 app.py Ada
-expect "files on main" "$(git ls-tree --name-only main | tr '\n' ' ')" "app.py docket.toml farewell.py greet.py "
-expect "checkout" "$(git status --porcelain)" ""
 expect "greeting" "$(python3 app.py Ada)" "Hello, Ada"
 expect "failed generations" "$(docket log --run demo --type TaskFeedbackRecorded --json \
     | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["events"]))')" 1

@@ -180,8 +180,7 @@ def _conclude(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_i
     candidate = load_candidate(ledger, binding)
     run = candidate.check_run(check_id)
     git = effector.ports.git
-    inspection = git.inspect_execution(Path(run.repository), Path(run.execution), candidate.commit,
-                                       run.artifact_dir or "")
+    inspection = git.inspect_execution(Path(run.repository), Path(run.execution), candidate.commit)
     artifacts: list[dict[str, Any]] = []
     artifact_error: DocketError | None = None
     if inspection.state == "matching" and run.artifact_dir:

@@ -479,14 +479,19 @@ def _check(s: Session, settings: GoSettings, binding: str, spec: CheckSpec) -> t
     if done is not None:  # recorded before a crash: never run twice
         tail = next((getattr(e, "tail", "") for _, e in reversed(s.ledger.history(candidate_aggregate.stream_of(binding)))
                      if getattr(e, "check_id", None) == done.check_id and getattr(e, "tail", None) is not None), "")
-        return done.result or "failed", _with_code(done.result_code, tail)
+        return done.result or "failed", _with_code(done.result_code, done.result_message, tail)
     outcome = run_check(s.ledger, s.clock, s.effector, binding, spec, artifact_dir=settings.artifact_dir,
                         docket_dir=settings.docket_dir, ledger_path=settings.ledger_path)
-    return outcome.result, _with_code(outcome.code, outcome.tail)
+    recorded = s.ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(binding))
+    message = recorded.check_run(outcome.check_id).result_message if recorded is not None else None
+    return outcome.result, _with_code(outcome.code, message, outcome.tail)
 
 
-def _with_code(code: str | None, tail: str) -> str:
-    return f"({code})\n{tail}" if code else tail
+def _with_code(code: str | None, message: str | None, tail: str) -> str:
+    """The failure's code and what it says (the tracked file a check changed, say), then the output's end."""
+    if not code:
+        return tail
+    return f"({code}: {message})\n{tail}" if message else f"({code})\n{tail}"
 
 
 def _hand_off(s: Session, settings: GoSettings, task: task_aggregate.Task,

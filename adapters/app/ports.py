@@ -90,9 +90,9 @@ class GitPort(Protocol):
         I/O failures; Refused ``execution-unsafe-tree`` when the commit's tree names a path unsafe to write."""
         ...
 
-    def inspect_execution(self, repository: Path, path: Path, commit: str, artifact_dir: str) -> ExecutionInspection:
-        """After a check: matching, mutated (HEAD, index, tracked file or a non-ignored untracked file outside
-        artifact_dir changed; path a symlink or not a folder) or missing. Never raises."""
+    def inspect_execution(self, repository: Path, path: Path, commit: str) -> ExecutionInspection:
+        """After a check: matching, mutated (HEAD, the index or a tracked file changed; path a symlink or not a
+        folder) or missing. Untracked files, the check's own output, never count. Never raises."""
         ...
 
     def execution_remnants(self, repository: Path, path: Path) -> bool:

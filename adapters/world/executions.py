@@ -109,22 +109,22 @@ def create_execution(repository: Path, path: Path, commit: str) -> None:
         repo.close()
 
 
-def inspect_execution(repository: Path, path: Path, commit: str, artifact_dir: str) -> ExecutionInspection:
+def inspect_execution(repository: Path, path: Path, commit: str) -> ExecutionInspection:
     """After a check: matching, mutated or missing. Never raises (what cannot be read counts as mutated).
 
-    missing: nothing at path, or no worktree of this repository there. mutated:
-    path is a symlink or not a folder, HEAD is not detached at commit, the index
-    or any tracked file differs from the commit's tree, or there is an untracked
-    file outside artifact_dir (a relative folder) that is not ignored; an
-    untracked ``.gitignore`` always counts, so a check cannot hide its changes.
-    Untracked files under artifact_dir are the check's output and do not count;
-    tracked files there do.
+    The check ran on exactly the pinned commit if HEAD and the tracked content
+    are still the pin's. missing: nothing at path, or no worktree of this
+    repository there. mutated: path is a symlink or not a folder, HEAD is not
+    detached at commit, or the index or any tracked file (its mode, its content,
+    a symlink or a folder where it was) differs from the commit's tree. What the
+    check wrote for itself, untracked files ignored by git or not (bytecode,
+    caches, reports), is its own output and never a mutation; files under the
+    artifact folder among them are copied back by the caller.
     """
     from dulwich.errors import NotGitRepository
     from dulwich.repo import Repo
 
     repository, path = Path(repository), Path(path)
-    artifact = artifact_dir.strip("/")
     try:
         repo = Repo(str(repository))
     except (NotGitRepository, OSError) as e:
@@ -141,7 +141,7 @@ def inspect_execution(repository: Path, path: Path, commit: str, artifact_dir: s
             return ExecutionInspection("missing", detail=f"{path} is no registered worktree of {repository}")
         if entry.head != commit:
             return ExecutionInspection("mutated", detail=f"HEAD is {entry.head}, not detached at {commit}")
-        change = _first_change(repo, path, entry.folder, commit, artifact=artifact, strict=False)
+        change = _first_change(repo, path, entry.folder, commit, untracked_count=False)
         if change is not None:
             return ExecutionInspection("mutated", detail=change)
         return ExecutionInspection("matching")
@@ -208,17 +208,18 @@ def _observe(repo, common: Path, path: Path, commit: str) -> ExecutionObservatio
         return diverged(f"{path} is not a registered worktree of {common}")
     if entry.head != commit:
         return diverged(f"the worktree at {path} has HEAD {entry.head}, not detached at {commit}")
-    change = _first_change(repo, path, entry.folder, commit, artifact=None, strict=True)
+    change = _first_change(repo, path, entry.folder, commit, untracked_count=True)
     if change is not None:
         return diverged(f"the worktree at {path} is not clean: {change}")
     return ExecutionObservation("ready")
 
 
-def _first_change(repo, root: Path, admin: Path, commit: str, *, artifact: str | None, strict: bool) -> str | None:  # noqa: ANN001
+def _first_change(repo, root: Path, admin: Path, commit: str, *, untracked_count: bool) -> str | None:  # noqa: ANN001
     """The first difference between the worktree at root (and its index) and the commit's tree; None if none.
 
-    strict: any untracked file counts, ignored or not. Otherwise untracked files
-    under artifact and ignored files (but never an untracked .gitignore) do not count.
+    untracked_count: any untracked file is a difference, ignored or not (a fresh
+    execution must be exactly the commit). Otherwise only the tracked content
+    is compared, and folders the tree does not have are not even entered.
     """
     from dulwich.index import Index
 
@@ -237,28 +238,14 @@ def _first_change(repo, root: Path, admin: Path, commit: str, *, artifact: str |
     if staged != expected:
         differing = sorted(set(staged.items()) ^ set(expected.items()))
         return f"the index differs from the commit at {differing[0][0]}"
-    ignores = None
-    if not strict:
-        from dulwich.ignore import IgnoreFilterManager
-        from dulwich.repo import Repo
-
-        checkout = Repo(str(root))
-        try:
-            ignores = IgnoreFilterManager.from_repo(checkout)
-        finally:
-            checkout.close()
     tracked_folders = {p.rsplit("/", 1)[0] for p in expected if "/" in p}
     tracked_folders |= {f.rsplit("/", i)[0] for f in list(tracked_folders) for i in range(1, f.count("/") + 1)}
 
     def skipped(rel: str) -> bool:
-        """A folder whose content is not compared: a submodule's, artifact output, an ignored build folder."""
+        """A folder whose content is not compared: a submodule's, or (untracked files aside) one the tree lacks."""
         if expected.get(rel, (0,))[0] == _GITLINK_MODE:
             return True
-        if strict or rel in tracked_folders:
-            return False
-        if artifact and (rel == artifact or rel.startswith(artifact + "/")):
-            return True
-        return ignores is not None and _ignored(ignores, rel + "/")
+        return not untracked_count and rel not in tracked_folders
 
     seen = set()
     for rel, st in _walk(root, skipped):
@@ -271,14 +258,8 @@ def _first_change(repo, root: Path, admin: Path, commit: str, *, artifact: str |
             if found != (mode, sha):
                 return f"tracked {rel} was changed"
             continue
-        if stat.S_ISDIR(st.st_mode):
-            continue
-        if not strict:
-            if artifact and (rel == artifact or rel.startswith(artifact + "/")):
-                continue
-            if rel.rsplit("/", 1)[-1] != ".gitignore" and ignores is not None and _ignored(ignores, rel):
-                continue
-        return f"untracked {rel} appeared"
+        if untracked_count and not stat.S_ISDIR(st.st_mode):
+            return f"untracked {rel} appeared"
     missing = sorted(p for p, (mode, _) in expected.items() if p not in seen and mode != _GITLINK_MODE)
     if missing:
         return f"tracked {missing[0]} was deleted"
@@ -315,11 +296,3 @@ def _describe(path: Path, st: os.stat_result) -> tuple[int, str] | None:
     else:
         return None
     return mode, hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-def _ignored(ignores, rel: str) -> bool:  # noqa: ANN001
-    parts = rel.split("/")
-    for i in range(1, len(parts)):
-        if ignores.is_ignored("/".join(parts[:i]) + "/"):
-            return True
-    return bool(ignores.is_ignored(rel))

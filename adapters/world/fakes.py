@@ -49,6 +49,7 @@ class FakeRepository:
     commits: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)  # commit -> (parents, tree)
     detached: dict[Path, str] = field(default_factory=dict)  # detached linked worktree -> its HEAD commit
     changed: dict[Path, set[str]] = field(default_factory=dict)  # worktree -> relative paths changed or added in it
+    output: dict[Path, set[str]] = field(default_factory=dict)  # execution -> untracked files its check wrote
 
     def point(self, branch: str, kind: str = "commit") -> str:
         """Point branch at a new object of that type; returns the object's id."""
@@ -215,9 +216,9 @@ class FakeGit:
             return ExecutionObservation("absent")
         if repo.worktrees[path] is not None or repo.detached.get(path) != commit:
             return ExecutionObservation("diverged", detail=f"the worktree at {path} is not detached at {commit}")
-        if repo.changed.get(path):
-            return ExecutionObservation("diverged", detail=f"the worktree at {path} is not clean: "
-                                                           f"{sorted(repo.changed[path])[0]} changed")
+        unclean = sorted(repo.changed.get(path, set()) | repo.output.get(path, set()))
+        if unclean:
+            return ExecutionObservation("diverged", detail=f"the worktree at {path} is not clean: {unclean[0]} changed")
         return ExecutionObservation("ready")
 
     def create_execution(self, repository: Path, path: Path, commit: str) -> None:
@@ -229,21 +230,20 @@ class FakeGit:
         repo.worktrees[Path(path)] = None
         repo.detached[Path(path)] = commit
 
-    def inspect_execution(self, repository: Path, path: Path, commit: str, artifact_dir: str) -> ExecutionInspection:
+    def inspect_execution(self, repository: Path, path: Path, commit: str) -> ExecutionInspection:
         repo = self.repositories.get(Path(repository))
         if repo is None or not repo.readable:
             return ExecutionInspection("mutated", detail=f"cannot open repository {repository}")
-        path, artifact = Path(path), artifact_dir.strip("/")
+        path = Path(path)
         if path in self.occupied:
             return ExecutionInspection("mutated", detail=f"{path} is {self.occupied[path]}")
         if path not in repo.worktrees:
             return ExecutionInspection("missing", detail=f"nothing at {path}")
         if repo.worktrees[path] is not None or repo.detached.get(path) != commit:
             return ExecutionInspection("mutated", detail=f"HEAD is not detached at {commit}")
-        outside = sorted(rel for rel in repo.changed.get(path, ())
-                         if not (rel == artifact or rel.startswith(artifact + "/")))
-        if outside:
-            return ExecutionInspection("mutated", detail=f"{outside[0]} changed")
+        changed = sorted(repo.changed.get(path, ()))
+        if changed:
+            return ExecutionInspection("mutated", detail=f"tracked {changed[0]} was changed")
         return ExecutionInspection("matching")
 
     def execution_remnants(self, repository: Path, path: Path) -> bool:
@@ -254,7 +254,7 @@ class FakeGit:
             raise Refused("execution-busy", f"the check running in {path} is still alive; stop its process group first")
         repo = self.repositories[Path(repository)]
         path = Path(path)
-        for held in (repo.worktrees, repo.detached, repo.changed, self.occupied):
+        for held in (repo.worktrees, repo.detached, repo.changed, repo.output, self.occupied):
             held.pop(path, None)
 
     def capture_twice(self, worktree: Path, *, expected_head: str | None, base: str,

@@ -74,9 +74,9 @@ class DulwichGit:
         from .executions import create_execution
         create_execution(repository, path, commit)
 
-    def inspect_execution(self, repository: Path, path: Path, commit: str, artifact_dir: str) -> ExecutionInspection:
+    def inspect_execution(self, repository: Path, path: Path, commit: str) -> ExecutionInspection:
         from .executions import inspect_execution
-        return inspect_execution(repository, path, commit, artifact_dir)
+        return inspect_execution(repository, path, commit)
 
     def execution_remnants(self, repository: Path, path: Path) -> bool:
         from .executions import execution_remnants

@@ -173,10 +173,9 @@ def test_a_check_silent_past_its_idle_timeout_is_stopped_but_one_that_prints_is_
     checks.assert_nothing_left()
 
 
-@pytest.mark.parametrize("script", ["echo changed >> a.txt", "echo stray > stray.txt",
-                                    "mkdir -p build && echo stray > build/x.o",
+@pytest.mark.parametrize("script", ["echo changed >> a.txt", "rm a.txt", "chmod +x a.txt",
                                     "git -c user.name=c -c user.email=c@example.com commit -q --allow-empty -m c"],
-                         ids=["tracked-modified", "untracked-file", "untracked-folder", "head-moved"])
+                         ids=["tracked-modified", "tracked-deleted", "tracked-mode", "head-moved"])
 def test_a_check_that_mutates_its_execution_fails_even_when_its_command_passed(checks, script):
     checks.checks(mutating={"command": sh(f"{script} && mkdir -p out && echo fine > out/ok.txt")})
     code, doc = checks.run()
@@ -187,6 +186,21 @@ def test_a_check_that_mutates_its_execution_fails_even_when_its_command_passed(c
     assert result["artifacts"] == []  # nothing is copied from a mutated execution
     assert not (checks.worktree("t1") / "out").exists()
     checks.assert_nothing_left(dangling=script.startswith("git"))
+
+
+@pytest.mark.parametrize("script", ["echo stray > stray.txt", "mkdir -p build && echo stray > build/x.o",
+                                    "mkdir -p __pycache__ && echo pyc > __pycache__/m.cpython-311.pyc",
+                                    "echo '*' > .gitignore.new && mkdir -p .cache && mv .gitignore.new .cache/.gitignore"],
+                         ids=["untracked-file", "untracked-folder", "bytecode", "self-ignoring-cache"])
+def test_what_a_check_writes_for_itself_is_its_output_not_a_mutation(checks, script):
+    checks.checks(writing={"command": sh(f"{script} && mkdir -p out && echo fine > out/ok.txt")})
+    code, doc = checks.run()
+    assert code == 0, doc
+    (result,) = checks.results()
+    assert (result["type"], result["execution"]) == ("CheckPassed.v1", "matching")
+    assert [a["path"] for a in result["artifacts"]] == ["ok.txt"]  # the artifact folder is still copied back
+    assert not (checks.worktree("t1") / "stray.txt").exists()  # and only it
+    checks.assert_nothing_left()
 
 
 def test_shell_true_runs_the_one_script_with_the_shell(checks):

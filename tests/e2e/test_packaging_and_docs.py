@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -142,3 +143,14 @@ def test_zsh_completion_is_a_compdef_script_of_the_same_parser():
     zsh = _completion_script("zsh")
     assert zsh.startswith("#compdef docket") and "compdef " in zsh
     assert "--generation" in zsh and "--worker" in zsh and "grant" in zsh
+
+
+def test_make_runs_the_suite_and_the_demo_as_a_laptop_would_with_bytecode_written(tmp_path):
+    """make test, make demo and .ci/run unset PYTHONDONTWRITEBYTECODE (this machine sets it; a laptop does not)."""
+    (tmp_path / "probe.mk").write_text(f"include {ROOT / 'Makefile'}\nprobe:\n\t@echo \"[$$PYTHONDONTWRITEBYTECODE]\"\n")
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    shown = subprocess.run(["make", "-s", "-f", str(tmp_path / "probe.mk"), "probe"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, check=True).stdout
+    assert shown.strip() == "[]"
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert ci.index("unset PYTHONDONTWRITEBYTECODE") < ci.index("\nmake test")

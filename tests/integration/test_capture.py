@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from docket.adapters.world import capture as capture_module
 from docket.adapters.world.capture import CACHE_NAME, Capture, Unstable, capture, capture_twice
@@ -447,3 +449,54 @@ def test_changed_paths_are_quoted_as_git_quotes_them_so_none_drives_a_terminal(w
     assert as_git_escapes_bytes == {'"\\377\\376.bin"'}
     assert "ü plain.txt" in got.changed and '"esc\\033[31m.txt"' in got.changed
     assert not any(ch in "".join(got.changed) for ch in "\n\t\x1b\x7f")
+
+
+def test_a_test_runs_caches_are_ignored_exactly_as_git_ignores_them(work, tmp_path):
+    """pytest writes .pytest_cache/ with a .gitignore of '*' inside it (which ignores itself too): git leaves it out,
+    and so does the capture; bytecode nobody ignores is captured by both."""
+    base = head(work)
+    (work / ".pytest_cache" / "v" / "cache").mkdir(parents=True)
+    (work / ".pytest_cache" / ".gitignore").write_text("# Created by pytest automatically.\n*\n")
+    (work / ".pytest_cache" / "v" / "cache" / "nodeids").write_text("[]\n")
+    (work / "dir" / "__pycache__").mkdir()
+    (work / "dir" / "__pycache__" / "b.cpython-311.pyc").write_bytes(b"\0")
+    got = capture(work, expected_head=base, base=base, artifact_dir=ARTIFACTS)
+    assert got.tree == git_capture(work, tmp_path / "private-index")
+    assert not any(p.startswith(".pytest_cache") for p in got.changed)
+    assert "dir/__pycache__/b.cpython-311.pyc" in got.changed
+
+
+_PATTERNS = ["*", "*.log", "build/", "!keep.log", "/top.txt", "sub/", "**/deep", "a*", "!a1.txt", "*.txt", "b/",
+             "sub/*.log", "!sub/", "#x", "\\#y"]
+_FILES = ["top.txt", "a1.txt", "x.log", "keep.log", "sub/a2.txt", "sub/x.log", "sub/deep/z.txt", "build/o.txt",
+          "b/keep.log", "b/sub/q.txt", "deep/w.log", "#y"]
+
+
+@given(ignores=st.dictionaries(st.sampled_from(["", "sub/", "b/", "sub/deep/"]),
+                               st.lists(st.sampled_from(_PATTERNS), max_size=4), max_size=3),
+       files=st.sets(st.sampled_from(_FILES), min_size=1), exclude=st.lists(st.sampled_from(_PATTERNS), max_size=2))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_what_is_ignored_is_exactly_what_git_ignores(tmp_path, ignores, files, exclude):
+    import shutil
+    import uuid
+
+    root = tmp_path / uuid.uuid4().hex
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "seed").write_text("seed\n")
+    git_env(root, root / ".git" / "index", "add", "seed")
+    git_env(root, root / ".git" / "index", "commit", "-q", "-m", "seed")
+    base = git(root, "rev-parse", "HEAD")
+    for rel in files:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(rel + "\n")
+    for folder, patterns in ignores.items():
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        (root / folder / ".gitignore").write_text("".join(p + "\n" for p in patterns))
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "exclude").write_text("".join(p + "\n" for p in exclude))
+    try:
+        got = capture(root, expected_head=base, base=base, artifact_dir=None)
+        assert got.tree == git_capture(root, tmp_path / f"{root.name}.index", artifact_dir=None), (ignores, files)
+    finally:
+        shutil.rmtree(root)

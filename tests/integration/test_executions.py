@@ -58,7 +58,7 @@ class RealWorld:
         self.port.create_execution(self.common, self.path, self.commit)
 
     def inspect(self):
-        return self.port.inspect_execution(self.common, self.path, self.commit, ARTIFACTS)
+        return self.port.inspect_execution(self.common, self.path, self.commit)
 
     def remove(self, *, group_alive: bool = False) -> None:
         self.port.remove_execution(self.common, self.path, group_alive=group_alive)
@@ -67,6 +67,9 @@ class RealWorld:
         target = self.path / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text("changed by the check\n")
+
+    def write_output(self, rel: str) -> None:
+        self.change(rel)
 
     def on_branch(self) -> None:
         self.path.parent.mkdir(parents=True)
@@ -89,6 +92,9 @@ class FakeWorld:
 
     def change(self, rel: str) -> None:
         self.repository.changed.setdefault(self.path, set()).add(rel)
+
+    def write_output(self, rel: str) -> None:
+        self.repository.output.setdefault(self.path, set()).add(rel)
 
     def on_branch(self) -> None:
         self.repository.branches["other"] = self.commit
@@ -156,7 +162,7 @@ def test_a_changed_execution_is_not_reused_and_inspects_mutated(world) -> None:
 
 def test_untracked_output_under_the_artifact_folder_still_matches(world) -> None:
     world.create()
-    world.change(f"{ARTIFACTS}/report.xml")
+    world.write_output(f"{ARTIFACTS}/report.xml")
     assert world.inspect().state == "matching"
     assert world.observe().state == "diverged"  # but it is no longer clean enough to reuse
 
@@ -246,10 +252,12 @@ def mutate(real: RealWorld, kind: str) -> None:
     elif kind == "file-became-symlink":
         (path / "README.md").unlink()
         os.symlink("src/app.py", path / "README.md")
-    elif kind == "untracked":
-        (path / "src" / "new.py").write_text("x\n")
-    elif kind == "untracked-gitignore":
-        (path / "src" / ".gitignore").write_text("*\n")
+    elif kind == "tracked-folder-became-symlink":  # the same content, reached through a symlink: not the commit's tree
+        os.rename(path / "src", path.parent / "src-elsewhere")
+        os.symlink(path.parent / "src-elsewhere", path / "src")
+    elif kind == "tracked-file-became-folder":
+        (path / "run.sh").unlink()
+        (path / "run.sh").mkdir()
     elif kind == "tracked-gitignore":
         (path / ".gitignore").write_text("*\n")
     elif kind == "tracked-artifact-changed":
@@ -266,16 +274,62 @@ def mutate(real: RealWorld, kind: str) -> None:
     elif kind == "path-is-file":
         os.rename(path, path.parent / "moved")
         path.write_text("not a folder\n")
+    else:
+        raise AssertionError(kind)
+
+
+MUTATIONS = ["head-moved", "committed", "on-a-branch", "modified", "deleted", "mode", "symlink-retargeted",
+             "file-became-symlink", "tracked-folder-became-symlink", "tracked-file-became-folder", "tracked-gitignore",
+             "tracked-artifact-changed", "tracked-artifact-deleted", "staged-only", "path-is-symlink",
+             "path-is-file"]
+
+
+def write_output(path: Path, kind: str) -> None:
+    """What a check writes for itself: never a change of the commit it checks, whatever git would ignore."""
+    if kind == "bytecode":  # an import without PYTHONDONTWRITEBYTECODE
+        (path / "src" / "__pycache__").mkdir()
+        (path / "src" / "__pycache__" / "app.cpython-311.pyc").write_bytes(b"\xa7\r\r\n\0")
+    elif kind == "pytest-cache":  # ignored by the .gitignore pytest writes inside it
+        (path / ".pytest_cache" / "v" / "cache").mkdir(parents=True)
+        (path / ".pytest_cache" / ".gitignore").write_text("# Created by pytest automatically.\n*\n")
+        (path / ".pytest_cache" / "v" / "cache" / "nodeids").write_text("[]\n")
+    elif kind == "report-at-the-root":  # not ignored, not under artifact_dir
+        (path / "junit.xml").write_text("<testsuites/>\n")
+    elif kind == "untracked-file":
+        (path / "src" / "new.py").write_text("x\n")
+    elif kind == "untracked-gitignore":
+        (path / "src" / ".gitignore").write_text("*\n")
+    elif kind == "untracked-folder":
+        (path / ".venv" / "lib").mkdir(parents=True)
+        for n in range(50):
+            (path / ".venv" / "lib" / f"m{n}.py").write_text("x\n")
+    elif kind == "untracked-symlink":
+        os.symlink("/etc/passwd", path / "src" / "passwd")
     elif kind == "fifo":
         os.mkfifo(path / "pipe")
     else:
         raise AssertionError(kind)
 
 
-MUTATIONS = ["head-moved", "committed", "on-a-branch", "modified", "deleted", "mode", "symlink-retargeted",
-             "file-became-symlink", "untracked", "untracked-gitignore", "tracked-gitignore",
-             "tracked-artifact-changed", "tracked-artifact-deleted", "staged-only", "path-is-symlink",
-             "path-is-file", "fifo"]
+OUTPUTS = ["bytecode", "pytest-cache", "report-at-the-root", "untracked-file", "untracked-gitignore",
+           "untracked-folder", "untracked-symlink", "fifo"]
+
+
+@pytest.mark.parametrize("kind", OUTPUTS)
+def test_what_a_check_writes_for_itself_is_not_a_mutation(real: RealWorld, kind: str) -> None:
+    real.create()
+    write_output(real.path, kind)
+    assert real.inspect().state == "matching"
+    assert real.observe().state == "diverged"  # but it is no longer clean enough to reuse for another check
+
+
+@pytest.mark.parametrize("kind", OUTPUTS)
+def test_a_check_that_changes_a_tracked_file_is_caught_beside_its_own_output(real: RealWorld, kind: str) -> None:
+    real.create()
+    write_output(real.path, kind)
+    (real.path / "src" / "app.py").write_text("print('bye')\n")
+    inspected = real.inspect()
+    assert inspected.state == "mutated" and "src/app.py" in inspected.detail
 
 
 @pytest.mark.parametrize("kind", MUTATIONS)
