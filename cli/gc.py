@@ -1,4 +1,5 @@
-"""docket gc: what can go because the ledger proves it is kept elsewhere, and why everything else stays."""
+"""docket gc: what can go because the ledger and the target's history prove it is kept elsewhere, and why everything
+else stays."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ __all__ = ["register"]
 
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p = command(nouns, "gc", gc, common,
-                "list task worktrees of closed runs whose work is pinned (or unchanged) and finished checks' "
-                "executions, and why everything else is kept; --apply removes what can go",
+                "list candidate refs and task worktrees of closed runs whose work the target's history holds (or "
+                "that changed nothing) and finished checks' executions, and why everything else is kept; --apply "
+                "removes what can go",
                 "docket gc\n  docket gc --apply --json")
-    p.add_argument("--apply", action="store_true", help="remove what the ledger proves is kept elsewhere")
+    p.add_argument("--apply", action="store_true", help="remove what is proven kept elsewhere (candidate refs released, worktrees removed, on the record)")
 
 
 def gc(ctx: Context) -> int:

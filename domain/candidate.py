@@ -29,7 +29,7 @@ from .streams import candidate_stream as stream_of
 from .worker import process_of, recorded_identity
 
 if TYPE_CHECKING:
-    from .effects import Act, CandidateRefObservation, ExecutionObservation, Unknown
+    from .effects import Act, CandidateRefObservation, ExecutionObservation, TargetHistory, Unknown
     from .worker import LaunchObservation
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "interrupted",
     "made",
     "offer_handoff",
+    "preserved_by_target",
     "request_check",
     "request_check_launch",
     "request_pin",
@@ -299,6 +300,35 @@ def decide_release(candidate: Candidate, intent: ev.CandidateReleaseRequested, o
                           message=f"{intent.ref} names {observed.commit or 'something else'}, not the pinned "
                                   f"{intent.commit}; it is left untouched")
     return Unknown(observed.detail or f"cannot read {intent.ref} in {intent.repository}")
+
+
+def preserved_by_target(candidate: Candidate, history: TargetHistory) -> tuple[bool, str]:
+    """Whether the target's history holds the candidate's work (so its ref may go), and why, or why not.
+
+    It does when the candidate's commit is reachable from the target; or a
+    reachable commit has the candidate's tree on the candidate's parent (the same
+    change committed again, or a merge that is exactly it); or the candidate
+    changes nothing against its parent and the parent is reachable (a merge
+    queue's verification of a merge). Anything else, or a walk that stopped
+    before it saw everything, keeps the candidate.
+    """
+    if candidate.commit is None:
+        return False, f"candidate {candidate.binding_id[:12]} was never pinned"
+    history_of = f"the history of {history.branch}"
+    if candidate.commit in history.commits:
+        return True, f"its commit {candidate.commit[:12]} is in {history_of}"
+    twin = history.trees_on_parents.get((candidate.tree, candidate.parent))
+    if twin is not None:
+        return True, f"commit {twin[:12]} of {history_of} has its tree on its parent"
+    parent = history.commits.get(candidate.parent)
+    if parent is not None and parent[0] == candidate.tree:
+        return True, f"it changes nothing against its parent {candidate.parent[:12]}, which is in {history_of}"
+    if history.tip is None:
+        return False, history.detail or f"the target {history.branch} does not exist"
+    if not history.complete:
+        return False, (f"its commit {candidate.commit[:12]} is not among the {len(history.commits)} commits of "
+                       f"{history.branch} looked at ({history.detail or 'docket looks no further'})")
+    return False, f"its commit {candidate.commit[:12]} is not in {history_of}"
 
 
 # --- checks --------------------------------------------------------------------------------------------------------

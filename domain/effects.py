@@ -14,8 +14,9 @@ Which events are intents, outcomes and unknowns comes from each event class's
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from . import events as ev
@@ -37,6 +38,7 @@ __all__ = [
     "ExecutionObservation",
     "IntegrationObservation",
     "MergeResult",
+    "TargetHistory",
     "Unknown",
     "WorktreeObservation",
     "backoff_ms",
@@ -166,6 +168,28 @@ class CandidateRefObservation:
     state: Literal["missing", "matching", "diverged", "unreadable"]
     commit: str | None = None
     detail: str = ""
+
+
+@dataclass(frozen=True)
+class TargetHistory:
+    """The commits git found reachable from a target branch, walked from its tip back to a run's base.
+
+    commits maps each commit walked to (tree, parents). tip None: the branch
+    does not exist (detail: or could not be read). complete: the walk reached
+    the base (or the roots) on every line; False: it stopped at its bound or at
+    a missing object, so a commit not in commits may still be reachable.
+    """
+
+    branch: str
+    tip: str | None
+    commits: Mapping[str, tuple[str, tuple[str, ...]]]
+    complete: bool
+    detail: str = ""
+
+    @cached_property
+    def trees_on_parents(self) -> dict[tuple[str, str], str]:
+        """(tree, parent) -> a walked commit with that tree and that parent."""
+        return {(tree, parent): commit for commit, (tree, parents) in self.commits.items() for parent in parents}
 
 
 @dataclass(frozen=True)

@@ -3,30 +3,40 @@ reconcile docket's refs and worktrees with what the ledger owns.
 
 A worktree's content is preserved when a capture of it now (HEAD plus
 everything uncommitted, the artifact directory aside) changes nothing against
-the run's base, or has exactly the tree of a pinned candidate of its task (the
-candidate commit's parent is HEAD, so the branch's commits are kept too).
-Ignored files, and the check output under the artifact directory, are not work
-and are not kept.
+the run's base, or has exactly the tree of a candidate of its task on the same
+HEAD (the candidate commit's parent, so the branch's commits are kept too) and
+that candidate keeps it: `worktree remove` accepts a pinned candidate (its ref
+keeps the work); gc only a candidate the target's history holds, so the work of
+a task that was not delivered stays where its user left it. Ignored files, and
+the check output under the artifact directory, are not work and are not kept.
+
+A candidate's ref may go when the target's history holds its work
+(``candidate.preserved_by_target``: its commit, or its tree on its parent, is
+reachable from the run's target), or another pin or the worktree holds it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ...domain import candidate as candidate_aggregate
 from ...domain import lease as lease_aggregate
 from ...domain import task as task_aggregate
+from ...domain import worker as worker_aggregate
 from ...domain.errors import DocketError, OutcomeUnknown, Refused
+from ...domain.effects import TargetHistory
 from ...domain.events import Event
 from ..world.clock import Clock, new_id
 from .candidates import load_candidate, task_repository
 from .ledger import Ledger
 from .services import load_run, load_task
-from .workers import holder_liveness, worktree_resource
+from .workers import holder_liveness, process_liveness, worktree_resource
 
-__all__ = ["GitFinding", "Kept", "Preservation", "gc", "preservation", "reconcile_git", "remove_task_worktree"]
+__all__ = ["GitFinding", "Kept", "Preservation", "TargetHistories", "gc", "kept_elsewhere", "pinned", "preservation",
+           "reconcile_git", "remove_task_worktree"]
 
 OPEN_RUNS = ("active", "paused")
 
@@ -43,9 +53,33 @@ class Preservation:
     reason: str = ""
 
 
+KeptBy = Callable[[candidate_aggregate.Candidate], tuple[bool, str]]  # whether (and how) a candidate keeps its work
+
+
+def pinned(candidate: candidate_aggregate.Candidate) -> tuple[bool, str]:
+    """A pinned candidate keeps its work in its ref."""
+    return candidate.status == "pinned", f"it is {candidate.status}"
+
+
+class TargetHistories:
+    """Whether the history of a candidate's run's target holds the candidate's work; each history read once."""
+
+    def __init__(self, ledger: Ledger, git: Any):
+        self.ledger, self.git = ledger, git
+        self._read: dict[tuple[str, str, str], TargetHistory] = {}
+
+    def __call__(self, candidate: candidate_aggregate.Candidate) -> tuple[bool, str]:
+        target = load_run(self.ledger, candidate.run_id).target_branch
+        key = (candidate.repository, target, candidate.base)
+        if key not in self._read:
+            self._read[key] = self.git.observe_target_history(Path(candidate.repository), target, candidate.base)
+        return candidate_aggregate.preserved_by_target(candidate, self._read[key])
+
+
 def preservation(ledger: Ledger, git: Any, task: task_aggregate.Task, bindings: Sequence[str], *,
-                 artifact_dir: str | None) -> Preservation:
-    """Capture the task's worktree twice and compare it with its pinned candidates (bindings: the task's)."""
+                 artifact_dir: str | None, kept_by: KeptBy = pinned) -> Preservation:
+    """Capture the task's worktree twice and compare it with its candidates (bindings: the task's) that keep their
+    work (kept_by)."""
     assert task.worktree is not None
     run = load_run(ledger, task.run_id)
     assert run.base_commit is not None
@@ -57,13 +91,19 @@ def preservation(ledger: Ledger, git: Any, task: task_aggregate.Task, bindings: 
                                    "captures)")
     if not captured.changed:
         return Preservation(True, captured.head, captured.tree, (), reason="nothing changed against the run's base")
+    why_not = ""
     for binding in bindings:
         candidate = load_candidate(ledger, binding)
-        if candidate.status == "pinned" and candidate.task_id == task.task_id and candidate.tree == captured.tree:
+        if (candidate.task_id, candidate.tree, candidate.parent) != (task.task_id, captured.tree, captured.head):
+            continue
+        kept, why = kept_by(candidate)
+        if kept:
             return Preservation(True, captured.head, captured.tree, captured.changed, binding,
-                                reason=f"pinned as candidate {binding[:12]} ({candidate.ref})")
+                                reason=f"its content is candidate {binding[:12]}'s ({candidate.ref}): {why}")
+        why_not = f"; it is candidate {binding[:12]}'s, but {why}"
     return Preservation(False, captured.head, captured.tree, captured.changed,
-                        reason=f"unpinned work in {_paths(captured.changed)}")
+                        reason=f"unpinned work in {_paths(captured.changed)}" if not why_not
+                        else f"work in {_paths(captured.changed)}{why_not}")
 
 
 def _paths(paths: Sequence[str]) -> str:
@@ -71,15 +111,17 @@ def _paths(paths: Sequence[str]) -> str:
 
 
 def remove_task_worktree(ledger: Ledger, clock: Clock, effector: Any, processes: Any, task_id: str,
-                         bindings: Sequence[str], *, artifact_dir: str | None) -> Preservation:
-    """Remove the task's worktree and branch if its content is preserved; else Refused ``unpinned-work``."""
+                         bindings: Sequence[str], *, artifact_dir: str | None,
+                         kept_by: KeptBy = pinned) -> Preservation:
+    """Remove the task's worktree and branch if its content is preserved (by a candidate that kept_by accepts);
+    else Refused ``unpinned-work``."""
     task = load_task(ledger, task_id)
     if task.worktree is None:
         raise Refused("no-worktree", f"task {task_id} has no worktree"
                                      + (f" (its worktree {task.removed} was removed)" if task.removed else ""))
     if task.removal_intent is None:
         _require_idle(ledger, processes, task)
-        kept = preservation(ledger, effector.ports.git, task, bindings, artifact_dir=artifact_dir)
+        kept = preservation(ledger, effector.ports.git, task, bindings, artifact_dir=artifact_dir, kept_by=kept_by)
         if not kept.preserved:
             raise Refused("unpinned-work", f"the worktree of task {task_id} holds {kept.reason}; pin it first "
                                            f"('docket candidate pin {task.run_id} --task {task_id}')")
@@ -109,13 +151,20 @@ def remove_task_worktree(ledger: Ledger, clock: Clock, effector: Any, processes:
 
 
 def _require_idle(ledger: Ledger, processes: Any, task: task_aggregate.Task) -> None:
-    """No worker may be working in the worktree: its lease is not held by a process that may live."""
+    """No worker may be working in the worktree: its lease is not held by a process that may live, and the task's
+    own worker (named after the task) is positively gone."""
     resource = worktree_resource(task.run_id, task.task_id)
     lease = ledger.get(lease_aggregate.apply, lease_aggregate.stream_of(resource))
     liveness = holder_liveness(ledger, processes, lease)
     if liveness not in ("dead", "none"):
         raise Refused("worker-running", f"worker {lease.worker_id} holds the worktree of task {task.task_id} and "
                                         f"its process is {liveness}; stop it first ('docket worker stop')")
+    worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(task.task_id))
+    if worker is not None and worker.task_id == task.task_id:
+        liveness = process_liveness(processes, worker)
+        if liveness not in ("dead", "none"):
+            raise Refused("worker-running", f"worker {worker.worker_id} of task {task.task_id} is {liveness}; "
+                                            "stop it first ('docket worker stop')")
 
 
 @dataclass(frozen=True)
@@ -135,10 +184,12 @@ def gc(ledger: Ledger, clock: Clock, effector: Any, processes: Any, *, tasks: Se
     """What can go because the ledger proves it is kept elsewhere, and why everything else stays; apply removes.
 
     tasks: rows of tasks with a worktree; candidates: candidate rows; checks: check runs whose execution is not
-    removed (all from the views).
+    removed (all from the views). A task worktree or a candidate ref goes only when its run is closed and the
+    history of the run's target holds its work.
     """
     from .checks import remove_execution
 
+    in_target = TargetHistories(ledger, effector.ports.git)
     found: list[Kept] = []
     bindings_of: dict[str, list[str]] = {}
     for row in candidates:
@@ -155,7 +206,7 @@ def gc(ledger: Ledger, clock: Clock, effector: Any, processes: Any, *, tasks: Se
         try:
             _require_idle(ledger, processes, task)
             kept = preservation(ledger, effector.ports.git, task, bindings_of.get(task.task_id, []),
-                                artifact_dir=artifact_dir)
+                                artifact_dir=artifact_dir, kept_by=in_target)
         except DocketError as e:
             found.append(replace(item, reason=f"{e.code}: {e.message}"))
             continue
@@ -166,7 +217,7 @@ def gc(ledger: Ledger, clock: Clock, effector: Any, processes: Any, *, tasks: Se
         if apply:
             try:
                 remove_task_worktree(ledger, clock, effector, processes, task.task_id,
-                                     bindings_of.get(task.task_id, []), artifact_dir=artifact_dir)
+                                     bindings_of.get(task.task_id, []), artifact_dir=artifact_dir, kept_by=in_target)
                 item = replace(item, action="removed")
             except DocketError as e:
                 item = replace(item, action="keep", reason=f"{e.code}: {e.message}")
@@ -189,10 +240,34 @@ def gc(ledger: Ledger, clock: Clock, effector: Any, processes: Any, *, tasks: Se
         found.append(item)
     for row in candidates:
         if row["status"] in ("pinned", "pinning", "releasing"):
-            found.append(Kept("candidate", row["binding_id"], row["ref"], "keep",
-                              "a pinned candidate is the only copy of its work until it is integrated into the "
-                              "target ('docket candidate release' drops it)"))
+            found.append(_candidate_item(ledger, clock, effector, in_target, row["binding_id"], apply=apply))
     return found
+
+
+def _candidate_item(ledger: Ledger, clock: Clock, effector: Any, in_target: TargetHistories, binding: str, *,
+                    apply: bool) -> Kept:
+    """A candidate's ref goes when its run is closed and the target's history holds its work (released on the
+    record, by compare-and-swap); otherwise why it stays."""
+    from .candidates import release_candidate
+
+    candidate = load_candidate(ledger, binding)
+    item = Kept("candidate", binding, candidate.ref, "keep", "")
+    if candidate.status != "pinned":
+        return replace(item, reason=f"it is {candidate.status}: 'docket replay --apply' finishes that first")
+    run = load_run(ledger, candidate.run_id)
+    if run.status in OPEN_RUNS:
+        return replace(item, reason=f"run {run.run_id} is {run.status}: its checks and handoffs may still need it")
+    kept, why = in_target(candidate)
+    if not kept:
+        return replace(item, reason=f"{why}; gc keeps what was not delivered ('docket candidate release' drops it)")
+    item = replace(item, action="remove", reason=why)
+    if not apply:
+        return item
+    try:
+        release_candidate(ledger, clock, effector, binding, f"gc: kept: {why}")
+    except DocketError as e:
+        return replace(item, action="keep", reason=f"{e.code}: {e.message}")
+    return replace(item, action="removed")
 
 
 @dataclass(frozen=True)
@@ -241,10 +316,14 @@ def kept_elsewhere(ledger: Ledger, git: Any, binding: str, bindings: Sequence[st
                    artifact_dir: str | None) -> str | None:
     """How a candidate's work is kept other than by its ref (None: the ref is its only copy).
 
-    Another pinned candidate with the same tree on the same parent keeps it, and
-    so does the task's worktree while a capture of it has that tree on that HEAD.
+    The target's history keeps it (``candidate.preserved_by_target``), another
+    pinned candidate with the same tree on the same parent, and the task's
+    worktree while a capture of it has that tree on that HEAD.
     """
     candidate = load_candidate(ledger, binding)
+    delivered, why = TargetHistories(ledger, git)(candidate)
+    if delivered:
+        return why
     for other in bindings:
         if other == binding:
             continue

@@ -22,6 +22,7 @@ from ...domain.effects import (
     ExecutionObservation,
     IntegrationObservation,
     MergeResult,
+    TargetHistory,
     WorktreeObservation,
 )
 
@@ -79,6 +80,11 @@ class GitPort(Protocol):
 
     def release_candidate(self, repository: Path, ref: str, expected_commit: str) -> None:
         """Delete ref only while it names expected_commit; absent counts as released. OSError only."""
+        ...
+
+    def observe_target_history(self, repository: Path, branch: str, base: str) -> TargetHistory:
+        """The commits reachable from refs/heads/<branch> back to base (each with its tree and parents), newest
+        first, bounded (then incomplete). Never raises."""
         ...
 
     def observe_execution(self, repository: Path, path: Path, commit: str) -> ExecutionObservation:

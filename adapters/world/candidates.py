@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...domain.effects import CandidateRefObservation
+from ...domain.effects import CandidateRefObservation, TargetHistory
 
-__all__ = ["CANDIDATE_IDENTITY", "observe_candidate", "pin_candidate", "release_candidate"]
+__all__ = ["CANDIDATE_IDENTITY", "TARGET_WALK_LIMIT", "observe_candidate", "observe_target_history", "pin_candidate",
+           "release_candidate"]
 
 CANDIDATE_IDENTITY = b"docket <docket@localhost>"
+TARGET_WALK_LIMIT = 20_000  # commits of a target's history read to learn whether it holds a candidate
 
 
 def observe_candidate(repository: Path, ref: str, parent: str, tree: str) -> CandidateRefObservation:
@@ -71,6 +73,59 @@ def release_candidate(repository: Path, ref: str, expected_commit: str) -> None:
     from .inventory import delete_ref
 
     delete_ref(repository, ref, expected_commit)
+
+
+def observe_target_history(repository: Path, branch: str, base: str, *,
+                           limit: int = TARGET_WALK_LIMIT) -> TargetHistory:
+    """The commits reachable from refs/heads/<branch>, newest first by commit time, not walked past base; at most
+    limit of them (the history is then incomplete). Never raises."""
+    import heapq
+
+    from dulwich.errors import NotGitRepository
+    from dulwich.objects import Commit
+    from dulwich.repo import Repo
+
+    try:
+        repo = Repo(str(repository))
+    except (NotGitRepository, OSError) as e:
+        return TargetHistory(branch, None, {}, False, detail=f"cannot open repository {repository}: {e}")
+    commits: dict[str, tuple[str, tuple[str, ...]]] = {}
+    try:
+        try:
+            tip = repo.refs[f"refs/heads/{branch}".encode()]
+        except KeyError:
+            return TargetHistory(branch, None, {}, True)
+        queue: list[tuple[int, bytes, Commit]] = []
+        queued: set[bytes] = set()
+        missing: list[str] = []
+
+        def push(oid: bytes) -> None:
+            queued.add(oid)
+            try:
+                obj = repo[oid]
+            except KeyError:
+                missing.append(oid.decode("ascii"))
+                return
+            if isinstance(obj, Commit):
+                heapq.heappush(queue, (-obj.commit_time, oid, obj))
+
+        push(tip)
+        while queue and len(commits) < limit:
+            _, oid, commit = heapq.heappop(queue)
+            name = oid.decode("ascii")
+            commits[name] = (commit.tree.decode("ascii"), tuple(p.decode("ascii") for p in commit.parents))
+            if name == base:
+                continue  # older work is no run's: its candidates all stand on the base or after it
+            for parent in commit.parents:
+                if parent not in queued:
+                    push(parent)
+        detail = (f"object {missing[0]} is missing" if missing
+                  else f"docket reads at most {limit} commits of it" if queue else "")
+        return TargetHistory(branch, tip.decode("ascii"), commits, not queue and not missing, detail=detail)
+    except (OSError, ValueError) as e:
+        return TargetHistory(branch, None, {}, False, detail=f"cannot read the history of {branch}: {e}")
+    finally:
+        repo.close()
 
 
 def candidate_commit(repo, parent: str, tree: str, message: str):  # noqa: ANN001, ANN201

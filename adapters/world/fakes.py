@@ -21,6 +21,7 @@ from ...domain.effects import (
     ExecutionObservation,
     IntegrationObservation,
     MergeResult,
+    TargetHistory,
     WorktreeObservation,
 )
 from ...domain.errors import BadInput, Conflict, Refused
@@ -204,6 +205,25 @@ class FakeGit:
         repo = self.repositories.get(Path(repository))
         if repo is not None and repo.readable and repo.refs.get(ref) == expected_commit:
             del repo.refs[ref]
+
+    def observe_target_history(self, repository: Path, branch: str, base: str) -> TargetHistory:
+        repo = self.repositories.get(Path(repository))
+        if repo is None or not repo.readable:
+            return TargetHistory(branch, None, {}, False, detail=f"cannot open repository {repository}")
+        tip = repo.branches.get(branch)
+        if tip is None:
+            return TargetHistory(branch, None, {}, True)
+        commits: dict[str, tuple[str, tuple[str, ...]]] = {}
+        todo = [tip]
+        while todo:
+            oid = todo.pop()
+            if oid in commits or oid not in repo.commits:
+                continue
+            parents, tree = repo.commits[oid]
+            commits[oid] = (tree, parents)
+            if oid != base:
+                todo.extend(parents)
+        return TargetHistory(branch, tip, commits, True)
 
     def observe_execution(self, repository: Path, path: Path, commit: str) -> ExecutionObservation:
         repo = self.repositories.get(Path(repository))

@@ -22,6 +22,7 @@ from ...domain.effects import (
     ExecutionObservation,
     IntegrationObservation,
     MergeResult,
+    TargetHistory,
     WorktreeObservation,
 )
 from ...domain.names import check_include_pattern
@@ -65,6 +66,10 @@ class DulwichGit:
     def release_candidate(self, repository: Path, ref: str, expected_commit: str) -> None:
         from .candidates import release_candidate
         release_candidate(repository, ref, expected_commit)
+
+    def observe_target_history(self, repository: Path, branch: str, base: str) -> TargetHistory:
+        from .candidates import observe_target_history
+        return observe_target_history(repository, branch, base)
 
     def observe_execution(self, repository: Path, path: Path, commit: str) -> ExecutionObservation:
         from .executions import observe_execution

@@ -93,8 +93,9 @@ class WorktreePrepared(Event):
 class WorktreeRemovalRequested(Event):
     """Intent: remove the task's worktree and its branch, whose content the ledger proves is preserved.
 
-    preserved_by says how: a pinned candidate whose tree equals the worktree's
-    capture (binding_id names it), or nothing changed against the run's base.
+    preserved_by says how: a candidate with the worktree's captured tree on its
+    HEAD (binding_id names it) whose work its ref keeps (``worktree remove``) or
+    the target's history holds (``gc``), or nothing changed against the run's base.
     The removal is a compare-and-swap from head: a worktree or branch that moved
     since is left alone.
     """

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
 
 import psutil
@@ -211,6 +212,25 @@ def test_shell_true_runs_the_one_script_with_the_shell(checks):
     assert doc["checks"][0]["tail"] == "shell-42"
     (requested,) = checks.events("CheckRequested.v1")
     assert requested["argv_sha256"] == hashlib.sha256(canonical_json([SHELL, "-c", script])).hexdigest()
+    checks.assert_nothing_left()
+
+
+def test_a_check_sees_no_credential_unless_allowed_and_its_docket_variables(checks):
+    secrets = {"MY_API_TOKEN": "abc123", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+               "INNOCENT_LOOKING": "sk-" + "a1B2c3D4" * 5, "GITHUB_TOKEN": "ghp_" + "x" * 36}
+    checks.docket.env.update(secrets, ALLOWED_API_KEY="let-me-through", PLAIN_SETTING="kept",
+                             DOCKET_FAULT_NOWHERE="docket's own")
+    dump = "import json, os; os.makedirs('out', exist_ok=True); json.dump(dict(os.environ), open('out/env.json', 'w'))"
+    checks.checks(env={"command": [sys.executable, "-c", dump], "env_allow": ["ALLOWED_API_KEY"]})
+    code, doc = checks.run()
+    assert code == 0, doc
+    env = json.loads((checks.worktree("t1") / "out" / "env.json").read_text())
+    assert not set(secrets) & set(env), sorted(set(secrets) & set(env))
+    assert not any(value in env.values() for value in secrets.values())
+    assert env["ALLOWED_API_KEY"] == "let-me-through" and env["PLAIN_SETTING"] == "kept"
+    assert "DOCKET_FAULT_NOWHERE" not in env
+    assert (env["DOCKET_CHECK"], env["DOCKET_CANDIDATE"], env["DOCKET_COMMIT"]) == (
+        "env", checks.binding, checks.candidate["commit"])
     checks.assert_nothing_left()
 
 

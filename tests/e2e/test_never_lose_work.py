@@ -97,11 +97,11 @@ def test_a_worktree_whose_content_is_pinned_is_removed_and_its_work_stays_in_the
     assert not (worktree(docket) / "a.txt").exists()
 
 
-def test_gc_removes_preserved_and_unchanged_worktrees_of_closed_runs_and_says_why_it_keeps_the_rest(world):
+def test_gc_removes_delivered_and_unchanged_worktrees_of_closed_runs_and_says_why_it_keeps_the_rest(world):
     docket = world
     docket("task", "plan", RUN, "--title", "t2", "--id", "t2")
     docket("task", "plan", RUN, "--title", "t3", "--id", "t3")
-    launch(docket, "echo one > a.txt")  # pinned at exit: preserved
+    first = launch(docket, "echo one > a.txt")["pin"]["candidate"]  # pinned at exit, not delivered yet
     launch(docket, "true", task="t2")  # nothing changed: preserved by the base
     launch(docket, "echo x > x.txt", task="t3")
     (worktree(docket, "t3") / "late.txt").write_text("late\n")  # not pinned
@@ -109,19 +109,31 @@ def test_gc_removes_preserved_and_unchanged_worktrees_of_closed_runs_and_says_wh
 
     listed = docket("gc", "--json").json()
     actions = {i["name"]: i["action"] for i in listed["items"] if i["kind"] == "worktree"}
-    assert actions == {TASK: "remove", "t2": "remove", "t3": "keep"}
+    assert actions == {TASK: "keep", "t2": "remove", "t3": "keep"}
+    reasons = {i["name"]: i["reason"] for i in listed["items"]}
+    assert first["binding_id"][:12] in reasons[TASK] and "not in the history of main" in reasons[TASK], reasons
     assert all(worktree(docket, t).exists() for t in (TASK, "t2", "t3"))  # without --apply nothing goes
     candidates = [i for i in listed["items"] if i["kind"] == "candidate"]
-    assert len(candidates) == 2 and all(i["action"] == "keep" and "integrated" in i["reason"] for i in candidates)
+    assert len(candidates) == 2 and all(i["action"] == "keep" and "not in the history of main" in i["reason"]
+                                        for i in candidates), candidates
 
     applied = docket("gc", "--apply", "--json").json()
     actions = {i["name"]: i["action"] for i in applied["items"] if i["kind"] == "worktree"}
-    assert actions == {TASK: "removed", "t2": "removed", "t3": "keep"}
-    assert not worktree(docket).exists() and not worktree(docket, "t2").exists()
+    assert actions == {TASK: "keep", "t2": "removed", "t3": "keep"}
+    assert worktree(docket).exists() and not worktree(docket, "t2").exists()
     assert (worktree(docket, "t3") / "late.txt").read_text() == "late\n"
     assert_git_clean(docket.cwd)
     human = docket("gc").stdout
     assert "keep" in human and "late.txt" in human
+
+    git(docket.cwd, "merge", "-q", "--ff-only", first["commit"])  # the user delivers t1's work by hand
+    applied = docket("gc", "--apply", "--json").json()
+    actions = {i["name"]: i["action"] for i in applied["items"]}
+    assert actions == {TASK: "removed", "t3": "keep", first["binding_id"]: "removed",
+                       [i["name"] for i in candidates if i["name"] != first["binding_id"]][0]: "keep"}, applied
+    assert not worktree(docket).exists()
+    assert git(docket.cwd, "show", "main:a.txt") == "one"
+    assert_git_clean(docket.cwd)
 
 
 def test_a_worktree_is_not_removed_while_its_worker_runs(world):

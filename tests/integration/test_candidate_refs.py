@@ -152,3 +152,44 @@ def test_real_git_agrees_with_the_pinned_commit(repo: Path) -> None:
     assert git(repo, "for-each-ref", "--format=%(refname)", "refs/docket/") == REF
     fsck = subprocess.run(["git", "fsck", "--strict", "--no-dangling"], cwd=repo, capture_output=True, text=True)
     assert (fsck.returncode, fsck.stdout, fsck.stderr) == (0, "", "")
+
+
+def test_the_target_history_is_what_git_reaches_from_the_branch_back_to_the_base(repo: Path) -> None:
+    from docket.adapters.world.candidates import observe_target_history
+
+    world = RealWorld(repo)
+    (repo / "base.txt").write_text("base\n")
+    git(repo, "add", "base.txt")
+    git(repo, "commit", "-q", "-m", "the run's base")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", "work")
+    (repo / "work.txt").write_text("work\n")
+    git(repo, "add", "work.txt")
+    git(repo, "commit", "-q", "-m", "a candidate")
+    candidate = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", "trunk", base)
+    git(repo, "merge", "-q", "--no-ff", "-m", "merged", candidate)
+
+    history = world.port.observe_target_history(world.common, "trunk", base)
+    expected = git(repo, "rev-list", "trunk", f"^{base}^").split()
+    assert set(history.commits) == set(expected) and len(expected) == 3  # the merge, the candidate, the base
+    assert history.complete and history.tip == git(repo, "rev-parse", "trunk")
+    assert history.commits[candidate] == (git(repo, "rev-parse", f"{candidate}^{{tree}}"), (base,))
+    assert world.head not in history.commits  # older than the base: not walked
+    bounded = observe_target_history(world.common, "trunk", base, limit=2)
+    assert len(bounded.commits) == 2 and not bounded.complete and "at most 2" in bounded.detail
+    missing = world.port.observe_target_history(world.common, "nosuch", base)
+    assert (missing.tip, missing.commits, missing.complete) == (None, {}, True)
+    unreadable = DulwichGit().observe_target_history(repo.parent / "nowhere", "trunk", base)
+    assert unreadable.tip is None and not unreadable.complete and "cannot open" in unreadable.detail
+
+
+def test_the_fake_target_history_walks_the_same_way(tmp_path: Path) -> None:
+    world = FakeWorld(tmp_path)
+    base = world.repository.add_commit((world.head,), world.tree, "base")
+    pinned = world.repository.add_commit((base,), world.other_tree, "candidate")
+    world.repository.commits[world.head] = ((), world.tree)
+    world.repository.branches["trunk"] = merge = world.repository.add_commit((base, pinned), world.other_tree, "m")
+    history = world.port.observe_target_history(world.common, "trunk", base)
+    assert set(history.commits) == {merge, pinned, base} and history.complete and history.tip == merge
+    assert world.port.observe_target_history(world.common, "nosuch", base).tip is None

@@ -6,7 +6,7 @@ import pytest
 
 from docket.domain import candidate
 from docket.domain import events as ev
-from docket.domain.effects import Act, CandidateRefObservation, ExecutionObservation, Unknown
+from docket.domain.effects import Act, CandidateRefObservation, ExecutionObservation, TargetHistory, Unknown
 from docket.domain.errors import Refused
 from docket.domain.processes import ProcessIdentity
 from docket.domain.worker import LaunchObservation
@@ -110,6 +110,38 @@ def test_release_is_a_compare_and_swap_from_the_pinned_commit():
     released = book.apply(candidate.apply, c, gone)
     assert released.status == "released"
     assert candidate.request_release(released, intent_id="r3", reason="x", now=at(4)) == []
+
+
+def test_the_target_preserves_a_candidate_whose_commit_or_tree_on_its_parent_it_reaches():
+    c, _ = pinned(Book())
+    tip, other_tree = "1" * 40, "2" * 40
+
+    def history(*commits: tuple[str, str, tuple[str, ...]], complete: bool = True) -> TargetHistory:
+        return TargetHistory("trunk", tip, {oid: (tree, parents) for oid, tree, parents in commits}, complete)
+
+    merged = history((tip, other_tree, (PARENT, PINNED)), (PINNED, TREE, (PARENT,)), (PARENT, other_tree, ()))
+    assert candidate.preserved_by_target(c, merged) == (True, f"its commit {PINNED[:12]} is in the history of trunk")
+    recommitted = history((tip, TREE, (PARENT,)), (PARENT, other_tree, ()))  # the same change, committed again
+    kept, why = candidate.preserved_by_target(c, recommitted)
+    assert kept and tip[:12] in why
+    empty = history((tip, other_tree, (PARENT,)), (PARENT, TREE, ()))  # it changes nothing on a reachable parent
+    kept, why = candidate.preserved_by_target(c, empty)
+    assert kept and "changes nothing" in why
+    elsewhere = history((tip, TREE, ("3" * 40,)), (PARENT, other_tree, ()))  # its tree on another parent: not it
+    assert candidate.preserved_by_target(c, elsewhere) == (False, f"its commit {PINNED[:12]} is not in the history "
+                                                                  "of trunk")
+    kept, why = candidate.preserved_by_target(c, history((tip, other_tree, (PARENT,)), complete=False))
+    assert not kept and "not among the 1 commits" in why
+    assert candidate.preserved_by_target(c, TargetHistory("trunk", None, {}, True)) == (
+        False, "the target trunk does not exist")
+    never = book_candidate_never_pinned()
+    assert candidate.preserved_by_target(never, merged)[0] is False
+
+
+def book_candidate_never_pinned():
+    book = Book()
+    (intent,) = pin_request(book)
+    return book.apply(candidate.apply, None, intent)
 
 
 def start_check(book: Book, c, check="tests", check_id="k1", execution_intent="x1"):
