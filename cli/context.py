@@ -53,6 +53,14 @@ class Context:
             self._ledger_file_checked = True
 
     @cached_property
+    def approval_required(self) -> bool:
+        """[integration] approval in the docket.toml around the working directory, read with the standard library
+        once, and only when asked (a status with nothing to approve reads no configuration at all)."""
+        from ..adapters.world.config_file import approval_required
+
+        return approval_required(Path.cwd())
+
+    @cached_property
     def lock_timeout(self) -> int:
         """Seconds to wait for the ledger's write lock: DOCKET_LOCK_TIMEOUT, else 60."""
         from ..adapters.app.ledger import DEFAULT_LOCK_TIMEOUT

@@ -24,8 +24,10 @@ __all__ = ["LiveView", "board_lines", "board_table", "event_line", "latest_open_
 EVENT_FIELDS = ("task_id", "worker_id", "generation", "resource", "check", "step", "result", "cause", "code",
                 "exit_code", "reason", "binding_id", "commit")
 SHORT = 12
-STATE_STYLES = {"integrated": "bold green", "passed": "green", "failed": "red", "stopped": "red",
-                "running": "yellow", "checking": "cyan", "launching": "yellow", "exited": "magenta"}
+STATE_STYLES = {"delivered": "bold green", "passed": "green", "failed": "red", "stopped": "red",
+                "conflicted": "bold red", "unmergeable": "bold red", "rejected": "bold red", "merge failed": "bold red",
+                "merged (target not moved)": "bold yellow", "running": "yellow", "checking": "cyan",
+                "launching": "yellow", "exited": "magenta"}
 
 
 class LiveView:
@@ -51,7 +53,8 @@ class LiveView:
         views = self._views()
         try:
             self.views_position = views.position()
-            return run_board(views.conn, self.run_id, self.ctx.clock.now())
+            return run_board(views.conn, self.run_id, self.ctx.clock.now(),
+                             approval_required=lambda: self.ctx.approval_required)
         finally:
             views.conn.close()
 
@@ -163,36 +166,48 @@ def run_summary(board: Board) -> str:
         budget += f" of {format_duration(board.budget_ms)}, {_duration(board.remaining_ms)} left"
     receipt = f"receipt {board.receipt_sha256[:SHORT]} sealed" if board.receipt_sha256 else "receipt not sealed"
     target = f" ({shown(board.target_branch)} at {board.target_commit[:SHORT]})" if board.target_commit else ""
-    return (f"run {shown(board.run_id)}: {board.status}, {budget}, integration {board.integration}{target}, "
+    return (f"run {shown(board.run_id)}: {board.status}, {budget}, integration {shown(board.integration)}{target}, "
             f"{receipt}: {shown(board.goal)}")
 
 
+def attention_lines(board: Board) -> list[str]:
+    """What the user must act on, escaped: one line each."""
+    return [f"action needed: {shown(item)}" for item in board.attention]
+
+
 def _cells(board: Board) -> list[list[str]]:
-    """Each task's cells, escaped: task, state, generation, elapsed, checks, candidate, last output line."""
+    """Each task's cells, escaped: task, state, generation, elapsed, checks, candidate, note, last output line."""
     return [[shown(t.task_id), t.state, "-" if t.generation is None else str(t.generation), _duration(t.elapsed_ms),
-             shown(t.checks or "-"), t.candidate or "-", shown(t.last_line or "")] for t in board.tasks]
+             shown(t.checks or "-"), t.candidate or "-", shown(t.note or ""), shown(t.last_line or "")]
+            for t in board.tasks]
 
 
 def board_lines(board: Board) -> list[str]:
-    """The board as plain text: the run, then one line per task."""
-    lines = [run_summary(board)]
-    for task_id, state, generation, elapsed, checks, candidate, last in _cells(board):
+    """The board as plain text: the run, what needs the user, then one line per task."""
+    lines = [run_summary(board), *(f"  {line}" for line in attention_lines(board))]
+    for task_id, state, generation, elapsed, checks, candidate, note, last in _cells(board):
         line = f"  {task_id:<16} {state:<10} gen {generation:<3} {elapsed:>8}  checks {checks}  candidate {candidate}"
-        lines.append(line + (f": {last}" if last else ""))
+        lines.append(line + (f" ({note})" if note else "") + (f": {last}" if last else ""))
     return lines
 
 
 def board_table(board: Board) -> Any:
-    """The board as a rich table, one row per task; every cell is plain Text (never parsed as markup)."""
+    """The board as a rich table, one row per task (a note column when a task has one), what needs the user below
+    it; every cell is plain Text (never parsed as markup)."""
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=Text(run_summary(board)), title_justify="left", expand=False)
-    for name in ("task", "state", "gen", "elapsed", "checks", "candidate", "last output"):
-        table.add_column(Text(name), no_wrap=True, overflow="ellipsis")
+    caption = Text("\n".join(attention_lines(board)), style="bold") if board.attention else None
+    table = Table(title=Text(run_summary(board)), title_justify="left", caption=caption, caption_justify="left",
+                  expand=False)
+    noted = any(t.note for t in board.tasks)
+    names = ("task", "state", "gen", "elapsed", "checks", "candidate", "note", "last output")
+    for name in names:
+        if name != "note" or noted:
+            table.add_column(Text(name), no_wrap=True, overflow="ellipsis")
     for cells in _cells(board):
         table.add_row(*(Text(cell, style=STATE_STYLES.get(cell, "")) if i == 1 else Text(cell)
-                        for i, cell in enumerate(cells)))
+                        for i, cell in enumerate(cells) if names[i] != "note" or noted))
     return table
 
 

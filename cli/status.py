@@ -27,6 +27,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def status(ctx: Context) -> int:
+    from ..adapters.app import board
     from ..projections import approvals, candidates, checks, integration_steps, intents, leases, runs, tasks, workers
 
     a = ctx.args
@@ -37,33 +38,54 @@ def status(ctx: Context) -> int:
     else:
         views, now = ctx.views(), ctx.clock.now()
     conn, position = views.conn, views.position()
-    approval = _approval_required()
+
+    def approval() -> bool:
+        return ctx.approval_required
+
     if a.run:
         run = runs.get_run(conn, a.run)
         if run is None:
             raise NotFound("run-not-found", f"no run {a.run}" + (f" at {a.at}" if a.at else ""))
+        integration = _integration_row(conn, run)
+        steps = integration_steps.steps_of(conn, a.run)
+        delivered = board.delivered_steps(steps, integration)
+        overlaps = board.overlap_warnings(integration)
+        worker_rows = workers.workers_of(conn, a.run)
         doc = {
             "position": position,
             "run": runs.with_budget(run, now),
+            "attention": board.run_attention(conn, run, integration, approval),
             "tasks": _with_candidates(tasks.tasks_of(conn, a.run), candidates.candidates_of(conn, a.run),
                                       checks.checks_of_run(conn, a.run)),
-            "workers": [_with_process(w, now) for w in workers.workers_of(conn, a.run)],
+            "workers": [_with_process(w, now) for w in worker_rows],
             "leases": leases.leases_of(conn, a.run),
             "pending_intents": intents.pending(conn, a.run),
-            "integration": _integration(conn, run, approval),
-            "integration_steps": integration_steps.steps_of(conn, a.run),
+            "integration": _integration(conn, run, integration, approval),
+            "integration_steps": [{**s, "delivered": s["step"] in delivered} for s in steps],
             "approvals": approvals.approvals_of(conn, a.run),
         }
-        emit(ctx.json, doc, _human_run(doc))
+        words = {s["step"]: board.step_words(s, integration, overlaps, delivered) for s in steps}
+        current = {task_id: words[s["step"]] for task_id, s in board.current_steps(steps, worker_rows).items()
+                   if board.step_state(s, delivered) is not None}
+        emit(ctx.json, doc, _human_run(doc, now, words, current))
     else:
-        all_runs = [{**runs.with_budget(r, now), "integration": _integration(conn, r, approval)}
-                    for r in runs.list_runs(conn)]
+        all_runs = []
+        for r in runs.list_runs(conn):
+            integration = _integration_row(conn, r)
+            all_runs.append({**runs.with_budget(r, now), "integration": _integration(conn, r, integration, approval),
+                             "attention": board.run_attention(conn, r, integration, approval)})
         doc = {"position": position, "runs": all_runs, "pending_intents": intents.pending(conn)}
         lines = [f"ledger position {position}; {len(all_runs)} run(s); {len(doc['pending_intents'])} pending intent(s)"]
         for r in all_runs:
-            lines += [_run_line(r), *_integration_lines(r["integration"])]
+            lines += [_run_line(r), *_attention_lines(r["attention"]), *_integration_lines(r["integration"])]
         emit(ctx.json, doc, "\n".join(lines))
     return 0
+
+
+def _integration_row(conn: Any, run: dict[str, Any]) -> dict[str, Any]:
+    from ..projections import integrations
+
+    return integrations.integration_of(conn, run["run_id"])
 
 
 def _seconds(ms: int) -> str:
@@ -93,7 +115,11 @@ def _reported(w: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _human_run(doc: dict[str, Any]) -> str:
+def _human_run(doc: dict[str, Any], now: str, step_words: dict[int, str], task_steps: dict[str, str]) -> str:
+    """step_words: each step's state in words; task_steps: the same for each task whose current step says more
+    than its own result."""
+    from ..adapters.app.board import overlap_lines
+
     r = doc["run"]
     lines = [_run_line(r)]
     if r["failure_code"]:
@@ -101,6 +127,7 @@ def _human_run(doc: dict[str, Any]) -> str:
     if r["budget_ms"]:
         lines.append(f"  budget: used {_seconds(r['used_ms'])} of {format_duration(r['budget_ms'])}, "
                      f"{_seconds(r['remaining_ms'])} left")
+    lines += _attention_lines(doc["attention"])
     for t in doc["tasks"]:
         finished = ""
         if t.get("result"):
@@ -109,67 +136,70 @@ def _human_run(doc: dict[str, Any]) -> str:
                 (f": {t['finished_code']})" if t.get("finished_code") else ")")
         elif t.get("failed_cycles"):
             finished = f" ({t['failed_cycles']} failed cycle{'' if t['failed_cycles'] == 1 else 's'} so far)"
-        lines.append(f"  task {shown(t['task_id'])}: {shown(t['title'])}{finished}")
+        step = f", {shown(task_steps[t['task_id']])}" if t["task_id"] in task_steps else ""
+        lines.append(f"  task {shown(t['task_id'])}: {shown(t['title'])}{finished}{step}")
         lines += _candidate_lines(t["candidate"])
+    generation = {w["worker_id"]: w["generation"] for w in doc["workers"]}
     for w in doc["workers"]:
         lines.append(f"  worker {shown(w['worker_id'])}: {shown(w['role'])} generation {w['generation']}"
                      + (f" on task {shown(w['task_id'])}" if w["task_id"] else "") + _process_part(w))
         if w.get("session_id") or w.get("input_tokens") is not None or w.get("cost_micro_usd") is not None:
             lines.append("    agent reported: " + _reported(w))
     for le in doc["leases"]:
-        lines.append(f"  lease {shown(le['resource'])}: {le['status']} by {shown(le['worker_id'])} "
-                     f"gen {le['generation']} token {le['token']} until {le['expires_at']}")
+        lines.append(f"  lease {shown(le['resource'])}: {_lease_words(le, now, generation.get(le['worker_id']))}")
     for i in doc["pending_intents"]:
         lines.append(f"  pending intent {shown(i['intent_id'])} ({i['type']}) at position {i['position']}")
     lines += _integration_lines(doc["integration"])
+    lines += [f"    same paths: {shown(line)}" for line in overlap_lines(doc["integration"]["overlaps"])]
     for step in doc["integration_steps"]:
-        why = f" ({shown(step['code'])})" if step["code"] else ""
         lines.append(f"    step {step['step']}: task {shown(step['task_id'])}, candidate {step['binding_id'][:12]}: "
-                     f"{step['status']}{why}")
+                     f"{shown(step_words[step['step']])}")
     for approval in doc["approvals"]:
         lines.append(f"  approved by {shown(approval['by'])} at {approval['recorded_at']}: "
                      f"{approval['candidates']} candidate(s)")
     return "\n".join(lines)
 
 
-def _approval_required() -> Callable[[], bool]:
-    """Whether docket.toml requires approval, read once, and only when a candidate could await it: a status with
-    nothing to approve reads no configuration at all."""
-    from functools import cache
-
-    @cache
-    def required() -> bool:
-        from pathlib import Path
-
-        from ..adapters.world.config_file import approval_required
-
-        return approval_required(Path.cwd())
-
-    return required
+def _attention_lines(attention: list[str]) -> list[str]:
+    return [f"  action needed: {shown(item)}" for item in attention]
 
 
-def _integration(conn: Any, run: dict[str, Any], approval_required: Callable[[], bool]) -> dict[str, Any]:
-    """The run's integration row, with the confirmed candidates that await approval (when approval is required and
-    the queue can still be prepared: the run is open and its integration unprepared)."""
-    from ..projections import approvals, integrations
+def _lease_words(le: dict[str, Any], now: str, worker_generation: int | None) -> str:
+    """Held until its expiry; past it with no release recorded, expired (the domain's rule: it may be reclaimed);
+    released or expired as recorded, with no 'until' that no longer holds."""
+    from ..domain.values import to_ms
 
-    integration = integrations.integration_of(conn, run["run_id"])
-    open_queue = integration["status"] == "unprepared" and run["closed_at"] is None
-    unapproved = approvals.awaiting_approval(conn, run["run_id"]) if open_queue else []
+    holder = f"{shown(le['worker_id'])} gen {le['generation']} token {le['token']}"
+    if le["status"] == "released":
+        return f"released at {le['ended_at']} by {holder}"
+    if le["status"] == "expired":
+        return f"expired at {le['expires_at']}, held by {holder}"
+    if to_ms(now) >= to_ms(le["expires_at"]):
+        return f"expired at {le['expires_at']}, held by {holder} (not released)"
+    fenced = (f" (fenced: {shown(le['worker_id'])} is at generation {worker_generation})"
+              if worker_generation is not None and worker_generation != le["generation"] else "")
+    return f"held by {holder} until {le['expires_at']}{fenced}"
+
+
+def _integration(conn: Any, run: dict[str, Any], integration: dict[str, Any],
+                 approval_required: Callable[[], bool]) -> dict[str, Any]:
+    """The run's integration row, its same-path warnings as a list, and the confirmed candidates that await
+    approval (when approval is required and the queue can still be prepared: the run open, its integration
+    unprepared)."""
+    from ..adapters.app.board import awaiting_approval, overlap_warnings
+
     awaiting = [{k: c[k] for k in ("task_id", "binding_id", "commit")}
-                for c in (unapproved if unapproved and approval_required() else [])]
-    return {**integration, "awaiting_approval": awaiting}
+                for c in awaiting_approval(conn, run, integration, approval_required)]
+    return {**integration, "overlaps": overlap_warnings(integration), "awaiting_approval": awaiting}
 
 
 def _integration_lines(i: dict[str, Any]) -> list[str]:
     """Nothing for a run whose integration has not begun and awaits nothing."""
+    from ..adapters.app.board import integration_summary
+
     lines = []
     if i["status"] != "unprepared":
-        line = f"  integration: {i['status']}, {i['steps_verified']}/{i['steps']} step(s) verified"
-        if i["stopped_step"] is not None:
-            line += f", stopped at step {i['stopped_step']} ({shown(i['stop_code'])})"
-        elif i["target_code"] is not None and i["target"] != "completed":
-            line += f", target: {shown(i['target_code'])}"
+        line = f"  integration: {shown(integration_summary(i))}"
         if i["final_commit"]:
             line += f", {shown(i['target_branch'])} at {i['final_commit'][:12]}"
         if i["receipt_sha256"]:
@@ -205,14 +235,28 @@ def _with_candidates(task_rows: list[dict[str, Any]], candidate_rows: list[dict[
 def _candidate_lines(c: dict[str, Any] | None) -> list[str]:
     if c is None:
         return []
+    handoff = f", handoff {c['handoff']}" if c.get("handoff") else ""
+    if handoff and c.get("handoff_code"):
+        handoff += f" ({shown(c['handoff_code'])})"
     lines = [f"    candidate {c['binding_id'][:12]}: {c['status']}, commit {(c['commit'] or '-')[:12]}, "
-             f"{c['changed_count']} changed path(s)"]
+             f"{c['changed_count']} changed path(s){handoff}"]
     latest = {check["check"]: check for check in c["checks"]}  # the last attempt of each check
     for check in latest.values():
-        why = f" ({shown(check['code'])})" if check["code"] else ""
         attempt = f", attempt {check['attempt']}" if check["attempt"] > 1 else ""
-        lines.append(f"      check {shown(check['check'])}: {check['status']}{why}{attempt}")
+        lines.append(f"      check {shown(check['check'])}: {_check_words(check)}{attempt}")
     return lines
+
+
+def _check_words(check: dict[str, Any]) -> str:
+    """A check run's result with why, each said once: "failed (exit 3)", "timed out (idle)", "passed"."""
+    status, code = check["status"], check["code"]
+    if status == "failed" and code == "exit" and check["exit_code"] is not None:
+        return f"failed (exit {check['exit_code']})"
+    if status == "failed" and code == "signal" and check["signal"] is not None:
+        return f"failed (signal {check['signal']})"
+    if status == "timed-out":
+        return "timed out" + (" (idle)" if code == "idle-timeout" else "")
+    return status + (f" ({shown(code)})" if code and code != status else "")
 
 
 def _with_process(w: dict[str, Any], now: str) -> dict[str, Any]:
@@ -240,15 +284,29 @@ def _last_line(path: str) -> str | None:
     return lines[-1][-200:] if lines else None
 
 
+EXITS = {"stopped": "stopped by docket", "timeout": "stopped at its timeout",
+         "idle-timeout": "stopped after its idle timeout", "budget": "stopped at the run's budget",
+         "unknown": "ended (how is not known)"}
+
+
 def _process_part(w: dict[str, Any]) -> str:
     status = w.get("status") or "registered"
-    part = f", {status}"
+    cause, code, signal = w.get("exit_cause"), w.get("exit_code"), w.get("exit_signal")
+    if status == "exited" and cause in (None, "exited"):
+        part = ", exited" + (f" with code {code}" if code is not None else "") + \
+            (f" by signal {signal}" if signal is not None else "")
+    elif status == "exited":
+        how = [f"code {code}"] if code is not None else []
+        how += [f"signal {signal}"] if signal is not None else []
+        part = f", {EXITS.get(cause, shown(cause))}" + (f" ({', '.join(how)})" if how else "")
+    elif status == "launch-failed":
+        part = f", launch-failed ({shown(cause)})" if cause else ", launch-failed"
+    else:
+        part = f", {status}"
     if w.get("pid"):
         part += f", pid {w['pid']}"
     if w.get("elapsed_ms") is not None:
         part += f", {_seconds(w['elapsed_ms'])}"
-    if status == "exited":
-        part += f" ({w.get('exit_cause')}" + (f", code {w['exit_code']}" if w.get("exit_code") is not None else "") + ")"
     if w.get("last_line"):
         part += f": {shown(w['last_line'])}"
     return part

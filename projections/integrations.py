@@ -4,8 +4,10 @@
 merging, verifying, updating-target, completed or stopped. The step counts it
 rests on are kept from the events themselves: ``steps_merged`` (merged, waiting
 for re-verification) and ``steps_verified``; ``stopped_step`` names the step that
-stopped the queue. Each step has its own row in integration_steps, each approval
-in approvals.
+stopped the queue. ``overlaps`` is the JSON list of the same-path warnings
+IntegrationPrepared recorded; ``target_code`` and ``target_message`` what the
+last IntegrationTargetMoved said. Each step has its own row in
+integration_steps, each approval in approvals.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ TABLE = "integrations"
 COLUMNS = {"run_id": str, "status": str, "prepared": int, "repository": str, "target_branch": str,
            "target_ref": str, "expected_commit": str, "integration_ref": str, "steps": int, "steps_merged": int,
            "steps_verified": int, "stopped_step": int, "stop_code": str, "target": str, "target_intent": str,
-           "target_code": str, "final_commit": str, "final_tree": str, "approvals": int, "receipt_sha256": str,
+           "target_code": str, "target_message": str, "overlaps": str, "final_commit": str, "final_tree": str, "approvals": int, "receipt_sha256": str,
            "sealed_at": str, "sealed_position": int, "prepared_at": str, "ended_at": str, "position": int}
 PK = "run_id"
 
@@ -42,11 +44,14 @@ def _approved(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) 
 
 
 def _prepared(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    from ..domain.canonical import canonical_json
+
     fields = ("repository", "target_branch", "target_ref", "expected_commit", "integration_ref")
     first = "CASE WHEN prepared = 0 THEN ? ELSE {0} END"  # the first IntegrationPrepared fixes the queue
     _update(c, position, p["run_id"],
-            ", ".join(f"{name} = {first.format(name)}" for name in (*fields, "steps", "prepared_at"))
-            + ", prepared = 1", (*(p[name] for name in fields), len(p["steps"]), at))
+            ", ".join(f"{name} = {first.format(name)}" for name in (*fields, "steps", "overlaps", "prepared_at"))
+            + ", prepared = 1",
+            (*(p[name] for name in fields), len(p["steps"]), canonical_json(p["overlaps"]).decode(), at))
 
 
 def _merged(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
@@ -77,10 +82,11 @@ def _completed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any])
 
 def _target_moved(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     if p["code"] == "target-checked-out":  # nothing wrong with the queue: the target is asked again once switched away
-        _update(c, position, p["run_id"], "target = NULL, target_intent = NULL, target_code = ?", (p["code"],))
+        _update(c, position, p["run_id"], "target = NULL, target_intent = NULL, target_code = ?, target_message = ?",
+                (p["code"], p["message"]))
     else:
-        _update(c, position, p["run_id"], "target = 'moved', target_intent = NULL, target_code = ?, ended_at = ?",
-                (p["code"], at))
+        _update(c, position, p["run_id"], "target = 'moved', target_intent = NULL, target_code = ?, "
+                                          "target_message = ?, ended_at = ?", (p["code"], p["message"], at))
 
 
 def _sealed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:

@@ -2,18 +2,27 @@
 
 Each task's state is the furthest thing the views say about it:
 
-- integrated: its step of the merge queue was verified;
+- delivered: its step of the merge queue was verified and the target was moved (IntegrationCompleted) to that step's
+  merge or a later verified step's (each verified step merges into the one before it);
+- merged (target not moved): verified on the integration ref, but the target does not hold it (yet);
+- verifying, merging: its step is merged and its tree re-checked, or its merge is being recorded;
+- conflicted (with its paths), unmergeable, rejected (a required check failed on the merged tree), merge failed:
+  its step ended short of the target; a later generation of its worker (a repair) supersedes that step;
 - passed, failed: TaskFinished;
 - stopped: the run closed (aborted, budget-limited, failed) before the task finished;
 - checking: its candidate is being pinned, or a check runs on it;
 - launching, running: its worker's current generation;
 - queued: the current generation was judged and failed (feedback recorded), or nothing has started and nothing
-  it depends on is unfinished;
+  it depends on is unfinished (in a run `docket go` planned; in any other, nothing starts it: not started);
 - exited: the generation ended, and nothing has judged it yet;
 - waiting: something it depends on (the run's plan) has not passed yet.
 
-Strings are the ledger's exact text (and a running worker's last line of output as its log holds it): a renderer
-escapes them for a terminal.
+A task's note says why its state is what it is, and the board's attention what the user must act on: a target
+the ledger says was not moved (checked out, moved by someone else), candidates awaiting approval, a task whose step
+ended short of the target. `docket status` words the integration the same way (the functions below).
+
+Strings are the ledger's exact text (and a running worker's last line of output as its log holds it), bounded: a
+renderer escapes them for a terminal.
 """
 
 from __future__ import annotations
@@ -22,18 +31,26 @@ import json
 import os
 import sqlite3
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from ...domain.values import to_ms
-from ...projections import candidates, checks, integration_steps, integrations, runs, tasks, workers
+from ...projections import approvals, candidates, checks, integration_steps, integrations, runs, tasks, workers
 
-__all__ = ["CLOSED", "Board", "TaskLine", "last_output_line", "run_board"]
+__all__ = ["CLOSED", "Board", "TaskLine", "awaiting_approval", "delivered_steps", "integration_summary",
+           "current_steps", "last_output_line", "overlap_lines", "overlap_warnings", "run_attention", "run_board",
+           "step_note", "step_state", "step_words"]
 
 CLOSED = frozenset({"completed", "aborted", "budget-limited", "failed"})
 TAIL_BYTES = 4096
 LINE_CHARS = 200
+PATHS_SHOWN = 3  # conflicting paths named; the rest counted
+OVERLAPS_SHOWN = 10  # same-path warnings shown; the rest counted
+NAME_CHARS = 120  # of each path or task named
+MESSAGE_CHARS = 600  # of a message the ledger recorded
+UNDER_WAY = frozenset({"waiting", "merging", "merged", "verified"})  # every other step status ended short of the target
+STEP_STATES = {"merging": "merging", "merged": "verifying", "failed": "merge failed"}
 
 
 @dataclass(frozen=True)
@@ -49,6 +66,7 @@ class TaskLine:
     checks: str | None  # its checks' latest attempts, e.g. "1/2 passed, 1 running"
     depends_on: tuple[str, ...]
     step: str | None  # its step in the merge queue, if it has one
+    note: str | None = None  # why the state is what it is (a step's conflicting paths, why the target was not moved)
 
 
 @dataclass(frozen=True)
@@ -66,15 +84,18 @@ class Board:
     receipt_sealed: bool
     receipt_sha256: str | None
     tasks: tuple[TaskLine, ...]
+    attention: tuple[str, ...] = ()  # what the user must act on, as the ledger (and the approval setting) says
 
     def document(self) -> dict[str, Any]:
         return asdict(self) | {"tasks": [asdict(t) | {"depends_on": list(t.depends_on)} for t in self.tasks]}
 
 
 def run_board(conn: sqlite3.Connection, run_id: str, now: str, *,
-              tail: Callable[[str], str | None] | None = None) -> Board | None:
+              tail: Callable[[str], str | None] | None = None,
+              approval_required: Callable[[], bool] = lambda: False) -> Board | None:
     """The run's board as of now from the views' tables (None: no such run). ``tail(log_path)`` reads a running
-    worker's last line of output (default: last_output_line)."""
+    worker's last line of output (default: last_output_line); ``approval_required()`` says whether docket.toml
+    requires approval (asked only when a candidate could await it)."""
     run = runs.get_run(conn, run_id)
     if run is None:
         return None
@@ -87,37 +108,43 @@ def run_board(conn: sqlite3.Connection, run_id: str, now: str, *,
     latest = {c["task_id"]: c for c in candidates.candidates_of(conn, run_id)
               if not (c["boundary"] or "").startswith("integration-")}  # the queue's own pins are not a task's work
     checks_by = _latest_checks(checks.checks_of_run(conn, run_id))
-    step_of = {s["task_id"]: s["status"] for s in integration_steps.steps_of(conn, run_id)}
+    integration = integrations.integration_of(conn, run_id)
+    steps = integration_steps.steps_of(conn, run_id)
+    step_of = {s["task_id"]: s for s in steps}  # a task's latest step
+    current = current_steps(steps, worker_of.values())
+    delivered = delivered_steps(steps, integration)
+    overlaps = overlap_warnings(integration)
     lines = []
     for t in task_rows:
         task_id = t["task_id"]
-        worker, candidate = worker_of.get(task_id), latest.get(task_id)
+        worker, candidate, step = worker_of.get(task_id), latest.get(task_id), current.get(task_id)
         binding = t["passed_candidate"] or (candidate["binding_id"] if candidate else None)
         candidate_checks = checks_by.get(binding, []) if binding else []
-        state = _state(t, worker, candidate, candidate_checks, step_of.get(task_id), closed,
-                       [d for d in depends.get(task_id, ()) if results.get(d) != "passed"])
+        state = _state(t, worker, candidate, candidate_checks, step, delivered, step_of.get(task_id), closed,
+                       [d for d in depends.get(task_id, ()) if results.get(d) != "passed"], run["plan"] is not None)
         lines.append(TaskLine(
             task_id=task_id, title=t["title"], state=state, generation=worker["generation"] if worker else None,
             elapsed_ms=_elapsed(worker, now), last_line=_last_line(worker, tail or last_output_line),
             cycles=t["cycles"] if t["cycles"] is not None else t["failed_cycles"], candidate=binding[:12] if binding
             else None, checks=_checks_summary(candidate_checks), depends_on=depends.get(task_id, ()),
-            step=step_of.get(task_id)))
-    integration = integrations.integration_of(conn, run_id)
-    shown_integration = integration["status"]
-    if integration["prepared"]:
-        shown_integration += f" {integration['steps_verified']}/{integration['steps']}"
+            step=step["status"] if step else None,
+            note=step_note(step, integration, overlaps, delivered) if step else None))
     return Board(run_id=run_id, goal=run["goal"], status=run["status"], closed=closed,
                  target_branch=run["target_branch"], budget_ms=run["budget_ms"], used_ms=run["used_ms"],
-                 remaining_ms=run["remaining_ms"], integration=shown_integration,
+                 remaining_ms=run["remaining_ms"], integration=integration_summary(integration),
                  target_commit=integration["final_commit"], receipt_sealed=integration["receipt_sha256"] is not None,
-                 receipt_sha256=integration["receipt_sha256"], tasks=tuple(lines))
+                 receipt_sha256=integration["receipt_sha256"], tasks=tuple(lines),
+                 attention=tuple(run_attention(conn, run, integration, approval_required)))
 
 
 def _state(task: dict[str, Any], worker: dict[str, Any] | None, candidate: dict[str, Any] | None,
-           candidate_checks: list[dict[str, Any]], step: str | None, run_closed: bool, unfinished: list[str]) -> str:
-    if step == "verified":
-        return "integrated"
-    if task["result"]:
+           candidate_checks: list[dict[str, Any]], step: dict[str, Any] | None, delivered: frozenset[int],
+           last_step: dict[str, Any] | None, run_closed: bool, unfinished: list[str], planned: bool) -> str:
+    shown = step_state(step, delivered) if step is not None else None
+    if shown is not None:
+        return shown
+    repaired = last_step is not None and step is None  # superseded: the result it finished with is that step's
+    if task["result"] and not (repaired and task["passed_candidate"] == last_step["binding_id"]):
         return task["result"]
     if run_closed:
         return "stopped"
@@ -126,7 +153,7 @@ def _state(task: dict[str, Any], worker: dict[str, Any] | None, candidate: dict[
     if pinning or any(c["status"] in ("requested", "running") for c in candidate_checks):
         return "checking"
     if worker is None:
-        return "waiting" if unfinished else "queued"
+        return "waiting" if unfinished else "queued" if planned else "not started"
     if worker["status"] in ("registered", "launching"):
         return "launching"
     if worker["status"] == "running":
@@ -134,6 +161,155 @@ def _state(task: dict[str, Any], worker: dict[str, Any] | None, candidate: dict[
     if task["judged_generation"] == worker["generation"]:
         return "queued"  # this generation was judged and failed: the next one waits for its turn
     return "exited"
+
+
+# What the ledger proves about the merge queue, in words (the board and `docket status` share them) ----------------
+def delivered_steps(steps: list[dict[str, Any]], integration: dict[str, Any]) -> frozenset[int]:
+    """The steps the target holds: verified ones up to the one whose merge the target was last moved to
+    (IntegrationCompleted). The ledger proves nothing more: a target that was never moved holds no step."""
+    moved_to = integration.get("final_commit")
+    reached = [s["step"] for s in steps if s["status"] == "verified" and moved_to and s["merge_commit"] == moved_to]
+    if not reached:
+        return frozenset()
+    return frozenset(s["step"] for s in steps if s["status"] == "verified" and s["step"] <= max(reached))
+
+
+def step_state(step: dict[str, Any], delivered: frozenset[int]) -> str | None:
+    """A step's state as its task shows it (None: waiting, the task's own state stands)."""
+    status = step["status"]
+    if status == "waiting":
+        return None
+    if status == "verified":
+        return "delivered" if step["step"] in delivered else "merged (target not moved)"
+    if status == "conflicted":
+        return step["code"] or status  # conflicted, or unmergeable
+    return STEP_STATES.get(status, status)  # one this docket does not know is shown as the ledger says it
+
+
+def step_note(step: dict[str, Any], integration: dict[str, Any], overlaps: list[dict[str, Any]],
+              delivered: frozenset[int]) -> str | None:
+    """Why a step stands where it does: its conflicting paths (and the tasks IntegrationPrepared warned change the
+    same paths), a rejection's check, why a verified step's work is not in the target."""
+    status, code = step["status"], step["code"]
+    if status == "conflicted" and code == "conflicted":
+        note = f"in {_listed(json.loads(step['paths'] or '[]'))}"
+        others = [_name(o["first_task"] if o["second_task"] == step["task_id"] else o["second_task"])
+                  for o in overlaps if step["task_id"] in (o["first_task"], o["second_task"])]
+        return note + (f"; {', '.join(dict.fromkeys(others))} changed the same paths" if others else "")
+    if status == "conflicted":
+        return _bounded(step["message"] or code or "")
+    if status == "rejected":
+        return f"check {_name(step['check'] or '?')} failed on the merged tree ({code})"
+    if status == "verified" and step["step"] not in delivered:
+        if integration["stopped_step"] is not None:
+            return f"the queue stopped at step {integration['stopped_step']} ({integration['stop_code']})"
+        if integration["target"] in (None, "moved") and integration["target_code"]:
+            return integration["target_code"]
+        return None
+    return code if status not in UNDER_WAY else None
+
+
+def integration_summary(integration: dict[str, Any]) -> str:
+    """The integration in a few words: where the queue is, its verified steps, whether the target moved."""
+    status = integration["status"]
+    if not integration["prepared"]:
+        return status
+    counted = f"{integration['steps_verified']}/{integration['steps']} step(s) verified"
+    branch = integration["target_branch"]
+    if status == "completed":
+        return f"completed, {counted}"
+    if status == "stopped":
+        why = (f"at step {integration['stopped_step']} ({integration['stop_code']})"
+               if integration["stopped_step"] is not None else f"({integration['target_code']})")
+        return f"stopped {why}, {counted}"
+    if integration["target"] == "requested":
+        return f"moving {branch}, {counted}"
+    if status == "updating-target":  # every step verified; the target's move is not asked for (again) yet
+        why = f" ({integration['target_code']})" if integration["target_code"] else ""
+        return f"{counted}, {branch} not moved{why}"
+    return f"{status}, {counted}"
+
+
+def current_steps(steps: list[dict[str, Any]], task_workers: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each task's latest step, unless a later generation of its worker superseded it: a step that ended short of
+    the target is about an older generation's work once the task's worker has a newer one (a repair)."""
+    generation = {w["task_id"]: w["generation"] for w in task_workers if w["task_id"]}
+    latest = {s["task_id"]: s for s in steps}
+    return {task_id: s for task_id, s in latest.items()
+            if s["status"] in UNDER_WAY or generation.get(task_id, 0) <= s["generation"]}
+
+
+def run_attention(conn: sqlite3.Connection, run: dict[str, Any], integration: dict[str, Any],
+                  approval_required: Callable[[], bool]) -> list[str]:
+    """What the user must act on: candidates awaiting approval, a target the ledger says was not moved (checked out
+    with local changes, moved by someone else), each task whose step ended short of the target."""
+    run_id = run["run_id"]
+    again = f"'docket go --resume {run_id}'" if run["plan"] else f"'docket integrate {run_id}'"
+    todo = []
+    awaiting = awaiting_approval(conn, run, integration, approval_required)
+    if awaiting:
+        todo.append(f"awaiting approval of task(s) {', '.join(_name(c['task_id']) for c in awaiting)}: "
+                    f"'docket approve {run_id} --by NAME'")
+    moved_by_someone = integration["target"] == "moved"
+    in_the_way = integration["target"] is None and integration["target_code"] and run["status"] not in CLOSED
+    if moved_by_someone or in_the_way:
+        message = (integration["target_message"] or integration["target_code"]).replace("'docket integrate'", again)
+        todo.append(f"{integration['target_branch']} was not moved: {_bounded(message)}")
+    steps = integration_steps.steps_of(conn, run_id)
+    delivered, overlaps = delivered_steps(steps, integration), overlap_warnings(integration)
+    for step in current_steps(steps, workers.workers_of(conn, run_id)).values():
+        if step["status"] not in UNDER_WAY:
+            todo.append(f"task {_name(step['task_id'])} not delivered: "
+                        f"{step_words(step, integration, overlaps, delivered)}")
+    return todo
+
+
+def step_words(step: dict[str, Any], integration: dict[str, Any], overlaps: list[dict[str, Any]],
+               delivered: frozenset[int]) -> str:
+    """A step's state and note as one phrase: "conflicted in a.txt; t1 changed the same paths", "rejected, check ok
+    failed on the merged tree (exit)", "waiting"."""
+    state = step_state(step, delivered) or step["status"]
+    note = step_note(step, integration, overlaps, delivered)
+    if not note:
+        return state
+    return f"{state} {note}" if note.startswith("in ") else f"{state}, {note}"
+
+
+def awaiting_approval(conn: sqlite3.Connection, run: dict[str, Any], integration: dict[str, Any],
+                      approval_required: Callable[[], bool]) -> list[dict[str, Any]]:
+    """The confirmed candidates that await approval: when the queue can still be prepared (the run open, its
+    integration unprepared) and docket.toml requires approval (asked only then)."""
+    if integration["status"] != "unprepared" or run["closed_at"] is not None:
+        return []
+    unapproved = approvals.awaiting_approval(conn, run["run_id"])
+    return unapproved if unapproved and approval_required() else []
+
+
+def overlap_warnings(integration: dict[str, Any]) -> list[dict[str, Any]]:
+    """The same-path warnings IntegrationPrepared recorded: first_task, second_task, paths."""
+    return json.loads(integration.get("overlaps") or "[]")
+
+
+def overlap_lines(overlaps: list[dict[str, Any]]) -> list[str]:
+    """The same-path warnings in words, the first few of them (the rest counted)."""
+    lines = [f"{_name(o['first_task'])} and {_name(o['second_task'])} both change {_listed(o['paths'])}"
+             for o in overlaps[:OVERLAPS_SHOWN]]
+    more = len(overlaps) - OVERLAPS_SHOWN
+    return lines + ([f"and {more} more pair(s) of tasks ('docket log --type IntegrationPrepared --json')"]
+                    if more > 0 else [])
+
+
+def _listed(paths: list[str]) -> str:
+    shown = ", ".join(_name(p) for p in paths[:PATHS_SHOWN]) or "no path named"
+    return shown + (f" and {len(paths) - PATHS_SHOWN} more" if len(paths) > PATHS_SHOWN else "")
+
+
+def _name(text: str) -> str:
+    return text if len(text) <= NAME_CHARS else text[:NAME_CHARS - 1] + "\u2026"
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS - 1] + "\u2026"
 
 
 def _latest_checks(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -149,8 +325,7 @@ def _checks_summary(rows: list[dict[str, Any]]) -> str | None:
         return None
     counts: dict[str, int] = {}
     for row in rows:
-        status = "running" if row["status"] == "requested" else row["status"]
-        counts[status] = counts.get(status, 0) + 1
+        counts[row["status"]] = counts.get(row["status"], 0) + 1  # requested: asked for, not launched yet
     parts = [f"{counts.pop('passed', 0)}/{len(rows)} passed"]
     return ", ".join(parts + [f"{n} {status}" for status, n in sorted(counts.items())])
 

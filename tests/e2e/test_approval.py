@@ -70,6 +70,9 @@ def test_status_shows_what_awaits_approval_until_each_task_is_approved(world):
     second = confirmed(docket, "t2", "echo two > b.txt")
     assert awaiting(docket) == [("t1", first["binding_id"]), ("t2", second["binding_id"])]
     human = docket("status").stdout
+    todo = f"  action needed: awaiting approval of task(s) t1, t2: 'docket approve {RUN} --by NAME'\n"
+    assert todo in human and todo in docket("status", RUN).stdout and todo in docket("watch", RUN, "--once").stdout
+    assert docket("watch", RUN, "--json").json()["attention"] == [todo.split(": ", 1)[1].strip()]
     assert f"  awaiting approval: task t1 (candidate {first['binding_id'][:8]}\u2026)\n" in human
     assert f"  awaiting approval: task t2 (candidate {second['binding_id'][:8]}\u2026)" in human
 
@@ -84,6 +87,7 @@ def test_status_shows_what_awaits_approval_until_each_task_is_approved(world):
         ("t1", first["binding_id"]), ("t2", second["binding_id"])]
     assert awaiting(docket) == []
     assert "awaiting approval" not in docket("status").stdout
+    assert "action needed" not in docket("watch", RUN, "--once").stdout
     shown = docket("status", RUN).stdout
     assert "  approved by Ada Lovelace at " in shown and "  approved by Grace Hopper at " in shown
 

@@ -162,3 +162,30 @@ def test_status_on_current_views_imports_no_heavy_module(docket):
     out = subprocess.run([sys.executable, "-c", probe], cwd=docket.cwd, env=docket.env, capture_output=True,
                          text=True, check=True).stdout
     assert out.strip() == "0 []"
+
+
+def test_status_says_a_released_lease_is_released_and_an_expired_one_expired(docket):
+    docket("init", now=T(0))
+    docket("run", "open", "--target", "main", "--goal", "g", "--id", "r1", now=T(1))
+    docket("task", "plan", "r1", "--title", "t", "--id", "t1", now=T(1))
+    docket("worker", "register", "r1", "--role", "implementer", "--task", "t1", "--id", "w1", now=T(1))
+    grant = ("lease", "grant", "--worker", "w1", "--generation", "1", "--ttl", "10m", "--json")
+    kept = docket(*grant[:2], "wt/kept", *grant[2:], now=T(2)).json()["token"]
+    given = docket(*grant[:2], "wt/given", *grant[2:], now=T(2)).json()["token"]
+    lapsed = docket(*grant[:2], "wt/lapsed", *grant[2:], now=T(2)).json()["token"]
+    docket("lease", "release", "wt/given", "--token", str(given), now=T(3))
+    docket("lease", "expire", "wt/lapsed", now=T(13))
+
+    def lines(now: str) -> dict[str, str]:
+        shown = docket("status", "r1", now=now).stdout.splitlines()
+        return {line.split(":")[0].split()[-1]: line for line in shown if line.startswith("  lease ")}
+
+    now = lines(T(5))
+    assert now["wt/kept"] == f"  lease wt/kept: held by w1 gen 1 token {kept} until 2026-01-01T00:12:00.000Z"
+    assert now["wt/given"] == f"  lease wt/given: released at 2026-01-01T00:03:00.000Z by w1 gen 1 token {given}"
+    assert now["wt/lapsed"] == (f"  lease wt/lapsed: expired at 2026-01-01T00:12:00.000Z, held by w1 gen 1 token "
+                                f"{lapsed}")
+    later = lines(T(20))  # past its expiry, with no release recorded: expired, not held
+    assert later["wt/kept"] == (f"  lease wt/kept: expired at 2026-01-01T00:12:00.000Z, held by w1 gen 1 token {kept} "
+                                "(not released)")
+    assert "until" not in later["wt/given"] + now["wt/given"]

@@ -94,7 +94,7 @@ def test_the_board_follows_a_real_worker_and_its_checks_and_no_escape_reaches_th
         running, idle = doc["tasks"]
         assert (running["task_id"], running["state"], running["generation"]) == ("t1", "running", 1)
         assert running["last_line"] == "still here"  # the log's last line, exact in JSON
-        assert (idle["task_id"], idle["state"], idle["generation"], idle["elapsed_ms"]) == ("t2", "queued", None, None)
+        assert (idle["task_id"], idle["state"], idle["generation"], idle["elapsed_ms"]) == ("t2", "not started", None, None)
 
         plain = docket("watch", "r1", "--once")
         assert plain.stdout.splitlines()[0].startswith("run r1: active, budget ")

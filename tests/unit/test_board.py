@@ -78,6 +78,12 @@ def test_tasks_come_in_plan_order_waiting_on_what_they_depend_on_until_it_passes
     assert states(run_board(conn, "r1", T0)) == {"t2": "passed", "t1": "queued"}
 
 
+def test_a_task_of_a_run_no_docket_go_planned_is_not_started_until_its_worker_is_launched(conn):
+    run(conn)  # tasks planned one by one ('docket task plan'): nothing launches them but the user
+    task(conn, "t1", 3)
+    assert states(run_board(conn, "r1", T0)) == {"t1": "not started"}
+
+
 def test_a_workers_generation_is_launching_running_exited_then_queued_once_judged_failed(conn):
     run(conn)
     task(conn, "t1", 3)
@@ -112,7 +118,10 @@ def test_checking_while_its_candidate_is_pinned_or_a_check_runs_and_the_latest_a
     conn.execute("UPDATE candidates SET status = 'pinned'")
     check(conn, B1, "lint", "passed", position=30)
     check(conn, B1, "test", "failed", position=31)
-    check(conn, B1, "test", "running", attempt=2, position=32)
+    check(conn, B1, "test", "requested", attempt=2, position=32)
+    (line,) = run_board(conn, "r1", at(7)).tasks
+    assert (line.state, line.checks) == ("checking", "1/2 passed, 1 requested")  # asked for, not launched yet
+    conn.execute("UPDATE checks SET status = 'running' WHERE attempt = 2")
     (line,) = run_board(conn, "r1", at(7)).tasks
     assert (line.state, line.checks) == ("checking", "1/2 passed, 1 running")
     conn.execute("UPDATE checks SET status = 'failed' WHERE attempt = 2")
@@ -134,18 +143,23 @@ def test_the_candidate_shown_is_the_one_that_finished_the_task_else_the_latest_t
     assert (line.state, line.candidate, line.cycles) == ("passed", B1[:12], 1)
 
 
-def test_finished_tasks_keep_their_result_integrated_once_their_step_is_verified(conn):
+def test_finished_tasks_keep_their_result_until_their_step_goes_further(conn):
+    """(tests/unit/test_board_ledger.py follows the queue event by event: delivered only once the target moved.)"""
     run(conn, status="completed", closed_at=at(60))
-    for n, result in ((1, "passed"), (2, "passed"), (3, "failed")):
+    for n, result in ((1, "passed"), (2, "passed"), (3, "failed"), (4, "passed")):
         task(conn, f"t{n}", n + 2, result=result, cycles=n)
-    insert(conn, "integrations", run_id="r1", status="completed", prepared=1, steps=2, steps_merged=0,
-           steps_verified=2, approvals=0, final_commit="c" * 40, receipt_sha256="d" * 64, position=50)
-    insert(conn, "integration_steps", run_id="r1", step=1, task_id="t1", binding_id=B1, status="verified", position=50)
+    insert(conn, "integrations", run_id="r1", status="completed", prepared=1, steps=3, steps_merged=0,
+           steps_verified=1, approvals=0, target_branch="main", final_commit="c" * 40, receipt_sha256="d" * 64,
+           target="completed", position=50)
+    insert(conn, "integration_steps", run_id="r1", step=1, task_id="t1", binding_id=B1, status="verified",
+           merge_commit="c" * 40, position=50)
     insert(conn, "integration_steps", run_id="r1", step=2, task_id="t2", binding_id=B2, status="merging", position=50)
+    insert(conn, "integration_steps", run_id="r1", step=3, task_id="t4", binding_id="4" * 64, status="waiting",
+           position=50)
     board = run_board(conn, "r1", at(60))
-    assert states(board) == {"t1": "integrated", "t2": "passed", "t3": "failed"}
-    assert [t.step for t in board.tasks] == ["verified", "merging", None]
-    assert (board.status, board.closed, board.integration) == ("completed", True, "completed 2/2")
+    assert states(board) == {"t1": "delivered", "t2": "merging", "t3": "failed", "t4": "passed"}
+    assert [t.step for t in board.tasks] == ["verified", "merging", None, "waiting"]
+    assert (board.status, board.closed, board.integration) == ("completed", True, "completed, 1/3 step(s) verified")
     assert (board.target_commit, board.receipt_sealed, board.receipt_sha256) == ("c" * 40, True, "d" * 64)
 
 

@@ -110,3 +110,24 @@ def test_update_on_a_pipe_writes_each_new_event_once():
     assert out.getvalue() == "1 2026-01-01T00:00:00.000Z RunOpened\n" and not view.broken
     view.draw_once(board())
     assert_escaped(out.getvalue())
+
+
+def test_notes_and_what_needs_the_user_are_drawn_escaped_under_the_run_line():
+    conflicted = TaskLine(task_id="t3", title="t", state="conflicted", generation=1, elapsed_ms=1000, last_line=None,
+                          cycles=1, candidate="c" * 12, checks="1/1 passed", depends_on=(), step="conflicted",
+                          note=f"in {HOSTILE}; t1 changed the same paths")
+    hostile = board(tasks=(conflicted,), integration=f"stopped at step 1 (conflicted), 0/1 step(s) verified",
+                    target_branch=f"main{HOSTILE}",
+                    attention=(f"task t3 not delivered: conflicted in {HOSTILE}", f"main{HOSTILE} was not moved: x"))
+    lines = board_lines(hostile)
+    assert "integration stopped at step 1 (conflicted), 0/1 step(s) verified" in lines[0]
+    assert lines[1].startswith("  action needed: task t3 not delivered: conflicted in \\x1b[2J")
+    assert lines[2].startswith("  action needed: main\\x1b[2J")
+    assert " conflicted " in lines[3] and " candidate cccccccccccc (in \\x1b[2J" in lines[3]
+    assert lines[3].endswith("; t1 changed the same paths)")
+    assert_escaped("\n".join(lines))
+    out = io.StringIO()
+    Console(file=out, force_terminal=True, width=400, markup=False, emoji=False).print(board_table(hostile))
+    table = out.getvalue()
+    assert_escaped(table)
+    assert "action needed: task t3 not delivered" in table and "t1 changed the same paths" in table
