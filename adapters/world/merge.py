@@ -129,7 +129,8 @@ def _merge(repo, head: str, candidate: str, message: str) -> MergeResult:  # noq
         merge = _TreeMerge(repo.object_store, made, depth=0)
         tree = merge.trees(_merged_bases(repo, bases, made, depth=1), ours.tree, theirs.tree, b"")
     except KeyError as e:
-        return MergeResult("unreadable", detail=f"an object of {head}, {candidate} or their merge bases is missing: {e}")
+        return MergeResult("unreadable",
+                           detail=f"an object of {head}, {candidate} or their merge bases is missing: {e}")
     if tree is None:  # both sides emptied the tree
         merge.written.append(Tree())
         tree = merge.written[-1].id
@@ -402,25 +403,53 @@ class _TreeMerge:
 
 def _with_markers(blobs, size: int) -> bytes:  # noqa: ANN001
     """The merge of the three blobs with each conflict between git's markers, as git leaves it in a virtual merge
-    base (sides "Temporary merge branch 1" and "2", a missing last newline added before a marker)."""
+    base (sides "Temporary merge branch 1" and "2", a missing last newline added before a marker). As git's
+    zealous merge does, the lines both sides of a conflict share are taken out of it (the conflict split around
+    them), then conflicts at most three unchanged lines apart are joined into one."""
     from merge3 import Merge3
 
     base, ours, theirs = (blob.data.splitlines(True) if blob is not None else [] for blob in blobs)
-    out: list[bytes] = []
+    chunks: list[list] = []  # ["plain", lines] (unchanged or taken), ["conflict", ours, theirs]
 
-    def side(lines: list[bytes]) -> None:
-        out.extend(lines)
-        if lines and not lines[-1].endswith(b"\n"):
-            out.append(b"\n")
+    def add(kind: str, *sides: list[bytes]) -> None:
+        if kind == "conflict" and len(chunks) > 1 and chunks[-1][0] == "unchanged" and len(chunks[-1][1]) <= 3 \
+                and chunks[-2][0] == "conflict":
+            between = chunks.pop()[1]
+            chunks[-1] = ["conflict", chunks[-1][1] + between + sides[0], chunks[-1][2] + between + sides[1]]
+        elif kind == "unchanged" and chunks and chunks[-1][0] == "unchanged":
+            chunks[-1][1] += sides[0]
+        else:
+            chunks.append([kind, *sides])
 
     for group in Merge3(base, ours, theirs).merge_groups():
         if group[0] != "conflict":
-            out.extend(group[1])
+            add("unchanged" if group[0] == "unchanged" else "taken", list(group[1]))
             continue
-        out.append(b"<" * size + b" Temporary merge branch 1\n")
-        side(group[2])
-        out.append(b"=" * size + b"\n")
-        side(group[3])
+        one, two = list(group[2]), list(group[3])
+        blocks = [(len(one), len(two), 0)]  # one conflict, unless both sides have lines
+        if one and two:
+            try:
+                blocks = _ShortestEdits(None, one, two).get_matching_blocks()
+            except _TooDifferent:
+                pass
+        i = j = 0
+        for bi, bj, n in blocks:
+            if (i, j) != (bi, bj):
+                add("conflict", one[i:bi], two[j:bj])
+            if n:
+                add("unchanged", one[bi:bi + n])
+            i, j = bi + n, bj + n
+    out: list[bytes] = []
+    for chunk in chunks:
+        if chunk[0] != "conflict":
+            out.extend(chunk[1])
+            continue
+        for marker, lines in ((b"<" * size + b" Temporary merge branch 1\n", chunk[1]),
+                              (b"=" * size + b"\n", chunk[2])):
+            out.append(marker)
+            out.extend(lines)
+            if lines and not lines[-1].endswith(b"\n"):
+                out.append(b"\n")
         out.append(b">" * size + b" Temporary merge branch 2\n")
     return b"".join(out)
 
@@ -428,8 +457,8 @@ def _with_markers(blobs, size: int) -> bytes:  # noqa: ANN001
 def _unambiguous(blobs, merged: bytes) -> bool:  # noqa: ANN001
     """Whether the clean merge is one every alignment agrees on: under three alignments of the lines (difflib's, and
     shortest edit scripts matching repeated lines first to first and last to last, as git's Myers diff may), the
-    two sides' changes stay apart even where a change could slide over repeated lines, and merge3 merges them into
-    merged every time.
+    two sides' changes stay apart even where a change could slide over repeated lines (or are the same change, which
+    git takes once), and merge3 merges them into merged every time.
 
     merge3 aligns lines with difflib, which can line up repeated lines where
     git's diff does not, and so merge cleanly what git calls a conflict, or
@@ -444,7 +473,8 @@ def _unambiguous(blobs, merged: bytes) -> bool:  # noqa: ANN001
         for matcher in (difflib.SequenceMatcher, _ShortestEdits, _ShortestEditsFromTheEnd):
             ours_spans, theirs_spans = (_spans(base, side, matcher(None, base, side).get_matching_blocks())
                                         for side in (ours, theirs))
-            if any(lo <= other_hi and other_lo <= hi for lo, hi in ours_spans for other_lo, other_hi in theirs_spans):
+            if any(lo <= other_hi and other_lo <= hi and change != other_change  # the same change twice is one
+                   for lo, hi, change in ours_spans for other_lo, other_hi, other_change in theirs_spans):
                 return False
             out = []
             for group in Merge3(base, ours, theirs, sequence_matcher=matcher).merge_groups():
@@ -458,9 +488,10 @@ def _unambiguous(blobs, merged: bytes) -> bool:  # noqa: ANN001
     return True
 
 
-def _spans(base: list[bytes], side: list[bytes], blocks) -> list[tuple[int, int]]:  # noqa: ANN001
+def _spans(base: list[bytes], side: list[bytes], blocks) -> list[tuple[int, int, tuple]]:  # noqa: ANN001
     """The base lines each change from base to side may cover, as closed (first, last) boundaries: the lines it
-    replaces, widened as far as its removed or added lines could slide over equal neighbours."""
+    replaces, widened as far as its removed or added lines could slide over equal neighbours; and the change (the
+    base lines it replaces, and with what)."""
     spans, i, j = [], 0, 0
     for bi, bj, size in blocks:
         if (i, j) != (bi, bj):
@@ -475,7 +506,7 @@ def _spans(base: list[bytes], side: list[bytes], blocks) -> list[tuple[int, int]
                 removed, added = (removed[1:] + [base[hi]] if removed else removed,
                                   added[1:] + [base[hi]] if added else added)
                 hi += 1
-            spans.append((lo, hi))
+            spans.append((lo, hi, (i, bi, tuple(side[j:bj]))))
         i, j = bi + size, bj + size
     return spans
 

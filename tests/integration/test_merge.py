@@ -455,6 +455,9 @@ def test_a_criss_cross_history_merges_as_git_does(empty: Path) -> None:
     o, t = criss_cross(empty, base, left, right, both, both, ours, theirs)
     result = merges_as_git_does(empty, o, t)
     assert _git(empty, "show", f"{result.commit}:f").stdout == text("A", "b", "c", "d", "e", "f", "G")
+    before = loose_objects(empty)
+    assert merge_candidate(empty, o, t, MESSAGE) == result  # after a crash: the same commit, nothing new written
+    assert loose_objects(empty) == before
     fsck(empty)
 
 
@@ -500,51 +503,58 @@ Files_ = dict[bytes, list[str]]
 
 @st.composite
 def histories(draw: st.DrawFn) -> tuple[list[tuple[tuple[int, ...], Files_]], tuple[int, int]]:
-    """A random history, each commit as its parents (earlier commits' indexes) and its files (path -> words, one a
-    line), and the two branch tips to merge. Two or three branches grow from one root; each commit on a branch
-    edits its files (lines inserted, deleted or replaced, files added and deleted) or merges another commit (a
-    tip, or one before it) into it, taking each file from one side or the other, then perhaps editing: so the branches merge each other's
-    work, and diamonds, criss-crosses and more merge bases than two come up."""
+    """A random history, each commit as its parents (earlier commits' indexes) and its files (path -> lines), and
+    the two branch tips to merge. Two or three branches grow from one root in rounds: in each, some branches
+    get a commit that edits a file (lines inserted, deleted or replaced, a file added or deleted), then some
+    merge another branch's tip as it was before this round's merges (so merges cross: criss-cross histories and
+    more merge bases than two come up), taking each file from one side or the other, perhaps editing one. Lines
+    are new words, never repeated in a file, so that both git and docket align them one way."""
     fresh = (str(n) for n in itertools.count())
 
     def words(least: int, most: int) -> list[str]:
         return [next(fresh) for _ in range(draw(st.integers(least, most)))]
 
-    commits: list[tuple[tuple[int, ...], Files_]] = [((), {path: words(3, 8) for path in PATHS[:3]})]
+    def edit(files: Files_) -> None:
+        path = draw(st.sampled_from(PATHS))
+        kind = draw(st.sampled_from(["insert", "delete", "replace", "replace", "delete-file"] if path in files
+                                    else ["add"]))
+        if kind == "add":
+            files[path] = words(1, 5)
+        elif kind == "delete-file":
+            del files[path]
+        else:
+            lines, at = files[path], draw(st.integers(0, len(files[path])))
+            if kind == "insert":
+                lines[at:at] = words(1, 2)
+            elif at < len(lines):
+                lines[at:at + 1] = [] if kind == "delete" else words(1, 1)
+
+    commits: list[tuple[tuple[int, ...], Files_]] = [((), {path: words(4, 9) for path in PATHS[:3]})]
     tips = [0] * draw(st.integers(2, 3))
-    for _ in range(draw(st.integers(4, 9))):
-        branch = draw(st.integers(0, len(tips) - 1))
-        other = draw(st.integers(0, len(commits) - 1))  # a tip, or a commit before it (so merges criss-cross)
-        own = commits[tips[branch]][1]
-        if draw(st.booleans()) and other != tips[branch]:
-            theirs = commits[other][1]
+    for _ in range(draw(st.integers(2, 4))):
+        for branch in range(len(tips)):
+            if draw(st.booleans()):
+                files = {path: list(lines) for path, lines in commits[tips[branch]][1].items()}
+                edit(files)
+                commits.append(((tips[branch],), files))
+                tips[branch] = len(commits) - 1
+        before = list(tips)
+        for branch in range(len(tips)):
+            other = before[(branch + draw(st.integers(1, len(tips) - 1))) % len(tips)]
+            if other == tips[branch] or not draw(st.integers(0, 3)):
+                continue
+            own, theirs = commits[tips[branch]][1], commits[other][1]
             files = {}
             for path in sorted({*own, *theirs}):
                 chosen = draw(st.sampled_from((own, theirs)))
                 if path in chosen:
                     files[path] = list(chosen[path])
-            parents: tuple[int, ...] = (tips[branch], other)
-        else:
-            files, parents = {path: list(lines) for path, lines in own.items()}, (tips[branch],)
-        for _ in range(draw(st.integers(0 if len(parents) == 2 else 1, 2))):
-            path = draw(st.sampled_from(PATHS))
-            kind = draw(st.sampled_from(["insert", "delete", "replace", "delete-file"] if path in files else ["add"]))
-            if kind == "add":
-                files[path] = words(1, 4)
-            elif kind == "delete-file":
-                del files[path]
-            else:
-                lines = files[path]
-                at = draw(st.integers(0, len(lines)))
-                if kind == "insert":
-                    lines[at:at] = words(1, 2)
-                elif at < len(lines):
-                    lines[at:at + 1] = [] if kind == "delete" else words(1, 1)
-        commits.append((parents, files))
-        tips[branch] = len(commits) - 1
-    ours, theirs = draw(st.lists(st.sampled_from(tips), min_size=2, max_size=2, unique=True)) if len(set(tips)) > 1 \
-        else (tips[0], 0)
-    return commits, (ours, theirs)
+            if draw(st.booleans()):
+                edit(files)
+            commits.append(((tips[branch], other), files))
+            tips[branch] = len(commits) - 1
+    ours, theirs = draw(st.lists(st.sampled_from(range(len(tips))), min_size=2, max_size=2, unique=True))
+    return commits, (tips[ours], tips[theirs])
 
 
 def build(repo: Path, history: list[tuple[tuple[int, ...], dict[bytes, list[str]]]]) -> list[str]:
@@ -552,7 +562,8 @@ def build(repo: Path, history: list[tuple[tuple[int, ...], dict[bytes, list[str]
     content resembles another's (git would follow it as a rename; docket does not follow renames)."""
     made: list[str] = []
     for n, (parents, files) in enumerate(history):
-        content = {path: ("100644", text(*(f"{path.decode()}:{word}" for word in lines))) for path, lines in files.items()}
+        content = {path: ("100644", text(*(f"{path.decode()}:{word}" for word in lines)))
+                   for path, lines in files.items()}
         made.append(commit(repo, content, *(made[p] for p in parents), when=1_767_225_600 + n))
     return made
 
@@ -565,3 +576,60 @@ def test_random_histories_merge_as_git_does(tmp_path_factory: pytest.TempPathFac
     git(path, "init", "-q", "-b", "main")
     made = build(path, commits)
     merges_as_git_does(path, made[ours], made[theirs])
+
+
+def test_the_same_change_on_both_sides_is_taken_once_as_git_does(empty: Path) -> None:
+    # common in criss-cross histories: both sides hold one resolution, and one of them changed more
+    _, o, t = three(empty, {b"f": ("100644", SEVEN)}, {b"f": ("100644", text("a", "X", "c", "d", "e", "Y", "g"))},
+                    {b"f": ("100644", text("a", "X", "c", "d", "e", "f", "g")), b"g": ("100644", b"g\n")})
+    assert _git(empty, "show", f"{merges_as_git_does(empty, o, t).commit}:f").stdout == \
+        text("a", "X", "c", "d", "e", "Y", "g")
+    # the same change next to a different one still conflicts, as in git
+    _, o, t = three(empty, {b"f": ("100644", SEVEN)}, {b"f": ("100644", text("a", "X", "Y", "d", "e", "f", "g"))},
+                    {b"f": ("100644", text("a", "X", "c", "d", "e", "f", "g"))})
+    merges_as_git_does(empty, o, t)
+
+
+@st.composite
+def unique_lines_three_ways(draw: st.DrawFn) -> tuple[list[str], list[str], list[str]]:
+    """A base of distinct lines and two edits of it, each inserting, deleting and replacing lines with new ones;
+    or both replacing one line with their own new lines around new lines in common (which a conflict must not
+    keep, and which git joins into one conflict when they are three lines or fewer)."""
+    fresh = (str(n) for n in itertools.count())
+    base = [next(fresh) for _ in range(draw(st.integers(2, 10)))]
+
+    def edit(lines: list[str]) -> list[str]:
+        lines = list(lines)
+        for _ in range(draw(st.integers(1, 3))):
+            at, kind = draw(st.integers(0, len(lines))), draw(st.sampled_from(["insert", "delete", "replace"]))
+            if kind == "insert":
+                lines[at:at] = [next(fresh) for _ in range(draw(st.integers(1, 2)))]
+            elif at < len(lines):
+                lines[at:at + 1] = [] if kind == "delete" else [next(fresh)]
+        return lines
+
+    if draw(st.booleans()):  # both replace the same lines, keeping new lines in common amid their own
+        at = draw(st.integers(0, len(base) - 1))
+        shared = [next(fresh) for _ in range(draw(st.integers(1, 5)))]
+        ours, theirs = ([*base[:at], next(fresh), *shared, next(fresh), *base[at + 1:]] for _ in range(2))
+        return base, ours, theirs
+    return base, edit(base), edit(base)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(three_ways=unique_lines_three_ways())
+def test_a_conflict_in_a_virtual_base_has_the_markers_git_puts_there(tmp_path_factory: pytest.TempPathFactory,
+                                                                     three_ways: tuple) -> None:
+    """On lines that do not repeat, the content docket keeps in a virtual base for a conflicting file is git's, byte
+    for byte (git merge-file makes it with git's merge of the virtual base; one deeper, markers of 9)."""
+    from dulwich.objects import Blob
+
+    from docket.adapters.world.merge import _with_markers
+
+    path = tmp_path_factory.mktemp("markers")
+    for name, lines in zip(("base", "ours", "theirs"), three_ways, strict=True):
+        (path / name).write_bytes(text(*lines))
+    expected = subprocess.run(["git", "merge-file", "-p", "--marker-size=9", "-L", "Temporary merge branch 1", "-L",
+                               "base", "-L", "Temporary merge branch 2", "ours", "base", "theirs"], cwd=path,
+                              capture_output=True, check=False).stdout
+    assert _with_markers([Blob.from_string(text(*lines)) for lines in three_ways], 9) == expected
