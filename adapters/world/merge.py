@@ -11,16 +11,19 @@ after both) is merged as git's recursive strategy (ort) merges it: the merge
 bases, oldest first, are merged in turn into a virtual base (recursively, with
 their own merge bases), where a conflict keeps what git keeps (the base's
 entry, or the content with conflict markers), and the two sides are merged
-against that. Stricter than git where the two differ: renames are not
-followed (a rename on one side and an edit on the other is a modify/delete
-conflict), binary files (a NUL byte in the first 8000) and symlinks changed on
-both sides conflict, ``.gitattributes`` merge drivers are never run (an
-integration runs no command the repository configures). The known ways to be
-looser: git's own line alignment occasionally sees a conflict in small changes
-that docket keeps apart (tests/integration/test_merge.py); and inside a
-virtual base, a file against a folder keeps the base's entry, where git keeps
-the folder and moves the file aside, and conflict markers are placed by merge3's
-alignment, not git's.
+against that. The same change on both sides is taken once. Stricter than
+git where the two differ: renames are not followed (a rename on one side and
+an edit on the other is a modify/delete conflict), binary files (a NUL byte in
+the first 8000) and symlinks changed on both sides conflict, ``.gitattributes``
+merge drivers are never run (an integration runs no command the repository
+configures). The known way to be looser: git's own line alignment occasionally
+sees a conflict in small changes that docket keeps apart
+(tests/integration/test_merge.py). Inside a virtual base, where docket may
+differ from git either way: a file against a folder keeps the base's entry
+(git keeps the folder and moves the file aside), conflict markers follow
+merge3's alignment of the lines (git's own wherever no line repeats) with LF
+line ends, and merge bases with equal commit times are merged in dulwich's
+order.
 """
 
 from __future__ import annotations
