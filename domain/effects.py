@@ -267,8 +267,8 @@ class MergeResult:
     tree. already-merged: the candidate is an ancestor of head (or head
     itself): nothing was written; commit and tree are head's. conflicted: the
     paths (quoted as ``quote_path`` does, sorted) that do not merge; nothing
-    was written. unmergeable: the histories have no merge base or several
-    (detail says which); nothing was written. unreadable: head or candidate is
+    was written. unmergeable: the histories have no merge base (detail says
+    so); nothing was written. unreadable: head or candidate is
     no commit in the repository, or it could not be read (detail says why).
     """
 

@@ -5,14 +5,25 @@ symlink and submodule (gitlink) entries come through as git would merge them;
 file contents that both sides changed are merged by dulwich's ``merge_blobs``
 (merge3), kept only when two more alignments of the lines (shortest edit
 scripts, as git's diff makes) give the same result and no change could slide
-over repeated lines into the other side's (``_unambiguous``). Stricter than
+over repeated lines into the other side's (``_unambiguous``). A history with
+several merge bases (criss-cross: a task that depends on two others, merged
+after both) is merged as git's recursive strategy (ort) merges it: the merge
+bases, oldest first, are merged in turn into a virtual base (recursively, with
+their own merge bases), where a conflict keeps what git keeps (the base's
+entry, or the content with conflict markers), and the two sides are merged
+against that. The same change on both sides is taken once. Stricter than
 git where the two differ: renames are not followed (a rename on one side and
-an edit on the other is a modify/delete conflict), binary files (a NUL byte in the first 8000) and symlinks changed on
-both sides conflict, ``.gitattributes`` merge drivers are never run (an
-integration runs no command the repository configures), and a history with
-several merge bases (criss-cross) is refused as unmergeable. The one known
-way to be looser: git's own line alignment occasionally sees a conflict in
-small changes that docket keeps apart (tests/integration/test_merge.py).
+an edit on the other is a modify/delete conflict), binary files (a NUL byte in
+the first 8000) and symlinks changed on both sides conflict, ``.gitattributes``
+merge drivers are never run (an integration runs no command the repository
+configures). The known way to be looser: git's own line alignment occasionally
+sees a conflict in small changes that docket keeps apart
+(tests/integration/test_merge.py). Inside a virtual base, where docket may
+differ from git either way: a file against a folder keeps the base's entry
+(git keeps the folder and moves the file aside), conflict markers follow
+merge3's alignment of the lines (git's own wherever no line repeats) with LF
+line ends, and merge bases with equal commit times are merged in dulwich's
+order.
 """
 
 from __future__ import annotations
@@ -105,7 +116,6 @@ def merge_candidate(repository: Path, head: str, candidate_commit: str, message:
 
 
 def _merge(repo, head: str, candidate: str, message: str) -> MergeResult:  # noqa: ANN001
-    from dulwich.graph import find_merge_base
     from dulwich.objects import Commit, Tree
 
     ours, theirs = _commit(repo, head), _commit(repo, candidate)
@@ -114,15 +124,16 @@ def _merge(repo, head: str, candidate: str, message: str) -> MergeResult:  # noq
         return MergeResult("unreadable", detail=f"{missing} is not a commit in the repository")
     if _is_ancestor(repo, candidate, head):
         return MergeResult("already-merged", commit=head, tree=ours.tree.decode("ascii"))
-    bases = find_merge_base(repo, [ours.id, theirs.id])
-    if len(bases) != 1:
-        why = "no merge base (unrelated histories)" if not bases else f"{len(bases)} merge bases (criss-cross history)"
-        return MergeResult("unmergeable", detail=f"{head} and {candidate} have {why}")
-    merge = _TreeMerge(repo.object_store)
     try:
-        tree = merge.trees(repo[bases[0]].tree, ours.tree, theirs.tree, b"")
+        bases = _merge_bases(repo, ours.id, theirs.id)
+        if not bases:
+            return MergeResult("unmergeable", detail=f"{head} and {candidate} have no merge base (unrelated histories)")
+        made: dict = {}
+        merge = _TreeMerge(repo.object_store, made, depth=0)
+        tree = merge.trees(_merged_bases(repo, bases, made, depth=1), ours.tree, theirs.tree, b"")
     except KeyError as e:
-        return MergeResult("unreadable", detail=f"an object of {head}, {candidate} or their merge base is missing: {e}")
+        return MergeResult("unreadable",
+                           detail=f"an object of {head}, {candidate} or their merge bases is missing: {e}")
     if tree is None:  # both sides emptied the tree
         merge.written.append(Tree())
         tree = merge.written[-1].id
@@ -135,9 +146,51 @@ def _merge(repo, head: str, candidate: str, message: str) -> MergeResult:  # noq
     commit.author_time = commit.commit_time = max(ours.commit_time, theirs.commit_time)
     commit.author_timezone = commit.commit_timezone = 0
     commit.message = message.encode("utf-8") if message.endswith("\n") else (message + "\n").encode("utf-8")
-    for obj in [*merge.written, commit]:
+    for obj in [*merge.written, commit]:  # the virtual merge base's own objects are not needed: none is stored
         repo.object_store.add_object(obj)
     return MergeResult("merged", commit=commit.id.decode("ascii"), tree=tree.decode("ascii"))
+
+
+@dataclass(frozen=True)
+class _Virtual:
+    """The merge of several merge bases, a commit that exists only in memory (git's "merged tree")."""
+
+    tree: bytes | None
+    parents: tuple[bytes | _Virtual, ...]
+
+
+def _merge_bases(repo, one: bytes | _Virtual, other: bytes) -> list[bytes]:  # noqa: ANN001
+    """The merge bases of one (perhaps virtual) and other: the common ancestors no other common ancestor descends
+    from, oldest first, the order git merges them in (by commit time)."""
+    from dulwich.graph import can_fast_forward, find_merge_base
+
+    if isinstance(one, _Virtual):  # never itself an ancestor of other: its bases are those of its parents
+        found = [base for parent in one.parents for base in _merge_bases(repo, parent, other)]
+    else:
+        found = find_merge_base(repo, [one, other])
+    bases: list[bytes] = []
+    for base in found:
+        if base not in bases and not any(later != base and can_fast_forward(repo, base, later) for later in found):
+            bases.append(base)
+    return sorted(bases, key=lambda sha: repo[sha].commit_time)
+
+
+def _merged_bases(repo, bases: list[bytes], made: dict, depth: int) -> bytes | None:  # noqa: ANN001
+    """The tree to merge against, as git's recursive strategy makes it: the one merge base's tree, or the merge of
+    the merge bases, each merged in turn into the merge of those before it (with their own merge bases, found the
+    same way, one level deeper). Conflicts inside it are resolved as git resolves them in a virtual base."""
+    merged: bytes | _Virtual = bases[0]
+    for base in bases[1:]:
+        inner = _merge_bases(repo, merged, base)
+        tree = _TreeMerge(repo.object_store, made, depth).trees(
+            _merged_bases(repo, inner, made, depth + 1) if inner else None, _tree_of(repo, merged),
+            _tree_of(repo, base), b"")
+        merged = _Virtual(tree, (merged, base))
+    return _tree_of(repo, merged)
+
+
+def _tree_of(repo, node: bytes | _Virtual) -> bytes | None:  # noqa: ANN001
+    return node.tree if isinstance(node, _Virtual) else repo[node].tree
 
 
 def advance_ref(repository: Path, ref: str, expected_old: str | None, new: str) -> None:
@@ -256,10 +309,16 @@ class _Entry:
 
 
 class _TreeMerge:
-    """A three-way merge of trees, entry by entry; new objects are collected in written, not stored."""
+    """A three-way merge of trees, entry by entry; new objects are collected in written (and in made, shared by the
+    merges of one merge_candidate, where they are read back), never stored.
 
-    def __init__(self, store) -> None:  # noqa: ANN001
-        self.store = store
+    depth 0 is the merge asked for: what does not merge is listed in conflicts. A deeper one makes a virtual merge
+    base, as git does: it never conflicts, but keeps for each conflict what git keeps there (the merge base's
+    entry, or the content with conflict markers 2 * depth characters longer than git's usual 7).
+    """
+
+    def __init__(self, store, made: dict, depth: int) -> None:  # noqa: ANN001
+        self.store, self.made, self.depth = store, made, depth
         self.written: list = []
         self.conflicts: list[bytes] = []
 
@@ -276,13 +335,20 @@ class _TreeMerge:
                 merged.add(name, entry.mode, entry.sha)
         if not merged.items():
             return None
-        self.written.append(merged)
-        return merged.id
+        return self._write(merged)
+
+    def _read(self, sha: bytes):  # noqa: ANN202
+        return self.made[sha] if sha in self.made else self.store[sha]
+
+    def _write(self, obj) -> bytes:  # noqa: ANN001
+        self.written.append(obj)
+        self.made[obj.id] = obj
+        return obj.id
 
     def _entries(self, sha: bytes | None) -> dict[bytes, _Entry]:
         if sha is None:
             return {}
-        return {e.path: _Entry(e.mode, e.sha) for e in self.store[sha].items()}
+        return {e.path: _Entry(e.mode, e.sha) for e in self._read(sha).items()}
 
     def _entry(self, path: bytes, base: _Entry | None, ours: _Entry | None, theirs: _Entry | None) -> _Entry | None:
         if ours == theirs:
@@ -297,14 +363,16 @@ class _TreeMerge:
             sha = self.trees(*(e.sha if e is not None else None for e in (base, ours, theirs)), path)
             return _Entry(stat.S_IFDIR, sha) if sha is not None else None
         if ours is None or theirs is None or ours.is_tree or theirs.is_tree:
-            return self._conflict(path)  # modify/delete, or a file against a folder
+            return self._conflict(path, base)  # modify/delete, or a file against a folder
         kinds = {stat.S_IFMT(e.mode) for e in present}
         if len(kinds) != 1 or not stat.S_ISREG(ours.mode):  # a type change, a symlink or a submodule
-            return self._conflict(path)
+            return self._conflict(path, base)
         mode = _pick(base.mode if base else None, ours.mode, theirs.mode)
         sha = _pick(base.sha if base else None, ours.sha, theirs.sha)
         if mode is None:
-            return self._conflict(path)
+            if not self.depth:
+                return self._conflict(path, base)
+            mode = ours.mode  # git's virtual base keeps the first side's mode
         if sha is None:
             sha = self._merge_blobs(path, base, ours, theirs)
             if sha is None:
@@ -315,26 +383,85 @@ class _TreeMerge:
         from dulwich.merge import merge_blobs
         from dulwich.objects import Blob
 
-        blobs = [self.store[e.sha] if e is not None else None for e in (base, ours, theirs)]
+        blobs = [self._read(e.sha) if e is not None else None for e in (base, ours, theirs)]
         if any(b"\0" in blob.data[:_BINARY_SNIFF] for blob in blobs if blob is not None):
-            return self._conflict(path)
+            if self.depth:  # git's virtual base keeps the merge base's content of a binary file
+                return self._write(Blob.from_string(blobs[0].data if blobs[0] is not None else b""))
+            return self._conflict(path, base)
         content, conflicted = merge_blobs(*blobs)
-        if conflicted or not _unambiguous(blobs, content):
-            return self._conflict(path)
-        blob = Blob.from_string(content)
-        self.written.append(blob)
-        return blob.id
+        if self.depth:
+            if conflicted:
+                content = _with_markers(blobs, 7 + 2 * self.depth)
+        elif conflicted or not _unambiguous(blobs, content):
+            return self._conflict(path, base)
+        return self._write(Blob.from_string(content))
 
-    def _conflict(self, path: bytes) -> None:
+    def _conflict(self, path: bytes, base: _Entry | None) -> _Entry | None:
+        """Nothing, the path listed as a conflict; in a virtual merge base, the base's file (git's choice there)."""
+        if self.depth:
+            return base if base is not None and not base.is_tree else None
         self.conflicts.append(path)
         return None
+
+
+def _with_markers(blobs, size: int) -> bytes:  # noqa: ANN001
+    """The merge of the three blobs with each conflict between git's markers, as git leaves it in a virtual merge
+    base (sides "Temporary merge branch 1" and "2", a missing last newline added before a marker). As git's
+    zealous merge does, the lines both sides of a conflict share are taken out of it (the conflict split around
+    them), then conflicts at most three unchanged lines apart are joined into one."""
+    from merge3 import Merge3
+
+    base, ours, theirs = (blob.data.splitlines(True) if blob is not None else [] for blob in blobs)
+    chunks: list[list] = []  # ["plain", lines] (unchanged or taken), ["conflict", ours, theirs]
+
+    def add(kind: str, *sides: list[bytes]) -> None:
+        if kind == "conflict" and len(chunks) > 1 and chunks[-1][0] == "unchanged" and len(chunks[-1][1]) <= 3 \
+                and chunks[-2][0] == "conflict":
+            between = chunks.pop()[1]
+            chunks[-1] = ["conflict", chunks[-1][1] + between + sides[0], chunks[-1][2] + between + sides[1]]
+        elif kind == "unchanged" and chunks and chunks[-1][0] == "unchanged":
+            chunks[-1][1] += sides[0]
+        else:
+            chunks.append([kind, *sides])
+
+    for group in Merge3(base, ours, theirs).merge_groups():
+        if group[0] != "conflict":
+            add("unchanged" if group[0] == "unchanged" else "taken", list(group[1]))
+            continue
+        one, two = list(group[2]), list(group[3])
+        blocks = [(len(one), len(two), 0)]  # one conflict, unless both sides have lines
+        if one and two:
+            try:
+                blocks = _ShortestEdits(None, one, two).get_matching_blocks()
+            except _TooDifferent:
+                pass
+        i = j = 0
+        for bi, bj, n in blocks:
+            if (i, j) != (bi, bj):
+                add("conflict", one[i:bi], two[j:bj])
+            if n:
+                add("unchanged", one[bi:bi + n])
+            i, j = bi + n, bj + n
+    out: list[bytes] = []
+    for chunk in chunks:
+        if chunk[0] != "conflict":
+            out.extend(chunk[1])
+            continue
+        for marker, lines in ((b"<" * size + b" Temporary merge branch 1\n", chunk[1]),
+                              (b"=" * size + b"\n", chunk[2])):
+            out.append(marker)
+            out.extend(lines)
+            if lines and not lines[-1].endswith(b"\n"):
+                out.append(b"\n")
+        out.append(b">" * size + b" Temporary merge branch 2\n")
+    return b"".join(out)
 
 
 def _unambiguous(blobs, merged: bytes) -> bool:  # noqa: ANN001
     """Whether the clean merge is one every alignment agrees on: under three alignments of the lines (difflib's, and
     shortest edit scripts matching repeated lines first to first and last to last, as git's Myers diff may), the
-    two sides' changes stay apart even where a change could slide over repeated lines, and merge3 merges them into
-    merged every time.
+    two sides' changes stay apart even where a change could slide over repeated lines (or are the same change, which
+    git takes once), and merge3 merges them into merged every time.
 
     merge3 aligns lines with difflib, which can line up repeated lines where
     git's diff does not, and so merge cleanly what git calls a conflict, or
@@ -349,7 +476,8 @@ def _unambiguous(blobs, merged: bytes) -> bool:  # noqa: ANN001
         for matcher in (difflib.SequenceMatcher, _ShortestEdits, _ShortestEditsFromTheEnd):
             ours_spans, theirs_spans = (_spans(base, side, matcher(None, base, side).get_matching_blocks())
                                         for side in (ours, theirs))
-            if any(lo <= other_hi and other_lo <= hi for lo, hi in ours_spans for other_lo, other_hi in theirs_spans):
+            if any(lo <= other_hi and other_lo <= hi and change != other_change  # the same change twice is one
+                   for lo, hi, change in ours_spans for other_lo, other_hi, other_change in theirs_spans):
                 return False
             out = []
             for group in Merge3(base, ours, theirs, sequence_matcher=matcher).merge_groups():
@@ -363,9 +491,10 @@ def _unambiguous(blobs, merged: bytes) -> bool:  # noqa: ANN001
     return True
 
 
-def _spans(base: list[bytes], side: list[bytes], blocks) -> list[tuple[int, int]]:  # noqa: ANN001
+def _spans(base: list[bytes], side: list[bytes], blocks) -> list[tuple[int, int, tuple]]:  # noqa: ANN001
     """The base lines each change from base to side may cover, as closed (first, last) boundaries: the lines it
-    replaces, widened as far as its removed or added lines could slide over equal neighbours."""
+    replaces, widened as far as its removed or added lines could slide over equal neighbours; and the change (the
+    base lines it replaces, and with what)."""
     spans, i, j = [], 0, 0
     for bi, bj, size in blocks:
         if (i, j) != (bi, bj):
@@ -380,7 +509,7 @@ def _spans(base: list[bytes], side: list[bytes], blocks) -> list[tuple[int, int]
                 removed, added = (removed[1:] + [base[hi]] if removed else removed,
                                   added[1:] + [base[hi]] if added else added)
                 hi += 1
-            spans.append((lo, hi))
+            spans.append((lo, hi, (i, bi, tuple(side[j:bj]))))
         i, j = bi + size, bj + size
     return spans
 

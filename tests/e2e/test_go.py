@@ -110,3 +110,36 @@ def test_what_the_agent_reports_in_its_output_is_recorded_with_its_exit(tmp_path
     assert reported["position"] == exited["position"] + 1  # one transaction with the exit
     status = world.run("status", "r1").stdout
     assert "agent reported: 321 tokens in, 54 out, $0.0042, 2 turn(s), session sess-42" in status
+
+
+def test_a_task_with_two_dependencies_is_delivered_with_both(tmp_path: Path):
+    # c starts from the merge of a's and b's candidates; integrating it after a and b meets two merge bases
+    # (a and b themselves: a criss-cross history), which are merged into a virtual base as git does
+    tasks = '''\
+[[tasks]]
+id = "a"
+title = "a"
+prompt = "write a.py: A = 1"
+
+[[tasks]]
+id = "b"
+title = "b"
+prompt = "write b.py: B = 2"
+
+[[tasks]]
+id = "c"
+title = "c"
+depends_on = ["a", "b"]
+prompt = """append a.py: C = 3
+append b.py: C = 3
+"""
+'''
+    world = make_go_world(tmp_path, target="trunk", tasks=tasks)
+    done = world.go("r1", "--target", "trunk", "--parallel", "2")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert {row["task"]: row["result"] for row in summary["tasks"]} == {"a": "delivered", "b": "delivered",
+                                                                        "c": "delivered"}
+    assert git(world.repo, "rev-parse", "trunk") == summary["target_commit"]
+    assert (world.file_at("trunk", "a.py"), world.file_at("trunk", "b.py")) == ("A = 1\nC = 3\n", "B = 2\nC = 3\n")
+    assert world.run("verify").returncode == 0

@@ -4,6 +4,7 @@ compare-and-swap, and everything docket writes passes ``git fsck --strict``."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 from pathlib import Path
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from docket.adapters.world.fakes import FakeGit, FakeRepository
 from docket.adapters.world.git import DulwichGit
 from docket.adapters.world.merge import advance_ref, merge_candidate, observe_integration
+from docket.domain.effects import MergeResult
 from docket.domain.errors import BadInput
 from docket.domain.merges import PathOverlap, changed_paths_overlap, merge_message, trailers
 from tests.conftest import git
@@ -221,7 +223,7 @@ def test_hostile_names_merge_cleanly_as_git_would(empty: Path) -> None:
     fsck(empty)
 
 
-# Already merged, unrelated and criss-cross histories
+# Already merged
 
 
 def test_a_candidate_already_in_head_is_already_merged(empty: Path) -> None:
@@ -231,16 +233,6 @@ def test_a_candidate_already_in_head_is_already_merged(empty: Path) -> None:
     assert merge_candidate(empty, head, candidate, MESSAGE).state == "already-merged"
     assert merge_candidate(empty, head, head, MESSAGE).commit == head
     assert loose_objects(empty) == before
-
-
-def test_unrelated_and_criss_cross_histories_are_unmergeable(empty: Path) -> None:
-    one, two = commit(empty, {b"a": ("100644", b"1\n")}), commit(empty, {b"b": ("100644", b"1\n")}, when=2)
-    assert merge_candidate(empty, one, two, MESSAGE).state == "unmergeable"
-    base, o, t = three(empty, {b"a": ("100644", b"1\n")}, {b"a": ("100644", b"2\n")}, {b"b": ("100644", b"1\n")})
-    x = commit(empty, {b"a": ("100644", b"2\n"), b"b": ("100644", b"1\n")}, o, t, when=1_767_225_700)
-    y = commit(empty, {b"a": ("100644", b"2\n"), b"b": ("100644", b"1\n")}, t, o, when=1_767_225_701)
-    result = merge_candidate(empty, x, y, MESSAGE)
-    assert result.state == "unmergeable" and "2 merge bases" in result.detail
 
 
 def test_what_is_no_commit_is_unreadable(empty: Path, tmp_path: Path) -> None:
@@ -411,3 +403,233 @@ def test_a_clean_merge_is_the_tree_git_makes(tmp_path_factory: pytest.TempPathFa
     assert result.state in ("merged", "conflicted")
     if result.state == "merged" and expected is not None:
         assert result.tree == expected
+
+
+# Histories with several merge bases: the bases are merged into a virtual base first, as git's recursive strategy does
+
+
+def git_merge_tree_conflicts(repo: Path, ours: str, theirs: str) -> tuple[str | None, tuple[str, ...]]:
+    """git's merged tree and no paths, or None and the paths git finds conflicting."""
+    result = _git(repo, "merge-tree", "--write-tree", "--name-only", "-z", ours, theirs, check=False)
+    assert result.returncode in (0, 1), result.stderr
+    tree, _, rest = result.stdout.partition(b"\0")
+    if result.returncode == 0:
+        return tree.decode(), ()
+    names = rest.split(b"\0\0")[0].split(b"\0")  # the conflicted paths, then an empty field, then messages
+    return None, tuple(sorted({name.decode() for name in names if name}))
+
+
+def merges_as_git_does(repo: Path, ours: str, theirs: str) -> MergeResult:
+    result = merge_candidate(repo, ours, theirs, MESSAGE)
+    tree, conflicts = git_merge_tree_conflicts(repo, ours, theirs)
+    if tree is not None:
+        assert result.state in ("merged", "already-merged") and result.tree == tree, result
+    else:
+        assert (result.state, result.conflicts) == ("conflicted", conflicts), result
+    return result
+
+
+def criss_cross(repo: Path, base: Files, left: Files, right: Files, left_merge: Files, right_merge: Files,
+                ours: Files, theirs: Files) -> tuple[str, str]:
+    """base; left and right on it; each merged into the other (left_merge on [left, right], right_merge on
+    [right, left]); ours on left_merge and theirs on right_merge: ours and theirs have two merge bases."""
+    b = commit(repo, base, when=1_767_225_600)
+    lt, rt = commit(repo, left, b, when=1_767_225_601), commit(repo, right, b, when=1_767_225_602)
+    lm, rm = commit(repo, left_merge, lt, rt, when=1_767_225_603), commit(repo, right_merge, rt, lt, when=1_767_225_604)
+    return commit(repo, ours, lm, when=1_767_225_605), commit(repo, theirs, rm, when=1_767_225_606)
+
+
+def test_unrelated_histories_are_unmergeable(empty: Path) -> None:
+    one, two = commit(empty, {b"a": ("100644", b"1\n")}), commit(empty, {b"b": ("100644", b"1\n")}, when=2)
+    result = merge_candidate(empty, one, two, MESSAGE)
+    assert result.state == "unmergeable" and "no merge base" in result.detail
+
+
+def test_a_criss_cross_history_merges_as_git_does(empty: Path) -> None:
+    base = {b"f": ("100644", SEVEN), b"g": ("100644", b"g\n")}
+    left = {**base, b"f": ("100644", text("A", "b", "c", "d", "e", "f", "g"))}
+    right = {**base, b"g": ("100644", b"G\n")}
+    both = {**left, **right, b"f": left[b"f"]}
+    ours = {**both, b"new": ("100644", b"n\n")}
+    theirs = {**both, b"f": ("100644", text("A", "b", "c", "d", "e", "f", "G"))}
+    o, t = criss_cross(empty, base, left, right, both, both, ours, theirs)
+    result = merges_as_git_does(empty, o, t)
+    assert _git(empty, "show", f"{result.commit}:f").stdout == text("A", "b", "c", "d", "e", "f", "G")
+    before = loose_objects(empty)
+    assert merge_candidate(empty, o, t, MESSAGE) == result  # after a crash: the same commit, nothing new written
+    assert loose_objects(empty) == before
+    fsck(empty)
+
+
+def test_a_conflict_between_the_merge_bases_stays_in_the_virtual_base(empty: Path) -> None:
+    # left and right change one line differently; each merge resolves it its own way: ours and theirs conflict
+    # there, as in git, and a file only one of them changed since merges cleanly
+    base = {b"f": ("100644", SEVEN), b"g": ("100644", b"g\n")}
+    left = {**base, b"f": ("100644", text("a", "L", "c", "d", "e", "f", "g"))}
+    right = {**base, b"f": ("100644", text("a", "R", "c", "d", "e", "f", "g"))}
+    o, t = criss_cross(empty, base, left, right, left, right, {**left, b"g": ("100644", b"G\n")}, right)
+    assert merges_as_git_does(empty, o, t).conflicts == ("f",)
+    # both resolved it alike and then changed other files: git merges, and so does docket
+    resolved = {**base, b"f": ("100644", text("a", "LR", "c", "d", "e", "f", "g"))}
+    o, t = criss_cross(empty, base, left, right, resolved, resolved, {**resolved, b"g": ("100644", b"G\n")},
+                       {**resolved, b"h": ("100644", b"h\n")})
+    merges_as_git_does(empty, o, t)
+    # a file deleted on one base and changed on the other: the virtual base keeps the merge base's file
+    left, right = {b"g": base[b"g"]}, {**base, b"f": ("100644", text("a", "b", "c", "d", "e", "f", "G"))}
+    o, t = criss_cross(empty, base, left, right, left, right, {**left, b"h": ("100644", b"h\n")}, right)
+    merges_as_git_does(empty, o, t)
+
+
+def test_three_merge_bases_are_merged_in_turn(empty: Path) -> None:
+    base = {b"f": ("100644", SEVEN)}
+    b = commit(empty, base, when=1_767_225_600)
+    sides = [{**base, name: ("100644", name + b"\n")} for name in (b"x", b"y", b"z")]
+    x, y, z = (commit(empty, files, b, when=1_767_225_601 + n) for n, files in enumerate(sides))
+    everything = {**sides[0], **sides[1], **sides[2]}
+    ours = commit(empty, {**everything, b"f": ("100644", text("A", "b", "c", "d", "e", "f", "g"))}, x, y, z,
+                  when=1_767_225_610)
+    theirs = commit(empty, {**everything, b"f": ("100644", text("a", "b", "c", "d", "e", "f", "G"))}, z, y, x,
+                    when=1_767_225_611)
+    assert len(_git(empty, "merge-base", "--all", ours, theirs).stdout.split()) == 3
+    merges_as_git_does(empty, ours, theirs)
+    fsck(empty)
+
+
+PATHS = (b"f", b"g", b"d/h", b"d/i")
+
+
+Files_ = dict[bytes, list[str]]
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> tuple[list[tuple[tuple[int, ...], Files_]], tuple[int, int]]:
+    """A random history, each commit as its parents (earlier commits' indexes) and its files (path -> lines), and
+    the two branch tips to merge. Two or three branches grow from one root in rounds: in each, some branches
+    get a commit that edits a file (lines inserted, deleted or replaced, a file added or deleted), then some
+    merge another branch's tip as it was before this round's merges (so merges cross: criss-cross histories and
+    more merge bases than two come up), taking each file from one side or the other, perhaps editing one. Lines
+    are new words, never repeated in a file, so that both git and docket align them one way."""
+    fresh = (str(n) for n in itertools.count())
+
+    def words(least: int, most: int) -> list[str]:
+        return [next(fresh) for _ in range(draw(st.integers(least, most)))]
+
+    def edit(files: Files_) -> None:
+        path = draw(st.sampled_from(PATHS))
+        kind = draw(st.sampled_from(["insert", "delete", "replace", "replace", "delete-file"] if path in files
+                                    else ["add"]))
+        if kind == "add":
+            files[path] = words(1, 5)
+        elif kind == "delete-file":
+            del files[path]
+        else:
+            lines, at = files[path], draw(st.integers(0, len(files[path])))
+            if kind == "insert":
+                lines[at:at] = words(1, 2)
+            elif at < len(lines):
+                lines[at:at + 1] = [] if kind == "delete" else words(1, 1)
+
+    commits: list[tuple[tuple[int, ...], Files_]] = [((), {path: words(4, 9) for path in PATHS[:3]})]
+    tips = [0] * draw(st.integers(2, 3))
+    for _ in range(draw(st.integers(2, 4))):
+        for branch in range(len(tips)):
+            if draw(st.booleans()):
+                files = {path: list(lines) for path, lines in commits[tips[branch]][1].items()}
+                edit(files)
+                commits.append(((tips[branch],), files))
+                tips[branch] = len(commits) - 1
+        before = list(tips)
+        for branch in range(len(tips)):
+            other = before[(branch + draw(st.integers(1, len(tips) - 1))) % len(tips)]
+            if other == tips[branch] or not draw(st.integers(0, 3)):
+                continue
+            own, theirs = commits[tips[branch]][1], commits[other][1]
+            files = {}
+            for path in sorted({*own, *theirs}):
+                chosen = draw(st.sampled_from((own, theirs)))
+                if path in chosen:
+                    files[path] = list(chosen[path])
+            if draw(st.booleans()):
+                edit(files)
+            commits.append(((tips[branch], other), files))
+            tips[branch] = len(commits) - 1
+    ours, theirs = draw(st.lists(st.sampled_from(range(len(tips))), min_size=2, max_size=2, unique=True))
+    return commits, (tips[ours], tips[theirs])
+
+
+def build(repo: Path, history: list[tuple[tuple[int, ...], dict[bytes, list[str]]]]) -> list[str]:
+    """The commits of a history, one second apart; each line is prefixed with its file's name, so that no file's
+    content resembles another's (git would follow it as a rename; docket does not follow renames)."""
+    made: list[str] = []
+    for n, (parents, files) in enumerate(history):
+        content = {path: ("100644", text(*(f"{path.decode()}:{word}" for word in lines)))
+                   for path, lines in files.items()}
+        made.append(commit(repo, content, *(made[p] for p in parents), when=1_767_225_600 + n))
+    return made
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(history=histories())
+def test_random_histories_merge_as_git_does(tmp_path_factory: pytest.TempPathFactory, history: tuple) -> None:
+    commits, (ours, theirs) = history
+    path = tmp_path_factory.mktemp("history")
+    git(path, "init", "-q", "-b", "main")
+    made = build(path, commits)
+    merges_as_git_does(path, made[ours], made[theirs])
+
+
+def test_the_same_change_on_both_sides_is_taken_once_as_git_does(empty: Path) -> None:
+    # common in criss-cross histories: both sides hold one resolution, and one of them changed more
+    _, o, t = three(empty, {b"f": ("100644", SEVEN)}, {b"f": ("100644", text("a", "X", "c", "d", "e", "Y", "g"))},
+                    {b"f": ("100644", text("a", "X", "c", "d", "e", "f", "g")), b"g": ("100644", b"g\n")})
+    assert _git(empty, "show", f"{merges_as_git_does(empty, o, t).commit}:f").stdout == \
+        text("a", "X", "c", "d", "e", "Y", "g")
+    # the same change next to a different one still conflicts, as in git
+    _, o, t = three(empty, {b"f": ("100644", SEVEN)}, {b"f": ("100644", text("a", "X", "Y", "d", "e", "f", "g"))},
+                    {b"f": ("100644", text("a", "X", "c", "d", "e", "f", "g"))})
+    merges_as_git_does(empty, o, t)
+
+
+@st.composite
+def unique_lines_three_ways(draw: st.DrawFn) -> tuple[list[str], list[str], list[str]]:
+    """A base of distinct lines and two edits of it, each inserting, deleting and replacing lines with new ones;
+    or both replacing one line with their own new lines around new lines in common (which a conflict must not
+    keep, and which git joins into one conflict when they are three lines or fewer)."""
+    fresh = (str(n) for n in itertools.count())
+    base = [next(fresh) for _ in range(draw(st.integers(2, 10)))]
+
+    def edit(lines: list[str]) -> list[str]:
+        lines = list(lines)
+        for _ in range(draw(st.integers(1, 3))):
+            at, kind = draw(st.integers(0, len(lines))), draw(st.sampled_from(["insert", "delete", "replace"]))
+            if kind == "insert":
+                lines[at:at] = [next(fresh) for _ in range(draw(st.integers(1, 2)))]
+            elif at < len(lines):
+                lines[at:at + 1] = [] if kind == "delete" else [next(fresh)]
+        return lines
+
+    if draw(st.booleans()):  # both replace the same lines, keeping new lines in common amid their own
+        at = draw(st.integers(0, len(base) - 1))
+        shared = [next(fresh) for _ in range(draw(st.integers(1, 5)))]
+        ours, theirs = ([*base[:at], next(fresh), *shared, next(fresh), *base[at + 1:]] for _ in range(2))
+        return base, ours, theirs
+    return base, edit(base), edit(base)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(three_ways=unique_lines_three_ways())
+def test_a_conflict_in_a_virtual_base_has_the_markers_git_puts_there(tmp_path_factory: pytest.TempPathFactory,
+                                                                     three_ways: tuple) -> None:
+    """On lines that do not repeat, the content docket keeps in a virtual base for a conflicting file is git's, byte
+    for byte (git merge-file makes it with git's merge of the virtual base; one deeper, markers of 9)."""
+    from dulwich.objects import Blob
+
+    from docket.adapters.world.merge import _with_markers
+
+    path = tmp_path_factory.mktemp("markers")
+    for name, lines in zip(("base", "ours", "theirs"), three_ways, strict=True):
+        (path / name).write_bytes(text(*lines))
+    expected = subprocess.run(["git", "merge-file", "-p", "--marker-size=9", "-L", "Temporary merge branch 1", "-L",
+                               "base", "-L", "Temporary merge branch 2", "ours", "base", "theirs"], cwd=path,
+                              capture_output=True, check=False).stdout
+    assert _with_markers([Blob.from_string(text(*lines)) for lines in three_ways], 9) == expected
