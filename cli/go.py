@@ -13,7 +13,8 @@ __all__ = ["register", "register_supervise"]
 
 DEFAULT_CYCLES = 3
 DEFAULT_PARALLEL = 4
-GO_EXIT = {"delivered": 0, "failed": 6, "stopped": 7}
+GO_EXIT = {"delivered": 0, "failed": 6, "stopped": 7, "waiting": 8}
+WAITS_FOR_THE_USER = ("target-checked-out", "awaiting-approval")  # refusals only the user can lift
 
 
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
@@ -21,7 +22,8 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
                 "run an agent per task in parallel, check each result (relaunching with the failure as feedback "
                 "until it passes or its cycles are spent), integrate what passed, seal the receipt "
                 "(exit 0: all delivered, 6: some task failed or nothing integrated, 7: stopped, aborted or out of "
-                "budget)",
+                "budget, 8: waiting for you: the target's checkout has changes where the delivered tree writes, or "
+                "approval is due; the summary says what to do, then 'docket go --resume RUN')",
                 "docket go --goal 'greet by name' --tasks tasks.toml --agent claude --parallel 3 --budget 2h\n"
                 "  docket go --resume run-7k2m9x4q")
     p.add_argument("--goal", metavar="TEXT", help="what the run is for")
@@ -403,14 +405,8 @@ def _deliver(ctx: Context, settings: Any, run_id: str, signer: Any) -> None:
                       artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
                       ledger_path=settings.ledger_path, checked_out_target=settings.checked_out_target)
         except Refused as e:
-            if e.code == "awaiting-approval":
-                ctx.update_views()
-                raise
-            if e.code == "target-checked-out":  # the user's own changes are in the way: resume once they are not
-                from .output import warn
-
-                warn(e.code, e.message.replace("'docket integrate'", f"'docket go --resume {run_id}'"))
-                ctx.update_views()
+            if e.code in WAITS_FOR_THE_USER:
+                _wait(ctx, run_id, e)
                 return
             if e.code != "nothing-to-integrate":
                 raise
@@ -428,6 +424,19 @@ def _deliver(ctx: Context, settings: Any, run_id: str, signer: Any) -> None:
     faults.crash_point("go:before-complete")
     if load_run(ctx.ledger, run_id).status == "active":
         complete_run(ctx.ledger, ctx.clock, run_id)
+    ctx.update_views()
+
+
+def _wait(ctx: Context, run_id: str, refused: Any) -> None:
+    """RunWaiting: the run ends waiting for its user, with what to do and then how to finish it."""
+    from ..adapters.app.services import load_run
+    from ..domain import run as run_aggregate
+
+    then = f"'docket go --resume {run_id}'"
+    message = (refused.message.replace("'docket integrate'", then) if "'docket integrate'" in refused.message
+               else f"{refused.message}; then run {then}")
+    ctx.ledger.decide(lambda now: run_aggregate.wait(load_run(ctx.ledger, run_id), refused.code, message, now),
+                      ctx.clock.now())
     ctx.update_views()
 
 
@@ -484,7 +493,9 @@ def run_summary(ctx: Context, run_id: str) -> dict[str, Any]:
                      "code": task.finished_code, "checks": checks})
     path = receipt_path(ctx, run_id)
     sealed = integration.receipt_sha256 if integration is not None else None
+    waiting = run.waiting if run.status == "active" else None
     return {"run_id": run_id, "status": run.status, "goal": run.goal, "target": run.target_branch,
+            "waiting": {"code": waiting[0], "message": waiting[1]} if waiting else None,
             "tasks": rows, "integration": integration.status if integration else None,
             "target_commit": integration.final_commit if completed else None,
             "receipt": {"sealed": sealed, "path": str(path) if path.exists() else None}}
@@ -498,6 +509,8 @@ def _summarise(ctx: Context, run_id: str, *, interrupted: bool, show: bool = Tru
         outcome = "stopped"
     elif doc["tasks"] and all(row["result"] == "delivered" for row in doc["tasks"]):
         outcome = "delivered"
+    elif doc["waiting"]:
+        outcome = "waiting"
     else:
         outcome = "failed"
     doc["outcome"] = outcome
@@ -514,6 +527,8 @@ def _summarise(ctx: Context, run_id: str, *, interrupted: bool, show: bool = Tru
         lines.append(f"  integration {doc['integration']}; {shown(doc['target'])} not moved")
     if doc["receipt"]["path"]:
         lines.append(f"  receipt: {shown(doc['receipt']['path'])}")
+    if outcome == "waiting":
+        lines.append(f"  waiting for you ({doc['waiting']['code']}): {shown(doc['waiting']['message'])}")
     if show:
         emit(ctx.json, doc, "\n".join(lines))
     return GO_EXIT[outcome]

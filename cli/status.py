@@ -77,7 +77,8 @@ def status(ctx: Context) -> int:
         doc = {"position": position, "runs": all_runs, "pending_intents": intents.pending(conn)}
         lines = [f"ledger position {position}; {len(all_runs)} run(s); {len(doc['pending_intents'])} pending intent(s)"]
         for r in all_runs:
-            lines += [_run_line(r), *_attention_lines(r["attention"]), *_integration_lines(r["integration"])]
+            lines += [_run_line(r), *_waiting_lines(r), *_attention_lines(r["attention"]),
+                      *_integration_lines(r["integration"])]
         emit(ctx.json, doc, "\n".join(lines))
     return 0
 
@@ -95,8 +96,15 @@ def _seconds(ms: int) -> str:
 def _run_line(r: dict[str, Any]) -> str:
     base = (r["base_commit"] or "-")[:12]
     budget = _seconds(r["used_ms"]) + (f"/{format_duration(r['budget_ms'])}" if r["budget_ms"] else "")
-    return (f"{shown(r['run_id']):<16} {r['status']:<10} {shown(r['target_branch'])}@{base}  {budget}  "
+    status = "waiting" if r["status"] == "active" and r.get("waiting_code") else r["status"]
+    return (f"{shown(r['run_id']):<16} {status:<10} {shown(r['target_branch'])}@{base}  {budget}  "
             f"{shown(r['goal'])}")
+
+
+def _waiting_lines(r: dict[str, Any]) -> list[str]:
+    if r["status"] != "active" or not r.get("waiting_code"):
+        return []
+    return [f"  waiting for you ({r['waiting_code']}): {shown(r['waiting_message'])}"]
 
 
 def _reported(w: dict[str, Any]) -> str:
@@ -124,6 +132,7 @@ def _human_run(doc: dict[str, Any], now: str, step_words: dict[int, str], task_s
     lines = [_run_line(r)]
     if r["failure_code"]:
         lines.append(f"  failed: {r['failure_code']}: {shown(r['failure_message'])}")
+    lines += _waiting_lines(r)
     if r["budget_ms"]:
         lines.append(f"  budget: used {_seconds(r['used_ms'])} of {format_duration(r['budget_ms'])}, "
                      f"{_seconds(r['remaining_ms'])} left")

@@ -40,7 +40,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     # TaskFinished only when it failed (see matches); an unknown of any of the run's intents but a hook's own
     "needs-attention": _names(ev.TaskFinished, ev.IntegrationStepConflicted, ev.IntegrationStepRejected,
                               ev.IntegrationStepFailed, ev.IntegrationTargetMoved, ev.RunBudgetExhausted,
-                              ev.IntentOutcomeUnknown, ev.IntentOutcomeUnknownV2),
+                              ev.RunWaiting, ev.IntentOutcomeUnknown, ev.IntentOutcomeUnknownV2),
 }
 _OWN = frozenset(_names(ev.HookRequested, ev.HookFinished))  # a hook firing for hooks would never end
 

@@ -11,7 +11,8 @@ step the target intent moves the target branch from the expected commit
 (IntegrationCompleted, or IntegrationTargetMoved: nothing reset or forced).
 A target checked out in a clean worktree is moved with that worktree's index
 and files, as git's ``updateInstead`` does (``checkout_to_update``); one with
-local changes is not moved (``target-checked-out``).
+local changes, or an untracked file where the move writes, is not moved
+(``target-checked-out``).
 A crash anywhere resumes at the first step without an outcome. ReceiptSealed
 ends the stream's story: a run is sealed once.
 """
@@ -365,8 +366,11 @@ CheckedOutTarget = Literal["update", "refuse"]
 @dataclass(frozen=True)
 class CheckoutObservation:
     """The index and files of the worktree that has the target checked out, against two commits' trees: at-old
-    (clean at the expected commit), at-new (clean at the integrated commit), dirty (neither; changes: the first few
-    local changes, like "staged a.txt" or "untracked notes.md"), or unreadable."""
+    (its index and tracked files are the expected commit's, and no untracked file is where the move to the
+    integrated commit writes), at-new (its index and tracked files are the integrated commit's), dirty (neither;
+    changes: the first few local changes or paths in the way, like "staged a.txt", "unstaged README.md",
+    "untracked notes.md" or "untracked files in docs/"), or unreadable. Untracked files anywhere else do not
+    count, as in git's own moves."""
 
     state: Literal["at-old", "at-new", "dirty", "unreadable"]
     changes: tuple[str, ...] = ()
@@ -411,10 +415,10 @@ def _dirty_message(branch: str, where: str, checkout: CheckoutObservation | None
     if checkout is None or checkout.state == "unreadable":
         what = f"cannot be read ({checkout.detail if checkout else 'not looked at'})"
     else:
-        what = "has local changes: " + ", ".join(checkout.changes or ("its index or files differ",))
+        what = "has local changes in the way: " + ", ".join(checkout.changes or ("its index or files differ",))
     return (f"the target branch {branch} is checked out in {where}, which {what}; docket moves a checked-out "
-            "branch only with a clean index and working tree, and moved nothing. Commit, stash or remove those "
-            "changes, then run 'docket integrate' again")
+            "branch only when its index and tracked files are clean and no untracked file is where the delivered "
+            "tree writes, and moved nothing. Commit, stash, move or remove those, then run 'docket integrate' again")
 
 
 def request_target(integration: Integration, *, intent_id: str, checkout: str | None = None,

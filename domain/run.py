@@ -4,7 +4,8 @@ Statuses: opening (base pin pending) -> active <-> paused -> completed;
 opening/active/paused -> aborted; active/paused -> budget-limited (its budget is
 spent); opening -> failed (base could not be pinned). A run supervised by
 ``docket go`` also carries its plan (RunPlanned): tasks, dependencies, agent,
-cycles and parallelism.
+cycles and parallelism, and while it waits for its user (RunWaiting: a checkout in
+the way, an approval) why and what to do, until it is supervised again.
 The budget is the sum of the run's active intervals (domain.budget): the clock
 runs while the run is active and at least one docket process supervises it
 (RunSupervised .. RunUnsupervised), so time spent paused, or with no supervisor
@@ -39,6 +40,7 @@ __all__ = [
     "stream_of",
     "supervised",
     "unsupervised",
+    "wait",
 ]
 
 OPEN_STATUSES = frozenset({"opening", "active", "paused"})
@@ -85,6 +87,7 @@ class Run:
     pending_intents: frozenset[str] = frozenset()
     supervisions: tuple[Supervision, ...] = ()  # the docket processes supervising it now
     plan: Plan | None = None  # set by `docket go` (RunPlanned)
+    waiting: tuple[str, str] | None = None  # (code, message) of RunWaiting, until the next supervision
 
     def used_ms(self, now: str) -> int:
         """Milliseconds of budget spent: closed intervals, and the open one up to now."""
@@ -122,7 +125,9 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
         p = event.supervisor
         supervision = Supervision(event.supervision_id, Process(p.host, p.boot_id, p.pid, p.pgid, p.start_time),
                                   event.recorded_at)
-        return _clocked(replace(run, supervisions=(*run.supervisions, supervision)), event.recorded_at)
+        return _clocked(replace(run, supervisions=(*run.supervisions, supervision), waiting=None), event.recorded_at)
+    if isinstance(event, ev.RunWaiting):
+        return replace(run, waiting=(event.code, event.message))
     if isinstance(event, ev.RunUnsupervised):
         left = tuple(s for s in run.supervisions if s.supervision_id != event.supervision_id)
         return _clocked(replace(run, supervisions=left), event.recorded_at, ended_at=event.ended_at)
@@ -182,6 +187,16 @@ def unsupervised(run: Run, supervision_id: str, now: str, *, last_seen: str | No
     return [next_event(ev.RunUnsupervised, stream_of(run.run_id), run.version, now, run_id=run.run_id,
                        supervision_id=supervision_id, ended_at=last_seen or now,
                        cause="finished" if last_seen is None else "supervisor-gone")]
+
+
+def wait(run: Run, code: str, message: str, now: str) -> list[ev.Event]:
+    """RunWaiting: the active run cannot go on without its user (code, and message: what to do). Nothing when it
+    waits for just that already, or is not active."""
+    message = message[:4000]
+    if run.status != "active" or run.waiting == (code, message):
+        return []
+    return [next_event(ev.RunWaiting, stream_of(run.run_id), run.version, now, run_id=run.run_id, code=code,
+                       message=message)]
 
 
 def open_run(

@@ -23,6 +23,7 @@ COLUMNS = {
     "opened_at": str, "closed_at": str, "used_ms": int, "active_since": str, "position": int,
     "supervisions": str,  # JSON list of the supervision ids open now
     "plan": str,  # JSON of the RunPlanned of a run `docket go` supervises
+    "waiting_code": str, "waiting_message": str,  # RunWaiting's, until the run is supervised again
 }
 INDEXES = ("status",)
 PK = "run_id"
@@ -100,6 +101,12 @@ def _supervised(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]
     current = _supervisions(c, p["run_id"])
     if current is not None and p["supervision_id"] not in current:
         _clock(c, p["run_id"], at, position, supervisions=[*current, p["supervision_id"]])
+        c.execute("UPDATE runs SET waiting_code = NULL, waiting_message = NULL WHERE run_id = ?", (p["run_id"],))
+
+
+def _waiting(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE runs SET waiting_code = ?, waiting_message = ? WHERE run_id = ?",
+              (p["code"], p["message"], p["run_id"]))
 
 
 def _unsupervised(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
@@ -124,6 +131,7 @@ def handlers() -> dict[str, Any]:
         ev.RunUnsupervised.type_name(): _unsupervised,
         ev.RunBudgetExhausted.type_name(): _budget_exhausted,
         ev.RunPlanned.type_name(): _planned,
+        ev.RunWaiting.type_name(): _waiting,
     }
 
 

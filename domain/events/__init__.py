@@ -74,6 +74,7 @@ from .run import (
     PlannedTask,
     RunSupervised,
     RunUnsupervised,
+    RunWaiting,
 )
 from .task import (
     TaskFeedbackRecorded,
@@ -170,6 +171,7 @@ __all__ = [
     "RunResumed",
     "RunSupervised",
     "RunUnsupervised",
+    "RunWaiting",
     "ProcessIdentity",
     "TaskFeedbackRecorded",
     "TaskFinished",
@@ -213,6 +215,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         RunCompleted,
         RunSupervised,
         RunUnsupervised,
+        RunWaiting,
         RunPlanned,
         RunBudgetExhausted,
         TaskPlanned,

@@ -24,6 +24,7 @@ __all__ = [
     "RunResumed",
     "RunSupervised",
     "RunUnsupervised",
+    "RunWaiting",
 ]
 
 
@@ -117,6 +118,17 @@ class RunUnsupervised(Event):
     supervision_id: Id
     ended_at: Timestamp
     cause: Literal["finished", "supervisor-gone"]
+
+
+class RunWaiting(Event):
+    """``docket go`` could not finish the run without its user, and ended: code says why (target-checked-out: the
+    target's checkout has changes where the delivered tree writes; awaiting-approval), message what the user is to
+    do. The run stays open; the next supervision of it (``docket go --resume``) ends the wait."""
+
+    name = "RunWaiting"
+    run_id: Id
+    code: Code
+    message: Text
 
 
 class PlannedTask(BaseModel):

@@ -182,8 +182,10 @@ def test_a_dirty_checkout_of_the_target_is_left_alone_and_the_run_waits_for_it(t
     world = make_go_world(tmp_path)
     (world.repo / "README.md").write_text("my own edit\n")
     done = world.go("r1", "--target", "main")
-    assert done.returncode == 6, done.stderr
-    assert json.loads(done.stdout)["status"] == "active"  # not completed: it can still deliver
+    assert done.returncode == 8, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["outcome"], summary["status"]) == ("waiting", "active")  # not failed: it can still deliver
+    assert "unstaged README.md" in summary["waiting"]["message"]
     assert (world.repo / "README.md").read_text() == "my own edit\n"
     assert not world.events("ReceiptSealed")
     from tests.conftest import git

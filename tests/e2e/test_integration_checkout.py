@@ -85,11 +85,12 @@ def _unstaged(repo: Path) -> None:
 
 
 def _untracked(repo: Path) -> None:
-    (repo / "notes.txt").write_text("mine\n")
+    (repo / "a.txt").write_text("mine\n")  # where task t1's a.txt is to go
+    (repo / "notes.txt").write_text("mine\n")  # out of the way: not named, kept
 
 
 @pytest.mark.parametrize("change, named", [(_staged, "staged README.md"), (_unstaged, "unstaged README.md"),
-                                           (_untracked, "untracked notes.txt")])
+                                           (_untracked, "untracked a.txt")])
 @pytest.mark.parametrize("when", ["before", "after-intent"])
 def test_a_checkout_with_local_changes_is_refused_with_nothing_moved_and_the_change_kept(docket, change, named,
                                                                                         when):
@@ -107,17 +108,20 @@ def test_a_checkout_with_local_changes_is_refused_with_nothing_moved_and_the_cha
     assert refused.stderr.count("\n") == 1 and named in refused.stderr and str(docket.cwd) in refused.stderr
     assert tip(docket, MAIN) == expected and git(docket.cwd, "rev-parse", "HEAD") == expected
     assert git(docket.cwd, "status", "--porcelain", "--untracked-files=all") == status  # the change intact
-    assert not (docket.cwd / "a.txt").exists()
+    assert (docket.cwd / "a.txt").exists() == (change is _untracked)
+    assert "notes.txt" not in refused.stderr
     assert payloads(docket, "IntegrationCompleted.v1") == []
-    if when == "before":
-        assert payloads(docket, "IntegrationPrepared.v1") == []
+    if when == "before":  # an untracked file is in the way only of the final tree, known once the steps merged
+        assert payloads(docket, "IntegrationPrepared.v1") == [] or change is _untracked
+        assert payloads(docket, "IntegrationTargetRequested.v2") == []
         return
     (moved,) = payloads(docket, "IntegrationTargetMoved.v1")
     assert moved["code"] == "target-checked-out" and named in moved["message"]
     git(docket.cwd, "reset", "-q", "--hard")  # the user puts the change away
-    (docket.cwd / "notes.txt").unlink(missing_ok=True)
+    (docket.cwd / "a.txt").unlink(missing_ok=True)
     done = docket("integrate", RUN, "--json").json()
     assert done["status"] == "completed"
+    (docket.cwd / "notes.txt").unlink(missing_ok=True)
     assert_checkout_at(docket.cwd, done["final_commit"])
 
 

@@ -31,7 +31,8 @@ def test_aliases_and_type_names_select_event_types():
     assert set(hooks.types_of("TaskPlanned")) == {"TaskPlanned.v1", "TaskPlanned.v2"}  # every version
     assert hooks.types_of("TaskPlanned.v2") == ("TaskPlanned.v2",)
     assert {"IntentOutcomeUnknown.v1", "IntentOutcomeUnknown.v2", "IntegrationStepConflicted.v1",
-            "IntegrationTargetMoved.v1", "RunBudgetExhausted.v1"} <= set(hooks.types_of("needs-attention"))
+            "IntegrationTargetMoved.v1", "RunBudgetExhausted.v1", "RunWaiting.v1"} <= set(
+        hooks.types_of("needs-attention"))
 
 
 @pytest.mark.parametrize("selector", ["task_finished", "TaskFinished.v9", "", "HookFinished", "HookRequested.v1"])

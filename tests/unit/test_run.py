@@ -131,3 +131,19 @@ def test_unsupervised_time_is_not_billed_and_a_gone_supervisor_stops_the_clock_a
     r = book.apply(run.apply, r, run.unsupervised(r, "s1", at(90_000), last_seen=at(42_000)))
     assert r.used_ms(at(100_000)) == 12_000 and r.active_since is None  # the crash's downtime is not billed
     assert run.unsupervised(r, "s1", at(95_000)) == []  # once
+
+
+def test_a_run_waits_for_its_user_once_per_reason_until_it_is_supervised_again():
+    book = Book()
+    r = book.apply(run.apply, None, run.open_run("r1", "i1", "g", "main", None, "/r", T0))
+    r = book.apply(run.apply, r, run.record_base_pin(r, "i1", T0, commit=COMMIT))
+    (waiting,) = run.wait(r, "target-checked-out", "untracked a.txt is in the way", at(1))
+    r = book.apply(run.apply, r, waiting)
+    assert r.status == "active" and r.waiting == ("target-checked-out", "untracked a.txt is in the way")
+    assert run.wait(r, "target-checked-out", "untracked a.txt is in the way", at(2)) == []  # said already
+    r = book.apply(run.apply, r, run.wait(r, "awaiting-approval", "approve it", at(3)))
+    assert r.waiting == ("awaiting-approval", "approve it")
+    r = book.apply(run.apply, r, run.supervised(r, "s1", SUPERVISOR, at(4)))
+    assert r.waiting is None  # a supervisor is at it again
+    r = book.apply(run.apply, r, run.complete(r, at(5)))
+    assert run.wait(r, "awaiting-approval", "approve it", at(6)) == []  # a closed run waits for nothing
