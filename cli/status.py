@@ -53,6 +53,7 @@ def status(ctx: Context) -> int:
             "integration": _integration(conn, run, approval),
             "integration_steps": integration_steps.steps_of(conn, a.run),
             "approvals": approvals.approvals_of(conn, a.run),
+            "base_checks": checks.base_checks_of(conn, a.run),
         }
         emit(ctx.json, doc, _human_run(doc))
     else:
@@ -101,6 +102,7 @@ def _human_run(doc: dict[str, Any]) -> str:
     if r["budget_ms"]:
         lines.append(f"  budget: used {_seconds(r['used_ms'])} of {format_duration(r['budget_ms'])}, "
                      f"{_seconds(r['remaining_ms'])} left")
+    lines += base_check_lines(doc["base_checks"])
     for t in doc["tasks"]:
         finished = ""
         if t.get("result"):
@@ -130,6 +132,13 @@ def _human_run(doc: dict[str, Any]) -> str:
         lines.append(f"  approved by {shown(approval['by'])} at {approval['recorded_at']}: "
                      f"{approval['candidates']} candidate(s)")
     return "\n".join(lines)
+
+
+def base_check_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """A line for each check that fails on the run's base too (checks of the base that passed say nothing)."""
+    return [f"  check {shown(row['check'])} fails on the run's base too: {row['status']}"
+            + (f" ({shown(row['code'])})" if row["code"] else "") + ", before any task's change"
+            for row in rows if row["status"] != "passed"]
 
 
 def _approval_required() -> Callable[[], bool]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ...domain.effects import CandidateRefObservation
 
-__all__ = ["CANDIDATE_IDENTITY", "observe_candidate", "pin_candidate", "release_candidate"]
+__all__ = ["CANDIDATE_IDENTITY", "commit_tree", "observe_candidate", "pin_candidate", "release_candidate"]
 
 CANDIDATE_IDENTITY = b"docket <docket@localhost>"
 
@@ -143,5 +143,20 @@ def tree_paths(repository: Path, commit: str, folder: str) -> list[str]:
                       for entry in repo.object_store.iter_tree_contents(sha) if entry.mode != 0o160000)
     except (KeyError, OSError, ValueError):
         return []
+    finally:
+        repo.close()
+
+
+def commit_tree(repository: Path, commit: str) -> str:
+    """The id of the commit's tree; KeyError when the repository has no such commit."""
+    from dulwich.objects import Commit
+    from dulwich.repo import Repo
+
+    repo = Repo(str(repository))
+    try:
+        obj = repo[commit.encode("ascii")]
+        if not isinstance(obj, Commit):
+            raise KeyError(f"{commit} is not a commit")
+        return obj.tree.decode("ascii")
     finally:
         repo.close()
