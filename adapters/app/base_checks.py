@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...domain import candidate as candidate_aggregate
+from ..world import faults
 from ..world.clock import Clock
 from .checks import Baseline, CheckSpec, run_check
 from .ledger import Ledger
@@ -77,6 +78,7 @@ def check_base(ledger: Ledger, clock: Clock, effector: Any, run_id: str, spec: C
         if done is None:
             outcome = run_check(ledger, clock, effector, candidate.binding_id, spec, artifact_dir=artifact_dir,
                                 docket_dir=docket_dir, ledger_path=ledger_path)  # judged by its exit: it is the base
+            faults.crash_point("base:after-check")
             candidate = ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(candidate.binding_id))
             assert candidate is not None
             done = candidate.check_run(outcome.check_id)

@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import git
 from tests.e2e.go_world import GoWorld, config, make_go_world
 
@@ -99,3 +101,22 @@ def test_judged_by_its_exit_a_red_base_is_named_in_the_summary_the_status_and_th
     assert "test_calc::test_mul" in feedback and "assert 5 == 6" in feedback  # the failing test and its assertion
     human = world.run("go", "--resume", "r1")
     assert "check tests fails on the run's base too" in human.stdout + human.stderr
+    # the base's candidate holds no work of its own: it is released without --discard
+    released = world.run("candidate", "release", summary["base_checks"]["tests"]["binding_id"])
+    assert released.returncode == 0, released.stderr
+
+BASE_CHECK_POINTS = ["base:after-check"]
+
+
+@pytest.mark.parametrize("point", BASE_CHECK_POINTS)
+def test_killed_after_the_base_was_checked_the_resumed_run_reuses_that_result(tmp_path: Path, point: str) -> None:
+    world = _red_base(tmp_path, FIX_ELSE, "relative-to-base")
+    killed = world.go("r1", "--target", "main", "--cycles", "1", fault=point)
+    assert killed.returncode == -9, killed.stderr
+    done = world.go("r1", "--target", "main", "--cycles", "1")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert json.loads(done.stdout)["tasks"][0]["result"] == "delivered"
+    on_base = [e for e in world.events("CheckRequested") if e["payload"]["task_id"] == "r1"]
+    assert [e["payload"]["check"] for e in on_base] == ["tests"]  # run once, never again
+    reconcile = world.json("reconcile")
+    assert reconcile["findings"] == [] and reconcile["git"] == [] and reconcile["unfinished_checks"] == []

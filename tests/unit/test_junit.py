@@ -133,3 +133,21 @@ def test_a_secret_in_a_message_is_redacted() -> None:
     report = parse_junit(f'<testsuites><testcase classname="t" name="a"><failure message="token {token}"/>'
                          f'</testcase></testsuites>'.encode())
     assert token not in report_feedback(report, new=None, max_chars=6000)
+
+
+def test_check_feedback_notes_a_red_base_and_falls_back_to_the_escaped_end_of_the_output() -> None:
+    from docket.domain.candidate import TestsReported
+    from docket.domain.task import MAX_FEEDBACK_CHARS, check_feedback
+
+    report = parse_junit(b'<testsuites><testcase classname="t" name="a"><failure message="assert 1 == 2"/>'
+                         b'</testcase></testsuites>')
+    tests = TestsReported(report.failing, None, "exit")
+    text = check_feedback("tests", "failed", "exit", tests, "ignored tail", base_result="failed", base_code="exit")
+    assert text.startswith("tests: failed (exit)\nNote: tests fails on the run's base too (failed, exit)")
+    assert "t::a" in text and "assert 1 == 2" in text and "ignored tail" not in text
+    assert "fails on the run's base" not in check_feedback("tests", "failed", "exit", tests, "", base_result="passed")
+    tail = "x\n" * 10_000 + "the last line \x1b[2J"
+    text = check_feedback("tests", "failed", "exit", None, tail)
+    assert len(text) <= MAX_FEEDBACK_CHARS and text.endswith("the last line \\x1b[2J") and "\x1b" not in text
+    missing = TestsReported((), "report-missing", "exit")
+    assert "report-missing" in check_feedback("tests", "failed", "exit", missing, "boom")
