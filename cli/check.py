@@ -30,7 +30,6 @@ def check_run(ctx: Context) -> int:
     from ..adapters.app.candidates import find_candidate
     from ..adapters.app.checks import CheckSpec, run_check
     from ..adapters.world.config_file import find_config, load_config
-    from ..domain.config import check_config_sha256
     from ..domain.errors import BadInput, NotFound
     from .output import emit, info, shown
 
@@ -52,10 +51,7 @@ def check_run(ctx: Context) -> int:
     outcomes = []
     for name in names:
         chosen = config.checks[name]
-        spec = CheckSpec(name=name, argv=chosen.argv, config_sha256=check_config_sha256(name, chosen),
-                         required=chosen.required, timeout_ms=chosen.timeout_ms,
-                         idle_timeout_ms=chosen.idle_timeout_ms, environment=chosen.environment,
-                         env_allow=chosen.env_allow)
+        spec = CheckSpec.of(name, chosen)
         if not ctx.json:
             info(f"check {shown(name)} on candidate {candidate.binding_id[:12]} ...")
         outcome = run_check(ctx.ledger, ctx.clock, ctx.effector, candidate.binding_id, spec,

@@ -218,7 +218,6 @@ def _settings(ctx: Context, config: Any, agent_name: str) -> Any:
     from ..adapters.app.checks import CheckSpec
     from ..adapters.app.go import Agent, GoSettings
     from ..adapters.world.paths import main_worktree
-    from ..domain.config import check_config_sha256
     from ..domain.errors import NotFound
 
     chosen = config.agents.get(agent_name)
@@ -227,11 +226,7 @@ def _settings(ctx: Context, config: Any, agent_name: str) -> Any:
                                           "planned with")
     agent = Agent(agent_name, tuple(chosen.command), chosen.prompt, dict(chosen.env), tuple(chosen.env_allow),
                   chosen.timeout_ms, chosen.idle_timeout_ms, chosen.report)
-    checks = tuple(CheckSpec(name=name, argv=check.argv, config_sha256=check_config_sha256(name, check),
-                             required=check.required, timeout_ms=check.timeout_ms,
-                             idle_timeout_ms=check.idle_timeout_ms, environment=check.environment,
-                             env_allow=check.env_allow)
-                   for name, check in sorted(config.checks.items()))
+    checks = tuple(CheckSpec.of(name, check) for name, check in sorted(config.checks.items()))
     repository = ctx.require_repository()
     return GoSettings(agent=agent, checks=checks, approval=config.integration.approval,
                       docket_dir=ctx.paths.ledger.parent, repository=repository,
@@ -467,6 +462,7 @@ def run_summary(ctx: Context, run_id: str) -> dict[str, Any]:
     from ..adapters.app.integration import load_integration
     from ..adapters.app.services import load_run, load_task
     from ..domain.plan import short_id
+    from ..projections.checks import base_checks_of
 
     run = load_run(ctx.ledger, run_id)
     integration = load_integration(ctx.ledger, run_id)
@@ -494,15 +490,18 @@ def run_summary(ctx: Context, run_id: str) -> dict[str, Any]:
     path = receipt_path(ctx, run_id)
     sealed = integration.receipt_sha256 if integration is not None else None
     waiting = run.waiting if run.status == "active" else None
+    base = {row["check"]: {"result": row["status"], "code": row["code"], "binding_id": row["binding_id"]}
+            for row in base_checks_of(ctx.views().conn, run_id)}
     return {"run_id": run_id, "status": run.status, "goal": run.goal, "target": run.target_branch,
             "waiting": {"code": waiting[0], "message": waiting[1]} if waiting else None,
-            "tasks": rows, "integration": integration.status if integration else None,
+            "tasks": rows, "base_checks": base, "integration": integration.status if integration else None,
             "target_commit": integration.final_commit if completed else None,
             "receipt": {"sealed": sealed, "path": str(path) if path.exists() else None}}
 
 
 def _summarise(ctx: Context, run_id: str, *, interrupted: bool, show: bool = True) -> int:
     from .output import emit, shown
+    from .status import base_check_lines
 
     doc = run_summary(ctx, run_id)
     if interrupted or doc["status"] in ("aborted", "budget-limited", "paused"):
@@ -521,6 +520,8 @@ def _summarise(ctx: Context, run_id: str, *, interrupted: bool, show: bool = Tru
         why = f" [{row['code']}]" if row["code"] else ""
         lines.append(f"  {shown(row['task'])}: {row['result']}{why}, {row['cycles']} cycle(s), candidate {candidate}, "
                      f"{checks}")
+    lines += base_check_lines([{"check": name, "status": b["result"], "code": b["code"]}
+                               for name, b in sorted(doc["base_checks"].items())])
     if doc["target_commit"]:
         lines.append(f"  {shown(doc['target'])} -> {doc['target_commit']}")
     elif doc["integration"]:

@@ -29,17 +29,13 @@ def integrate(ctx: Context) -> int:
     from ..adapters.app.checks import CheckSpec
     from ..adapters.app.integration import integrate as run_queue
     from ..adapters.world.config_file import find_config, load_config
-    from ..domain.config import check_config_sha256
     from ..domain.errors import Refused
     from ..projections import candidates, tasks
     from .output import emit, shown
 
     run_id = ctx.args.run
     config = load_config(find_config(Path.cwd()))
-    specs = [CheckSpec(name=name, argv=chosen.argv, config_sha256=check_config_sha256(name, chosen),
-                       required=chosen.required, timeout_ms=chosen.timeout_ms, idle_timeout_ms=chosen.idle_timeout_ms,
-                       environment=chosen.environment, env_allow=chosen.env_allow)
-             for name, chosen in sorted(config.checks.items())]
+    specs = [CheckSpec.of(name, chosen) for name, chosen in sorted(config.checks.items())]
     approval = config.integration.approval
     conn = ctx.views().conn
     task_ids = [row["task_id"] for row in tasks.tasks_of(conn, run_id)]

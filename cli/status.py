@@ -63,6 +63,7 @@ def status(ctx: Context) -> int:
             "integration": _integration(conn, run, integration, approval),
             "integration_steps": [{**s, "delivered": s["step"] in delivered} for s in steps],
             "approvals": approvals.approvals_of(conn, a.run),
+            "base_checks": checks.base_checks_of(conn, a.run),
         }
         words = {s["step"]: board.step_words(s, integration, overlaps, delivered) for s in steps}
         current = {task_id: words[s["step"]] for task_id, s in board.current_steps(steps, worker_rows).items()
@@ -137,6 +138,7 @@ def _human_run(doc: dict[str, Any], now: str, step_words: dict[int, str], task_s
         lines.append(f"  budget: used {_seconds(r['used_ms'])} of {format_duration(r['budget_ms'])}, "
                      f"{_seconds(r['remaining_ms'])} left")
     lines += _attention_lines(doc["attention"])
+    lines += base_check_lines(doc["base_checks"])
     for t in doc["tasks"]:
         finished = ""
         if t.get("result"):
@@ -171,6 +173,13 @@ def _human_run(doc: dict[str, Any], now: str, step_words: dict[int, str], task_s
 
 def _attention_lines(attention: list[str]) -> list[str]:
     return [f"  action needed: {shown(item)}" for item in attention]
+
+
+def base_check_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """A line for each check that fails on the run's base too (checks of the base that passed say nothing)."""
+    return [f"  check {shown(row['check'])} fails on the run's base too: {row['status']}"
+            + (f" ({shown(row['code'])})" if row["code"] else "") + ", before any task's change"
+            for row in rows if row["status"] != "passed"]
 
 
 def _lease_words(le: dict[str, Any], now: str, worker_generation: int | None) -> str:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal
 from . import events as ev
 from .aggregate import next_event
 from .errors import Refused
+from .junit import Judgment, TestFailure, TestReport
 from .processes import ProcessIdentity as Process
 from .run import Run, require_open
 from .streams import candidate_stream as stream_of
@@ -54,6 +55,7 @@ __all__ = [
     "request_release",
     "request_removal",
     "stream_of",
+    "tests_reported",
 ]
 
 CandidateStatus = Literal["pinning", "pinned", "diverged", "releasing", "released"]
@@ -89,6 +91,21 @@ class CheckRun:
     result_code: str | None = None  # CheckFailed's code, or the timeout's cause
     result_message: str | None = None  # CheckFailed's message: what failed, e.g. the tracked file a check changed
     output_sha256: str | None = None
+    tests: TestsReported | None = None  # what its JUnit report said (CheckTestsReported), when it has one
+
+
+@dataclass(frozen=True)
+class TestsReported:
+    """A check run's JUnit report as recorded, and the judgment its result rests on."""
+
+    __test__ = False
+
+    failing: tuple[TestFailure, ...]
+    problem: str | None  # why the report could not be used
+    judge: str  # exit | relative-to-base
+    base_check_id: str | None = None
+    new_failures: tuple[str, ...] | None = None
+    known_failures: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -189,6 +206,12 @@ def _apply_check(run: CheckRun, event: ev.Event) -> CheckRun:
                        supervisor=process_of(event.supervisor), launched_at=event.recorded_at)
     if isinstance(event, ev.CheckLaunchFailed):
         return replace(run, launch_intent=None, launch_failure=event.code)
+    if isinstance(event, ev.CheckTestsReported):
+        failing = tuple(TestFailure(f.id, f.outcome, f.message) for f in event.failing)
+        return replace(run, tests=TestsReported(
+            failing, event.problem, event.judge, event.base_check_id,
+            None if event.new_failures is None else tuple(event.new_failures),
+            None if event.known_failures is None else tuple(event.known_failures)))
     if isinstance(event, ev.CheckPassed):
         return replace(run, result="passed", output_sha256=event.output_sha256)
     if isinstance(event, ev.CheckFailed):
@@ -432,6 +455,27 @@ def check_result(candidate: Candidate, check_id: str, result: CheckResult, now: 
                            timeout_ms=run.timeout_ms)]
     return [next_event(ev.CheckFailed, stream, candidate.version, now, **common, code=code or "exit",
                        exit_code=exit_code, signal=signal, message=(message or "the check failed")[:4000])]
+
+
+def tests_reported(candidate: Candidate, check_id: str, now: str, *, report: str, report_sha256: str | None,
+                   parsed: TestReport | None, problem: tuple[str, str] | None, judge: str,
+                   base: tuple[str, str] | None = None, judgment: Judgment | None = None) -> list[ev.Event]:
+    """CheckTestsReported for the run's report (parsed, or the problem (code, message) that kept it unread) and
+    the judgment its result rests on (base: the base's (binding id, check id) it is relative to); nothing once the
+    run has a report or a result."""
+    run = candidate.check_run(check_id)
+    if run.tests is not None or run.result is not None:
+        return []
+    failing = [ev.TestFailureRecord(id=f.id, outcome=f.outcome, message=f.message)
+               for f in (parsed.failing if parsed else ())]
+    return [next_event(ev.CheckTestsReported, stream_of(candidate.binding_id), candidate.version, now,
+                       run_id=candidate.run_id, check_id=check_id, binding_id=candidate.binding_id, check=run.check,
+                       report=report, report_sha256=report_sha256, problem=problem[0] if problem else None,
+                       problem_message=problem[1][:4000] if problem else None,
+                       tests=parsed.tests if parsed else 0, failing=failing, judge=judge,
+                       base_binding_id=base[0] if base else None, base_check_id=base[1] if base else None,
+                       new_failures=list(judgment.new) if judgment else None,
+                       known_failures=list(judgment.known) if judgment else None)]
 
 
 def interrupted(candidate: Candidate, check_id: str, liveness: str, now: str) -> list[ev.Event]:

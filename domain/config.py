@@ -179,6 +179,18 @@ class CheckConfig(_Section):
     required: bool = True  # a candidate is handed off only when every required check passed on it
     env: dict[EnvName, CheckEnvValue] = {}
     env_allow: list[EnvPattern] = []
+    # A JUnit XML report the check writes (relative to its execution's root): failing tests named in feedback.
+    junit: ArtifactDir | None = None
+    # "exit": passed when the command exits 0. "relative-to-base": also passed when every test failing (by the
+    # junit report) was failing on the run's base already.
+    judge: Literal["exit", "relative-to-base"] = "exit"
+
+    @model_validator(mode="after")
+    def _relative_needs_a_report(self) -> CheckConfig:
+        if self.judge == "relative-to-base" and self.junit is None:
+            raise ValueError('judge = "relative-to-base" compares failing tests by id: set junit to the JUnit XML '
+                             'report the command writes (e.g. junit = "out/junit.xml")')
+        return self
 
     @field_validator("command")
     @classmethod
@@ -209,6 +221,10 @@ def check_config_sha256(name: str, check: CheckConfig) -> str:
     document = {"name": name, "command": check.command, "shell": check.shell, "timeout_ms": check.timeout_ms,
                 "idle_timeout_ms": check.idle_timeout_ms, "required": check.required, "env": check.env,
                 "env_allow": sorted(set(check.env_allow))}
+    if check.junit is not None:  # only when set: the digests of checks configured before these keys stay
+        document["junit"] = check.junit
+    if check.judge != "exit":
+        document["judge"] = check.judge
     return hashlib.sha256(canonical_json(document)).hexdigest()
 
 
@@ -371,6 +387,8 @@ DEFAULT_TOML = '''\
 # [checks.tests]
 # command = ["python", "-m", "pytest", "-q", "--junitxml={worktree}/out/docket/junit.xml"]
 # timeout = "20m"
+# junit = "out/docket/junit.xml"   # its report: the failing tests and their assertions go to the agent
+# judge = "relative-to-base"       # pass when no test fails that did not fail on the run's base already
 
 # [checks.lint]
 # command = ["ruff check . && ruff format --check ."]

@@ -19,10 +19,11 @@ from .run import Run, require_open
 from .streams import task_stream as stream_of
 
 if TYPE_CHECKING:
+    from .candidate import TestsReported
     from .effects import Act, Unknown, WorktreeObservation
 
-__all__ = ["Feedback", "RemovalObservation", "Task", "apply", "decide_removal", "decide_worktree", "finish",
-           "plan", "prepared", "record_feedback", "request_removal", "request_worktree", "retry_prompt",
+__all__ = ["Feedback", "RemovalObservation", "Task", "apply", "check_feedback", "decide_removal", "decide_worktree",
+           "finish", "plan", "prepared", "record_feedback", "request_removal", "request_worktree", "retry_prompt",
            "stream_of"]
 
 MAX_FEEDBACK_CHARS = 4000
@@ -158,7 +159,37 @@ def retry_prompt(prompt: str, feedback: tuple[Feedback, ...]) -> str:
     last = feedback[-1]
     what = f"the check {last.check} failed" if last.check else last.code.replace("-", " ")
     return (f"{prompt}\n\n---\nYour previous attempt (generation {last.generation}) was not accepted: {what}.\n"
-            f"Fix it. What it printed last:\n{last.feedback}\n")
+            f"Fix it. What went wrong:\n{last.feedback}\n")
+
+
+def check_feedback(check: str, result: str, code: str | None, tests: TestsReported | None, tail: str, *,
+                   message: str | None = None, base_result: str | None = None, base_code: str | None = None) -> str:
+    """What an agent needs to repair a failed check, at most MAX_FEEDBACK_CHARS characters: the failing tests of its
+    JUnit report with the first lines of each (only those new against the base when it was judged relative to it),
+    else the end of its output (tail, redacted already); escaped. message: what the failure says (the tracked file
+    a check changed, say). base_result: the check's result on the run's base,
+    when known; a note says when it fails there too."""
+    from .junit import TestReport, escaped, report_feedback
+
+    lines = [f"{check}: {result}" + (f" ({code}: {escaped(message)})" if code and message else
+                                      f" ({code})" if code else "")]
+    judged_relative = tests is not None and tests.new_failures is not None
+    if base_result is not None and base_result != "passed":
+        how = base_result + (f", {base_code}" if base_code else "")
+        lines.append(f"Note: {check} fails on the run's base too ({how}), before any change of yours. "
+                     + ("Only tests that pass on the base count against you; they are below."
+                        if judged_relative else "Some failures below may not be yours: do what the task asks "
+                                                "without breaking anything more."))
+    head = "\n".join(lines) + "\n"
+    room = MAX_FEEDBACK_CHARS - len(head)
+    if tests is not None and tests.problem is None and tests.failing:
+        body = report_feedback(TestReport(0, tests.failing), new=tests.new_failures if judged_relative else None,
+                               max_chars=room)
+    else:
+        why = f"(its report could not be used: {tests.problem})\n" if tests is not None and tests.problem else ""
+        end = "\n".join(escaped(line) for line in tail.splitlines())
+        body = why + "The end of its output:\n" + end[-(room - len(why) - 24):]
+    return (head + body)[:MAX_FEEDBACK_CHARS]
 
 
 def decide_worktree(task: Task, intent: ev.WorktreeRequested, observed: WorktreeObservation,

@@ -73,6 +73,13 @@ def checks_of_run(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
     return as_dicts(c.execute("SELECT * FROM checks WHERE run_id = ? ORDER BY position", (run_id,)))
 
 
+def base_checks_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
+    """The last result of each check on the run's base (its candidate has the run's id for a task id), by name."""
+    rows = as_dicts(c.execute("SELECT * FROM checks WHERE run_id = ? AND task_id = ? AND status IN "
+                              "('passed', 'failed', 'timed-out') ORDER BY position", (run_id, run_id)))
+    return sorted({row["check"]: row for row in rows}.values(), key=lambda row: row["check"])
+
+
 def live_executions(c: sqlite3.Connection) -> list[dict[str, Any]]:
     """Check runs whose execution worktree may exist: every one not recorded as removed."""
     return as_dicts(c.execute("SELECT * FROM checks WHERE execution_state != 'removed' ORDER BY position"))

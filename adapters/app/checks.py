@@ -40,7 +40,7 @@ from .ledger import Ledger
 from .services import load_run
 from .workers import last_message, log_summary
 
-__all__ = ["CheckOutcome", "CheckSpec", "run_check", "settle_checks"]
+__all__ = ["Baseline", "CheckOutcome", "CheckSpec", "run_check", "settle_checks"]
 
 POLL_SECONDS = 0.05
 STOP_GRACE_SECONDS = 5.0
@@ -58,6 +58,27 @@ class CheckSpec:
     idle_timeout_ms: int | None = None
     environment: Any = None  # (execution path) -> extra variables; None: none
     env_allow: Sequence[str] = ()
+    junit: str | None = None  # its JUnit XML report, relative to the execution's root
+    judge: str = "exit"  # exit | relative-to-base
+
+    @classmethod
+    def of(cls, name: str, check: Any) -> CheckSpec:
+        """The spec of docket.toml's [checks.NAME] (a domain.config.CheckConfig)."""
+        from ...domain.config import check_config_sha256
+
+        return cls(name=name, argv=check.argv, config_sha256=check_config_sha256(name, check),
+                   required=check.required, timeout_ms=check.timeout_ms, idle_timeout_ms=check.idle_timeout_ms,
+                   environment=check.environment, env_allow=check.env_allow, junit=check.junit, judge=check.judge)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What a relative judgment compares with: the run's base's check of the same configuration (its candidate and
+    check run) and the tests failing there (None: its report could not be used, so nothing is explained by it)."""
+
+    binding_id: str
+    check_id: str
+    failing: frozenset[str] | None
 
 
 @dataclass(frozen=True)
@@ -79,14 +100,23 @@ class CheckOutcome:
 
 def run_check(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec: CheckSpec, *,
               artifact_dir: str | None, docket_dir: Path, ledger_path: Path) -> CheckOutcome:
-    """Run one attempt of the check against the candidate and record its result; its execution removed after."""
+    """Run one attempt of the check against the candidate and record its result; its execution removed after.
+
+    With spec.junit its report is read and recorded (CheckTestsReported) before the result. A check judged
+    relative to the base needs the base's result first (base_checks: run once per run, then reused); a command
+    that failed only tests failing there too passes."""
     from ..world.executions import execution_path
+    from .base_checks import BOUNDARY, check_base
 
     candidate = load_candidate(ledger, binding)
     if candidate.status != "pinned" or candidate.commit is None:
         raise Refused("candidate-not-pinned", f"candidate {binding} is {candidate.status}; checks run only on a "
                                               "pinned candidate")
     repository = Path(candidate.repository)
+    baseline = None
+    if spec.judge == "relative-to-base" and candidate.boundary != BOUNDARY:
+        baseline = check_base(ledger, clock, effector, candidate.run_id, spec, repository=repository,
+                              artifact_dir=artifact_dir, docket_dir=docket_dir, ledger_path=ledger_path).baseline
     check_id, execution_intent = new_id("check"), new_id("execution")
     chosen: dict[str, Any] = {}
 
@@ -114,12 +144,13 @@ def run_check(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec: C
                        message=last_message(ledger, candidate_aggregate.stream_of(binding),
                                             "the execution could not be made"), remove=False)
     outcome = _launch_and_wait(ledger, clock, effector, binding, check_id, spec, chosen["argv"],
-                               docket_dir=docket_dir, ledger_path=ledger_path)
+                               docket_dir=docket_dir, ledger_path=ledger_path, baseline=baseline)
     return outcome
 
 
 def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str, spec: CheckSpec,
-                     argv: tuple[str, ...], *, docket_dir: Path, ledger_path: Path) -> CheckOutcome:
+                     argv: tuple[str, ...], *, docket_dir: Path, ledger_path: Path,
+                     baseline: Baseline | None) -> CheckOutcome:
     from ..world.processes import LaunchSpec
     from .launcher import LAUNCH_MARK
 
@@ -163,7 +194,7 @@ def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
     code, cause = _wait(effector.ports.processes, gated, log_path, spec)
     duration_ms = int((time.monotonic() - started) * 1000)
     faults.crash_point("check:after-exit")
-    return _conclude(ledger, clock, effector, binding, check_id, code, cause, duration_ms, log_path)
+    return _conclude(ledger, clock, effector, binding, check_id, code, cause, duration_ms, log_path, spec, baseline)
 
 
 def _wait(processes: Any, gated: Any, log_path: Path, spec: CheckSpec) -> tuple[int, str | None]:
@@ -175,8 +206,9 @@ def _wait(processes: Any, gated: Any, log_path: Path, spec: CheckSpec) -> tuple[
 
 
 def _conclude(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str, code: int,
-              cause: str | None, duration_ms: int, log_path: Path) -> CheckOutcome:
-    """Inspect the execution, copy its artifacts back, and record the one result."""
+              cause: str | None, duration_ms: int, log_path: Path, spec: CheckSpec,
+              baseline: Baseline | None) -> CheckOutcome:
+    """Inspect the execution, copy its artifacts back, read its report, and record the one result."""
     candidate = load_candidate(ledger, binding)
     run = candidate.check_run(check_id)
     git = effector.ports.git
@@ -194,6 +226,9 @@ def _conclude(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_i
             artifact_error = e
     signal = -code if code < 0 else None
     exit_code = code if code >= 0 else None
+    judgment = None
+    if spec.junit and cause is None and inspection.state == "matching":
+        judgment = _record_report(ledger, clock, binding, check_id, spec, Path(run.execution), code, baseline)
     faults.crash_point("check:before-result")
     if cause is not None:
         return _finish(ledger, clock, effector, binding, check_id, "timed-out", cause=cause, exit_code=exit_code,
@@ -207,13 +242,52 @@ def _conclude(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_i
         return _finish(ledger, clock, effector, binding, check_id, "failed", code=artifact_error.code,
                        message=artifact_error.message[:4000], exit_code=exit_code, signal=signal,
                        duration_ms=duration_ms, log_path=log_path, execution=inspection.state)
-    if code == 0:
-        return _finish(ledger, clock, effector, binding, check_id, "passed", duration_ms=duration_ms, exit_code=0,
-                       log_path=log_path, execution=inspection.state, artifacts=artifacts)
+    if code == 0 or (judgment is not None and judgment.passed):
+        return _finish(ledger, clock, effector, binding, check_id, "passed", duration_ms=duration_ms,
+                       exit_code=exit_code, log_path=log_path, execution=inspection.state, artifacts=artifacts)
     how = f"exited {exit_code}" if exit_code is not None else f"was killed by signal {signal}"
+    if judgment is not None and judgment.new:
+        how += f"; {len(judgment.new)} test(s) failed that pass on the run's base"
     return _finish(ledger, clock, effector, binding, check_id, "failed", code="exit" if exit_code is not None
                    else "signal", message=f"the check's command {how}", exit_code=exit_code, signal=signal,
                    duration_ms=duration_ms, log_path=log_path, execution=inspection.state, artifacts=artifacts)
+
+
+def _record_report(ledger: Ledger, clock: Clock, binding: str, check_id: str, spec: CheckSpec, execution: Path,
+                   code: int, baseline: Baseline | None) -> Any:
+    """Read the check's JUnit report from its execution and record CheckTestsReported; the relative judgment
+    (domain.junit.Judgment) when the command failed and the check is judged relative to a baseline that has
+    usable failures, else None (judged by its exit)."""
+    from ...domain.junit import MAX_REPORT_BYTES, ReportError, judge_relative, parse_junit
+    from ..world.artifacts import read_report
+
+    assert spec.junit is not None
+    parsed, problem, digest = None, None, None
+    try:
+        data = read_report(execution, spec.junit, MAX_REPORT_BYTES)
+        if data is None:
+            problem = ("report-missing", f"the check wrote no report at {spec.junit}")
+        else:
+            digest = hashlib.sha256(data).hexdigest()
+            parsed = parse_junit(data)
+    except ReportError as e:
+        problem = (e.code, e.message)
+    except DocketError as e:
+        problem = ("report-unreadable", f"{e.code}: {e.message}")
+    except OSError as e:
+        problem = ("report-unreadable", f"{spec.junit} cannot be read: {e.strerror or e}")
+    judgment = None
+    if baseline is not None and code != 0 and parsed is not None and baseline.failing is not None:
+        judgment = judge_relative(parsed, baseline.failing)
+
+    def decision(now: str) -> list[Event]:
+        return candidate_aggregate.tests_reported(
+            load_candidate(ledger, binding), check_id, now, report=spec.junit, report_sha256=digest, parsed=parsed,
+            problem=problem, judge="exit" if baseline is None else "relative-to-base",
+            base=None if baseline is None else (baseline.binding_id, baseline.check_id), judgment=judgment)
+
+    ledger.decide(decision, clock.now())
+    return judgment
 
 
 def _finish(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str, result: str, *,

@@ -428,13 +428,10 @@ def _judge(s: Session, settings: GoSettings, run: run_aggregate.Run, task: task_
         return
     faults.crash_point("go:after-pin")
     for spec in settings.required:
-        outcome = _check(s, settings, candidate.binding_id, spec)
-        if outcome is not None:
-            result, tail = outcome
-            if result != "passed":
-                _feedback(s, task, generation, "check-failed", spec.name, candidate.binding_id,
-                          f"{spec.name}: {result}\n{tail}")
-                return
+        result, feedback = _check(s, settings, run.run_id, candidate.binding_id, spec)
+        if result != "passed":
+            _feedback(s, task, generation, "check-failed", spec.name, candidate.binding_id, feedback, composed=True)
+            return
     faults.crash_point("go:before-handoff")
     _hand_off(s, settings, task, candidate)
 
@@ -468,30 +465,46 @@ def _pin(s: Session, settings: GoSettings, run: run_aggregate.Run, task: task_ag
     return candidate
 
 
-def _check(s: Session, settings: GoSettings, binding: str, spec: CheckSpec) -> tuple[str, str] | None:
-    """The required check's result on the candidate: one recorded under this configuration, or a new run."""
+def _check(s: Session, settings: GoSettings, run_id: str, binding: str, spec: CheckSpec) -> tuple[str, str]:
+    """The required check's result on the candidate (one recorded under this configuration, or a new run), and the
+    feedback for the agent when it did not pass, with a note when the check fails on the run's base too (the base
+    is checked once a candidate fails, or before, when it is judged relative to the base)."""
+    from ...domain.processes import bounded_tail
+    from ...domain.task import check_feedback
+    from .base_checks import check_base
     from .checks import run_check
     from .integration import _concluded
+    from .workers import log_summary
 
     candidate = s.ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(binding))
     assert candidate is not None
-    done = _concluded(candidate, spec.name, spec.config_sha256)
-    if done is not None:  # recorded before a crash: never run twice
-        tail = next((getattr(e, "tail", "") for _, e in reversed(s.ledger.history(candidate_aggregate.stream_of(binding)))
-                     if getattr(e, "check_id", None) == done.check_id and getattr(e, "tail", None) is not None), "")
-        return done.result or "failed", _with_code(done.result_code, done.result_message, tail)
-    outcome = run_check(s.ledger, s.clock, s.effector, binding, spec, artifact_dir=settings.artifact_dir,
-                        docket_dir=settings.docket_dir, ledger_path=settings.ledger_path)
-    recorded = s.ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(binding))
-    message = recorded.check_run(outcome.check_id).result_message if recorded is not None else None
-    return outcome.result, _with_code(outcome.code, message, outcome.tail)
+    done = _concluded(candidate, spec.name, spec.config_sha256)  # recorded before a crash: never run twice
+    if done is None:
+        outcome = run_check(s.ledger, s.clock, s.effector, binding, spec, artifact_dir=settings.artifact_dir,
+                            docket_dir=settings.docket_dir, ledger_path=settings.ledger_path)
+        candidate = s.ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(binding))
+        assert candidate is not None
+        done = candidate.check_run(outcome.check_id)
+    if done.result == "passed":
+        return "passed", ""
+    try:
+        base = check_base(s.ledger, s.clock, s.effector, run_id, spec, repository=settings.repository,
+                          artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
+                          ledger_path=settings.ledger_path)
+    except DocketError:
+        base = None  # the note is left out; the candidate's own result stands
+    tail = next((getattr(e, "tail", "") for _, e in reversed(s.ledger.history(candidate_aggregate.stream_of(binding)))
+                 if getattr(e, "check_id", None) == done.check_id and getattr(e, "tail", None) is not None), "")
+    if done.log_path and _tests_unusable(done):  # the end of its output, more of it than the event keeps
+        tail = bounded_tail(log_summary(Path(done.log_path)).end, max_lines=60, max_chars=3500) or tail
+    return done.result or "failed", check_feedback(spec.name, done.result or "failed", done.result_code, done.tests,
+                                                   tail, message=done.result_message,
+                                                   base_result=base.result if base else None,
+                                                   base_code=base.code if base else None)
 
 
-def _with_code(code: str | None, message: str | None, tail: str) -> str:
-    """The failure's code and what it says (the tracked file a check changed, say), then the output's end."""
-    if not code:
-        return tail
-    return f"({code}: {message})\n{tail}" if message else f"({code})\n{tail}"
+def _tests_unusable(run: candidate_aggregate.CheckRun) -> bool:
+    return run.tests is None or run.tests.problem is not None or not run.tests.failing
 
 
 def _hand_off(s: Session, settings: GoSettings, task: task_aggregate.Task,
@@ -513,10 +526,12 @@ def _hand_off(s: Session, settings: GoSettings, task: task_aggregate.Task,
 
 
 def _feedback(s: Session, task: task_aggregate.Task, generation: int, code: str, check: str | None,
-              binding: str | None, text: str) -> None:
+              binding: str | None, text: str, *, composed: bool = False) -> None:
+    """Record why the generation failed; text is cut to its end (composed: bounded and escaped already)."""
     from ...domain.processes import bounded_tail
 
-    feedback = bounded_tail(text.encode("utf-8", "replace"), max_lines=40, max_chars=3000) or code
+    feedback = (text if composed else bounded_tail(text.encode("utf-8", "replace"), max_lines=40,
+                                                   max_chars=3000)) or code
 
     def decision(now: str) -> list[Any]:
         return task_aggregate.record_feedback(load_task(s.ledger, task.task_id), load_run(s.ledger, task.run_id),

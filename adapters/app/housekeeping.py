@@ -320,10 +320,18 @@ def kept_elsewhere(ledger: Ledger, git: Any, binding: str, bindings: Sequence[st
     pinned candidate with the same tree on the same parent, and the task's
     worktree while a capture of it has that tree on that HEAD.
     """
+    from .base_checks import BOUNDARY
+
     candidate = load_candidate(ledger, binding)
     delivered, why = TargetHistories(ledger, git)(candidate)
     if delivered:
         return why
+    if candidate.boundary == BOUNDARY and candidate.parent == candidate.base:  # the run's base, pinned to check it
+        try:
+            if git.commit_tree(Path(candidate.repository), candidate.base) == candidate.tree:
+                return "it pins the run's base commit's own tree: no work of its own"
+        except (KeyError, OSError):
+            pass
     for other in bindings:
         if other == binding:
             continue

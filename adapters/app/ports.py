@@ -179,6 +179,10 @@ class GitPort(Protocol):
         any: the main worktree of a repository that is not bare, or a linked one. Never raises."""
         ...
 
+    def commit_tree(self, repository: Path, commit: str) -> str:
+        """The id of the commit's tree. KeyError when the commit cannot be read."""
+        ...
+
     def changed_paths(self, repository: Path, base: str, commit: str) -> tuple[str, ...]:
         """The paths whose entries differ between base's tree and commit's, quoted as candidates quote them, sorted.
         OSError or KeyError when either cannot be read."""

@@ -21,7 +21,7 @@ from ...domain.candidates import CopiedArtifact
 from ...domain.errors import Refused
 from ...domain.names import has_unsafe_characters
 
-__all__ = ["copy_artifacts", "check_artifact_path"]
+__all__ = ["copy_artifacts", "check_artifact_path", "read_report"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -77,6 +77,33 @@ def copy_artifacts(execution_root: Path, artifact_dir: str, destination_root: Pa
             digest = _place(destination_root_fd, parts + rel.split("/"), data[0], data[1])
             copied.append(CopiedArtifact(rel, digest, len(data[0])))
         return copied
+
+
+def read_report(root: Path, rel: str, max_bytes: int) -> bytes | None:
+    """The regular file root/rel (a report a check wrote), read without following a symlink anywhere, at most
+    max_bytes + 1 bytes (more says it is too large); None when it is not there. Refused as copy_artifacts is for
+    an escaping path, a symlink or a file that is not regular."""
+    *folders, name = check_artifact_path(rel)
+    with _open_root(Path(root)) as root_fd:
+        try:
+            folder = _open_chain(root_fd, folders, create=False)
+        except FileNotFoundError:
+            return None
+        try:
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=folder)
+            except FileNotFoundError:
+                return None
+            except OSError as e:
+                if e.errno == errno.ELOOP:
+                    raise Refused("artifact-symlink", f"{rel} is a symlink (not followed)") from None
+                raise
+            with os.fdopen(fd, "rb") as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    raise Refused("artifact-not-a-file", f"{rel} is not a regular file")
+                return f.read(max_bytes + 1)
+        finally:
+            os.close(folder)
 
 
 @contextmanager

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from ...domain.effects import CandidateRefObservation, TargetHistory
 
-__all__ = ["CANDIDATE_IDENTITY", "TARGET_WALK_LIMIT", "observe_candidate", "observe_target_history", "pin_candidate",
-           "release_candidate"]
+__all__ = ["CANDIDATE_IDENTITY", "TARGET_WALK_LIMIT", "commit_tree", "observe_candidate", "observe_target_history",
+           "pin_candidate", "release_candidate"]
 
 CANDIDATE_IDENTITY = b"docket <docket@localhost>"
 TARGET_WALK_LIMIT = 20_000  # commits of a target's history read to learn whether it holds a candidate
@@ -198,5 +198,20 @@ def tree_paths(repository: Path, commit: str, folder: str) -> list[str]:
                       for entry in repo.object_store.iter_tree_contents(sha) if entry.mode != 0o160000)
     except (KeyError, OSError, ValueError):
         return []
+    finally:
+        repo.close()
+
+
+def commit_tree(repository: Path, commit: str) -> str:
+    """The id of the commit's tree; KeyError when the repository has no such commit."""
+    from dulwich.objects import Commit
+    from dulwich.repo import Repo
+
+    repo = Repo(str(repository))
+    try:
+        obj = repo[commit.encode("ascii")]
+        if not isinstance(obj, Commit):
+            raise KeyError(f"{commit} is not a commit")
+        return obj.tree.decode("ascii")
     finally:
         repo.close()

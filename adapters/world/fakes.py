@@ -431,6 +431,9 @@ class FakeGit:
             return TargetObservation("unreadable", commit=oid, detail=f"refs/heads/{branch} names no commit")
         return TargetObservation("found", commit=oid, checked_out=checked_out)
 
+    def commit_tree(self, repository: Path, commit: str) -> str:
+        return self.repositories[Path(repository)].commits[commit][1]
+
     def changed_paths(self, repository: Path, base: str, commit: str) -> tuple[str, ...]:
         """Every path changed in a worktree of the repository (the fake keeps no trees' contents)."""
         repo = self.repositories[Path(repository)]

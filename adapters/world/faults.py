@@ -31,6 +31,8 @@ CRASH_POINTS = {
     "check:after-exit": "the check's process ended; its execution not inspected, no result recorded",
     "check:before-result": "the execution inspected and artifacts copied back; the result not yet recorded",
     "check:after-result": "the check's result recorded; its execution's removal not yet asked for",
+    "base:after-check": "a check's result on the run's base recorded (adapters/app/base_checks.py); the candidate "
+                        "that asked for it not yet judged",
     "handoff:after-observe": "the candidate's ref observed for a handoff confirmation; nothing decided or recorded",
     "integrate:after-prepare": "IntegrationPrepared recorded; no step merged yet",
     "integrate:after-merge-computed": "a step's merge commit written to the object store (unreferenced); its intent "

@@ -146,6 +146,10 @@ class DulwichGit:
         from .merge import observe_target
         return observe_target(repository, branch)
 
+    def commit_tree(self, repository: Path, commit: str) -> str:
+        from .candidates import commit_tree
+        return commit_tree(repository, commit)
+
     def changed_paths(self, repository: Path, base: str, commit: str) -> tuple[str, ...]:
         from .merge import changed_paths
         return changed_paths(repository, base, commit)

@@ -32,12 +32,14 @@ __all__ = [
     "CheckLaunched",
     "CheckPassed",
     "CheckRequested",
+    "CheckTestsReported",
     "CheckTimedOut",
     "ExecutionCreated",
     "ExecutionFailed",
     "ExecutionRemovalRequested",
     "ExecutionRemoved",
     "ExecutionRequested",
+    "TestFailureRecord",
 ]
 
 MAX_CHANGED_PATHS = 100_000
@@ -49,6 +51,7 @@ CandidateRef = Annotated[str, StringConstraints(pattern=r"^refs/docket/candidate
 Attempt = Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
 DurationMs = Annotated[int, Field(ge=0, le=MAX_DURATION_MS)]
 Bytes = Annotated[int, Field(ge=0, le=MAX_SAFE_INT)]
+MAX_FAILING_TESTS = 10_000  # as domain.junit.MAX_FAILING
 
 
 class CandidatePinRequested(Event):
@@ -266,6 +269,49 @@ class ArtifactRecord(BaseModel):
     size: Bytes
 
 
+class TestFailureRecord(BaseModel):
+    """One test the report says failed (or errored): its id and the first lines of its message, redacted."""
+
+    __test__ = False
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
+
+    id: Annotated[str, StringConstraints(min_length=1, max_length=1000, pattern=r"^[^\x00]*$")]
+    outcome: Literal["failed", "error"]
+    message: Annotated[str, StringConstraints(max_length=400, pattern=r"^[^\x00]*$")]
+
+
+TestIds = Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=1000, pattern=r"^[^\x00]*$")]],
+                    Field(max_length=MAX_FAILING_TESTS)]
+
+
+class CheckTestsReported(Event):
+    """What the check's JUnit XML report said, read after its command ended and before its one result.
+
+    failing: every test it names as failed or errored (problem: why the report could not be used instead: missing,
+    refused, malformed, too large). judge is what the result that follows rests on: "exit" (the command's exit
+    code), or "relative-to-base": the candidate passes when every failing test was failing on the run's base
+    already, in the base's check base_check_id on candidate base_binding_id; new_failures and known_failures split
+    the failing ids so.
+    """
+
+    name = "CheckTestsReported"
+    run_id: Id
+    check_id: Id
+    binding_id: Sha256
+    check: Id
+    report: TreePath  # as configured (junit), relative to the execution's root
+    report_sha256: Sha256 | None
+    problem: Code | None
+    problem_message: Text | None
+    tests: Bytes
+    failing: Annotated[list[TestFailureRecord], Field(max_length=MAX_FAILING_TESTS)]
+    judge: Literal["exit", "relative-to-base"]
+    base_binding_id: Sha256 | None
+    base_check_id: Id | None
+    new_failures: TestIds | None
+    known_failures: TestIds | None
+
+
 class _CheckResult(Event):
     """What every result of a check carries: the binding it is for, and what the check printed."""
 
@@ -283,7 +329,8 @@ class _CheckResult(Event):
 
 
 class CheckPassed(_CheckResult):
-    """The check's command exited 0 and left its execution as it found it."""
+    """The check's command exited 0 (or, judged relative to the base, failed only tests already failing there: the
+    CheckTestsReported before it says which) and left its execution as it found it."""
 
     name = "CheckPassed"
 

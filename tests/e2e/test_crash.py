@@ -22,6 +22,7 @@ BASE_PIN_POINTS = [
 
 
 def test_every_crash_point_is_exercised_here():  # or in test_worker_crashes.py, or in test_candidate_crashes.py
+    from .test_base_checks import BASE_CHECK_POINTS
     from .test_candidate_crashes import CANDIDATE_POINTS
     from .test_handoff_crashes import HANDOFF_POINTS
     from .test_go_crashes import GO_POINTS
@@ -31,7 +32,7 @@ def test_every_crash_point_is_exercised_here():  # or in test_worker_crashes.py,
     from .test_worker_crashes import WORKER_POINTS
 
     elsewhere = {point.split("@")[0] for point in WORKER_POINTS + CANDIDATE_POINTS + HANDOFF_POINTS
-                 + INTEGRATION_POINTS + SEAL_POINTS + HOOK_POINTS + GO_POINTS}
+                 + INTEGRATION_POINTS + SEAL_POINTS + HOOK_POINTS + GO_POINTS + BASE_CHECK_POINTS}
     assert set(BASE_PIN_POINTS) | elsewhere == set(CRASH_POINTS)
 
 

@@ -192,3 +192,26 @@ def test_the_same_string_with_and_without_shell_runs_differently_and_digests_dif
     script = check('[checks.t]\ncommand = ["make"]\nshell = true\n', "t")
     assert argv.argv("/e") == ("make",) and script.argv("/e") == ("/bin/sh", "-c", "make")
     assert check_config_sha256("t", argv) != check_config_sha256("t", script)
+
+
+# A JUnit report and the judgment relative to the base ----------------------------
+
+
+def test_junit_and_judge_are_read_and_a_relative_judgment_needs_a_report(tmp_path: Path):
+    tests = check(TESTS + 'junit = "out/junit.xml"\njudge = "relative-to-base"\n')
+    assert (tests.junit, tests.judge) == ("out/junit.xml", "relative-to-base")
+    assert check(TESTS).judge == "exit" and check(TESTS).junit is None
+    assert "junit" in refused(tmp_path, TESTS + 'judge = "relative-to-base"\n')
+    assert "judge" in refused(tmp_path, TESTS + 'junit = "j.xml"\njudge = "by-feel"\n')
+    for bad in ("/abs/junit.xml", "../junit.xml", ".git/junit.xml"):
+        assert "junit" in refused(tmp_path, TESTS + f'junit = "{bad}"\n')
+
+
+def test_the_digest_of_a_check_without_the_new_keys_is_what_it_was_and_each_key_changes_it():
+    plain = check_config_sha256("tests", check(TESTS))
+    document = {"name": "tests", "command": ["pytest", "-q"], "shell": False, "timeout_ms": 600_000,
+                "idle_timeout_ms": None, "required": True, "env": {}, "env_allow": []}
+    assert plain == hashlib.sha256(canonical_json(document)).hexdigest()  # results recorded before still count
+    with_report = check_config_sha256("tests", check(TESTS + 'junit = "j.xml"\n'))
+    relative = check_config_sha256("tests", check(TESTS + 'junit = "j.xml"\njudge = "relative-to-base"\n'))
+    assert len({plain, with_report, relative}) == 3
