@@ -146,6 +146,7 @@ def _start(ctx: Context, config: Any) -> str:
     if target is None:
         raise BadInput("no-target", "name the target branch with --target BRANCH (or set [run] target in docket.toml)")
     budget_ms = parse_duration(a.budget) if a.budget is not None else config.run.budget_ms
+    export_key = _export_key(a.key)  # a bad key fails before any work
     repository = ctx.require_repository()
     run_id = a.id or new_id("run")
     run = services.open_run(ctx.ledger, ctx.clock, run_id=run_id, intent_id=new_id("intent"), goal=a.goal,
@@ -155,11 +156,23 @@ def _start(ctx: Context, config: Any) -> str:
         from ..domain.errors import Refused
 
         raise Refused(run.failure_code or "run-failed", run.failure_message or f"run {run_id} could not be opened")
-    _plan(ctx, run_id, specs, agent, a.cycles or DEFAULT_CYCLES, a.parallel or DEFAULT_PARALLEL)
+    _plan(ctx, run_id, specs, agent, a.cycles or DEFAULT_CYCLES, a.parallel or DEFAULT_PARALLEL, export_key)
     return run_id
 
 
-def _plan(ctx: Context, run_id: str, specs: list[Any], agent: str, cycles: int, parallel: int) -> None:
+def _export_key(key: str | None) -> tuple[str, str] | None:
+    """The key id and absolute path of the private key given with --key (BadInput and NotFound as load_signer)."""
+    import os
+
+    from ..adapters.world.signing import load_signer
+
+    if key is None:
+        return None
+    return load_signer(key).public_key.keyid, os.path.abspath(key)
+
+
+def _plan(ctx: Context, run_id: str, specs: list[Any], agent: str, cycles: int, parallel: int,
+          export_key: tuple[str, str] | None) -> None:
     """Plan each task not planned yet (its prompt stored first), then RunPlanned: safe to repeat after a crash."""
     from ..adapters.app import services
     from ..adapters.world.prompts import store_prompt
@@ -176,7 +189,7 @@ def _plan(ctx: Context, run_id: str, specs: list[Any], agent: str, cycles: int, 
                                prompt_chars=len(spec.prompt))
         tasks.append((task_id, [ledger_task_id(run_id, d) for d in spec.depends_on]))
     ctx.ledger.decide(lambda now: run_aggregate.plan_run(services.load_run(ctx.ledger, run_id), tasks, agent, cycles,
-                                                         parallel, now), ctx.clock.now())
+                                                         parallel, now, export_key), ctx.clock.now())
     ctx.update_views()
 
 
@@ -193,7 +206,7 @@ def _check_resume(ctx: Context, run_id: str, config: Any) -> None:
             raise Refused("run-not-planned", f"run {run_id} was not planned by docket go; give its --task or --tasks "
                                              "again to finish planning it")
         _plan(ctx, run_id, specs, _agent_name(config, a.agent), a.cycles or DEFAULT_CYCLES,
-              a.parallel or DEFAULT_PARALLEL)
+              a.parallel or DEFAULT_PARALLEL, _export_key(a.key))
         return
     if a.goal is not None and a.goal != run.goal:
         raise Refused("plan-differs", f"run {run_id} has another goal; resume it without --goal or with its own")
@@ -290,12 +303,8 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
     from ..adapters.app.go import drive_run
     from ..adapters.app.services import load_run
 
-    signer = None
-    if key is not None:
-        from ..adapters.world.signing import load_signer
-
-        signer = load_signer(key)  # a bad key fails before any work
     run = load_run(ctx.ledger, run_id)
+    signer = _signer(run, key)  # a key that cannot be used fails before any work
     if run.status == "opening":  # killed before its base was pinned: pin it now
         ctx.effector.run_pending(only=set(run.pending_intents), after=0)
         run = load_run(ctx.ledger, run_id)
@@ -326,6 +335,34 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
         view.close()
         ctx.update_views()
     return _summarise(ctx, run_id, interrupted=interrupted.is_set(), show=show)
+
+
+def _signer(run: Any, key: str | None) -> Any:
+    """The signer the run's receipt is exported with: --key's, else the key its plan records (None: no export).
+    A key other than the planned one is refused, and a planned key that cannot be loaded says which key it is."""
+    from ..adapters.world.signing import load_signer
+    from ..domain.errors import DocketError, Refused
+
+    planned = run.plan.export_key if run.plan is not None else None
+    if key is not None:
+        signer = load_signer(key)
+        if planned is not None and signer.public_key.keyid != planned[0]:
+            raise Refused("plan-differs", f"run {run.run_id} was planned to export with key {planned[0]} "
+                                          f"({planned[1]}), not {signer.public_key.keyid}")
+        return signer
+    if planned is None:
+        return None
+    keyid, path = planned
+    try:
+        signer = load_signer(path)
+    except DocketError as e:
+        raise type(e)(e.code, f"run {run.run_id} exports its receipt with key {keyid}, planned at {path}: "
+                              f"{e.message}; resume with --key naming that key's private file") from None
+    if signer.public_key.keyid != keyid:
+        raise Refused("plan-differs", f"run {run.run_id} exports its receipt with key {keyid}, but {path} now "
+                                      f"holds key {signer.public_key.keyid}; resume with --key naming the planned "
+                                      "key's private file")
+    return signer
 
 
 def _standing_by(why: str) -> None:

@@ -91,9 +91,10 @@ def _budget_exhausted(c: sqlite3.Connection, position: int, at: str, p: dict[str
 
 
 def _planned(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    c.execute("UPDATE runs SET plan = ? WHERE run_id = ?",
-              (json.dumps({"tasks": p["tasks"], "agent": p["agent"], "cycles": p["cycles"],
-                           "parallel": p["parallel"]}, sort_keys=True), p["run_id"]))
+    plan = {"tasks": p["tasks"], "agent": p["agent"], "cycles": p["cycles"], "parallel": p["parallel"]}
+    if "export_key" in p:  # RunPlanned.v2
+        plan["export_key"] = p["export_key"]
+    c.execute("UPDATE runs SET plan = ? WHERE run_id = ?", (json.dumps(plan, sort_keys=True), p["run_id"]))
 
 
 def _supervised(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
@@ -124,6 +125,7 @@ def handlers() -> dict[str, Any]:
         ev.RunUnsupervised.type_name(): _unsupervised,
         ev.RunBudgetExhausted.type_name(): _budget_exhausted,
         ev.RunPlanned.type_name(): _planned,
+        ev.RunPlannedV2.type_name(): _planned,
     }
 
 

@@ -167,7 +167,7 @@ def load_verifier(public_pem_path: str | Path) -> SSlibKey:
 
 
 def _read_key_file(path: Path) -> bytes:
-    return _read_regular_file(path, MAX_KEY_BYTES, missing=BadInput("key-not-found", f"no key file at {_name(path)}"),
+    return _read_regular_file(path, MAX_KEY_BYTES, missing=NotFound("key-not-found", f"no key file at {_name(path)}"),
                               too_large=BadInput("bad-key", f"{_name(path)} is larger than a key file can be"),
                               unreadable="bad-key")
 
