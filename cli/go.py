@@ -131,7 +131,6 @@ def _start(ctx: Context, config: Any) -> str:
     """Open the run, plan its tasks and record the plan; the run's id."""
     from ..adapters.app import services
     from ..adapters.world.clock import new_id
-    from ..domain.errors import BadInput
     from ..domain.values import parse_duration
     from .parsing import UsageError
 
@@ -141,13 +140,11 @@ def _start(ctx: Context, config: Any) -> str:
     specs = _specs(ctx)
     if not specs:
         raise UsageError("docket go needs --task TEXT (repeatable) or --tasks FILE")
+    repository = ctx.require_repository()
     agent = _agent_name(config, a.agent)
-    target = a.target or config.run.target
-    if target is None:
-        raise BadInput("no-target", "name the target branch with --target BRANCH (or set [run] target in docket.toml)")
+    target = a.target or config.run.target or _checked_out_target(repository)
     budget_ms = parse_duration(a.budget) if a.budget is not None else config.run.budget_ms
     export_key = _export_key(a.key)  # a bad key fails before any work
-    repository = ctx.require_repository()
     run_id = a.id or new_id("run")
     run = services.open_run(ctx.ledger, ctx.clock, run_id=run_id, intent_id=new_id("intent"), goal=a.goal,
                             target_branch=target, budget_ms=budget_ms, repository=str(repository), wait=True,
@@ -158,6 +155,20 @@ def _start(ctx: Context, config: Any) -> str:
         raise Refused(run.failure_code or "run-failed", run.failure_message or f"run {run_id} could not be opened")
     _plan(ctx, run_id, specs, agent, a.cycles or DEFAULT_CYCLES, a.parallel or DEFAULT_PARALLEL, export_key)
     return run_id
+
+
+def _checked_out_target(repository: Path) -> str:
+    """No --target and no [run] target: the branch checked out in the main checkout, said on stderr."""
+    from ..adapters.world.paths import checked_out_branch, main_worktree
+    from ..domain.errors import BadInput
+    from .output import info, shown
+
+    branch = checked_out_branch(repository)
+    if branch is None:
+        raise BadInput("no-target", "name the target branch with --target BRANCH (or set [run] target in "
+                                    "docket.toml): the main checkout has no branch checked out")
+    info(f"target {shown(branch)} (the branch checked out in {shown(str(main_worktree(repository)))})")
+    return branch
 
 
 def _export_key(key: str | None) -> tuple[str, str] | None:
@@ -407,6 +418,10 @@ class _Hooks:
             warn(e.code, f"hooks: {e.message}")
             return
         self.after = fired.examined
+        for outcome in fired.outcomes:  # recorded; the user is told too, or a mistyped command goes unnoticed
+            if outcome.result == "not-started":
+                warn("hook-not-started", f"hook {outcome.hook} (for the event at position {outcome.position}) "
+                                         f"could not start: {outcome.message or outcome.tail or 'no reason given'}")
 
 
 class _NoView:

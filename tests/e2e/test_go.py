@@ -150,3 +150,13 @@ def test_a_resume_that_cannot_use_the_planned_key_says_so_before_any_work(tmp_pa
     done = world.resume("r1", "--key", str(tmp_path / "moved.key"))  # the same key, moved: its id matches
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["receipt"]["path"]
+
+
+def test_without_target_the_run_targets_the_branch_checked_out_in_the_main_checkout_and_says_so(tmp_path: Path):
+    world = make_go_world(tmp_path, tasks=ONE_TASK)
+    git(world.repo, "checkout", "-q", "-b", "trunk")
+    done = world.go("r1")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["target"] == "trunk"
+    assert "target trunk (the branch checked out in" in done.stderr
+    assert world.file_at("trunk", "greet.py") == "print(1)\n"
