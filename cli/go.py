@@ -30,12 +30,14 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", metavar="FILE", help="a TOML file of [[tasks]] with id, title, prompt, depends_on")
     p.add_argument("--agent", metavar="NAME", help="an [agents.NAME] of docket.toml (default: its 'agent', or the "
                                                    "only one configured)")
-    p.add_argument("--target", metavar="BRANCH", help="target branch (default: docket.toml's [run] target)")
+    p.add_argument("--target", metavar="BRANCH", help="target branch (default: docket.toml's [run] target, else the "
+                                                      "branch checked out in the main checkout)")
     p.add_argument("--budget", metavar="DURATION", help="time budget of the run, e.g. 2h (active time only)")
     p.add_argument("--parallel", type=_count(64), metavar="N", help=f"agents at once (default {DEFAULT_PARALLEL})")
     p.add_argument("--cycles", type=_count(100), metavar="N",
                    help=f"attempts judged per task before it fails (default {DEFAULT_CYCLES})")
-    p.add_argument("--key", metavar="KEY", help="export the sealed receipt signed with this private key")
+    p.add_argument("--key", metavar="KEY", help="export the sealed receipt signed with this private key (the plan "
+                                                "records it: --resume exports with it)")
     p.add_argument("--id", metavar="RUN", help="the new run's id (default: a new random id)")
     p.add_argument("--resume", metavar="RUN", help="continue an unfinished run from the ledger")
 

@@ -11,6 +11,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from docket.cli.app import build_parser
@@ -106,12 +107,14 @@ def test_every_readme_and_help_example_runs_in_a_fresh_repository(tmp_path: Path
     for line in examples:
         for words, out in commands_of(line, home):
             argv = [word.replace(PLACEHOLDER_RUN, run_id) for word in words]
+            started = time.monotonic()
             try:
                 done = subprocess.run([sys.executable, "-m", "docket", *argv[1:]], cwd=repo, env=env,
                                       capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
             except subprocess.TimeoutExpired:
                 failures.append(f"{line}: still running after 240 s")
                 continue
+            print(f"{time.monotonic() - started:6.1f}s exit {done.returncode} {line}")
             if out is not None:
                 (repo / out).write_text(done.stdout)
             codes = ERROR_LINE.findall(done.stderr)
