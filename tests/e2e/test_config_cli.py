@@ -174,7 +174,7 @@ def test_lines_appended_to_the_default_file_stay_top_level_and_every_unknown_key
     docket("init")
     config = repo / "docket.toml"
     lines = len(config.read_text().splitlines())
-    config.write_text(config.read_text() + 'agent = "scripted"\n[agents.scripted]\ncommand = ["true"]\n')
+    config.write_text(config.read_text() + 'agent = "scripted"\n[agents.scripted]\ncommand = ["true", "{prompt}"]\n')
     assert docket("config", "show", "--json").json()["config"]["default_agent"] == "scripted"
     config.write_text(config.read_text() + '[run]\ntarget = "main"\nbudgte = "1h"\ntimout = "5m"\n')
     result = docket("config", "show", check=False)
