@@ -79,3 +79,17 @@ def test_key_generate_makes_dockets_own_folder_0700_and_no_other(docket, tmp_pat
     code, name, message = error_of(docket("key", "generate", "--out", str(tmp_path / "nowhere" / "k"), check=False))
     assert (code, name) == (2, "bad-key-path") and "does not exist" in message
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_bare_worker_id_is_accepted_where_one_run_alone_has_it(docket):
+    """Under docket go a worker's id is <run>.<task>: the task's own id finds it, unless two runs have it."""
+    docket("init", now=T0)
+    for run in ("r1", "r2"):
+        docket("run", "open", "--target", "main", "--goal", "g", "--id", run, now=T0)
+    docket("worker", "register", "r1", "--role", "implementer", "--id", "r1.solo", now=T0)
+    assert docket("worker", "relaunch", "solo", "--json", now=T0).json()["generation"] == 2
+    for run in ("r1", "r2"):
+        docket("worker", "register", run, "--role", "implementer", "--id", f"{run}.both", now=T0)
+    code, name, message = error_of(docket("worker", "relaunch", "both", check=False, now=T0))
+    assert (code, name) == (2, "ambiguous-id") and "r1.both" in message and "r2.both" in message
+    assert docket("worker", "relaunch", "r2.both", "--json", now=T0).json()["generation"] == 2
