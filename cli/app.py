@@ -351,7 +351,7 @@ def _describe(e: Exception) -> tuple[str, str, int]:
 
     name = type(e).__name__
     if name == "ValidationError" and type(e).__module__.startswith("pydantic"):
-        return "invalid-input", _validation_message(e), 2
+        return _validation_code(e), _validation_message(e), 2
     if name == "ChainBroken":
         return "chain-broken", str(e), 1
     if isinstance(e, sqlite3.DatabaseError) or name in ("OperationalError", "DatabaseError", "InterfaceError"):
@@ -361,12 +361,45 @@ def _describe(e: Exception) -> tuple[str, str, int]:
     return "internal", f"{name}: {e} (a bug in docket; rerun with --debug for the traceback)", EXIT_INTERNAL
 
 
+_ID_RULE = "must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+
+_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"  # domain/events/base.py's Id
+
+
+def _is_id_error(error: dict[str, Any]) -> bool:
+    return error.get("type") == "string_pattern_mismatch" and (error.get("ctx") or {}).get("pattern") == _ID_PATTERN
+
+
+def _validation_code(e: Exception) -> str:
+    """bad-id for an id the events refuse, too-long for text over its bound, invalid-input for anything else."""
+    errors = e.errors()  # type: ignore[attr-defined]
+    if errors and all(_is_id_error(error) for error in errors):
+        return "bad-id"
+    if errors and all(error.get("type") == "string_too_long" for error in errors):
+        return "too-long"
+    return "invalid-input"
+
+
 def _validation_message(e: Exception) -> str:
-    """A pydantic ValidationError (an id, text or resource the events refuse) as one line naming each field."""
+    """A pydantic ValidationError (an id, text or resource the events refuse) as one line naming each field, in
+    words a user can act on."""
     problems = []
     for error in e.errors():  # type: ignore[attr-defined]
         field = ".".join(str(part) for part in error.get("loc", ())) or "value"
-        shown = repr(error.get("input"))
+        value = error.get("input")
+        shown = repr(value)
         shown = shown if len(shown) <= 60 else shown[:57] + "..."
-        problems.append(f"{field} {shown}: {error.get('msg', 'is not valid')}")
+        kind, limits = error.get("type"), error.get("ctx") or {}
+        if _is_id_error(error):
+            problems.append(f"{field.replace('_', ' ')} {shown} {_ID_RULE}")
+        elif kind == "string_too_long":
+            problems.append(f"{field} is {len(value) if isinstance(value, str) else '?'} characters; at most "
+                            f"{limits.get('max_length')}")
+        elif kind == "string_too_short":
+            problems.append(f"{field} must not be empty")
+        elif kind == "string_pattern_mismatch":
+            problems.append(f"{field} {shown} holds characters it may not (control characters, spaces or NUL)")
+        else:
+            problems.append(f"{field} {shown}: {error.get('msg', 'is not valid')}")
     return "; ".join(problems) or str(e)

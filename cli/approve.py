@@ -26,7 +26,8 @@ def approve(ctx: Context) -> int:
     from .output import emit, shown
 
     a = ctx.args
-    recorded = record_approval(ctx.ledger, ctx.clock, ctx.views(), a.run, a.task, a.by)
+    task = None if a.task is None else ctx.task_id(a.run, a.task)
+    recorded = record_approval(ctx.ledger, ctx.clock, ctx.views(), a.run, task, a.by)
     ctx.update_views()
     candidates = [c.model_dump() for c in recorded.candidates]
     lines = [f"run {shown(a.run)}: approved by {shown(recorded.by)}"]

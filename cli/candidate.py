@@ -54,6 +54,7 @@ def candidate_pin(ctx: Context) -> int:
     from .output import emit, shown
 
     a = ctx.args
+    a.task = ctx.task_id(a.run, a.task)
     task = load_task(ctx.ledger, a.task)
     worker_id, generation = _worker_of(ctx, task)
     pinned = pin_task(ctx.ledger, ctx.clock, ctx.effector, a.run, a.task, artifact_dir=_config(ctx).artifact_dir,
@@ -107,7 +108,10 @@ def candidate_list(ctx: Context) -> int:
     if a.run is None:
         rows = [r for r in candidates.all_candidates(conn) if a.task is None or r["task_id"] == a.task]
     else:
-        rows = candidates.candidates_of(conn, a.run, a.task)
+        from ..adapters.app.services import load_run
+
+        load_run(ctx.ledger, a.run)  # an unknown run is run-not-found, as everywhere
+        rows = candidates.candidates_of(conn, a.run, None if a.task is None else ctx.task_id(a.run, a.task))
     lines = [f"{r['binding_id'][:12]}  {r['status']:<9} {r['run_id']} {r['task_id']}  "
              f"{(r['commit'] or '-')[:12]}  {r['changed_count']} path(s)" for r in rows]
     emit(ctx.json, {"candidates": rows}, "\n".join(shown(line) for line in lines) or "no candidates")

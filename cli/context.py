@@ -77,6 +77,9 @@ class Context:
         """The ledger file opened for writing (created if missing), not yet checked."""
         from ..adapters.app.ledger import Ledger
 
+        chosen = getattr(self.args, "ledger", None) or os.environ.get("DOCKET_LEDGER")
+        if chosen and not self.paths.ledger.parent.is_dir():  # docket makes only its own folder, in the repository
+            raise BadInput("bad-ledger-path", f"the folder of {self.paths.ledger} does not exist; make it first")
         ledger = Ledger(self.paths.ledger, lock_timeout=self.lock_timeout)
         self._resources.callback(ledger.close)
         return ledger
@@ -113,6 +116,27 @@ class Context:
         if self.repository is None:
             raise NotFound("not-a-repository", "no git repository here; run inside the repository the ledger is for")
         return self.repository
+
+    def task_id(self, run_id: str, given: str) -> str:
+        """A task of the run as typed: its ledger id, or its id in the tasks file of `docket go` (<run>.<id>)."""
+        from ..domain import task as task_aggregate
+        from ..domain.plan import ledger_task_id
+
+        long = ledger_task_id(run_id, given)
+        if self.ledger.get(task_aggregate.apply, task_aggregate.stream_of(given)) is None and self.ledger.get(
+                task_aggregate.apply, task_aggregate.stream_of(long)) is not None:
+            return long
+        return given
+
+    def worker_id(self, given: str) -> str:
+        """A worker as typed: its id, or a task's id in a tasks file when one run alone has it (<run>.<id>)."""
+        from ..projections import workers
+
+        found = workers.named(self.views().conn, given)
+        if len(found) > 1:
+            raise BadInput("ambiguous-id", f"{given} names workers of several runs ({', '.join(found[:5])}); give "
+                                           "the full id")
+        return found[0] if found else given
 
     @cached_property
     def clock(self) -> Clock:

@@ -32,12 +32,14 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", metavar="FILE", help="a TOML file of [[tasks]] with id, title, prompt, depends_on")
     p.add_argument("--agent", metavar="NAME", help="an [agents.NAME] of docket.toml (default: its 'agent', or the "
                                                    "only one configured)")
-    p.add_argument("--target", metavar="BRANCH", help="target branch (default: docket.toml's [run] target)")
+    p.add_argument("--target", metavar="BRANCH", help="target branch (default: docket.toml's [run] target, else the "
+                                                      "branch checked out in the main checkout)")
     p.add_argument("--budget", metavar="DURATION", help="time budget of the run, e.g. 2h (active time only)")
     p.add_argument("--parallel", type=_count(64), metavar="N", help=f"agents at once (default {DEFAULT_PARALLEL})")
     p.add_argument("--cycles", type=_count(100), metavar="N",
                    help=f"attempts judged per task before it fails (default {DEFAULT_CYCLES})")
-    p.add_argument("--key", metavar="KEY", help="export the sealed receipt signed with this private key")
+    p.add_argument("--key", metavar="KEY", help="export the sealed receipt signed with this private key (the plan "
+                                                "records it: --resume exports with it)")
     p.add_argument("--id", metavar="RUN", help="the new run's id (default: a new random id)")
     p.add_argument("--resume", metavar="RUN", help="continue an unfinished run from the ledger")
 
@@ -133,7 +135,6 @@ def _start(ctx: Context, config: Any) -> str:
     """Open the run, plan its tasks and record the plan; the run's id."""
     from ..adapters.app import services
     from ..adapters.world.clock import new_id
-    from ..domain.errors import BadInput
     from ..domain.values import parse_duration
     from .parsing import UsageError
 
@@ -143,12 +144,11 @@ def _start(ctx: Context, config: Any) -> str:
     specs = _specs(ctx)
     if not specs:
         raise UsageError("docket go needs --task TEXT (repeatable) or --tasks FILE")
-    agent = _agent_name(config, a.agent)
-    target = a.target or config.run.target
-    if target is None:
-        raise BadInput("no-target", "name the target branch with --target BRANCH (or set [run] target in docket.toml)")
-    budget_ms = parse_duration(a.budget) if a.budget is not None else config.run.budget_ms
     repository = ctx.require_repository()
+    agent = _agent_name(config, a.agent)
+    target = a.target or config.run.target or _checked_out_target(repository)
+    budget_ms = parse_duration(a.budget) if a.budget is not None else config.run.budget_ms
+    export_key = _export_key(a.key)  # a bad key fails before any work
     run_id = a.id or new_id("run")
     run = services.open_run(ctx.ledger, ctx.clock, run_id=run_id, intent_id=new_id("intent"), goal=a.goal,
                             target_branch=target, budget_ms=budget_ms, repository=str(repository), wait=True,
@@ -157,11 +157,37 @@ def _start(ctx: Context, config: Any) -> str:
         from ..domain.errors import Refused
 
         raise Refused(run.failure_code or "run-failed", run.failure_message or f"run {run_id} could not be opened")
-    _plan(ctx, run_id, specs, agent, a.cycles or DEFAULT_CYCLES, a.parallel or DEFAULT_PARALLEL)
+    _plan(ctx, run_id, specs, agent, a.cycles or DEFAULT_CYCLES, a.parallel or DEFAULT_PARALLEL, export_key)
     return run_id
 
 
-def _plan(ctx: Context, run_id: str, specs: list[Any], agent: str, cycles: int, parallel: int) -> None:
+def _checked_out_target(repository: Path) -> str:
+    """No --target and no [run] target: the branch checked out in the main checkout, said on stderr."""
+    from ..adapters.world.paths import checked_out_branch, main_worktree
+    from ..domain.errors import BadInput
+    from .output import info, shown
+
+    branch = checked_out_branch(repository)
+    if branch is None:
+        raise BadInput("no-target", "name the target branch with --target BRANCH (or set [run] target in "
+                                    "docket.toml): the main checkout has no branch checked out")
+    info(f"target {shown(branch)} (the branch checked out in {shown(str(main_worktree(repository)))})")
+    return branch
+
+
+def _export_key(key: str | None) -> tuple[str, str] | None:
+    """The key id and absolute path of the private key given with --key (BadInput and NotFound as load_signer)."""
+    import os
+
+    from ..adapters.world.signing import load_signer
+
+    if key is None:
+        return None
+    return load_signer(key).public_key.keyid, os.path.abspath(key)
+
+
+def _plan(ctx: Context, run_id: str, specs: list[Any], agent: str, cycles: int, parallel: int,
+          export_key: tuple[str, str] | None) -> None:
     """Plan each task not planned yet (its prompt stored first), then RunPlanned: safe to repeat after a crash."""
     from ..adapters.app import services
     from ..adapters.world.prompts import store_prompt
@@ -178,7 +204,7 @@ def _plan(ctx: Context, run_id: str, specs: list[Any], agent: str, cycles: int, 
                                prompt_chars=len(spec.prompt))
         tasks.append((task_id, [ledger_task_id(run_id, d) for d in spec.depends_on]))
     ctx.ledger.decide(lambda now: run_aggregate.plan_run(services.load_run(ctx.ledger, run_id), tasks, agent, cycles,
-                                                         parallel, now), ctx.clock.now())
+                                                         parallel, now, export_key), ctx.clock.now())
     ctx.update_views()
 
 
@@ -195,7 +221,7 @@ def _check_resume(ctx: Context, run_id: str, config: Any) -> None:
             raise Refused("run-not-planned", f"run {run_id} was not planned by docket go; give its --task or --tasks "
                                              "again to finish planning it")
         _plan(ctx, run_id, specs, _agent_name(config, a.agent), a.cycles or DEFAULT_CYCLES,
-              a.parallel or DEFAULT_PARALLEL)
+              a.parallel or DEFAULT_PARALLEL, _export_key(a.key))
         return
     if a.goal is not None and a.goal != run.goal:
         raise Refused("plan-differs", f"run {run_id} has another goal; resume it without --goal or with its own")
@@ -287,12 +313,8 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
     from ..adapters.app.go import drive_run
     from ..adapters.app.services import load_run
 
-    signer = None
-    if key is not None:
-        from ..adapters.world.signing import load_signer
-
-        signer = load_signer(key)  # a bad key fails before any work
     run = load_run(ctx.ledger, run_id)
+    signer = _signer(run, key)  # a key that cannot be used fails before any work
     if run.status == "opening":  # killed before its base was pinned: pin it now
         ctx.effector.run_pending(only=set(run.pending_intents), after=0)
         run = load_run(ctx.ledger, run_id)
@@ -323,6 +345,34 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
         view.close()
         ctx.update_views()
     return _summarise(ctx, run_id, interrupted=interrupted.is_set(), show=show)
+
+
+def _signer(run: Any, key: str | None) -> Any:
+    """The signer the run's receipt is exported with: --key's, else the key its plan records (None: no export).
+    A key other than the planned one is refused, and a planned key that cannot be loaded says which key it is."""
+    from ..adapters.world.signing import load_signer
+    from ..domain.errors import DocketError, Refused
+
+    planned = run.plan.export_key if run.plan is not None else None
+    if key is not None:
+        signer = load_signer(key)
+        if planned is not None and signer.public_key.keyid != planned[0]:
+            raise Refused("plan-differs", f"run {run.run_id} was planned to export with key {planned[0]} "
+                                          f"({planned[1]}), not {signer.public_key.keyid}")
+        return signer
+    if planned is None:
+        return None
+    keyid, path = planned
+    try:
+        signer = load_signer(path)
+    except DocketError as e:
+        raise type(e)(e.code, f"run {run.run_id} exports its receipt with key {keyid}, planned at {path}: "
+                              f"{e.message}; resume with --key naming that key's private file") from None
+    if signer.public_key.keyid != keyid:
+        raise Refused("plan-differs", f"run {run.run_id} exports its receipt with key {keyid}, but {path} now "
+                                      f"holds key {signer.public_key.keyid}; resume with --key naming the planned "
+                                      "key's private file")
+    return signer
 
 
 def _standing_by(why: str) -> None:
@@ -367,6 +417,10 @@ class _Hooks:
             warn(e.code, f"hooks: {e.message}")
             return
         self.after = fired.examined
+        for outcome in fired.outcomes:  # recorded; the user is told too, or a mistyped command goes unnoticed
+            if outcome.result == "not-started":
+                warn("hook-not-started", f"hook {outcome.hook} (for the event at position {outcome.position}) "
+                                         f"could not start: {outcome.message or outcome.tail or 'no reason given'}")
 
 
 class _NoView:

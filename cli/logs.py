@@ -20,7 +20,7 @@ def print_log(ctx: Context, worker_id: str, generation: int | None, *, follow: b
     from ..adapters.app.services import load_worker
 
     worker = load_worker(ctx.ledger, worker_id)
-    generation = generation or worker.generation
+    generation = worker.generation if generation is None else generation
     path = ctx.paths.ledger.parent / "logs" / worker_id / f"{generation}.log"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)

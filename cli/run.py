@@ -30,7 +30,8 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("run", metavar="RUN", help="the run id")
     p = command(run, "abort", run_abort, common, "abort a run", "docket run abort run-7k2m9x4q --reason 'wrong goal'")
     p.add_argument("run", metavar="RUN", help="the run id")
-    p.add_argument("--reason", required=True, metavar="TEXT", help="why, for the record")
+    p.add_argument("--reason", default="aborted with docket run abort", metavar="TEXT",
+                   help="why, for the record (default: 'aborted with docket run abort')")
     p = command(run, "complete", run_complete, common, "mark a run complete", "docket run complete run-7k2m9x4q")
     p.add_argument("run", metavar="RUN", help="the run id")
 

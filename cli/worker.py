@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from .context import Context
-from .parsing import command, group
+from .parsing import command, group, position
 from .recorded import recorded
 
 __all__ = ["register"]
@@ -35,7 +35,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
                 "print a worker's output (control characters escaped; --json: its digest, size and redacted tail)",
                 "docket worker logs task-1 --follow")
     p.add_argument("worker", metavar="WORKER", help="the worker id")
-    p.add_argument("--generation", type=int, metavar="N", help="a past generation (default: the current one)")
+    p.add_argument("--generation", type=position, metavar="N", help="a past generation (default: the current one)")
     p.add_argument("--follow", action="store_true", help="keep printing new output until the worker ends")
     p = command(worker, "register", worker_register, common, "register a worker at generation 1",
                 "docket worker register run-7k2m9x4q --role implementer --task task-1")
@@ -54,7 +54,8 @@ def worker_register(ctx: Context) -> int:
 
     a = ctx.args
     worker_id = a.id or new_id("worker")
-    appended = services.register_worker(ctx.ledger, ctx.clock, a.run, worker_id, a.role, a.task)
+    task = None if a.task is None else ctx.task_id(a.run, a.task)
+    appended = services.register_worker(ctx.ledger, ctx.clock, a.run, worker_id, a.role, task)
     return recorded(ctx, appended, f"worker {worker_id} registered in run {a.run} (generation 1)",
                     worker_id=worker_id, generation=1)
 
@@ -62,6 +63,7 @@ def worker_register(ctx: Context) -> int:
 def worker_relaunch(ctx: Context) -> int:
     from ..adapters.app import services
 
+    ctx.args.worker = ctx.worker_id(ctx.args.worker)
     appended = services.relaunch_worker(ctx.ledger, ctx.clock, ctx.args.worker)
     event = appended.last[1]
     return recorded(ctx, appended, f"worker {ctx.args.worker} relaunched: generation {event.generation} "
@@ -75,6 +77,7 @@ def worker_launch(ctx: Context) -> int:
     from .output import emit, shown
 
     a = ctx.args
+    a.task = ctx.task_id(a.run, a.task)
     request, limits = launch_request(ctx, a.run, a.task, a.id or a.task, a.agent, a.command or [])
     repository = ctx.require_repository()
     from ..adapters.world.paths import main_worktree
@@ -137,6 +140,7 @@ def worker_stop(ctx: Context) -> int:
     from .output import emit, shown
 
     a = ctx.args
+    a.worker = ctx.worker_id(a.worker)
     intent_id = request_stop(ctx.ledger, ctx.clock, a.worker, "requested")
     result = "requested"
     if not a.no_wait and intent_id is not None:
@@ -150,4 +154,4 @@ def worker_stop(ctx: Context) -> int:
 def worker_logs(ctx: Context) -> int:
     from .logs import print_log
 
-    return print_log(ctx, ctx.args.worker, ctx.args.generation, follow=ctx.args.follow)
+    return print_log(ctx, ctx.worker_id(ctx.args.worker), ctx.args.generation, follow=ctx.args.follow)

@@ -396,29 +396,32 @@ DEFAULT_TOML = '''\
 # required = false
 # timeout = "5m"
 
-[worktree]
-# Commands run in each new task worktree before its agent starts (argv lists, no shell).
-setup = []            # e.g. [["npm", "ci"], ["make", "deps"]]
-# Ignored files copied from the main checkout into each new worktree (globs relative to the repository root).
-include = []          # e.g. [".env", "config/*.local"]
-# Give each worker a free TCP port in DOCKET_PORT (and {port}).
-ports = false
+# The tables below show their defaults, commented out: a key added at the end of this file stays a
+# top-level key, and lands in a table only under that table's header, uncommented.
 
-[run]
+# [worktree]
+# Commands run in each new task worktree before its agent starts (argv lists, no shell).
+# setup = []            # e.g. [["npm", "ci"], ["make", "deps"]]
+# Ignored files copied from the main checkout into each new worktree (globs relative to the repository root).
+# include = []          # e.g. [".env", "config/*.local"]
+# Give each worker a free TCP port in DOCKET_PORT (and {port}).
+# ports = false
+
+# [run]
 # Default target branch of `docket run open`.
 # target = "main"
 # Default budget of a run: active time only (time without a supervising docket is not billed).
 # budget = "4h"
 
-[integration]
+# [integration]
 # Make `docket integrate` wait until `docket approve RUN --by NAME` approved every candidate it would merge.
-approval = false
+# approval = false
 # A target branch checked out in a worktree (say main, in your own checkout): "update" moves that worktree's
 # index and files to the integrated commit with the branch when they are clean (nothing staged, changed or
 # untracked), and refuses (target-checked-out) otherwise; "refuse" never moves a checked-out branch.
-checked_out_target = "update"
+# checked_out_target = "update"
 
-[hooks]
+# [hooks]
 # A command run once for each matching event of a run that `docket go` supervises, with the event as
 # JSON on stdin ({position, stream, type, recorded_at, payload}) and DOCKET_RUN, DOCKET_EVENT, DOCKET_POSITION,
 # DOCKET_HOOK, DOCKET_TASK, DOCKET_LEDGER in a scrubbed environment; cwd is the repository root; no shell.

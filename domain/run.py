@@ -61,6 +61,7 @@ class Plan:
     agent: str
     cycles: int
     parallel: int
+    export_key: tuple[str, str] | None = None  # (key id, private key path) the receipt is exported with
 
     def depends_on(self, task_id: str) -> tuple[str, ...]:
         return next((deps for task, deps in self.tasks if task == task_id), ())
@@ -151,9 +152,10 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
         return replace(_close_interval(run, event.recorded_at), status="aborted")
     if isinstance(event, ev.RunCompleted):
         return replace(_close_interval(run, event.recorded_at), status="completed")
-    if isinstance(event, ev.RunPlanned):
+    if isinstance(event, ev.RunPlanned | ev.RunPlannedV2):
+        key = getattr(event, "export_key", None)
         return replace(run, plan=Plan(tuple((t.task_id, tuple(t.depends_on)) for t in event.tasks), event.agent,
-                                      event.cycles, event.parallel))
+                                      event.cycles, event.parallel, None if key is None else (key.keyid, key.path)))
     if isinstance(event, ev.RunBudgetExhausted):
         return replace(_close_interval(run, event.recorded_at), status="budget-limited")
     raise TypeError(f"Run cannot apply {event.type_name()}")
@@ -267,18 +269,19 @@ def abort(run: Run, reason: str, now: str) -> list[ev.Event]:
 
 
 def plan_run(run: Run, tasks: list[tuple[str, list[str]]], agent: str, cycles: int, parallel: int,
-             now: str) -> list[ev.Event]:
+             now: str, export_key: tuple[str, str] | None = None) -> list[ev.Event]:
     """RunPlanned, once: nothing when the same plan is recorded already; a different one is refused."""
     require_open(run)
-    wanted = Plan(tuple((task, tuple(deps)) for task, deps in tasks), agent, cycles, parallel)
+    wanted = Plan(tuple((task, tuple(deps)) for task, deps in tasks), agent, cycles, parallel, export_key)
     if run.plan is not None:
         if run.plan == wanted:
             return []
         raise Refused("plan-differs", f"run {run.run_id} is already planned with other tasks, agent, cycles or "
                                       "parallelism; resume it with the same ones")
-    return [next_event(ev.RunPlanned, stream_of(run.run_id), run.version, now, run_id=run.run_id,
+    key = None if export_key is None else ev.ExportKey(keyid=export_key[0], path=export_key[1])
+    return [next_event(ev.RunPlannedV2, stream_of(run.run_id), run.version, now, run_id=run.run_id,
                        tasks=[ev.PlannedTask(task_id=task, depends_on=list(deps)) for task, deps in wanted.tasks],
-                       agent=agent, cycles=cycles, parallel=parallel)]
+                       agent=agent, cycles=cycles, parallel=parallel, export_key=key)]
 
 
 def exhaust_budget(run: Run, now: str) -> list[ev.Event]:

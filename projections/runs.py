@@ -92,9 +92,10 @@ def _budget_exhausted(c: sqlite3.Connection, position: int, at: str, p: dict[str
 
 
 def _planned(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    c.execute("UPDATE runs SET plan = ? WHERE run_id = ?",
-              (json.dumps({"tasks": p["tasks"], "agent": p["agent"], "cycles": p["cycles"],
-                           "parallel": p["parallel"]}, sort_keys=True), p["run_id"]))
+    plan = {"tasks": p["tasks"], "agent": p["agent"], "cycles": p["cycles"], "parallel": p["parallel"]}
+    if "export_key" in p:  # RunPlanned.v2
+        plan["export_key"] = p["export_key"]
+    c.execute("UPDATE runs SET plan = ? WHERE run_id = ?", (json.dumps(plan, sort_keys=True), p["run_id"]))
 
 
 def _supervised(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
@@ -132,6 +133,7 @@ def handlers() -> dict[str, Any]:
         ev.RunBudgetExhausted.type_name(): _budget_exhausted,
         ev.RunPlanned.type_name(): _planned,
         ev.RunWaiting.type_name(): _waiting,
+        ev.RunPlannedV2.type_name(): _planned,
     }
 
 

@@ -92,3 +92,10 @@ def workers_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
 def active_workers(c: sqlite3.Connection) -> list[dict[str, Any]]:
     """Workers whose current generation is launching or running, as the views know them."""
     return as_dicts(c.execute("SELECT * FROM workers WHERE status IN ('launching', 'running') ORDER BY position"))
+
+
+def named(c: sqlite3.Connection, name: str) -> list[str]:
+    """Worker ids the name can mean: the id itself, else every ``<run>.<name>`` (a task's worker under go)."""
+    exact = [r[0] for r in c.execute("SELECT worker_id FROM workers WHERE worker_id = ?", (name,))]
+    return exact or [r[0] for r in c.execute("SELECT worker_id FROM workers WHERE worker_id = run_id || '.' || ? "
+                                             "ORDER BY position", (name,))]

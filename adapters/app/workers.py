@@ -342,7 +342,10 @@ def _environment(request: LaunchRequest, values: Mapping[str, Any], worker: work
     env, _ = scrub_environment(os.environ, request.env_allow)
     env = {k: v for k, v in env.items() if not k.startswith("DOCKET_")}
     env.update({name: expand(value, **values) for name, value in request.env.items()})
-    env.update(DOCKET_RUN=request.run_id, DOCKET_TASK=request.task_id, DOCKET_WORKER=request.worker_id,
+    from ...domain.plan import short_id
+
+    env.update(DOCKET_RUN=request.run_id, DOCKET_TASK=request.task_id, DOCKET_TASK_ID=short_id(request.run_id,
+               request.task_id), DOCKET_WORKER=request.worker_id,
                DOCKET_GENERATION=str(worker.generation), DOCKET_LEDGER=str(ledger_path),
                DOCKET_WORKTREE=str(worktree))
     env[LAUNCH_MARK] = intent_id

@@ -126,6 +126,9 @@ def _syntax_message(path: Path, message: str) -> str:
     return f"{CONFIG_NAME} line {at.group(1)}: {message[:at.start()]} (column {at.group(2)})"
 
 
+MAX_PROBLEMS_SHOWN = 20  # every problem of a real file; a pathological one is cut
+
+
 def _validation_message(path: Path, text: str, error: Any) -> str:
     """The first problem by line, as `docket.toml line N: dotted.key: what is wrong`."""
     lines = key_lines(text)
@@ -134,9 +137,9 @@ def _validation_message(path: Path, text: str, error: Any) -> str:
         loc = tuple(part for part in detail["loc"] if part != "[key]")
         problems.append((_line_of(lines, loc), _dotted(loc), _reason(detail)))
     problems.sort(key=lambda p: p[0])
-    line, key, reason = problems[0]
-    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-    return f"{CONFIG_NAME} line {line}: {key or '(top level)'}: {reason}{more}"
+    shown = [f"line {line}: {key or '(top level)'}: {reason}" for line, key, reason in problems[:MAX_PROBLEMS_SHOWN]]
+    more = f" (and {len(problems) - MAX_PROBLEMS_SHOWN} more)" if len(problems) > MAX_PROBLEMS_SHOWN else ""
+    return f"{CONFIG_NAME} " + "; ".join(shown) + more
 
 
 def _reason(detail: dict[str, Any]) -> str:

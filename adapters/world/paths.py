@@ -96,3 +96,14 @@ def main_worktree(repository: Path) -> Path | None:
     if repository.name == ".git" and (repository / "HEAD").is_file():
         return repository.parent
     return None
+
+
+def checked_out_branch(repository: Path) -> str | None:
+    """The branch the main checkout has checked out (its HEAD names it); None when detached or bare."""
+    if main_worktree(repository) is None:
+        return None
+    try:
+        head = (repository / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else None

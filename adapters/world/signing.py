@@ -76,6 +76,7 @@ def generate_key(prefix: str | Path) -> tuple[Path, Path]:
     )
 
     private_path, public_path = _key_paths(prefix)
+    _make_default_folder(private_path.parent)
     key = Ed25519PrivateKey.generate()
     private_pem = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
     public_pem = key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
@@ -93,6 +94,22 @@ def generate_key(prefix: str | Path) -> tuple[Path, Path]:
         for fd, _, _ in created:
             os.close(fd)
     return private_path, public_path
+
+
+def default_key_folder() -> Path:
+    """docket's own place for keys, ~/.docket (the README's quick start writes ~/.docket/signing)."""
+    return Path.home() / ".docket"
+
+
+def _make_default_folder(folder: Path) -> None:
+    """docket's own key folder is made when missing, 0700; any other folder must exist (bad-key-path)."""
+    try:
+        if os.path.abspath(folder) == os.path.abspath(default_key_folder()):
+            os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    except (OSError, RuntimeError) as e:  # RuntimeError: no home directory to expand
+        raise BadInput("bad-key-path", f"cannot create {_name(folder)}: {getattr(e, 'strerror', None) or e}") from None
 
 
 def _key_paths(prefix: str | Path) -> tuple[Path, Path]:
@@ -167,7 +184,7 @@ def load_verifier(public_pem_path: str | Path) -> SSlibKey:
 
 
 def _read_key_file(path: Path) -> bytes:
-    return _read_regular_file(path, MAX_KEY_BYTES, missing=BadInput("key-not-found", f"no key file at {_name(path)}"),
+    return _read_regular_file(path, MAX_KEY_BYTES, missing=NotFound("key-not-found", f"no key file at {_name(path)}"),
                               too_large=BadInput("bad-key", f"{_name(path)} is larger than a key file can be"),
                               unreadable="bad-key")
 

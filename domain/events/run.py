@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..values import MAX_SAFE_INT
-from .base import BranchName, Code, Commit, Event, Id, PositiveMs, RepositoryPath, Text, Timestamp
+from .base import AbsolutePath, BranchName, Code, Commit, Event, Id, PositiveMs, RepositoryPath, Sha256, Text, Timestamp
 from .worker import ProcessIdentity
 
 __all__ = [
@@ -17,10 +17,12 @@ __all__ = [
     "RunBasePinned",
     "RunBudgetExhausted",
     "RunCompleted",
+    "ExportKey",
     "RunOpened",
     "PlannedTask",
     "RunPaused",
     "RunPlanned",
+    "RunPlannedV2",
     "RunResumed",
     "RunSupervised",
     "RunUnsupervised",
@@ -140,9 +142,7 @@ class PlannedTask(BaseModel):
 
 
 class RunPlanned(Event):
-    """How ``docket go`` supervises the run: its tasks in order with their dependencies, the agent, the number of
-    cycles (generations judged) each task may use, and how many agents run at once. Recorded once; a resume
-    follows it."""
+    """Legacy (v1): the plan without the key the receipt is exported with (see RunPlannedV2)."""
 
     name = "RunPlanned"
     run_id: Id
@@ -150,6 +150,30 @@ class RunPlanned(Event):
     agent: Id
     cycles: Annotated[int, Field(ge=1, le=100)]
     parallel: Annotated[int, Field(ge=1, le=64)]
+
+
+class ExportKey(BaseModel):
+    """The private key a run's receipt is exported with: its key id (the public key's securesystemslib id) and
+    the absolute path of its private key file, as given when the run was planned."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    keyid: Sha256
+    path: AbsolutePath
+
+
+class RunPlannedV2(Event):
+    """How ``docket go`` supervises the run: its tasks in order with their dependencies, the agent, the number of
+    cycles (generations judged) each task may use, how many agents run at once, and the key its receipt is
+    exported with (null: none). Recorded once; a resume follows it."""
+
+    name = "RunPlanned"
+    schema_version = 2
+    run_id: Id
+    tasks: Annotated[list[PlannedTask], Field(min_length=1, max_length=1000)]
+    agent: Id
+    cycles: Annotated[int, Field(ge=1, le=100)]
+    parallel: Annotated[int, Field(ge=1, le=64)]
+    export_key: ExportKey | None
 
 
 class RunBudgetExhausted(Event):

@@ -150,7 +150,6 @@ USAGE_AND_BAD_INPUT = [
     case("unknown-option", ("status", "--frob"), "usage", 2, "--frob"),
     case("run-open-without-goal", ("run", "open", "--target", "main"), "usage", 2, "--goal"),
     case("run-open-without-target", ("run", "open", "--goal", "g"), "no-target", 2, "--target"),
-    case("run-abort-without-reason", ("run", "abort", "r-active"), "usage", 2, "--reason"),
     case("lease-grant-without-resource", (*GRANT, "--worker", "w1", "--generation", "1", "--ttl", "1m"),
          "usage", 2, "RESOURCE"),
     case("generation-zero", (*GRANT, "res/x", "--worker", "w1", "--generation", "0", "--ttl", "1m"),
@@ -178,16 +177,20 @@ USAGE_AND_BAD_INPUT = [
     case("empty-goal", ("run", "open", "--target", "main", "--goal", "  "), "empty-goal", 2),
     # Values the event models refuse: a one-line invalid-input naming the field, never "internal".
     case("run-id-with-space", ("run", "open", "--target", "main", "--goal", "g", "--id", "bad id"),
-         "invalid-input", 2, "run_id", "bad id"),
+         "bad-id", 2, "run id 'bad id' must be 1 to 128 letters"),
     case("branch-with-space", ("run", "open", "--target", "bad branch", "--goal", "g"),
          "bad-branch-name", 2, "bad branch"),
-    case("goal-too-long", ("run", "open", "--target", "main", "--goal", LONG), "invalid-input", 2, "goal"),
+    case("goal-too-long", ("run", "open", "--target", "main", "--goal", LONG), "too-long", 2,
+         "goal is 5000 characters; at most 4000"),
     case("task-id-with-space", ("task", "plan", "r-active", "--title", "t", "--id", "bad id"),
-         "invalid-input", 2, "task_id"),
+         "bad-id", 2, "task id"),
     case("empty-title", ("task", "plan", "r-active", "--title", ""), "invalid-input", 2, "title"),
-    case("role-with-space", ("worker", "register", "r-active", "--role", "bad role"), "invalid-input", 2, "role"),
+    case("role-with-space", ("worker", "register", "r-active", "--role", "bad role"), "bad-id", 2, "role"),
     case("worker-id-with-slash", ("worker", "register", "r-active", "--role", "impl", "--id", "bad/id"),
-         "invalid-input", 2, "worker_id"),
+         "bad-id", 2, "worker id"),
+    case("logs-generation-zero", ("worker", "logs", "w1", "--generation", "0"), "usage", 2, "--generation"),
+    case("init-ledger-in-a-missing-folder", ("init", "--ledger", "{dir}/nowhere/x.sqlite"), "bad-ledger-path", 2,
+         "does not exist"),
     case("empty-pause-reason", ("run", "pause", "r-active", "--reason", ""), "invalid-input", 2, "reason"),
     case("go-tasks-file-missing", ("go", "--goal", "g", "--tasks", "no-such.toml"), "bad-tasks-file", 2),
     case("go-without-tasks", ("go", "--goal", "g"), "usage", 2, "--task"),
@@ -231,6 +234,9 @@ NOT_FOUND = [
     case("worker-register-unknown-task", ("worker", "register", "r-active", "--role", "impl", "--task", "t-nope"),
          "task-not-found", 5, "t-nope"),
     case("relaunch-unknown-worker", ("worker", "relaunch", "w-nope"), "worker-not-found", 5, "w-nope"),
+    case("candidate-list-unknown-run", ("candidate", "list", "r-nope"), "run-not-found", 5, "r-nope"),
+    case("export-key-missing", ("export", "r-active", "--key", "no-such.key", "--out", "x.jsonl"),
+         "key-not-found", 5, "no-such.key"),
     case("grant-to-unknown-worker", (*GRANT, "res/x", "--worker", "w-nope", "--generation", "1", "--ttl", "1m"),
          "worker-not-found", 5),
 ]
@@ -287,6 +293,7 @@ def test_refused_commands_appended_nothing(world):
     log = world.docket("log", "--json", now=T0).json()
     assert log["head"] == before["events"]
     assert not (Path(world.values["dir"]) / "missing.sqlite").exists()
+    assert not (Path(world.values["dir"]) / "nowhere").exists()
     assert not (Path(world.values["dir"]) / "garbage.views.sqlite").exists()
 
 
@@ -316,7 +323,7 @@ def test_before_init(uninitialised, args, as_json):
 
 # Outside any git repository, with no --ledger: HOME and the working directory are both outside.
 OUTSIDE = [("init",), ("status",), ("log",), ("verify",), ("run", "open", "--target", "main", "--goal", "g"),
-           ("run", "pause", "r1"), ("lease", "expire", "res")]
+           ("run", "pause", "r1"), ("lease", "expire", "res"), ("go", "--goal", "g", "--task", "t")]
 
 
 @pytest.fixture(scope="module")

@@ -168,3 +168,15 @@ def test_config_show_is_toml_that_reads_back_as_the_same_configuration(docket, r
         (repo / "docket.toml").read_text()))
     (repo / "docket.toml").unlink()
     assert "# artifact_dir: not set\n" in docket("config", "show").stdout
+
+
+def test_lines_appended_to_the_default_file_stay_top_level_and_every_unknown_key_is_named(docket, repo):
+    docket("init")
+    config = repo / "docket.toml"
+    lines = len(config.read_text().splitlines())
+    config.write_text(config.read_text() + 'agent = "scripted"\n[agents.scripted]\ncommand = ["true", "{prompt}"]\n')
+    assert docket("config", "show", "--json").json()["config"]["default_agent"] == "scripted"
+    config.write_text(config.read_text() + '[run]\ntarget = "main"\nbudgte = "1h"\ntimout = "5m"\n')
+    result = docket("config", "show", check=False)
+    assert error_of(result) == (2, "bad-config", f"docket.toml line {lines + 6}: run.budgte: unknown key; "
+                                                 f"line {lines + 7}: run.timout: unknown key")

@@ -64,3 +64,32 @@ def test_help_lists_every_exit_code_and_the_environment():
     for variable in ("DOCKET_LEDGER", "DOCKET_NOW", "DOCKET_TESTING=1", "DOCKET_FAULT", "DOCKET_LOCK_TIMEOUT"):
         assert variable in text, variable
     assert "DOCKET_DATABASE_URL" not in text  # not implemented yet
+
+
+def test_key_generate_makes_dockets_own_folder_0700_and_no_other(docket, tmp_path):
+    """The quick start's `docket key generate --out ~/.docket/signing` works on a machine without ~/.docket."""
+    import stat
+
+    home = tmp_path / "home"
+    home.mkdir()
+    docket.env["HOME"] = str(home)
+    made = docket("key", "generate", "--out", str(home / ".docket" / "signing"), "--json").json()
+    assert stat.S_IMODE((home / ".docket").stat().st_mode) == 0o700
+    assert made["private_key"] == str(home / ".docket" / "signing.key")
+    code, name, message = error_of(docket("key", "generate", "--out", str(tmp_path / "nowhere" / "k"), check=False))
+    assert (code, name) == (2, "bad-key-path") and "does not exist" in message
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_bare_worker_id_is_accepted_where_one_run_alone_has_it(docket):
+    """Under docket go a worker's id is <run>.<task>: the task's own id finds it, unless two runs have it."""
+    docket("init", now=T0)
+    for run in ("r1", "r2"):
+        docket("run", "open", "--target", "main", "--goal", "g", "--id", run, now=T0)
+    docket("worker", "register", "r1", "--role", "implementer", "--id", "r1.solo", now=T0)
+    assert docket("worker", "relaunch", "solo", "--json", now=T0).json()["generation"] == 2
+    for run in ("r1", "r2"):
+        docket("worker", "register", run, "--role", "implementer", "--id", f"{run}.both", now=T0)
+    code, name, message = error_of(docket("worker", "relaunch", "both", check=False, now=T0))
+    assert (code, name) == (2, "ambiguous-id") and "r1.both" in message and "r2.both" in message
+    assert docket("worker", "relaunch", "r2.both", "--json", now=T0).json()["generation"] == 2

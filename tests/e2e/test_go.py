@@ -8,6 +8,8 @@ from pathlib import Path
 from tests.conftest import git
 from tests.e2e.go_world import DELIVERED, docket_processes, make_go_world
 
+ONE_TASK = '[[tasks]]\nid = "greet"\ntitle = "add the greeting"\nprompt = "write greet.py: print(1)"\n'
+
 
 def test_three_tasks_one_dependency_one_repair_are_delivered_and_the_receipt_verifies_offline(tmp_path: Path):
     world = make_go_world(tmp_path, target="trunk")
@@ -143,3 +145,51 @@ append b.py: C = 3
     assert git(world.repo, "rev-parse", "trunk") == summary["target_commit"]
     assert (world.file_at("trunk", "a.py"), world.file_at("trunk", "b.py")) == ("A = 1\nC = 3\n", "B = 2\nC = 3\n")
     assert world.run("verify").returncode == 0
+
+
+def test_a_run_started_with_a_key_and_resumed_without_it_exports_with_the_planned_key(tmp_path: Path):
+    """The plan records the key (its id and path); --resume without --key exports with it, or says why it cannot."""
+    world = make_go_world(tmp_path, tasks=ONE_TASK)
+    keys = tmp_path / "keys" / "docket"
+    keys.parent.mkdir()
+    keyid = world.json("key", "generate", "--out", str(keys))["keyid"]
+    crashed = world.go("r1", "--target", "main", "--key", f"{keys}.key", fault="go:before-seal")
+    assert crashed.returncode == -9, crashed.stderr
+    (planned,) = world.events("RunPlanned")
+    assert planned["type"] == "RunPlanned.v2"
+    assert planned["payload"]["export_key"] == {"keyid": keyid, "path": f"{keys}.key"}
+    done = world.resume("r1")
+    assert done.returncode == 0, done.stderr
+    bundle = Path(json.loads(done.stdout)["receipt"]["path"])
+    assert world.run("verify-receipt", str(bundle), "--key", f"{keys}.pub").returncode == 0
+
+
+def test_a_resume_that_cannot_use_the_planned_key_says_so_before_any_work(tmp_path: Path):
+    world = make_go_world(tmp_path, tasks=ONE_TASK)
+    keys = tmp_path / "keys" / "docket"
+    keys.parent.mkdir()
+    keyid = world.json("key", "generate", "--out", str(keys))["keyid"]
+    other = tmp_path / "keys" / "other"
+    world.json("key", "generate", "--out", str(other))
+    crashed = world.go("r1", "--target", "main", "--key", f"{keys}.key", fault="go:before-seal")
+    assert crashed.returncode == -9, crashed.stderr
+    refused = world.resume("r1", "--key", f"{other}.key")
+    assert refused.returncode == 3 and "plan-differs" in refused.stderr and keyid in refused.stderr
+    Path(f"{keys}.key").rename(tmp_path / "moved.key")
+    gone = world.resume("r1")
+    assert gone.returncode == 5, gone.stderr
+    assert "key-not-found" in gone.stderr and keyid in gone.stderr and f"{keys}.key" in gone.stderr
+    assert world.events("ReceiptSealed") == []  # nothing done without it
+    done = world.resume("r1", "--key", str(tmp_path / "moved.key"))  # the same key, moved: its id matches
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["receipt"]["path"]
+
+
+def test_without_target_the_run_targets_the_branch_checked_out_in_the_main_checkout_and_says_so(tmp_path: Path):
+    world = make_go_world(tmp_path, tasks=ONE_TASK)
+    git(world.repo, "checkout", "-q", "-b", "trunk")
+    done = world.go("r1")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["target"] == "trunk"
+    assert "target trunk (the branch checked out in" in done.stderr
+    assert world.file_at("trunk", "greet.py") == "print(1)\n"

@@ -222,3 +222,13 @@ def test_piped_docket_go_prints_plain_event_lines_then_its_summary(tmp_path: Pat
     lines = done.stdout.splitlines()
     assert any(" TaskFinished " in line for line in lines)
     assert lines[-3].startswith("run r1: delivered") and "\x1b" not in done.stdout and "\x07" not in done.stdout
+
+
+def test_a_hook_whose_command_cannot_start_is_recorded_and_go_warns(tmp_path: Path):
+    hooks = '\n[hooks]\nrun-finished = ["/no/such/notifier", "done"]\n'
+    world = make_go_world(tmp_path, extra_config=hooks, tasks=one_task("write a.py: A = 1"))
+    done = world.go("r1", "--target", "main")
+    assert done.returncode == 0, done.stderr
+    assert [e["payload"]["result"] for e in world.events("HookFinished")] == ["not-started"]
+    warning = [line for line in done.stderr.splitlines() if "hook-not-started" in line]
+    assert len(warning) == 1 and "run-finished" in warning[0], done.stderr

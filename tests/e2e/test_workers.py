@@ -240,9 +240,20 @@ def test_credentials_are_invisible_to_the_agent_unless_allowed_and_docket_variab
     prompt_file = Path(env["DOCKET_PROMPT_FILE"])  # a task planned with a title only: the title is its prompt
     assert prompt_file.read_text() == "task t1" and prompt_file.parent.name == "prompts"
     assert {name: env[name] for name in env if name.startswith("DOCKET_") and name != "DOCKET_LAUNCH"} == {
-        "DOCKET_RUN": "r1", "DOCKET_TASK": "t1", "DOCKET_WORKER": "t1", "DOCKET_GENERATION": "1",
-        "DOCKET_LEDGER": str(workers.docket.ledger.resolve()), "DOCKET_WORKTREE": str(workers.worktree("t1")),
-        "DOCKET_PROMPT_FILE": str(prompt_file)}
+        "DOCKET_RUN": "r1", "DOCKET_TASK": "t1", "DOCKET_TASK_ID": "t1", "DOCKET_WORKER": "t1",
+        "DOCKET_GENERATION": "1", "DOCKET_LEDGER": str(workers.docket.ledger.resolve()),
+        "DOCKET_WORKTREE": str(workers.worktree("t1")), "DOCKET_PROMPT_FILE": str(prompt_file)}
+
+
+def test_a_task_named_as_docket_go_names_it_is_launched_by_its_bare_id_and_the_agent_gets_both_ids(workers):
+    """Under go a task's ledger id is <run>.<id>: --task id finds it, and DOCKET_TASK_ID is the tasks file's id."""
+    workers.config(f'[agents.env]\ncommand = {toml_list(agent("--env-to", "env.json"))}\nprompt = "stdin"\n')
+    workers.plan("r1.greet")
+    result = workers.launch("greet", "--agent", "env")
+    assert result.returncode == 0, result.stderr
+    env = read_json(workers.worktree("r1.greet") / "env.json")
+    assert (env["DOCKET_TASK"], env["DOCKET_TASK_ID"], env["DOCKET_WORKER"]) == ("r1.greet", "greet", "r1.greet")
+    assert workers.docket("worker", "logs", "greet", "--json").json()["worker_id"] == "r1.greet"
 
 
 # --- worktree preparation ---------------------------------------------------------------------------------------

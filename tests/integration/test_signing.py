@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from docket.adapters.world import signing
-from docket.domain.errors import BadInput, NotFound, Refused, VerificationFailed
+from docket.domain.errors import BadInput, DocketError, NotFound, Refused, VerificationFailed
 from tests.conftest import Docket
 
 COMMIT = "d20ace7968ba43c0219f62d71334c1095bab1602"
@@ -144,11 +144,12 @@ def test_a_missing_key_a_symlinked_key_and_a_folder_are_refused_by_name(tmp_path
     (tmp_path / "link.pub").symlink_to(keys[1])
     (tmp_path / "folder").mkdir()
     for load, link in ((signing.load_signer, "link.key"), (signing.load_verifier, "link.pub")):
-        for path, code in ((tmp_path / "missing", "key-not-found"), (tmp_path / link, "symlink-refused"),
-                           (tmp_path / "folder", "not-a-regular-file")):
-            with pytest.raises(BadInput) as bad:
+        for path, code, exit_code in ((tmp_path / "missing", "key-not-found", 5),  # not found, as the README says
+                                      (tmp_path / link, "symlink-refused", 2),
+                                      (tmp_path / "folder", "not-a-regular-file", 2)):
+            with pytest.raises(DocketError) as bad:
                 load(path)
-            assert bad.value.code == code, (load.__name__, path.name)
+            assert (bad.value.code, bad.value.exit_code) == (code, exit_code), (load.__name__, path.name)
 
 
 # Statements and envelopes

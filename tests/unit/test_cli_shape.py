@@ -84,3 +84,10 @@ def test_usage_errors_are_the_whole_parsers(argv):
     with pytest.raises(app.UsageError) as one:
         app.parse_args(argv)
     assert str(one.value) == str(whole.value)
+
+
+def test_the_readme_synopses_parse_run_abort_without_a_reason_and_logs_refuses_generation_zero():
+    """The README's `docket run pause|resume|abort RUN` needs no --reason; a generation starts at 1."""
+    assert app.parse_args(["run", "abort", "r1"]).reason
+    with pytest.raises(app.UsageError):
+        app.parse_args(["worker", "logs", "w1", "--generation", "0"])

@@ -24,6 +24,20 @@ def test_the_plan_is_recorded_once_and_a_different_one_is_refused():
         assert caught.value.code == "plan-differs"
 
 
+def test_the_plan_records_the_export_key_and_a_v1_plan_without_one_still_folds():
+    from docket.domain import events as ev
+
+    book = Book()
+    r = book.active_run()
+    key = ("ab" * 32, "/home/u/.docket/signing.key")
+    (planned,) = run.plan_run(r, PLAN, "scripted", 3, 2, T0, key)
+    assert planned.type_name() == "RunPlanned.v2" and planned.export_key == ev.ExportKey(keyid=key[0], path=key[1])
+    assert book.apply(run.apply, r, [planned]).plan.export_key == key
+    legacy = ev.RunPlanned(stream=planned.stream, version=planned.version, recorded_at=T0, run_id=r.run_id,
+                           tasks=planned.tasks, agent="scripted", cycles=3, parallel=2)
+    assert book.apply(run.apply, r, [legacy]).plan.export_key is None
+
+
 def test_the_budget_ends_the_run_only_once_it_is_spent_and_only_while_it_is_supervised():
     book = Book()
     r = book.active_run(budget_ms=60_000, supervised=True)

@@ -20,7 +20,7 @@ def written(folder: Path, text: str) -> Path:
 
 def test_approval_is_off_by_default_and_in_the_commented_default_file(tmp_path):
     assert Config().integration.approval is False
-    assert "\n[integration]\n" in DEFAULT_TOML and "\napproval = false\n" in DEFAULT_TOML
+    assert "\n# [integration]\n" in DEFAULT_TOML and "\n# approval = false\n" in DEFAULT_TOML
     assert load_config(written(tmp_path, "[integration]\napproval = true\n")).integration.approval is True
 
 
@@ -60,7 +60,7 @@ def test_no_repository_or_no_file_requires_no_approval(tmp_path):
 
 def test_a_checked_out_target_is_updated_by_default_refused_when_configured_and_nothing_else(tmp_path):
     assert Config().integration.checked_out_target == "update"
-    assert '\nchecked_out_target = "update"\n' in DEFAULT_TOML
+    assert '\n# checked_out_target = "update"\n' in DEFAULT_TOML
     text = '[integration]\nchecked_out_target = "refuse"\n'
     assert load_config(written(tmp_path, text)).integration.checked_out_target == "refuse"
     with pytest.raises(BadInput) as caught:
