@@ -395,7 +395,8 @@ def _deliver(ctx: Context, settings: Any, run_id: str, signer: Any) -> None:
         return
     passed = {task.task_id: [task.finished_binding] for task in tasks if task.result == "passed"}
     integration = load_integration(ctx.ledger, run_id)
-    if passed and (integration is None or not integration.ended):
+    queued = integration is not None and integration.rolling  # a queue that went on while the agents worked
+    if (passed or queued) and (integration is None or not integration.ended):
         faults.crash_point("go:before-integrate")
         try:
             integrate(ctx.ledger, ctx.clock, ctx.effector, run_id, tasks=list(run.plan.task_ids), candidates=passed,

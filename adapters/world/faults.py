@@ -38,6 +38,9 @@ CRASH_POINTS = {
     "integrate:after-step": "IntegrationStepMerged recorded; the merged tree not yet pinned for re-verification",
     "integrate:before-verified": "every required check ran on the merged tree; IntegrationStepVerified not recorded",
     "integrate:before-target": "every step verified; the target's intent not yet recorded",
+    "integrate:after-queued": "a passed task's step queued (IntegrationStepQueued); not merged yet",
+    "go:before-repair": "a task's step was dropped from the queue; its worktree not yet made again at the "
+                        "integrated head",
     "integrate:after-checkout-update": "the index and files of the checkout that has the target out moved to the "
                                        "integrated tree; the branch not yet moved",
     "go:before-launch": "docket go chose a task's next generation; nothing of it recorded yet",
