@@ -352,7 +352,7 @@ def open_queue(existing: Integration | None, run: Run, *, repository: str, targe
 def queue_step(integration: Integration, run: Run, step: ev.IntegrationStep, *, waiting_for: Sequence[str],
                overlaps: Sequence[ev.PathOverlapWarning], now: str) -> list[ev.Event]:
     """IntegrationStepQueued of a task's confirmed candidate; nothing when that candidate is queued already.
-    Refused ``queue-closed`` once closed, ``dependencies-unsettled`` while a task it depends on (waiting_for: those
+    Refused ``queue-closed`` once closed, ``queue-stopped`` once it stopped, ``dependencies-unsettled`` while a task it depends on (waiting_for: those
     whose step is not verified) is not integrated yet."""
     require_open(run)
     if not integration.rolling:
@@ -361,6 +361,9 @@ def queue_step(integration: Integration, run: Run, step: ev.IntegrationStep, *, 
         return []
     if integration.closed:
         raise Refused("queue-closed", f"the merge queue of run {run.run_id} is closed")
+    if integration.ended:
+        raise Refused("queue-stopped", f"the merge queue of run {run.run_id} stopped ({integration.status}); "
+                                       "nothing more is integrated")
     if waiting_for:
         raise Refused("dependencies-unsettled", f"task {step.task_id} depends on {', '.join(waiting_for)}, not "
                                                 "integrated yet")

@@ -18,7 +18,7 @@ Everything it decides is read back from the ledger, so a fresh process (``--resu
   the same worktree.
 - The merge queue goes on while agents work (unless approval is required): a
   task whose candidate is confirmed is queued (after the tasks it depends on are
-  integrated) and waits for its step; an integrator thread merges and
+  integrated) and takes no slot while its step waits; an integrator thread merges and
   re-verifies each step and moves the target as verified steps accumulate. A
   verified step finishes its task (passed); a step that conflicts or is rejected
   is dropped, the rest goes on, and the task gets the conflict as feedback: its
@@ -310,10 +310,11 @@ def _start_work(open_session: Callable[[], Session], settings: GoSettings, s: Se
     that may start now, and stops reading once every slot is taken."""
     assert run.plan is not None
     unfinished = False
+    queued = _queued_tasks(s, run.run_id)
     for task_id, depends_on in run.plan.tasks:
         if task_id in finished:
             continue
-        if task_id in threads:
+        if task_id in threads or task_id in queued:  # a queued task takes no slot: its step is the integrator's
             unfinished = True
             continue
         if len(threads) >= parallel:
@@ -387,9 +388,8 @@ def work_on(open_session: Callable[[], Session], settings: GoSettings, run_id: s
             if worker is not None and worker.status in ("launching", "running"):
                 return  # a generation another docket process supervises, or one reconcile has not settled
             if worker is not None and judgeable(worker) and not task.judged(worker.generation):
-                if _queued(s, task, worker.generation):
-                    time.sleep(TICK_SECONDS)  # its step is the integrator's: it finishes the task or drops it
-                    continue
+                if task_id in _queued_tasks(s, run_id, worker.generation):
+                    return  # its step is the integrator's: it finishes the task, or drops it and the task goes on
                 _judge(s, settings, run, task, worker)
                 continue
             if len(task.feedback) >= run.plan.cycles:
@@ -447,15 +447,17 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
     return True
 
 
-def _queued(s: Session, task: task_aggregate.Task, generation: int) -> bool:
-    """Whether the generation's candidate waits in the run's merge queue (queued, not yet verified or dropped)."""
+def _queued_tasks(s: Session, run_id: str, generation: int | None = None) -> frozenset[str]:
+    """The tasks whose candidate waits in the run's merge queue (queued, not yet verified or dropped); of that
+    generation only, when given."""
     from .integration import load_integration
 
-    integration = load_integration(s.ledger, task.run_id)
-    if integration is None or not integration.rolling:
-        return False
-    return any(step.task_id == task.task_id and step.generation == generation
-               and step.status not in ("verified", "conflicted", "rejected") for step in integration.steps)
+    integration = load_integration(s.ledger, run_id)
+    if integration is None or not integration.rolling or integration.ended:
+        return frozenset()
+    return frozenset(step.task_id for step in integration.steps
+                     if step.status not in ("verified", "conflicted", "rejected")
+                     and generation in (None, step.generation))
 
 
 def _repair_base(s: Session, task: task_aggregate.Task) -> str | None:
@@ -613,7 +615,7 @@ def _hand_off(s: Session, settings: GoSettings, task: task_aggregate.Task,
 def _queue(s: Session, settings: GoSettings, task: task_aggregate.Task,
            candidate: candidate_aggregate.Candidate) -> None:
     """Queue the passed candidate for integration now; the integrator finishes the task once its step is
-    verified. A queue fixed already (by 'docket integrate') takes no step: the task has passed, as before."""
+    verified. A queue fixed already (by 'docket integrate'), or stopped, takes no step: the task has passed."""
     from .integration import queue_task
 
     run = load_run(s.ledger, task.run_id)
@@ -622,7 +624,7 @@ def _queue(s: Session, settings: GoSettings, task: task_aggregate.Task,
         queue_task(s.ledger, s.clock, s.effector, task.run_id, task.task_id, candidate.binding_id, checks=settings.checks,
                    depends_on=run.plan.depends_on(task.task_id))
     except Refused as e:
-        if e.code == "queue-fixed":
+        if e.code in ("queue-fixed", "queue-stopped"):
             _finish(s, task.task_id, "passed", candidate.binding_id, None, None)
         elif e.code == "dependencies-unsettled":
             time.sleep(TICK_SECONDS)  # judged again on the next pass (its checks are not run twice)

@@ -168,6 +168,7 @@ def _open_queue(ledger: Ledger, clock: Clock, effector: Any, run_id: str, reposi
         load_integration(ledger, run_id), load_run(ledger, run_id), repository=str(repository),
         target_branch=run.target_branch, expected_commit=target.commit, integration_ref=integration_ref(run_id),
         required_checks=required, now=now), clock.now())
+    faults.crash_point("integrate:after-prepare")
 
 
 def _close_queue(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Sequence[str],

@@ -32,7 +32,8 @@ CRASH_POINTS = {
     "check:before-result": "the execution inspected and artifacts copied back; the result not yet recorded",
     "check:after-result": "the check's result recorded; its execution's removal not yet asked for",
     "handoff:after-observe": "the candidate's ref observed for a handoff confirmation; nothing decided or recorded",
-    "integrate:after-prepare": "IntegrationPrepared recorded; no step merged yet",
+    "integrate:after-prepare": "IntegrationPrepared recorded (v2: the queue opened as the first task passed); no "
+                               "step merged yet",
     "integrate:after-merge-computed": "a step's merge commit written to the object store (unreferenced); its intent "
                                       "not recorded",
     "integrate:after-step": "IntegrationStepMerged recorded; the merged tree not yet pinned for re-verification",

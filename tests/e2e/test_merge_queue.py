@@ -54,7 +54,8 @@ def _world(tmp_path: Path, tasks: str, idle_timeout: str = "30s"):
 
 def test_a_conflicting_task_is_dropped_the_rest_delivered_and_it_is_repaired_on_the_integrated_head(tmp_path):
     world = _world(tmp_path, FIVE)
-    done = world.run("go", "--goal", "five", "--tasks", "tasks.toml", "--target", "main", "--id", "q1", "--parallel", "1", "--json")
+    done = world.run("go", "--goal", "five", "--tasks", "tasks.toml", "--target", "main", "--id", "q1", "--parallel",
+                     "1", "--json")
     summary = json.loads(done.stdout)
     assert done.returncode == 0, (done.stdout, done.stderr)
     assert [row["result"] for row in summary["tasks"]] == ["delivered"] * 5
@@ -76,8 +77,11 @@ def test_a_conflicting_task_is_dropped_the_rest_delivered_and_it_is_repaired_on_
 
 def test_a_conflicting_task_whose_cycles_are_spent_is_reported_undelivered_naming_the_path(tmp_path):
     world = _world(tmp_path, FIVE)
-    done = world.run("go", "--goal", "five", "--tasks", "tasks.toml", "--target", "main", "--id", "q2", "--parallel", "1", "--cycles",
-                     "1", "--json")
+    keys = tmp_path / "keys" / "docket"
+    keys.parent.mkdir()
+    assert world.run("key", "generate", "--out", str(keys)).returncode == 0
+    done = world.run("go", "--goal", "five", "--tasks", "tasks.toml", "--target", "main", "--id", "q2", "--parallel",
+                     "1", "--cycles", "1", "--key", f"{keys}.key", "--json")
     summary = json.loads(done.stdout)
     assert done.returncode == 6, (done.stdout, done.stderr)
     assert [row["result"] for row in summary["tasks"]] == ["delivered"] * 4 + ["failed"]
@@ -92,6 +96,8 @@ def test_a_conflicting_task_whose_cycles_are_spent_is_reported_undelivered_namin
     assert [t["task_id"] for t in sealed["undelivered"]] == ["q2.t5"]
     assert sealed["undelivered"][0]["paths"] == ["notes.txt"]
     assert sorted(t["task_id"] for t in sealed["tasks"]) == ["q2.t1", "q2.t2", "q2.t3", "q2.t4"]
+    verified = world.run("verify-receipt", summary["receipt"]["path"], "--key", f"{keys}.pub", "--json")
+    assert verified.returncode == 0, verified.stderr
 
 
 SLOW = '''\
@@ -112,7 +118,8 @@ write slow.txt: slow
 
 def test_the_target_moves_while_another_task_is_still_running(tmp_path):
     world = _world(tmp_path, SLOW, idle_timeout="5m")
-    process = world.start("go", "--goal", "two", "--tasks", "tasks.toml", "--target", "main", "--id", "q3", "--json")
+    process = world.start("go", "--goal", "two", "--tasks", "tasks.toml", "--target", "main", "--id", "q3",
+                          "--json")
     try:
         def slow_worktree() -> str | None:
             for event in world.events("WorktreeCreated"):
@@ -138,3 +145,18 @@ def test_the_target_moves_while_another_task_is_still_running(tmp_path):
     assert [row["result"] for row in summary["tasks"]] == ["delivered", "delivered"]
     assert world.file_at("main", "slow.txt") == "slow\n"
     assert world.file_at("main", "fast.txt") == "fast\n"
+
+
+def test_killed_before_a_repair_then_resumed_repairs_and_delivers(tmp_path):
+    world = _world(tmp_path, FIVE)
+    argv = ("go", "--goal", "five", "--tasks", "tasks.toml", "--target", "main", "--id", "q4", "--parallel", "1",
+            "--json")
+    crashed = world.run(*argv, fault="go:before-repair")
+    assert crashed.returncode == -9, crashed.stderr
+    done = world.run(*argv)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert world.file_at("main", "notes.txt") == "notes\ntwo\nfive\n"
+    assert len(world.events("ReceiptSealed")) == 1
+    assert world.run("verify").returncode == 0
+    reconcile = world.json("reconcile")
+    assert reconcile["findings"] == [] and reconcile["git"] == []
