@@ -544,7 +544,9 @@ def request_target(integration: Integration, *, intent_id: str, checkout: str | 
     (the worktree that has it checked out, clean; None: none has); nothing when requested or done."""
     if integration.target is not None:
         return []
-    if integration.status != "updating-target":
+    # a queue that goes on moves it whenever verified steps lie beyond it, though a step was queued meanwhile
+    behind = integration.rolling and not integration.ended and integration.head() != integration.target_expected
+    if integration.status != "updating-target" and not behind:
         raise Refused("integration-not-verified", f"the integration of run {integration.run_id} is "
                                                   f"{integration.status}; the target moves after every step is "
                                                   "verified")

@@ -339,9 +339,14 @@ def _conflict_feedback(repository: Path, head: str, step: integration_aggregate.
     paths = list(merged.conflicts)
     named = ", ".join(paths[:20]) + (f" and {len(paths) - 20} more" if len(paths) > 20 else "")
     hunks = conflict_hunks(repository, head, step.commit, paths) if paths else ""
+    named, hunks = _cut(named, 600), _cut(hunks, 2800)  # the feedback keeps 4,000 characters: the words first
     return (f"your work conflicts with work integrated before it, on {named or merged.detail}. Your worktree now "
             "starts from the integrated head: keep what it has in those files and make your change again on top "
             "of it." + (f"\nThe integrated head ('-') and your candidate ('+') there:\n{hunks}" if hunks else ""))
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _repair(ledger: Ledger, run: Any, step: integration_aggregate.StepState, code: str, text: str,

@@ -296,3 +296,15 @@ def test_a_queue_that_goes_on_takes_no_step_of_an_unintegrated_dependency_and_cl
     assert refused.value.code == "tasks-unfinished"
     state = fold(integration.close_queue(state, RUN, unfinished=[], now=T0), state)
     assert state.status == "stopped"  # closed with nothing delivered
+
+
+def test_the_target_of_a_queue_that_goes_on_moves_though_a_step_was_queued_after_the_last_verified_one():
+    state = rolling(1)
+    state, intent = step_requested(state, 1)
+    state = fold([integration.decide_step(state, intent, IntegrationObservation("merged", commit=MERGE), T0)], state)
+    state = fold(integration.verified(state, 1, verification_binding=BINDING, tree=TREE, checks=[], now=T0), state)
+    late = ev.IntegrationStep(task_id="t9", binding_id="9" * 64, commit=CANDIDATE, worker_id="t9", generation=1)
+    state = fold(integration.queue_step(state, RUN, late, waiting_for=[], overlaps=[], now=T0), state)
+    assert state.status == "merging"
+    (target,) = integration.request_target(state, intent_id="m1", now=T0)
+    assert (target.expected_commit, target.commit) == (HEAD, MERGE)
