@@ -446,7 +446,8 @@ def _deliver(ctx: Context, settings: Any, run_id: str, signer: Any) -> None:
         return
     passed = {task.task_id: [task.finished_binding] for task in tasks if task.result == "passed"}
     integration = load_integration(ctx.ledger, run_id)
-    if passed and (integration is None or not integration.ended):
+    queued = integration is not None and integration.rolling  # a queue that went on while the agents worked
+    if (passed or queued) and (integration is None or not integration.ended):
         faults.crash_point("go:before-integrate")
         try:
             integrate(ctx.ledger, ctx.clock, ctx.effector, run_id, tasks=list(run.plan.task_ids), candidates=passed,
@@ -525,11 +526,14 @@ def run_summary(ctx: Context, run_id: str) -> dict[str, Any]:
     rows = []
     for task_id in (run.plan.task_ids if run.plan else ()):
         task = load_task(ctx.ledger, task_id)
-        step = steps.get(task_id)
-        if task.result == "passed":
-            result = "delivered" if completed and step is not None and step.status == "verified" else "passed"
+        step = steps.get(task_id)  # its last
+        if task.result == "passed":  # delivered only once its work reached the target
+            result = "delivered" if step is not None and integration.delivered(step) else "passed"
         else:
             result = task.result or "unfinished"
+        dropped = [{"step": s.step, "status": s.status, "code": s.code, "paths": list(s.paths[:100])}
+                   for s in (integration.steps if integration is not None else ()) if s.task_id == task_id
+                   and s.status in ("conflicted", "rejected")]
         checks: dict[str, str] = {}
         if task.finished_binding or task.feedback:
             binding = task.finished_binding or next((f.binding_id for f in reversed(task.feedback) if f.binding_id),
@@ -540,7 +544,7 @@ def run_summary(ctx: Context, run_id: str) -> dict[str, Any]:
                         checks[check.check] = check.result
         rows.append({"task": short_id(run_id, task_id), "task_id": task_id, "title": task.title, "result": result,
                      "cycles": len(task.feedback) + (task.result == "passed"), "candidate": task.finished_binding,
-                     "code": task.finished_code, "checks": checks})
+                     "code": task.finished_code, "checks": checks, "conflicts": dropped})
     path = receipt_path(ctx, run_id)
     sealed = integration.receipt_sha256 if integration is not None else None
     waiting = run.waiting if run.status == "active" else None
@@ -549,8 +553,22 @@ def run_summary(ctx: Context, run_id: str) -> dict[str, Any]:
     return {"run_id": run_id, "status": run.status, "goal": run.goal, "target": run.target_branch,
             "waiting": {"code": waiting[0], "message": waiting[1]} if waiting else None,
             "tasks": rows, "base_checks": base, "integration": integration.status if integration else None,
-            "target_commit": integration.final_commit if completed else None,
+            "target_commit": integration.final_commit if integration is not None and (
+                completed or integration.rolling) else None,
+            "overlaps": _overlaps(ctx, run_id),
             "receipt": {"sealed": sealed, "path": str(path) if path.exists() else None}}
+
+
+def _overlaps(ctx: Context, run_id: str) -> list[dict[str, Any]]:
+    """The same-path warnings the queue recorded: when it was prepared, and as each step was queued."""
+    from ..domain import events as ev
+    from ..domain import integration as integration_aggregate
+
+    found = []
+    for _, event in ctx.ledger.history(integration_aggregate.stream_of(run_id)):
+        if isinstance(event, ev.IntegrationPrepared | ev.IntegrationPreparedV2 | ev.IntegrationStepQueued):
+            found += [o.model_dump() for o in event.overlaps]
+    return found
 
 
 def _summarise(ctx: Context, run_id: str, *, interrupted: bool, show: bool = True) -> int:
@@ -574,10 +592,20 @@ def _summarise(ctx: Context, run_id: str, *, interrupted: bool, show: bool = Tru
         why = f" [{row['code']}]" if row["code"] else ""
         lines.append(f"  {shown(row['task'])}: {row['result']}{why}, {row['cycles']} cycle(s), candidate {candidate}, "
                      f"{checks}")
+        for dropped in row["conflicts"]:
+            what = "conflicted with the integrated head" if dropped["status"] == "conflicted" else (
+                "failed its checks merged with the integrated head")
+            paths = f" on {', '.join(shown(p) for p in dropped['paths'][:10])}" if dropped["paths"] else ""
+            lines.append(f"    step {dropped['step']} {what}{paths} ({shown(dropped['code'] or '')}): dropped"
+                         + ("; delivered after repair" if row["result"] == "delivered" else ""))
+    for overlap in doc["overlaps"]:
+        lines.append(f"  warning: {shown(overlap['first_task'])} and {shown(overlap['second_task'])} change the same "
+                     f"paths: {', '.join(shown(p) for p in overlap['paths'][:10])}")
     lines += base_check_lines([{"check": name, "status": b["result"], "code": b["code"]}
                                for name, b in sorted(doc["base_checks"].items())])
     if doc["target_commit"]:
-        lines.append(f"  {shown(doc['target'])} -> {doc['target_commit']}")
+        lines.append(f"  {shown(doc['target'])} -> {doc['target_commit']}"
+                     + ("" if doc["integration"] == "completed" else f" (integration {doc['integration']})"))
     elif doc["integration"]:
         lines.append(f"  integration {doc['integration']}; {shown(doc['target'])} not moved")
     if doc["receipt"]["path"]:

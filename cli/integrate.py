@@ -52,7 +52,7 @@ def integrate(ctx: Context) -> int:
     integration = done.integration
     document = _document(integration, done)
     emit(ctx.json, document, "\n".join(shown(line) for line in _lines(integration, done)))
-    if integration.status == "completed":
+    if integration.status in ("completed", "open"):  # open: docket go's queue, waiting for its next step
         return 0
     stopped = next((s for s in integration.steps if s.status in STOP_CODES), None)
     if stopped is not None:

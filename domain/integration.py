@@ -15,6 +15,14 @@ local changes, or an untracked file where the move writes, is not moved
 (``target-checked-out``).
 A crash anywhere resumes at the first step without an outcome. ReceiptSealed
 ends the stream's story: a run is sealed once.
+
+A queue that goes on (IntegrationPrepared v2, ``docket go``) is opened empty:
+steps are appended as their tasks pass (IntegrationStepQueued); a step that
+conflicts or is rejected is dropped (settled, the queue goes on from the same
+head); the target moves whenever verified steps lie beyond the commit it names
+(IntegrationCompleted of each move); IntegrationQueueClosed says no step comes
+any more, and the queue has ended once every step is settled and the target
+names the head. A v1 queue folds as it always did: its first dropped step stops it.
 """
 
 from __future__ import annotations
@@ -41,11 +49,14 @@ __all__ = [
     "TargetObservation",
     "apply",
     "checkout_to_update",
+    "close_queue",
     "conflicted",
     "decide_step",
     "decide_target",
     "made",
+    "open_queue",
     "prepare",
+    "queue_step",
     "record_approval",
     "rejected",
     "request_step",
@@ -56,8 +67,11 @@ __all__ = [
 ]
 
 StepStatus = Literal["waiting", "merging", "merged", "verified", "conflicted", "failed", "rejected"]
-IntegrationStatus = Literal["unprepared", "merging", "verifying", "updating-target", "completed", "stopped"]
+IntegrationStatus = Literal["unprepared", "open", "merging", "verifying", "updating-target", "completed",
+                            "stopped"]
 _STOPPING = ("conflicted", "failed", "rejected")
+DROPPED = ("conflicted", "rejected")  # in a queue that goes on: settled, the queue goes on without the step
+_SETTLED = ("verified", *DROPPED)
 
 
 @dataclass(frozen=True)
@@ -78,6 +92,7 @@ class StepState:
     code: str | None = None  # why it stopped the queue
     message: str | None = None
     paths: tuple[str, ...] = ()
+    base: str | None = None  # dropped from a queue that goes on: the integration head it did not go onto
 
 
 @dataclass(frozen=True)
@@ -112,11 +127,16 @@ class Integration:
     final_tree: str | None = None
     receipt_sha256: str | None = None
     sealed_at: int | None = None  # the position of ReceiptSealed
+    rolling: bool = False  # a queue that goes on (IntegrationPrepared v2)
+    closed: bool = False  # IntegrationQueueClosed: no step comes any more
+    target_at: str | None = None  # rolling: the commit the last move left the target at
 
     @property
     def status(self) -> IntegrationStatus:
         if not self.prepared:
             return "unprepared"
+        if self.rolling:
+            return self._rolling_status()
         if self.target == "completed":
             return "completed"
         if self.target == "moved" or any(s.status in _STOPPING for s in self.steps):
@@ -129,21 +149,63 @@ class Integration:
             return "updating-target"
         return "merging"
 
+    def _rolling_status(self) -> IntegrationStatus:
+        if self.target == "moved" or any(s.status == "failed" for s in self.steps):
+            return "stopped"
+        if self.target == "requested":
+            return "updating-target"
+        if any(s.status == "merged" for s in self.steps):
+            return "verifying"
+        if any(s.status not in _SETTLED for s in self.steps):
+            return "merging"
+        if self.head() != self.target_expected:
+            return "updating-target"
+        if not self.closed:
+            return "open"
+        return "completed" if self.final_commit is not None else "stopped"
+
     @property
     def ended(self) -> bool:
         return self.status in ("completed", "stopped")
+
+    @property
+    def target_expected(self) -> str | None:
+        """The commit the target is expected to name now: where the last move left it, or where it was."""
+        return self.target_at or self.expected_commit
 
     def next_step(self) -> StepState | None:
         """The first step without its final outcome (waiting, merging or merged), if the queue goes on."""
         if self.status not in ("merging", "verifying"):
             return None
         for step in self.steps:
-            if step.status != "verified":
+            if step.status not in (_SETTLED if self.rolling else ("verified",)):
                 return step
         return None
 
+    def delivered(self, step: StepState) -> bool:
+        """Whether the step's work reached the target: verified, and the target moved to its head or beyond."""
+        if step.status != "verified" or self.final_commit is None:
+            return False
+        if not self.rolling:
+            return self.target == "completed"
+        reached = [s.step for s in self.steps if s.status == "verified" and s.merge_commit == self.target_at]
+        return bool(reached) and step.step <= reached[-1]
+
+    def last_of(self, task_id: str) -> StepState | None:
+        """The task's last step, if it has one."""
+        steps = [s for s in self.steps if s.task_id == task_id]
+        return steps[-1] if steps else None
+
     def step(self, number: int) -> StepState:
         return self.steps[number - 1]
+
+    def ref_from(self) -> str:
+        """Rolling: what the integration ref names now (the last step that moved it, a rejected one too), or the
+        expected commit while no step moved it."""
+        assert self.expected_commit is not None
+        moved = [s.merge_commit for s in self.steps if s.status in ("merged", "verified", "rejected")
+                 and s.merge_commit]
+        return moved[-1] if moved else self.expected_commit
 
     def head(self) -> str:
         """The integration head now: the last verified step's merge commit, or the expected commit."""
@@ -169,14 +231,20 @@ def apply(integration: Integration | None, event: ev.Event, position: int) -> In
     if isinstance(event, ev.ApprovalRecorded):
         return replace(integration, approvals=integration.approvals + (
             Approval(event.by, tuple(sorted({c.binding_id for c in event.candidates}))),))
-    if isinstance(event, ev.IntegrationPrepared):
-        return replace(integration, prepared=True, repository=event.repository, target_branch=event.target_branch,
+    if isinstance(event, ev.IntegrationPrepared | ev.IntegrationPreparedV2):
+        return replace(integration, prepared=True, rolling=isinstance(event, ev.IntegrationPreparedV2), repository=event.repository, target_branch=event.target_branch,
                        target_ref=event.target_ref, expected_commit=event.expected_commit,
                        integration_ref=event.integration_ref,
                        required_checks=tuple(RequiredCheckState(c.check, c.config_sha256) for c in event.required_checks),
                        steps=tuple(StepState(step=n, task_id=s.task_id, binding_id=s.binding_id, commit=s.commit,
                                              worker_id=s.worker_id, generation=s.generation)
                                    for n, s in enumerate(event.steps, start=1)))
+    if isinstance(event, ev.IntegrationStepQueued):
+        return replace(integration, steps=integration.steps + (StepState(
+            step=event.step, task_id=event.task_id, binding_id=event.binding_id, commit=event.commit,
+            worker_id=event.worker_id, generation=event.generation),))
+    if isinstance(event, ev.IntegrationQueueClosed):
+        return replace(integration, closed=True)
     if isinstance(event, ev.IntegrationStepRequested):
         return _with_step(integration, event.step, status="merging", intent_id=event.intent_id, head=event.head,
                           merge_commit=event.merge_commit, tree=event.tree, merge=event.merge)
@@ -188,14 +256,17 @@ def apply(integration: Integration | None, event: ev.Event, position: int) -> In
                           message=event.message)
     if isinstance(event, ev.IntegrationStepConflicted):
         return _with_step(integration, event.step, status="conflicted", head=event.head, code=event.reason,
-                          message=event.message, paths=tuple(event.paths))
+                          message=event.message, paths=tuple(event.paths), base=event.head)
     if isinstance(event, ev.IntegrationStepVerified):
         return _with_step(integration, event.step, status="verified", verification_binding=event.verification_binding)
     if isinstance(event, ev.IntegrationStepRejected):
         return _with_step(integration, event.step, status="rejected", verification_binding=event.verification_binding,
-                          code=event.code, message=event.message)
+                          code=event.code, message=event.message, base=integration.head())
     if isinstance(event, ev.IntegrationTargetRequested | ev.IntegrationTargetRequestedV2):
         return replace(integration, target="requested", target_intent=event.intent_id)
+    if isinstance(event, ev.IntegrationCompleted) and integration.rolling:  # one move of several
+        return replace(integration, target=None, target_intent=None, target_at=event.commit, final_commit=event.commit,
+                       final_tree=event.tree)
     if isinstance(event, ev.IntegrationCompleted):
         return replace(integration, target="completed", target_intent=None, final_commit=event.commit,
                        final_tree=event.tree)
@@ -266,6 +337,54 @@ def prepare(existing: Integration | None, run: Run, *, repository: str, target_b
                        overlaps=list(overlaps), approved_by=approved_by)]
 
 
+def open_queue(existing: Integration | None, run: Run, *, repository: str, target_branch: str, expected_commit: str,
+               integration_ref: str, required_checks: Sequence[ev.RequiredCheck], now: str) -> list[ev.Event]:
+    """IntegrationPrepared v2, a queue that goes on, with no step yet; nothing when the run's queue is prepared."""
+    if existing is not None and existing.prepared:
+        return []
+    require_open(run)
+    return [next_event(ev.IntegrationPreparedV2, stream_of(run.run_id), 0 if existing is None else existing.version,
+                       now, run_id=run.run_id, repository=repository, target_branch=target_branch,
+                       target_ref=f"refs/heads/{target_branch}", expected_commit=expected_commit,
+                       integration_ref=integration_ref, steps=[], required_checks=list(required_checks),
+                       overlaps=[], approved_by=[])]
+
+
+def queue_step(integration: Integration, run: Run, step: ev.IntegrationStep, *, waiting_for: Sequence[str],
+               overlaps: Sequence[ev.PathOverlapWarning], now: str) -> list[ev.Event]:
+    """IntegrationStepQueued of a task's confirmed candidate; nothing when that candidate is queued already.
+    Refused ``queue-closed`` once closed, ``queue-stopped`` once it stopped, ``dependencies-unsettled`` while a task it depends on (waiting_for: those
+    whose step is not verified) is not integrated yet."""
+    require_open(run)
+    if not integration.rolling:
+        raise Refused("queue-fixed", f"the integration of run {run.run_id} was fixed when it was prepared")
+    if any(s.binding_id == step.binding_id for s in integration.steps):
+        return []
+    if integration.closed:
+        raise Refused("queue-closed", f"the merge queue of run {run.run_id} is closed")
+    if integration.ended:
+        raise Refused("queue-stopped", f"the merge queue of run {run.run_id} stopped ({integration.status}); "
+                                       "nothing more is integrated")
+    if waiting_for:
+        raise Refused("dependencies-unsettled", f"task {step.task_id} depends on {', '.join(waiting_for)}, not "
+                                                "integrated yet")
+    return [next_event(ev.IntegrationStepQueued, stream_of(run.run_id), integration.version, now, run_id=run.run_id,
+                       step=len(integration.steps) + 1, task_id=step.task_id, binding_id=step.binding_id,
+                       commit=step.commit, worker_id=step.worker_id, generation=step.generation,
+                       overlaps=list(overlaps[:1000]))]
+
+
+def close_queue(integration: Integration, run: Run, *, unfinished: Sequence[str], now: str) -> list[ev.Event]:
+    """IntegrationQueueClosed once every task of the run has finished (unfinished: those that have not)."""
+    if not integration.rolling or integration.closed:
+        return []
+    require_open(run)
+    if unfinished:
+        raise Refused("tasks-unfinished", f"task(s) {', '.join(unfinished)} of run {run.run_id} have not finished")
+    return [next_event(ev.IntegrationQueueClosed, stream_of(run.run_id), integration.version, now, run_id=run.run_id,
+                       steps=len(integration.steps))]
+
+
 def _pending(integration: Integration, number: int) -> StepState | None:
     """The step, when it is the next to do; None when it is done already or the queue has ended (another
     integrator got there first: nothing to decide). Refused ``step-not-next`` while an earlier step is to do."""
@@ -287,8 +406,9 @@ def request_step(integration: Integration, number: int, *, intent_id: str, head:
     if step is None or step.status != "waiting":
         return []
     assert integration.repository is not None and integration.integration_ref is not None
-    if head != integration.head():
-        raise Refused("stale-head", f"step {number} must merge into {integration.head()}, not {head}")
+    wanted = integration.ref_from() if integration.rolling else integration.head()
+    if head != wanted:
+        raise Refused("stale-head", f"step {number} must move the integration ref from {wanted}, not {head}")
     return [next_event(ev.IntegrationStepRequested, stream_of(integration.run_id), integration.version, now,
                        intent_id=intent_id, run_id=integration.run_id, step=number, task_id=step.task_id,
                        binding_id=step.binding_id, candidate_commit=step.commit, repository=integration.repository,
@@ -318,7 +438,8 @@ def decide_step(integration: Integration, intent: ev.IntegrationStepRequested, o
         return next_event(ev.IntegrationStepMerged, stream, integration.version, now, **common,
                           task_id=intent.task_id, binding_id=intent.binding_id, merge_commit=intent.merge_commit,
                           tree=intent.tree, merge=intent.merge, result="observed")
-    if observed.state == "at-parent" or (observed.state == "missing" and intent.step == 1):
+    first = intent.step == 1 or (integration.rolling and intent.head == integration.expected_commit)
+    if observed.state == "at-parent" or (observed.state == "missing" and first):
         return Act()
     if observed.state == "unreadable":
         return Unknown(observed.detail or f"cannot read {intent.integration_ref}")
@@ -427,16 +548,19 @@ def request_target(integration: Integration, *, intent_id: str, checkout: str | 
     (the worktree that has it checked out, clean; None: none has); nothing when requested or done."""
     if integration.target is not None:
         return []
-    if integration.status != "updating-target":
+    # a queue that goes on moves it whenever verified steps lie beyond it, though a step was queued meanwhile
+    behind = integration.rolling and not integration.ended and integration.head() != integration.target_expected
+    if integration.status != "updating-target" and not behind:
         raise Refused("integration-not-verified", f"the integration of run {integration.run_id} is "
                                                   f"{integration.status}; the target moves after every step is "
                                                   "verified")
-    last = integration.steps[-1]
+    last = [s for s in integration.steps if s.status == "verified"][-1] if integration.rolling else (
+        integration.steps[-1])
     assert last.merge_commit is not None and last.tree is not None and integration.repository is not None
-    assert integration.target_ref is not None and integration.expected_commit is not None
+    assert integration.target_ref is not None and integration.target_expected is not None
     return [next_event(ev.IntegrationTargetRequestedV2, stream_of(integration.run_id), integration.version, now,
                        intent_id=intent_id, run_id=integration.run_id, repository=integration.repository,
-                       target_ref=integration.target_ref, expected_commit=integration.expected_commit,
+                       target_ref=integration.target_ref, expected_commit=integration.target_expected,
                        commit=last.merge_commit, tree=last.tree, checkout=checkout)]
 
 

@@ -191,6 +191,10 @@ class _Contradictions:
             if task["task_id"] in delivered:
                 self._fail(f"task {task['task_id']} is named both delivered and undelivered")
             self._planned(task, f"undelivered task {task['task_id']}")
+            if task.get("step") is not None and not any(
+                    step["step"] == task["step"] and step["task_id"] == task["task_id"]
+                    and step.get("paths", []) == task["paths"] for step in receipt["integration"]["steps"]):
+                self._fail(f"undelivered task {task['task_id']} names a dropped step the receipt does not have")
         for step in receipt["integration"]["steps"]:
             self._step(step)
         return target["final_commit"]
@@ -236,6 +240,9 @@ class _Contradictions:
         where = f"integration step {step['step']}"
         status = step["status"]
         common = dict(step=step["step"], task_id=step["task_id"])
+        if "overlaps" in step:  # queued as its task passed
+            self._find("IntegrationStepQueued", where, **common, binding_id=step["binding_id"],
+                       overlaps=step["overlaps"])
         if status in ("merged", "verified", "rejected"):
             self._find("IntegrationStepMerged", where, **common, binding_id=step["binding_id"],
                        merge_commit=step["merge_commit"], tree=step["tree"], merge=step["merge"])
@@ -250,7 +257,7 @@ class _Contradictions:
                        code=step["code"])
         elif status == "conflicted":
             self._find("IntegrationStepConflicted", where, **common, binding_id=step["binding_id"],
-                       reason=step["code"])
+                       reason=step["code"], **({"paths": step["paths"]} if "paths" in step else {}))
         elif status == "failed":
             self._find("IntegrationStepFailed", where, step=step["step"], code=step["code"])
         elif status != "merged":

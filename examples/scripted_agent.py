@@ -19,6 +19,7 @@ then nothing at all is done (exit 2).
     commit: MESSAGE           the same with that commit message
     exit: CODE                stop here and exit with CODE (0-255)
     hang                      sleep forever, printing nothing (for idle-timeout tests)
+    wait for PATH             wait until the file PATH exists (a test makes it), then go on
     fail first attempt        on a first attempt, exit 1 after everything else was done
     first attempt: DIRECTIVE  on a first attempt, do DIRECTIVE instead of the directive on the next line;
                               on a retry, skip it and do the next one
@@ -58,6 +59,7 @@ DEFAULT_COMMIT_MESSAGE = "work of the scripted agent"
 
 _EDIT = re.compile(r"(write|append) (\S+?):(?: (.*))?")
 _DELETE = re.compile(r"delete (\S+)")
+_WAIT_FOR = re.compile(r"wait for (\S+)")
 _WITH_VALUE = re.compile(r"(say|sleep|exit|commit):(?: (.*))?")
 _FIRST_ATTEMPT = re.compile(r"first attempt: (.+)")
 _BARE = frozenset({"commit", "hang", "fail first attempt"})
@@ -69,7 +71,7 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class Directive:
-    verb: str  # write append delete say sleep commit exit hang fail-first-attempt
+    verb: str  # write append delete wait-for say sleep commit exit hang fail-first-attempt
     path: str | None = None
     text: str = ""
 
@@ -88,6 +90,8 @@ def parse_line(line: str) -> Directive | None:
         return Directive(match[1], match[2], unescape(match[3] or ""))
     if match := _DELETE.fullmatch(line):
         return Directive("delete", match[1])
+    if match := _WAIT_FOR.fullmatch(line):
+        return Directive("wait-for", match[1])
     if match := _WITH_VALUE.fullmatch(line):
         return Directive(match[1], None, unescape(match[2] or ""))
     return None
@@ -206,6 +210,11 @@ def carry_out(directive: Directive, root: Path) -> int | None:
             say(f"deleted {directive.path}")
         else:
             say(f"{directive.path} is already gone")
+    elif directive.verb == "wait-for":
+        say(f"waiting for {directive.path}")
+        while not path.exists():
+            time.sleep(0.05)
+        say(f"{directive.path} is there")
     elif directive.verb == "say":
         say(directive.text)
     elif directive.verb == "sleep":

@@ -2,7 +2,8 @@
 
 ``status`` follows the Integration aggregate's steps: waiting, merging (its
 intent is pending), merged, verified, or what stopped the queue there:
-conflicted, failed or rejected (with ``code`` and ``message``). ``merge`` says
+conflicted, failed or rejected (with ``code`` and ``message``; in a queue that
+goes on, conflicted and rejected steps are dropped and the queue went on). ``merge`` says
 whether the step made a merge commit (merged) or found its candidate in the
 head's history already (already-merged); ``result`` whether the integration ref
 was moved now (created) or found moved (observed).
@@ -28,6 +29,14 @@ def _prepared(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) 
                   "generation, status, position) VALUES (?, ?, ?, ?, ?, ?, ?, 'waiting', ?)",
                   [(p["run_id"], number, s["task_id"], s["binding_id"], s["commit"], s["worker_id"], s["generation"],
                     position) for number, s in enumerate(p["steps"], start=1)])
+
+
+def _queued(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    """A step appended to a queue that goes on (IntegrationPrepared v2)."""
+    c.execute("INSERT OR IGNORE INTO integration_steps (run_id, step, task_id, binding_id, [commit], worker_id, "
+              "generation, status, position) VALUES (?, ?, ?, ?, ?, ?, ?, 'waiting', ?)",
+              (p["run_id"], p["step"], p["task_id"], p["binding_id"], p["commit"], p["worker_id"], p["generation"],
+               position))
 
 
 def _set(c: sqlite3.Connection, p: dict[str, Any], assignments: str, values: tuple[Any, ...]) -> None:
@@ -78,7 +87,8 @@ def _cancelled(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any])
 def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
-    return {ev.IntegrationPrepared.type_name(): _prepared, ev.IntegrationStepRequested.type_name(): _requested,
+    return {ev.IntegrationPrepared.type_name(): _prepared, ev.IntegrationPreparedV2.type_name(): _prepared,
+            ev.IntegrationStepQueued.type_name(): _queued, ev.IntegrationStepRequested.type_name(): _requested,
             ev.IntegrationStepMerged.type_name(): _merged, ev.IntegrationStepFailed.type_name(): _failed,
             ev.IntegrationStepConflicted.type_name(): _conflicted, ev.IntegrationStepVerified.type_name(): _verified,
             ev.IntegrationStepRejected.type_name(): _rejected, ev.IntentCancelled.type_name(): _cancelled}

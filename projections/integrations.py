@@ -21,11 +21,18 @@ TABLE = "integrations"
 COLUMNS = {"run_id": str, "status": str, "prepared": int, "repository": str, "target_branch": str,
            "target_ref": str, "expected_commit": str, "integration_ref": str, "steps": int, "steps_merged": int,
            "steps_verified": int, "stopped_step": int, "stop_code": str, "target": str, "target_intent": str,
-           "target_code": str, "target_message": str, "overlaps": str, "final_commit": str, "final_tree": str, "approvals": int, "receipt_sha256": str,
-           "sealed_at": str, "sealed_position": int, "prepared_at": str, "ended_at": str, "position": int}
+           "target_code": str, "target_message": str, "overlaps": str, "final_commit": str, "final_tree": str,
+           "approvals": int, "receipt_sha256": str, "sealed_at": str, "sealed_position": int, "prepared_at": str,
+           "ended_at": str, "position": int, "rolling": int, "closed": int, "steps_dropped": int, "target_behind": int}
 PK = "run_id"
 
-_STATUS = ("CASE WHEN prepared = 0 THEN 'unprepared' WHEN target = 'completed' THEN 'completed' "
+# a queue that goes on (IntegrationPrepared v2): dropped steps are settled, the target moves as steps are verified
+_ROLLING = ("WHEN rolling = 1 THEN CASE WHEN target = 'moved' OR stopped_step IS NOT NULL THEN 'stopped' "
+            "WHEN target = 'requested' THEN 'updating-target' WHEN steps_merged > 0 THEN 'verifying' "
+            "WHEN steps_verified + steps_dropped < steps THEN 'merging' "
+            "WHEN target_behind = 1 THEN 'updating-target' "
+            "WHEN closed = 0 THEN 'open' WHEN final_commit IS NOT NULL THEN 'completed' ELSE 'stopped' END ")
+_STATUS = ("CASE WHEN prepared = 0 THEN 'unprepared' " + _ROLLING + "WHEN target = 'completed' THEN 'completed' "
            "WHEN target = 'moved' OR stopped_step IS NOT NULL THEN 'stopped' "
            "WHEN target = 'requested' THEN 'updating-target' WHEN steps_merged > 0 THEN 'verifying' "
            "WHEN steps_verified >= steps THEN 'updating-target' ELSE 'merging' END")
@@ -54,19 +61,40 @@ def _prepared(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) 
             (*(p[name] for name in fields), len(p["steps"]), canonical_json(p["overlaps"]).decode(), at))
 
 
+def _prepared_v2(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    _prepared(c, position, at, p)
+    _update(c, position, p["run_id"], "rolling = 1, closed = 0, steps_dropped = 0, target_behind = 0", ())
+
+
+def _queued(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    _update(c, position, p["run_id"], "steps = steps + 1", ())
+
+
+def _closed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    _update(c, position, p["run_id"], "closed = 1", ())
+
+
+def _rolling(c: sqlite3.Connection, run_id: str) -> bool:
+    row = c.execute("SELECT rolling FROM integrations WHERE run_id = ?", (run_id,)).fetchone()
+    return bool(row and row[0])
+
+
 def _merged(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     _update(c, position, p["run_id"], "steps_merged = steps_merged + 1", ())
 
 
 def _verified(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    _update(c, position, p["run_id"], "steps_merged = MAX(steps_merged - 1, 0), steps_verified = steps_verified + 1",
-            ())
+    _update(c, position, p["run_id"], "steps_merged = MAX(steps_merged - 1, 0), steps_verified = steps_verified + 1"
+            + (", target_behind = 1" if _rolling(c, p["run_id"]) else ""), ())
 
 
 def _stopped(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     """Conflicted, failed or rejected: the queue stops at this step."""
     code = p.get("code", p.get("reason"))
     rejected = "steps_merged = MAX(steps_merged - 1, 0), " if "verification_binding" in p else ""
+    if "found" not in p and _rolling(c, p["run_id"]):  # conflicted or rejected: dropped, the queue goes on
+        _update(c, position, p["run_id"], f"{rejected}steps_dropped = steps_dropped + 1", ())
+        return
     _update(c, position, p["run_id"], f"{rejected}stopped_step = ?, stop_code = ?, ended_at = ?",
             (p["step"], code, at))
 
@@ -76,6 +104,10 @@ def _target_requested(c: sqlite3.Connection, position: int, at: str, p: dict[str
 
 
 def _completed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    if _rolling(c, p["run_id"]):  # one move of several
+        _update(c, position, p["run_id"], "target = NULL, target_intent = NULL, target_behind = 0, final_commit = ?, "
+                                          "final_tree = ?", (p["commit"], p["tree"]))
+        return
     _update(c, position, p["run_id"], "target = 'completed', target_intent = NULL, final_commit = ?, final_tree = ?, "
                                       "ended_at = ?", (p["commit"], p["tree"], at))
 
@@ -106,6 +138,8 @@ def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
     return {ev.ApprovalRecorded.type_name(): _approved, ev.IntegrationPrepared.type_name(): _prepared,
+            ev.IntegrationPreparedV2.type_name(): _prepared_v2, ev.IntegrationStepQueued.type_name(): _queued,
+            ev.IntegrationQueueClosed.type_name(): _closed,
             ev.IntegrationStepMerged.type_name(): _merged, ev.IntegrationStepVerified.type_name(): _verified,
             ev.IntegrationStepConflicted.type_name(): _stopped, ev.IntegrationStepFailed.type_name(): _stopped,
             ev.IntegrationStepRejected.type_name(): _stopped,

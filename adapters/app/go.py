@@ -16,9 +16,16 @@ Everything it decides is read back from the ledger, so a fresh process (``--resu
 - A generation docket itself ended (the run paused, its supervisor gone, its end
   unknown) is not judged and spends no cycle: the next generation carries on in
   the same worktree.
-- When every task has finished, the merge queue integrates the passed ones in
-  task order, the receipt is sealed (and exported when a key is given), and the
-  run completed.
+- The merge queue goes on while agents work (unless approval is required): a
+  task whose candidate is confirmed is queued (after the tasks it depends on are
+  integrated) and takes no slot while its step waits; an integrator thread merges and
+  re-verifies each step and moves the target as verified steps accumulate. A
+  verified step finishes its task (passed); a step that conflicts or is rejected
+  is dropped, the rest goes on, and the task gets the conflict as feedback: its
+  next generation starts from the integrated head, within its cycles.
+- When every task has finished, the queue is closed and driven to its end (with
+  approval required: the passed tasks are integrated only then, in task order),
+  the receipt is sealed (and exported when a key is given), and the run completed.
 """
 
 from __future__ import annotations
@@ -131,11 +138,19 @@ def drive_run(open_session: Callable[[], Session], settings: GoSettings, run_id:
     finished: dict[str, str] = {}  # task id -> result, once read
     supervisions = begin_supervision(s.ledger, s.clock, s.effector.ports.processes, {run_id})
     token = None
+    integrating = threading.Event()
+    integrator = None
     try:
         token = _claim_driver(s, run_id, supervisions.get(run_id), interrupted, tick, standing_by)
         if token is None:
             return
         recover()
+        if not settings.approval:
+            integrating.set()
+            integrator = threading.Thread(target=_integrate_while_working,
+                                          args=(open_session, settings, run_id, integrating, errors, changed),
+                                          name=f"docket-integrator-{run_id}", daemon=True)
+            integrator.start()
         renew_at = time.monotonic() + DRIVER_TTL_MS / 3000
         while not interrupted.is_set():
             run = load_run(s.ledger, run_id)
@@ -159,6 +174,7 @@ def drive_run(open_session: Callable[[], Session], settings: GoSettings, run_id:
         if not interrupted.is_set():  # every task finished, or the run stopped: its agents stop themselves
             for thread in threads.values():
                 thread.join()
+            _stop_integrator(integrating, integrator)
             if errors:
                 raise errors[0]
         if not interrupted.is_set():
@@ -168,12 +184,54 @@ def drive_run(open_session: Callable[[], Session], settings: GoSettings, run_id:
             _stop_workers(s, threads)
         for thread in threads.values():
             thread.join()
+        _stop_integrator(integrating, integrator)
         if token is not None:
             _release_driver(s, run_id, token)
         end_supervision(s.ledger, s.clock, supervisions)
         s.close()
     if errors:
         raise errors[0]
+
+
+def _integrate_while_working(open_session: Callable[[], Session], settings: GoSettings, run_id: str,
+                             integrating: threading.Event, errors: list[BaseException],
+                             changed: threading.Event) -> None:
+    """The integrator: while the run's agents work, merge and re-verify each queued step and move the target as
+    verified steps accumulate (a target whose checkout is in the way is left for the end)."""
+    from ...domain.errors import OutcomeUnknown
+    from .integration import advance, load_integration
+
+    s = open_session()
+    move_target = True
+    try:
+        while integrating.is_set():
+            integration = load_integration(s.ledger, run_id)
+            if (integration is not None and integration.rolling and not integration.ended
+                    and load_run(s.ledger, run_id).status == "active"):
+                try:
+                    advance(s.ledger, s.clock, s.effector, run_id, checks=settings.checks,
+                            artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
+                            ledger_path=settings.ledger_path, checked_out_target=settings.checked_out_target,  # type: ignore[arg-type]
+                            move_target=move_target)
+                except OutcomeUnknown:
+                    pass  # observed again on the next pass
+                except Refused as e:
+                    if e.code == "target-checked-out":
+                        move_target = False  # the end of the run says so, and waits for the user
+                    elif e.code != "run-closed":
+                        raise
+            time.sleep(TICK_SECONDS)
+    except BaseException as e:  # the main loop re-raises it
+        errors.append(e)
+    finally:
+        changed.set()
+        s.close()
+
+
+def _stop_integrator(integrating: threading.Event, integrator: threading.Thread | None) -> None:
+    integrating.clear()
+    if integrator is not None:
+        integrator.join()
 
 
 def driver_resource(run_id: str) -> str:
@@ -252,10 +310,11 @@ def _start_work(open_session: Callable[[], Session], settings: GoSettings, s: Se
     that may start now, and stops reading once every slot is taken."""
     assert run.plan is not None
     unfinished = False
+    queued = _queued_tasks(s, run.run_id)
     for task_id, depends_on in run.plan.tasks:
         if task_id in finished:
             continue
-        if task_id in threads:
+        if task_id in threads or task_id in queued:  # a queued task takes no slot: its step is the integrator's
             unfinished = True
             continue
         if len(threads) >= parallel:
@@ -329,6 +388,8 @@ def work_on(open_session: Callable[[], Session], settings: GoSettings, run_id: s
             if worker is not None and worker.status in ("launching", "running"):
                 return  # a generation another docket process supervises, or one reconcile has not settled
             if worker is not None and judgeable(worker) and not task.judged(worker.generation):
+                if task_id in _queued_tasks(s, run_id, worker.generation):
+                    return  # its step is the integrator's: it finishes the task, or drops it and the task goes on
                 _judge(s, settings, run, task, worker)
                 continue
             if len(task.feedback) >= run.plan.cycles:
@@ -348,8 +409,16 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
     from .workers import LaunchRequest, launch_worker
 
     base = None
+    repair = _repair_base(s, task)
+    if repair is not None and task.worktree is not None and task.base != repair:
+        from .housekeeping import remove_task_worktree
+
+        faults.crash_point("go:before-repair")  # its candidate keeps the work: the worktree is made again
+        remove_task_worktree(s.ledger, s.clock, s.effector, s.effector.ports.processes, task.task_id,
+                             [task.feedback[-1].binding_id or ""], artifact_dir=settings.artifact_dir)
+        task = load_task(s.ledger, task.task_id)
     if task.worktree is None and task.worktree_intent is None:
-        base = _start_commit(s, settings, run, task)
+        base = repair or _start_commit(s, settings, run, task)
         if base is False:
             return True  # finished failed: its dependencies do not merge
     agent = settings.agent
@@ -376,6 +445,35 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
               supervisions=launched.supervisions)
     faults.crash_point("go:after-agent")
     return True
+
+
+def _queued_tasks(s: Session, run_id: str, generation: int | None = None) -> frozenset[str]:
+    """The tasks whose candidate waits in the run's merge queue (queued, not yet verified or dropped); of that
+    generation only, when given."""
+    from .integration import load_integration
+
+    integration = load_integration(s.ledger, run_id)
+    if integration is None or not integration.rolling or integration.ended:
+        return frozenset()
+    return frozenset(step.task_id for step in integration.steps
+                     if step.status not in ("verified", "conflicted", "rejected")
+                     and generation in (None, step.generation))
+
+
+def _repair_base(s: Session, task: task_aggregate.Task) -> str | None:
+    """The integrated head a repair starts from: when the task's last feedback says its step was dropped from the
+    merge queue, the head that step did not go onto."""
+    from .integration import load_integration
+
+    last = task.feedback[-1] if task.feedback else None
+    if last is None or last.code not in ("integration-conflict", "integration-rejected"):
+        return None
+    integration = load_integration(s.ledger, task.run_id)
+    if integration is None:
+        return None
+    dropped = [step for step in integration.steps if step.task_id == task.task_id
+               and step.binding_id == last.binding_id and step.base is not None]
+    return dropped[-1].base if dropped else None
 
 
 def _start_commit(s: Session, settings: GoSettings, run: run_aggregate.Run,
@@ -518,11 +616,33 @@ def _hand_off(s: Session, settings: GoSettings, task: task_aggregate.Task,
     if current.handoff in ("offered",):
         required = {spec.name: spec.config_sha256 for spec in settings.required}
         current = confirm_handoff(s.ledger, s.clock, s.effector, candidate.binding_id, required)
-    if current.handoff == "confirmed":
+    if current.handoff == "confirmed" and not settings.approval:
+        _queue(s, settings, task, current)
+    elif current.handoff == "confirmed":
         _finish(s, task.task_id, "passed", candidate.binding_id, None, None)
     else:
         _feedback(s, task, candidate.generation or 0, "handoff-rejected", None, candidate.binding_id,
                   f"the handoff of candidate {candidate.binding_id[:12]} was {current.handoff}")
+
+
+def _queue(s: Session, settings: GoSettings, task: task_aggregate.Task,
+           candidate: candidate_aggregate.Candidate) -> None:
+    """Queue the passed candidate for integration now; the integrator finishes the task once its step is
+    verified. A queue fixed already (by 'docket integrate'), or stopped, takes no step: the task has passed."""
+    from .integration import queue_task
+
+    run = load_run(s.ledger, task.run_id)
+    assert run.plan is not None
+    try:
+        queue_task(s.ledger, s.clock, s.effector, task.run_id, task.task_id, candidate.binding_id, checks=settings.checks,
+                   depends_on=run.plan.depends_on(task.task_id))
+    except Refused as e:
+        if e.code in ("queue-fixed", "queue-stopped"):
+            _finish(s, task.task_id, "passed", candidate.binding_id, None, None)
+        elif e.code == "dependencies-unsettled":
+            time.sleep(TICK_SECONDS)  # judged again on the next pass (its checks are not run twice)
+        elif e.code != "run-closed":
+            raise
 
 
 def _feedback(s: Session, task: task_aggregate.Task, generation: int, code: str, check: str | None,

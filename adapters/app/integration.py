@@ -45,7 +45,7 @@ from .handoff import confirm_handoff
 from .ledger import Ledger
 from .services import load_run
 
-__all__ = ["Integrated", "integrate", "integration_ref", "load_integration"]
+__all__ = ["Integrated", "advance", "integrate", "integration_ref", "load_integration", "queue_task"]
 
 
 def integration_ref(run_id: str) -> str:
@@ -82,13 +82,30 @@ def integrate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, tasks
         skipped = _prepare(ledger, clock, effector, run_id, tasks, candidates, required, approval_required,
                            checked_out_target)
         faults.crash_point("integrate:after-prepare")
+    elif existing.rolling:
+        _close_queue(ledger, clock, effector, run_id, tasks, candidates, required)
+    integration = advance(ledger, clock, effector, run_id, checks=checks, artifact_dir=artifact_dir,
+                          docket_dir=docket_dir, ledger_path=ledger_path, checked_out_target=checked_out_target)
+    prepared = _prepared_event(ledger, run_id)
+    return Integrated(integration, skipped, tuple(prepared.overlaps) if prepared else ())
+
+
+def advance(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, checks: Sequence[CheckSpec],
+            artifact_dir: str | None, docket_dir: Path, ledger_path: Path,
+            checked_out_target: integration_aggregate.CheckedOutTarget = "update",
+            move_target: bool = True) -> integration_aggregate.Integration:
+    """Take the prepared queue as far as it goes now: to its end, its first unknown outcome, or (a queue that goes
+    on) until it waits for its next step; move_target False leaves the target where it is."""
+    required = [spec for spec in checks if spec.required]
     while True:
         integration = load_integration(ledger, run_id)
         assert integration is not None
-        if integration.ended:
-            break
+        if integration.ended or integration.status == "open":
+            return integration
         step = integration.next_step()
         if step is None:
+            if not move_target:
+                return integration
             _move_target(ledger, clock, effector, integration, checked_out_target)
             continue
         if step.status == "waiting":
@@ -99,8 +116,95 @@ def integrate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, tasks
             faults.crash_point("integrate:after-step")
             _verify_step(ledger, clock, effector, integration, step, required, artifact_dir=artifact_dir,
                          docket_dir=docket_dir, ledger_path=ledger_path)
-    prepared = _prepared_event(ledger, run_id)
-    return Integrated(integration, skipped, tuple(prepared.overlaps) if prepared else ())
+
+
+# --- a queue that goes on ------------------------------------------------------------------------------------------
+
+
+def queue_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: str, binding: str, *,
+               checks: Sequence[CheckSpec], depends_on: Sequence[str]) -> integration_aggregate.Integration:
+    """Append the task's confirmed candidate to the run's merge queue (opened first if it is not: a queue that
+    goes on, from the commit the target names now), once the steps of the tasks it depends on are verified."""
+    existing = load_integration(ledger, run_id)
+    candidate = load_candidate(ledger, binding)
+    if existing is None or not existing.prepared:
+        _open_queue(ledger, clock, effector, run_id, Path(candidate.repository), checks)
+    integration = load_integration(ledger, run_id)
+    assert integration is not None
+    changed = {s.task_id: load_candidate(ledger, s.binding_id).changed_paths for s in integration.steps
+               if s.status not in integration_aggregate.DROPPED and s.task_id != task_id}
+    overlaps = []
+    for other, paths in changed.items():
+        for found in changed_paths_overlap([paths, candidate.changed_paths]):
+            overlaps.append(ev.PathOverlapWarning(first_task=other, second_task=task_id, paths=list(found.paths[:1000])))
+    assert candidate.worker_id is not None and candidate.commit is not None
+    step = ev.IntegrationStep(task_id=task_id, binding_id=binding, commit=candidate.commit,
+                              worker_id=candidate.worker_id, generation=candidate.generation or 1)
+
+    def decision(now: str) -> list[ev.Event]:
+        current = load_integration(ledger, run_id)
+        assert current is not None
+        verified = {s.task_id for s in current.steps if s.status == "verified"}
+        return integration_aggregate.queue_step(current, load_run(ledger, run_id), step,
+                                                waiting_for=[d for d in depends_on if d not in verified],
+                                                overlaps=overlaps, now=now)
+
+    ledger.decide(decision, clock.now())
+    faults.crash_point("integrate:after-queued")
+    current = load_integration(ledger, run_id)
+    assert current is not None
+    return current
+
+
+def _open_queue(ledger: Ledger, clock: Clock, effector: Any, run_id: str, repository: Path,
+                checks: Sequence[CheckSpec]) -> None:
+    run = load_run(ledger, run_id)
+    target = _observe_target(effector, repository, run.target_branch, None)
+    if target.state != "found":
+        _require_target(run.target_branch, target, "update")  # refused: missing or unreadable
+    assert target.commit is not None
+    required = [ev.RequiredCheck(check=s.name, config_sha256=s.config_sha256) for s in checks if s.required]
+    ledger.decide(lambda now: integration_aggregate.open_queue(
+        load_integration(ledger, run_id), load_run(ledger, run_id), repository=str(repository),
+        target_branch=run.target_branch, expected_commit=target.commit, integration_ref=integration_ref(run_id),
+        required_checks=required, now=now), clock.now())
+    faults.crash_point("integrate:after-prepare")
+
+
+def _close_queue(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Sequence[str],
+                 candidates: Mapping[str, Sequence[str]], required: Sequence[CheckSpec]) -> None:
+    """Queue what passed without a step yet (in plan order), then close the queue once every task has finished."""
+    from ...domain import task as task_aggregate
+
+    integration = load_integration(ledger, run_id)
+    assert integration is not None
+    if integration.closed:
+        return
+    queued = {s.binding_id for s in integration.steps}
+    run = load_run(ledger, run_id)
+    for task_id in tasks:
+        for binding in candidates.get(task_id, ())[-1:]:
+            if binding not in queued:
+                try:
+                    queue_task(ledger, clock, effector, run_id, task_id, binding, checks=required,
+                               depends_on=run.plan.depends_on(task_id) if run.plan else ())
+                except Refused as e:
+                    if e.code == "dependencies-unsettled":
+                        return  # the queue goes on first; closed on a later pass
+                    raise
+
+    def decision(now: str) -> list[ev.Event]:
+        current = load_integration(ledger, run_id)
+        assert current is not None
+        unfinished = [t for t in tasks
+                      if ledger.get(task_aggregate.apply, task_aggregate.stream_of(t)).result is None]
+        return integration_aggregate.close_queue(current, load_run(ledger, run_id), unfinished=unfinished, now=now)
+
+    try:
+        ledger.decide(decision, clock.now())
+    except Refused as e:
+        if e.code != "tasks-unfinished":
+            raise
 
 
 def _prepared_event(ledger: Ledger, run_id: str) -> ev.IntegrationPrepared | None:
@@ -200,18 +304,24 @@ def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integr
     if merged.state == "unreadable":
         raise OutcomeUnknown("repository-unreadable", f"step {step.step} cannot be merged: {merged.detail}")
     intent_id = new_id("integrate")
+    repair = ""
+    if integration.rolling and merged.state in ("conflicted", "unmergeable"):
+        repair = _conflict_feedback(Path(integration.repository), head, step, merged)
 
     def decision(now: str) -> list[ev.Event]:
         current = load_integration(ledger, integration.run_id)
         assert current is not None
-        require_open(load_run(ledger, integration.run_id))  # an aborted run's queue goes no further
+        run = load_run(ledger, integration.run_id)
+        require_open(run)  # an aborted run's queue goes no further
         if merged.state in ("conflicted", "unmergeable"):
             paths = merged.conflicts
-            return integration_aggregate.conflicted(
+            dropped = integration_aggregate.conflicted(
                 current, step.step, head=head, reason=merged.state, paths=paths,
                 message=(f"task {step.task_id}'s candidate does not merge into {head}: "
                          + (", ".join(paths[:20]) if paths else merged.detail)), now=now)
-        return integration_aggregate.request_step(current, step.step, intent_id=intent_id, head=head,
+            return dropped + _repair(ledger, run, step, "integration-conflict", repair, dropped, now)
+        return integration_aggregate.request_step(current, step.step, intent_id=intent_id,
+                                                  head=current.ref_from() if current.rolling else head,
                                                   merge_commit=merged.commit, tree=merged.tree, merge=merged.state,
                                                   now=now)
 
@@ -220,6 +330,37 @@ def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integr
     assert current is not None
     if current.step(step.step).status == "merging":
         _drive_step(ledger, effector, integration.run_id, current.step(step.step))
+
+
+def _conflict_feedback(repository: Path, head: str, step: integration_aggregate.StepState, merged: Any) -> str:
+    """What the task's agent is told when its candidate does not merge into the integrated head."""
+    from ..world.conflicts import conflict_hunks
+
+    paths = list(merged.conflicts)
+    named = ", ".join(paths[:20]) + (f" and {len(paths) - 20} more" if len(paths) > 20 else "")
+    hunks = conflict_hunks(repository, head, step.commit, paths) if paths else ""
+    named, hunks = _cut(named, 600), _cut(hunks, 2800)  # the feedback keeps 4,000 characters: the words first
+    return (f"your work conflicts with work integrated before it, on {named or merged.detail}. Your worktree now "
+            "starts from the integrated head: keep what it has in those files and make your change again on top "
+            "of it." + (f"\nThe integrated head ('-') and your candidate ('+') there:\n{hunks}" if hunks else ""))
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _repair(ledger: Ledger, run: Any, step: integration_aggregate.StepState, code: str, text: str,
+            dropped: Sequence[ev.Event], now: str) -> list[ev.Event]:
+    """In a queue that goes on, with the step dropped: the task's feedback, so its agent repairs it (a cycle)."""
+    from ...domain import task as task_aggregate
+
+    if not dropped or not load_integration(ledger, run.run_id).rolling:  # type: ignore[union-attr]
+        return []
+    task = ledger.get(task_aggregate.apply, task_aggregate.stream_of(step.task_id))
+    if task is None or task.result is not None:
+        return []
+    return task_aggregate.record_feedback(task, run, generation=step.generation, code=code, check=None,
+                                          binding_id=step.binding_id, feedback=text, now=now)
 
 
 def _drive_step(ledger: Ledger, effector: Any, run_id: str, step: integration_aggregate.StepState) -> None:
@@ -270,11 +411,16 @@ def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integ
             def rejection(now: str) -> list[ev.Event]:
                 current = load_integration(ledger, integration.run_id)
                 assert current is not None
-                return integration_aggregate.rejected(
+                message = (f"check {spec.name} {run.result} on the merge of step {step.step} (task {step.task_id})"
+                           + (f": {run.result_code}" if run.result_code else ""))
+                dropped = integration_aggregate.rejected(
                     current, step.step, verification_binding=binding, check=spec.name, check_id=run.check_id,
-                    code=run.result_code or run.result or "check-failed",
-                    message=f"check {spec.name} {run.result} on the merge of step {step.step} (task {step.task_id})"
-                            + (f": {run.result_code}" if run.result_code else ""), now=now)
+                    code=run.result_code or run.result or "check-failed", message=message, now=now)
+                text = (f"{message}: your work passed on its own but not merged with the work integrated before it. "
+                        "Your worktree now starts from the integrated head: keep what it has and make your change "
+                        "again on top of it.")
+                return dropped + _repair(ledger, load_run(ledger, integration.run_id), step, "integration-rejected",
+                                         text, dropped, now)
 
             ledger.decide(rejection, clock.now())
             return
@@ -289,10 +435,22 @@ def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integ
     def verification(now: str) -> list[ev.Event]:
         current = load_integration(ledger, integration.run_id)
         assert current is not None
-        return integration_aggregate.verified(current, step.step, verification_binding=binding, tree=step.tree,
+        made = integration_aggregate.verified(current, step.step, verification_binding=binding, tree=step.tree,
                                               checks=passed, now=now)
+        return made + (_delivered_task(ledger, step, now) if made and current.rolling else [])
 
     ledger.decide(verification, clock.now())
+
+
+def _delivered_task(ledger: Ledger, step: integration_aggregate.StepState, now: str) -> list[ev.Event]:
+    """In a queue that goes on, with the step verified: its task has passed (TaskFinished)."""
+    from ...domain import task as task_aggregate
+
+    task = ledger.get(task_aggregate.apply, task_aggregate.stream_of(step.task_id))
+    if task is None:
+        return []
+    return task_aggregate.finish(task, load_run(ledger, task.run_id), result="passed", binding_id=step.binding_id,
+                                 code=None, message=None, now=now)
 
 
 def _concluded(candidate: candidate_aggregate.Candidate, check: str,
@@ -313,9 +471,9 @@ def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integ
     assert integration.repository is not None and integration.target_branch is not None
     if integration.target is None:
         observed = _observe_target(effector, Path(integration.repository), integration.target_branch,
-                                   integration.steps[-1].merge_commit)
+                                   integration.head() if integration.rolling else integration.steps[-1].merge_commit)
         checkout = None
-        if observed.state == "found" and observed.commit == integration.expected_commit:
+        if observed.state == "found" and observed.commit == integration.target_expected:
             checkout = _require_target(integration.target_branch, observed, checked_out_target)
         faults.crash_point("integrate:before-target")
         intent_id = new_id("target")

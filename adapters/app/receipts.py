@@ -122,15 +122,27 @@ class _Builder:
             raise NotFound("run-not-found", f"no run {self.run_id}")
         assert isinstance(opened, ev.RunOpened)
         stream = integration_aggregate.stream_of(self.run_id)
-        prepared = self.first(stream, ev.IntegrationPrepared)
+        prepared = self.first(stream, ev.IntegrationPrepared, ev.IntegrationPreparedV2)
         if prepared is None:
             raise Refused("not-integrated", f"run {self.run_id} has no prepared integration")
-        assert isinstance(prepared, ev.IntegrationPrepared)
-        tasks = [self.task(step) for step in prepared.steps]
-        delivering = {step.task_id for step in prepared.steps}
-        undelivered = [self.undelivered(task_id) for task_id in self.planned if task_id not in delivering]
-        steps = [self.step(number, step) for number, step in enumerate(prepared.steps, start=1)]
+        assert isinstance(prepared, ev.IntegrationPrepared | ev.IntegrationPreparedV2)
+        queued = [(position, e) for position, e in self.history(stream) if isinstance(e, ev.IntegrationStepQueued)]
+        self.cited.update(position for position, _ in queued)
+        planned = list(prepared.steps) + [ev.IntegrationStep(task_id=e.task_id, binding_id=e.binding_id,
+                                                             commit=e.commit, worker_id=e.worker_id,
+                                                             generation=e.generation) for _, e in queued]
+        steps = [self.step(number, step) for number, step in enumerate(planned, start=1)]
         steps = [s for s in steps if s is not None]
+        if isinstance(prepared, ev.IntegrationPreparedV2):  # a queue that went on: delivered means verified
+            for made, (_, e) in zip(steps, queued):
+                made["overlaps"] = [o.model_dump() for o in e.overlaps]
+            verified = {s["task_id"]: planned[s["step"] - 1] for s in steps if s["status"] == "verified"}
+            tasks = [self.task(verified[t]) for t in self.planned if t in verified]
+            undelivered = [self.undelivered(t, steps) for t in self.planned if t not in verified]
+        else:
+            tasks = [self.task(step) for step in prepared.steps]
+            delivering = {step.task_id for step in prepared.steps}
+            undelivered = [self.undelivered(task_id) for task_id in self.planned if task_id not in delivering]
         return {
             "format": FORMAT,
             "run": {"id": self.run_id, "goal": opened.goal,
@@ -144,7 +156,7 @@ class _Builder:
             "cited": sorted(self.cited),
         }
 
-    def target(self, prepared: ev.IntegrationPrepared, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    def target(self, prepared: ev.IntegrationPrepared | ev.IntegrationPreparedV2, steps: list[dict[str, Any]]) -> dict[str, Any]:
         stream = integration_aggregate.stream_of(self.run_id)
         ended = self.last(stream, ev.IntegrationCompleted, ev.IntegrationTargetMoved)
         outcome: dict[str, Any]
@@ -180,10 +192,16 @@ class _Builder:
             "approval": {"by": sorted({approval.by for _, approval in approvals})},
         }
 
-    def undelivered(self, task_id: str) -> dict[str, Any]:
-        """A task of the run that no step delivers (no confirmed handoff when the queue was fixed)."""
+    def undelivered(self, task_id: str, steps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """A task of the run that no step delivers (no confirmed handoff when the queue was fixed; in a queue that
+        went on, no verified step: with the paths its last dropped step conflicted on)."""
         planned = self.first(task_stream(task_id), ev.TaskPlanned, ev.TaskPlannedV2)
-        return {"task_id": task_id, "title": getattr(planned, "title", None)}
+        made: dict[str, Any] = {"task_id": task_id, "title": getattr(planned, "title", None)}
+        if steps is not None:
+            dropped = [s for s in steps if s["task_id"] == task_id and s["status"] in ("conflicted", "rejected")]
+            made |= {"step": dropped[-1]["step"] if dropped else None,
+                     "paths": list(dropped[-1].get("paths", [])) if dropped else []}
+        return made
 
     def generations(self, worker_id: str) -> list[dict[str, Any]]:
         stream = worker_stream(worker_id)
@@ -225,7 +243,7 @@ class _Builder:
                                 "verification_binding": None, "verification_commit": None, "checks": [],
                                 "status": "merged", "code": None}
         if isinstance(outcome, ev.IntegrationStepConflicted):
-            return made | {"status": "conflicted", "code": outcome.reason}
+            return made | {"status": "conflicted", "code": outcome.reason, "paths": list(outcome.paths)}
         if isinstance(outcome, ev.IntegrationStepFailed):
             return made | {"status": "failed", "code": outcome.code}
         assert isinstance(outcome, ev.IntegrationStepMerged)

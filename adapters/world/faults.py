@@ -34,12 +34,16 @@ CRASH_POINTS = {
     "base:after-check": "a check's result on the run's base recorded (adapters/app/base_checks.py); the candidate "
                         "that asked for it not yet judged",
     "handoff:after-observe": "the candidate's ref observed for a handoff confirmation; nothing decided or recorded",
-    "integrate:after-prepare": "IntegrationPrepared recorded; no step merged yet",
+    "integrate:after-prepare": "IntegrationPrepared recorded (v2: the queue opened as the first task passed); no "
+                               "step merged yet",
     "integrate:after-merge-computed": "a step's merge commit written to the object store (unreferenced); its intent "
                                       "not recorded",
     "integrate:after-step": "IntegrationStepMerged recorded; the merged tree not yet pinned for re-verification",
     "integrate:before-verified": "every required check ran on the merged tree; IntegrationStepVerified not recorded",
     "integrate:before-target": "every step verified; the target's intent not yet recorded",
+    "integrate:after-queued": "a passed task's step queued (IntegrationStepQueued); not merged yet",
+    "go:before-repair": "a task's step was dropped from the queue; its worktree not yet made again at the "
+                        "integrated head",
     "integrate:after-checkout-update": "the index and files of the checkout that has the target out moved to the "
                                        "integrated tree; the branch not yet moved",
     "go:before-launch": "docket go chose a task's next generation; nothing of it recorded yet",

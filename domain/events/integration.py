@@ -29,10 +29,13 @@ __all__ = [
     "ApprovedCandidate",
     "IntegrationCompleted",
     "IntegrationPrepared",
+    "IntegrationPreparedV2",
+    "IntegrationQueueClosed",
     "IntegrationStep",
     "IntegrationStepConflicted",
     "IntegrationStepFailed",
     "IntegrationStepMerged",
+    "IntegrationStepQueued",
     "IntegrationStepRejected",
     "IntegrationStepRequested",
     "IntegrationStepVerified",
@@ -119,6 +122,50 @@ class IntegrationPrepared(Event):
     required_checks: Annotated[list[RequiredCheck], Field(max_length=1000)]
     overlaps: Annotated[list[PathOverlapWarning], Field(max_length=1000)]
     approved_by: Annotated[list[Name], Field(max_length=1000)]  # empty unless approval is required
+
+
+class IntegrationPreparedV2(Event):
+    """The queue, opened as a merge queue that goes on (``docket go``): the target branch, the commit it names now
+    and the checks each merged step must pass again. Steps are queued as their tasks pass (IntegrationStepQueued,
+    none at first); a step that conflicts or is rejected is dropped and the next one merges into the same head; the
+    target moves as verified steps accumulate (each move from the commit the last one left); IntegrationQueueClosed
+    says no step comes any more."""
+
+    name = "IntegrationPrepared"
+    schema_version = 2
+    run_id: Id
+    repository: RepositoryPath
+    target_branch: BranchName
+    target_ref: TargetRef
+    expected_commit: Commit
+    integration_ref: IntegrationRef
+    steps: Annotated[list[IntegrationStep], Field(max_length=MAX_STEPS)]
+    required_checks: Annotated[list[RequiredCheck], Field(max_length=1000)]
+    overlaps: Annotated[list[PathOverlapWarning], Field(max_length=1000)]
+    approved_by: Annotated[list[Name], Field(max_length=1000)]
+
+
+class IntegrationStepQueued(Event):
+    """A step appended to a merge queue that goes on (IntegrationPrepared v2): a task's confirmed candidate, once
+    the steps of the tasks it depends on are verified; overlaps: the earlier steps that change the same paths."""
+
+    name = "IntegrationStepQueued"
+    run_id: Id
+    step: Step
+    task_id: Id
+    binding_id: Sha256
+    commit: Commit
+    worker_id: Id
+    generation: Generation
+    overlaps: Annotated[list[PathOverlapWarning], Field(max_length=1000)]
+
+
+class IntegrationQueueClosed(Event):
+    """Every task of the run has finished: no step is queued any more (IntegrationPrepared v2)."""
+
+    name = "IntegrationQueueClosed"
+    run_id: Id
+    steps: Annotated[int, Field(ge=0, le=MAX_STEPS)]
 
 
 class IntegrationStepRequested(Event):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import git
 from tests.e2e.go_world import GoWorld, docket_processes, kill, make_go_world, wait_until
 
 GO_POINTS = [
@@ -32,6 +33,7 @@ GO_POINTS = [
     "check:before-gate",
     "handoff:after-observe",
     "integrate:after-prepare",
+    "integrate:after-queued",
     "integrate:after-merge-computed",
     "integrate:after-step",
     "integrate:before-verified",
@@ -66,7 +68,9 @@ def assert_converged(world: GoWorld, reference: str, summary: dict) -> None:
     assert summary["outcome"] == "delivered"
     assert world.tree_of("trunk") == reference
     assert len(world.events("ReceiptSealed")) == 1
-    assert len(world.events("IntegrationCompleted")) == 1
+    moves = world.events("IntegrationCompleted")  # the target moves as steps are verified: each move once
+    assert moves and moves[-1]["payload"]["commit"] == git(world.repo, "rev-parse", "trunk")
+    assert len({m["payload"]["commit"] for m in moves}) == len(moves)
     assert len(world.events("RunCompleted")) == 1
     verified = world.run("verify")
     assert verified.returncode == 0, verified.stderr

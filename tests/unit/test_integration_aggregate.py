@@ -245,3 +245,66 @@ def test_which_checkout_the_target_intent_may_update(checkout, policy, expected)
         integration.checkout_to_update("main", observed, policy=policy)
     assert refused.value.code == "target-checked-out" and expected in refused.value.message
     assert "/repo" in refused.value.message
+
+
+# --- a queue that goes on (IntegrationPrepared v2) -----------------------------------------------------------------
+
+
+def rolling(steps: int = 2) -> integration.Integration:
+    state = fold(integration.open_queue(None, RUN, repository="/repo/.git", target_branch="release",
+                                        expected_commit=HEAD, integration_ref="refs/docket/integrations/r1",
+                                        required_checks=[], now=T0))
+    for n in range(1, steps + 1):
+        step = ev.IntegrationStep(task_id=f"t{n}", binding_id=f"{n:x}" * 64, commit=CANDIDATE, worker_id=f"t{n}",
+                                  generation=1)
+        state = fold(integration.queue_step(state, RUN, step, waiting_for=[], overlaps=[], now=T0), state)
+    return state
+
+
+def test_a_conflicted_step_stops_a_fixed_queue_but_is_dropped_from_one_that_goes_on():
+    def conflict(state: integration.Integration) -> integration.Integration:
+        return fold(integration.conflicted(state, 1, head=HEAD, reason="conflicted", paths=["notes.txt"],
+                                           message="no", now=T0), state)
+
+    assert conflict(prepared()).status == "stopped"  # an old ledger's meaning is kept
+    state = conflict(rolling())
+    assert state.status == "merging" and state.next_step().step == 2 and state.step(1).base == HEAD
+    state, intent = step_requested(state, 2)
+    # the first step that moves the integration ref creates it, whatever its number
+    assert isinstance(integration.decide_step(state, intent, IntegrationObservation("missing"), T0), Act)
+    state = fold([integration.decide_step(state, intent, IntegrationObservation("merged", commit=MERGE), T0)], state)
+    state = fold(integration.verified(state, 2, verification_binding=BINDING, tree=TREE, checks=[], now=T0), state)
+    assert state.status == "updating-target"  # the target moves before the queue is closed
+    (target,) = integration.request_target(state, intent_id="m1", now=T0)
+    assert (target.expected_commit, target.commit) == (HEAD, MERGE)
+    state = fold([integration.decide_target(state, target, integration.TargetObservation("found", commit=MERGE),
+                                            T0)], state)
+    assert state.status == "open" and state.target_expected == MERGE and state.delivered(state.step(2))
+    assert not state.delivered(state.step(1))
+    state = fold(integration.close_queue(state, RUN, unfinished=[], now=T0), state)
+    assert state.status == "completed" and state.ended
+
+
+def test_a_queue_that_goes_on_takes_no_step_of_an_unintegrated_dependency_and_closes_only_when_tasks_finished():
+    state = rolling(0)
+    step = ev.IntegrationStep(task_id="t2", binding_id=BINDING, commit=CANDIDATE, worker_id="t2", generation=1)
+    with pytest.raises(Refused) as refused:
+        integration.queue_step(state, RUN, step, waiting_for=["t1"], overlaps=[], now=T0)
+    assert refused.value.code == "dependencies-unsettled"
+    with pytest.raises(Refused) as refused:
+        integration.close_queue(state, RUN, unfinished=["t1"], now=T0)
+    assert refused.value.code == "tasks-unfinished"
+    state = fold(integration.close_queue(state, RUN, unfinished=[], now=T0), state)
+    assert state.status == "stopped"  # closed with nothing delivered
+
+
+def test_the_target_of_a_queue_that_goes_on_moves_though_a_step_was_queued_after_the_last_verified_one():
+    state = rolling(1)
+    state, intent = step_requested(state, 1)
+    state = fold([integration.decide_step(state, intent, IntegrationObservation("merged", commit=MERGE), T0)], state)
+    state = fold(integration.verified(state, 1, verification_binding=BINDING, tree=TREE, checks=[], now=T0), state)
+    late = ev.IntegrationStep(task_id="t9", binding_id="9" * 64, commit=CANDIDATE, worker_id="t9", generation=1)
+    state = fold(integration.queue_step(state, RUN, late, waiting_for=[], overlaps=[], now=T0), state)
+    assert state.status == "merging"
+    (target,) = integration.request_target(state, intent_id="m1", now=T0)
+    assert (target.expected_commit, target.commit) == (HEAD, MERGE)
