@@ -564,10 +564,10 @@ def _overlaps(ctx: Context, run_id: str) -> list[dict[str, Any]]:
     from ..domain import events as ev
     from ..domain import integration as integration_aggregate
 
-    found = []
+    found: list[dict[str, Any]] = []
     for _, event in ctx.ledger.history(integration_aggregate.stream_of(run_id)):
         if isinstance(event, ev.IntegrationPrepared | ev.IntegrationPreparedV2 | ev.IntegrationStepQueued):
-            found += [o.model_dump() for o in event.overlaps]
+            found += [o.model_dump() for o in event.overlaps if o.model_dump() not in found]  # a repair warns again
     return found
 
 

@@ -73,6 +73,8 @@ def test_a_conflicting_task_is_dropped_the_rest_delivered_and_it_is_repaired_on_
     requested = [e["payload"] for e in world.events("WorktreeRequested") if e["payload"]["task_id"] == "q1.t5"]
     assert len(requested) == 2 and requested[1]["base"] != requested[0]["base"]
     assert "two" in git(world.repo, "show", f"{requested[1]['base']}:notes.txt")
+    # the repaired step warns of the same overlap again when it is queued; the summary says it once
+    assert summary["overlaps"] == [{"first_task": "q1.t2", "second_task": "q1.t5", "paths": ["notes.txt"]}]
 
 
 def test_a_conflicting_task_whose_cycles_are_spent_is_reported_undelivered_naming_the_path(tmp_path):
