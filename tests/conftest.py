@@ -11,6 +11,11 @@ from pathlib import Path
 
 import pytest
 
+# pytest-xdist's workers set COLUMNS=80 (and pytest may set LINES): docket's children would take them over a
+# pseudo-terminal's own size, so the terminal tests would see another width than the one they set.
+for _inherited in ("COLUMNS", "LINES"):
+    os.environ.pop(_inherited, None)
+
 T0 = "2026-01-01T00:00:00.000Z"
 
 

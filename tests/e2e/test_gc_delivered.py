@@ -116,12 +116,13 @@ def test_a_candidate_the_target_no_longer_reaches_is_kept(delivered):
     pinned = candidates(world)
 
     kept = world.json("gc", "--apply")
-    items = [i for i in kept["items"] if i["kind"] in ("candidate", "worktree")]
-    assert items and all(i["action"] == "keep" for i in items), kept
-    assert refs(world) == {c["ref"] for c in pinned.values()}
+    base = {b["binding_id"] for b in summary["base_checks"].values()}  # the run's base, pinned for its checks: no work
+    items = [i for i in kept["items"] if i["kind"] in ("candidate", "worktree") and i["name"] not in base]
+    assert items and all(i["action"] == "keep" for i in items), [i for i in items if i["action"] != "keep"]
+    assert refs(world) == {c["ref"] for binding, c in pinned.items() if binding not in base}
     assert all(worktree(world, t).exists() for t in ("greet", "name", "shout"))
     (greet,) = [t["candidate"] for t in summary["tasks"] if t["task"] == "greet"]
     (worktree(world, "greet") / "later.txt").write_text("work after the delivery\n")
     refused = world.run("candidate", "release", greet)
     assert refused.returncode == 3 and "unpreserved-candidate" in refused.stderr, refused.stderr
-    assert world.events("CandidateReleaseRequested") == []
+    assert [e for e in world.events("CandidateReleaseRequested") if e["payload"]["binding_id"] not in base] == []

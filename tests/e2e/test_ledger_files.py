@@ -168,6 +168,7 @@ def test_concurrent_init_on_a_fresh_repository(docket, tmp_path):
     """Twelve `docket init` at once, several rounds: exactly one creates, none fails."""
     for round_ in range(6):
         ledger = tmp_path / f"round{round_}" / "ledger.sqlite"
+        ledger.parent.mkdir()  # init makes no missing folder (bad-ledger-path)
         procs = [subprocess.Popen([sys.executable, "-m", "docket", "init", "--json", "--ledger", str(ledger)],
                                   cwd=docket.cwd, env=docket.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True) for _ in range(12)]

@@ -105,6 +105,7 @@ def test_ledger_and_views_live_in_the_git_common_dir_shared_by_worktrees(docket,
 
 def test_ledger_option_and_environment_override(docket, tmp_path):
     elsewhere = tmp_path / "custom" / "mine.sqlite"
+    elsewhere.parent.mkdir()  # init makes no missing folder (bad-ledger-path)
     docket("init", "--ledger", str(elsewhere))
     assert elsewhere.exists() and elsewhere.with_name("mine.views.sqlite").exists()
     env_client = type(docket)(docket.cwd, {**docket.env, "DOCKET_LEDGER": str(elsewhere)})

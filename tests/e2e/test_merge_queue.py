@@ -42,6 +42,8 @@ CHECK = '''
 command = ["true"]
 '''
 
+REPAIR_POINTS = ["go:before-repair"]  # killed here and resumed below
+
 
 def _world(tmp_path: Path, tasks: str, idle_timeout: str = "30s"):
     world = make_go_world(tmp_path, tasks=tasks, extra_config=CHECK, idle_timeout=idle_timeout)
@@ -153,7 +155,7 @@ def test_killed_before_a_repair_then_resumed_repairs_and_delivers(tmp_path):
     world = _world(tmp_path, FIVE)
     argv = ("go", "--goal", "five", "--tasks", "tasks.toml", "--target", "main", "--id", "q4", "--parallel", "1",
             "--json")
-    crashed = world.run(*argv, fault="go:before-repair")
+    crashed = world.run(*argv, fault=REPAIR_POINTS[0])
     assert crashed.returncode == -9, crashed.stderr
     done = world.run(*argv)
     assert done.returncode == 0, (done.stdout, done.stderr)

@@ -148,7 +148,7 @@ def test_on_a_terminal_the_table_escapes_what_a_worker_printed(world, tmp_path):
     (docket.ledger.parent / "logs" / "t1" / "1.log").unlink()  # the line shown is the one the ledger recorded
     code, once = on_a_terminal(docket, "watch", "r1", "--once")
     assert code == 0
-    assert ESCAPED in once and "[bold]x[/bold]" in once  # shown as text, markup not interpreted
+    assert ESCAPED in once and "[bold]x[/bold]" in once, once  # shown as text, markup not interpreted
     assert_nothing_raw(once)
     plain = docket("watch", "r1", "--once").stdout
     assert ESCAPED in plain and "exited" in plain

@@ -150,7 +150,7 @@ def test_a_real_child_is_recorded_with_its_identity_its_exit_code_and_its_log(wo
     assert exited["tail"] == bounded_tail(log) == "hello\nlast words"
 
     (line,) = [line for line in workers("status", "r1").stdout.splitlines() if "worker t1:" in line]
-    assert f"worker t1: implementer generation 1 on task t1, exited, pid {seen['pid']}" in line
+    assert f"worker t1: implementer generation 1 on task t1, exited with code 0, pid {seen['pid']}" in line
     assert line.endswith(": last words")
     (shown,) = workers("status", "r1", "--json").json()["workers"]
     assert (shown["generation"], shown["status"], shown["pid"], shown["last_line"]) == (1, "exited", seen["pid"],
