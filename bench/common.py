@@ -202,7 +202,7 @@ def mixed_events(count: int, first_position: int = 2, per_run: int = 5000) -> It
 
 def new_ledger(path: Path) -> Any:
     """A docket ledger holding only its genesis event (position 1)."""
-    from docket.adapters.app.ledger import Ledger
+    from docket.adapters.service_layer.ledger import Ledger
 
     ledger = Ledger(path)
     ledger.initialise(stamp(0))

@@ -66,8 +66,8 @@ def _process(argv: list[str]) -> tuple[float, float]:
 
 def _idle_passes(with_index: Path, without_index: Path, rounds: int) -> tuple[float, float]:
     from docket.adapters.world.clock import FixedClock
-    from docket.adapters.app.effector import Effector
-    from docket.adapters.app.ledger import Ledger
+    from docket.adapters.service_layer.effector import Effector
+    from docket.adapters.service_layer.ledger import Ledger
 
     for path in (with_index, without_index):
         with sqlite3.connect(path) as conn:  # the first run's outcome: its intent stays pending

@@ -103,8 +103,8 @@ def world(size: int) -> Path:
 
 
 def _keep_blocks(path: Path) -> None:
-    from docket.adapters.app.ledger import Ledger
-    from docket.adapters.app.ledger_tree import ledger_tree
+    from docket.adapters.service_layer.ledger import Ledger
+    from docket.adapters.service_layer.ledger_tree import ledger_tree
     from docket.adapters.world.reader import ledger_reader
 
     ledger = Ledger(path)
@@ -150,7 +150,7 @@ def _round(folder: Path, copy: str, figures: dict[str, list[float]]) -> None:
 
 
 def _roots(folder: Path, rounds: int) -> dict[str, list[float]]:
-    from docket.adapters.app.ledger_tree import ledger_tree
+    from docket.adapters.service_layer.ledger_tree import ledger_tree
     from docket.adapters.world.reader import ledger_reader
 
     with ledger_reader(folder / "cold" / "ledger.sqlite") as cold, \

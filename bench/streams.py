@@ -10,9 +10,9 @@ renewed as often. Streams are folded from their snapshot (every
 
 from __future__ import annotations
 
-from docket.adapters.app import services
+from docket.adapters.service_layer import services
 from docket.adapters.world.clock import FixedClock
-from docket.adapters.app.ledger import Ledger
+from docket.adapters.service_layer.ledger import Ledger
 from docket.domain import events as ev
 from docket.domain.streams import lease_stream
 from docket.domain.values import from_ms, to_ms

@@ -16,7 +16,7 @@ COMMAND_AGENT = "command"  # the agent name recorded for a command given on the 
 def launch_request(ctx: Context, run_id: str, task_id: str, worker_id: str, agent: str | None,
                    argv: list[str]) -> tuple[Any, dict[str, int | None]]:
     """The LaunchRequest and the supervision limits (timeout_ms, idle_timeout_ms)."""
-    from ..adapters.app.workers import LaunchRequest
+    from ..adapters.service_layer.workers import LaunchRequest
     from ..adapters.world.config_file import find_config, load_config
 
     config = load_config(find_config(Path.cwd()))

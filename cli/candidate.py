@@ -48,8 +48,8 @@ def candidate_document(candidate: Any) -> dict[str, Any]:
 
 
 def candidate_pin(ctx: Context) -> int:
-    from ..adapters.app.candidates import pin_task
-    from ..adapters.app.services import load_task
+    from ..adapters.service_layer.candidates import pin_task
+    from ..adapters.service_layer.services import load_task
     from ..domain.errors import Refused
     from .output import emit, shown
 
@@ -108,7 +108,7 @@ def candidate_list(ctx: Context) -> int:
     if a.run is None:
         rows = [r for r in candidates.all_candidates(conn) if a.task is None or r["task_id"] == a.task]
     else:
-        from ..adapters.app.services import load_run
+        from ..adapters.service_layer.services import load_run
 
         load_run(ctx.ledger, a.run)  # an unknown run is run-not-found, as everywhere
         rows = candidates.candidates_of(conn, a.run, None if a.task is None else ctx.task_id(a.run, a.task))
@@ -119,7 +119,7 @@ def candidate_list(ctx: Context) -> int:
 
 
 def candidate_show(ctx: Context) -> int:
-    from ..adapters.app.candidates import find_candidate
+    from ..adapters.service_layer.candidates import find_candidate
     from ..projections import checks
     from .output import emit, shown
 
@@ -141,14 +141,14 @@ def candidate_show(ctx: Context) -> int:
 
 
 def candidate_release(ctx: Context) -> int:
-    from ..adapters.app.candidates import find_candidate, release_candidate
+    from ..adapters.service_layer.candidates import find_candidate, release_candidate
     from .output import emit, shown
 
     a = ctx.args
     candidate = find_candidate(ctx.ledger, ctx.views(), a.candidate)
     reason = a.reason
     if candidate.status == "pinned":
-        from ..adapters.app.housekeeping import kept_elsewhere
+        from ..adapters.service_layer.housekeeping import kept_elsewhere
         from ..domain.errors import Refused
         from ..projections import candidates
         from .worktree import artifact_dir

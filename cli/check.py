@@ -27,8 +27,8 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 def check_run(ctx: Context) -> int:
     from pathlib import Path
 
-    from ..adapters.app.candidates import find_candidate
-    from ..adapters.app.checks import CheckSpec, run_check
+    from ..adapters.service_layer.candidates import find_candidate
+    from ..adapters.service_layer.checks import CheckSpec, run_check
     from ..adapters.world.config_file import find_config, load_config
     from ..domain.errors import BadInput, NotFound
     from .output import emit, info, shown

@@ -19,8 +19,8 @@ from ..domain.errors import BadInput, NotFound, Refused
 
 if TYPE_CHECKING:
     from ..adapters.world.clock import Clock
-    from ..adapters.app.effector import Effector
-    from ..adapters.app.ledger import Ledger
+    from ..adapters.service_layer.effector import Effector
+    from ..adapters.service_layer.ledger import Ledger
     from ..adapters.world.reader import SqliteLedgerReader
     from ..projections.views import Views
 
@@ -63,7 +63,7 @@ class Context:
     @cached_property
     def lock_timeout(self) -> int:
         """Seconds to wait for the ledger's write lock: DOCKET_LOCK_TIMEOUT, else 60."""
-        from ..adapters.app.ledger import DEFAULT_LOCK_TIMEOUT
+        from ..adapters.service_layer.ledger import DEFAULT_LOCK_TIMEOUT
 
         text = os.environ.get("DOCKET_LOCK_TIMEOUT", "").strip()
         if not text:
@@ -75,7 +75,7 @@ class Context:
 
     def open_ledger(self) -> Ledger:
         """The ledger file opened for writing (created if missing), not yet checked."""
-        from ..adapters.app.ledger import Ledger
+        from ..adapters.service_layer.ledger import Ledger
 
         chosen = getattr(self.args, "ledger", None) or os.environ.get("DOCKET_LEDGER")
         if chosen and not self.paths.ledger.parent.is_dir():  # docket makes only its own folder, in the repository
@@ -151,7 +151,7 @@ class Context:
 
     @cached_property
     def effector(self) -> Effector:
-        from ..adapters.app.effector import Effector
+        from ..adapters.service_layer.effector import Effector
 
         return Effector(self.ledger, self.clock)
 
@@ -175,8 +175,8 @@ class Context:
         return SqliteLedgerReader(self.read_ledger())
 
     def views(self, *, writable: bool = False) -> Views:
-        """The views at the ledger's head (see adapters.app.views.fresh_views), closed when the command ends."""
-        from ..adapters.app.views import current_views, fresh_views
+        """The views at the ledger's head (see adapters.service_layer.views.fresh_views), closed when the command ends."""
+        from ..adapters.service_layer.views import current_views, fresh_views
         from .output import warn
 
         reader = self.ledger_reader  # before creating views beside a file that is not a ledger
@@ -189,8 +189,8 @@ class Context:
 
     def views_at(self, at: str) -> tuple[Views, str | None]:
         """Views rebuilt in memory up to a position or time, and the ledger's time there."""
-        from ..adapters.app.checkpoints import checkpoint_folder
-        from ..adapters.app.views import views_at
+        from ..adapters.service_layer.checkpoints import checkpoint_folder
+        from ..adapters.service_layer.views import views_at
 
         views, then = views_at(self.ledger_reader, at, checkpoint_folder(self.paths.views))
         self._resources.callback(views.conn.close)
@@ -198,7 +198,7 @@ class Context:
 
     def update_views(self) -> None:
         """After a recorded event: bring the views file up to it, or warn that it will catch up later."""
-        from ..adapters.app.views import update_views
+        from ..adapters.service_layer.views import update_views
         from .output import warn
 
         update_views(self.ledger_reader, self.paths.views, timeout=self.lock_timeout, warn=warn)

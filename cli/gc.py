@@ -23,7 +23,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def gc(ctx: Context) -> int:
-    from ..adapters.app.housekeeping import gc as collect
+    from ..adapters.service_layer.housekeeping import gc as collect
     from ..projections import candidates, checks, tasks
     from .output import emit, shown
     from .worktree import artifact_dir

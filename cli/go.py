@@ -133,7 +133,7 @@ def _agent_name(config: Any, wanted: str | None) -> str:
 
 def _start(ctx: Context, config: Any) -> str:
     """Open the run, plan its tasks and record the plan; the run's id."""
-    from ..adapters.app import services
+    from ..adapters.service_layer import services
     from ..adapters.world.clock import new_id
     from ..domain.values import parse_duration
     from .parsing import UsageError
@@ -189,7 +189,7 @@ def _export_key(key: str | None) -> tuple[str, str] | None:
 def _plan(ctx: Context, run_id: str, specs: list[Any], agent: str, cycles: int, parallel: int,
           export_key: tuple[str, str] | None) -> None:
     """Plan each task not planned yet (its prompt stored first), then RunPlanned: safe to repeat after a crash."""
-    from ..adapters.app import services
+    from ..adapters.service_layer import services
     from ..adapters.world.prompts import store_prompt
     from ..domain import run as run_aggregate
     from ..domain import task as task_aggregate
@@ -210,7 +210,7 @@ def _plan(ctx: Context, run_id: str, specs: list[Any], agent: str, cycles: int, 
 
 def _check_resume(ctx: Context, run_id: str, config: Any) -> None:
     """A run to resume: planned (or its planning finished now from the options), its options the same."""
-    from ..adapters.app.services import load_run
+    from ..adapters.service_layer.services import load_run
     from ..domain.errors import Refused
 
     a = ctx.args
@@ -241,8 +241,8 @@ def _check_resume(ctx: Context, run_id: str, config: Any) -> None:
 
 
 def _settings(ctx: Context, config: Any, agent_name: str) -> Any:
-    from ..adapters.app.checks import CheckSpec
-    from ..adapters.app.go import Agent, GoSettings
+    from ..adapters.service_layer.checks import CheckSpec
+    from ..adapters.service_layer.go import Agent, GoSettings
     from ..adapters.world.paths import main_worktree
     from ..domain.errors import NotFound
 
@@ -263,9 +263,9 @@ def _settings(ctx: Context, config: Any, agent_name: str) -> Any:
 
 
 def _open_session(ctx: Context) -> Any:
-    from ..adapters.app.effector import Effector
-    from ..adapters.app.go import Session
-    from ..adapters.app.ledger import Ledger
+    from ..adapters.service_layer.effector import Effector
+    from ..adapters.service_layer.go import Session
+    from ..adapters.service_layer.ledger import Ledger
 
     def open_session() -> Session:
         ledger = Ledger(ctx.paths.ledger, lock_timeout=ctx.lock_timeout)
@@ -277,8 +277,8 @@ def _open_session(ctx: Context) -> Any:
 def recover(ctx: Context, run_id: str) -> list[str]:
     """What a crash left of the run, converged: pending intents driven, its workers' processes settled (gone ones
     recorded, unsupervised ones stopped), gone supervisions ended, abandoned check runs finished."""
-    from ..adapters.app.supervision import reconcile_supervisions
-    from ..adapters.app.workers import reconcile_workers
+    from ..adapters.service_layer.supervision import reconcile_supervisions
+    from ..adapters.service_layer.workers import reconcile_workers
     from ..projections import workers
     from .reconcile import settle_checks
 
@@ -297,7 +297,7 @@ def recover(ctx: Context, run_id: str) -> list[str]:
 
 
 def _end_gone_supervisions(ctx: Context, run_id: str) -> None:
-    from ..adapters.app.supervision import reconcile_supervisions
+    from ..adapters.service_layer.supervision import reconcile_supervisions
     from ..projections import workers
 
     conn = ctx.views(writable=True).conn
@@ -310,8 +310,8 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
     import signal
     import threading
 
-    from ..adapters.app.go import drive_run
-    from ..adapters.app.services import load_run
+    from ..adapters.service_layer.go import drive_run
+    from ..adapters.service_layer.services import load_run
 
     run = load_run(ctx.ledger, run_id)
     signer = _signer(run, key)  # a key that cannot be used fails before any work
@@ -401,7 +401,7 @@ class _Hooks:
     def fire(self, *, final: bool = False) -> None:
         import time
 
-        from ..adapters.app.hooks import fire_hooks
+        from ..adapters.service_layer.hooks import fire_hooks
         from ..domain.errors import DocketError
         from .output import warn
 
@@ -433,8 +433,8 @@ class _NoView:
 
 def _deliver(ctx: Context, settings: Any, run_id: str, signer: Any) -> None:
     """Once every task has finished: integrate what passed, seal, export, complete the run."""
-    from ..adapters.app.integration import integrate, load_integration
-    from ..adapters.app.services import complete_run, load_run, load_task
+    from ..adapters.service_layer.integration import integrate, load_integration
+    from ..adapters.service_layer.services import complete_run, load_run, load_task
     from ..adapters.world import faults
     from ..domain.errors import Refused
 
@@ -465,7 +465,7 @@ def _deliver(ctx: Context, settings: Any, run_id: str, signer: Any) -> None:
     if integration is not None and not integration.ended:
         return  # the target could not be moved now (checked out and dirty): resume once it can
     if integration is not None:
-        from ..adapters.app.receipts import seal_run
+        from ..adapters.service_layer.receipts import seal_run
 
         faults.crash_point("go:before-seal")
         sealed = seal_run(ctx.ledger, ctx.ledger_reader, ctx.clock, run_id, list(run.plan.task_ids))
@@ -479,7 +479,7 @@ def _deliver(ctx: Context, settings: Any, run_id: str, signer: Any) -> None:
 
 def _wait(ctx: Context, run_id: str, refused: Any) -> None:
     """RunWaiting: the run ends waiting for its user, with what to do and then how to finish it."""
-    from ..adapters.app.services import load_run
+    from ..adapters.service_layer.services import load_run
     from ..domain import run as run_aggregate
 
     then = f"'docket go --resume {run_id}'"
@@ -495,7 +495,7 @@ def receipt_path(ctx: Context, run_id: str) -> Path:
 
 
 def _export(ctx: Context, sealed: Any, signer: Any) -> Path:
-    from ..adapters.app.export import receipt_bundle
+    from ..adapters.service_layer.export import receipt_bundle
     from ..adapters.world.signing import write_bundle
     from ..domain.errors import Refused
 
@@ -513,9 +513,9 @@ def _export(ctx: Context, sealed: Any, signer: Any) -> Path:
 
 
 def run_summary(ctx: Context, run_id: str) -> dict[str, Any]:
-    from ..adapters.app.candidates import load_candidate
-    from ..adapters.app.integration import load_integration
-    from ..adapters.app.services import load_run, load_task
+    from ..adapters.service_layer.candidates import load_candidate
+    from ..adapters.service_layer.integration import load_integration
+    from ..adapters.service_layer.services import load_run, load_task
     from ..domain.plan import short_id
     from ..projections.checks import base_checks_of
 
@@ -621,7 +621,7 @@ def _summarise(ctx: Context, run_id: str, *, interrupted: bool, show: bool = Tru
 
 
 def supervise(ctx: Context) -> int:
-    from ..adapters.app.services import load_run
+    from ..adapters.service_layer.services import load_run
     from ..projections import runs
     from .output import emit, shown
 

@@ -39,8 +39,8 @@ def required_checks() -> dict[str, str]:
 
 
 def handoff_offer(ctx: Context) -> int:
-    from ..adapters.app.candidates import find_candidate
-    from ..adapters.app.handoff import offer_handoff
+    from ..adapters.service_layer.candidates import find_candidate
+    from ..adapters.service_layer.handoff import offer_handoff
     from .output import emit
 
     found = find_candidate(ctx.ledger, ctx.views(), ctx.args.candidate)
@@ -54,8 +54,8 @@ def handoff_offer(ctx: Context) -> int:
 
 
 def handoff_confirm(ctx: Context) -> int:
-    from ..adapters.app.candidates import find_candidate
-    from ..adapters.app.handoff import confirm_handoff, last_rejection
+    from ..adapters.service_layer.candidates import find_candidate
+    from ..adapters.service_layer.handoff import confirm_handoff, last_rejection
     from ..domain.errors import Refused
     from .output import emit
 

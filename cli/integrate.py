@@ -26,8 +26,8 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 def integrate(ctx: Context) -> int:
     from pathlib import Path
 
-    from ..adapters.app.checks import CheckSpec
-    from ..adapters.app.integration import integrate as run_queue
+    from ..adapters.service_layer.checks import CheckSpec
+    from ..adapters.service_layer.integration import integrate as run_queue
     from ..adapters.world.config_file import find_config, load_config
     from ..domain.errors import Refused
     from ..projections import candidates, tasks

@@ -54,7 +54,7 @@ def _resource(text: str) -> str:
 
 
 def lease_grant(ctx: Context) -> int:
-    from ..adapters.app import services
+    from ..adapters.service_layer import services
     from ..domain.values import format_duration, parse_duration
 
     a = ctx.args
@@ -67,7 +67,7 @@ def lease_grant(ctx: Context) -> int:
 
 
 def lease_renew(ctx: Context) -> int:
-    from ..adapters.app import services
+    from ..adapters.service_layer import services
     from ..domain.values import parse_duration
 
     a = ctx.args
@@ -77,7 +77,7 @@ def lease_renew(ctx: Context) -> int:
 
 
 def lease_release(ctx: Context) -> int:
-    from ..adapters.app import services
+    from ..adapters.service_layer import services
 
     ctx.args.resource = _resource(ctx.args.resource)
     appended = services.release_lease(ctx.ledger, ctx.clock, ctx.args.resource, ctx.args.token)
@@ -85,7 +85,7 @@ def lease_release(ctx: Context) -> int:
 
 
 def lease_expire(ctx: Context) -> int:
-    from ..adapters.app import services
+    from ..adapters.service_layer import services
 
     ctx.args.resource = _resource(ctx.args.resource)
     appended = services.expire_lease(ctx.ledger, ctx.clock, ctx.args.resource)

@@ -70,7 +70,7 @@ def init(ctx: Context) -> int:
 
 def _verified(ctx: Context, *, anchor: Any = None, until: int | None = None) -> dict[str, Any]:
     """The chain recomputed (with progress on a terminal); VerificationFailed names the first bad position."""
-    from ..adapters.app.verification import verify_ledger
+    from ..adapters.service_layer.verification import verify_ledger
 
     reader = ctx.ledger_reader
     progress = Progress("verifying", reader.head_position())
@@ -81,7 +81,7 @@ def _verified(ctx: Context, *, anchor: Any = None, until: int | None = None) -> 
 
 
 def verify(ctx: Context) -> int:
-    from ..adapters.app.verification import read_anchor
+    from ..adapters.service_layer.verification import read_anchor
 
     anchor = read_anchor(ctx.args.anchor) if ctx.args.anchor else None
     try:
@@ -100,7 +100,7 @@ def verify(ctx: Context) -> int:
 
 def replay(ctx: Context) -> int:
     """Verify, rebuild every projection into a fresh file and compare; --apply finishes pending intents."""
-    from ..adapters.app.replay import apply_pending, rebuild_and_compare, rebuild_views_cut_off
+    from ..adapters.service_layer.replay import apply_pending, rebuild_and_compare, rebuild_views_cut_off
     from .output import warn
 
     a = ctx.args
@@ -120,7 +120,7 @@ def replay(ctx: Context) -> int:
         progress.close()
     doc: dict[str, Any] = {"verified": checked, **rebuilt}
     if not a.until:  # snapshots and kept Merkle hashes are derived from the events, like views: recompute, repair
-        from ..adapters.app.ledger_tree import repair_kept_blocks
+        from ..adapters.service_layer.ledger_tree import repair_kept_blocks
 
         ledger = ctx.open_ledger()
         doc["snapshot_drift"] = ledger.snapshot_drift(repair=True)

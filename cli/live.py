@@ -15,7 +15,7 @@ from ..domain.values import format_duration
 from .output import shown, warn
 
 if TYPE_CHECKING:
-    from ..adapters.app.board import Board
+    from ..adapters.service_layer.board import Board
     from .context import Context
 
 __all__ = ["LiveView", "board_lines", "board_table", "event_line", "latest_open_run"]
@@ -48,7 +48,7 @@ class LiveView:
 
     def board(self) -> Board | None:
         """The run's board at the ledger's head (None: no such run)."""
-        from ..adapters.app.board import run_board
+        from ..adapters.service_layer.board import run_board
 
         views = self._views()
         try:
@@ -93,7 +93,7 @@ class LiveView:
 
     def _new_event_lines(self) -> list[str]:
         """A line for each event of the run recorded since the last call (from the first one of the run on)."""
-        from ..adapters.app.event_log import listed_events
+        from ..adapters.service_layer.event_log import listed_events
 
         reader = self.ctx.ledger_reader
         head = reader.head_position()
@@ -133,7 +133,7 @@ class LiveView:
             _silence(self.stream)
 
     def _views(self) -> Any:
-        from ..adapters.app.views import fresh_views
+        from ..adapters.service_layer.views import fresh_views
 
         return fresh_views(self.ctx.ledger_reader, self.ctx.paths.views, timeout=self.ctx.lock_timeout,
                            warn=self._warn_once)
@@ -147,7 +147,7 @@ class LiveView:
 
 def latest_open_run(ctx: Context) -> str | None:
     """The most recently opened run that is still open, as the views know it."""
-    from ..adapters.app.board import CLOSED
+    from ..adapters.service_layer.board import CLOSED
     from ..projections import runs
 
     views = ctx.views()

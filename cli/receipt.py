@@ -45,7 +45,7 @@ def add_verify_receipt(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def seal(ctx: Context) -> int:
-    from ..adapters.app.receipts import seal_run
+    from ..adapters.service_layer.receipts import seal_run
     from .output import emit
 
     from ..projections.tasks import tasks_of
@@ -69,8 +69,8 @@ def seal(ctx: Context) -> int:
 
 
 def export(ctx: Context) -> int:
-    from ..adapters.app.export import receipt_bundle
-    from ..adapters.app.receipts import find_receipt
+    from ..adapters.service_layer.export import receipt_bundle
+    from ..adapters.service_layer.receipts import find_receipt
     from ..adapters.world.signing import load_signer, write_bundle
     from .output import emit, shown
 
@@ -98,7 +98,7 @@ def export(ctx: Context) -> int:
 
 def verify_receipt(ctx: Context) -> int:
     """Reads no ledger at all: the bundle and the key are everything it needs."""
-    from ..adapters.app.export import verify_bundle
+    from ..adapters.service_layer.export import verify_bundle
     from ..adapters.world.signing import load_verifier, read_bundle
     from .output import emit, shown
 

@@ -26,8 +26,8 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def settle_checks(ctx: Context, *, stop_orphans: bool) -> list[dict[str, str]]:
-    """Finish the check runs no docket process runs any more (see adapters/app/checks.settle_checks)."""
-    from ..adapters.app.checks import settle_checks as settle
+    """Finish the check runs no docket process runs any more (see adapters/service_layer/checks.settle_checks)."""
+    from ..adapters.service_layer.checks import settle_checks as settle
     from ..projections import checks
 
     unfinished = [(row["binding_id"], row["check_id"]) for row in checks.unfinished(ctx.views().conn)]
@@ -38,8 +38,8 @@ def settle_checks(ctx: Context, *, stop_orphans: bool) -> list[dict[str, str]]:
 
 
 def reconcile(ctx: Context) -> int:
-    from ..adapters.app.supervision import reconcile_supervisions
-    from ..adapters.app.workers import reconcile_workers
+    from ..adapters.service_layer.supervision import reconcile_supervisions
+    from ..adapters.service_layer.workers import reconcile_workers
     from ..projections import runs, workers
     from ..projections.workers import active_workers
 
@@ -86,7 +86,7 @@ def _unfinished_checks(ctx: Context) -> list[dict[str, Any]]:
 
 def _reconcile_git(ctx: Context, *, apply: bool) -> list[Any]:
     """Refs under refs/docket/ and worktrees in docket's folders that no ledger record owns."""
-    from ..adapters.app.housekeeping import reconcile_git
+    from ..adapters.service_layer.housekeeping import reconcile_git
     from ..adapters.world.paths import task_worktree_path
     from ..projections import candidates, checks, integrations, tasks
 

@@ -37,7 +37,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run_open(ctx: Context) -> int:
-    from ..adapters.app import services
+    from ..adapters.service_layer import services
     from ..adapters.world.clock import new_id
     from ..domain.errors import NotFound
     from ..domain.values import parse_duration
@@ -84,21 +84,21 @@ def _run_doc(run: Any) -> dict[str, Any]:
 
 
 def run_pause(ctx: Context) -> int:
-    from ..adapters.app import services
+    from ..adapters.service_layer import services
 
     appended = services.pause_run(ctx.ledger, ctx.clock, ctx.args.run, ctx.args.reason)
     return recorded(ctx, appended, f"run {ctx.args.run} paused")
 
 
 def run_resume(ctx: Context) -> int:
-    from ..adapters.app import services
+    from ..adapters.service_layer import services
 
     appended = services.resume_run(ctx.ledger, ctx.clock, ctx.args.run)
     return recorded(ctx, appended, f"run {ctx.args.run} resumed")
 
 
 def run_abort(ctx: Context) -> int:
-    from ..adapters.app import services
+    from ..adapters.service_layer import services
     from ..domain.events import IntentCancelled
 
     appended = services.abort_run(ctx.ledger, ctx.clock, ctx.args.run, ctx.args.reason)
@@ -108,7 +108,7 @@ def run_abort(ctx: Context) -> int:
 
 
 def run_complete(ctx: Context) -> int:
-    from ..adapters.app import services
+    from ..adapters.service_layer import services
 
     appended = services.complete_run(ctx.ledger, ctx.clock, ctx.args.run)
     return recorded(ctx, appended, f"run {ctx.args.run} completed")

@@ -25,7 +25,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def task_plan(ctx: Context) -> int:
-    from ..adapters.app import services
+    from ..adapters.service_layer import services
     from ..adapters.world.clock import new_id
 
     a = ctx.args

@@ -49,7 +49,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def worker_register(ctx: Context) -> int:
-    from ..adapters.app import services
+    from ..adapters.service_layer import services
     from ..adapters.world.clock import new_id
 
     a = ctx.args
@@ -61,7 +61,7 @@ def worker_register(ctx: Context) -> int:
 
 
 def worker_relaunch(ctx: Context) -> int:
-    from ..adapters.app import services
+    from ..adapters.service_layer import services
 
     ctx.args.worker = ctx.worker_id(ctx.args.worker)
     appended = services.relaunch_worker(ctx.ledger, ctx.clock, ctx.args.worker)
@@ -71,8 +71,8 @@ def worker_relaunch(ctx: Context) -> int:
 
 
 def worker_launch(ctx: Context) -> int:
-    from ..adapters.app.supervisor import Limits, supervise
-    from ..adapters.app.workers import launch_worker
+    from ..adapters.service_layer.supervisor import Limits, supervise
+    from ..adapters.service_layer.workers import launch_worker
     from .agents import launch_request
     from .output import emit, shown
 
@@ -136,7 +136,7 @@ def _pin_line(ended: Any) -> str:
 
 
 def worker_stop(ctx: Context) -> int:
-    from ..adapters.app.workers import finish_stop, request_stop
+    from ..adapters.service_layer.workers import finish_stop, request_stop
     from .output import emit, shown
 
     a = ctx.args

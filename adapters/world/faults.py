@@ -31,7 +31,7 @@ CRASH_POINTS = {
     "check:after-exit": "the check's process ended; its execution not inspected, no result recorded",
     "check:before-result": "the execution inspected and artifacts copied back; the result not yet recorded",
     "check:after-result": "the check's result recorded; its execution's removal not yet asked for",
-    "base:after-check": "a check's result on the run's base recorded (adapters/app/base_checks.py); the candidate "
+    "base:after-check": "a check's result on the run's base recorded (adapters/service_layer/base_checks.py); the candidate "
                         "that asked for it not yet judged",
     "handoff:after-observe": "the candidate's ref observed for a handoff confirmation; nothing decided or recorded",
     "integrate:after-prepare": "IntegrationPrepared recorded (v2: the queue opened as the first task passed); no "

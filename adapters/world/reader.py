@@ -1,6 +1,6 @@
 """Plain read-only access to the ledger file: the fast path for verify, log and views.
 
-SqliteLedgerReader is the application's LedgerReader port (adapters/app/ports.py)
+SqliteLedgerReader is the application's LedgerReader port (adapters/service_layer/ports.py)
 over an SQLite connection; the functions below are its primitives. Only the
 standard library and the pure chain types: no eventsourcing, no pydantic, so
 read-only commands start fast.
@@ -151,7 +151,7 @@ MAX_SAFE_POSITION = 2**53 - 1
 
 
 class SqliteLedgerReader:
-    """The LedgerReader port over a connection to an SQLite ledger file (see adapters/app/ports.py)."""
+    """The LedgerReader port over a connection to an SQLite ledger file (see adapters/service_layer/ports.py)."""
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn

@@ -67,7 +67,7 @@ CREATE_SNAPSHOTS_TABLE = (
 
 # The hashes of complete, aligned subtrees of the RFC 9162 tree over the chain digests (node i of height h
 # covers positions i * 2**h + 1 .. (i + 1) * 2**h), so that a root or a proof over a million leaves reads a
-# thousand nodes instead of every digest (adapters/app/ledger_tree.py). The append that completes a block of
+# thousand nodes instead of every digest (adapters/service_layer/ledger_tree.py). The append that completes a block of
 # 2**MERKLE_BLOCK_HEIGHT positions keeps its hash; a seal keeps those of older ledgers. Not part of the chain:
 # each row names the chain digest at the node's last position and is used only while the chain still holds
 # that digest; replay recomputes them.

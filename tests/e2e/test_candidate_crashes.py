@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from docket.adapters.app.ledger import Ledger
+from docket.adapters.service_layer.ledger import Ledger
 from docket.adapters.world.store import decode_event
 from docket.domain import candidate as candidate_aggregate
 from docket.domain import task as task_aggregate
@@ -528,7 +528,7 @@ def test_sigkill_at_random_instants_of_candidate_pin_then_recovery_converges(doc
 
 @pytest.mark.slow
 def test_replay_after_a_check_run_finds_no_snapshot_drift(docket, repo, world):
-    """Before candidate streams were in adapters/app/aggregates.py, the ledger snapshotted them every 10 versions and
+    """Before candidate streams were in adapters/service_layer/aggregates.py, the ledger snapshotted them every 10 versions and
     replay, finding no fold for them, called each snapshot drifted and exited 1."""
     binding = pinned_by_the_agent(world)["binding_id"]  # versions 1-2 of the candidate's stream
     docket("check", "run", binding, "--check", "ok")  # versions 3-10: the ledger snapshots the stream

@@ -35,7 +35,7 @@ ZERO_DIGEST = "0" * 64
 
 def supervise_from(ledger_path: Path, run_id: str, now: str) -> None:
     """Record a supervision of the run (RunSupervised), as `docket worker launch` does while its agent runs."""
-    from docket.adapters.app.ledger import Ledger
+    from docket.adapters.service_layer.ledger import Ledger
     from docket.domain import run as run_aggregate
     from docket.domain.processes import ProcessIdentity
 

@@ -21,10 +21,10 @@ from ..conftest import Docket
 DRIVER = """
 import json, sys
 from pathlib import Path
-from docket.adapters.app.effector import Effector
-from docket.adapters.app.hooks import fire_hooks
-from docket.adapters.app.ledger import Ledger
-from docket.adapters.app.services import load_run
+from docket.adapters.service_layer.effector import Effector
+from docket.adapters.service_layer.hooks import fire_hooks
+from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.services import load_run
 from docket.adapters.world.clock import SystemClock
 from docket.adapters.world.config_file import find_config, load_config
 from docket.domain import task

@@ -112,7 +112,7 @@ def test_a_symlinked_views_file_is_refused_and_its_target_untouched(docket, tmp_
 
 
 def test_open_views_refuses_a_symlink(tmp_path):
-    from docket.adapters.app.projector import open_views
+    from docket.adapters.service_layer.projector import open_views
     from docket.domain.errors import BadInput
 
     target = tmp_path / "target.sqlite"

@@ -17,7 +17,7 @@ from collections import Counter
 
 import pytest
 
-from docket.adapters.app.ledger import Ledger
+from docket.adapters.service_layer.ledger import Ledger
 from docket.adapters.world.store import decode_event
 
 from ..integration.test_decide import invalid_grants

@@ -33,7 +33,7 @@ def page_agent(tmp_path: Path, name: str) -> AgentConfig:
 
 
 def launch(tmp_path: Path, config: AgentConfig, executable: Path) -> tuple[list[str], dict[str, str]]:
-    """The argv and environment docket would start the agent with (adapters/app/workers.py), the installed
+    """The argv and environment docket would start the agent with (adapters/service_layer/workers.py), the installed
     executable's folder first on PATH."""
     worktree, worker_dir = tmp_path / "worktree", tmp_path / "worker"
     worktree.mkdir()

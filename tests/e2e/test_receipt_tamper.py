@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.app.export import verify_bundle
+from docket.adapters.service_layer.export import verify_bundle
 from docket.adapters.world.signing import load_signer, load_verifier, read_bundle, sign_statement
 from docket.cli.app import main
 from docket.domain.errors import DocketError

@@ -29,7 +29,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from docket.adapters.app.ledger import Ledger
+from docket.adapters.service_layer.ledger import Ledger
 from docket.domain import worker as worker_aggregate
 
 from ..conftest import git

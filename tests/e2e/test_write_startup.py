@@ -25,7 +25,7 @@ print(json.dumps({
 }))
 """
 HEAVY = {"dulwich", "sqlite_utils", "psutil", "anyio", "shtab"}
-EFFECT_MACHINERY = {"docket.domain.effects", "docket.adapters.app.effector", "docket.adapters.app.intents"}
+EFFECT_MACHINERY = {"docket.domain.effects", "docket.adapters.service_layer.effector", "docket.adapters.service_layer.intents"}
 
 
 def test_task_plan_imports_its_own_command_and_builds_only_the_event_types_it_meets(docket):

@@ -11,8 +11,8 @@ import sqlite3
 
 import pytest
 
-from docket.adapters.app import chain_parts
-from docket.adapters.app.chain_parts import verify_chain_in_parts
+from docket.adapters.service_layer import chain_parts
+from docket.adapters.service_layer.chain_parts import verify_chain_in_parts
 from docket.adapters.world.reader import read_chain_rows
 from docket.domain.canonical import canonical_json
 from docket.domain.chain import GENESIS_DIGEST, ChainHead, chain_entry, next_digest, verify_chain
@@ -195,7 +195,7 @@ def test_verify_ledger_in_parts_reports_what_one_pass_reports(tmp_path, monkeypa
     """A real ledger: genesis, chain in parts, the orphan digest of a cut tail, the schema."""
     from bench.common import fill, mixed_events, new_ledger
 
-    from docket.adapters.app.verification import verify_ledger
+    from docket.adapters.service_layer.verification import verify_ledger
     from docket.adapters.world.reader import ledger_reader
 
     path = tmp_path / "real.sqlite"

@@ -134,7 +134,7 @@ def test_the_fake_observes_and_updates_a_checkout_as_the_real_one_does(tmp_path)
 def test_the_target_intent_moves_a_clean_checkout_then_the_branch(repo, commits, same_tree):
     """Through the intent kind: act once, and the branch, HEAD, index and files are the integrated commit's; also
     when the integrated commit has the expected commit's very tree (a merge that changed nothing)."""
-    from docket.adapters.app.intents import INTEGRATION_TARGET
+    from docket.adapters.service_layer.intents import INTEGRATION_TARGET
     from docket.adapters.world.git import DulwichGit
     from docket.domain import events as ev
     from docket.domain import integration

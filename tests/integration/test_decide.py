@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.app import services
+from docket.adapters.service_layer import services
 from docket.adapters.world.clock import FixedClock
-from docket.adapters.app.ledger import Ledger
+from docket.adapters.service_layer.ledger import Ledger
 from docket.domain.errors import Conflict, DocketError, Refused
 
 T0 = "2026-01-01T00:00:00.000Z"
@@ -173,7 +173,7 @@ def test_many_rounds_of_racing_processes_make_no_invalid_grant(repo, ledger_path
     prefix = pair[0].split(":")[0]
     for i in range(ROUNDS):
         setup_run(ledger, repo, f"{prefix}{i}")
-    from docket.adapters.app.effector import Effector
+    from docket.adapters.service_layer.effector import Effector
 
     Effector(ledger, FixedClock(T0)).run_pending()  # every run active
     ledger.close()

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.app import services
+from docket.adapters.service_layer import services
 from docket.adapters.world.clock import FixedClock
-from docket.adapters.app.effector import Effector
+from docket.adapters.service_layer.effector import Effector
 from docket.adapters.world.fakes import FakeGit, FakeRepository
 from docket.adapters.world.git import DulwichGit
-from docket.adapters.app.ledger import Ledger
-from docket.adapters.app.ports import Ports
+from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.ports import Ports
 from docket.domain.events import IntentOutcomeUnknownV2, RunBasePinFailed, RunBasePinned
 
 from ..conftest import git

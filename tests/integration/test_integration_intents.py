@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.app.intents import INTEGRATION_STEP, INTEGRATION_TARGET
+from docket.adapters.service_layer.intents import INTEGRATION_STEP, INTEGRATION_TARGET
 from docket.adapters.world.git import DulwichGit
 from docket.domain import events as ev
 from docket.domain import integration

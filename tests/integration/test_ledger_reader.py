@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.app.ledger import Ledger
+from docket.adapters.service_layer.ledger import Ledger
 from docket.adapters.world.fakes import FakeLedgerReader
 from docket.adapters.world.reader import SqliteLedgerReader, ledger_reader
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.app.candidates import pin_task
-from docket.adapters.app.effector import Effector
-from docket.adapters.app.ledger import Ledger
-from docket.adapters.app.ports import Ports
+from docket.adapters.service_layer.candidates import pin_task
+from docket.adapters.service_layer.effector import Effector
+from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.ports import Ports
 from docket.adapters.world.clock import SystemClock
 from docket.adapters.world.git import DulwichGit
 from docket.domain import events as ev

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sqlite3
 
-from docket.adapters.app import services
+from docket.adapters.service_layer import services
 from docket.adapters.world.clock import FixedClock
-from docket.adapters.app.effector import Effector
-from docket.adapters.app.ledger import Ledger
-from docket.adapters.app.projector import catch_up, open_views
+from docket.adapters.service_layer.effector import Effector
+from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.projector import catch_up, open_views
 from docket.adapters.world.reader import ledger_reader
 from docket.domain import run as run_aggregate
 from docket.domain.processes import ProcessIdentity

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from docket.adapters.app.projector import open_views
+from docket.adapters.service_layer.projector import open_views
 from docket.adapters.world.store import CanonicalMapper
 from docket.domain.events import EVENT_TYPES, Event
 from docket.domain.values import LATEST_TIME, MAX_SAFE_INT, from_ms, to_ms

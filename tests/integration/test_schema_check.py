@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from docket.adapters.app.ledger import Ledger
+from docket.adapters.service_layer.ledger import Ledger
 from docket.adapters.world.schema_check import EXPECTED_SCHEMA, check_schema, schema_of
 from docket.domain.errors import VerificationFailed
 

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docket.adapters.app import services
+from docket.adapters.service_layer import services
 from docket.adapters.world.clock import FixedClock
-from docket.adapters.app.effector import Effector
-from docket.adapters.app.ledger import SNAPSHOT_EVERY, Ledger
+from docket.adapters.service_layer.effector import Effector
+from docket.adapters.service_layer.ledger import SNAPSHOT_EVERY, Ledger
 from docket.domain import lease, run
 from docket.domain.aggregate import fold
 from docket.domain.errors import DocketError

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from eventsourcing.persistence import IntegrityError
 
-from docket.adapters.app.ledger import Ledger
+from docket.adapters.service_layer.ledger import Ledger
 from docket.adapters.world.reader import read_chain_rows
 from docket.adapters.world.store import ChainBroken
 from docket.domain.chain import GENESIS_DIGEST, verify_chain

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.app import ledger as ledger_module
-from docket.adapters.app import services
+from docket.adapters.service_layer import ledger as ledger_module
+from docket.adapters.service_layer import services
 from docket.adapters.world.clock import FixedClock
 from docket.adapters.world.fakes import FakeProcesses
 from docket.adapters.world.processes import PsutilProcesses

@@ -282,7 +282,7 @@ def test_a_candidate_with_its_checks_survives_a_snapshot_exactly():
 
 
 def test_every_stream_prefix_names_an_aggregate_whose_snapshots_can_be_checked():
-    from docket.adapters.app.aggregates import AGGREGATES
+    from docket.adapters.service_layer.aggregates import AGGREGATES
     from docket.domain import streams
 
     prefixes = {value[:-1] for name, value in vars(streams).items() if name.endswith("_PREFIX")}

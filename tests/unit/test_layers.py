@@ -1,4 +1,4 @@
-"""Dependencies point one way: cli -> adapters/app -> adapters/world, projections -> domain.
+"""Dependencies point one way: cli -> adapters/service_layer -> adapters/world, projections -> domain.
 
 Read from the source with ast, resolving relative imports, so a module that
 reaches the wrong way fails here before it becomes a habit.
@@ -19,7 +19,8 @@ ALLOWED = {
     "docket.domain": ("docket.domain",),
     "docket.projections": ("docket.projections", "docket.domain"),
     "docket.adapters.world": ("docket.adapters.world", "docket.domain"),
-    "docket.adapters.app": ("docket.adapters.app", "docket.adapters.world", "docket.domain", "docket.projections"),
+    "docket.adapters.service_layer": ("docket.adapters.service_layer", "docket.adapters.world", "docket.domain",
+                                      "docket.projections"),
     "docket.cli": ("docket.cli", "docket.adapters", "docket.domain", "docket.projections", "docket"),
 }
 
@@ -65,6 +66,6 @@ def test_every_module_imports_only_inward():
 
 def test_the_check_sees_a_wrong_way_import(tmp_path):
     bad = tmp_path / "store.py"
-    bad.write_text("from ..app.services import open_run\nfrom ...cli.app import main\n")
+    bad.write_text("from ..service_layer.services import open_run\nfrom ...cli.app import main\n")
     found = list(_imports(bad, "docket.adapters.world.store", False))
-    assert found == ["docket.adapters.app.services.open_run", "docket.cli.app.main"]
+    assert found == ["docket.adapters.service_layer.services.open_run", "docket.cli.app.main"]

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from docket.adapters.app.event_log import listed_events
-from docket.adapters.app.views import views_at
+from docket.adapters.service_layer.event_log import listed_events
+from docket.adapters.service_layer.views import views_at
 from docket.adapters.world.fakes import FakeLedgerReader
 from docket.cli import output
 from docket.domain.errors import NotFound, VerificationFailed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from docket.adapters.app.ledger_tree import ledger_tree
+from docket.adapters.service_layer.ledger_tree import ledger_tree
 from docket.adapters.world.fakes import FakeLedgerReader
 from docket.domain.merkle import Tree, verify_consistency, verify_inclusion
 

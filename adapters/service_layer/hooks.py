@@ -4,7 +4,7 @@
 passing back the position it examined last. Each call reads only the run's
 events of the types its hooks can fire for, asks (in one write transaction)
 for every (hook, position) the run has not asked for yet, then drives the run's
-pending hook intents through the effector: the hook kind (adapters/app/intents.py)
+pending hook intents through the effector: the hook kind (adapters/service_layer/intents.py)
 claims a hook with a create-only marker before its command starts, so a
 command runs at most once even across crashes and racing processes, and
 ``docket replay --apply`` finishes a hook left pending. A hook's failure is
