@@ -480,8 +480,6 @@ def _start_commit(s: Session, settings: GoSettings, run: run_aggregate.Run,
                   task: task_aggregate.Task) -> str | bool | None:
     """Where a new worktree of the task starts: None for the run's base; for a task that depends on others, the
     merge of their passed candidates onto the base, in task order (False: they conflict, and the task failed)."""
-    from ..world.merge import merge_candidate
-
     assert run.plan is not None and run.base_commit is not None
     depends_on = run.plan.depends_on(task.task_id)
     if not depends_on:
@@ -493,8 +491,8 @@ def _start_commit(s: Session, settings: GoSettings, run: run_aggregate.Run,
         if candidate is None or candidate.commit is None:
             _finish(s, task.task_id, "failed", None, "dependency-missing", f"{dependency} has no candidate")
             return False
-        merged = merge_candidate(settings.repository, head, candidate.commit,
-                                 f"docket: start {task.task_id} from {dependency}\n\nDocket-Run: {run.run_id}\n")
+        message = f"docket: start {task.task_id} from {dependency}\n\nDocket-Run: {run.run_id}\n"
+        merged = s.effector.ports.git.merge_candidate(settings.repository, head, candidate.commit, message)
         if merged.state in ("merged", "already-merged") and merged.commit:
             head = merged.commit
             continue
