@@ -277,10 +277,10 @@ def _open_session(ctx: Context) -> Any:
 def recover(ctx: Context, run_id: str) -> list[str]:
     """What a crash left of the run, converged: pending intents driven, its workers' processes settled (gone ones
     recorded, unsupervised ones stopped), gone supervisions ended, abandoned check runs finished."""
+    from ..adapters.service_layer.abandoned_checks import settle_abandoned_checks
     from ..adapters.service_layer.supervision import reconcile_supervisions
     from ..adapters.service_layer.workers import reconcile_workers
     from ..projections import workers
-    from .reconcile import settle_checks
 
     done = []
     ctx.effector.run_pending(after=0)
@@ -291,7 +291,8 @@ def recover(ctx: Context, run_id: str) -> list[str]:
                                        lambda r: [w["worker_id"] for w in workers.workers_of(conn, r)], apply=True)
     done += [f"{f.kind}: {f.worker_id or 'pid ' + str(f.pid)}: {f.applied}" for f in findings]
     ctx.update_views()
-    done += [f"check {s['check_id']}: {s['done']}" for s in settle_checks(ctx, stop_orphans=True)]
+    settled = settle_abandoned_checks(ctx.ledger, ctx.clock, ctx.effector, ctx.views().conn, stop_orphans=True)
+    done += [f"check {s['check_id']}: {s['done']}" for s in settled]
     ctx.update_views()
     return done
 

@@ -128,10 +128,11 @@ def replay(ctx: Context) -> int:
         if repaired:
             doc["merkle_drift"] = [{"first": first, "last": last} for first, last in repaired]
     if a.apply:
-        from .reconcile import settle_checks
+        from ..adapters.service_layer.abandoned_checks import settle_abandoned_checks
 
         doc.update(apply_pending(ctx.ledger, ctx.effector, after_driving=ctx.update_views,
-                                 settle=lambda: settle_checks(ctx, stop_orphans=False)))
+                                 settle=lambda: settle_abandoned_checks(ctx.ledger, ctx.clock, ctx.effector,
+                                                                        ctx.views().conn, stop_orphans=False)))
     _render_replay(ctx, doc, checked)
     if doc.get("drift"):
         raise VerificationFailed("projection-drift", f"projections differed in {', '.join(doc['drift'])}; rebuilt from the ledger")
