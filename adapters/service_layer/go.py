@@ -33,9 +33,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...domain import candidate as candidate_aggregate
 from ...domain import run as run_aggregate
@@ -43,61 +42,20 @@ from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
 from ...domain.errors import DocketError, Refused
 from ..world import faults
-from ..world.clock import Clock
 from .checks import CheckSpec
-from .ledger import Ledger
+from .go_session import RunDriver, Session
+from .go_settings import GoSettings
 from .services import load_run, load_task
 
-__all__ = ["Agent", "GoSettings", "Session", "drive_run", "judgeable", "task_worker_id"]
+if TYPE_CHECKING:
+    from .go_hooks import RunHooks
+
+__all__ = ["drive_run", "judgeable", "task_worker_id"]
 
 TICK_SECONDS = 0.25
 STANDBY_SECONDS = 1.0
 DRIVER_TTL_MS = 60_000  # the run's driver lease; renewed every third of that
 JUDGED_CAUSES = frozenset({"exited", "timeout", "idle-timeout"})
-
-
-@dataclass(frozen=True)
-class Agent:
-    """How to start the plan's agent (docket.toml's [agents.NAME])."""
-
-    name: str
-    command: tuple[str, ...]
-    prompt_mode: str = "argument"
-    env: Mapping[str, str] = field(default_factory=dict)
-    env_allow: tuple[str, ...] = ()
-    timeout_ms: int | None = None
-    idle_timeout_ms: int | None = None
-    report: str = "none"
-
-
-@dataclass(frozen=True)
-class GoSettings:
-    agent: Agent
-    checks: tuple[CheckSpec, ...]  # every configured check; the required ones judge a candidate
-    approval: bool
-    docket_dir: Path
-    repository: Path  # the git common dir
-    main_checkout: Path | None
-    ledger_path: Path
-    artifact_dir: str | None = None
-    setup: tuple[tuple[str, ...], ...] = ()
-    include: tuple[str, ...] = ()
-    ports: bool = False
-    checked_out_target: str = "update"  # a target checked out in a clean worktree: update it with the branch
-
-    @property
-    def required(self) -> tuple[CheckSpec, ...]:
-        return tuple(spec for spec in self.checks if spec.required)
-
-
-@dataclass
-class Session:
-    """A ledger connection with its clock and effector, for one thread."""
-
-    ledger: Ledger
-    clock: Clock
-    effector: Any
-    close: Callable[[], None] = lambda: None
 
 
 def task_worker_id(task_id: str) -> str:
@@ -118,18 +76,26 @@ def judgeable(worker: worker_aggregate.Worker) -> bool:
 # --- the main loop -------------------------------------------------------------------------------------------------
 
 
-def drive_run(open_session: Callable[[], Session], settings: GoSettings, run_id: str, *,
-              interrupted: threading.Event, tick: Callable[[], None] = lambda: None,
-              parallel: int | None = None, recover: Callable[[], None] = lambda: None,
-              standing_by: Callable[[str], None] = lambda _: None,
-              deliver: Callable[[], None] = lambda: None) -> None:
+def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupted: threading.Event,
+              signer: Any = None, hooks: RunHooks | None = None, parallel: int | None = None,
+              tick: Callable[[], object] = lambda: None, standing_by: Callable[[str], None] = lambda _: None) -> None:
     """Supervise the planned run until every task has finished, or the run stops, or ``interrupted`` is set.
 
     One supervisor drives a run: it holds the run's driver lease. Another one stands by (``standing_by`` is told
-    why, once) until that lease is released or its holder is positively gone, then calls ``recover`` and takes
-    over. Once every task has finished, ``deliver`` runs while the lease is held. ``parallel``: agents at once
-    (default: the plan's)."""
+    why, once) until that lease is released or its holder is positively gone, then recovers what a crash left of
+    the run and takes over. Once every task has finished, it delivers the run (exporting its receipt with
+    ``signer``, when given) while the lease is held. ``tick`` is called on each pass (and while standing by),
+    then ``hooks`` fire. ``parallel``: agents at once (default: the plan's). The views are caught up at the end."""
+    from .go_delivery import deliver
+    from .go_recovery import recover
     from .supervision import begin_supervision, end_supervision
+
+    open_session = driver.open_session
+
+    def on_tick() -> None:
+        tick()
+        if hooks is not None:
+            hooks.fire()
 
     s = open_session()
     threads: dict[str, threading.Thread] = {}
@@ -141,10 +107,10 @@ def drive_run(open_session: Callable[[], Session], settings: GoSettings, run_id:
     integrating = threading.Event()
     integrator = None
     try:
-        token = _claim_driver(s, run_id, supervisions.get(run_id), interrupted, tick, standing_by)
+        token = _claim_driver(s, run_id, supervisions.get(run_id), interrupted, on_tick, standing_by)
         if token is None:
             return
-        recover()
+        recover(driver, run_id)
         if not settings.approval:
             integrating.set()
             integrator = threading.Thread(target=_integrate_while_working,
@@ -168,7 +134,7 @@ def drive_run(open_session: Callable[[], Session], settings: GoSettings, run_id:
                                                           finished):
                 if not threads:
                     break
-            tick()
+            on_tick()
             changed.wait(TICK_SECONDS)  # a task's thread ending wakes the loop at once
             changed.clear()
         if not interrupted.is_set():  # every task finished, or the run stopped: its agents stop themselves
@@ -177,8 +143,8 @@ def drive_run(open_session: Callable[[], Session], settings: GoSettings, run_id:
             _stop_integrator(integrating, integrator)
             if errors:
                 raise errors[0]
-        if not interrupted.is_set():
-            deliver()  # still the driver: no other supervisor integrates, seals or completes the run meanwhile
+        if not interrupted.is_set():  # still the driver: no other supervisor integrates, seals or completes the run
+            deliver(driver, settings, run_id, signer)
     finally:
         if interrupted.is_set():
             _stop_workers(s, threads)
@@ -189,6 +155,7 @@ def drive_run(open_session: Callable[[], Session], settings: GoSettings, run_id:
             _release_driver(s, run_id, token)
         end_supervision(s.ledger, s.clock, supervisions)
         s.close()
+        driver.update_views()
     if errors:
         raise errors[0]
 
@@ -239,7 +206,7 @@ def driver_resource(run_id: str) -> str:
 
 
 def _claim_driver(s: Session, run_id: str, supervision_id: str | None, interrupted: threading.Event,
-                  tick: Callable[[], None], standing_by: Callable[[str], None]) -> int | None:
+                  tick: Callable[[], object], standing_by: Callable[[str], None]) -> int | None:
     """The run's driver lease for this supervisor (its token), once no live supervisor holds it; None when the
     run closed or this process was interrupted while it stood by.
 
