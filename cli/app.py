@@ -164,8 +164,8 @@ def _supervise(nouns: Nouns, common: Common) -> None:
 
 
 def _completion(nouns: Nouns, common: Common) -> None:
-    from .ledger import add_completion
-    add_completion(nouns, common)
+    from .completion import add_completion
+    add_completion(nouns, common, build_parser)  # passed down: the completion module never imports this one
 
 
 # Every top-level command, in the order --help lists them, and the function that declares it.

@@ -14,7 +14,6 @@ __all__ = ["register", "register_supervise"]
 DEFAULT_CYCLES = 3
 DEFAULT_PARALLEL = 4
 GO_EXIT = {"delivered": 0, "failed": 6, "stopped": 7, "waiting": 8}
-WAITS_FOR_THE_USER = ("target-checked-out", "awaiting-approval")  # refusals only the user can lift
 
 
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
@@ -80,9 +79,17 @@ def go(ctx: Context) -> int:
 
 
 def _exists(ctx: Context, run_id: str) -> bool:
-    from ..domain import run as run_aggregate
+    from ..adapters.service_layer.go_start import run_exists
 
-    return ctx.ledger.get(run_aggregate.apply, run_aggregate.stream_of(run_id)) is not None
+    return run_exists(ctx.ledger, run_id)
+
+
+def _driver(ctx: Context) -> Any:
+    """The service layer's hold on this command's ledger, reader and views."""
+    from ..adapters.service_layer.go_session import RunDriver
+
+    return RunDriver(ctx.ledger, ctx.clock, ctx.effector, ctx.paths.ledger, ctx.lock_timeout,
+                     reader=lambda: ctx.ledger_reader, views=ctx.views, update_views=ctx.update_views)
 
 
 def _config() -> Any:
@@ -119,22 +126,11 @@ def _read_tasks_file(name: str) -> str:
     return read_text(name, limit=4 << 20, code="bad-tasks-file")
 
 
-def _agent_name(config: Any, wanted: str | None) -> str:
-    from ..domain.errors import BadInput, NotFound
-
-    name = wanted or config.default_agent or (next(iter(config.agents)) if len(config.agents) == 1 else None)
-    if name is None:
-        raise BadInput("no-agent", "name an agent with --agent NAME (an [agents.NAME] of docket.toml)")
-    if name not in config.agents:
-        known = ", ".join(sorted(config.agents)) or "none"
-        raise NotFound("agent-not-found", f"docket.toml has no [agents.{name}] (configured: {known})")
-    return name
-
-
 def _start(ctx: Context, config: Any) -> str:
     """Open the run, plan its tasks and record the plan; the run's id."""
-    from ..adapters.service_layer import services
-    from ..adapters.world.clock import new_id
+    from ..adapters.service_layer.go_delivery import export_key
+    from ..adapters.service_layer.go_settings import agent_named
+    from ..adapters.service_layer.go_start import start_run
     from ..domain.values import parse_duration
     from .parsing import UsageError
 
@@ -145,20 +141,13 @@ def _start(ctx: Context, config: Any) -> str:
     if not specs:
         raise UsageError("docket go needs --task TEXT (repeatable) or --tasks FILE")
     repository = ctx.require_repository()
-    agent = _agent_name(config, a.agent)
+    agent = agent_named(config, a.agent)
     target = a.target or config.run.target or _checked_out_target(repository)
     budget_ms = parse_duration(a.budget) if a.budget is not None else config.run.budget_ms
-    export_key = _export_key(a.key)  # a bad key fails before any work
-    run_id = a.id or new_id("run")
-    run = services.open_run(ctx.ledger, ctx.clock, run_id=run_id, intent_id=new_id("intent"), goal=a.goal,
-                            target_branch=target, budget_ms=budget_ms, repository=str(repository), wait=True,
-                            effector=ctx.effector)
-    if run.status == "failed":
-        from ..domain.errors import Refused
-
-        raise Refused(run.failure_code or "run-failed", run.failure_message or f"run {run_id} could not be opened")
-    _plan(ctx, run_id, specs, agent, a.cycles or DEFAULT_CYCLES, a.parallel or DEFAULT_PARALLEL, export_key)
-    return run_id
+    key = export_key(a.key)  # a bad key fails before any work
+    return start_run(_driver(ctx), run_id=a.id, goal=a.goal, specs=specs, agent=agent, target=target,
+                     budget_ms=budget_ms, repository=str(repository), cycles=a.cycles or DEFAULT_CYCLES,
+                     parallel=a.parallel or DEFAULT_PARALLEL, export_key=key)
 
 
 def _checked_out_target(repository: Path) -> str:
@@ -175,134 +164,33 @@ def _checked_out_target(repository: Path) -> str:
     return branch
 
 
-def _export_key(key: str | None) -> tuple[str, str] | None:
-    """The key id and absolute path of the private key given with --key (BadInput and NotFound as load_signer)."""
-    import os
-
-    from ..adapters.world.signing import load_signer
-
-    if key is None:
-        return None
-    return load_signer(key).public_key.keyid, os.path.abspath(key)
-
-
-def _plan(ctx: Context, run_id: str, specs: list[Any], agent: str, cycles: int, parallel: int,
-          export_key: tuple[str, str] | None) -> None:
-    """Plan each task not planned yet (its prompt stored first), then RunPlanned: safe to repeat after a crash."""
-    from ..adapters.service_layer import services
-    from ..adapters.world.prompts import store_prompt
-    from ..domain import run as run_aggregate
-    from ..domain import task as task_aggregate
-    from ..domain.plan import ledger_task_id
-
-    tasks = []
-    for spec in specs:
-        task_id = ledger_task_id(run_id, spec.id)
-        if ctx.ledger.get(task_aggregate.apply, task_aggregate.stream_of(task_id)) is None:
-            sha256, _ = store_prompt(ctx.paths.ledger.parent, spec.prompt)
-            services.plan_task(ctx.ledger, ctx.clock, run_id, task_id, spec.title, prompt_sha256=sha256,
-                               prompt_chars=len(spec.prompt))
-        tasks.append((task_id, [ledger_task_id(run_id, d) for d in spec.depends_on]))
-    ctx.ledger.decide(lambda now: run_aggregate.plan_run(services.load_run(ctx.ledger, run_id), tasks, agent, cycles,
-                                                         parallel, now, export_key), ctx.clock.now())
-    ctx.update_views()
-
-
 def _check_resume(ctx: Context, run_id: str, config: Any) -> None:
     """A run to resume: planned (or its planning finished now from the options), its options the same."""
+    from ..adapters.service_layer.go_start import check_resumed_options, check_resumed_tasks
     from ..adapters.service_layer.services import load_run
     from ..domain.errors import Refused
 
     a = ctx.args
     run = load_run(ctx.ledger, run_id)
     if run.plan is None:
+        from ..adapters.service_layer.go_delivery import export_key
+        from ..adapters.service_layer.go_settings import agent_named
+        from ..adapters.service_layer.go_start import plan_run
+
         specs = _specs(ctx)
         if not specs:
             raise Refused("run-not-planned", f"run {run_id} was not planned by docket go; give its --task or --tasks "
                                              "again to finish planning it")
-        _plan(ctx, run_id, specs, _agent_name(config, a.agent), a.cycles or DEFAULT_CYCLES,
-              a.parallel or DEFAULT_PARALLEL, _export_key(a.key))
+        agent, key = agent_named(config, a.agent), export_key(a.key)
+        plan_run(_driver(ctx), run_id, specs, agent, a.cycles or DEFAULT_CYCLES, a.parallel or DEFAULT_PARALLEL, key)
         return
-    if a.goal is not None and a.goal != run.goal:
-        raise Refused("plan-differs", f"run {run_id} has another goal; resume it without --goal or with its own")
-    if a.cycles is not None and a.cycles != run.plan.cycles:
-        raise Refused("plan-differs", f"run {run_id} was planned with --cycles {run.plan.cycles}")
-    if a.agent is not None and a.agent != run.plan.agent:
-        raise Refused("plan-differs", f"run {run_id} was planned with --agent {run.plan.agent}")
+    check_resumed_options(run, goal=a.goal, cycles=a.cycles, agent=a.agent)
     specs = _specs(ctx)
     if specs:
-        from ..domain.plan import ledger_task_id
-
-        if [ledger_task_id(run_id, s.id) for s in specs] != list(run.plan.task_ids):
-            raise Refused("plan-differs", f"run {run_id} was planned with other tasks")
+        check_resumed_tasks(run, specs)
 
 
 # --- supervising a run to its end ------------------------------------------------------------------------------------
-
-
-def _settings(ctx: Context, config: Any, agent_name: str) -> Any:
-    from ..adapters.service_layer.checks import CheckSpec
-    from ..adapters.service_layer.go import Agent, GoSettings
-    from ..adapters.world.paths import main_worktree
-    from ..domain.errors import NotFound
-
-    chosen = config.agents.get(agent_name)
-    if chosen is None:
-        raise NotFound("agent-not-found", f"docket.toml has no [agents.{agent_name}], the agent this run was "
-                                          "planned with")
-    agent = Agent(agent_name, tuple(chosen.command), chosen.prompt, dict(chosen.env), tuple(chosen.env_allow),
-                  chosen.timeout_ms, chosen.idle_timeout_ms, chosen.report)
-    checks = tuple(CheckSpec.of(name, check) for name, check in sorted(config.checks.items()))
-    repository = ctx.require_repository()
-    return GoSettings(agent=agent, checks=checks, approval=config.integration.approval,
-                      docket_dir=ctx.paths.ledger.parent, repository=repository,
-                      main_checkout=main_worktree(repository), ledger_path=ctx.paths.ledger,
-                      artifact_dir=config.artifact_dir, setup=tuple(tuple(argv) for argv in config.worktree.setup),
-                      include=tuple(config.worktree.include), ports=config.worktree.ports,
-                      checked_out_target=config.integration.checked_out_target)
-
-
-def _open_session(ctx: Context) -> Any:
-    from ..adapters.service_layer.effector import Effector
-    from ..adapters.service_layer.go import Session
-    from ..adapters.service_layer.ledger import Ledger
-
-    def open_session() -> Session:
-        ledger = Ledger(ctx.paths.ledger, lock_timeout=ctx.lock_timeout)
-        return Session(ledger, ctx.clock, Effector(ledger, ctx.clock), ledger.close)
-
-    return open_session
-
-
-def recover(ctx: Context, run_id: str) -> list[str]:
-    """What a crash left of the run, converged: pending intents driven, its workers' processes settled (gone ones
-    recorded, unsupervised ones stopped), gone supervisions ended, abandoned check runs finished."""
-    from ..adapters.service_layer.supervision import reconcile_supervisions
-    from ..adapters.service_layer.workers import reconcile_workers
-    from ..projections import workers
-    from .reconcile import settle_checks
-
-    done = []
-    ctx.effector.run_pending(after=0)
-    conn = ctx.views(writable=True).conn
-    running = [w["worker_id"] for w in workers.workers_of(conn, run_id) if w["status"] in ("launching", "running")]
-    findings = reconcile_workers(ctx.ledger, ctx.clock, ctx.effector, running, ctx.paths.ledger, apply=True)
-    findings += reconcile_supervisions(ctx.ledger, ctx.clock, ctx.effector.ports.processes, [run_id],
-                                       lambda r: [w["worker_id"] for w in workers.workers_of(conn, r)], apply=True)
-    done += [f"{f.kind}: {f.worker_id or 'pid ' + str(f.pid)}: {f.applied}" for f in findings]
-    ctx.update_views()
-    done += [f"check {s['check_id']}: {s['done']}" for s in settle_checks(ctx, stop_orphans=True)]
-    ctx.update_views()
-    return done
-
-
-def _end_gone_supervisions(ctx: Context, run_id: str) -> None:
-    from ..adapters.service_layer.supervision import reconcile_supervisions
-    from ..projections import workers
-
-    conn = ctx.views(writable=True).conn
-    reconcile_supervisions(ctx.ledger, ctx.clock, ctx.effector.ports.processes, [run_id],
-                           lambda r: [w["worker_id"] for w in workers.workers_of(conn, r)], apply=True)
 
 
 def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int | None, key: str | None,
@@ -311,68 +199,38 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
     import threading
 
     from ..adapters.service_layer.go import drive_run
+    from ..adapters.service_layer.go_delivery import choose_signer
+    from ..adapters.service_layer.go_hooks import RunHooks
+    from ..adapters.service_layer.go_recovery import end_gone_supervisions, finish_opening
+    from ..adapters.service_layer.go_settings import planned_agent, settings_from_config
+    from ..adapters.service_layer.go_summary import run_summary
     from ..adapters.service_layer.services import load_run
+    from .output import warn
 
     run = load_run(ctx.ledger, run_id)
-    signer = _signer(run, key)  # a key that cannot be used fails before any work
+    signer = choose_signer(run, key)  # a key that cannot be used fails before any work
     if run.status == "opening":  # killed before its base was pinned: pin it now
-        ctx.effector.run_pending(only=set(run.pending_intents), after=0)
-        run = load_run(ctx.ledger, run_id)
+        run = finish_opening(_driver(ctx), run)
     assert run.plan is not None
-    settings = _settings(ctx, config, run.plan.agent)
+    agent = planned_agent(config, run.plan.agent)
+    settings = settings_from_config(config, agent, repository=ctx.require_repository(), ledger_path=ctx.paths.ledger)
+    driver = _driver(ctx)
     interrupted = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: interrupted.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     view = _view(ctx, run_id)
-    hooks = _Hooks(ctx, config, settings, run_id)
-    _end_gone_supervisions(ctx, run_id)  # first: the downtime since a crashed supervisor's last sign is not billed
-
-    def tick() -> None:
-        view.update()
-        hooks.fire()
-
+    hooks = RunHooks(driver, config.hooks, settings, run_id, warn=warn)
+    end_gone_supervisions(driver, run_id)  # first: the downtime since a crashed supervisor's last sign is not billed
     try:
         if run.status in ("active", "paused"):
-            drive_run(_open_session(ctx), settings, run_id, interrupted=interrupted, tick=tick, parallel=parallel,
-                      recover=lambda: recover(ctx, run_id), standing_by=_standing_by,
-                      deliver=lambda: _deliver(ctx, settings, run_id, signer))
-        ctx.update_views()
+            drive_run(driver, settings, run_id, interrupted=interrupted, signer=signer, hooks=hooks,
+                      parallel=parallel, tick=view.update, standing_by=_standing_by)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        hooks.fire(final=True)
-        ctx.update_views()
+        hooks.fire(final=True)  # then the views are caught up
         view.update()  # the run's last events (integration, receipt) before the summary
         view.close()
-        ctx.update_views()
-    return _summarise(ctx, run_id, interrupted=interrupted.is_set(), show=show)
-
-
-def _signer(run: Any, key: str | None) -> Any:
-    """The signer the run's receipt is exported with: --key's, else the key its plan records (None: no export).
-    A key other than the planned one is refused, and a planned key that cannot be loaded says which key it is."""
-    from ..adapters.world.signing import load_signer
-    from ..domain.errors import DocketError, Refused
-
-    planned = run.plan.export_key if run.plan is not None else None
-    if key is not None:
-        signer = load_signer(key)
-        if planned is not None and signer.public_key.keyid != planned[0]:
-            raise Refused("plan-differs", f"run {run.run_id} was planned to export with key {planned[0]} "
-                                          f"({planned[1]}), not {signer.public_key.keyid}")
-        return signer
-    if planned is None:
-        return None
-    keyid, path = planned
-    try:
-        signer = load_signer(path)
-    except DocketError as e:
-        raise type(e)(e.code, f"run {run.run_id} exports its receipt with key {keyid}, planned at {path}: "
-                              f"{e.message}; resume with --key naming that key's private file") from None
-    if signer.public_key.keyid != keyid:
-        raise Refused("plan-differs", f"run {run.run_id} exports its receipt with key {keyid}, but {path} now "
-                                      f"holds key {signer.public_key.keyid}; resume with --key naming the planned "
-                                      "key's private file")
-    return signer
+    return _summarise(ctx, run_summary(driver, run_id), interrupted=interrupted.is_set(), show=show)
 
 
 def _standing_by(why: str) -> None:
@@ -391,38 +249,6 @@ def _view(ctx: Context, run_id: str) -> Any:
     return LiveView(ctx, run_id)
 
 
-class _Hooks:
-    """docket.toml's [hooks], fired for the run's new events about once a second, and once at the end."""
-
-    def __init__(self, ctx: Context, config: Any, settings: Any, run_id: str):
-        self.ctx, self.hooks, self.settings, self.run_id = ctx, config.hooks, settings, run_id
-        self.after, self.due = 0, 0.0
-
-    def fire(self, *, final: bool = False) -> None:
-        import time
-
-        from ..adapters.service_layer.hooks import fire_hooks
-        from ..domain.errors import DocketError
-        from .output import warn
-
-        if not self.hooks or (not final and time.monotonic() < self.due):
-            return
-        self.due = time.monotonic() + 1.0
-        s = self.settings
-        try:
-            fired = fire_hooks(self.ctx.ledger, self.ctx.clock, self.ctx.effector, self.hooks, self.run_id,
-                               docket_dir=s.docket_dir, ledger_path=s.ledger_path,
-                               repository=s.main_checkout or s.repository, after=self.after)
-        except DocketError as e:  # a hook never stops the run; what it did is in the ledger
-            warn(e.code, f"hooks: {e.message}")
-            return
-        self.after = fired.examined
-        for outcome in fired.outcomes:  # recorded; the user is told too, or a mistyped command goes unnoticed
-            if outcome.result == "not-started":
-                warn("hook-not-started", f"hook {outcome.hook} (for the event at position {outcome.position}) "
-                                         f"could not start: {outcome.message or outcome.tail or 'no reason given'}")
-
-
 class _NoView:
     def update(self) -> None:
         pass
@@ -431,151 +257,12 @@ class _NoView:
         pass
 
 
-def _deliver(ctx: Context, settings: Any, run_id: str, signer: Any) -> None:
-    """Once every task has finished: integrate what passed, seal, export, complete the run."""
-    from ..adapters.service_layer.integration import integrate, load_integration
-    from ..adapters.service_layer.services import complete_run, load_run, load_task
-    from ..adapters.world import faults
-    from ..domain.errors import Refused
-
-    run = load_run(ctx.ledger, run_id)
-    if run.status != "active" or run.plan is None:
-        return
-    tasks = [load_task(ctx.ledger, task_id) for task_id in run.plan.task_ids]
-    if any(task.result is None for task in tasks):
-        return
-    passed = {task.task_id: [task.finished_binding] for task in tasks if task.result == "passed"}
-    integration = load_integration(ctx.ledger, run_id)
-    queued = integration is not None and integration.rolling  # a queue that went on while the agents worked
-    if (passed or queued) and (integration is None or not integration.ended):
-        faults.crash_point("go:before-integrate")
-        try:
-            integrate(ctx.ledger, ctx.clock, ctx.effector, run_id, tasks=list(run.plan.task_ids), candidates=passed,
-                      checks=settings.checks, approval_required=settings.approval,
-                      artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
-                      ledger_path=settings.ledger_path, checked_out_target=settings.checked_out_target)
-        except Refused as e:
-            if e.code in WAITS_FOR_THE_USER:
-                _wait(ctx, run_id, e)
-                return
-            if e.code != "nothing-to-integrate":
-                raise
-        ctx.update_views()
-    integration = load_integration(ctx.ledger, run_id)
-    if integration is not None and not integration.ended:
-        return  # the target could not be moved now (checked out and dirty): resume once it can
-    if integration is not None:
-        from ..adapters.service_layer.receipts import seal_run
-
-        faults.crash_point("go:before-seal")
-        sealed = seal_run(ctx.ledger, ctx.ledger_reader, ctx.clock, run_id, list(run.plan.task_ids))
-        if signer is not None:
-            _export(ctx, sealed, signer)
-    faults.crash_point("go:before-complete")
-    if load_run(ctx.ledger, run_id).status == "active":
-        complete_run(ctx.ledger, ctx.clock, run_id)
-    ctx.update_views()
-
-
-def _wait(ctx: Context, run_id: str, refused: Any) -> None:
-    """RunWaiting: the run ends waiting for its user, with what to do and then how to finish it."""
-    from ..adapters.service_layer.services import load_run
-    from ..domain import run as run_aggregate
-
-    then = f"'docket go --resume {run_id}'"
-    message = (refused.message.replace("'docket integrate'", then) if "'docket integrate'" in refused.message
-               else f"{refused.message}; then run {then}")
-    ctx.ledger.decide(lambda now: run_aggregate.wait(load_run(ctx.ledger, run_id), refused.code, message, now),
-                      ctx.clock.now())
-    ctx.update_views()
-
-
-def receipt_path(ctx: Context, run_id: str) -> Path:
-    return ctx.paths.ledger.parent / "receipts" / f"{run_id}.intoto.jsonl"
-
-
-def _export(ctx: Context, sealed: Any, signer: Any) -> Path:
-    from ..adapters.service_layer.export import receipt_bundle
-    from ..adapters.world.signing import write_bundle
-    from ..domain.errors import Refused
-
-    path = receipt_path(ctx, sealed.event.run_id)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        write_bundle(path, receipt_bundle(ctx.ledger_reader, sealed, signer))
-    except Refused as e:
-        if e.code != "output-exists":  # exported before a crash: the same bundle (signatures are deterministic)
-            raise
-    return path
-
-
-# --- the summary -----------------------------------------------------------------------------------------------------
-
-
-def run_summary(ctx: Context, run_id: str) -> dict[str, Any]:
-    from ..adapters.service_layer.candidates import load_candidate
-    from ..adapters.service_layer.integration import load_integration
-    from ..adapters.service_layer.services import load_run, load_task
-    from ..domain.plan import short_id
-    from ..projections.checks import base_checks_of
-
-    run = load_run(ctx.ledger, run_id)
-    integration = load_integration(ctx.ledger, run_id)
-    steps = {step.task_id: step for step in integration.steps} if integration is not None else {}
-    completed = integration is not None and integration.status == "completed"
-    rows = []
-    for task_id in (run.plan.task_ids if run.plan else ()):
-        task = load_task(ctx.ledger, task_id)
-        step = steps.get(task_id)  # its last
-        if task.result == "passed":  # delivered only once its work reached the target
-            result = "delivered" if step is not None and integration.delivered(step) else "passed"
-        else:
-            result = task.result or "unfinished"
-        dropped = [{"step": s.step, "status": s.status, "code": s.code, "paths": list(s.paths[:100])}
-                   for s in (integration.steps if integration is not None else ()) if s.task_id == task_id
-                   and s.status in ("conflicted", "rejected")]
-        checks: dict[str, str] = {}
-        if task.finished_binding or task.feedback:
-            binding = task.finished_binding or next((f.binding_id for f in reversed(task.feedback) if f.binding_id),
-                                                    None)
-            if binding:
-                for check in load_candidate(ctx.ledger, binding).checks:
-                    if check.result:
-                        checks[check.check] = check.result
-        rows.append({"task": short_id(run_id, task_id), "task_id": task_id, "title": task.title, "result": result,
-                     "cycles": len(task.feedback) + (task.result == "passed"), "candidate": task.finished_binding,
-                     "code": task.finished_code, "checks": checks, "conflicts": dropped})
-    path = receipt_path(ctx, run_id)
-    sealed = integration.receipt_sha256 if integration is not None else None
-    waiting = run.waiting if run.status == "active" else None
-    base = {row["check"]: {"result": row["status"], "code": row["code"], "binding_id": row["binding_id"]}
-            for row in base_checks_of(ctx.views().conn, run_id)}
-    return {"run_id": run_id, "status": run.status, "goal": run.goal, "target": run.target_branch,
-            "waiting": {"code": waiting[0], "message": waiting[1]} if waiting else None,
-            "tasks": rows, "base_checks": base, "integration": integration.status if integration else None,
-            "target_commit": integration.final_commit if integration is not None and (
-                completed or integration.rolling) else None,
-            "overlaps": _overlaps(ctx, run_id),
-            "receipt": {"sealed": sealed, "path": str(path) if path.exists() else None}}
-
-
-def _overlaps(ctx: Context, run_id: str) -> list[dict[str, Any]]:
-    """The same-path warnings the queue recorded: when it was prepared, and as each step was queued."""
-    from ..domain import events as ev
-    from ..domain import integration as integration_aggregate
-
-    found: list[dict[str, Any]] = []
-    for _, event in ctx.ledger.history(integration_aggregate.stream_of(run_id)):
-        if isinstance(event, ev.IntegrationPrepared | ev.IntegrationPreparedV2 | ev.IntegrationStepQueued):
-            found += [o.model_dump() for o in event.overlaps if o.model_dump() not in found]  # a repair warns again
-    return found
-
-
-def _summarise(ctx: Context, run_id: str, *, interrupted: bool, show: bool = True) -> int:
+def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bool = True) -> int:
+    """Print the run's summary (see adapters/service_layer/go_summary.py) and what it came to; go's exit code."""
     from .output import emit, shown
     from .status import base_check_lines
 
-    doc = run_summary(ctx, run_id)
+    run_id = doc["run_id"]
     if interrupted or doc["status"] in ("aborted", "budget-limited", "paused"):
         outcome = "stopped"
     elif doc["tasks"] and all(row["result"] == "delivered" for row in doc["tasks"]):
@@ -621,6 +308,7 @@ def _summarise(ctx: Context, run_id: str, *, interrupted: bool, show: bool = Tru
 
 
 def supervise(ctx: Context) -> int:
+    from ..adapters.service_layer.go_recovery import recover
     from ..adapters.service_layer.services import load_run
     from ..projections import runs
     from .output import emit, shown
@@ -632,7 +320,7 @@ def supervise(ctx: Context) -> int:
     documents = []
     code = 0
     for run_id in unfinished:
-        found = recover(ctx, run_id)
+        found = recover(_driver(ctx), run_id)
         if ctx.args.once:
             documents.append({"run_id": run_id, "recovered": found})
             continue

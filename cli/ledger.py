@@ -1,4 +1,4 @@
-"""docket init / verify / replay / schema / completion (log has its own module, cli/log_command.py)."""
+"""docket init / verify / replay / schema (log has its own module, cli/log_command.py; completion cli/completion.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .context import Context
 from .output import Progress, emit, shown
 from .parsing import command, position
 
-__all__ = ["add_completion", "add_init", "add_replay", "add_schema", "add_verify"]
+__all__ = ["add_init", "add_replay", "add_schema", "add_verify"]
 
 
 def add_init(nouns: Any, common: argparse.ArgumentParser) -> None:
@@ -36,12 +36,6 @@ def add_replay(nouns: Any, common: argparse.ArgumentParser) -> None:
 def add_schema(nouns: Any, common: argparse.ArgumentParser) -> None:
     p = command(nouns, "schema", schema, common, "print the JSON Schema of every event type", "docket schema --json")
     p.add_argument("--markdown", action="store_true", help="render the event catalogue as docs/events.md")
-
-
-def add_completion(nouns: Any, common: argparse.ArgumentParser) -> None:
-    p = command(nouns, "completion", completion, common, "print a shell completion script",
-                "eval \"$(docket completion bash)\"")
-    p.add_argument("shell", choices=["bash", "zsh"], help="bash or zsh")
 
 
 def init(ctx: Context) -> int:
@@ -128,10 +122,11 @@ def replay(ctx: Context) -> int:
         if repaired:
             doc["merkle_drift"] = [{"first": first, "last": last} for first, last in repaired]
     if a.apply:
-        from .reconcile import settle_checks
+        from ..adapters.service_layer.abandoned_checks import settle_abandoned_checks
 
         doc.update(apply_pending(ctx.ledger, ctx.effector, after_driving=ctx.update_views,
-                                 settle=lambda: settle_checks(ctx, stop_orphans=False)))
+                                 settle=lambda: settle_abandoned_checks(ctx.ledger, ctx.clock, ctx.effector,
+                                                                        ctx.views().conn, stop_orphans=False)))
     _render_replay(ctx, doc, checked)
     if doc.get("drift"):
         raise VerificationFailed("projection-drift", f"projections differed in {', '.join(doc['drift'])}; rebuilt from the ledger")
@@ -181,12 +176,4 @@ def schema(ctx: Context) -> int:
         return 0
     doc = {name: cls.model_json_schema() for name, cls in EVENT_TYPES.items()}
     emit(ctx.json, doc, json.dumps(doc, indent=2, sort_keys=True))
-    return 0
-
-
-def completion(ctx: Context) -> int:
-    from .completion import script
-
-    text = script(ctx.args.shell)
-    emit(ctx.json, {"shell": ctx.args.shell, "script": text}, text)
     return 0

@@ -10,7 +10,7 @@ from .context import Context
 from .output import emit, shown
 from .parsing import command
 
-__all__ = ["register", "settle_checks"]
+__all__ = ["register"]
 
 
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
@@ -25,19 +25,8 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
                         "(compare-and-swap) and remove unowned worktrees that have no branch checked out")
 
 
-def settle_checks(ctx: Context, *, stop_orphans: bool) -> list[dict[str, str]]:
-    """Finish the check runs no docket process runs any more (see adapters/service_layer/checks.settle_checks)."""
-    from ..adapters.service_layer.checks import settle_checks as settle
-    from ..projections import checks
-
-    unfinished = [(row["binding_id"], row["check_id"]) for row in checks.unfinished(ctx.views().conn)]
-    if not unfinished:
-        return []
-    done = settle(ctx.ledger, ctx.clock, ctx.effector, unfinished, stop_orphans=stop_orphans)
-    return [{"check_id": check_id, "done": what} for check_id, what in done]
-
-
 def reconcile(ctx: Context) -> int:
+    from ..adapters.service_layer.abandoned_checks import settle_abandoned_checks
     from ..adapters.service_layer.supervision import reconcile_supervisions
     from ..adapters.service_layer.workers import reconcile_workers
     from ..projections import runs, workers
@@ -53,7 +42,8 @@ def reconcile(ctx: Context) -> int:
     findings += reconcile_supervisions(ctx.ledger, ctx.clock, ctx.effector.ports.processes, open_runs,
                                        lambda run_id: [w["worker_id"] for w in workers.workers_of(conn, run_id)],
                                        apply=a.apply)
-    settled = settle_checks(ctx, stop_orphans=True) if a.apply else []
+    settled = (settle_abandoned_checks(ctx.ledger, ctx.clock, ctx.effector, ctx.views().conn, stop_orphans=True)
+               if a.apply else [])
     ctx.update_views()
     git_findings = _reconcile_git(ctx, apply=a.apply)
     ctx.update_views()

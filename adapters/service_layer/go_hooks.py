@@ -1,0 +1,50 @@
+"""docket.toml's [hooks] as `docket go` fires them: for the run's new events about once a second, and once at the
+end. A hook never stops the run: what it did is in the ledger, and what went wrong is told to ``warn``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .go_session import RunDriver
+from .go_settings import GoSettings
+
+__all__ = ["RunHooks"]
+
+FIRE_SECONDS = 1.0
+
+
+class RunHooks:
+    def __init__(self, d: RunDriver, hooks: Mapping[str, Any], settings: GoSettings, run_id: str, *,
+                 warn: Callable[[str, str], None]):
+        self.d, self.hooks, self.settings, self.run_id, self.warn = d, hooks, settings, run_id, warn
+        self.after, self.due = 0, 0.0
+
+    def fire(self, *, final: bool = False) -> None:
+        """Fire the hooks for the run's events since the last time, unless that was less than a second ago; final:
+        in any case, then catch the views up (the run's last events before its summary)."""
+        if self.hooks and (final or time.monotonic() >= self.due):
+            self.due = time.monotonic() + FIRE_SECONDS
+            self._fire()
+        if final:
+            self.d.update_views()
+
+    def _fire(self) -> None:
+        from ...domain.errors import DocketError
+        from .hooks import fire_hooks
+
+        s = self.settings
+        try:
+            fired = fire_hooks(self.d.ledger, self.d.clock, self.d.effector, self.hooks, self.run_id,
+                               docket_dir=s.docket_dir, ledger_path=s.ledger_path,
+                               repository=s.main_checkout or s.repository, after=self.after)
+        except DocketError as e:  # a hook never stops the run; what it did is in the ledger
+            self.warn(e.code, f"hooks: {e.message}")
+            return
+        self.after = fired.examined
+        for outcome in fired.outcomes:  # recorded; the user is told too, or a mistyped command goes unnoticed
+            if outcome.result == "not-started":
+                why = outcome.message or outcome.tail or "no reason given"
+                self.warn("hook-not-started", f"hook {outcome.hook} (for the event at position {outcome.position}) "
+                                              f"could not start: {why}")

@@ -1,0 +1,52 @@
+"""What a crash left of a `docket go` run, converged before a supervisor drives it again."""
+
+from __future__ import annotations
+
+from ...domain import run as run_aggregate
+from .go_session import RunDriver
+from .services import load_run
+
+__all__ = ["end_gone_supervisions", "finish_opening", "recover"]
+
+
+def finish_opening(d: RunDriver, run: run_aggregate.Run) -> run_aggregate.Run:
+    """A run killed before its base was pinned: pin it now; the run as it then stands."""
+    if run.status != "opening":
+        return run
+    d.effector.run_pending(only=set(run.pending_intents), after=0)
+    d.update_views()
+    return load_run(d.ledger, run.run_id)
+
+
+def end_gone_supervisions(d: RunDriver, run_id: str) -> None:
+    """End the run's supervisions whose docket process is gone, at their last sign of life."""
+    from ...projections import workers
+    from .supervision import reconcile_supervisions
+
+    conn = d.views(writable=True).conn
+    reconcile_supervisions(d.ledger, d.clock, d.effector.ports.processes, [run_id],
+                           lambda r: [w["worker_id"] for w in workers.workers_of(conn, r)], apply=True)
+    d.update_views()
+
+
+def recover(d: RunDriver, run_id: str) -> list[str]:
+    """What a crash left of the run, converged: pending intents driven, its workers' processes settled (gone ones
+    recorded, unsupervised ones stopped), gone supervisions ended, abandoned check runs finished."""
+    from ...projections import workers
+    from .abandoned_checks import settle_abandoned_checks
+    from .supervision import reconcile_supervisions
+    from .workers import reconcile_workers
+
+    done = []
+    d.effector.run_pending(after=0)
+    conn = d.views(writable=True).conn
+    running = [w["worker_id"] for w in workers.workers_of(conn, run_id) if w["status"] in ("launching", "running")]
+    findings = reconcile_workers(d.ledger, d.clock, d.effector, running, d.ledger_path, apply=True)
+    findings += reconcile_supervisions(d.ledger, d.clock, d.effector.ports.processes, [run_id],
+                                       lambda r: [w["worker_id"] for w in workers.workers_of(conn, r)], apply=True)
+    done += [f"{f.kind}: {f.worker_id or 'pid ' + str(f.pid)}: {f.applied}" for f in findings]
+    d.update_views()
+    settled = settle_abandoned_checks(d.ledger, d.clock, d.effector, d.views().conn, stop_orphans=True)
+    done += [f"check {s['check_id']}: {s['done']}" for s in settled]
+    d.update_views()
+    return done

@@ -1,0 +1,80 @@
+"""Starting a `docket go` run: open it, plan its tasks, record the plan; and check a resumed run against its plan."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...domain import run as run_aggregate
+from ...domain import task as task_aggregate
+from ...domain.errors import Refused
+from ...domain.plan import TaskSpec, ledger_task_id
+from ..world.clock import Clock
+from .go_session import RunDriver
+from .ledger import Ledger
+from .services import load_run, open_run, plan_task
+
+__all__ = ["check_resumed_options", "check_resumed_tasks", "plan_run", "record_plan", "run_exists", "start_run"]
+
+def run_exists(ledger: Ledger, run_id: str) -> bool:
+    return ledger.get(run_aggregate.apply, run_aggregate.stream_of(run_id)) is not None
+
+
+def start_run(d: RunDriver, *, run_id: str | None, goal: str, specs: Sequence[TaskSpec], agent: str, target: str,
+              budget_ms: int | None, repository: str, cycles: int, parallel: int,
+              export_key: tuple[str, str] | None) -> str:
+    """Open the run, plan its tasks and record the plan; the run's id."""
+    from ..world.clock import new_id
+
+    run_id = run_id or new_id("run")
+    run = open_run(d.ledger, d.clock, run_id=run_id, intent_id=new_id("intent"), goal=goal, target_branch=target,
+                   budget_ms=budget_ms, repository=repository, wait=True, effector=d.effector)
+    if run.status == "failed":
+        raise Refused(run.failure_code or "run-failed", run.failure_message or f"run {run_id} could not be opened")
+    plan_run(d, run_id, specs, agent, cycles, parallel, export_key)
+    return run_id
+
+
+def plan_run(d: RunDriver, run_id: str, specs: Sequence[TaskSpec], agent: str, cycles: int, parallel: int,
+             export_key: tuple[str, str] | None) -> None:
+    """Plan each task not planned yet (its prompt stored first), then RunPlanned: safe to repeat after a crash."""
+    from ..world.prompts import store_prompt
+
+    tasks = []
+    for spec in specs:
+        task_id = ledger_task_id(run_id, spec.id)
+        if d.ledger.get(task_aggregate.apply, task_aggregate.stream_of(task_id)) is None:
+            sha256, _ = store_prompt(d.docket_dir, spec.prompt)
+            plan_task(d.ledger, d.clock, run_id, task_id, spec.title, prompt_sha256=sha256,
+                      prompt_chars=len(spec.prompt))
+        tasks.append((task_id, [ledger_task_id(run_id, dependency) for dependency in spec.depends_on]))
+    record_plan(d.ledger, d.clock, run_id, tasks, agent, cycles, parallel, export_key)
+    d.update_views()
+
+
+def record_plan(ledger: Ledger, clock: Clock, run_id: str, tasks: list[tuple[str, list[str]]], agent: str, cycles: int,
+                parallel: int, export_key: tuple[str, str] | None) -> None:
+    """RunPlanned for the run's tasks (each with the tasks it depends on), once."""
+    def decision(now: str) -> list[Any]:
+        return run_aggregate.plan_run(load_run(ledger, run_id), tasks, agent, cycles, parallel, now, export_key)
+
+    ledger.decide(decision, clock.now())
+
+
+def check_resumed_options(run: run_aggregate.Run, *, goal: str | None, cycles: int | None,
+                          agent: str | None) -> None:
+    """A planned run resumed with options: each one given is the plan's."""
+    assert run.plan is not None
+    if goal is not None and goal != run.goal:
+        raise Refused("plan-differs", f"run {run.run_id} has another goal; resume it without --goal or with its own")
+    if cycles is not None and cycles != run.plan.cycles:
+        raise Refused("plan-differs", f"run {run.run_id} was planned with --cycles {run.plan.cycles}")
+    if agent is not None and agent != run.plan.agent:
+        raise Refused("plan-differs", f"run {run.run_id} was planned with --agent {run.plan.agent}")
+
+
+def check_resumed_tasks(run: run_aggregate.Run, specs: Sequence[TaskSpec]) -> None:
+    """A planned run resumed with its tasks given again: the plan's tasks."""
+    assert run.plan is not None
+    if [ledger_task_id(run.run_id, spec.id) for spec in specs] != list(run.plan.task_ids):
+        raise Refused("plan-differs", f"run {run.run_id} was planned with other tasks")

@@ -1,0 +1,70 @@
+"""What a `docket go` run came to, for its summary: each task's result, cycles, checks and dropped steps, the
+base's checks, the target's move, the overlaps the merge queue warned of, and the receipt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .go_delivery import receipt_path
+from .go_session import RunDriver
+from .services import load_run, load_task
+
+__all__ = ["run_summary"]
+
+
+def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
+    from ...domain.plan import short_id
+    from ...projections.checks import base_checks_of
+    from .candidates import load_candidate
+    from .integration import load_integration
+
+    run = load_run(d.ledger, run_id)
+    integration = load_integration(d.ledger, run_id)
+    steps = {step.task_id: step for step in integration.steps} if integration is not None else {}
+    completed = integration is not None and integration.status == "completed"
+    rows = []
+    for task_id in (run.plan.task_ids if run.plan else ()):
+        task = load_task(d.ledger, task_id)
+        step = steps.get(task_id)  # its last
+        if task.result == "passed":  # delivered only once its work reached the target
+            result = "delivered" if step is not None and integration.delivered(step) else "passed"
+        else:
+            result = task.result or "unfinished"
+        dropped = [{"step": s.step, "status": s.status, "code": s.code, "paths": list(s.paths[:100])}
+                   for s in (integration.steps if integration is not None else ()) if s.task_id == task_id
+                   and s.status in ("conflicted", "rejected")]
+        checks: dict[str, str] = {}
+        if task.finished_binding or task.feedback:
+            binding = task.finished_binding or next((f.binding_id for f in reversed(task.feedback) if f.binding_id),
+                                                    None)
+            if binding:
+                for check in load_candidate(d.ledger, binding).checks:
+                    if check.result:
+                        checks[check.check] = check.result
+        rows.append({"task": short_id(run_id, task_id), "task_id": task_id, "title": task.title, "result": result,
+                     "cycles": len(task.feedback) + (task.result == "passed"), "candidate": task.finished_binding,
+                     "code": task.finished_code, "checks": checks, "conflicts": dropped})
+    path = receipt_path(d.docket_dir, run_id)
+    sealed = integration.receipt_sha256 if integration is not None else None
+    waiting = run.waiting if run.status == "active" else None
+    base = {row["check"]: {"result": row["status"], "code": row["code"], "binding_id": row["binding_id"]}
+            for row in base_checks_of(d.views().conn, run_id)}
+    return {"run_id": run_id, "status": run.status, "goal": run.goal, "target": run.target_branch,
+            "waiting": {"code": waiting[0], "message": waiting[1]} if waiting else None,
+            "tasks": rows, "base_checks": base, "integration": integration.status if integration else None,
+            "target_commit": integration.final_commit if integration is not None and (
+                completed or integration.rolling) else None,
+            "overlaps": _overlaps(d, run_id),
+            "receipt": {"sealed": sealed, "path": str(path) if path.exists() else None}}
+
+
+def _overlaps(d: RunDriver, run_id: str) -> list[dict[str, Any]]:
+    """The same-path warnings the queue recorded: when it was prepared, and as each step was queued."""
+    from ...domain import events as ev
+    from ...domain import integration as integration_aggregate
+
+    found: list[dict[str, Any]] = []
+    for _, event in d.ledger.history(integration_aggregate.stream_of(run_id)):
+        if isinstance(event, ev.IntegrationPrepared | ev.IntegrationPreparedV2 | ev.IntegrationStepQueued):
+            found += [o.model_dump() for o in event.overlaps if o.model_dump() not in found]  # a repair warns again
+    return found

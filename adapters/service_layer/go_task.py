@@ -1,0 +1,359 @@
+"""One task's work in a `docket go` run, in its own thread and ledger session: generation after generation,
+launch the agent, supervise it to its end, judge what it left (pin, required checks, handoff), and record the
+task's feedback or its end. See go.py for the run as a whole."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ...domain import candidate as candidate_aggregate
+from ...domain import run as run_aggregate
+from ...domain import task as task_aggregate
+from ...domain import worker as worker_aggregate
+from ...domain.errors import DocketError, Refused
+from ..world import faults
+from .checks import CheckSpec
+from .go_session import Session
+from .go_settings import GoSettings
+from .services import load_run, load_task
+
+__all__ = ["finish_task", "judgeable", "queued_tasks", "task_worker_id", "work_on"]
+
+JUDGED_CAUSES = frozenset({"exited", "timeout", "idle-timeout"})
+RETRY_SECONDS = 0.25  # a candidate whose queue step cannot be taken yet is judged again after this
+
+
+def task_worker_id(task_id: str) -> str:
+    return task_id  # one worker per task, raised a generation per attempt
+
+
+def judgeable(worker: worker_aggregate.Worker) -> bool:
+    """Whether the generation's end says something about the agent's work: it exited by itself, ran out of time,
+    could not start, or someone stopped it on purpose. docket's own stops (pause, supervisor gone) and unknown ends
+    are not judged."""
+    if worker.status == "launch-failed":
+        return worker.exit_cause != "cancelled"
+    if worker.status != "exited":
+        return False
+    return worker.exit_cause in JUDGED_CAUSES or (worker.exit_cause == "stopped" and worker.stop_reason == "requested")
+
+
+def work_on(open_session: Callable[[], Session], settings: GoSettings, run_id: str, task_id: str,
+            interrupted: threading.Event | None = None) -> None:
+    """Attempt the task, generation after generation, until it finishes, its run is no longer active, or this
+    supervisor is interrupted."""
+    s = open_session()
+    try:
+        while interrupted is None or not interrupted.is_set():
+            run = load_run(s.ledger, run_id)
+            task = load_task(s.ledger, task_id)
+            if run.status != "active" or task.result is not None:
+                return
+            assert run.plan is not None
+            worker = s.ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(task_worker_id(task_id)))
+            if worker is not None and worker.status in ("launching", "running"):
+                return  # a generation another docket process supervises, or one reconcile has not settled
+            if worker is not None and judgeable(worker) and not task.judged(worker.generation):
+                if task_id in queued_tasks(s, run_id, worker.generation):
+                    return  # its step is the integrator's: it finishes the task, or drops it and the task goes on
+                _judge(s, settings, run, task, worker)
+                continue
+            if len(task.feedback) >= run.plan.cycles:
+                last = task.feedback[-1] if task.feedback else None
+                finish_task(s, task_id, "failed", None, last.code if last else "no-cycles",
+                        f"{len(task.feedback)} cycle(s) spent; the last: {last.feedback if last else 'none'}")
+                return
+            if not _attempt(s, settings, run, task):
+                return
+    finally:
+        s.close()
+
+
+def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: task_aggregate.Task) -> bool:
+    """Launch the next generation and supervise it to its end; False when it could not be launched for now."""
+    from .supervisor import Limits, supervise
+    from .workers import LaunchRequest, launch_worker
+
+    base = None
+    repair = _repair_base(s, task)
+    if repair is not None and task.worktree is not None and task.base != repair:
+        from .housekeeping import remove_task_worktree
+
+        faults.crash_point("go:before-repair")  # its candidate keeps the work: the worktree is made again
+        remove_task_worktree(s.ledger, s.clock, s.effector, s.effector.ports.processes, task.task_id,
+                             [task.feedback[-1].binding_id or ""], artifact_dir=settings.artifact_dir)
+        task = load_task(s.ledger, task.task_id)
+    if task.worktree is None and task.worktree_intent is None:
+        base = repair or _start_commit(s, settings, run, task)
+        if base is False:
+            return True  # finished failed: its dependencies do not merge
+    agent = settings.agent
+    request = LaunchRequest(run_id=run.run_id, task_id=task.task_id, worker_id=task_worker_id(task.task_id),
+                            agent=agent.name, command=agent.command, prompt_mode=agent.prompt_mode, env=agent.env,
+                            env_allow=agent.env_allow, setup=settings.setup, include=settings.include,
+                            ports=settings.ports, artifact_dir=settings.artifact_dir, pin_on_exit=False,
+                            base=base or None, report=agent.report)
+    faults.crash_point("go:before-launch")
+    try:
+        launched = launch_worker(s.ledger, s.clock, s.effector, s.effector.ports.launcher, request,
+                                 docket_dir=settings.docket_dir, repository=settings.repository,
+                                 main_checkout=settings.main_checkout, ledger_path=settings.ledger_path)
+    except Refused as e:
+        if e.code in ("run-closed", "worker-running", "launched-elsewhere", "lease-held", "lease-holder-unknown"):
+            return False
+        raise
+    except DocketError as e:
+        if e.code == "setup-failed":
+            finish_task(s, task.task_id, "failed", None, "setup-failed", e.message)
+            return True
+        raise
+    supervise(s.ledger, s.clock, s.effector, [(launched, Limits(agent.timeout_ms, agent.idle_timeout_ms))],
+              supervisions=launched.supervisions)
+    faults.crash_point("go:after-agent")
+    return True
+
+
+def queued_tasks(s: Session, run_id: str, generation: int | None = None) -> frozenset[str]:
+    """The tasks whose candidate waits in the run's merge queue (queued, not yet verified or dropped); of that
+    generation only, when given."""
+    from .integration import load_integration
+
+    integration = load_integration(s.ledger, run_id)
+    if integration is None or not integration.rolling or integration.ended:
+        return frozenset()
+    return frozenset(step.task_id for step in integration.steps
+                     if step.status not in ("verified", "conflicted", "rejected")
+                     and generation in (None, step.generation))
+
+
+def _repair_base(s: Session, task: task_aggregate.Task) -> str | None:
+    """The integrated head a repair starts from: when the task's last feedback says its step was dropped from the
+    merge queue, the head that step did not go onto."""
+    from .integration import load_integration
+
+    last = task.feedback[-1] if task.feedback else None
+    if last is None or last.code not in ("integration-conflict", "integration-rejected"):
+        return None
+    integration = load_integration(s.ledger, task.run_id)
+    if integration is None:
+        return None
+    dropped = [step for step in integration.steps if step.task_id == task.task_id
+               and step.binding_id == last.binding_id and step.base is not None]
+    return dropped[-1].base if dropped else None
+
+
+def _start_commit(s: Session, settings: GoSettings, run: run_aggregate.Run,
+                  task: task_aggregate.Task) -> str | bool | None:
+    """Where a new worktree of the task starts: None for the run's base; for a task that depends on others, the
+    merge of their passed candidates onto the base, in task order (False: they conflict, and the task failed)."""
+    assert run.plan is not None and run.base_commit is not None
+    depends_on = run.plan.depends_on(task.task_id)
+    if not depends_on:
+        return None
+    head = run.base_commit
+    for dependency in depends_on:
+        binding = load_task(s.ledger, dependency).finished_binding
+        candidate = s.ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(binding or ""))
+        if candidate is None or candidate.commit is None:
+            finish_task(s, task.task_id, "failed", None, "dependency-missing", f"{dependency} has no candidate")
+            return False
+        message = f"docket: start {task.task_id} from {dependency}\n\nDocket-Run: {run.run_id}\n"
+        merged = s.effector.ports.git.merge_candidate(settings.repository, head, candidate.commit, message)
+        if merged.state in ("merged", "already-merged") and merged.commit:
+            head = merged.commit
+            continue
+        finish_task(s, task.task_id, "failed", None, "dependency-conflict",
+                f"the work of {', '.join(depends_on)} does not merge ({merged.state}): "
+                f"{', '.join(merged.conflicts[:10]) or merged.detail}")
+        return False
+    return head
+
+
+def _judge(s: Session, settings: GoSettings, run: run_aggregate.Run, task: task_aggregate.Task,
+           worker: worker_aggregate.Worker) -> None:
+    """Judge a generation that ended: pass the task (its candidate checked and handed off) or record feedback."""
+    generation = worker.generation
+    if worker.status == "launch-failed":
+        _feedback(s, task, generation, "launch-failed", None, None, _worker_tail(s, worker) or "it could not start")
+        return
+    if worker.exit_cause in ("timeout", "idle-timeout"):
+        what = "ran out of time" if worker.exit_cause == "timeout" else "printed nothing for too long"
+        _feedback(s, task, generation, f"agent-{worker.exit_cause}", None, None,
+                  f"the agent {what} and was stopped\n{_worker_tail(s, worker)}")
+        return
+    if worker.exit_cause == "stopped" or worker.exit_code != 0:
+        how = "was stopped on request" if worker.exit_cause == "stopped" else f"exited {worker.exit_code}"
+        _feedback(s, task, generation, "agent-failed", None, None, f"the agent {how}\n{_worker_tail(s, worker)}")
+        return
+    candidate = _pin(s, settings, run, task, generation)
+    if candidate is None:
+        return
+    faults.crash_point("go:after-pin")
+    for spec in settings.required:
+        result, feedback = _check(s, settings, run.run_id, candidate.binding_id, spec)
+        if result != "passed":
+            _feedback(s, task, generation, "check-failed", spec.name, candidate.binding_id, feedback, composed=True)
+            return
+    faults.crash_point("go:before-handoff")
+    _hand_off(s, settings, task, candidate)
+
+
+def _pin(s: Session, settings: GoSettings, run: run_aggregate.Run, task: task_aggregate.Task,
+         generation: int) -> candidate_aggregate.Candidate | None:
+    from .candidates import pin_task
+
+    try:
+        pinned = pin_task(s.ledger, s.clock, s.effector, run.run_id, task.task_id, artifact_dir=settings.artifact_dir,
+                          worker_id=task_worker_id(task.task_id), generation=generation)
+    except DocketError as e:
+        if e.code in ("run-closed",):
+            return None
+        _feedback(s, task, generation, "pin-failed", None, None, f"{e.code}: {e.message}")
+        return None
+    if pinned.result == "unchanged":
+        _feedback(s, task, generation, "no-changes", None, None, "the agent changed nothing in its worktree")
+        return None
+    if pinned.result == "unstable":
+        _feedback(s, task, generation, "unstable", None, None,
+                  "files kept changing after the agent exited: " + ", ".join(pinned.differing[:20]))
+        return None
+    candidate = pinned.candidate
+    if candidate is None or candidate.status != "pinned":
+        status = candidate.status if candidate else "missing"
+        if status in ("pinning",):
+            return None  # its outcome is unknown for now: judged again on the next pass
+        _feedback(s, task, generation, "pin-failed", None, None, f"the candidate is {status}")
+        return None
+    return candidate
+
+
+def _check(s: Session, settings: GoSettings, run_id: str, binding: str, spec: CheckSpec) -> tuple[str, str]:
+    """The required check's result on the candidate (one recorded under this configuration, or a new run), and the
+    feedback for the agent when it did not pass, with a note when the check fails on the run's base too (the base
+    is checked once a candidate fails, or before, when it is judged relative to the base)."""
+    from ...domain.processes import bounded_tail
+    from ...domain.task import check_feedback
+    from .base_checks import check_base
+    from .checks import run_check
+    from .integration import _concluded
+    from .workers import log_summary
+
+    candidate = s.ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(binding))
+    assert candidate is not None
+    done = _concluded(candidate, spec.name, spec.config_sha256)  # recorded before a crash: never run twice
+    if done is None:
+        outcome = run_check(s.ledger, s.clock, s.effector, binding, spec, artifact_dir=settings.artifact_dir,
+                            docket_dir=settings.docket_dir, ledger_path=settings.ledger_path)
+        candidate = s.ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(binding))
+        assert candidate is not None
+        done = candidate.check_run(outcome.check_id)
+    if done.result == "passed":
+        return "passed", ""
+    try:
+        base = check_base(s.ledger, s.clock, s.effector, run_id, spec, repository=settings.repository,
+                          artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
+                          ledger_path=settings.ledger_path)
+    except DocketError:
+        base = None  # the note is left out; the candidate's own result stands
+    tail = next((getattr(e, "tail", "") for _, e in reversed(s.ledger.history(candidate_aggregate.stream_of(binding)))
+                 if getattr(e, "check_id", None) == done.check_id and getattr(e, "tail", None) is not None), "")
+    if done.log_path and _tests_unusable(done):  # the end of its output, more of it than the event keeps
+        tail = bounded_tail(log_summary(Path(done.log_path)).end, max_lines=60, max_chars=3500) or tail
+    return done.result or "failed", check_feedback(spec.name, done.result or "failed", done.result_code, done.tests,
+                                                   tail, message=done.result_message,
+                                                   base_result=base.result if base else None,
+                                                   base_code=base.code if base else None)
+
+
+def _tests_unusable(run: candidate_aggregate.CheckRun) -> bool:
+    return run.tests is None or run.tests.problem is not None or not run.tests.failing
+
+
+def _hand_off(s: Session, settings: GoSettings, task: task_aggregate.Task,
+              candidate: candidate_aggregate.Candidate) -> None:
+    from .handoff import confirm_handoff, offer_handoff
+
+    current = s.ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(candidate.binding_id))
+    assert current is not None
+    if current.handoff is None:
+        current = offer_handoff(s.ledger, s.clock, candidate.binding_id)
+    if current.handoff in ("offered",):
+        required = {spec.name: spec.config_sha256 for spec in settings.required}
+        current = confirm_handoff(s.ledger, s.clock, s.effector, candidate.binding_id, required)
+    if current.handoff == "confirmed" and not settings.approval:
+        _queue(s, settings, task, current)
+    elif current.handoff == "confirmed":
+        finish_task(s, task.task_id, "passed", candidate.binding_id, None, None)
+    else:
+        _feedback(s, task, candidate.generation or 0, "handoff-rejected", None, candidate.binding_id,
+                  f"the handoff of candidate {candidate.binding_id[:12]} was {current.handoff}")
+
+
+def _queue(s: Session, settings: GoSettings, task: task_aggregate.Task,
+           candidate: candidate_aggregate.Candidate) -> None:
+    """Queue the passed candidate for integration now; the integrator finishes the task once its step is
+    verified. A queue fixed already (by 'docket integrate'), or stopped, takes no step: the task has passed."""
+    from .integration import queue_task
+
+    run = load_run(s.ledger, task.run_id)
+    assert run.plan is not None
+    try:
+        queue_task(s.ledger, s.clock, s.effector, task.run_id, task.task_id, candidate.binding_id, checks=settings.checks,
+                   depends_on=run.plan.depends_on(task.task_id))
+    except Refused as e:
+        if e.code in ("queue-fixed", "queue-stopped"):
+            finish_task(s, task.task_id, "passed", candidate.binding_id, None, None)
+        elif e.code == "dependencies-unsettled":
+            time.sleep(RETRY_SECONDS)  # judged again on the next pass (its checks are not run twice)
+        elif e.code != "run-closed":
+            raise
+
+
+def _feedback(s: Session, task: task_aggregate.Task, generation: int, code: str, check: str | None,
+              binding: str | None, text: str, *, composed: bool = False) -> None:
+    """Record why the generation failed; text is cut to its end (composed: bounded and escaped already)."""
+    from ...domain.processes import bounded_tail
+
+    feedback = (text if composed else bounded_tail(text.encode("utf-8", "replace"), max_lines=40,
+                                                   max_chars=3000)) or code
+
+    def decision(now: str) -> list[Any]:
+        return task_aggregate.record_feedback(load_task(s.ledger, task.task_id), load_run(s.ledger, task.run_id),
+                                              generation=generation, code=code, check=check, binding_id=binding,
+                                              feedback=feedback, now=now)
+
+    faults.crash_point("go:before-feedback")
+    try:
+        s.ledger.decide(decision, s.clock.now())
+    except Refused as e:
+        if e.code not in ("run-closed", "task-finished"):
+            raise
+
+
+def finish_task(s: Session, task_id: str, result: str, binding: str | None, code: str | None,
+            message: str | None) -> None:
+    def decision(now: str) -> list[Any]:
+        task = load_task(s.ledger, task_id)
+        return task_aggregate.finish(task, load_run(s.ledger, task.run_id), result=result, binding_id=binding,
+                                     code=code, message=message, now=now)
+
+    try:
+        s.ledger.decide(decision, s.clock.now())
+    except Refused as e:
+        if e.code != "run-closed":
+            raise
+
+
+def _worker_tail(s: Session, worker: worker_aggregate.Worker) -> str:
+    """The tail of the generation's log as WorkerExited recorded it."""
+    for _, event in reversed(s.ledger.history(worker_aggregate.stream_of(worker.worker_id))):
+        if getattr(event, "generation", None) == worker.generation and hasattr(event, "tail"):
+            return event.tail or ""
+    return ""
+
+
+def task_ids(run: run_aggregate.Run) -> Sequence[str]:
+    return run.plan.task_ids if run.plan is not None else ()
