@@ -17,16 +17,16 @@ from pathlib import Path
 from ...domain.effects import DocketWorktree
 from ...domain.errors import BadInput, Refused
 from ...domain.names import check_branch_name
-from .git import (
-    _admin_entries,
-    _AdminEntry,
-    _entry_for,
-    _making_worktrees,
-    _read_text,
-    _remove_checkout,
-    _same,
-    _tip,
-    _unsafe_parent,
+from .repository import (
+    AdminEntry,
+    admin_entries,
+    entry_for,
+    making_worktrees,
+    read_text,
+    ref_tip,
+    remove_checkout,
+    same,
+    unsafe_parent,
 )
 
 __all__ = [
@@ -119,7 +119,7 @@ def list_docket_worktrees(repository: Path) -> list[DocketWorktree]:
     except (NotGitRepository, OSError):
         repo = None  # folders and admin entries can still be listed; branch tips cannot be resolved
     try:
-        with _making_worktrees(repository, exclusive=False):
+        with making_worktrees(repository, exclusive=False):
             return _inventory(repo, repository)
     except (OSError, UnicodeDecodeError):
         return []
@@ -141,7 +141,7 @@ def observe_head(repository: Path, worktree: Path) -> tuple[str | None, str | No
     except (NotGitRepository, OSError):
         return None, None
     try:
-        with _making_worktrees(repository, exclusive=False):
+        with making_worktrees(repository, exclusive=False):
             head, branch, _ = _head_of(repo, repository, worktree)
             return head, branch
     except (OSError, UnicodeDecodeError):
@@ -157,7 +157,7 @@ def owns_branch(repository: Path, path: Path) -> str | None:
 
 def branch_tip(repository: Path, branch: str) -> str | None:
     """The commit refs/heads/<branch> names; None when it is missing, names no commit, or cannot be read."""
-    from .git import observe_branch
+    from .repository import observe_branch
 
     return observe_branch(repository, branch).commit
 
@@ -195,7 +195,7 @@ def remove_worktree(repository: Path, path: Path, *, expected_head: str | None, 
     except (NotGitRepository, OSError):
         return
     try:
-        with _making_worktrees(repository, exclusive=True):
+        with making_worktrees(repository, exclusive=True):
             _remove(repo, repository, path, expected_head, branch)
     finally:
         repo.close()
@@ -246,12 +246,12 @@ def delete_ref(repository: Path, ref: str, expected: str) -> None:
 
 
 def _inventory(repo, common: Path) -> list[DocketWorktree]:  # noqa: ANN001
-    entries = _admin_entries(common)
+    entries = admin_entries(common)
     on_disk: dict[Path, tuple[str, str]] = {}  # path -> (kind, detail: "" for a folder at a worktree place)
     for kind, (folders, depth) in _ROOTS.items():
         for path, detail in _places(Path(common, "docket", *folders), depth):
             on_disk[path] = (kind, detail)
-    named: dict[Path, list[_AdminEntry]] = {}
+    named: dict[Path, list[AdminEntry]] = {}
     for entry in entries:
         place = _place_of(common, entry.checkout)
         if place is not None:
@@ -315,7 +315,7 @@ def _place_of(common: Path, checkout: Path | None) -> Path | None:
 
 
 def _head_of(repo, common: Path, path: Path,  # noqa: ANN001
-             entries: list[_AdminEntry] | None = None) -> tuple[str | None, str | None, str | None]:
+             entries: list[AdminEntry] | None = None) -> tuple[str | None, str | None, str | None]:
     """(head, branch, admin entry name) as observe_head describes; all None when unknown."""
     try:
         st = os.lstat(path)
@@ -323,23 +323,23 @@ def _head_of(repo, common: Path, path: Path,  # noqa: ANN001
         st = None
     if st is not None:
         try:
-            entry = _entry_for(common, path) if stat.S_ISDIR(st.st_mode) else None
+            entry = entry_for(common, path) if stat.S_ISDIR(st.st_mode) else None
         except (OSError, UnicodeDecodeError):
             entry = None  # its .git cannot be read: no worktree of this repository, as far as can be told
     else:
-        entry = next((e for e in (entries if entries is not None else _admin_entries(common))
-                      if e.checkout is not None and _same(e.checkout, path)), None)
+        entry = next((e for e in (entries if entries is not None else admin_entries(common))
+                      if e.checkout is not None and same(e.checkout, path)), None)
     if entry is None:
         return None, None, None
     text = entry.head or ""
     if text.startswith("ref: refs/heads/"):
         branch = text[len("ref: refs/heads/"):]
-        return (_tip(repo, f"refs/heads/{branch}") if repo is not None else None), branch, entry.folder.name
+        return (ref_tip(repo, f"refs/heads/{branch}") if repo is not None else None), branch, entry.folder.name
     return (text if _OBJECT_ID.fullmatch(text) else None), None, entry.folder.name
 
 
 def _remove(repo, common: Path, path: Path, expected_head: str | None, branch: str | None) -> None:  # noqa: ANN001
-    if _unsafe_parent(common, path) is not None:
+    if unsafe_parent(common, path) is not None:
         return  # a planted symlink on the way: removing through it would reach outside docket's folders
     try:
         st = os.lstat(path)
@@ -355,7 +355,7 @@ def _remove(repo, common: Path, path: Path, expected_head: str | None, branch: s
             return
         if branch is not None and on != branch:
             return
-    _remove_checkout(common, path)
+    remove_checkout(common, path)
     if branch is None:
         return
     expected = expected_head if expected_head is not None else (head if on == branch else None)
@@ -373,4 +373,4 @@ def _remove(repo, common: Path, path: Path, expected_head: str | None, branch: s
 def _checked_out_elsewhere(common: Path, branch: str) -> bool:
     """Whether another worktree's admin entry or the main checkout has refs/heads/<branch> as HEAD."""
     head = f"ref: refs/heads/{branch}"
-    return any(e.head == head for e in _admin_entries(common)) or _read_text(common / "HEAD") == head
+    return any(e.head == head for e in admin_entries(common)) or read_text(common / "HEAD") == head

@@ -106,7 +106,7 @@ def test_racing_effectors_leave_exactly_one_outcome_per_intent(repo, ledger_path
 
 
 def test_branches_are_read_from_packed_refs_and_linked_worktrees(repo, tmp_path):
-    from docket.adapters.world.git import observe_branch
+    from docket.adapters.world.repository import observe_branch
 
     git(repo, "branch", "feature")
     git(repo, "pack-refs", "--all")
