@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...domain.errors import BadInput, Conflict, NotFound, Refused
+from .repository import open_repo
 
 __all__ = ["Capture", "Unstable", "capture", "capture_twice"]
 
@@ -91,15 +92,14 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
     """
     from dulwich.errors import NotGitRepository
     from dulwich.objects import Commit
-    from dulwich.repo import Repo
 
     worktree = Path(worktree)
     artifact = _artifact_prefix(artifact_dir)
     try:
-        repo = Repo(str(worktree))
+        repo = open_repo(worktree)
     except (NotGitRepository, OSError) as e:
         raise Refused("worktree-unreadable", f"{worktree} is not a git worktree: {e}") from None
-    try:
+    with repo:
         if repo.bare or not _same(Path(repo.path), worktree):
             raise Refused("worktree-unreadable", f"{worktree} is not the top folder of a git worktree")
         try:
@@ -124,8 +124,6 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
         cache.save(walk.stats)
         return Capture(head_hex, tree.decode("ascii"), _changed_paths(store, base_tree, tree),
                        os.path.realpath(repo.controldir()))
-    finally:
-        repo.close()
 
 
 # Walking the worktree --------------------------------------------------------
@@ -339,13 +337,9 @@ def _changed_paths(store, old_tree: bytes, new_tree: bytes) -> tuple[str, ...]: 
 
 
 def _differing(worktree: Path, first: Capture, second: Capture) -> tuple[str, ...]:
-    from dulwich.repo import Repo
 
-    repo = Repo(str(worktree))
-    try:
+    with open_repo(worktree) as repo:
         paths = set(_changed_paths(repo.object_store, first.tree.encode(), second.tree.encode()))
-    finally:
-        repo.close()
     return tuple(sorted(paths | (set(first.changed) ^ set(second.changed))))
 
 

@@ -23,6 +23,7 @@ from .repository import (
     entry_for,
     make_parents,
     making_worktrees,
+    open_repo,
     remove_checkout,
     same,
     unsafe_parent,
@@ -49,20 +50,18 @@ def observe_execution(repository: Path, path: Path, commit: str) -> ExecutionObs
     linked worktree, detached at commit, index and files exactly the commit's tree, no untracked file at all, ignored
     ones included), diverged (anything else; detail says what) or unreadable. Never raises."""
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     repository, path = Path(repository), Path(path)
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError) as e:
         return ExecutionObservation("unreadable", detail=f"cannot open repository {repository}: {e}")
-    try:
-        with making_worktrees(repository, exclusive=False):
-            return _observe(repo, repository, path, commit)
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        return ExecutionObservation("unreadable", detail=f"cannot read {path} or {repository}: {e}")
-    finally:
-        repo.close()
+    with repo:
+        try:
+            with making_worktrees(repository, exclusive=False):
+                return _observe(repo, repository, path, commit)
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            return ExecutionObservation("unreadable", detail=f"cannot read {path} or {repository}: {e}")
 
 
 def create_execution(repository: Path, path: Path, commit: str) -> None:
@@ -77,14 +76,13 @@ def create_execution(repository: Path, path: Path, commit: str) -> None:
     from dulwich.errors import NotGitRepository
     from dulwich.index import InvalidPathError
     from dulwich.objects import Commit
-    from dulwich.repo import Repo
 
     repository, path = Path(repository), Path(path)
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError):
         return
-    try:
+    with repo:
         try:
             if not isinstance(repo[commit.encode("ascii")], Commit):
                 return
@@ -105,8 +103,6 @@ def create_execution(repository: Path, path: Path, commit: str) -> None:
             except InvalidPathError as e:  # undone already: nothing is left at the path
                 raise Refused("execution-unsafe-tree",
                               f"commit {commit} names {e.args[0]!r}, which cannot be checked out safely") from None
-    finally:
-        repo.close()
 
 
 def inspect_execution(repository: Path, path: Path, commit: str) -> ExecutionInspection:
@@ -122,33 +118,31 @@ def inspect_execution(repository: Path, path: Path, commit: str) -> ExecutionIns
     artifact folder among them are copied back by the caller.
     """
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     repository, path = Path(repository), Path(path)
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError) as e:
         return ExecutionInspection("mutated", detail=f"cannot open repository {repository}: {e}")
-    try:
+    with repo:
         try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            return ExecutionInspection("missing", detail=f"nothing at {path}")
-        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-            return ExecutionInspection("mutated", detail=f"{path} is a symlink or not a folder")
-        entry = entry_for(repository, path)
-        if entry is None:
-            return ExecutionInspection("missing", detail=f"{path} is no registered worktree of {repository}")
-        if entry.head != commit:
-            return ExecutionInspection("mutated", detail=f"HEAD is {entry.head}, not detached at {commit}")
-        change = _first_change(repo, path, entry.folder, commit, untracked_count=False)
-        if change is not None:
-            return ExecutionInspection("mutated", detail=change)
-        return ExecutionInspection("matching")
-    except (OSError, UnicodeDecodeError, ValueError, KeyError) as e:
-        return ExecutionInspection("mutated", detail=f"cannot inspect {path}: {e}")
-    finally:
-        repo.close()
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                return ExecutionInspection("missing", detail=f"nothing at {path}")
+            if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+                return ExecutionInspection("mutated", detail=f"{path} is a symlink or not a folder")
+            entry = entry_for(repository, path)
+            if entry is None:
+                return ExecutionInspection("missing", detail=f"{path} is no registered worktree of {repository}")
+            if entry.head != commit:
+                return ExecutionInspection("mutated", detail=f"HEAD is {entry.head}, not detached at {commit}")
+            change = _first_change(repo, path, entry.folder, commit, untracked_count=False)
+            if change is not None:
+                return ExecutionInspection("mutated", detail=change)
+            return ExecutionInspection("matching")
+        except (OSError, UnicodeDecodeError, ValueError, KeyError) as e:
+            return ExecutionInspection("mutated", detail=f"cannot inspect {path}: {e}")
 
 
 def execution_remnants(repository: Path, path: Path) -> bool:

@@ -22,6 +22,8 @@ from .repository import (
     admin_entries,
     entry_for,
     making_worktrees,
+    observe_branch,
+    open_repo,
     read_text,
     ref_tip,
     remove_checkout,
@@ -72,27 +74,25 @@ def list_docket_refs(repository: Path) -> list[tuple[str, str]]:
     content that is no object id) is left out, as `git for-each-ref` leaves it.
     """
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError):
         return []
-    try:
-        found = []
-        for name in sorted(repo.refs.keys(base=DOCKET_REFS.encode())):
-            ref = DOCKET_REFS.encode() + name
-            try:
-                oid = repo.refs[ref].decode("ascii")
-            except (KeyError, OSError, ValueError, UnicodeDecodeError):
-                continue
-            if _OBJECT_ID.fullmatch(oid):
-                found.append((ref.decode("utf-8", "surrogateescape"), oid))
-        return found
-    except OSError:
-        return []
-    finally:
-        repo.close()
+    with repo:
+        try:
+            found = []
+            for name in sorted(repo.refs.keys(base=DOCKET_REFS.encode())):
+                ref = DOCKET_REFS.encode() + name
+                try:
+                    oid = repo.refs[ref].decode("ascii")
+                except (KeyError, OSError, ValueError, UnicodeDecodeError):
+                    continue
+                if _OBJECT_ID.fullmatch(oid):
+                    found.append((ref.decode("utf-8", "surrogateescape"), oid))
+            return found
+        except OSError:
+            return []
 
 
 def list_docket_worktrees(repository: Path) -> list[DocketWorktree]:
@@ -111,11 +111,10 @@ def list_docket_worktrees(repository: Path) -> list[DocketWorktree]:
     left out.
     """
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     repository = Path(repository)
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError):
         repo = None  # folders and admin entries can still be listed; branch tips cannot be resolved
     try:
@@ -133,21 +132,19 @@ def observe_head(repository: Path, worktree: Path) -> tuple[str | None, str | No
     a symbolic ref to. Read from the admin entry the folder's .git names back; the folder gone, from a stale entry
     naming path. (None, None) when there is no such entry or nothing can be read; never raises."""
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     repository, worktree = Path(repository), Path(worktree)
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError):
         return None, None
-    try:
-        with making_worktrees(repository, exclusive=False):
-            head, branch, _ = _head_of(repo, repository, worktree)
-            return head, branch
-    except (OSError, UnicodeDecodeError):
-        return None, None
-    finally:
-        repo.close()
+    with repo:
+        try:
+            with making_worktrees(repository, exclusive=False):
+                head, branch, _ = _head_of(repo, repository, worktree)
+                return head, branch
+        except (OSError, UnicodeDecodeError):
+            return None, None
 
 
 def owns_branch(repository: Path, path: Path) -> str | None:
@@ -157,8 +154,6 @@ def owns_branch(repository: Path, path: Path) -> str | None:
 
 def branch_tip(repository: Path, branch: str) -> str | None:
     """The commit refs/heads/<branch> names; None when it is missing, names no commit, or cannot be read."""
-    from .repository import observe_branch
-
     return observe_branch(repository, branch).commit
 
 
@@ -186,19 +181,16 @@ def remove_worktree(repository: Path, path: Path, *, expected_head: str | None, 
     uncommitted is lost (a pinned capture); HEAD is compared here.
     """
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     repository, path = Path(repository), Path(path)
     check_removal(repository, path, branch=branch, group_alive=group_alive)
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError):
         return
-    try:
+    with repo:
         with making_worktrees(repository, exclusive=True):
             _remove(repo, repository, path, expected_head, branch)
-    finally:
-        repo.close()
 
 
 def check_removal(repository: Path, path: Path, *, branch: str | None, group_alive: bool) -> None:
@@ -226,20 +218,17 @@ def delete_ref(repository: Path, ref: str, expected: str) -> None:
     """Delete ref (under refs/docket/, else BadInput ``bad-ref``) only while it names expected; absent counts as
     deleted, anything else is left alone. Only OSError for real I/O failures propagates."""
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     check_docket_ref(ref)
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError):
         return
     from .ref_locks import write_ref
 
-    try:  # a lock held now (another process changing the ref): observing again tells what became of it
+    with repo:  # a lock held now (another process changing the ref): observing again tells what became of it
         write_ref(repo, ref, lambda: repo.refs.remove_if_equals(ref.encode(), expected.encode("ascii"),
                                                                 committer=IDENTITY, message=b"docket: delete ref"))
-    finally:
-        repo.close()
 
 
 # Inside ----------------------------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from ...domain.candidates import quote_path
 from ...domain.effects import IntegrationObservation, MergeResult
 from ...domain.errors import BadInput
 from ...domain.integration import TargetObservation
+from .repository import open_repo
 
 __all__ = ["MERGE_IDENTITY", "advance_ref", "changed_paths", "merge_candidate", "observe_integration",
            "observe_target"]
@@ -50,18 +51,16 @@ def observe_integration(repository: Path, ref: str, expected_parent: str, candid
     """missing, at-parent (ref names expected_parent), merged (ref names a commit holding both expected_parent and
     candidate_commit in its history), diverged (anything else) or unreadable. Never raises."""
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError) as e:
         return IntegrationObservation("unreadable", detail=f"cannot open repository {repository}: {e}")
-    try:
-        return _observe(repo, ref, expected_parent, candidate_commit)
-    except (OSError, ValueError, KeyError, AssertionError) as e:
-        return IntegrationObservation("unreadable", detail=f"cannot read {ref} in {repository}: {e}")
-    finally:
-        repo.close()
+    with repo:
+        try:
+            return _observe(repo, ref, expected_parent, candidate_commit)
+        except (OSError, ValueError, KeyError, AssertionError) as e:
+            return IntegrationObservation("unreadable", detail=f"cannot read {ref} in {repository}: {e}")
 
 
 def _observe(repo, ref: str, parent: str, candidate: str) -> IntegrationObservation:  # noqa: ANN001
@@ -103,16 +102,13 @@ def merge_candidate(repository: Path, head: str, candidate_commit: str, message:
     of the world; OSError for real I/O failures while writing.
     """
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError) as e:
         return MergeResult("unreadable", detail=f"cannot open repository {repository}: {e}")
-    try:
+    with repo:
         return _merge(repo, head, candidate_commit, message)
-    finally:
-        repo.close()
 
 
 def _merge(repo, head: str, candidate: str, message: str) -> MergeResult:  # noqa: ANN001
@@ -200,15 +196,14 @@ def advance_ref(repository: Path, ref: str, expected_old: str | None, new: str) 
     observe again to learn the outcome. BadInput ``bad-ref`` for a malformed ref name; OSError only otherwise."""
     from dulwich.errors import NotGitRepository
     from dulwich.refs import check_ref_format
-    from dulwich.repo import Repo
 
     if not ref.startswith("refs/") or not check_ref_format(ref.encode("utf-8", "surrogateescape")):
         raise BadInput("bad-ref", f"{ref!r} is not a well-formed ref name under refs/")
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError):
         return
-    try:
+    with repo:
         if not _is_commit(repo, new):
             return
         from .ref_locks import write_ref
@@ -221,33 +216,30 @@ def advance_ref(repository: Path, ref: str, expected_old: str | None, new: str) 
             write_ref(repo, ref, lambda: repo.refs.set_if_equals(ref.encode(), expected_old.encode("ascii"),
                                                                  new.encode("ascii"), committer=MERGE_IDENTITY,
                                                                  message=message))
-    finally:
-        repo.close()
 
 
 def observe_target(repository: Path, branch: str) -> TargetObservation:
     """Which commit refs/heads/<branch> names (found, missing, unreadable) and which worktree has it checked out: the
     main worktree (HEAD of a repository that is not bare) or a linked one (<common>/worktrees/*/HEAD). Never raises."""
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     ref = f"refs/heads/{branch}"
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError) as e:
         return TargetObservation("unreadable", detail=f"cannot open repository {repository}: {e}")
-    try:
+    with repo:
         try:
-            sha = repo.refs[ref.encode()]
-        except KeyError:
-            return TargetObservation("missing", checked_out=_checked_out(Path(repository), ref))
-        if not _is_commit(repo, sha.decode("ascii")):
-            return TargetObservation("unreadable", commit=sha.decode("ascii"), detail=f"{ref} names no commit")
-        return TargetObservation("found", commit=sha.decode("ascii"), checked_out=_checked_out(Path(repository), ref))
-    except (OSError, ValueError, KeyError, UnicodeError) as e:
-        return TargetObservation("unreadable", detail=f"cannot read {ref} in {repository}: {e}")
-    finally:
-        repo.close()
+            try:
+                sha = repo.refs[ref.encode()]
+            except KeyError:
+                return TargetObservation("missing", checked_out=_checked_out(Path(repository), ref))
+            if not _is_commit(repo, sha.decode("ascii")):
+                return TargetObservation("unreadable", commit=sha.decode("ascii"), detail=f"{ref} names no commit")
+            return TargetObservation("found", commit=sha.decode("ascii"),
+                                     checked_out=_checked_out(Path(repository), ref))
+        except (OSError, ValueError, KeyError, UnicodeError) as e:
+            return TargetObservation("unreadable", detail=f"cannot read {ref} in {repository}: {e}")
 
 
 def _checked_out(common: Path, ref: str) -> str | None:
@@ -281,10 +273,8 @@ def changed_paths(repository: Path, base: str, commit: str) -> tuple[str, ...]:
     """The paths (quoted as candidates quote them, sorted) whose entries differ between base's tree and commit's.
     OSError or KeyError when either cannot be read."""
     from dulwich.diff_tree import tree_changes
-    from dulwich.repo import Repo
 
-    repo = Repo(str(repository))
-    try:
+    with open_repo(repository) as repo:
         old, new = _commit(repo, base), _commit(repo, commit)
         if old is None or new is None:
             raise KeyError(f"{base if old is None else commit} is not a commit in {repository}")
@@ -294,8 +284,6 @@ def changed_paths(repository: Path, base: str, commit: str) -> tuple[str, ...]:
                 if entry is not None and entry.path is not None:
                     paths.add(quote_path(entry.path))
         return tuple(sorted(paths))
-    finally:
-        repo.close()
 
 
 @dataclass(frozen=True)

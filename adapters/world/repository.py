@@ -17,41 +17,51 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...domain.effects import BranchObservation
 
+if TYPE_CHECKING:
+    from dulwich.repo import Repo
+
 __all__ = ["AdminEntry", "admin_entries", "check_out_branch", "check_out_detached", "entry_for", "is_commit",
-           "make_parents", "making_worktrees", "observe_branch", "read_text", "ref_tip", "remove_checkout", "same",
-           "unsafe_parent"]
+           "make_parents", "making_worktrees", "observe_branch", "open_repo", "read_text", "ref_tip", "remove_checkout",
+           "same", "unsafe_parent"]
+
+
+def open_repo(path: Path) -> Repo:
+    """The dulwich Repo at path (a git common dir, or a worktree found through its .git), to be used as a context
+    manager, ``with open_repo(path) as repo:``, which closes it. NotGitRepository or OSError when none is there."""
+    from dulwich.repo import Repo
+
+    return Repo(str(path))
 
 
 def observe_branch(repository: Path, branch: str) -> BranchObservation:
     """Which commit refs/heads/<branch> names in the repository, read with dulwich."""
     from dulwich.errors import NotGitRepository
     from dulwich.objects import Commit
-    from dulwich.repo import Repo
 
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError) as e:
         return BranchObservation("unreadable", detail=f"cannot open repository {repository}: {e}")
-    try:
-        ref = b"refs/heads/" + branch.encode("utf-8")
+    with repo:
         try:
-            sha = repo.refs[ref]
-        except KeyError:
-            return BranchObservation("missing")
-        try:
-            obj = repo[sha]
-        except KeyError:
-            return BranchObservation("unreadable", detail=f"{ref.decode()} names missing object {sha.decode()}")
-        if not isinstance(obj, Commit):
-            return BranchObservation("not-a-commit", detail=f"{ref.decode()} names a {obj.type_name.decode()}")
-        return BranchObservation("found", commit=sha.decode("ascii"))
-    except OSError as e:
-        return BranchObservation("unreadable", detail=f"cannot read {repository}: {e}")
-    finally:
-        repo.close()
+            ref = b"refs/heads/" + branch.encode("utf-8")
+            try:
+                sha = repo.refs[ref]
+            except KeyError:
+                return BranchObservation("missing")
+            try:
+                obj = repo[sha]
+            except KeyError:
+                return BranchObservation("unreadable", detail=f"{ref.decode()} names missing object {sha.decode()}")
+            if not isinstance(obj, Commit):
+                return BranchObservation("not-a-commit", detail=f"{ref.decode()} names a {obj.type_name.decode()}")
+            return BranchObservation("found", commit=sha.decode("ascii"))
+        except OSError as e:
+            return BranchObservation("unreadable", detail=f"cannot read {repository}: {e}")
 
 
 
@@ -106,7 +116,6 @@ def check_out_detached(common: Path, path: Path, commit: str) -> None:
 
 
 def _check_out_head(common: Path, path: Path, head: str) -> None:
-    from dulwich.repo import Repo
 
     worktrees = common / "worktrees"
     try:
@@ -126,11 +135,8 @@ def _check_out_head(common: Path, path: Path, head: str) -> None:
         _write_new(admin / "HEAD", f"{head}\n")
         _write_new(admin / "gitdir", f"{os.path.abspath(path / '.git')}\n")
         _write_new(staging / ".git", f"gitdir: {os.path.abspath(admin)}\n")
-        checkout = Repo(str(staging))
-        try:
+        with open_repo(staging) as checkout:
             checkout.get_worktree().reset_index(config=checkout.get_config_stack())
-        finally:
-            checkout.close()
     except BaseException:
         undo()
         raise

@@ -19,6 +19,7 @@ from .repository import (
     is_commit,
     make_parents,
     making_worktrees,
+    open_repo,
     read_text,
     ref_tip,
     same,
@@ -31,19 +32,17 @@ __all__ = ["create_worktree", "observe_worktree"]
 def observe_worktree(repository: Path, path: Path, branch: str, base: str) -> WorktreeObservation:
     """What is at a task's worktree path, compared with the branch and base it should have. Never raises."""
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError) as e:
         return WorktreeObservation("unreadable", detail=f"cannot open repository {repository}: {e}")
-    try:
-        with making_worktrees(Path(repository), exclusive=False):
-            return _observe(repo, Path(repository), Path(path), branch, base)
-    except (OSError, UnicodeDecodeError) as e:
-        return WorktreeObservation("unreadable", detail=f"cannot read {path} or {repository}: {e}")
-    finally:
-        repo.close()
+    with repo:
+        try:
+            with making_worktrees(Path(repository), exclusive=False):
+                return _observe(repo, Path(repository), Path(path), branch, base)
+        except (OSError, UnicodeDecodeError) as e:
+            return WorktreeObservation("unreadable", detail=f"cannot read {path} or {repository}: {e}")
 
 
 def create_worktree(repository: Path, path: Path, branch: str, base: str) -> None:
@@ -54,18 +53,15 @@ def create_worktree(repository: Path, path: Path, branch: str, base: str) -> Non
     while writing) propagate, after the staging folder and the new admin entry are removed.
     """
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     repository, path = Path(repository), Path(path)
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError):
         return
-    try:
+    with repo:
         with making_worktrees(repository, exclusive=True):
             _create(repo, repository, path, branch, base)
-    finally:
-        repo.close()
 
 
 def _create(repo, repository: Path, path: Path, branch: str, base: str) -> None:  # noqa: ANN001
