@@ -1,6 +1,6 @@
 """The world as the application sees it: one small Protocol per kind of effect, and the ledger's reader.
 
-Each port has a real adapter and an in-memory fake (``adapters/world/fakes.py``)
+Each port has a real adapter and an in-memory fake (``tests/fakes/``)
 that keeps the same promises, so the application's rules are tested without
 disk. The real effect adapters are chosen here, and only here.
 """

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.fakes import FakeGit, FakeRepository
+from tests.fakes.git import FakeGit, FakeRepository
 from docket.adapters.world.git import DulwichGit
 from docket.domain.candidates import candidate_ref
 from tests.conftest import git

@@ -115,7 +115,7 @@ def test_the_environment_of_another_repository_is_not_inherited(repo, commits, t
 
 
 def test_the_fake_observes_and_updates_a_checkout_as_the_real_one_does(tmp_path):
-    from docket.adapters.world.fakes import FakeGit
+    from tests.fakes.git import FakeGit
 
     fake = FakeGit()
     old, new = "a" * 40, "b" * 40

@@ -15,7 +15,7 @@ import pytest
 from docket.adapters.service_layer import services
 from docket.adapters.world.clock import FixedClock
 from docket.adapters.service_layer.effector import Effector
-from docket.adapters.world.fakes import FakeGit, FakeRepository
+from tests.fakes.git import FakeGit, FakeRepository
 from docket.adapters.world.git import DulwichGit
 from docket.adapters.service_layer.ledger import Ledger
 from docket.adapters.service_layer.ports import Ports

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from docket.adapters.world.executions import execution_path
-from docket.adapters.world.fakes import FakeGit, FakeRepository
+from tests.fakes.git import FakeGit, FakeRepository
 from docket.adapters.world.git import DulwichGit
 from docket.adapters.world.processes import PsutilProcesses
 from docket.domain.errors import BadInput, Refused

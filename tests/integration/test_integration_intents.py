@@ -173,7 +173,7 @@ def test_changed_paths_of_a_merge_against_the_base(world):
 
 
 def test_the_fake_observes_the_target_as_the_real_one_does(tmp_path):
-    from docket.adapters.world.fakes import FakeGit, FakeRepository
+    from tests.fakes.git import FakeGit, FakeRepository
 
     repo = FakeRepository(main_branch="main")
     tip = repo.point("release")

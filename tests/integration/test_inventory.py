@@ -13,7 +13,7 @@ import pytest
 
 from docket.adapters.world.capture import Capture, Unstable
 from docket.adapters.world.executions import execution_path
-from docket.adapters.world.fakes import FakeGit, FakeRepository
+from tests.fakes.git import FakeGit, FakeRepository
 from docket.adapters.world.git import DulwichGit
 from docket.adapters.world.paths import task_branch, task_worktree_path
 from docket.domain.errors import BadInput, Conflict, Refused

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docket.adapters.world.fakes import FakeGit, FakeRepository
+from tests.fakes.git import FakeGit, FakeRepository
 from docket.adapters.world.git import DulwichGit
 from docket.adapters.world.merge import advance_ref, merge_candidate, observe_integration
 from docket.domain.effects import MergeResult

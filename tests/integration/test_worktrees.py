@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.fakes import FakeGit, FakeRepository
+from tests.fakes.git import FakeGit, FakeRepository
 from docket.adapters.world.git import DulwichGit
 from docket.adapters.world.paths import main_worktree, task_branch, task_worktree_path
 from docket.domain.errors import BadInput

@@ -13,7 +13,7 @@ import pytest
 from docket.adapters.service_layer import ledger as ledger_module
 from docket.adapters.world.clock import FixedClock
 from docket.adapters.service_layer.effector import Effector
-from docket.adapters.world.fakes import FakeGit, FakeRepository
+from tests.fakes.git import FakeGit, FakeRepository
 from docket.adapters.service_layer.intents import INTENT_KINDS, RUN_BASE_PIN, IntentKind
 from docket.adapters.service_layer.ports import Ports
 from docket.domain import run

@@ -1,19 +1,16 @@
-"""In-memory fakes of the ports, keeping the real adapters' promises (the contract tests hold both to them)."""
+"""The git port's fake: repositories as plain values, keyed by git common dir."""
 
 from __future__ import annotations
 
-import errno
 import fnmatch
 import hashlib
-import signal
-import subprocess
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...domain.canonical import canonical_json
-from ...domain.chain import GENESIS_DIGEST, ChainHead, ChainRow, chain_entry, next_digest
-from ...domain.effects import (
+from docket.adapters.world.capture import Capture, Unstable
+from docket.adapters.world.inventory import DOCKET_REFS, check_docket_ref, check_removal, worktree_kind
+from docket.domain.effects import (
     BranchObservation,
     CandidateRefObservation,
     DocketWorktree,
@@ -24,15 +21,11 @@ from ...domain.effects import (
     TargetHistory,
     WorktreeObservation,
 )
-from ...domain.errors import BadInput, Conflict, Refused
-from ...domain.integration import CheckoutObservation, TargetObservation
-from ...domain.names import check_include_pattern
-from ...domain.processes import Liveness, ProcessIdentity, liveness_of
-from .capture import Capture, Unstable
-from .inventory import DOCKET_REFS, check_docket_ref, check_removal, worktree_kind
-from .processes import LaunchSpec, LogPathTaken
+from docket.domain.errors import BadInput, Conflict, Refused
+from docket.domain.integration import CheckoutObservation, TargetObservation
+from docket.domain.names import check_include_pattern
 
-__all__ = ["FakeGatedProcess", "FakeGit", "FakeLedgerReader", "FakePopen", "FakeProcesses", "FakeRepository"]
+__all__ = ["FakeGit", "FakeRepository"]
 
 
 @dataclass
@@ -468,217 +461,8 @@ def _fake_ancestors(repo: FakeRepository, commit: str) -> set[str]:
     return seen
 
 
-class FakeLedgerReader:
-    """The LedgerReader port over a list in memory: events appended here are chained as the store chains them."""
-
-    def __init__(self) -> None:
-        self.rows: list[tuple[int, str, int, str, bytes]] = []  # position, stream, version, type, state
-        self.digests: dict[int, str] = {}
-        self.kept_nodes: dict[tuple[int, int], tuple[str, bytes]] = {}  # (height, node): (digest, hash)
-
-    def keep_merkle_nodes(self, height: int, nodes: Sequence[tuple[int, str, bytes]]) -> None:
-        """The Ledger's keep_merkle_nodes, for a tree over this reader."""
-        self.kept_nodes.update({(height, node): (digest, hash_) for node, digest, hash_ in nodes})
-
-    def append(self, stream: str, type_: str, payload: dict, recorded_at: str) -> int:
-        """Record one event at the next position (state as docket's mapper writes it); returns its position."""
-        position = len(self.rows) + 1
-        version = 1 + sum(1 for row in self.rows if row[1] == stream)
-        state = canonical_json({"payload": payload, "recorded_at": recorded_at})
-        self.rows.append((position, stream, version, type_, state))
-        previous = self.digests.get(position - 1, GENESIS_DIGEST)
-        self.digests[position] = next_digest(previous, chain_entry(position, stream, version, type_, state))
-        return position
-
-    def chain_rows(self, *, after: int = 0, until: int | None = None) -> Iterator[ChainRow]:
-        return (ChainRow(*row, self.digests.get(row[0])) for row in self.events(after=after, until=until))
-
-    def events(self, *, after: int = 0, until: int | None = None,
-               topics: Sequence[str] = ()) -> Iterator[tuple[int, str, int, str, bytes]]:
-        end = len(self.rows) if until is None else min(until, len(self.rows))
-        return (row for row in self.rows[after:end] if not topics or row[3] in topics)
-
-    def events_at(self, positions: Iterable[int]) -> Iterator[tuple[int, str, int, str, bytes]]:
-        return (row for p in positions if (row := self.event_at(p)) is not None)
-
-    def event_at(self, position: int) -> tuple[int, str, int, str, bytes] | None:
-        return self.rows[position - 1] if 1 <= position <= len(self.rows) else None
-
-    def head_position(self) -> int:
-        return len(self.rows)
-
-    def chain_head(self) -> ChainHead | None:
-        end = max(self.digests, default=0)
-        return ChainHead(end, self.digests[end]) if end else None
-
-    def digest_at(self, position: int) -> str:
-        return self.digests.get(position, "")
-
-    def chain_digests(self, *, after: int = 0, until: int | None = None) -> Iterator[bytes]:
-        end = len(self.rows) if until is None else min(until, len(self.rows))
-        return (bytes.fromhex(self.digests[p]) for p in range(after + 1, end + 1) if p in self.digests)
-
-    def merkle_nodes(self, height: int, count: int) -> dict[int, bytes]:
-        return {node: hash_ for (h, node), (digest, hash_) in self.kept_nodes.items()
-                if h == height and node < count and self.digests.get((node + 1) << height) == digest}
-
-    def last_event_and_chain_end(self) -> tuple[int, int]:
-        return len(self.rows), max(self.digests, default=0)
-
-    def orphan_digest_after(self, position: int) -> int | None:
-        return min((p for p in self.digests if p > position), default=None)
-
-    def has_stream(self, stream: str) -> bool:
-        return any(row[1] == stream for row in self.rows)
-
-    def check_schema(self) -> None:
-        return None  # a list has no schema to tamper with
-
-
 def _matches(rel: str, pattern: str) -> bool:
     """Part by part, as the real adapter matches: a pattern naming a folder takes what it holds."""
     names, parts = rel.split("/"), pattern.rstrip("/").split("/")
     return len(names) >= len(parts) and all(
         fnmatch.fnmatchcase(n, p) and (p.startswith(".") or not n.startswith(".")) for n, p in zip(names, parts))
-
-
-@dataclass
-class FakePopen:
-    """What the launcher waits on: returncode is None while the fake process runs."""
-
-    pid: int
-    returncode: int | None = None
-
-    def poll(self) -> int | None:
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None:
-            raise subprocess.TimeoutExpired(f"fake process {self.pid}", timeout or 0.0)  # it would never end
-        return self.returncode
-
-
-@dataclass
-class FakeGatedProcess:
-    identity: ProcessIdentity
-    popen: FakePopen
-    owner: FakeProcesses
-    state: str = "held"  # held | opened | closed
-
-    def open(self) -> None:
-        self._leave("opened")
-        if self.owner.liveness(self.identity) != "alive":
-            raise BrokenPipeError(f"fake process {self.identity.pid} is gone")
-
-    def close_without_opening(self) -> None:
-        self._leave("closed")
-        self.owner.exit(self.identity, 125)
-
-    def _leave(self, state: str) -> None:
-        if self.state != "held":
-            raise ValueError(f"the gate of process {self.identity.pid} was already {self.state}")
-        self.state = state
-
-
-class FakeProcesses:
-    """The ProcessPort over a table of processes in memory, judged by the same pure liveness rule as real ones."""
-
-    def __init__(self, host: str = "fake-host", boot_id: str = "fake-boot"):
-        self.host, self.boot_id = host, boot_id
-        self.running: dict[int, ProcessIdentity] = {}  # pid -> the process that holds it now
-        self.environ: dict[ProcessIdentity, dict[str, str]] = {}
-        self.forced: dict[ProcessIdentity, Liveness] = {}  # liveness set by a test, whatever the table says
-        self.popens: dict[ProcessIdentity, FakePopen] = {}
-        self.spawned: list[LaunchSpec] = []
-        self.gates: list[FakeGatedProcess] = []
-        self.terminated: list[ProcessIdentity] = []
-        self.logs: set[Path] = set()
-        self._next_pid = 1000
-        self._ticks = 0
-
-    # --- driving the fake ---------------------------------------------------------------------------------------
-
-    def start(self, *, pgid: int | None = None, pid: int | None = None,
-              environ: Mapping[str, str] | None = None) -> ProcessIdentity:
-        """A process running now (at pid if given: whoever held it before is gone, the pid reused)."""
-        if pid is None:
-            self._next_pid += 1
-            pid = self._next_pid
-        self._ticks += 1
-        identity = ProcessIdentity(self.host, self.boot_id, pid, pgid if pgid is not None else pid, str(self._ticks))
-        self.running[pid] = identity
-        self.environ[identity] = dict(environ or {})
-        return identity
-
-    def exit(self, identity: ProcessIdentity, returncode: int) -> None:
-        """The process ends (if it still runs) with returncode (-N: killed by signal N)."""
-        if self.running.get(identity.pid) == identity:
-            del self.running[identity.pid]
-        popen = self.popens.get(identity)
-        if popen is not None and popen.returncode is None:
-            popen.returncode = returncode
-
-    def set_liveness(self, identity: ProcessIdentity, liveness: Liveness) -> None:
-        self.forced[identity] = liveness
-
-    # --- the port -----------------------------------------------------------------------------------------------
-
-    def this_host(self) -> tuple[str, str]:
-        return self.host, self.boot_id
-
-    def identity(self, pid: int) -> ProcessIdentity | None:
-        return self.running.get(pid)
-
-    def liveness(self, identity: ProcessIdentity) -> Liveness:
-        if identity in self.forced:
-            return self.forced[identity]
-        now = self.running.get(identity.pid)
-        return liveness_of(identity, host=self.host, boot_id=self.boot_id, exists=now is not None,
-                           start_time_now=now.start_time if now is not None else None)
-
-    def group_liveness(self, identity: ProcessIdentity) -> Liveness:
-        if identity in self.forced:
-            return self.forced[identity]
-        if identity.host != self.host:
-            return "unknown"
-        if identity.boot_id != self.boot_id or not self._owns_group(identity):
-            return "dead"
-        return "alive" if self._members(identity.pgid) else "dead"
-
-    def spawn_gated(self, spec: LaunchSpec) -> FakeGatedProcess:
-        if Path(spec.log_path) in self.logs:
-            raise LogPathTaken(errno.EEXIST, f"refusing to reuse the log path {spec.log_path}", str(spec.log_path))
-        self.logs.add(Path(spec.log_path))
-        self.spawned.append(spec)
-        identity = self.start(environ=spec.env)
-        self.popens[identity] = FakePopen(identity.pid)
-        gate = FakeGatedProcess(identity, self.popens[identity], self)
-        self.gates.append(gate)
-        return gate
-
-    def terminate_group(self, identity: ProcessIdentity, *, grace: float = 5.0, wait: float = 10.0) -> Liveness:
-        state = self.group_liveness(identity)
-        if state == "alive" and self._owns_group(identity):
-            self.terminated.append(identity)
-            for member in self._members(identity.pgid):
-                self.exit(member, -signal.SIGTERM)
-                self.forced.pop(member, None)
-            self.forced.pop(identity, None)
-        return self.group_liveness(identity)
-
-    def find_marked(self, name: str, value: str) -> list[tuple[ProcessIdentity, dict[str, str]]]:
-        return [(identity, {k: v for k, v in self.environ[identity].items() if k.startswith("DOCKET_")})
-                for identity in self.running.values()
-                if self.environ[identity].get(name) == value and self.liveness(identity) == "alive"]
-
-    def _members(self, pgid: int) -> list[ProcessIdentity]:
-        return [identity for identity in self.running.values() if identity.pgid == pgid]
-
-    def _owns_group(self, identity: ProcessIdentity) -> bool:
-        """The real adapter's rule: the leader there with its start time, or gone with members left in its group."""
-        now = self.running.get(identity.pid)
-        if identity.pgid != identity.pid:
-            return now == identity
-        if now is not None:
-            return now.start_time == identity.start_time
-        return bool(self._members(identity.pgid))
