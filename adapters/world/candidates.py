@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...domain.effects import CandidateRefObservation, TargetHistory
-from .repository import open_repo
+from .repository import DulwichRepository, open_repo
 
-__all__ = ["CANDIDATE_IDENTITY", "TARGET_WALK_LIMIT", "commit_tree", "observe_candidate", "observe_target_history",
-           "pin_candidate", "release_candidate"]
+__all__ = ["CANDIDATE_IDENTITY", "TARGET_WALK_LIMIT", "DulwichCandidateRefs", "observe_candidate",
+           "observe_target_history", "pin_candidate", "release_candidate"]
 
 CANDIDATE_IDENTITY = b"docket <docket@localhost>"
 TARGET_WALK_LIMIT = 20_000  # commits of a target's history read to learn whether it holds a candidate
@@ -169,37 +169,17 @@ def _observe(repo, ref: str, parent: str, tree: str) -> CandidateRefObservation:
     return CandidateRefObservation("matching", commit=named)
 
 
-def tree_paths(repository: Path, commit: str, folder: str) -> list[str]:
-    """Paths of the files (blobs, symlinks) the commit's tree holds under folder, relative to it, sorted.
+class DulwichCandidateRefs(DulwichRepository):
+    """The CandidateRefsPort over repositories on disk."""
 
-    Nothing (an empty list) when the folder is not in the tree or the commit cannot be read.
-    """
-    from dulwich.errors import NotGitRepository
-    from dulwich.objects import Tree
-    from dulwich.object_store import tree_lookup_path
+    def observe_candidate(self, repository: Path, ref: str, parent: str, tree: str) -> CandidateRefObservation:
+        return observe_candidate(repository, ref, parent, tree)
 
-    try:
-        repo = open_repo(repository)
-    except (NotGitRepository, OSError):
-        return []
-    with repo:
-        try:
-            root = repo[commit.encode()].tree
-            _, sha = tree_lookup_path(repo.object_store.__getitem__, root, folder.strip("/").encode())
-            if not isinstance(repo[sha], Tree):
-                return []
-            return sorted(entry.path.decode("utf-8", "surrogateescape")
-                          for entry in repo.object_store.iter_tree_contents(sha) if entry.mode != 0o160000)
-        except (KeyError, OSError, ValueError):
-            return []
+    def pin_candidate(self, repository: Path, ref: str, parent: str, tree: str, message: str) -> None:
+        pin_candidate(repository, ref, parent, tree, message)
 
+    def release_candidate(self, repository: Path, ref: str, expected_commit: str) -> None:
+        release_candidate(repository, ref, expected_commit)
 
-def commit_tree(repository: Path, commit: str) -> str:
-    """The id of the commit's tree; KeyError when the repository has no such commit."""
-    from dulwich.objects import Commit
-
-    with open_repo(repository) as repo:
-        obj = repo[commit.encode("ascii")]
-        if not isinstance(obj, Commit):
-            raise KeyError(f"{commit} is not a commit")
-        return obj.tree.decode("ascii")
+    def observe_target_history(self, repository: Path, branch: str, base: str) -> TargetHistory:
+        return observe_target_history(repository, branch, base)

@@ -33,9 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...domain.errors import BadInput, Conflict, NotFound, Refused
-from .repository import open_repo
+from .repository import DulwichRepository, open_repo
+from .trees import changed_paths, commit_tree, tree_paths
 
-__all__ = ["Capture", "Unstable", "capture", "capture_twice"]
+__all__ = ["Capture", "DulwichCapture", "Unstable", "capture", "capture_twice"]
 
 TREE, FILE, EXECUTABLE, SYMLINK, GITLINK = 0o040000, 0o100644, 0o100755, 0o120000, 0o160000
 CACHE_NAME = "docket-capture.index"
@@ -386,3 +387,20 @@ class _StatCache:
         except BaseException:
             os.unlink(draft)
             raise
+
+
+class DulwichCapture(DulwichRepository):
+    """The CapturePort: worktrees captured into trees, commits' trees read (trees.py)."""
+
+    def capture_twice(self, worktree: Path, *, expected_head: str | None, base: str,
+                      artifact_dir: str | None) -> Capture | Unstable:
+        return capture_twice(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir)
+
+    def commit_tree(self, repository: Path, commit: str) -> str:
+        return commit_tree(repository, commit)
+
+    def tree_paths(self, repository: Path, commit: str, folder: str) -> list[str]:
+        return tree_paths(repository, commit, folder)
+
+    def changed_paths(self, repository: Path, base: str, commit: str) -> tuple[str, ...]:
+        return changed_paths(repository, base, commit)

@@ -29,7 +29,8 @@ from .repository import (
     unsafe_parent,
 )
 
-__all__ = ["create_execution", "execution_path", "inspect_execution", "observe_execution", "remove_execution"]
+__all__ = ["create_execution", "execution_path", "execution_remnants", "inspect_execution", "observe_execution",
+           "remove_execution"]
 
 _LINK_MODE, _GITLINK_MODE = 0o120000, 0o160000
 

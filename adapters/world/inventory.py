@@ -14,11 +14,12 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from ...domain.effects import DocketWorktree
+from ...domain.effects import BranchObservation, DocketWorktree
 from ...domain.errors import BadInput, Refused
 from ...domain.names import check_branch_name
 from .repository import (
     AdminEntry,
+    DulwichRepository,
     admin_entries,
     entry_for,
     making_worktrees,
@@ -32,6 +33,7 @@ from .repository import (
 )
 
 __all__ = [
+    "DulwichInventory",
     "branch_tip",
     "check_docket_ref",
     "check_removal",
@@ -363,3 +365,32 @@ def _checked_out_elsewhere(common: Path, branch: str) -> bool:
     """Whether another worktree's admin entry or the main checkout has refs/heads/<branch> as HEAD."""
     head = f"ref: refs/heads/{branch}"
     return any(e.head == head for e in admin_entries(common)) or read_text(common / "HEAD") == head
+
+
+class DulwichInventory(DulwichRepository):
+    """The InventoryPort over repositories on disk."""
+
+    def observe_branch(self, repository: Path, branch: str) -> BranchObservation:
+        return observe_branch(repository, branch)
+
+    def branch_tip(self, repository: Path, branch: str) -> str | None:
+        return branch_tip(repository, branch)
+
+    def list_docket_refs(self, repository: Path) -> list[tuple[str, str]]:
+        return list_docket_refs(repository)
+
+    def list_docket_worktrees(self, repository: Path) -> list[DocketWorktree]:
+        return list_docket_worktrees(repository)
+
+    def observe_head(self, repository: Path, worktree: Path) -> tuple[str | None, str | None]:
+        return observe_head(repository, worktree)
+
+    def owns_branch(self, repository: Path, path: Path) -> str | None:
+        return owns_branch(repository, path)
+
+    def remove_worktree(self, repository: Path, path: Path, *, expected_head: str | None, branch: str | None,
+                        group_alive: bool = False) -> None:
+        remove_worktree(repository, path, expected_head=expected_head, branch=branch, group_alive=group_alive)
+
+    def delete_ref(self, repository: Path, ref: str, expected: str) -> None:
+        delete_ref(repository, ref, expected)

@@ -35,10 +35,11 @@ from pathlib import Path
 from ...domain.candidates import quote_path
 from ...domain.effects import IntegrationObservation, MergeResult
 from ...domain.errors import BadInput
-from ...domain.integration import TargetObservation
-from .repository import open_repo
+from ...domain.integration import CheckoutObservation, TargetObservation
+from .checkout import observe_checkout, update_checkout
+from .repository import DulwichRepository, commit_of, is_commit, open_repo
 
-__all__ = ["MERGE_IDENTITY", "advance_ref", "changed_paths", "merge_candidate", "observe_integration",
+__all__ = ["MERGE_IDENTITY", "DulwichMerges", "advance_ref", "merge_candidate", "observe_integration",
            "observe_target"]
 
 MERGE_IDENTITY = b"docket <docket@localhost>"
@@ -81,7 +82,7 @@ def _observe(repo, ref: str, parent: str, candidate: str) -> IntegrationObservat
         return IntegrationObservation("diverged", commit=named,
                                       detail=f"{ref} names a {obj.type_name.decode()}, not a commit")
     for name, ancestor in (("expected parent", parent), ("candidate", candidate)):
-        if not _is_commit(repo, ancestor) or not _is_ancestor(repo, ancestor, named):
+        if not is_commit(repo, ancestor) or not _is_ancestor(repo, ancestor, named):
             return IntegrationObservation("diverged", commit=named,
                                           detail=f"{ref} names commit {named}, which does not hold the {name} "
                                                  f"{ancestor}")
@@ -114,7 +115,7 @@ def merge_candidate(repository: Path, head: str, candidate_commit: str, message:
 def _merge(repo, head: str, candidate: str, message: str) -> MergeResult:  # noqa: ANN001
     from dulwich.objects import Commit, Tree
 
-    ours, theirs = _commit(repo, head), _commit(repo, candidate)
+    ours, theirs = commit_of(repo, head), commit_of(repo, candidate)
     if ours is None or theirs is None:
         missing = head if ours is None else candidate
         return MergeResult("unreadable", detail=f"{missing} is not a commit in the repository")
@@ -204,7 +205,7 @@ def advance_ref(repository: Path, ref: str, expected_old: str | None, new: str) 
     except (NotGitRepository, OSError):
         return
     with repo:
-        if not _is_commit(repo, new):
+        if not is_commit(repo, new):
             return
         from .ref_locks import write_ref
 
@@ -234,7 +235,7 @@ def observe_target(repository: Path, branch: str) -> TargetObservation:
                 sha = repo.refs[ref.encode()]
             except KeyError:
                 return TargetObservation("missing", checked_out=_checked_out(Path(repository), ref))
-            if not _is_commit(repo, sha.decode("ascii")):
+            if not is_commit(repo, sha.decode("ascii")):
                 return TargetObservation("unreadable", commit=sha.decode("ascii"), detail=f"{ref} names no commit")
             return TargetObservation("found", commit=sha.decode("ascii"),
                                      checked_out=_checked_out(Path(repository), ref))
@@ -267,23 +268,6 @@ def _head(path: Path) -> str | None:
         return path.read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
         return None
-
-
-def changed_paths(repository: Path, base: str, commit: str) -> tuple[str, ...]:
-    """The paths (quoted as candidates quote them, sorted) whose entries differ between base's tree and commit's.
-    OSError or KeyError when either cannot be read."""
-    from dulwich.diff_tree import tree_changes
-
-    with open_repo(repository) as repo:
-        old, new = _commit(repo, base), _commit(repo, commit)
-        if old is None or new is None:
-            raise KeyError(f"{base if old is None else commit} is not a commit in {repository}")
-        paths = set()
-        for change in tree_changes(repo.object_store, old.tree, new.tree):
-            for entry in (change.old, change.new):
-                if entry is not None and entry.path is not None:
-                    paths.add(quote_path(entry.path))
-        return tuple(sorted(paths))
 
 
 @dataclass(frozen=True)
@@ -571,22 +555,32 @@ def _pick(base, ours, theirs):  # noqa: ANN001, ANN202
     return None
 
 
-def _commit(repo, sha: str):  # noqa: ANN001, ANN202
-    from dulwich.objects import Commit
-
-    try:
-        obj = repo[sha.encode("ascii")]
-    except (KeyError, ValueError, UnicodeEncodeError):
-        return None
-    return obj if isinstance(obj, Commit) else None
-
-
-def _is_commit(repo, sha: str) -> bool:  # noqa: ANN001
-    return _commit(repo, sha) is not None
-
-
 def _is_ancestor(repo, ancestor: str, descendant: str) -> bool:  # noqa: ANN001
     """ancestor is descendant or one of its ancestors (both commits in the repository)."""
     from dulwich.graph import can_fast_forward
 
     return can_fast_forward(repo, ancestor.encode("ascii"), descendant.encode("ascii"))
+
+
+class DulwichMerges(DulwichRepository):
+    """The MergePort: the integration ref and the target observed and moved, candidates merged, the target's
+    checkout updated (checkout.py)."""
+
+    def observe_integration(self, repository: Path, ref: str, expected_parent: str,
+                            candidate_commit: str) -> IntegrationObservation:
+        return observe_integration(repository, ref, expected_parent, candidate_commit)
+
+    def merge_candidate(self, repository: Path, head: str, candidate_commit: str, message: str) -> MergeResult:
+        return merge_candidate(repository, head, candidate_commit, message)
+
+    def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str) -> None:
+        advance_ref(repository, ref, expected_old, new)
+
+    def observe_target(self, repository: Path, branch: str) -> TargetObservation:
+        return observe_target(repository, branch)
+
+    def observe_checkout(self, worktree: Path, old: str, new: str) -> CheckoutObservation:
+        return observe_checkout(worktree, old, new)
+
+    def update_checkout(self, worktree: Path, old: str, new: str) -> None:
+        update_checkout(worktree, old, new)

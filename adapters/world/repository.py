@@ -20,13 +20,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...domain.effects import BranchObservation
+from .identity import read_identity
 
 if TYPE_CHECKING:
     from dulwich.repo import Repo
 
-__all__ = ["AdminEntry", "admin_entries", "check_out_branch", "check_out_detached", "entry_for", "is_commit",
-           "make_parents", "making_worktrees", "observe_branch", "open_repo", "read_text", "ref_tip", "remove_checkout",
-           "same", "unsafe_parent"]
+__all__ = ["AdminEntry", "DulwichRepository", "admin_entries", "check_out_branch", "check_out_detached", "commit_of",
+           "entry_for", "is_commit", "make_parents", "making_worktrees", "observe_branch", "open_repo", "read_text",
+           "ref_tip", "remove_checkout", "same", "unsafe_parent"]
+
+
+class DulwichRepository:
+    """What every git adapter answers alike (a RepositoryPort): whose the repository is."""
+
+    def identity(self, repository: Path) -> str | None:
+        return read_identity(repository)
 
 
 def open_repo(path: Path) -> Repo:
@@ -224,6 +232,17 @@ def ref_tip(repo, ref: str) -> str | None:  # noqa: ANN001
         return repo.refs[ref.encode()].decode("ascii")
     except KeyError:
         return None
+
+
+def commit_of(repo, sha: str):  # noqa: ANN001, ANN201
+    """The Commit sha names in repo; None when it names nothing there, or no commit."""
+    from dulwich.objects import Commit
+
+    try:
+        obj = repo[sha.encode("ascii")]
+    except (KeyError, ValueError, UnicodeEncodeError):
+        return None
+    return obj if isinstance(obj, Commit) else None
 
 
 def is_commit(repo, sha: str) -> bool:  # noqa: ANN001

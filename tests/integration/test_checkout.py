@@ -115,9 +115,9 @@ def test_the_environment_of_another_repository_is_not_inherited(repo, commits, t
 
 
 def test_the_fake_observes_and_updates_a_checkout_as_the_real_one_does(tmp_path):
-    from tests.fakes.git import FakeGit
+    from tests.fakes.merges import FakeMerges
 
-    fake = FakeGit()
+    fake = FakeMerges()
     old, new = "a" * 40, "b" * 40
     assert fake.observe_checkout(tmp_path, old, new).state == "at-old"
     fake.update_checkout(tmp_path, old, new)
@@ -135,7 +135,7 @@ def test_the_target_intent_moves_a_clean_checkout_then_the_branch(repo, commits,
     """Through the intent kind: act once, and the branch, HEAD, index and files are the integrated commit's; also
     when the integrated commit has the expected commit's very tree (a merge that changed nothing)."""
     from docket.adapters.service_layer.intents import INTEGRATION_TARGET
-    from docket.adapters.world.git import DulwichGit
+    from docket.adapters.world.merge import DulwichMerges
     from docket.domain import events as ev
     from docket.domain import integration
     from docket.domain.effects import Act
@@ -148,7 +148,7 @@ def test_the_target_intent_moves_a_clean_checkout_then_the_branch(repo, commits,
         repository=str(repo / ".git"), target_ref="refs/heads/main", expected_commit=old, commit=new,
         tree=git(repo, "rev-parse", f"{new}^{{tree}}"), checkout=str(repo))
     state = integration.Integration(run_id="r1", version=5)
-    port = DulwichGit()
+    port = DulwichMerges()
     observed = INTEGRATION_TARGET.observe(port, intent, None)
     assert observed.checked_out == str(repo) and observed.checkout.state == "at-old"
     assert isinstance(INTEGRATION_TARGET.decide(state, intent, observed, "2026-01-01T00:00:00.000Z"), Act)

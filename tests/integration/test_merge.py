@@ -13,8 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fakes.git import FakeGit, FakeRepository
-from docket.adapters.world.git import DulwichGit
+from tests.fakes.merges import FakeMerges
+from tests.fakes.repository import FakeRepository
+from docket.adapters.world.merge import DulwichMerges
 from docket.adapters.world.merge import advance_ref, merge_candidate, observe_integration
 from docket.domain.effects import MergeResult
 from docket.domain.errors import BadInput
@@ -319,14 +320,14 @@ def test_advance_ref_is_compare_and_swap(empty: Path) -> None:
 @pytest.mark.parametrize("world", ["real", "fake"])
 def test_fake_and_real_ports_walk_one_step_alike(world: str, empty: Path) -> None:
     if world == "real":
-        port, repository = DulwichGit(), empty / ".git"
+        port, repository = DulwichMerges(), empty / ".git"
         _, head, candidate = three(empty, {b"a": ("100644", b"1\n")},
                                    {b"a": ("100644", b"1\n"), b"b": ("100644", b"b\n")}, {b"a": ("100644", b"2\n")})
     else:
         fake = FakeRepository()
         repository, base = empty / ".git", fake.add_commit((), fake.add_tree("base"), "base")
         head, candidate = (fake.add_commit((base,), fake.add_tree(n), n) for n in ("ours", "theirs"))
-        port = FakeGit({repository: fake})
+        port = FakeMerges({repository: fake})
     seen = [port.observe_integration(repository, REF, head, candidate).state]
     port.advance_ref(repository, REF, None, head)
     seen.append(port.observe_integration(repository, REF, head, candidate).state)
