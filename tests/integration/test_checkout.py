@@ -259,3 +259,26 @@ def test_what_is_in_the_way_is_what_git_merge_refuses_and_the_move_leaves_what_g
     update_checkout(repo, old, new)
     assert _files(repo) == (_files(copy) if merged.returncode == 0 else before)
     assert observe_checkout(repo, old, new).state == ("at-new" if merged.returncode == 0 else "dirty")
+
+
+@pytest.mark.parametrize("world", ["real", "fake"])
+def test_the_merge_ports_move_a_clean_checkout_and_never_a_dirty_one_alike(world, repo, commits):
+    from docket.adapters.world.merge import DulwichMerges
+    from tests.fakes.merges import FakeMerges
+
+    old, new = commits
+    port = DulwichMerges() if world == "real" else FakeMerges()
+    assert port.observe_checkout(repo, old, new).state == "at-old"
+    port.update_checkout(repo, old, new)
+    assert port.observe_checkout(repo, old, new).state == "at-new"
+    port.update_checkout(repo, old, new)  # not at old: nothing
+    assert port.observe_checkout(repo, old, new).state == "at-new"
+    port.update_checkout(repo, new, old)
+    assert port.observe_checkout(repo, old, new).state == "at-old"
+    if world == "real":
+        (repo / "README.md").write_text("x\n")
+    else:
+        port.checkouts[repo] = ("unstaged README.md",)
+    assert port.observe_checkout(repo, old, new) == CheckoutObservation("dirty", ("unstaged README.md",))
+    port.update_checkout(repo, old, new)
+    assert port.observe_checkout(repo, old, new).state == "dirty"

@@ -634,3 +634,46 @@ def test_a_conflict_in_a_virtual_base_has_the_markers_git_puts_there(tmp_path_fa
                                "base", "-L", "Temporary merge branch 2", "ours", "base", "theirs"], cwd=path,
                               capture_output=True, check=False).stdout
     assert _with_markers([Blob.from_string(text(*lines)) for lines in three_ways], 9) == expected
+
+
+# The MergePort's contract: DulwichMerges and FakeMerges alike
+
+
+@pytest.mark.parametrize("world", ["real", "fake"])
+def test_fake_and_real_ports_conflict_alike_and_write_nothing(world: str, empty: Path) -> None:
+    repository = empty / ".git"
+    if world == "real":
+        port = DulwichMerges()
+        _, head, candidate = three(empty, {b"f": ("100644", SEVEN)}, {b"f": ("100644", text("a", "B"))},
+                                   {b"f": ("100644", text("a", "X"))})
+        written = lambda: loose_objects(empty)  # noqa: E731
+    else:
+        fake = FakeRepository()
+        base = fake.add_commit((), fake.add_tree("base"), "base")
+        head, candidate = (fake.add_commit((base,), fake.add_tree(n), n) for n in ("ours", "theirs"))
+        port = FakeMerges({repository: fake})
+        port.merge_conflicts[(head, candidate)] = ("f",)
+        written = lambda: dict(fake.objects)  # noqa: E731
+    before = written()
+    result = port.merge_candidate(repository, head, candidate, MESSAGE)
+    assert (result.state, result.conflicts, result.commit) == ("conflicted", ("f",), None)
+    assert written() == before
+    assert port.observe_integration(repository, REF, head, candidate).state == "missing"  # no ref moved
+
+
+@pytest.mark.parametrize("world", ["real", "fake"])
+def test_fake_and_real_ports_observe_the_target_alike(world: str, empty: Path, tmp_path: Path) -> None:
+    repository = empty / ".git"
+    if world == "real":
+        port = DulwichMerges()
+        tip = commit(empty, {b"a": ("100644", b"1\n")})
+        _git(empty, "update-ref", "refs/heads/release", tip)
+    else:
+        fake = FakeRepository()
+        tip = fake.point("release")
+        port = FakeMerges({repository: fake})
+    assert port.observe_target(repository, "release").state == "found"
+    assert port.observe_target(repository, "release").commit == tip
+    assert port.observe_target(repository, "absent").state == "missing"
+    assert port.observe_target(tmp_path / "nowhere", "release").state == "unreadable"
+    assert port.merge_candidate(repository, tip, "f" * 40, MESSAGE).state == "unreadable"
