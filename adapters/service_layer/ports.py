@@ -366,7 +366,7 @@ class RealPorts:
 
     @cached_property
     def merges(self) -> MergePort:
-        from ..world.merge import DulwichMerges
+        from ..world.integration_refs import DulwichMerges
 
         return DulwichMerges()
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...domain.errors import BadInput, Conflict, NotFound, Refused
-from .repository import DulwichRepository, open_repo
+from .repository import DulwichRepository, open_repo, same
 from .trees import changed_paths, commit_tree, tree_paths
 
 __all__ = ["Capture", "DulwichCapture", "Unstable", "capture", "capture_twice"]
@@ -101,7 +101,7 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
     except (NotGitRepository, OSError) as e:
         raise Refused("worktree-unreadable", f"{worktree} is not a git worktree: {e}") from None
     with repo:
-        if repo.bare or not _same(Path(repo.path), worktree):
+        if repo.bare or not same(Path(repo.path), worktree):
             raise Refused("worktree-unreadable", f"{worktree} is not the top folder of a git worktree")
         try:
             head = repo.refs[b"HEAD"]
@@ -342,10 +342,6 @@ def _differing(worktree: Path, first: Capture, second: Capture) -> tuple[str, ..
     with open_repo(worktree) as repo:
         paths = set(_changed_paths(repo.object_store, first.tree.encode(), second.tree.encode()))
     return tuple(sorted(paths | (set(first.changed) ^ set(second.changed))))
-
-
-def _same(a: Path, b: Path) -> bool:
-    return os.path.realpath(a) == os.path.realpath(b)
 
 
 # The stat cache ------------------------------------------------------------------

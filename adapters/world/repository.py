@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from dulwich.repo import Repo
 
 __all__ = ["AdminEntry", "DulwichRepository", "admin_entries", "check_out_branch", "check_out_detached", "commit_of",
-           "entry_for", "is_commit", "make_parents", "making_worktrees", "observe_branch", "open_repo", "read_text",
-           "ref_tip", "remove_checkout", "same", "unsafe_parent"]
+           "entry_for", "is_ancestor", "is_commit", "make_parents", "making_worktrees", "observe_branch", "open_repo",
+           "read_text", "ref_tip", "remove_checkout", "same", "unsafe_parent"]
 
 
 class DulwichRepository:
@@ -243,6 +243,13 @@ def commit_of(repo, sha: str):  # noqa: ANN001, ANN201
     except (KeyError, ValueError, UnicodeEncodeError):
         return None
     return obj if isinstance(obj, Commit) else None
+
+
+def is_ancestor(repo, ancestor: str, descendant: str) -> bool:  # noqa: ANN001
+    """ancestor is descendant or one of its ancestors (both commits in the repository)."""
+    from dulwich.graph import can_fast_forward
+
+    return can_fast_forward(repo, ancestor.encode("ascii"), descendant.encode("ascii"))
 
 
 def is_commit(repo, sha: str) -> bool:  # noqa: ANN001

@@ -9,7 +9,7 @@ import pytest
 
 from docket.adapters.service_layer.intents import INTEGRATION_STEP, INTEGRATION_TARGET
 from docket.adapters.world.capture import DulwichCapture
-from docket.adapters.world.merge import DulwichMerges
+from docket.adapters.world.integration_refs import DulwichMerges
 from docket.domain import events as ev
 from docket.domain import integration
 from docket.domain.effects import Act, Unknown

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from tests.fakes.merges import FakeMerges
 from tests.fakes.repository import FakeRepository
-from docket.adapters.world.merge import DulwichMerges
-from docket.adapters.world.merge import advance_ref, merge_candidate, observe_integration
+from docket.adapters.world.integration_refs import DulwichMerges, advance_ref, observe_integration
+from docket.adapters.world.merge import merge_candidate
 from docket.domain.effects import MergeResult
 from docket.domain.errors import BadInput
 from docket.domain.merges import PathOverlap, changed_paths_overlap, merge_message, trailers
