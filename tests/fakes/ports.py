@@ -1,12 +1,9 @@
-"""The five fake git ports over one FakeWorld, bundled as an effector's Ports (for tests that drive several)."""
+"""The five fake git ports over one FakeWorld (for tests that drive several at once)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-from docket.adapters.service_layer.ports import Ports
 
 from .candidate_refs import FakeCandidateRefs
 from .capture import FakeCapture
@@ -29,7 +26,3 @@ class FakeGitPorts:
         self.merges = FakeMerges(self.world)
         self.inventory = FakeInventory(self.world)
 
-    def ports(self, **others: Any) -> Ports:
-        """These fakes as Ports, with the other ports given (processes, launcher)."""
-        return Ports(capture=self.capture, candidate_refs=self.candidate_refs, workspaces=self.workspaces,
-                     merges=self.merges, inventory=self.inventory, **others)
