@@ -155,8 +155,8 @@ def candidate_release(ctx: Context) -> int:
 
         bindings = [r["binding_id"] for r in candidates.candidates_of(ctx.views().conn, candidate.run_id,
                                                                        candidate.task_id)]
-        kept = kept_elsewhere(ctx.ledger, ctx.effector.ports.git, candidate.binding_id, bindings,
-                              artifact_dir=artifact_dir())
+        kept = kept_elsewhere(ctx.ledger, ctx.effector.ports.capture, ctx.effector.ports.candidate_refs,
+                              candidate.binding_id, bindings, artifact_dir=artifact_dir())
         if kept is None and not a.discard:
             raise Refused("unpreserved-candidate", f"{candidate.ref} is the only copy of its work (changed: "
                           f"{', '.join(candidate.changed_paths[:5])}{' ...' if len(candidate.changed_paths) > 5 else ''}"

@@ -101,5 +101,5 @@ def _reconcile_git(ctx: Context, *, apply: bool) -> list[Any]:
                         for row in tasks.all_tasks(conn) if row["worktree"] or not row["worktree_removed"]}
     owned_worktrees |= {row["execution"] for row in checks.live_executions(conn)
                         if row["execution_state"] in ("requested", "ready", "removing")}
-    return reconcile_git(ctx.effector.ports.git, repository, owned_refs=owned_refs, owned_worktrees=owned_worktrees,
-                         apply=apply)
+    return reconcile_git(ctx.effector.ports.inventory, repository, owned_refs=owned_refs,
+                         owned_worktrees=owned_worktrees, apply=apply)

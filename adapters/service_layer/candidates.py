@@ -87,10 +87,9 @@ def pin_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: 
         raise Refused("no-worktree", f"task {task_id} has no worktree yet ('docket worker launch' makes it)")
     if run.base_commit is None:
         raise Refused("run-base-not-pinned", f"run {run_id} has no pinned base commit yet")
-    git = effector.ports.git
     # what changed is measured from where the worktree started: a task that depends on others starts from their work
-    captured = git.capture_twice(Path(task.worktree), expected_head=None, base=task.base or run.base_commit,
-                                 artifact_dir=artifact_dir)
+    captured = effector.ports.capture.capture_twice(Path(task.worktree), expected_head=None,
+                                                    base=task.base or run.base_commit, artifact_dir=artifact_dir)
     boundary = boundary_of(generation)
     if not hasattr(captured, "tree"):  # Unstable
         def unstable(now: str) -> Event:
@@ -208,7 +207,7 @@ def pin_tree(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: 
     run = load_run(ledger, run_id)
     if run.base_commit is None:
         raise Refused("run-base-not-pinned", f"run {run_id} has no pinned base commit yet")
-    changed = effector.ports.git.changed_paths(repository, run.base_commit, parent)
+    changed = effector.ports.capture.changed_paths(repository, run.base_commit, parent)
     _require_recordable(changed, task_id)
     identity = worktree_identity(str(repository), source)
     binding = binding_id(binding_seed(run_id, boundary), parent, tree, changed, identity)

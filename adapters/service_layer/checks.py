@@ -211,15 +211,16 @@ def _conclude(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_i
     """Inspect the execution, copy its artifacts back, read its report, and record the one result."""
     candidate = load_candidate(ledger, binding)
     run = candidate.check_run(check_id)
-    git = effector.ports.git
-    inspection = git.inspect_execution(Path(run.repository), Path(run.execution), candidate.commit)
+    inspection = effector.ports.workspaces.inspect_execution(Path(run.repository), Path(run.execution),
+                                                             candidate.commit)
     artifacts: list[dict[str, Any]] = []
     artifact_error: DocketError | None = None
     if inspection.state == "matching" and run.artifact_dir:
         from ..world.artifacts import copy_artifacts
 
         try:
-            tracked = git.tree_paths(Path(run.repository), candidate.commit, run.artifact_dir)  # not check output
+            tracked = effector.ports.capture.tree_paths(Path(run.repository), candidate.commit,
+                                                        run.artifact_dir)  # not check output
             copied = copy_artifacts(Path(run.execution), run.artifact_dir, Path(candidate.worktree), tracked=tracked)
             artifacts = [dict(path=a.path, sha256=a.sha256, size=a.size) for a in copied]
         except DocketError as e:

@@ -54,8 +54,8 @@ def confirm_handoff(ledger: Ledger, clock: Clock, effector: Any, binding: str,
     if worker is None:
         raise Refused("no-worker", f"candidate {binding} was not made by a worker")
     processes = effector.ports.processes
-    pin = effector.ports.git.observe_candidate(Path(candidate.repository), candidate.ref, candidate.parent,
-                                               candidate.tree)
+    pin = effector.ports.candidate_refs.observe_candidate(Path(candidate.repository), candidate.ref,
+                                                          candidate.parent, candidate.tree)
     faults.crash_point("handoff:after-observe")
 
     def decision(now: str) -> list[Event]:

@@ -32,6 +32,7 @@ from ...domain.events import Event
 from ..world.clock import Clock, new_id
 from .candidates import load_candidate, task_repository
 from .ledger import Ledger
+from .ports import CandidateRefsPort, CapturePort, InventoryPort
 from .services import load_run, load_task
 from .workers import holder_liveness, process_liveness, worktree_resource
 
@@ -64,27 +65,27 @@ def pinned(candidate: candidate_aggregate.Candidate) -> tuple[bool, str]:
 class TargetHistories:
     """Whether the history of a candidate's run's target holds the candidate's work; each history read once."""
 
-    def __init__(self, ledger: Ledger, git: Any):
-        self.ledger, self.git = ledger, git
+    def __init__(self, ledger: Ledger, candidate_refs: CandidateRefsPort):
+        self.ledger, self.candidate_refs = ledger, candidate_refs
         self._read: dict[tuple[str, str, str], TargetHistory] = {}
 
     def __call__(self, candidate: candidate_aggregate.Candidate) -> tuple[bool, str]:
         target = load_run(self.ledger, candidate.run_id).target_branch
         key = (candidate.repository, target, candidate.base)
         if key not in self._read:
-            self._read[key] = self.git.observe_target_history(Path(candidate.repository), target, candidate.base)
+            self._read[key] = self.candidate_refs.observe_target_history(Path(candidate.repository), target, candidate.base)
         return candidate_aggregate.preserved_by_target(candidate, self._read[key])
 
 
-def preservation(ledger: Ledger, git: Any, task: task_aggregate.Task, bindings: Sequence[str], *,
+def preservation(ledger: Ledger, capture: CapturePort, task: task_aggregate.Task, bindings: Sequence[str], *,
                  artifact_dir: str | None, kept_by: KeptBy = pinned) -> Preservation:
     """Capture the task's worktree twice and compare it with its candidates (bindings: the task's) that keep their
     work (kept_by)."""
     assert task.worktree is not None
     run = load_run(ledger, task.run_id)
     assert run.base_commit is not None
-    captured = git.capture_twice(Path(task.worktree), expected_head=None, base=run.base_commit,
-                                 artifact_dir=artifact_dir)
+    captured = capture.capture_twice(Path(task.worktree), expected_head=None, base=run.base_commit,
+                                     artifact_dir=artifact_dir)
     if not hasattr(captured, "tree"):
         return Preservation(False, None, None, captured.differing,
                             reason=f"it is being written to ({_paths(captured.differing)} changed between two "
@@ -121,7 +122,8 @@ def remove_task_worktree(ledger: Ledger, clock: Clock, effector: Any, processes:
                                      + (f" (its worktree {task.removed} was removed)" if task.removed else ""))
     if task.removal_intent is None:
         _require_idle(ledger, processes, task)
-        kept = preservation(ledger, effector.ports.git, task, bindings, artifact_dir=artifact_dir, kept_by=kept_by)
+        kept = preservation(ledger, effector.ports.capture, task, bindings, artifact_dir=artifact_dir,
+                            kept_by=kept_by)
         if not kept.preserved:
             raise Refused("unpinned-work", f"the worktree of task {task_id} holds {kept.reason}; pin it first "
                                            f"('docket candidate pin {task.run_id} --task {task_id}')")
@@ -189,7 +191,7 @@ def gc(ledger: Ledger, clock: Clock, effector: Any, processes: Any, *, tasks: Se
     """
     from .checks import remove_execution
 
-    in_target = TargetHistories(ledger, effector.ports.git)
+    in_target = TargetHistories(ledger, effector.ports.candidate_refs)
     found: list[Kept] = []
     bindings_of: dict[str, list[str]] = {}
     for row in candidates:
@@ -205,7 +207,7 @@ def gc(ledger: Ledger, clock: Clock, effector: Any, processes: Any, *, tasks: Se
             continue
         try:
             _require_idle(ledger, processes, task)
-            kept = preservation(ledger, effector.ports.git, task, bindings_of.get(task.task_id, []),
+            kept = preservation(ledger, effector.ports.capture, task, bindings_of.get(task.task_id, []),
                                 artifact_dir=artifact_dir, kept_by=in_target)
         except DocketError as e:
             found.append(replace(item, reason=f"{e.code}: {e.message}"))
@@ -280,40 +282,40 @@ class GitFinding:
     applied: str | None = None
 
 
-def reconcile_git(git: Any, repository: Path, *, owned_refs: set[str], owned_worktrees: set[str],
+def reconcile_git(inventory: InventoryPort, repository: Path, *, owned_refs: set[str], owned_worktrees: set[str],
                   apply: bool) -> list[GitFinding]:
     """Refs under refs/docket/ and worktrees in docket's folders that the ledger does not own; apply removes them
     (a ref by compare-and-swap from what it names; a worktree only if it has no branch checked out)."""
     findings = []
-    for ref, oid in git.list_docket_refs(repository):
+    for ref, oid in inventory.list_docket_refs(repository):
         if ref in owned_refs:
             continue
         finding = GitFinding("ref", ref, f"names {oid}; no candidate in the ledger owns it")
         if apply:
-            git.delete_ref(repository, ref, oid)
+            inventory.delete_ref(repository, ref, oid)
             finding = replace(finding, applied="deleted")
         findings.append(finding)
-    for place in git.list_docket_worktrees(repository):
+    for place in inventory.list_docket_worktrees(repository):
         if str(place.path) in owned_worktrees:
             continue
         what = place.detail or (f"a {place.kind} worktree at {place.head or 'an unknown commit'}"
                                 + (f" on branch {place.branch}" if place.branch else " (detached)"))
         finding = GitFinding("worktree", str(place.path), f"{what}; no record in the ledger owns it")
         if apply:
-            branch = place.branch or git.owns_branch(repository, Path(place.path))
+            branch = place.branch or inventory.owns_branch(repository, Path(place.path))
             if branch is not None:
                 finding = replace(finding, applied=f"kept: it has branch {branch} checked out")
             elif place.detail:
                 finding = replace(finding, applied="kept: not a worktree docket made (never followed or removed)")
             else:
-                git.remove_worktree(repository, Path(place.path), expected_head=place.head, branch=None)
+                inventory.remove_worktree(repository, Path(place.path), expected_head=place.head, branch=None)
                 finding = replace(finding, applied="removed")
         findings.append(finding)
     return findings
 
 
-def kept_elsewhere(ledger: Ledger, git: Any, binding: str, bindings: Sequence[str], *,
-                   artifact_dir: str | None) -> str | None:
+def kept_elsewhere(ledger: Ledger, capture: CapturePort, candidate_refs: CandidateRefsPort, binding: str,
+                   bindings: Sequence[str], *, artifact_dir: str | None) -> str | None:
     """How a candidate's work is kept other than by its ref (None: the ref is its only copy).
 
     The target's history keeps it (``candidate.preserved_by_target``), another
@@ -323,12 +325,12 @@ def kept_elsewhere(ledger: Ledger, git: Any, binding: str, bindings: Sequence[st
     from .base_checks import BOUNDARY
 
     candidate = load_candidate(ledger, binding)
-    delivered, why = TargetHistories(ledger, git)(candidate)
+    delivered, why = TargetHistories(ledger, candidate_refs)(candidate)
     if delivered:
         return why
     if candidate.boundary == BOUNDARY and candidate.parent == candidate.base:  # the run's base, pinned to check it
         try:
-            if git.commit_tree(Path(candidate.repository), candidate.base) == candidate.tree:
+            if capture.commit_tree(Path(candidate.repository), candidate.base) == candidate.tree:
                 return "it pins the run's base commit's own tree: no work of its own"
         except (KeyError, OSError):
             pass
@@ -343,8 +345,8 @@ def kept_elsewhere(ledger: Ledger, git: Any, binding: str, bindings: Sequence[st
         run = load_run(ledger, task.run_id)
         assert run.base_commit is not None
         try:
-            captured = git.capture_twice(Path(task.worktree), expected_head=None, base=run.base_commit,
-                                         artifact_dir=artifact_dir)
+            captured = capture.capture_twice(Path(task.worktree), expected_head=None, base=run.base_commit,
+                                             artifact_dir=artifact_dir)
         except DocketError:
             return None
         if getattr(captured, "tree", None) == candidate.tree and captured.head == candidate.parent:

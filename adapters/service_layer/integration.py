@@ -268,7 +268,7 @@ def _observe_target(effector: Any, repository: Path, branch: str,
                     final_commit: str | None) -> integration_aggregate.TargetObservation:
     """The target branch, and the index and files of the worktree that has it checked out, if any: against the
     commit it names and final_commit (the one it is to move to; None: not known yet)."""
-    git = effector.ports.git
+    git = effector.ports.merges
     observed = git.observe_target(repository, branch)
     if observed.state != "found" or observed.checked_out is None:
         return observed
@@ -299,7 +299,7 @@ def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integr
     message = merge_message(f"docket: integrate task {step.task_id} of run {integration.run_id}",
                             trailers(integration.run_id, step.task_id, step.worker_id, step.generation,
                                      step.binding_id))
-    merged = effector.ports.git.merge_candidate(Path(integration.repository), head, step.commit, message)
+    merged = effector.ports.merges.merge_candidate(Path(integration.repository), head, step.commit, message)
     faults.crash_point("integrate:after-merge-computed")
     if merged.state == "unreadable":
         raise OutcomeUnknown("repository-unreadable", f"step {step.step} cannot be merged: {merged.detail}")

@@ -34,7 +34,7 @@ from ...domain.events import (CandidatePinRequested, CandidateReleaseRequested, 
 from ...domain.processes import ProcessIdentity
 from ..world import faults
 from ..world.identity import mismatch_reason
-from .ports import GitPort
+from .ports import CandidateRefsPort, InventoryPort, MergePort, RepositoryPort, WorkspacePort
 
 __all__ = ["CANDIDATE_PIN", "CANDIDATE_RELEASE", "CHECK_LAUNCH", "EXECUTION", "EXECUTION_REMOVAL", "HOOK",
            "INTEGRATION_STEP", "INTEGRATION_TARGET", "INTEGRATION_TARGET_V1", "INTENT_KINDS", "RUN_BASE_PIN",
@@ -66,47 +66,49 @@ class IntentKind(Generic[A, I, O]):
         return self.intent.type_name()
 
 
-def _foreign(git: GitPort, repository: Path, repository_id: str | None) -> str | None:
+def _foreign(port: RepositoryPort, repository: Path, repository_id: str | None) -> str | None:
     """Why the repository at that path is not the one the ledger is bound to (None: it is, or none is bound)."""
-    return None if repository_id is None else mismatch_reason(repository, repository_id, git.identity(repository))
+    return None if repository_id is None else mismatch_reason(repository, repository_id, port.identity(repository))
 
 
-def _observe_base(git: GitPort, intent: RunBasePinRequested, repository_id: str | None) -> BranchObservation:
+def _observe_base(inventory: InventoryPort, intent: RunBasePinRequested,
+                  repository_id: str | None) -> BranchObservation:
     repository = Path(intent.repository)
-    mismatch = _foreign(git, repository, repository_id)
+    mismatch = _foreign(inventory, repository, repository_id)
     if mismatch:
         return BranchObservation("unreadable", detail=mismatch)
-    return git.observe_branch(repository, intent.target_branch)
+    return inventory.observe_branch(repository, intent.target_branch)
 
 
 RUN_BASE_PIN: IntentKind[run_aggregate.Run, RunBasePinRequested, BranchObservation] = IntentKind(
     intent=RunBasePinRequested,
     stream_of=lambda intent: run_aggregate.stream_of(intent.run_id),
     apply=run_aggregate.apply,
-    port="git",
+    port="inventory",
     observe=_observe_base,
     decide=decide_base_pin,
     act=None,  # the branch is only read: observing it is the effect
 )
 
 
-def _observe_worktree(git: GitPort, intent: WorktreeRequested, repository_id: str | None) -> WorktreeObservation:
+def _observe_worktree(workspaces: WorkspacePort, intent: WorktreeRequested,
+                      repository_id: str | None) -> WorktreeObservation:
     repository = Path(intent.repository)
-    mismatch = _foreign(git, repository, repository_id)
+    mismatch = _foreign(workspaces, repository, repository_id)
     if mismatch:
         return WorktreeObservation("unreadable", detail=mismatch)
-    return git.observe_worktree(repository, Path(intent.path), intent.branch, intent.base)
+    return workspaces.observe_worktree(repository, Path(intent.path), intent.branch, intent.base)
 
 
 WORKTREE: IntentKind[task_aggregate.Task, WorktreeRequested, WorktreeObservation] = IntentKind(
     intent=WorktreeRequested,
     stream_of=lambda intent: task_aggregate.stream_of(intent.task_id),
     apply=task_aggregate.apply,
-    port="git",
+    port="workspaces",
     observe=_observe_worktree,
     decide=task_aggregate.decide_worktree,
-    act=lambda git, intent, _: git.create_worktree(Path(intent.repository), Path(intent.path), intent.branch,
-                                                   intent.base),
+    act=lambda workspaces, intent, _: workspaces.create_worktree(Path(intent.repository), Path(intent.path),
+                                                                 intent.branch, intent.base),
     made=task_aggregate.created,
 )
 
@@ -144,13 +146,13 @@ WORKER_STOP: IntentKind[worker_aggregate.Worker, WorkerStopRequested, worker_agg
 
 
 
-def _observe_pin(git: GitPort, intent: CandidatePinRequested | CandidateReleaseRequested,
+def _observe_pin(candidate_refs: CandidateRefsPort, intent: CandidatePinRequested | CandidateReleaseRequested,
                  repository_id: str | None) -> CandidateRefObservation:
     repository = Path(intent.repository)
-    mismatch = _foreign(git, repository, repository_id)
+    mismatch = _foreign(candidate_refs, repository, repository_id)
     if mismatch:
         return CandidateRefObservation("unreadable", detail=mismatch)
-    return git.observe_candidate(repository, intent.ref, intent.parent, intent.tree)
+    return candidate_refs.observe_candidate(repository, intent.ref, intent.parent, intent.tree)
 
 
 def pin_message(intent: CandidatePinRequested) -> str:
@@ -165,11 +167,11 @@ CANDIDATE_PIN: IntentKind[candidate_aggregate.Candidate, CandidatePinRequested, 
     intent=CandidatePinRequested,
     stream_of=lambda intent: candidate_aggregate.stream_of(intent.binding_id),
     apply=candidate_aggregate.apply,
-    port="git",
+    port="candidate_refs",
     observe=_observe_pin,
     decide=candidate_aggregate.decide_pin,
-    act=lambda git, intent, _: git.pin_candidate(Path(intent.repository), intent.ref, intent.parent, intent.tree,
-                                                 pin_message(intent)),
+    act=lambda candidate_refs, intent, _: candidate_refs.pin_candidate(
+        Path(intent.repository), intent.ref, intent.parent, intent.tree, pin_message(intent)),
     made=candidate_aggregate.made,
 )
 
@@ -178,30 +180,33 @@ CANDIDATE_RELEASE: IntentKind[candidate_aggregate.Candidate, CandidateReleaseReq
         intent=CandidateReleaseRequested,
         stream_of=lambda intent: candidate_aggregate.stream_of(intent.binding_id),
         apply=candidate_aggregate.apply,
-        port="git",
+        port="candidate_refs",
         observe=_observe_pin,
         decide=candidate_aggregate.decide_release,
-        act=lambda git, intent, _: git.release_candidate(Path(intent.repository), intent.ref, intent.commit),
+        act=lambda candidate_refs, intent, _: candidate_refs.release_candidate(Path(intent.repository), intent.ref,
+                                                                               intent.commit),
         made=candidate_aggregate.made,
     ))
 
 
-def _observe_execution(git: GitPort, intent: ExecutionRequested, repository_id: str | None) -> ExecutionObservation:
+def _observe_execution(workspaces: WorkspacePort, intent: ExecutionRequested,
+                       repository_id: str | None) -> ExecutionObservation:
     repository = Path(intent.repository)
-    mismatch = _foreign(git, repository, repository_id)
+    mismatch = _foreign(workspaces, repository, repository_id)
     if mismatch:
         return ExecutionObservation("unreadable", detail=mismatch)
-    return git.observe_execution(repository, Path(intent.path), intent.commit)
+    return workspaces.observe_execution(repository, Path(intent.path), intent.commit)
 
 
 EXECUTION: IntentKind[candidate_aggregate.Candidate, ExecutionRequested, ExecutionObservation] = IntentKind(
     intent=ExecutionRequested,
     stream_of=lambda intent: candidate_aggregate.stream_of(intent.binding_id),
     apply=candidate_aggregate.apply,
-    port="git",
+    port="workspaces",
     observe=_observe_execution,
     decide=candidate_aggregate.decide_execution,
-    act=lambda git, intent, _: git.create_execution(Path(intent.repository), Path(intent.path), intent.commit),
+    act=lambda workspaces, intent, _: workspaces.create_execution(Path(intent.repository), Path(intent.path),
+                                                                  intent.commit),
     made=candidate_aggregate.made,
 )
 
@@ -217,20 +222,20 @@ CHECK_LAUNCH: IntentKind[candidate_aggregate.Candidate, CheckLaunchRequested, wo
     ))
 
 
-def _observe_removal(ports: tuple[GitPort, Any], intent: ExecutionRemovalRequested,
+def _observe_removal(ports: tuple[WorkspacePort, Any], intent: ExecutionRemovalRequested,
                      repository_id: str | None) -> candidate_aggregate.RemovalObservation:
-    git, processes = ports
+    workspaces, processes = ports
     repository = Path(intent.repository)
-    mismatch = _foreign(git, repository, repository_id)
+    mismatch = _foreign(workspaces, repository, repository_id)
     if mismatch:
         return candidate_aggregate.RemovalObservation("unreadable", detail=mismatch)
     # the commit is not known here and does not matter: anything at the path is to be removed
-    observed = git.observe_execution(repository, Path(intent.path), "0" * 40)
+    observed = workspaces.observe_execution(repository, Path(intent.path), "0" * 40)
     if observed.state == "unreadable":
         return candidate_aggregate.RemovalObservation("unreadable", detail=observed.detail)
     group = "none" if intent.process is None else processes.group_liveness(
         ProcessIdentity(**intent.process.model_dump()))
-    gone = observed.state == "absent" and not git.execution_remnants(repository, Path(intent.path))
+    gone = observed.state == "absent" and not workspaces.execution_remnants(repository, Path(intent.path))
     return candidate_aggregate.RemovalObservation("absent" if gone else "present", group=group)
 
 
@@ -239,7 +244,7 @@ EXECUTION_REMOVAL: IntentKind[candidate_aggregate.Candidate, ExecutionRemovalReq
     intent=ExecutionRemovalRequested,
     stream_of=lambda intent: candidate_aggregate.stream_of(intent.binding_id),
     apply=candidate_aggregate.apply,
-    port=("git", "processes"),
+    port=("workspaces", "processes"),
     observe=_observe_removal,
     decide=candidate_aggregate.decide_removal,
     act=lambda ports, intent, observed: ports[0].remove_execution(Path(intent.repository), Path(intent.path),
@@ -249,14 +254,14 @@ EXECUTION_REMOVAL: IntentKind[candidate_aggregate.Candidate, ExecutionRemovalReq
 
 
 
-def _observe_worktree_removal(git: GitPort, intent: WorktreeRemovalRequested,
+def _observe_worktree_removal(inventory: InventoryPort, intent: WorktreeRemovalRequested,
                               repository_id: str | None) -> task_aggregate.RemovalObservation:
     repository, path = Path(intent.repository), Path(intent.path)
-    mismatch = _foreign(git, repository, repository_id)
+    mismatch = _foreign(inventory, repository, repository_id)
     if mismatch:
         return task_aggregate.RemovalObservation("unreadable", detail=mismatch)
-    places = [w for w in git.list_docket_worktrees(repository) if Path(w.path) == path]
-    tip = git.branch_tip(repository, intent.branch)
+    places = [w for w in inventory.list_docket_worktrees(repository) if Path(w.path) == path]
+    tip = inventory.branch_tip(repository, intent.branch)
     if tip is not None and tip != intent.head:
         return task_aggregate.RemovalObservation("moved", detail=f"branch {intent.branch} names {tip}, not "
                                                                  f"{intent.head}")
@@ -274,23 +279,23 @@ WORKTREE_REMOVAL: IntentKind[task_aggregate.Task, WorktreeRemovalRequested, task
         intent=WorktreeRemovalRequested,
         stream_of=lambda intent: task_aggregate.stream_of(intent.task_id),
         apply=task_aggregate.apply,
-        port="git",
+        port="inventory",
         observe=_observe_worktree_removal,
         decide=task_aggregate.decide_removal,
-        act=lambda git, intent, _: git.remove_worktree(Path(intent.repository), Path(intent.path),
-                                                       expected_head=intent.head, branch=intent.branch),
+        act=lambda inventory, intent, _: inventory.remove_worktree(Path(intent.repository), Path(intent.path),
+                                                                   expected_head=intent.head, branch=intent.branch),
         made=task_aggregate.removed,
     ))
 
 
 
-def _observe_integration(git: GitPort, intent: IntegrationStepRequested,
+def _observe_integration(merges: MergePort, intent: IntegrationStepRequested,
                          repository_id: str | None) -> IntegrationObservation:
     repository = Path(intent.repository)
-    mismatch = _foreign(git, repository, repository_id)
+    mismatch = _foreign(merges, repository, repository_id)
     if mismatch:
         return IntegrationObservation("unreadable", detail=mismatch)
-    return git.observe_integration(repository, intent.integration_ref, intent.head, intent.candidate_commit)
+    return merges.observe_integration(repository, intent.integration_ref, intent.head, intent.candidate_commit)
 
 
 INTEGRATION_STEP: IntentKind[integration_aggregate.Integration, IntegrationStepRequested, IntegrationObservation] = (
@@ -298,33 +303,33 @@ INTEGRATION_STEP: IntentKind[integration_aggregate.Integration, IntegrationStepR
         intent=IntegrationStepRequested,
         stream_of=lambda intent: integration_aggregate.stream_of(intent.run_id),
         apply=integration_aggregate.apply,
-        port="git",
+        port="merges",
         observe=_observe_integration,
         decide=integration_aggregate.decide_step,
         # the first step creates the ref (create-only); every later one moves it from the step's head
-        act=lambda git, intent, observed: git.advance_ref(
+        act=lambda merges, intent, observed: merges.advance_ref(
             Path(intent.repository), intent.integration_ref, None if observed.state == "missing" else intent.head,
             intent.merge_commit),
         made=integration_aggregate.made,
     ))
 
 
-def _observe_target(git: GitPort, intent: integration_aggregate.TargetIntent,
+def _observe_target(merges: MergePort, intent: integration_aggregate.TargetIntent,
                     repository_id: str | None) -> integration_aggregate.TargetObservation:
     """The target branch and, while the intent's checkout has it checked out, that checkout's index and files
     against the expected commit and the integrated one."""
     repository = Path(intent.repository)
-    mismatch = _foreign(git, repository, repository_id)
+    mismatch = _foreign(merges, repository, repository_id)
     if mismatch:
         return integration_aggregate.TargetObservation("unreadable", detail=mismatch)
-    observed = git.observe_target(repository, intent.target_ref.removeprefix("refs/heads/"))
+    observed = merges.observe_target(repository, intent.target_ref.removeprefix("refs/heads/"))
     checkout = getattr(intent, "checkout", None)
     if checkout is None or observed.state == "unreadable" or observed.checked_out != checkout:
         return observed
-    return replace(observed, checkout=git.observe_checkout(Path(checkout), intent.expected_commit, intent.commit))
+    return replace(observed, checkout=merges.observe_checkout(Path(checkout), intent.expected_commit, intent.commit))
 
 
-def _act_target(git: GitPort, intent: integration_aggregate.TargetIntent,
+def _act_target(merges: MergePort, intent: integration_aggregate.TargetIntent,
                 observed: integration_aggregate.TargetObservation) -> None:
     """The steps left, each observable: the checkout's index and files moved from the expected commit's tree to the
     integrated one's (when the intent names the checkout and they are still at the expected one), then the branch
@@ -335,18 +340,18 @@ def _act_target(git: GitPort, intent: integration_aggregate.TargetIntent,
     old, new = intent.expected_commit, intent.commit
     if observed.commit != old:
         if checkout is not None and state == "at-new":
-            git.update_checkout(Path(checkout), new, old)
+            merges.update_checkout(Path(checkout), new, old)
         return
     if checkout is not None and observed.checked_out == checkout:
         if state == "at-old":
-            git.update_checkout(Path(checkout), old, new)
+            merges.update_checkout(Path(checkout), old, new)
             # clean at new's tree? (asked as "at-old" of new against itself: old's tree may be the same)
-            if git.observe_checkout(Path(checkout), new, new).state != "at-old":
+            if merges.observe_checkout(Path(checkout), new, new).state != "at-old":
                 return  # a local change or a lock was in the way: the observation after the act says so
             faults.crash_point("integrate:after-checkout-update")
         elif state != "at-new":
             return
-    git.advance_ref(Path(intent.repository), intent.target_ref, old, new)
+    merges.advance_ref(Path(intent.repository), intent.target_ref, old, new)
 
 
 def _target_kind(intent: type[Any]) -> IntentKind[Any, Any, Any]:
@@ -354,7 +359,7 @@ def _target_kind(intent: type[Any]) -> IntentKind[Any, Any, Any]:
         intent=intent,
         stream_of=lambda intent: integration_aggregate.stream_of(intent.run_id),
         apply=integration_aggregate.apply,
-        port="git",
+        port="merges",
         observe=_observe_target,
         decide=integration_aggregate.decide_target,
         act=_act_target,

@@ -1,8 +1,10 @@
 """The world as the application sees it: one small Protocol per kind of effect, and the ledger's reader.
 
-Each port has a real adapter and an in-memory fake (``adapters/world/fakes.py``)
-that keeps the same promises, so the application's rules are tested without
-disk. The real effect adapters are chosen here, and only here.
+Git is seen through five ports, one per concept (capture, candidate refs,
+workspaces, merges, inventory), each a RepositoryPort. Each port has a real
+adapter and an in-memory fake (``tests/fakes/``) that keeps the same promises
+(the contract tests hold both to them), so the application's rules are tested
+without disk. The real effect adapters are chosen here, and only here.
 """
 
 from __future__ import annotations
@@ -33,40 +35,46 @@ if TYPE_CHECKING:  # annotations only: compiling the secret patterns and importi
     from ..world.processes import LaunchSpec
     from .launcher import Launcher
 
-__all__ = ["GatedHandle", "GitPort", "LedgerReader", "Ports", "ProcessPort", "RealPorts", "Row", "real_ports"]
+__all__ = ["CandidateRefsPort", "CapturePort", "GatedHandle", "InventoryPort", "LedgerReader", "MergePort", "Ports",
+           "ProcessPort", "RealPorts", "RepositoryPort", "Row", "WorkspacePort", "real_ports"]
 
 Row = tuple[int, str, int, str, bytes]  # an event as read: position, stream, version, type, stored state (JSON)
 
 
-class GitPort(Protocol):
-    """A git repository, named by its git common dir."""
+class RepositoryPort(Protocol):
+    """A git repository, named by its git common dir: every git port can tell whose it is."""
 
     def identity(self, repository: Path) -> str | None:
         """The repository's docket identity, or None if it has none."""
         ...
 
-    def observe_branch(self, repository: Path, branch: str) -> BranchObservation:
-        """What refs/heads/<branch> names: found, missing, not-a-commit or unreadable. Never raises."""
+
+class CapturePort(RepositoryPort, Protocol):
+    """Content as git stores it: a worktree captured into a tree, and what commits' trees hold."""
+
+    def capture_twice(self, worktree: Path, *, expected_head: str | None, base: str,
+                      artifact_dir: str | None) -> Capture | Unstable:
+        """The worktree's HEAD plus everything uncommitted, captured twice into a tree (written to the object store):
+        the Capture when both agree, else Unstable. Raises Conflict ``head-moved``, Refused ``worktree-unreadable``,
+        NotFound ``base-missing``, BadInput ``bad-artifact-dir`` (adapters/world/capture.py)."""
         ...
 
-    def observe_worktree(self, repository: Path, path: Path, branch: str, base: str) -> WorktreeObservation:
-        """absent, branch-only, present (head: the branch's commit now), diverged (detail) or unreadable. Never raises."""
+    def commit_tree(self, repository: Path, commit: str) -> str:
+        """The id of the commit's tree. KeyError when the commit cannot be read."""
         ...
 
-    def create_worktree(self, repository: Path, path: Path, branch: str, base: str) -> None:
-        """From absent or branch-only only: refs/heads/<branch> create-only at base, then the linked worktree at path.
-
-        Any other state is left alone; observe again to learn the outcome. Raises only
-        OSError for I/O failures that are no state of the world (disk full, permissions).
-        """
+    def tree_paths(self, repository: Path, commit: str, folder: str) -> list[str]:
+        """The files the commit's tree holds under folder, relative to it, sorted ([] when none or unreadable)."""
         ...
 
-    def copy_includes(self, source_root: Path, worktree: Path, patterns: Sequence[str], *,
-                      skipped: list[str] | None = None) -> list[str]:
-        """Copy the files the patterns match from the main checkout into worktree, create-only, symlinks never
-        followed; the relative paths copied or already there, sorted. BadInput ``bad-include`` for a bad pattern;
-        each path left alone is appended to skipped as "path: why"."""
+    def changed_paths(self, repository: Path, base: str, commit: str) -> tuple[str, ...]:
+        """The paths whose entries differ between base's tree and commit's, quoted as candidates quote them, sorted.
+        OSError or KeyError when either cannot be read."""
         ...
+
+
+class CandidateRefsPort(RepositoryPort, Protocol):
+    """Candidate refs: a candidate commit pinned, observed and released; the target's history that may hold it."""
 
     def observe_candidate(self, repository: Path, ref: str, parent: str, tree: str) -> CandidateRefObservation:
         """missing, matching (ref names a commit whose only parent is parent and tree is tree), diverged or
@@ -85,6 +93,29 @@ class GitPort(Protocol):
     def observe_target_history(self, repository: Path, branch: str, base: str) -> TargetHistory:
         """The commits reachable from refs/heads/<branch> back to base (each with its tree and parents), newest
         first, bounded (then incomplete). Never raises."""
+        ...
+
+
+class WorkspacePort(RepositoryPort, Protocol):
+    """Where work happens: a task's linked worktree on its branch, and a check's execution detached at a candidate."""
+
+    def observe_worktree(self, repository: Path, path: Path, branch: str, base: str) -> WorktreeObservation:
+        """absent, branch-only, present (head: the branch's commit now), diverged (detail) or unreadable. Never raises."""
+        ...
+
+    def create_worktree(self, repository: Path, path: Path, branch: str, base: str) -> None:
+        """From absent or branch-only only: refs/heads/<branch> create-only at base, then the linked worktree at path.
+
+        Any other state is left alone; observe again to learn the outcome. Raises only
+        OSError for I/O failures that are no state of the world (disk full, permissions).
+        """
+        ...
+
+    def copy_includes(self, source_root: Path, worktree: Path, patterns: Sequence[str], *,
+                      skipped: list[str] | None = None) -> list[str]:
+        """Copy the files the patterns match from the main checkout into worktree, create-only, symlinks never
+        followed; the relative paths copied or already there, sorted. BadInput ``bad-include`` for a bad pattern;
+        each path left alone is appended to skipped as "path: why"."""
         ...
 
     def observe_execution(self, repository: Path, path: Path, commit: str) -> ExecutionObservation:
@@ -110,53 +141,9 @@ class GitPort(Protocol):
         group_alive (pass True when the check's group liveness is unknown). OSError only otherwise."""
         ...
 
-    def capture_twice(self, worktree: Path, *, expected_head: str | None, base: str,
-                      artifact_dir: str | None) -> Capture | Unstable:
-        """The worktree's HEAD plus everything uncommitted, captured twice into a tree (written to the object store):
-        the Capture when both agree, else Unstable. Raises Conflict ``head-moved``, Refused ``worktree-unreadable``,
-        NotFound ``base-missing``, BadInput ``bad-artifact-dir`` (adapters/world/capture.py)."""
-        ...
 
-    def list_docket_refs(self, repository: Path) -> list[tuple[str, str]]:
-        """(ref, object id) of every ref under refs/docket/, loose or packed, sorted; broken ones left out as git
-        leaves them out. Never raises (an unreadable repository lists nothing)."""
-        ...
-
-    def list_docket_worktrees(self, repository: Path) -> list[DocketWorktree]:
-        """Every worktree place in docket's folders with something on disk or an admin entry naming it, sorted by
-        path; symlinks and files where a folder should be are listed with a detail, never followed. Never raises."""
-        ...
-
-    def observe_head(self, repository: Path, worktree: Path) -> tuple[str | None, str | None]:
-        """(head commit, branch short name) of the worktree at path from its admin entry; None for what is not
-        known or detached. Never raises."""
-        ...
-
-    def branch_tip(self, repository: Path, branch: str) -> str | None:
-        """The commit refs/heads/<branch> names; None when missing, not a commit or unreadable. Never raises."""
-        ...
-
-    def owns_branch(self, repository: Path, path: Path) -> str | None:
-        """The branch the worktree at path has checked out; None when detached or unknown. Never raises."""
-        ...
-
-    def remove_worktree(self, repository: Path, path: Path, *, expected_head: str | None, branch: str | None,
-                        group_alive: bool = False) -> None:
-        """Compare-and-swap removal of a task's or an execution's worktree in docket's folders, then of
-        refs/heads/<branch> while it names expected_head. Only a folder whose HEAD is at expected_head (None: any;
-        an unregistered folder only then) and on branch (when given) goes; symlinks and files are left alone.
-        Refused ``worktree-busy`` while group_alive; BadInput ``bad-worktree-path`` / ``bad-branch-name``; OSError only
-        otherwise. The caller proves first that nothing uncommitted is lost."""
-        ...
-
-    def delete_ref(self, repository: Path, ref: str, expected: str) -> None:
-        """Delete ref only while it names expected (absent counts as deleted). BadInput ``bad-ref`` for a ref not
-        under refs/docket/; OSError only otherwise."""
-        ...
-
-    def tree_paths(self, repository: Path, commit: str, folder: str) -> list[str]:
-        """The files the commit's tree holds under folder, relative to it, sorted ([] when none or unreadable)."""
-        ...
+class MergePort(RepositoryPort, Protocol):
+    """Integration: candidates merged on the integration ref, then the target branch and its checkout moved."""
 
     def observe_integration(self, repository: Path, ref: str, expected_parent: str,
                             candidate_commit: str) -> IntegrationObservation:
@@ -179,15 +166,6 @@ class GitPort(Protocol):
         any: the main worktree of a repository that is not bare, or a linked one. Never raises."""
         ...
 
-    def commit_tree(self, repository: Path, commit: str) -> str:
-        """The id of the commit's tree. KeyError when the commit cannot be read."""
-        ...
-
-    def changed_paths(self, repository: Path, base: str, commit: str) -> tuple[str, ...]:
-        """The paths whose entries differ between base's tree and commit's, quoted as candidates quote them, sorted.
-        OSError or KeyError when either cannot be read."""
-        ...
-
     def observe_checkout(self, worktree: Path, old: str, new: str) -> CheckoutObservation:
         """The worktree's index and files: at-old or at-new (clean at that commit's tree, no untracked file that is
         not ignored), dirty (its first local changes) or unreadable. Never raises."""
@@ -196,6 +174,52 @@ class GitPort(Protocol):
     def update_checkout(self, worktree: Path, old: str, new: str) -> None:
         """Move the worktree's index and files from old's tree to new's, only while clean at old; nothing when a
         local change is in the way. Observe again to learn the outcome."""
+        ...
+
+
+class InventoryPort(RepositoryPort, Protocol):
+    """What the repository holds: its branches, and what docket left in it (refs under refs/docket/, worktrees in
+    docket's folders), removed by compare-and-swap."""
+
+    def observe_branch(self, repository: Path, branch: str) -> BranchObservation:
+        """What refs/heads/<branch> names: found, missing, not-a-commit or unreadable. Never raises."""
+        ...
+
+    def branch_tip(self, repository: Path, branch: str) -> str | None:
+        """The commit refs/heads/<branch> names; None when missing, not a commit or unreadable. Never raises."""
+        ...
+
+    def list_docket_refs(self, repository: Path) -> list[tuple[str, str]]:
+        """(ref, object id) of every ref under refs/docket/, loose or packed, sorted; broken ones left out as git
+        leaves them out. Never raises (an unreadable repository lists nothing)."""
+        ...
+
+    def list_docket_worktrees(self, repository: Path) -> list[DocketWorktree]:
+        """Every worktree place in docket's folders with something on disk or an admin entry naming it, sorted by
+        path; symlinks and files where a folder should be are listed with a detail, never followed. Never raises."""
+        ...
+
+    def observe_head(self, repository: Path, worktree: Path) -> tuple[str | None, str | None]:
+        """(head commit, branch short name) of the worktree at path from its admin entry; None for what is not
+        known or detached. Never raises."""
+        ...
+
+    def owns_branch(self, repository: Path, path: Path) -> str | None:
+        """The branch the worktree at path has checked out; None when detached or unknown. Never raises."""
+        ...
+
+    def remove_worktree(self, repository: Path, path: Path, *, expected_head: str | None, branch: str | None,
+                        group_alive: bool = False) -> None:
+        """Compare-and-swap removal of a task's or an execution's worktree in docket's folders, then of
+        refs/heads/<branch> while it names expected_head. Only a folder whose HEAD is at expected_head (None: any;
+        an unregistered folder only then) and on branch (when given) goes; symlinks and files are left alone.
+        Refused ``worktree-busy`` while group_alive; BadInput ``bad-worktree-path`` / ``bad-branch-name``; OSError only
+        otherwise. The caller proves first that nothing uncommitted is lost."""
+        ...
+
+    def delete_ref(self, repository: Path, ref: str, expected: str) -> None:
+        """Delete ref only while it names expected (absent counts as deleted). BadInput ``bad-ref`` for a ref not
+        under refs/docket/; OSError only otherwise."""
         ...
 
 
@@ -307,9 +331,14 @@ class LedgerReader(Protocol):
 
 @dataclass(frozen=True)
 class Ports:
-    """Every port an intent kind may name; the launcher is the process port as launch intents see it."""
+    """Every port an intent kind may name; the launcher is the process port as launch intents see it. A test gives
+    only the ports its intents use."""
 
-    git: GitPort
+    capture: CapturePort | None = None
+    candidate_refs: CandidateRefsPort | None = None
+    workspaces: WorkspacePort | None = None
+    merges: MergePort | None = None
+    inventory: InventoryPort | None = None
     processes: ProcessPort | None = None
     launcher: Launcher | None = None
 
@@ -318,10 +347,34 @@ class RealPorts:
     """The real adapters, each made on first use: a command pays only for the ports its intents need."""
 
     @cached_property
-    def git(self) -> GitPort:
-        from ..world.git import DulwichGit
+    def capture(self) -> CapturePort:
+        from ..world.capture import DulwichCapture
 
-        return DulwichGit()
+        return DulwichCapture()
+
+    @cached_property
+    def candidate_refs(self) -> CandidateRefsPort:
+        from ..world.candidates import DulwichCandidateRefs
+
+        return DulwichCandidateRefs()
+
+    @cached_property
+    def workspaces(self) -> WorkspacePort:
+        from ..world.workspaces import DulwichWorkspaces
+
+        return DulwichWorkspaces()
+
+    @cached_property
+    def merges(self) -> MergePort:
+        from ..world.integration_refs import DulwichMerges
+
+        return DulwichMerges()
+
+    @cached_property
+    def inventory(self) -> InventoryPort:
+        from ..world.inventory import DulwichInventory
+
+        return DulwichInventory()
 
     @cached_property
     def processes(self) -> ProcessPort:

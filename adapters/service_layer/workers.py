@@ -146,7 +146,7 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
     assert task.worktree is not None
     worktree = Path(task.worktree)
     if not task.prepared:
-        task = _prepare(ledger, clock, effector.ports.git, task, request, main_checkout, worktree)
+        task = _prepare(ledger, clock, effector.ports.workspaces, task, request, main_checkout, worktree)
 
     resource = worktree_resource(request.run_id, request.task_id)
     token = _grant(ledger, clock, processes, resource, worker)

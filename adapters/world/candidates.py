@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...domain.effects import CandidateRefObservation, TargetHistory
+from .repository import DulwichRepository, open_repo
 
-__all__ = ["CANDIDATE_IDENTITY", "TARGET_WALK_LIMIT", "commit_tree", "observe_candidate", "observe_target_history",
-           "pin_candidate", "release_candidate"]
+__all__ = ["CANDIDATE_IDENTITY", "TARGET_WALK_LIMIT", "DulwichCandidateRefs", "observe_candidate",
+           "observe_target_history", "pin_candidate", "release_candidate"]
 
 CANDIDATE_IDENTITY = b"docket <docket@localhost>"
 TARGET_WALK_LIMIT = 20_000  # commits of a target's history read to learn whether it holds a candidate
@@ -17,18 +18,16 @@ def observe_candidate(repository: Path, ref: str, parent: str, tree: str) -> Can
     """missing, matching (the ref names a commit whose only parent is parent and whose tree is tree), diverged
     (it names anything else; commit and detail say what) or unreadable. Never raises."""
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError) as e:
         return CandidateRefObservation("unreadable", detail=f"cannot open repository {repository}: {e}")
-    try:
-        return _observe(repo, ref, parent, tree)
-    except (OSError, ValueError) as e:
-        return CandidateRefObservation("unreadable", detail=f"cannot read {ref} in {repository}: {e}")
-    finally:
-        repo.close()
+    with repo:
+        try:
+            return _observe(repo, ref, parent, tree)
+        except (OSError, ValueError) as e:
+            return CandidateRefObservation("unreadable", detail=f"cannot read {ref} in {repository}: {e}")
 
 
 def pin_candidate(repository: Path, ref: str, parent: str, tree: str, message: str) -> None:
@@ -42,13 +41,12 @@ def pin_candidate(repository: Path, ref: str, parent: str, tree: str, message: s
     only OSError for real I/O failures propagates.
     """
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError):
         return
-    try:
+    with repo:
         if _observe(repo, ref, parent, tree).state != "missing":
             return
         commit = candidate_commit(repo, parent, tree, message)
@@ -61,8 +59,6 @@ def pin_candidate(repository: Path, ref: str, parent: str, tree: str, message: s
         # a lock held now (another process making this ref): observing again tells what it made
         write_ref(repo, ref, lambda: repo.refs.add_if_new(ref.encode(), commit.id, committer=CANDIDATE_IDENTITY,
                                                           message=b"docket: pin candidate"))
-    finally:
-        repo.close()
 
 
 def release_candidate(repository: Path, ref: str, expected_commit: str) -> None:
@@ -83,49 +79,47 @@ def observe_target_history(repository: Path, branch: str, base: str, *,
 
     from dulwich.errors import NotGitRepository
     from dulwich.objects import Commit
-    from dulwich.repo import Repo
 
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError) as e:
         return TargetHistory(branch, None, {}, False, detail=f"cannot open repository {repository}: {e}")
-    commits: dict[str, tuple[str, tuple[str, ...]]] = {}
-    try:
+    with repo:
+        commits: dict[str, tuple[str, tuple[str, ...]]] = {}
         try:
-            tip = repo.refs[f"refs/heads/{branch}".encode()]
-        except KeyError:
-            return TargetHistory(branch, None, {}, True)
-        queue: list[tuple[int, bytes, Commit]] = []
-        queued: set[bytes] = set()
-        missing: list[str] = []
-
-        def push(oid: bytes) -> None:
-            queued.add(oid)
             try:
-                obj = repo[oid]
+                tip = repo.refs[f"refs/heads/{branch}".encode()]
             except KeyError:
-                missing.append(oid.decode("ascii"))
-                return
-            if isinstance(obj, Commit):
-                heapq.heappush(queue, (-obj.commit_time, oid, obj))
+                return TargetHistory(branch, None, {}, True)
+            queue: list[tuple[int, bytes, Commit]] = []
+            queued: set[bytes] = set()
+            missing: list[str] = []
 
-        push(tip)
-        while queue and len(commits) < limit:
-            _, oid, commit = heapq.heappop(queue)
-            name = oid.decode("ascii")
-            commits[name] = (commit.tree.decode("ascii"), tuple(p.decode("ascii") for p in commit.parents))
-            if name == base:
-                continue  # older work is no run's: its candidates all stand on the base or after it
-            for parent in commit.parents:
-                if parent not in queued:
-                    push(parent)
-        detail = (f"object {missing[0]} is missing" if missing
-                  else f"docket reads at most {limit} commits of it" if queue else "")
-        return TargetHistory(branch, tip.decode("ascii"), commits, not queue and not missing, detail=detail)
-    except (OSError, ValueError) as e:
-        return TargetHistory(branch, None, {}, False, detail=f"cannot read the history of {branch}: {e}")
-    finally:
-        repo.close()
+            def push(oid: bytes) -> None:
+                queued.add(oid)
+                try:
+                    obj = repo[oid]
+                except KeyError:
+                    missing.append(oid.decode("ascii"))
+                    return
+                if isinstance(obj, Commit):
+                    heapq.heappush(queue, (-obj.commit_time, oid, obj))
+
+            push(tip)
+            while queue and len(commits) < limit:
+                _, oid, commit = heapq.heappop(queue)
+                name = oid.decode("ascii")
+                commits[name] = (commit.tree.decode("ascii"), tuple(p.decode("ascii") for p in commit.parents))
+                if name == base:
+                    continue  # older work is no run's: its candidates all stand on the base or after it
+                for parent in commit.parents:
+                    if parent not in queued:
+                        push(parent)
+            detail = (f"object {missing[0]} is missing" if missing
+                      else f"docket reads at most {limit} commits of it" if queue else "")
+            return TargetHistory(branch, tip.decode("ascii"), commits, not queue and not missing, detail=detail)
+        except (OSError, ValueError) as e:
+            return TargetHistory(branch, None, {}, False, detail=f"cannot read the history of {branch}: {e}")
 
 
 def candidate_commit(repo, parent: str, tree: str, message: str):  # noqa: ANN001, ANN201
@@ -175,43 +169,17 @@ def _observe(repo, ref: str, parent: str, tree: str) -> CandidateRefObservation:
     return CandidateRefObservation("matching", commit=named)
 
 
-def tree_paths(repository: Path, commit: str, folder: str) -> list[str]:
-    """Paths of the files (blobs, symlinks) the commit's tree holds under folder, relative to it, sorted.
+class DulwichCandidateRefs(DulwichRepository):
+    """The CandidateRefsPort over repositories on disk."""
 
-    Nothing (an empty list) when the folder is not in the tree or the commit cannot be read.
-    """
-    from dulwich.errors import NotGitRepository
-    from dulwich.objects import Tree
-    from dulwich.object_store import tree_lookup_path
-    from dulwich.repo import Repo
+    def observe_candidate(self, repository: Path, ref: str, parent: str, tree: str) -> CandidateRefObservation:
+        return observe_candidate(repository, ref, parent, tree)
 
-    try:
-        repo = Repo(str(repository))
-    except (NotGitRepository, OSError):
-        return []
-    try:
-        root = repo[commit.encode()].tree
-        _, sha = tree_lookup_path(repo.object_store.__getitem__, root, folder.strip("/").encode())
-        if not isinstance(repo[sha], Tree):
-            return []
-        return sorted(entry.path.decode("utf-8", "surrogateescape")
-                      for entry in repo.object_store.iter_tree_contents(sha) if entry.mode != 0o160000)
-    except (KeyError, OSError, ValueError):
-        return []
-    finally:
-        repo.close()
+    def pin_candidate(self, repository: Path, ref: str, parent: str, tree: str, message: str) -> None:
+        pin_candidate(repository, ref, parent, tree, message)
 
+    def release_candidate(self, repository: Path, ref: str, expected_commit: str) -> None:
+        release_candidate(repository, ref, expected_commit)
 
-def commit_tree(repository: Path, commit: str) -> str:
-    """The id of the commit's tree; KeyError when the repository has no such commit."""
-    from dulwich.objects import Commit
-    from dulwich.repo import Repo
-
-    repo = Repo(str(repository))
-    try:
-        obj = repo[commit.encode("ascii")]
-        if not isinstance(obj, Commit):
-            raise KeyError(f"{commit} is not a commit")
-        return obj.tree.decode("ascii")
-    finally:
-        repo.close()
+    def observe_target_history(self, repository: Path, branch: str, base: str) -> TargetHistory:
+        return observe_target_history(repository, branch, base)

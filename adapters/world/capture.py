@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...domain.errors import BadInput, Conflict, NotFound, Refused
+from .repository import DulwichRepository, open_repo, same
+from .trees import changed_paths, commit_tree, tree_paths
 
-__all__ = ["Capture", "Unstable", "capture", "capture_twice"]
+__all__ = ["Capture", "DulwichCapture", "Unstable", "capture", "capture_twice"]
 
 TREE, FILE, EXECUTABLE, SYMLINK, GITLINK = 0o040000, 0o100644, 0o100755, 0o120000, 0o160000
 CACHE_NAME = "docket-capture.index"
@@ -91,16 +93,15 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
     """
     from dulwich.errors import NotGitRepository
     from dulwich.objects import Commit
-    from dulwich.repo import Repo
 
     worktree = Path(worktree)
     artifact = _artifact_prefix(artifact_dir)
     try:
-        repo = Repo(str(worktree))
+        repo = open_repo(worktree)
     except (NotGitRepository, OSError) as e:
         raise Refused("worktree-unreadable", f"{worktree} is not a git worktree: {e}") from None
-    try:
-        if repo.bare or not _same(Path(repo.path), worktree):
+    with repo:
+        if repo.bare or not same(Path(repo.path), worktree):
             raise Refused("worktree-unreadable", f"{worktree} is not the top folder of a git worktree")
         try:
             head = repo.refs[b"HEAD"]
@@ -124,8 +125,6 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
         cache.save(walk.stats)
         return Capture(head_hex, tree.decode("ascii"), _changed_paths(store, base_tree, tree),
                        os.path.realpath(repo.controldir()))
-    finally:
-        repo.close()
 
 
 # Walking the worktree --------------------------------------------------------
@@ -339,18 +338,10 @@ def _changed_paths(store, old_tree: bytes, new_tree: bytes) -> tuple[str, ...]: 
 
 
 def _differing(worktree: Path, first: Capture, second: Capture) -> tuple[str, ...]:
-    from dulwich.repo import Repo
 
-    repo = Repo(str(worktree))
-    try:
+    with open_repo(worktree) as repo:
         paths = set(_changed_paths(repo.object_store, first.tree.encode(), second.tree.encode()))
-    finally:
-        repo.close()
     return tuple(sorted(paths | (set(first.changed) ^ set(second.changed))))
-
-
-def _same(a: Path, b: Path) -> bool:
-    return os.path.realpath(a) == os.path.realpath(b)
 
 
 # The stat cache ------------------------------------------------------------------
@@ -392,3 +383,20 @@ class _StatCache:
         except BaseException:
             os.unlink(draft)
             raise
+
+
+class DulwichCapture(DulwichRepository):
+    """The CapturePort: worktrees captured into trees, commits' trees read (trees.py)."""
+
+    def capture_twice(self, worktree: Path, *, expected_head: str | None, base: str,
+                      artifact_dir: str | None) -> Capture | Unstable:
+        return capture_twice(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir)
+
+    def commit_tree(self, repository: Path, commit: str) -> str:
+        return commit_tree(repository, commit)
+
+    def tree_paths(self, repository: Path, commit: str, folder: str) -> list[str]:
+        return tree_paths(repository, commit, folder)
+
+    def changed_paths(self, repository: Path, base: str, commit: str) -> tuple[str, ...]:
+        return changed_paths(repository, base, commit)

@@ -8,6 +8,8 @@ import difflib
 from collections.abc import Sequence
 from pathlib import Path
 
+from .repository import open_repo
+
 __all__ = ["conflict_hunks"]
 
 MAX_PATHS = 5
@@ -19,29 +21,27 @@ def conflict_hunks(repository: Path, head: str, commit: str, paths: Sequence[str
     """For each conflicting path (the first few): a unified diff from the integration head's version to the
     candidate's, so '-' lines are what the head has and '+' lines what the candidate has. Empty when nothing can
     be read."""
-    from dulwich.repo import Repo
 
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except Exception:  # noqa: BLE001 - the hunks are a courtesy: the paths are named anyway
         return ""
-    try:
-        parts = []
-        for path in paths[:MAX_PATHS]:
-            ours, theirs = _lines(repo, head, path), _lines(repo, commit, path)
-            if ours is None and theirs is None:
-                continue
-            diff = list(difflib.unified_diff(ours or [], theirs or [], f"integrated head: {path}",
-                                             f"your candidate: {path}", n=2, lineterm=""))
-            shown = [_escaped(line) for line in diff[:MAX_LINES]]
-            if len(diff) > MAX_LINES:
-                shown.append(f"... ({len(diff) - MAX_LINES} more lines)")
-            parts.append("\n".join(shown))
-        return "\n".join(parts)
-    except Exception:  # noqa: BLE001
-        return ""
-    finally:
-        repo.close()
+    with repo:
+        try:
+            parts = []
+            for path in paths[:MAX_PATHS]:
+                ours, theirs = _lines(repo, head, path), _lines(repo, commit, path)
+                if ours is None and theirs is None:
+                    continue
+                diff = list(difflib.unified_diff(ours or [], theirs or [], f"integrated head: {path}",
+                                                 f"your candidate: {path}", n=2, lineterm=""))
+                shown = [_escaped(line) for line in diff[:MAX_LINES]]
+                if len(diff) > MAX_LINES:
+                    shown.append(f"... ({len(diff) - MAX_LINES} more lines)")
+                parts.append("\n".join(shown))
+            return "\n".join(parts)
+        except Exception:  # noqa: BLE001
+            return ""
 
 
 def _lines(repo, commit: str, path: str) -> list[str] | None:  # noqa: ANN001

@@ -17,18 +17,20 @@ from pathlib import Path
 from ...domain.effects import ExecutionInspection, ExecutionObservation
 from ...domain.errors import BadInput, Refused
 from ...domain.names import has_unsafe_characters
-from .git import (
-    _admin_entries,
-    _check_out_detached,
-    _entry_for,
-    _make_parents,
-    _making_worktrees,
-    _remove_checkout,
-    _same,
-    _unsafe_parent,
+from .repository import (
+    admin_entries,
+    check_out_detached,
+    entry_for,
+    make_parents,
+    making_worktrees,
+    open_repo,
+    remove_checkout,
+    same,
+    unsafe_parent,
 )
 
-__all__ = ["create_execution", "execution_path", "inspect_execution", "observe_execution", "remove_execution"]
+__all__ = ["create_execution", "execution_path", "execution_remnants", "inspect_execution", "observe_execution",
+           "remove_execution"]
 
 _LINK_MODE, _GITLINK_MODE = 0o120000, 0o160000
 
@@ -49,20 +51,18 @@ def observe_execution(repository: Path, path: Path, commit: str) -> ExecutionObs
     linked worktree, detached at commit, index and files exactly the commit's tree, no untracked file at all, ignored
     ones included), diverged (anything else; detail says what) or unreadable. Never raises."""
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     repository, path = Path(repository), Path(path)
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError) as e:
         return ExecutionObservation("unreadable", detail=f"cannot open repository {repository}: {e}")
-    try:
-        with _making_worktrees(repository, exclusive=False):
-            return _observe(repo, repository, path, commit)
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        return ExecutionObservation("unreadable", detail=f"cannot read {path} or {repository}: {e}")
-    finally:
-        repo.close()
+    with repo:
+        try:
+            with making_worktrees(repository, exclusive=False):
+                return _observe(repo, repository, path, commit)
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            return ExecutionObservation("unreadable", detail=f"cannot read {path} or {repository}: {e}")
 
 
 def create_execution(repository: Path, path: Path, commit: str) -> None:
@@ -77,36 +77,33 @@ def create_execution(repository: Path, path: Path, commit: str) -> None:
     from dulwich.errors import NotGitRepository
     from dulwich.index import InvalidPathError
     from dulwich.objects import Commit
-    from dulwich.repo import Repo
 
     repository, path = Path(repository), Path(path)
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError):
         return
-    try:
+    with repo:
         try:
             if not isinstance(repo[commit.encode("ascii")], Commit):
                 return
         except (KeyError, ValueError, UnicodeEncodeError):
             return
-        with _making_worktrees(repository, exclusive=True):
+        with making_worktrees(repository, exclusive=True):
             if _observe(repo, repository, path, commit).state != "absent":
                 return
-            if not _make_parents(repository, path.parent):
+            if not make_parents(repository, path.parent):
                 return
-            for entry in _admin_entries(repository):
-                if entry.checkout is not None and _same(entry.checkout, path):
+            for entry in admin_entries(repository):
+                if entry.checkout is not None and same(entry.checkout, path):
                     shutil.rmtree(entry.folder)
             for leftover in path.parent.glob(f".{path.name}.*.partial"):
                 shutil.rmtree(leftover, ignore_errors=True)
             try:
-                _check_out_detached(repository, path, commit)
+                check_out_detached(repository, path, commit)
             except InvalidPathError as e:  # undone already: nothing is left at the path
                 raise Refused("execution-unsafe-tree",
                               f"commit {commit} names {e.args[0]!r}, which cannot be checked out safely") from None
-    finally:
-        repo.close()
 
 
 def inspect_execution(repository: Path, path: Path, commit: str) -> ExecutionInspection:
@@ -122,33 +119,31 @@ def inspect_execution(repository: Path, path: Path, commit: str) -> ExecutionIns
     artifact folder among them are copied back by the caller.
     """
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     repository, path = Path(repository), Path(path)
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError) as e:
         return ExecutionInspection("mutated", detail=f"cannot open repository {repository}: {e}")
-    try:
+    with repo:
         try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            return ExecutionInspection("missing", detail=f"nothing at {path}")
-        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-            return ExecutionInspection("mutated", detail=f"{path} is a symlink or not a folder")
-        entry = _entry_for(repository, path)
-        if entry is None:
-            return ExecutionInspection("missing", detail=f"{path} is no registered worktree of {repository}")
-        if entry.head != commit:
-            return ExecutionInspection("mutated", detail=f"HEAD is {entry.head}, not detached at {commit}")
-        change = _first_change(repo, path, entry.folder, commit, untracked_count=False)
-        if change is not None:
-            return ExecutionInspection("mutated", detail=change)
-        return ExecutionInspection("matching")
-    except (OSError, UnicodeDecodeError, ValueError, KeyError) as e:
-        return ExecutionInspection("mutated", detail=f"cannot inspect {path}: {e}")
-    finally:
-        repo.close()
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                return ExecutionInspection("missing", detail=f"nothing at {path}")
+            if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+                return ExecutionInspection("mutated", detail=f"{path} is a symlink or not a folder")
+            entry = entry_for(repository, path)
+            if entry is None:
+                return ExecutionInspection("missing", detail=f"{path} is no registered worktree of {repository}")
+            if entry.head != commit:
+                return ExecutionInspection("mutated", detail=f"HEAD is {entry.head}, not detached at {commit}")
+            change = _first_change(repo, path, entry.folder, commit, untracked_count=False)
+            if change is not None:
+                return ExecutionInspection("mutated", detail=change)
+            return ExecutionInspection("matching")
+        except (OSError, UnicodeDecodeError, ValueError, KeyError) as e:
+            return ExecutionInspection("mutated", detail=f"cannot inspect {path}: {e}")
 
 
 def execution_remnants(repository: Path, path: Path) -> bool:
@@ -157,7 +152,7 @@ def execution_remnants(repository: Path, path: Path) -> bool:
     made there, but the removal is not finished.) Never raises."""
     repository, path = Path(repository), Path(path)
     try:
-        if any(entry.checkout is not None and _same(entry.checkout, path) for entry in _admin_entries(repository)):
+        if any(entry.checkout is not None and same(entry.checkout, path) for entry in admin_entries(repository)):
             return True
         return any(path.parent.glob(f".{path.name}.*.removing"))
     except OSError:
@@ -177,10 +172,10 @@ def remove_execution(repository: Path, path: Path, *, group_alive: bool) -> None
     executions = repository / "docket" / "executions"
     if not path.is_relative_to(executions) or ".." in path.relative_to(executions).parts:
         raise ValueError(f"{path} is not under {executions}")
-    with _making_worktrees(repository, exclusive=True):
-        if _unsafe_parent(repository, path) is not None:
+    with making_worktrees(repository, exclusive=True):
+        if unsafe_parent(repository, path) is not None:
             return  # a symlinked parent was planted: removing through it would reach outside docket's folders
-        _remove_checkout(repository, path)
+        remove_checkout(repository, path)
         for folder in (path.parent, path.parent.parent):  # <binding>, then <run>, once nothing is left in them
             try:
                 os.rmdir(folder)
@@ -192,7 +187,7 @@ def _observe(repo, common: Path, path: Path, commit: str) -> ExecutionObservatio
     def diverged(detail: str) -> ExecutionObservation:
         return ExecutionObservation("diverged", detail=detail)
 
-    unsafe = _unsafe_parent(common, path)
+    unsafe = unsafe_parent(common, path)
     if unsafe is not None:
         return diverged(f"{unsafe}, a parent of {path}, is a symlink or not a directory (not followed)")
     try:
@@ -203,7 +198,7 @@ def _observe(repo, common: Path, path: Path, commit: str) -> ExecutionObservatio
         return diverged(f"{path} is a symlink (not followed)")
     if not stat.S_ISDIR(st.st_mode):
         return diverged(f"{path} is a file, not a worktree")
-    entry = _entry_for(common, path)
+    entry = entry_for(common, path)
     if entry is None:
         return diverged(f"{path} is not a registered worktree of {common}")
     if entry.head != commit:

@@ -14,22 +14,26 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from ...domain.effects import DocketWorktree
+from ...domain.effects import BranchObservation, DocketWorktree
 from ...domain.errors import BadInput, Refused
 from ...domain.names import check_branch_name
-from .git import (
-    _admin_entries,
-    _AdminEntry,
-    _entry_for,
-    _making_worktrees,
-    _read_text,
-    _remove_checkout,
-    _same,
-    _tip,
-    _unsafe_parent,
+from .repository import (
+    AdminEntry,
+    DulwichRepository,
+    admin_entries,
+    entry_for,
+    making_worktrees,
+    observe_branch,
+    open_repo,
+    read_text,
+    ref_tip,
+    remove_checkout,
+    same,
+    unsafe_parent,
 )
 
 __all__ = [
+    "DulwichInventory",
     "branch_tip",
     "check_docket_ref",
     "check_removal",
@@ -72,27 +76,25 @@ def list_docket_refs(repository: Path) -> list[tuple[str, str]]:
     content that is no object id) is left out, as `git for-each-ref` leaves it.
     """
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError):
         return []
-    try:
-        found = []
-        for name in sorted(repo.refs.keys(base=DOCKET_REFS.encode())):
-            ref = DOCKET_REFS.encode() + name
-            try:
-                oid = repo.refs[ref].decode("ascii")
-            except (KeyError, OSError, ValueError, UnicodeDecodeError):
-                continue
-            if _OBJECT_ID.fullmatch(oid):
-                found.append((ref.decode("utf-8", "surrogateescape"), oid))
-        return found
-    except OSError:
-        return []
-    finally:
-        repo.close()
+    with repo:
+        try:
+            found = []
+            for name in sorted(repo.refs.keys(base=DOCKET_REFS.encode())):
+                ref = DOCKET_REFS.encode() + name
+                try:
+                    oid = repo.refs[ref].decode("ascii")
+                except (KeyError, OSError, ValueError, UnicodeDecodeError):
+                    continue
+                if _OBJECT_ID.fullmatch(oid):
+                    found.append((ref.decode("utf-8", "surrogateescape"), oid))
+            return found
+        except OSError:
+            return []
 
 
 def list_docket_worktrees(repository: Path) -> list[DocketWorktree]:
@@ -111,15 +113,14 @@ def list_docket_worktrees(repository: Path) -> list[DocketWorktree]:
     left out.
     """
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     repository = Path(repository)
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError):
         repo = None  # folders and admin entries can still be listed; branch tips cannot be resolved
     try:
-        with _making_worktrees(repository, exclusive=False):
+        with making_worktrees(repository, exclusive=False):
             return _inventory(repo, repository)
     except (OSError, UnicodeDecodeError):
         return []
@@ -133,21 +134,19 @@ def observe_head(repository: Path, worktree: Path) -> tuple[str | None, str | No
     a symbolic ref to. Read from the admin entry the folder's .git names back; the folder gone, from a stale entry
     naming path. (None, None) when there is no such entry or nothing can be read; never raises."""
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     repository, worktree = Path(repository), Path(worktree)
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError):
         return None, None
-    try:
-        with _making_worktrees(repository, exclusive=False):
-            head, branch, _ = _head_of(repo, repository, worktree)
-            return head, branch
-    except (OSError, UnicodeDecodeError):
-        return None, None
-    finally:
-        repo.close()
+    with repo:
+        try:
+            with making_worktrees(repository, exclusive=False):
+                head, branch, _ = _head_of(repo, repository, worktree)
+                return head, branch
+        except (OSError, UnicodeDecodeError):
+            return None, None
 
 
 def owns_branch(repository: Path, path: Path) -> str | None:
@@ -157,8 +156,6 @@ def owns_branch(repository: Path, path: Path) -> str | None:
 
 def branch_tip(repository: Path, branch: str) -> str | None:
     """The commit refs/heads/<branch> names; None when it is missing, names no commit, or cannot be read."""
-    from .git import observe_branch
-
     return observe_branch(repository, branch).commit
 
 
@@ -186,19 +183,16 @@ def remove_worktree(repository: Path, path: Path, *, expected_head: str | None, 
     uncommitted is lost (a pinned capture); HEAD is compared here.
     """
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     repository, path = Path(repository), Path(path)
     check_removal(repository, path, branch=branch, group_alive=group_alive)
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError):
         return
-    try:
-        with _making_worktrees(repository, exclusive=True):
+    with repo:
+        with making_worktrees(repository, exclusive=True):
             _remove(repo, repository, path, expected_head, branch)
-    finally:
-        repo.close()
 
 
 def check_removal(repository: Path, path: Path, *, branch: str | None, group_alive: bool) -> None:
@@ -226,32 +220,29 @@ def delete_ref(repository: Path, ref: str, expected: str) -> None:
     """Delete ref (under refs/docket/, else BadInput ``bad-ref``) only while it names expected; absent counts as
     deleted, anything else is left alone. Only OSError for real I/O failures propagates."""
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     check_docket_ref(ref)
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError):
         return
     from .ref_locks import write_ref
 
-    try:  # a lock held now (another process changing the ref): observing again tells what became of it
+    with repo:  # a lock held now (another process changing the ref): observing again tells what became of it
         write_ref(repo, ref, lambda: repo.refs.remove_if_equals(ref.encode(), expected.encode("ascii"),
                                                                 committer=IDENTITY, message=b"docket: delete ref"))
-    finally:
-        repo.close()
 
 
 # Inside ----------------------------------------------------------------------------------------------------------
 
 
 def _inventory(repo, common: Path) -> list[DocketWorktree]:  # noqa: ANN001
-    entries = _admin_entries(common)
+    entries = admin_entries(common)
     on_disk: dict[Path, tuple[str, str]] = {}  # path -> (kind, detail: "" for a folder at a worktree place)
     for kind, (folders, depth) in _ROOTS.items():
         for path, detail in _places(Path(common, "docket", *folders), depth):
             on_disk[path] = (kind, detail)
-    named: dict[Path, list[_AdminEntry]] = {}
+    named: dict[Path, list[AdminEntry]] = {}
     for entry in entries:
         place = _place_of(common, entry.checkout)
         if place is not None:
@@ -315,7 +306,7 @@ def _place_of(common: Path, checkout: Path | None) -> Path | None:
 
 
 def _head_of(repo, common: Path, path: Path,  # noqa: ANN001
-             entries: list[_AdminEntry] | None = None) -> tuple[str | None, str | None, str | None]:
+             entries: list[AdminEntry] | None = None) -> tuple[str | None, str | None, str | None]:
     """(head, branch, admin entry name) as observe_head describes; all None when unknown."""
     try:
         st = os.lstat(path)
@@ -323,23 +314,23 @@ def _head_of(repo, common: Path, path: Path,  # noqa: ANN001
         st = None
     if st is not None:
         try:
-            entry = _entry_for(common, path) if stat.S_ISDIR(st.st_mode) else None
+            entry = entry_for(common, path) if stat.S_ISDIR(st.st_mode) else None
         except (OSError, UnicodeDecodeError):
             entry = None  # its .git cannot be read: no worktree of this repository, as far as can be told
     else:
-        entry = next((e for e in (entries if entries is not None else _admin_entries(common))
-                      if e.checkout is not None and _same(e.checkout, path)), None)
+        entry = next((e for e in (entries if entries is not None else admin_entries(common))
+                      if e.checkout is not None and same(e.checkout, path)), None)
     if entry is None:
         return None, None, None
     text = entry.head or ""
     if text.startswith("ref: refs/heads/"):
         branch = text[len("ref: refs/heads/"):]
-        return (_tip(repo, f"refs/heads/{branch}") if repo is not None else None), branch, entry.folder.name
+        return (ref_tip(repo, f"refs/heads/{branch}") if repo is not None else None), branch, entry.folder.name
     return (text if _OBJECT_ID.fullmatch(text) else None), None, entry.folder.name
 
 
 def _remove(repo, common: Path, path: Path, expected_head: str | None, branch: str | None) -> None:  # noqa: ANN001
-    if _unsafe_parent(common, path) is not None:
+    if unsafe_parent(common, path) is not None:
         return  # a planted symlink on the way: removing through it would reach outside docket's folders
     try:
         st = os.lstat(path)
@@ -355,7 +346,7 @@ def _remove(repo, common: Path, path: Path, expected_head: str | None, branch: s
             return
         if branch is not None and on != branch:
             return
-    _remove_checkout(common, path)
+    remove_checkout(common, path)
     if branch is None:
         return
     expected = expected_head if expected_head is not None else (head if on == branch else None)
@@ -373,4 +364,33 @@ def _remove(repo, common: Path, path: Path, expected_head: str | None, branch: s
 def _checked_out_elsewhere(common: Path, branch: str) -> bool:
     """Whether another worktree's admin entry or the main checkout has refs/heads/<branch> as HEAD."""
     head = f"ref: refs/heads/{branch}"
-    return any(e.head == head for e in _admin_entries(common)) or _read_text(common / "HEAD") == head
+    return any(e.head == head for e in admin_entries(common)) or read_text(common / "HEAD") == head
+
+
+class DulwichInventory(DulwichRepository):
+    """The InventoryPort over repositories on disk."""
+
+    def observe_branch(self, repository: Path, branch: str) -> BranchObservation:
+        return observe_branch(repository, branch)
+
+    def branch_tip(self, repository: Path, branch: str) -> str | None:
+        return branch_tip(repository, branch)
+
+    def list_docket_refs(self, repository: Path) -> list[tuple[str, str]]:
+        return list_docket_refs(repository)
+
+    def list_docket_worktrees(self, repository: Path) -> list[DocketWorktree]:
+        return list_docket_worktrees(repository)
+
+    def observe_head(self, repository: Path, worktree: Path) -> tuple[str | None, str | None]:
+        return observe_head(repository, worktree)
+
+    def owns_branch(self, repository: Path, path: Path) -> str | None:
+        return owns_branch(repository, path)
+
+    def remove_worktree(self, repository: Path, path: Path, *, expected_head: str | None, branch: str | None,
+                        group_alive: bool = False) -> None:
+        remove_worktree(repository, path, expected_head=expected_head, branch=branch, group_alive=group_alive)
+
+    def delete_ref(self, repository: Path, ref: str, expected: str) -> None:
+        delete_ref(repository, ref, expected)

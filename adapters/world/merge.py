@@ -1,4 +1,4 @@
-"""Merging candidates on a docket ref through dulwich: observe the ref, merge in the object store, move a ref by CAS.
+"""Merging a candidate into a head through dulwich, in the object store (the ref is moved by integration_refs.py).
 
 The tree merge follows git's three-way rules entry by entry, so that mode,
 symlink and submodule (gitlink) entries come through as git would merge them;
@@ -33,60 +33,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...domain.candidates import quote_path
-from ...domain.effects import IntegrationObservation, MergeResult
-from ...domain.errors import BadInput
-from ...domain.integration import TargetObservation
+from ...domain.effects import MergeResult
+from .repository import commit_of, is_ancestor, open_repo
 
-__all__ = ["MERGE_IDENTITY", "advance_ref", "changed_paths", "merge_candidate", "observe_integration",
-           "observe_target"]
+__all__ = ["MERGE_IDENTITY", "merge_candidate"]
 
 MERGE_IDENTITY = b"docket <docket@localhost>"
 _GITLINK = 0o160000
 _BINARY_SNIFF = 8000
 _MAX_EDITS = 2000  # lines added plus removed in one file changed on both sides, beyond which it conflicts  # git's buffer_is_binary looks this far for a NUL byte
-
-
-def observe_integration(repository: Path, ref: str, expected_parent: str, candidate_commit: str) -> IntegrationObservation:
-    """missing, at-parent (ref names expected_parent), merged (ref names a commit holding both expected_parent and
-    candidate_commit in its history), diverged (anything else) or unreadable. Never raises."""
-    from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
-
-    try:
-        repo = Repo(str(repository))
-    except (NotGitRepository, OSError) as e:
-        return IntegrationObservation("unreadable", detail=f"cannot open repository {repository}: {e}")
-    try:
-        return _observe(repo, ref, expected_parent, candidate_commit)
-    except (OSError, ValueError, KeyError, AssertionError) as e:
-        return IntegrationObservation("unreadable", detail=f"cannot read {ref} in {repository}: {e}")
-    finally:
-        repo.close()
-
-
-def _observe(repo, ref: str, parent: str, candidate: str) -> IntegrationObservation:  # noqa: ANN001
-    from dulwich.objects import Commit
-
-    try:
-        sha = repo.refs[ref.encode()]
-    except KeyError:
-        return IntegrationObservation("missing")
-    named = sha.decode("ascii")
-    if named == parent:
-        return IntegrationObservation("at-parent", commit=named)
-    try:
-        obj = repo[sha]
-    except KeyError:
-        return IntegrationObservation("unreadable", commit=named, detail=f"{ref} names missing object {named}")
-    if not isinstance(obj, Commit):
-        return IntegrationObservation("diverged", commit=named,
-                                      detail=f"{ref} names a {obj.type_name.decode()}, not a commit")
-    for name, ancestor in (("expected parent", parent), ("candidate", candidate)):
-        if not _is_commit(repo, ancestor) or not _is_ancestor(repo, ancestor, named):
-            return IntegrationObservation("diverged", commit=named,
-                                          detail=f"{ref} names commit {named}, which does not hold the {name} "
-                                                 f"{ancestor}")
-    return IntegrationObservation("merged", commit=named)
 
 
 def merge_candidate(repository: Path, head: str, candidate_commit: str, message: str) -> MergeResult:
@@ -103,26 +58,23 @@ def merge_candidate(repository: Path, head: str, candidate_commit: str, message:
     of the world; OSError for real I/O failures while writing.
     """
     from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
 
     try:
-        repo = Repo(str(repository))
+        repo = open_repo(repository)
     except (NotGitRepository, OSError) as e:
         return MergeResult("unreadable", detail=f"cannot open repository {repository}: {e}")
-    try:
+    with repo:
         return _merge(repo, head, candidate_commit, message)
-    finally:
-        repo.close()
 
 
 def _merge(repo, head: str, candidate: str, message: str) -> MergeResult:  # noqa: ANN001
     from dulwich.objects import Commit, Tree
 
-    ours, theirs = _commit(repo, head), _commit(repo, candidate)
+    ours, theirs = commit_of(repo, head), commit_of(repo, candidate)
     if ours is None or theirs is None:
         missing = head if ours is None else candidate
         return MergeResult("unreadable", detail=f"{missing} is not a commit in the repository")
-    if _is_ancestor(repo, candidate, head):
+    if is_ancestor(repo, candidate, head):
         return MergeResult("already-merged", commit=head, tree=ours.tree.decode("ascii"))
     try:
         bases = _merge_bases(repo, ours.id, theirs.id)
@@ -191,111 +143,6 @@ def _merged_bases(repo, bases: list[bytes], made: dict, depth: int) -> bytes | N
 
 def _tree_of(repo, node: bytes | _Virtual) -> bytes | None:  # noqa: ANN001
     return node.tree if isinstance(node, _Virtual) else repo[node].tree
-
-
-def advance_ref(repository: Path, ref: str, expected_old: str | None, new: str) -> None:
-    """Move ref to new only while it names expected_old (compare-and-swap); expected_old None: create it only if
-    it is absent. Nothing happens unless new is a commit in the repository, when the ref names anything else, or
-    while another writer's lock holds it (a killed docket's stale lock under refs/docket/ is removed first):
-    observe again to learn the outcome. BadInput ``bad-ref`` for a malformed ref name; OSError only otherwise."""
-    from dulwich.errors import NotGitRepository
-    from dulwich.refs import check_ref_format
-    from dulwich.repo import Repo
-
-    if not ref.startswith("refs/") or not check_ref_format(ref.encode("utf-8", "surrogateescape")):
-        raise BadInput("bad-ref", f"{ref!r} is not a well-formed ref name under refs/")
-    try:
-        repo = Repo(str(repository))
-    except (NotGitRepository, OSError):
-        return
-    try:
-        if not _is_commit(repo, new):
-            return
-        from .ref_locks import write_ref
-
-        message = b"docket: integrate"
-        if expected_old is None:
-            write_ref(repo, ref, lambda: repo.refs.add_if_new(ref.encode(), new.encode("ascii"),
-                                                              committer=MERGE_IDENTITY, message=message))
-        else:
-            write_ref(repo, ref, lambda: repo.refs.set_if_equals(ref.encode(), expected_old.encode("ascii"),
-                                                                 new.encode("ascii"), committer=MERGE_IDENTITY,
-                                                                 message=message))
-    finally:
-        repo.close()
-
-
-def observe_target(repository: Path, branch: str) -> TargetObservation:
-    """Which commit refs/heads/<branch> names (found, missing, unreadable) and which worktree has it checked out: the
-    main worktree (HEAD of a repository that is not bare) or a linked one (<common>/worktrees/*/HEAD). Never raises."""
-    from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
-
-    ref = f"refs/heads/{branch}"
-    try:
-        repo = Repo(str(repository))
-    except (NotGitRepository, OSError) as e:
-        return TargetObservation("unreadable", detail=f"cannot open repository {repository}: {e}")
-    try:
-        try:
-            sha = repo.refs[ref.encode()]
-        except KeyError:
-            return TargetObservation("missing", checked_out=_checked_out(Path(repository), ref))
-        if not _is_commit(repo, sha.decode("ascii")):
-            return TargetObservation("unreadable", commit=sha.decode("ascii"), detail=f"{ref} names no commit")
-        return TargetObservation("found", commit=sha.decode("ascii"), checked_out=_checked_out(Path(repository), ref))
-    except (OSError, ValueError, KeyError, UnicodeError) as e:
-        return TargetObservation("unreadable", detail=f"cannot read {ref} in {repository}: {e}")
-    finally:
-        repo.close()
-
-
-def _checked_out(common: Path, ref: str) -> str | None:
-    """The worktree whose HEAD is the symbolic ref ref: the main one (unless the repository is bare), else a linked
-    one; None when none is."""
-    from dulwich.config import ConfigFile
-
-    wanted = f"ref: {ref}"
-    try:
-        bare = ConfigFile.from_path(str(common / "config")).get_boolean((b"core",), b"bare", False)
-    except (OSError, ValueError, KeyError):
-        bare = False
-    if not bare and _head(common / "HEAD") == wanted:
-        return str(common.parent if common.name == ".git" else common)
-    linked = common / "worktrees"
-    for admin in sorted(linked.iterdir()) if linked.is_dir() else ():
-        if _head(admin / "HEAD") == wanted:
-            gitdir = _head(admin / "gitdir")
-            return str(Path(gitdir).parent) if gitdir else str(admin)
-    return None
-
-
-def _head(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return None
-
-
-def changed_paths(repository: Path, base: str, commit: str) -> tuple[str, ...]:
-    """The paths (quoted as candidates quote them, sorted) whose entries differ between base's tree and commit's.
-    OSError or KeyError when either cannot be read."""
-    from dulwich.diff_tree import tree_changes
-    from dulwich.repo import Repo
-
-    repo = Repo(str(repository))
-    try:
-        old, new = _commit(repo, base), _commit(repo, commit)
-        if old is None or new is None:
-            raise KeyError(f"{base if old is None else commit} is not a commit in {repository}")
-        paths = set()
-        for change in tree_changes(repo.object_store, old.tree, new.tree):
-            for entry in (change.old, change.new):
-                if entry is not None and entry.path is not None:
-                    paths.add(quote_path(entry.path))
-        return tuple(sorted(paths))
-    finally:
-        repo.close()
 
 
 @dataclass(frozen=True)
@@ -581,24 +428,3 @@ def _pick(base, ours, theirs):  # noqa: ANN001, ANN202
     if base == ours:
         return theirs
     return None
-
-
-def _commit(repo, sha: str):  # noqa: ANN001, ANN202
-    from dulwich.objects import Commit
-
-    try:
-        obj = repo[sha.encode("ascii")]
-    except (KeyError, ValueError, UnicodeEncodeError):
-        return None
-    return obj if isinstance(obj, Commit) else None
-
-
-def _is_commit(repo, sha: str) -> bool:  # noqa: ANN001
-    return _commit(repo, sha) is not None
-
-
-def _is_ancestor(repo, ancestor: str, descendant: str) -> bool:  # noqa: ANN001
-    """ancestor is descendant or one of its ancestors (both commits in the repository)."""
-    from dulwich.graph import can_fast_forward
-
-    return can_fast_forward(repo, ancestor.encode("ascii"), descendant.encode("ascii"))

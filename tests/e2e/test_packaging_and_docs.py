@@ -33,6 +33,7 @@ def test_the_wheel_puts_nothing_generic_at_the_top_of_site_packages(tmp_path):
     for package in ("domain", "projections", "adapters", "cli"):
         assert f"docket/{package}/__init__.py" in names
     assert "docket/__main__.py" in names
+    assert [n for n in names if "fake" in n.rsplit("/", 1)[-1].lower()] == []  # the ports' fakes are test code
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "docket = docket.cli.app:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 

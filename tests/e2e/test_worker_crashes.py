@@ -343,7 +343,7 @@ def test_sigkill_at_random_instants_of_launch_and_supervision_then_reconcile_con
 @pytest.mark.slow
 @pytest.mark.parametrize("attempt", range(3))
 def test_two_launches_of_one_task_at_once_run_the_agent_once(docket, repo, world, tmp_path, attempt):
-    """Before the worktree lock (adapters/world/git.py), 3 of 4 attempts broke: each launch cleaned up the other's
+    """Before the worktree lock (adapters/world/repository.py), 3 of 4 attempts broke: each launch cleaned up the other's
     half-made worktree (os-error, an internal KeyError) or recorded it as diverged, for good."""
     background, marker = world
     release = tmp_path / "release"  # the winner's agent runs until the loser has answered

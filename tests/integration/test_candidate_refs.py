@@ -1,5 +1,5 @@
 """Candidate refs: observe, pin (create-only, idempotent) and release (compare-and-swap), against real git and
-FakeGit alike; real git must agree with what docket wrote."""
+FakeCandidateRefs alike; real git must agree with what docket wrote."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.fakes import FakeGit, FakeRepository
-from docket.adapters.world.git import DulwichGit
+from tests.fakes.candidate_refs import FakeCandidateRefs
+from tests.fakes.repository import FakeRepository
+from docket.adapters.world.candidates import DulwichCandidateRefs
 from docket.domain.candidates import candidate_ref
 from tests.conftest import git
 
@@ -35,7 +36,7 @@ def make_tree(repo: Path, files: dict[str, str]) -> str:
 
 class RealWorld:
     def __init__(self, repo: Path):
-        self.checkout, self.common, self.port = repo, repo / ".git", DulwichGit()
+        self.checkout, self.common, self.port = repo, repo / ".git", DulwichCandidateRefs()
         self.head = git(repo, "rev-parse", "HEAD")
         self.tree = make_tree(repo, {"work.txt": "done\n"})
         self.other_tree = make_tree(repo, {"other.txt": "else\n"})
@@ -57,7 +58,7 @@ class FakeWorld:
         self.repository = FakeRepository()
         self.head = self.repository.point("main")
         self.tree, self.other_tree = self.repository.add_tree("work"), self.repository.add_tree("other")
-        self.port = FakeGit({self.common: self.repository})
+        self.port = FakeCandidateRefs({self.common: self.repository})
 
     def named(self) -> str | None:
         return self.repository.refs.get(REF)
@@ -137,7 +138,7 @@ def test_nothing_is_pinned_for_a_tree_or_parent_the_repository_lacks(world) -> N
 
 
 def test_an_unreadable_repository_is_unreadable(tmp_path: Path) -> None:
-    observed = DulwichGit().observe_candidate(tmp_path / "nowhere", REF, "a" * 40, "b" * 40)
+    observed = DulwichCandidateRefs().observe_candidate(tmp_path / "nowhere", REF, "a" * 40, "b" * 40)
     assert observed.state == "unreadable"
 
 
@@ -180,7 +181,7 @@ def test_the_target_history_is_what_git_reaches_from_the_branch_back_to_the_base
     assert len(bounded.commits) == 2 and not bounded.complete and "at most 2" in bounded.detail
     missing = world.port.observe_target_history(world.common, "nosuch", base)
     assert (missing.tip, missing.commits, missing.complete) == (None, {}, True)
-    unreadable = DulwichGit().observe_target_history(repo.parent / "nowhere", "trunk", base)
+    unreadable = DulwichCandidateRefs().observe_target_history(repo.parent / "nowhere", "trunk", base)
     assert unreadable.tip is None and not unreadable.complete and "cannot open" in unreadable.detail
 
 

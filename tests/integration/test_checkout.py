@@ -115,9 +115,9 @@ def test_the_environment_of_another_repository_is_not_inherited(repo, commits, t
 
 
 def test_the_fake_observes_and_updates_a_checkout_as_the_real_one_does(tmp_path):
-    from docket.adapters.world.fakes import FakeGit
+    from tests.fakes.merges import FakeMerges
 
-    fake = FakeGit()
+    fake = FakeMerges()
     old, new = "a" * 40, "b" * 40
     assert fake.observe_checkout(tmp_path, old, new).state == "at-old"
     fake.update_checkout(tmp_path, old, new)
@@ -135,7 +135,7 @@ def test_the_target_intent_moves_a_clean_checkout_then_the_branch(repo, commits,
     """Through the intent kind: act once, and the branch, HEAD, index and files are the integrated commit's; also
     when the integrated commit has the expected commit's very tree (a merge that changed nothing)."""
     from docket.adapters.service_layer.intents import INTEGRATION_TARGET
-    from docket.adapters.world.git import DulwichGit
+    from docket.adapters.world.integration_refs import DulwichMerges
     from docket.domain import events as ev
     from docket.domain import integration
     from docket.domain.effects import Act
@@ -148,7 +148,7 @@ def test_the_target_intent_moves_a_clean_checkout_then_the_branch(repo, commits,
         repository=str(repo / ".git"), target_ref="refs/heads/main", expected_commit=old, commit=new,
         tree=git(repo, "rev-parse", f"{new}^{{tree}}"), checkout=str(repo))
     state = integration.Integration(run_id="r1", version=5)
-    port = DulwichGit()
+    port = DulwichMerges()
     observed = INTEGRATION_TARGET.observe(port, intent, None)
     assert observed.checked_out == str(repo) and observed.checkout.state == "at-old"
     assert isinstance(INTEGRATION_TARGET.decide(state, intent, observed, "2026-01-01T00:00:00.000Z"), Act)
@@ -259,3 +259,26 @@ def test_what_is_in_the_way_is_what_git_merge_refuses_and_the_move_leaves_what_g
     update_checkout(repo, old, new)
     assert _files(repo) == (_files(copy) if merged.returncode == 0 else before)
     assert observe_checkout(repo, old, new).state == ("at-new" if merged.returncode == 0 else "dirty")
+
+
+@pytest.mark.parametrize("world", ["real", "fake"])
+def test_the_merge_ports_move_a_clean_checkout_and_never_a_dirty_one_alike(world, repo, commits):
+    from docket.adapters.world.integration_refs import DulwichMerges
+    from tests.fakes.merges import FakeMerges
+
+    old, new = commits
+    port = DulwichMerges() if world == "real" else FakeMerges()
+    assert port.observe_checkout(repo, old, new).state == "at-old"
+    port.update_checkout(repo, old, new)
+    assert port.observe_checkout(repo, old, new).state == "at-new"
+    port.update_checkout(repo, old, new)  # not at old: nothing
+    assert port.observe_checkout(repo, old, new).state == "at-new"
+    port.update_checkout(repo, new, old)
+    assert port.observe_checkout(repo, old, new).state == "at-old"
+    if world == "real":
+        (repo / "README.md").write_text("x\n")
+    else:
+        port.checkouts[repo] = ("unstaged README.md",)
+    assert port.observe_checkout(repo, old, new) == CheckoutObservation("dirty", ("unstaged README.md",))
+    port.update_checkout(repo, old, new)
+    assert port.observe_checkout(repo, old, new).state == "dirty"

@@ -1,7 +1,7 @@
 """The effector against a real repository: observe, decide, record exactly one outcome.
 
 The same rules run against the in-memory fake in tests/unit/test_effector_rules.py;
-the contract test here holds the fake to what the real git port reports.
+the contract test here holds the fake to what the real inventory port reports.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ import pytest
 from docket.adapters.service_layer import services
 from docket.adapters.world.clock import FixedClock
 from docket.adapters.service_layer.effector import Effector
-from docket.adapters.world.fakes import FakeGit, FakeRepository
-from docket.adapters.world.git import DulwichGit
+from tests.fakes.inventory import FakeInventory
+from tests.fakes.repository import FakeRepository
+from docket.adapters.world.inventory import DulwichInventory
 from docket.adapters.service_layer.ledger import Ledger
 from docket.adapters.service_layer.ports import Ports
 from docket.domain.events import IntentOutcomeUnknownV2, RunBasePinFailed, RunBasePinned
@@ -106,7 +107,7 @@ def test_racing_effectors_leave_exactly_one_outcome_per_intent(repo, ledger_path
 
 
 def test_branches_are_read_from_packed_refs_and_linked_worktrees(repo, tmp_path):
-    from docket.adapters.world.git import observe_branch
+    from docket.adapters.world.repository import observe_branch
 
     git(repo, "branch", "feature")
     git(repo, "pack-refs", "--all")
@@ -124,7 +125,7 @@ def test_an_effector_that_loses_the_race_records_nothing(repo, ledger_path):
     open_pending(ledger, repo, "r1")
     winner = Effector(Ledger(ledger_path), FixedClock("2026-01-01T00:00:01.000Z"))
 
-    class Overtaken(DulwichGit):
+    class Overtaken(DulwichInventory):
         overtaken = False
 
         def observe_branch(self, repository, branch):
@@ -134,7 +135,7 @@ def test_an_effector_that_loses_the_race_records_nothing(repo, ledger_path):
                 assert [r.outcome for r in winner.run_pending()] == ["RunBasePinned.v1"]  # ...but B records first
             return observation
 
-    loser = Effector(ledger, FixedClock("2026-01-01T00:00:02.000Z"), Ports(git=Overtaken()))
+    loser = Effector(ledger, FixedClock("2026-01-01T00:00:02.000Z"), Ports(inventory=Overtaken()))
     (result,) = loser.run_pending()
     assert result.outcome == "already-resolved" and result.position is None
     (pinned,) = outcomes(ledger, "r1")
@@ -213,7 +214,7 @@ def _real_world(repo: Path, tmp_path: Path):
     git(repo, "branch", "feature")
     blob = git(repo, "hash-object", "-w", "README.md")
     (repo / ".git" / "refs" / "heads" / "blob").write_text(blob + "\n")
-    return DulwichGit(), repo / ".git", ensure_identity(repo / ".git"), tmp_path / "nowhere" / ".git"
+    return DulwichInventory(), repo / ".git", ensure_identity(repo / ".git"), tmp_path / "nowhere" / ".git"
 
 
 def _fake_world(repo: Path, tmp_path: Path):
@@ -222,7 +223,7 @@ def _fake_world(repo: Path, tmp_path: Path):
     fake.point("feature")
     fake.point("blob", "blob")
     common = tmp_path / "fake" / ".git"
-    return FakeGit({common: fake}), common, fake.identity, tmp_path / "nowhere" / ".git"
+    return FakeInventory({common: fake}), common, fake.identity, tmp_path / "nowhere" / ".git"
 
 
 @pytest.mark.parametrize("world", [_real_world, _fake_world], ids=["dulwich", "fake"])

@@ -1,5 +1,5 @@
-"""Executions: detached worktrees at a candidate commit, against real git (and the main cases against FakeGit);
-real git must agree (`git worktree list --porcelain`, `git fsck --strict`)."""
+"""Executions: detached worktrees at a candidate commit, against real git (and the main cases against
+FakeWorkspaces); real git must agree (`git worktree list --porcelain`, `git fsck --strict`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from docket.adapters.world.executions import execution_path
-from docket.adapters.world.fakes import FakeGit, FakeRepository
-from docket.adapters.world.git import DulwichGit
+from tests.fakes.repository import FakeRepository
+from tests.fakes.workspaces import FakeWorkspaces
+from docket.adapters.world.workspaces import DulwichWorkspaces
 from docket.adapters.world.processes import PsutilProcesses
 from docket.domain.errors import BadInput, Refused
 from tests.conftest import git
@@ -35,7 +36,7 @@ def worktrees(repo: Path) -> dict[str, list[str]]:
 
 class RealWorld:
     def __init__(self, repo: Path):
-        self.checkout, self.common, self.port = repo, repo / ".git", DulwichGit()
+        self.checkout, self.common, self.port = repo, repo / ".git", DulwichWorkspaces()
         (repo / "src").mkdir()
         (repo / "src" / "app.py").write_text("print('hi')\n")
         (repo / "run.sh").write_text("#!/bin/sh\necho run\n")
@@ -85,7 +86,7 @@ class FakeWorld:
         self.repository = FakeRepository()
         self.earlier = self.repository.point("main")
         self.commit = self.repository.point("candidate")
-        self.port = FakeGit({self.common: self.repository})
+        self.port = FakeWorkspaces({self.common: self.repository})
         self.path = execution_path(self.common, RUN, BINDING, "tests", 1)
 
     observe, create, inspect, remove = RealWorld.observe, RealWorld.create, RealWorld.inspect, RealWorld.remove

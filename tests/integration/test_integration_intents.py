@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from docket.adapters.service_layer.intents import INTEGRATION_STEP, INTEGRATION_TARGET
-from docket.adapters.world.git import DulwichGit
+from docket.adapters.world.capture import DulwichCapture
+from docket.adapters.world.integration_refs import DulwichMerges
 from docket.domain import events as ev
 from docket.domain import integration
 from docket.domain.effects import Act, Unknown
@@ -56,7 +57,7 @@ def fold(state, events):  # noqa: ANN001, ANN201
 
 def drive(kind, state, intent):  # noqa: ANN001, ANN201
     """The effector's protocol in one pass: observe, decide; on Act, act, observe again and decide once more."""
-    port = DulwichGit()
+    port = DulwichMerges()
     decided = kind.decide(state, intent, kind.observe(port, intent, None), T0)
     if isinstance(decided, Act):
         kind.act(port, intent, kind.observe(port, intent, None))
@@ -67,7 +68,8 @@ def drive(kind, state, intent):  # noqa: ANN001, ANN201
 def merge_step(state, number: int):  # noqa: ANN001, ANN201
     """Compute the step's merge and record its intent."""
     head = state.head()
-    merged = DulwichGit().merge_candidate(Path(state.repository), head, state.step(number).commit, f"step {number}\n")
+    merged = DulwichMerges().merge_candidate(Path(state.repository), head, state.step(number).commit,
+                                             f"step {number}\n")
     (intent,) = integration.request_step(state, number, intent_id=f"i{number}", head=head,
                                          merge_commit=merged.commit, tree=merged.tree, merge=merged.state, now=T0)
     return fold(state, [intent]), intent
@@ -133,14 +135,14 @@ def test_a_target_moved_by_someone_else_is_not_moved(world):
     outcome = drive(INTEGRATION_TARGET, state, intent)
     assert (outcome.type_name(), outcome.code, outcome.found) == (
         "IntegrationTargetMoved.v1", "target-moved", candidates[1])
-    DulwichGit().advance_ref(repo / ".git", "refs/heads/release", base, intent.commit)  # the CAS refuses too
+    DulwichMerges().advance_ref(repo / ".git", "refs/heads/release", base, intent.commit)  # the CAS refuses too
     assert git(repo, "rev-parse", "release") == candidates[1]
 
 
 def test_a_target_checked_out_in_the_main_worktree_is_not_moved(world):
     repo, base, candidates = world
     state, intent = target_intent(repo, base, candidates, target="main")
-    observed = DulwichGit().observe_target(repo / ".git", "main")
+    observed = DulwichMerges().observe_target(repo / ".git", "main")
     assert (observed.state, observed.commit, observed.checked_out) == ("found", base, str(repo))
     outcome = drive(INTEGRATION_TARGET, state, intent)
     assert (outcome.type_name(), outcome.code) == ("IntegrationTargetMoved.v1", "target-checked-out")
@@ -149,7 +151,7 @@ def test_a_target_checked_out_in_the_main_worktree_is_not_moved(world):
 
 def test_observe_target_sees_linked_worktrees_bare_repositories_and_what_cannot_be_read(world, tmp_path):
     repo, base, _ = world
-    port = DulwichGit()
+    port = DulwichMerges()
     assert port.observe_target(repo / ".git", "release") == integration.TargetObservation("found", commit=base)
     linked = tmp_path / "linked"
     git(repo, "worktree", "add", "-q", str(linked), "release")
@@ -168,19 +170,20 @@ def test_observe_target_sees_linked_worktrees_bare_repositories_and_what_cannot_
 
 def test_changed_paths_of_a_merge_against_the_base(world):
     repo, base, candidates = world
-    merged = DulwichGit().merge_candidate(repo / ".git", candidates[0], candidates[1], "m\n")
-    assert DulwichGit().changed_paths(repo / ".git", base, merged.commit) == ("a.txt", "b.txt")
+    merged = DulwichMerges().merge_candidate(repo / ".git", candidates[0], candidates[1], "m\n")
+    assert DulwichCapture().changed_paths(repo / ".git", base, merged.commit) == ("a.txt", "b.txt")
 
 
 def test_the_fake_observes_the_target_as_the_real_one_does(tmp_path):
-    from docket.adapters.world.fakes import FakeGit, FakeRepository
+    from tests.fakes.merges import FakeMerges
+    from tests.fakes.repository import FakeRepository
 
     repo = FakeRepository(main_branch="main")
     tip = repo.point("release")
     repo.branches["main"] = tip
     repo.worktrees[tmp_path / "linked"] = "side"
     repo.branches["side"] = tip
-    fake = FakeGit({tmp_path: repo})
+    fake = FakeMerges({tmp_path: repo})
     assert fake.observe_target(tmp_path, "release") == integration.TargetObservation("found", commit=tip)
     assert fake.observe_target(tmp_path, "main").checked_out == str(tmp_path)
     assert fake.observe_target(tmp_path, "side").checked_out == str(tmp_path / "linked")

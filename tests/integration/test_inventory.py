@@ -1,5 +1,5 @@
 """Docket's refs and worktrees listed, and removed by compare-and-swap, against real git (the story also against
-FakeGit); real git must agree (`git for-each-ref`, `git worktree list --porcelain`, `git fsck --strict`,
+the fakes); real git must agree (`git for-each-ref`, `git worktree list --porcelain`, `git fsck --strict`,
 `git worktree prune -n`)."""
 
 from __future__ import annotations
@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.capture import Capture, Unstable
+from docket.adapters.world.capture import Capture, DulwichCapture, Unstable
 from docket.adapters.world.executions import execution_path
-from docket.adapters.world.fakes import FakeGit, FakeRepository
-from docket.adapters.world.git import DulwichGit
+from tests.fakes.ports import FakeGitPorts
+from tests.fakes.repository import FakeRepository
+from docket.adapters.world.inventory import DulwichInventory
+from docket.adapters.world.workspaces import DulwichWorkspaces
 from docket.adapters.world.paths import task_branch, task_worktree_path
 from docket.domain.errors import BadInput, Conflict, Refused
 from tests.conftest import git
@@ -51,19 +53,20 @@ def for_each_ref(repo: Path) -> list[tuple[str, str]]:
 
 
 class RealWorld:
-    """A real repository seen through DulwichGit."""
+    """A real repository seen through DulwichInventory (made with DulwichWorkspaces, captured with DulwichCapture)."""
 
     def __init__(self, repo: Path):
-        self.checkout, self.common, self.port = repo, repo / ".git", DulwichGit()
+        self.checkout, self.common, self.port = repo, repo / ".git", DulwichInventory()
+        self.workspaces, self.capture = DulwichWorkspaces(), DulwichCapture()
         self.base = git(repo, "rev-parse", "HEAD")
         self.task = task_worktree_path(self.common, RUN, TASK)
         self.execution = execution_path(self.common, RUN, BINDING, "tests", 1)
 
     def make_task(self) -> None:
-        self.port.create_worktree(self.common, self.task, BRANCH, self.base)
+        self.workspaces.create_worktree(self.common, self.task, BRANCH, self.base)
 
     def make_execution(self) -> None:
-        self.port.create_execution(self.common, self.execution, self.base)
+        self.workspaces.create_execution(self.common, self.execution, self.base)
 
     def add_ref(self, ref: str, oid: str) -> None:
         git(self.checkout, "update-ref", ref, oid)
@@ -88,14 +91,15 @@ class RealWorld:
 
 
 class FakeWorld:
-    """The same story as plain values in FakeGit."""
+    """The same story as plain values in the fakes (FakeInventory, FakeWorkspaces, FakeCapture over one world)."""
 
     def __init__(self, tmp_path: Path):
         self.common = tmp_path / "repo" / ".git"
         self.repository = FakeRepository()
         self.base = self.repository.point("main")
         self.repository.main_branch = "main"
-        self.port = FakeGit({self.common: self.repository})
+        fakes = FakeGitPorts({self.common: self.repository})
+        self.port, self.workspaces, self.capture = fakes.inventory, fakes.workspaces, fakes.capture
         self.task = task_worktree_path(self.common, RUN, TASK)
         self.execution = execution_path(self.common, RUN, BINDING, "tests", 1)
 
@@ -222,16 +226,16 @@ def test_a_branch_checked_out_elsewhere_is_kept(world, tmp_path: Path) -> None:
 def test_fake_capture_twice_returns_what_the_test_set(tmp_path: Path) -> None:
     fake = FakeWorld(tmp_path)
     with pytest.raises(Refused) as unreadable:
-        fake.port.capture_twice(fake.task, expected_head=None, base=fake.base, artifact_dir=None)
+        fake.capture.capture_twice(fake.task, expected_head=None, base=fake.base, artifact_dir=None)
     assert unreadable.value.code == "worktree-unreadable"
     made = Capture(fake.base, "a" * 40, ("x",))
-    fake.port.captures[fake.task] = made
-    assert fake.port.capture_twice(fake.task, expected_head=fake.base, base=fake.base, artifact_dir="out") == made
+    fake.capture.captures[fake.task] = made
+    assert fake.capture.capture_twice(fake.task, expected_head=fake.base, base=fake.base, artifact_dir="out") == made
     with pytest.raises(Conflict):
-        fake.port.capture_twice(fake.task, expected_head="b" * 40, base=fake.base, artifact_dir=None)
+        fake.capture.capture_twice(fake.task, expected_head="b" * 40, base=fake.base, artifact_dir=None)
     unstable = Unstable(made, Capture(fake.base, "c" * 40, ("x",)), ("x",))
-    fake.port.captures[fake.task] = unstable
-    assert fake.port.capture_twice(fake.task, expected_head=None, base=fake.base, artifact_dir=None) == unstable
+    fake.capture.captures[fake.task] = unstable
+    assert fake.capture.capture_twice(fake.task, expected_head=None, base=fake.base, artifact_dir=None) == unstable
 
 
 # Real git agrees -------------------------------------------------------------------------------------------------
@@ -256,7 +260,7 @@ def test_refs_agree_with_for_each_ref_loose_packed_and_broken(real: RealWorld) -
 
 
 def test_an_unreadable_repository_lists_nothing(tmp_path: Path) -> None:
-    port = DulwichGit()
+    port = DulwichInventory()
     assert port.list_docket_refs(tmp_path / "nothing") == []
     assert port.list_docket_worktrees(tmp_path / "nothing") == []
     assert port.observe_head(tmp_path / "nothing", tmp_path / "nothing" / "x") == (None, None)
@@ -267,7 +271,7 @@ def test_worktrees_agree_with_git_worktree_list(real: RealWorld, tmp_path: Path)
     real.make_task()
     real.make_execution()
     second = task_worktree_path(real.common, RUN, "task-2")
-    real.port.create_worktree(real.common, second, task_branch(RUN, "task-2"), real.base)
+    real.workspaces.create_worktree(real.common, second, task_branch(RUN, "task-2"), real.base)
     shutil.rmtree(second)  # deleted by hand: git calls its entry prunable
     plain = task_worktree_path(real.common, "run-other", "notes")
     plain.mkdir(parents=True)
@@ -431,7 +435,7 @@ def test_a_packed_ref_is_deleted_by_compare_and_swap(real: RealWorld) -> None:
 def test_capture_twice_through_the_port(real: RealWorld) -> None:
     real.make_task()
     (real.task / "new.txt").write_text("new\n")
-    made = real.port.capture_twice(real.task, expected_head=real.base, base=real.base, artifact_dir=None)
+    made = real.capture.capture_twice(real.task, expected_head=real.base, base=real.base, artifact_dir=None)
     assert isinstance(made, Capture) and made.head == real.base and made.changed == ("new.txt",)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.world.fakes import FakeLedgerReader
+from tests.fakes.ledger_reader import FakeLedgerReader
 from docket.adapters.world.reader import SqliteLedgerReader, ledger_reader
 
 from .test_idle_costs import T0, mixed

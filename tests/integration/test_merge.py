@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docket.adapters.world.fakes import FakeGit, FakeRepository
-from docket.adapters.world.git import DulwichGit
-from docket.adapters.world.merge import advance_ref, merge_candidate, observe_integration
+from tests.fakes.merges import FakeMerges
+from tests.fakes.repository import FakeRepository
+from docket.adapters.world.integration_refs import DulwichMerges, advance_ref, observe_integration
+from docket.adapters.world.merge import merge_candidate
 from docket.domain.effects import MergeResult
 from docket.domain.errors import BadInput
 from docket.domain.merges import PathOverlap, changed_paths_overlap, merge_message, trailers
@@ -319,14 +320,14 @@ def test_advance_ref_is_compare_and_swap(empty: Path) -> None:
 @pytest.mark.parametrize("world", ["real", "fake"])
 def test_fake_and_real_ports_walk_one_step_alike(world: str, empty: Path) -> None:
     if world == "real":
-        port, repository = DulwichGit(), empty / ".git"
+        port, repository = DulwichMerges(), empty / ".git"
         _, head, candidate = three(empty, {b"a": ("100644", b"1\n")},
                                    {b"a": ("100644", b"1\n"), b"b": ("100644", b"b\n")}, {b"a": ("100644", b"2\n")})
     else:
         fake = FakeRepository()
         repository, base = empty / ".git", fake.add_commit((), fake.add_tree("base"), "base")
         head, candidate = (fake.add_commit((base,), fake.add_tree(n), n) for n in ("ours", "theirs"))
-        port = FakeGit({repository: fake})
+        port = FakeMerges({repository: fake})
     seen = [port.observe_integration(repository, REF, head, candidate).state]
     port.advance_ref(repository, REF, None, head)
     seen.append(port.observe_integration(repository, REF, head, candidate).state)
@@ -633,3 +634,46 @@ def test_a_conflict_in_a_virtual_base_has_the_markers_git_puts_there(tmp_path_fa
                                "base", "-L", "Temporary merge branch 2", "ours", "base", "theirs"], cwd=path,
                               capture_output=True, check=False).stdout
     assert _with_markers([Blob.from_string(text(*lines)) for lines in three_ways], 9) == expected
+
+
+# The MergePort's contract: DulwichMerges and FakeMerges alike
+
+
+@pytest.mark.parametrize("world", ["real", "fake"])
+def test_fake_and_real_ports_conflict_alike_and_write_nothing(world: str, empty: Path) -> None:
+    repository = empty / ".git"
+    if world == "real":
+        port = DulwichMerges()
+        _, head, candidate = three(empty, {b"f": ("100644", SEVEN)}, {b"f": ("100644", text("a", "B"))},
+                                   {b"f": ("100644", text("a", "X"))})
+        written = lambda: loose_objects(empty)  # noqa: E731
+    else:
+        fake = FakeRepository()
+        base = fake.add_commit((), fake.add_tree("base"), "base")
+        head, candidate = (fake.add_commit((base,), fake.add_tree(n), n) for n in ("ours", "theirs"))
+        port = FakeMerges({repository: fake})
+        port.merge_conflicts[(head, candidate)] = ("f",)
+        written = lambda: dict(fake.objects)  # noqa: E731
+    before = written()
+    result = port.merge_candidate(repository, head, candidate, MESSAGE)
+    assert (result.state, result.conflicts, result.commit) == ("conflicted", ("f",), None)
+    assert written() == before
+    assert port.observe_integration(repository, REF, head, candidate).state == "missing"  # no ref moved
+
+
+@pytest.mark.parametrize("world", ["real", "fake"])
+def test_fake_and_real_ports_observe_the_target_alike(world: str, empty: Path, tmp_path: Path) -> None:
+    repository = empty / ".git"
+    if world == "real":
+        port = DulwichMerges()
+        tip = commit(empty, {b"a": ("100644", b"1\n")})
+        _git(empty, "update-ref", "refs/heads/release", tip)
+    else:
+        fake = FakeRepository()
+        tip = fake.point("release")
+        port = FakeMerges({repository: fake})
+    assert port.observe_target(repository, "release").state == "found"
+    assert port.observe_target(repository, "release").commit == tip
+    assert port.observe_target(repository, "absent").state == "missing"
+    assert port.observe_target(tmp_path / "nowhere", "release").state == "unreadable"
+    assert port.merge_candidate(repository, tip, "f" * 40, MESSAGE).state == "unreadable"

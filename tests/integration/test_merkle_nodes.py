@@ -146,7 +146,7 @@ def test_an_anchor_with_a_merkle_root_is_checked_against_the_digests(ledger, led
 def test_the_fake_reader_keeps_and_reads_blocks_as_the_sqlite_one_does(ledger, ledger_path):
     import json
 
-    from docket.adapters.world.fakes import FakeLedgerReader
+    from tests.fakes.ledger_reader import FakeLedgerReader
 
     fake = FakeLedgerReader()
     with ledger_reader(ledger_path) as real:

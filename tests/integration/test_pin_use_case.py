@@ -17,14 +17,15 @@ from docket.adapters.service_layer.effector import Effector
 from docket.adapters.service_layer.ledger import Ledger
 from docket.adapters.service_layer.ports import Ports
 from docket.adapters.world.clock import SystemClock
-from docket.adapters.world.git import DulwichGit
+from docket.adapters.world.candidates import DulwichCandidateRefs
+from docket.adapters.world.capture import DulwichCapture
 from docket.domain import events as ev
 from docket.domain import task as task_aggregate
 
 RUN, TASK = "r1", "t1"
 
 
-class WrittenBetweenCaptures(DulwichGit):
+class WrittenBetweenCaptures(DulwichCapture):
     def __init__(self, change):  # noqa: ANN001
         self.change = change
 
@@ -49,7 +50,7 @@ def ledger(docket):  # noqa: ANN001, ANN201
 def test_a_worktree_changed_between_the_two_captures_is_unstable_and_nothing_is_pinned(docket, ledger):
     refs_before = _refs(docket.cwd)
     git = WrittenBetweenCaptures(lambda root: (root / "a.txt").write_text("moving\n"))
-    effector = Effector(ledger, SystemClock(), Ports(git=git))
+    effector = Effector(ledger, SystemClock(), Ports(capture=git, candidate_refs=DulwichCandidateRefs()))
     pinned = pin_task(ledger, SystemClock(), effector, RUN, TASK, artifact_dir=None, worker_id=TASK, generation=1)
     assert pinned.result == "unstable" and pinned.differing == ("a.txt",)
     history = [e for _, e in ledger.history(task_aggregate.stream_of(TASK))]
@@ -62,7 +63,7 @@ def test_a_worktree_changed_between_the_two_captures_is_unstable_and_nothing_is_
 
 def test_a_change_between_captures_that_is_undone_is_stable(docket, ledger):
     git = WrittenBetweenCaptures(lambda root: (root / "a.txt").write_text("first\n"))  # the same bytes again
-    effector = Effector(ledger, SystemClock(), Ports(git=git))
+    effector = Effector(ledger, SystemClock(), Ports(capture=git, candidate_refs=DulwichCandidateRefs()))
     pinned = pin_task(ledger, SystemClock(), effector, RUN, TASK, artifact_dir=None, worker_id=TASK, generation=1)
     assert pinned.result == "pinned" and pinned.candidate.status == "pinned"
 
@@ -80,7 +81,7 @@ def test_a_capture_too_large_to_record_is_refused_with_its_own_code_and_nothing_
         (docket.cwd / ".git" / "docket" / "worktrees" / RUN / TASK / name).write_text("more\n")
     monkeypatch.setattr(candidate_events, "MAX_CHANGED_PATHS", 2)  # a, b and c changed: one too many
     refs_before = _refs(docket.cwd)
-    effector = Effector(ledger, SystemClock(), Ports(git=DulwichGit()))
+    effector = Effector(ledger, SystemClock(), Ports(capture=DulwichCapture(), candidate_refs=DulwichCandidateRefs()))
     with pytest.raises(Refused) as e:
         pin_task(ledger, SystemClock(), effector, RUN, TASK, artifact_dir=None, worker_id=TASK, generation=1)
     assert e.value.code == "too-many-changes" and "3 paths" in e.value.message

@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from docket.adapters.world.fakes import FakeProcesses
+from tests.fakes.processes import FakeProcesses
 from docket.adapters.world.processes import GatedProcess, LaunchSpec, LogPathTaken, PsutilProcesses, free_port
 from docket.domain.processes import ProcessIdentity
 

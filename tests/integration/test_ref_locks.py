@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from docket.adapters.world.inventory import delete_ref
-from docket.adapters.world.merge import advance_ref
+from docket.adapters.world.integration_refs import advance_ref
 from docket.adapters.world.ref_locks import STALE_LOCK_SECONDS
 
 from ..conftest import git, make_repo

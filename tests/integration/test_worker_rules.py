@@ -15,7 +15,7 @@ import pytest
 from docket.adapters.service_layer import ledger as ledger_module
 from docket.adapters.service_layer import services
 from docket.adapters.world.clock import FixedClock
-from docket.adapters.world.fakes import FakeProcesses
+from tests.fakes.processes import FakeProcesses
 from docket.adapters.world.processes import PsutilProcesses
 from docket.domain import run, worker
 from docket.domain.errors import Refused

@@ -1,4 +1,5 @@
-"""Task worktrees: observe and create against real git (the same cases against FakeGit), and [worktree] include."""
+"""Task worktrees: observe and create against real git (the same cases against FakeWorkspaces), and [worktree]
+include."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.fakes import FakeGit, FakeRepository
-from docket.adapters.world.git import DulwichGit
+from tests.fakes.repository import FakeRepository
+from tests.fakes.workspaces import FakeWorkspaces
+from docket.adapters.world.workspaces import DulwichWorkspaces
 from docket.adapters.world.paths import main_worktree, task_branch, task_worktree_path
 from docket.domain.errors import BadInput
 from tests.conftest import git
@@ -19,12 +21,12 @@ BRANCH = task_branch(RUN, TASK)
 
 
 class RealWorld:
-    """A real repository (made with the git CLI) seen through DulwichGit."""
+    """A real repository (made with the git CLI) seen through DulwichWorkspaces."""
 
     def __init__(self, repo: Path):
         self.checkout = repo
         self.common = repo / ".git"
-        self.port = DulwichGit()
+        self.port = DulwichWorkspaces()
         self.base = git(repo, "rev-parse", "HEAD")
         self.path = task_worktree_path(self.common, RUN, TASK)
 
@@ -69,14 +71,14 @@ class RealWorld:
 
 
 class FakeWorld:
-    """The same cases as plain values in FakeGit."""
+    """The same cases as plain values in FakeWorkspaces."""
 
     def __init__(self, tmp_path: Path):
         self.common = tmp_path / "repo" / ".git"
         self.repository = FakeRepository()
         self.base = self.repository.point("main")
         self.repository.main_branch = "main"
-        self.port = FakeGit({self.common: self.repository})
+        self.port = FakeWorkspaces({self.common: self.repository})
         self.path = task_worktree_path(self.common, RUN, TASK)
 
     def observe(self, branch: str = BRANCH):
@@ -273,7 +275,7 @@ def test_a_detached_worktree_is_diverged(repo: Path) -> None:
 
 
 def test_an_unreadable_repository(tmp_path: Path) -> None:
-    observed = DulwichGit().observe_worktree(tmp_path / "nothing", tmp_path / "wt", BRANCH, "0" * 40)
+    observed = DulwichWorkspaces().observe_worktree(tmp_path / "nothing", tmp_path / "wt", BRANCH, "0" * 40)
     assert observed.state == "unreadable"
 
 
@@ -299,10 +301,12 @@ def test_ignored_files_are_copied_and_copying_again_changes_nothing(checkout_and
     (source / "config").mkdir()
     (source / "config" / "db.local").write_text("db\n")
     (source / "config" / "app.toml").write_text("tracked-ish\n")
-    assert DulwichGit().copy_includes(source, worktree, [".env", "config/*.local"]) == [".env", "config/db.local"]
+    assert DulwichWorkspaces().copy_includes(source, worktree, [".env", "config/*.local"]) == [".env",
+                                                                                              "config/db.local"]
     assert (worktree / ".env").read_text() == "SECRET=1\n"
     assert not (worktree / "config" / "app.toml").exists()
-    assert DulwichGit().copy_includes(source, worktree, [".env", "config/*.local"]) == [".env", "config/db.local"]
+    assert DulwichWorkspaces().copy_includes(source, worktree, [".env", "config/*.local"]) == [".env",
+                                                                                              "config/db.local"]
 
 
 def test_a_symlink_out_of_the_checkout_is_not_followed(checkout_and_worktree, tmp_path: Path) -> None:
@@ -311,7 +315,8 @@ def test_a_symlink_out_of_the_checkout_is_not_followed(checkout_and_worktree, tm
     (source / ".env").symlink_to(tmp_path / "secret")
     (source / ".inner").symlink_to("README.md")
     skipped: list[str] = []
-    assert DulwichGit().copy_includes(source, worktree, [".env", ".inner"], skipped=skipped) == [".inner"]
+    assert DulwichWorkspaces().copy_includes(source, worktree, [".env", ".inner"],
+                                             skipped=skipped) == [".inner"]
     assert not os.path.lexists(worktree / ".env")
     assert os.readlink(worktree / ".inner") == "README.md"
     assert skipped and skipped[0].startswith(".env: a symlink")
@@ -322,7 +327,7 @@ def test_a_symlinked_folder_in_the_checkout_is_not_entered(checkout_and_worktree
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "a.local").write_text("x\n")
     (source / "config").symlink_to(tmp_path / "outside")
-    assert DulwichGit().copy_includes(source, worktree, ["config/*.local"]) == []
+    assert DulwichWorkspaces().copy_includes(source, worktree, ["config/*.local"]) == []
 
 
 def test_an_existing_different_file_is_left_alone(checkout_and_worktree) -> None:
@@ -330,7 +335,7 @@ def test_an_existing_different_file_is_left_alone(checkout_and_worktree) -> None
     (source / ".env").write_text("new\n")
     (worktree / ".env").write_text("the agent's own\n")
     skipped: list[str] = []
-    assert DulwichGit().copy_includes(source, worktree, [".env"], skipped=skipped) == []
+    assert DulwichWorkspaces().copy_includes(source, worktree, [".env"], skipped=skipped) == []
     assert (worktree / ".env").read_text() == "the agent's own\n"
     assert skipped == [".env: a different file is already in the worktree (left alone)"]
 
@@ -341,12 +346,12 @@ def test_a_symlinked_folder_in_the_worktree_is_not_written_through(checkout_and_
     (source / "config" / "a.local").write_text("x\n")
     (tmp_path / "target").mkdir()
     (worktree / "config").symlink_to(tmp_path / "target")
-    assert DulwichGit().copy_includes(source, worktree, ["config/*.local"]) == []
+    assert DulwichWorkspaces().copy_includes(source, worktree, ["config/*.local"]) == []
     assert list((tmp_path / "target").iterdir()) == []
 
 
 @pytest.mark.parametrize("pattern", ["../.env", "/etc/passwd", "a/../../b", "", "a\x00b", "./x"])
-@pytest.mark.parametrize("port", [DulwichGit(), FakeGit()], ids=["dulwich", "fake"])
+@pytest.mark.parametrize("port", [DulwichWorkspaces(), FakeWorkspaces()], ids=["dulwich", "fake"])
 def test_a_pattern_leaving_the_root_is_refused(port, pattern: str, tmp_path: Path) -> None:
     with pytest.raises(BadInput) as refused:
         port.copy_includes(tmp_path, tmp_path / "wt", [".env", pattern])

@@ -1,4 +1,4 @@
-"""The effector's rules, against the fake git port and an in-memory ledger: no disk, no git.
+"""The effector's rules, against the fake inventory port and an in-memory ledger: no disk, no git.
 
 tests/integration/test_effector.py holds the same rules against real repositories,
 and holds the fake to the real port's promises.
@@ -13,12 +13,13 @@ import pytest
 from docket.adapters.service_layer import ledger as ledger_module
 from docket.adapters.world.clock import FixedClock
 from docket.adapters.service_layer.effector import Effector
-from docket.adapters.world.fakes import FakeGit, FakeRepository
 from docket.adapters.service_layer.intents import INTENT_KINDS, RUN_BASE_PIN, IntentKind
 from docket.adapters.service_layer.ports import Ports
 from docket.domain import run
 from docket.domain.effects import INTENT_TYPES, Act, BranchObservation, decide_base_pin
 from docket.domain.events import EVENT_TYPES, IntentOutcomeUnknownV2, RunBasePinFailed, RunBasePinned
+from tests.fakes.inventory import FakeInventory
+from tests.fakes.repository import FakeRepository
 
 from .builders import T0
 
@@ -42,12 +43,12 @@ def repository() -> FakeRepository:
 
 
 @pytest.fixture
-def git(repository) -> FakeGit:
-    return FakeGit({REPOSITORY: repository})
+def git(repository) -> FakeInventory:
+    return FakeInventory({REPOSITORY: repository})
 
 
 def effector(ledger, git, clock=None, **kinds) -> Effector:
-    return Effector(ledger, clock or FixedClock(T0), Ports(git=git), **kinds)
+    return Effector(ledger, clock or FixedClock(T0), Ports(inventory=git), **kinds)
 
 
 def open_pending(ledger, run_id: str, branch: str = "main", repository: str = REPOSITORY) -> None:
@@ -112,7 +113,7 @@ def test_an_unreadable_repository_is_unknown_once_then_backs_off_then_is_counted
 def test_an_intent_resolved_between_observe_and_decide_records_nothing(ledger, repository):
     """The run is aborted (its intent cancelled) after the effector observed and before it decides."""
 
-    class AbortedMeanwhile(FakeGit):
+    class AbortedMeanwhile(FakeInventory):
         def observe_branch(self, repository_path, branch):
             observed = super().observe_branch(repository_path, branch)
             ledger.decide(lambda now: run.abort(ledger.get(run.apply, run.stream_of("r1")), "stop", now), T0)
@@ -150,7 +151,7 @@ def test_a_repository_with_another_identity_is_not_observed(ledger, git):
 
 # The act slot: no intent acts yet, so a kind that makes its branch shows the protocol.
 
-class Refs(FakeGit):
+class Refs(FakeInventory):
     """A fake port that can also create a branch, create-only, counting what it did."""
 
     created = 0
@@ -168,7 +169,7 @@ def _decide_make(run_state, intent, observed: BranchObservation, now):
 
 def _kind(act) -> dict:
     return {"kinds": {RUN_BASE_PIN.type_name: IntentKind(
-        intent=RUN_BASE_PIN.intent, stream_of=RUN_BASE_PIN.stream_of, apply=RUN_BASE_PIN.apply, port="git",
+        intent=RUN_BASE_PIN.intent, stream_of=RUN_BASE_PIN.stream_of, apply=RUN_BASE_PIN.apply, port="inventory",
         observe=RUN_BASE_PIN.observe, decide=_decide_make, act=act)}}
 
 

@@ -69,3 +69,76 @@ def test_the_check_sees_a_wrong_way_import(tmp_path):
     bad.write_text("from ..service_layer.services import open_run\nfrom ...cli.app import main\n")
     found = list(_imports(bad, "docket.adapters.world.store", False))
     assert found == ["docket.adapters.service_layer.services.open_run", "docket.cli.app.main"]
+
+
+# Packages checked for import circles (a module importing, at any depth and even inside a function, a module that
+# imports it back). The service layer and the CLI still have circles of their own to untangle.
+ACYCLIC = ("docket.domain", "docket.projections", "docket.adapters.world")
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """module -> the docket modules it imports (an imported name resolved to the module that defines it)."""
+    found = {name: (path, is_package) for path, name, is_package in _modules()}
+    graph = {}
+    for name, (path, is_package) in found.items():
+        targets = set()
+        for target in _imports(path, name, is_package):
+            while target and target not in found:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in graph.get(module, ()):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in on_stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return circles
+
+
+def test_no_import_circles():
+    graph = _import_graph()
+    inside = {m: {t for t in ts if t.startswith(ACYCLIC)} for m, ts in graph.items() if m.startswith(ACYCLIC)}
+    assert len(inside) > 50
+    assert _circles(inside) == []
+
+
+def test_the_check_sees_an_import_circle(tmp_path):
+    (tmp_path / "git.py").write_text("def helper(): ...\nfrom .inventory import listing\n")
+    (tmp_path / "inventory.py").write_text("from .git import helper\ndef listing(): ...\n")
+    graph = {}
+    for module in ("git", "inventory"):
+        graph[f"docket.adapters.world.{module}"] = {
+            t.rpartition(".")[0] for t in _imports(tmp_path / f"{module}.py", f"docket.adapters.world.{module}", False)}
+    assert _circles(graph) == [["docket.adapters.world.git", "docket.adapters.world.inventory"]]
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []

@@ -12,7 +12,7 @@ import pytest
 
 from docket.adapters.service_layer.event_log import listed_events
 from docket.adapters.service_layer.views import views_at
-from docket.adapters.world.fakes import FakeLedgerReader
+from tests.fakes.ledger_reader import FakeLedgerReader
 from docket.cli import output
 from docket.domain.errors import NotFound, VerificationFailed
 from docket.domain.events import RunCompleted, RunOpened, TaskPlanned

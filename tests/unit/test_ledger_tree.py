@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from docket.adapters.service_layer.ledger_tree import ledger_tree
-from docket.adapters.world.fakes import FakeLedgerReader
+from tests.fakes.ledger_reader import FakeLedgerReader
 from docket.domain.merkle import Tree, verify_consistency, verify_inclusion
 
 from .builders import at

@@ -1,0 +1,162 @@
+"""The MergePort over dulwich: the integration ref and the target branch observed and moved by compare-and-swap,
+candidates merged in the object store (merge.py), the target's checkout updated (checkout.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...domain.effects import IntegrationObservation, MergeResult
+from ...domain.errors import BadInput
+from ...domain.integration import CheckoutObservation, TargetObservation
+from .checkout import observe_checkout, update_checkout
+from .merge import MERGE_IDENTITY, merge_candidate
+from .repository import DulwichRepository, is_ancestor, is_commit, open_repo
+
+__all__ = ["DulwichMerges", "advance_ref", "observe_integration", "observe_target"]
+
+
+class DulwichMerges(DulwichRepository):
+    """The MergePort: the integration ref and the target observed and moved, candidates merged, the target's
+    checkout updated (checkout.py)."""
+
+    def observe_integration(self, repository: Path, ref: str, expected_parent: str,
+                            candidate_commit: str) -> IntegrationObservation:
+        return observe_integration(repository, ref, expected_parent, candidate_commit)
+
+    def merge_candidate(self, repository: Path, head: str, candidate_commit: str, message: str) -> MergeResult:
+        return merge_candidate(repository, head, candidate_commit, message)
+
+    def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str) -> None:
+        advance_ref(repository, ref, expected_old, new)
+
+    def observe_target(self, repository: Path, branch: str) -> TargetObservation:
+        return observe_target(repository, branch)
+
+    def observe_checkout(self, worktree: Path, old: str, new: str) -> CheckoutObservation:
+        return observe_checkout(worktree, old, new)
+
+    def update_checkout(self, worktree: Path, old: str, new: str) -> None:
+        update_checkout(worktree, old, new)
+
+
+def observe_integration(repository: Path, ref: str, expected_parent: str,
+                        candidate_commit: str) -> IntegrationObservation:
+    """missing, at-parent (ref names expected_parent), merged (ref names a commit holding both expected_parent and
+    candidate_commit in its history), diverged (anything else) or unreadable. Never raises."""
+    from dulwich.errors import NotGitRepository
+
+    try:
+        repo = open_repo(repository)
+    except (NotGitRepository, OSError) as e:
+        return IntegrationObservation("unreadable", detail=f"cannot open repository {repository}: {e}")
+    with repo:
+        try:
+            return _observe(repo, ref, expected_parent, candidate_commit)
+        except (OSError, ValueError, KeyError, AssertionError) as e:
+            return IntegrationObservation("unreadable", detail=f"cannot read {ref} in {repository}: {e}")
+
+
+def _observe(repo, ref: str, parent: str, candidate: str) -> IntegrationObservation:  # noqa: ANN001
+    from dulwich.objects import Commit
+
+    try:
+        sha = repo.refs[ref.encode()]
+    except KeyError:
+        return IntegrationObservation("missing")
+    named = sha.decode("ascii")
+    if named == parent:
+        return IntegrationObservation("at-parent", commit=named)
+    try:
+        obj = repo[sha]
+    except KeyError:
+        return IntegrationObservation("unreadable", commit=named, detail=f"{ref} names missing object {named}")
+    if not isinstance(obj, Commit):
+        return IntegrationObservation("diverged", commit=named,
+                                      detail=f"{ref} names a {obj.type_name.decode()}, not a commit")
+    for name, ancestor in (("expected parent", parent), ("candidate", candidate)):
+        if not is_commit(repo, ancestor) or not is_ancestor(repo, ancestor, named):
+            return IntegrationObservation("diverged", commit=named,
+                                          detail=f"{ref} names commit {named}, which does not hold the {name} "
+                                                 f"{ancestor}")
+    return IntegrationObservation("merged", commit=named)
+
+
+def advance_ref(repository: Path, ref: str, expected_old: str | None, new: str) -> None:
+    """Move ref to new only while it names expected_old (compare-and-swap); expected_old None: create it only if
+    it is absent. Nothing happens unless new is a commit in the repository, when the ref names anything else, or
+    while another writer's lock holds it (a killed docket's stale lock under refs/docket/ is removed first):
+    observe again to learn the outcome. BadInput ``bad-ref`` for a malformed ref name; OSError only otherwise."""
+    from dulwich.errors import NotGitRepository
+    from dulwich.refs import check_ref_format
+
+    if not ref.startswith("refs/") or not check_ref_format(ref.encode("utf-8", "surrogateescape")):
+        raise BadInput("bad-ref", f"{ref!r} is not a well-formed ref name under refs/")
+    try:
+        repo = open_repo(repository)
+    except (NotGitRepository, OSError):
+        return
+    with repo:
+        if not is_commit(repo, new):
+            return
+        from .ref_locks import write_ref
+
+        message = b"docket: integrate"
+        if expected_old is None:
+            write_ref(repo, ref, lambda: repo.refs.add_if_new(ref.encode(), new.encode("ascii"),
+                                                              committer=MERGE_IDENTITY, message=message))
+        else:
+            write_ref(repo, ref, lambda: repo.refs.set_if_equals(ref.encode(), expected_old.encode("ascii"),
+                                                                 new.encode("ascii"), committer=MERGE_IDENTITY,
+                                                                 message=message))
+
+
+def observe_target(repository: Path, branch: str) -> TargetObservation:
+    """Which commit refs/heads/<branch> names (found, missing, unreadable) and which worktree has it checked out: the
+    main worktree (HEAD of a repository that is not bare) or a linked one (<common>/worktrees/*/HEAD). Never raises."""
+    from dulwich.errors import NotGitRepository
+
+    ref = f"refs/heads/{branch}"
+    try:
+        repo = open_repo(repository)
+    except (NotGitRepository, OSError) as e:
+        return TargetObservation("unreadable", detail=f"cannot open repository {repository}: {e}")
+    with repo:
+        try:
+            try:
+                sha = repo.refs[ref.encode()]
+            except KeyError:
+                return TargetObservation("missing", checked_out=_checked_out(Path(repository), ref))
+            if not is_commit(repo, sha.decode("ascii")):
+                return TargetObservation("unreadable", commit=sha.decode("ascii"), detail=f"{ref} names no commit")
+            return TargetObservation("found", commit=sha.decode("ascii"),
+                                     checked_out=_checked_out(Path(repository), ref))
+        except (OSError, ValueError, KeyError, UnicodeError) as e:
+            return TargetObservation("unreadable", detail=f"cannot read {ref} in {repository}: {e}")
+
+
+def _checked_out(common: Path, ref: str) -> str | None:
+    """The worktree whose HEAD is the symbolic ref ref: the main one (unless the repository is bare), else a linked
+    one; None when none is."""
+    from dulwich.config import ConfigFile
+
+    wanted = f"ref: {ref}"
+    try:
+        bare = ConfigFile.from_path(str(common / "config")).get_boolean((b"core",), b"bare", False)
+    except (OSError, ValueError, KeyError):
+        bare = False
+    if not bare and _head(common / "HEAD") == wanted:
+        return str(common.parent if common.name == ".git" else common)
+    linked = common / "worktrees"
+    for admin in sorted(linked.iterdir()) if linked.is_dir() else ():
+        if _head(admin / "HEAD") == wanted:
+            gitdir = _head(admin / "gitdir")
+            return str(Path(gitdir).parent) if gitdir else str(admin)
+    return None
+
+
+def _head(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+

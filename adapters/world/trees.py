@@ -1,0 +1,65 @@
+"""What commits' trees hold, read through dulwich: a commit's tree, the files under a folder, the paths two differ in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...domain.candidates import quote_path
+from .repository import commit_of, open_repo
+
+__all__ = ["changed_paths", "commit_tree", "tree_paths"]
+
+
+def commit_tree(repository: Path, commit: str) -> str:
+    """The id of the commit's tree; KeyError when the repository has no such commit."""
+    from dulwich.objects import Commit
+
+    with open_repo(repository) as repo:
+        obj = repo[commit.encode("ascii")]
+        if not isinstance(obj, Commit):
+            raise KeyError(f"{commit} is not a commit")
+        return obj.tree.decode("ascii")
+
+
+def tree_paths(repository: Path, commit: str, folder: str) -> list[str]:
+    """Paths of the files (blobs, symlinks) the commit's tree holds under folder, relative to it, sorted.
+
+    Nothing (an empty list) when the folder is not in the tree or the commit cannot be read.
+    """
+    from dulwich.errors import NotGitRepository
+    from dulwich.objects import Tree
+    from dulwich.object_store import tree_lookup_path
+
+    try:
+        repo = open_repo(repository)
+    except (NotGitRepository, OSError):
+        return []
+    with repo:
+        try:
+            root = repo[commit.encode()].tree
+            _, sha = tree_lookup_path(repo.object_store.__getitem__, root, folder.strip("/").encode())
+            if not isinstance(repo[sha], Tree):
+                return []
+            return sorted(entry.path.decode("utf-8", "surrogateescape")
+                          for entry in repo.object_store.iter_tree_contents(sha) if entry.mode != 0o160000)
+        except (KeyError, OSError, ValueError):
+            return []
+
+
+
+def changed_paths(repository: Path, base: str, commit: str) -> tuple[str, ...]:
+    """The paths (quoted as candidates quote them, sorted) whose entries differ between base's tree and commit's.
+    OSError or KeyError when either cannot be read."""
+    from dulwich.diff_tree import tree_changes
+
+    with open_repo(repository) as repo:
+        old, new = commit_of(repo, base), commit_of(repo, commit)
+        if old is None or new is None:
+            raise KeyError(f"{base if old is None else commit} is not a commit in {repository}")
+        paths = set()
+        for change in tree_changes(repo.object_store, old.tree, new.tree):
+            for entry in (change.old, change.new):
+                if entry is not None and entry.path is not None:
+                    paths.add(quote_path(entry.path))
+        return tuple(sorted(paths))
+

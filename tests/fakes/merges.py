@@ -1,0 +1,98 @@
+"""The MergePort's fake: integration refs, merges and the target's checkout over FakeRepository values."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+
+from docket.domain.effects import IntegrationObservation, MergeResult
+from docket.domain.errors import BadInput
+from docket.domain.integration import CheckoutObservation, TargetObservation
+
+from .repository import FakeGitPort, FakeRepository, FakeWorld, ancestors, ref_value
+
+__all__ = ["FakeMerges"]
+
+
+class FakeMerges(FakeGitPort):
+    """The MergePort over FakeRepository values."""
+
+    def __init__(self, world: FakeWorld | Mapping[str | Path, FakeRepository] | None = None):
+        super().__init__(world)
+        self.merge_conflicts: dict[tuple[str, str], tuple[str, ...]] = {}  # (head, candidate) -> conflicting paths
+        # a checkout's index and files: the commit they are clean at (absent: at whatever its branch names), or its
+        # local changes
+        self.checkouts: dict[Path, str | tuple[str, ...]] = {}
+
+    def observe_integration(self, repository: Path, ref: str, expected_parent: str,
+                            candidate_commit: str) -> IntegrationObservation:
+        repo = self.repositories.get(Path(repository))
+        if repo is None or not repo.readable:
+            return IntegrationObservation("unreadable", detail=f"cannot open repository {repository}")
+        oid = ref_value(repo, ref)
+        if oid is None:
+            return IntegrationObservation("missing")
+        if oid == expected_parent:
+            return IntegrationObservation("at-parent", commit=oid)
+        if repo.objects.get(oid) != "commit":
+            return IntegrationObservation("diverged", commit=oid, detail=f"{ref} names no commit")
+        held = ancestors(repo, oid)
+        if expected_parent in held and candidate_commit in held:
+            return IntegrationObservation("merged", commit=oid)
+        return IntegrationObservation("diverged", commit=oid, detail=f"{ref} names commit {oid}, not this step's")
+
+    def merge_candidate(self, repository: Path, head: str, candidate_commit: str, message: str) -> MergeResult:
+        """Merged, unless merge_conflicts names (head, candidate): its tree is a new tree named by both commits."""
+        repo = self.repositories.get(Path(repository))
+        if repo is None or not repo.readable:
+            return MergeResult("unreadable", detail=f"cannot open repository {repository}")
+        for oid in (head, candidate_commit):
+            if repo.objects.get(oid) != "commit":
+                return MergeResult("unreadable", detail=f"{oid} is not a commit in the repository")
+        if candidate_commit in ancestors(repo, head):
+            return MergeResult("already-merged", commit=head, tree=repo.commits.get(head, ((), None))[1])
+        conflicts = self.merge_conflicts.get((head, candidate_commit))
+        if conflicts is not None:
+            return MergeResult("conflicted", conflicts=tuple(sorted(conflicts)))
+        tree = hashlib.sha1(f"merged tree {head} {candidate_commit}".encode()).hexdigest()
+        repo.objects[tree] = "tree"
+        commit = repo.add_commit((head, candidate_commit), tree, message)
+        return MergeResult("merged", commit=commit, tree=tree)
+
+    def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str) -> None:
+        if not ref.startswith("refs/") or ".." in ref or ref.endswith("/"):
+            raise BadInput("bad-ref", f"{ref!r} is not a well-formed ref name under refs/")
+        repo = self.repositories.get(Path(repository))
+        if repo is None or not repo.readable or repo.objects.get(new) != "commit":
+            return
+        if ref_value(repo, ref) != expected_old:
+            return
+        if ref.startswith("refs/heads/"):
+            repo.branches[ref.removeprefix("refs/heads/")] = new
+        else:
+            repo.refs[ref] = new
+
+    def observe_target(self, repository: Path, branch: str) -> TargetObservation:
+        repo = self.repositories.get(Path(repository))
+        if repo is None or not repo.readable:
+            return TargetObservation("unreadable", detail=f"cannot open repository {repository}")
+        holder = next((str(path) for path, held in repo.worktrees.items() if held == branch), None)
+        checked_out = str(repository) if repo.main_branch == branch else holder
+        oid = repo.branches.get(branch)
+        if oid is None:
+            return TargetObservation("missing", checked_out=checked_out)
+        if repo.objects.get(oid) != "commit":
+            return TargetObservation("unreadable", commit=oid, detail=f"refs/heads/{branch} names no commit")
+        return TargetObservation("found", commit=oid, checked_out=checked_out)
+
+    def observe_checkout(self, worktree: Path, old: str, new: str) -> CheckoutObservation:
+        at = self.checkouts.get(Path(worktree), old)
+        if isinstance(at, tuple):
+            return CheckoutObservation("dirty", at)
+        return CheckoutObservation("at-old" if at == old else "at-new" if at == new else "dirty",
+                                   () if at in (old, new) else (f"staged against {at}",))
+
+    def update_checkout(self, worktree: Path, old: str, new: str) -> None:
+        if self.observe_checkout(worktree, old, new).state == "at-old":
+            self.checkouts[Path(worktree)] = new
