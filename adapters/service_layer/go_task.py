@@ -161,7 +161,7 @@ def _start_commit(s: Session, settings: GoSettings, run: run_aggregate.Run,
             finish_task(s, task.task_id, "failed", None, "dependency-missing", f"{dependency} has no candidate")
             return False
         message = f"docket: start {task.task_id} from {dependency}\n\nDocket-Run: {run.run_id}\n"
-        merged = s.effector.ports.git.merge_candidate(settings.repository, head, candidate.commit, message)
+        merged = s.effector.ports.merges.merge_candidate(settings.repository, head, candidate.commit, message)
         if merged.state in ("merged", "already-merged") and merged.commit:
             head = merged.commit
             continue
