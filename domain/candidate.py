@@ -11,7 +11,7 @@ before the next is taken: CheckRequested (bound to the configuration's digest)
 and the execution intent; the launch intent (the command held at a gate until
 its identity is recorded); one result (CheckPassed, CheckFailed or
 CheckTimedOut); the execution's removal intent. Names derived from content
-(binding ids, refs) are in ``candidates``.
+(binding ids, refs) are in ``binding``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 
 from docket.adapters.world.fakes import FakeGit, FakeRepository
 from docket.adapters.world.git import DulwichGit
-from docket.domain.candidates import candidate_ref
+from docket.domain.binding import candidate_ref
 from tests.conftest import git
 
 REF = candidate_ref("run-7k2m9x4q", "0123456789abcdef" * 4)
