@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from ...domain import candidate as candidate_aggregate
+from ...domain import check as candidate_check
+from ...domain import execution as candidate_execution
 from ...domain.canonical import canonical_json
 from ...domain.errors import DocketError, OutcomeUnknown, Refused
 from ...domain.events import Event
@@ -125,7 +127,7 @@ def run_check(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec: C
         path = str(execution_path(repository, current.run_id, binding, spec.name, current.attempts(spec.name) + 1))
         argv = tuple(spec.argv(path))
         chosen.update(path=path, argv=argv)
-        return candidate_aggregate.request_check(
+        return candidate_check.request_check(
             current, load_run(ledger, current.run_id), check_id=check_id, execution_intent=execution_intent,
             check=spec.name, config_sha256=spec.config_sha256,
             argv_sha256=hashlib.sha256(canonical_json(list(argv))).hexdigest(), required=spec.required,
@@ -169,8 +171,8 @@ def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
     env[LAUNCH_MARK] = intent_id
 
     def decision(now: str) -> Event:
-        return candidate_aggregate.request_check_launch(load_candidate(ledger, binding), check_id,
-                                                        intent_id=intent_id, log_path=str(log_path), now=now)
+        return candidate_check.request_check_launch(load_candidate(ledger, binding), check_id,
+                                                    intent_id=intent_id, log_path=str(log_path), now=now)
 
     ledger.decide(decision, clock.now())
     launcher.expect(intent_id, LaunchSpec(argv=argv, cwd=Path(run.execution), env=env, log_path=log_path))
@@ -281,7 +283,7 @@ def _record_report(ledger: Ledger, clock: Clock, binding: str, check_id: str, sp
         judgment = judge_relative(parsed, baseline.failing)
 
     def decision(now: str) -> list[Event]:
-        return candidate_aggregate.tests_reported(
+        return candidate_check.tests_reported(
             load_candidate(ledger, binding), check_id, now, report=spec.junit, report_sha256=digest, parsed=parsed,
             problem=problem, judge="exit" if baseline is None else "relative-to-base",
             base=None if baseline is None else (baseline.binding_id, baseline.check_id), judgment=judgment)
@@ -298,7 +300,7 @@ def _finish(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id:
     summary = log_summary(log_path)
 
     def decision(now: str) -> list[Event]:
-        return candidate_aggregate.check_result(
+        return candidate_check.check_result(
             load_candidate(ledger, binding), check_id, result, now, duration_ms=duration_ms,
             output_sha256=summary.sha256, output_bytes=summary.size, tail=summary.tail, execution=execution,
             artifacts=artifacts, code=code, exit_code=exit_code, signal=signal, message=message, cause=cause)
@@ -318,7 +320,7 @@ def remove_execution(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
     intent_id = new_id("unexec")
 
     def decision(now: str) -> list[Event]:
-        return candidate_aggregate.request_removal(load_candidate(ledger, binding), check_id, intent_id=intent_id,
+        return candidate_execution.request_removal(load_candidate(ledger, binding), check_id, intent_id=intent_id,
                                                    now=now)
 
     ledger.decide(decision, clock.now())
@@ -355,7 +357,7 @@ def settle_checks(ledger: Ledger, clock: Clock, effector: Any, unfinished: Seque
                 continue
 
             def decision(now: str) -> list[Event]:
-                return candidate_aggregate.interrupted(load_candidate(ledger, binding), check_id, "dead", now)
+                return candidate_check.interrupted(load_candidate(ledger, binding), check_id, "dead", now)
 
             if ledger.decide(decision, clock.now()):
                 what.append("recorded as interrupted")
