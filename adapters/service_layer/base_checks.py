@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...domain import candidate as candidate_aggregate
+from ...domain.check import concluded
 from ..world import faults
 from ..world.clock import Clock
 from .checks import Baseline, CheckSpec, run_check
@@ -70,11 +71,9 @@ def base_candidate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *,
 def check_base(ledger: Ledger, clock: Clock, effector: Any, run_id: str, spec: CheckSpec, *, repository: Path,
                artifact_dir: str | None, docket_dir: Path, ledger_path: Path) -> BaseCheck:
     """The check's result on the run's base: the one recorded under this configuration, or a new run of it."""
-    from .integration import _concluded
-
     with _turn(str(ledger_path), run_id, spec.config_sha256):
         candidate = base_candidate(ledger, clock, effector, run_id, repository=repository)
-        done = _concluded(candidate, spec.name, spec.config_sha256)
+        done = concluded(candidate, spec.name, spec.config_sha256)
         if done is None:
             outcome = run_check(ledger, clock, effector, candidate.binding_id, spec, artifact_dir=artifact_dir,
                                 docket_dir=docket_dir, ledger_path=ledger_path)  # judged by its exit: it is the base

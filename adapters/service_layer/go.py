@@ -567,11 +567,11 @@ def _check(s: Session, settings: GoSettings, run_id: str, binding: str, spec: Ch
     """The required check's result on the candidate (one recorded under this configuration, or a new run), and the
     feedback for the agent when it did not pass, with a note when the check fails on the run's base too (the base
     is checked once a candidate fails, or before, when it is judged relative to the base)."""
+    from ...domain.check import concluded as _concluded
     from ...domain.processes import bounded_tail
     from ...domain.task import check_feedback
     from .base_checks import check_base
     from .checks import run_check
-    from .integration import _concluded
     from .workers import log_summary
 
     candidate = s.ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(binding))
