@@ -1,4 +1,4 @@
-"""Use case: run named checks against a pinned candidate, each in its own execution, through the launch gate.
+"""Use case: run one attempt of a check against a pinned candidate, in its own execution, through the launch gate.
 
 The path of one check run, each step recorded before the next is taken:
 
@@ -15,7 +15,8 @@ The path of one check run, each step recorded before the next is taken:
 
 If this process dies part way, ``settle_checks`` (run by ``docket replay
 --apply`` and ``docket reconcile --apply``) records the run as interrupted once
-nothing of it can be running, and removes its execution.
+nothing of it can be running, and removes its execution. How a check is judged
+(by its exit, or relative to the run's base) is chosen in ``base_checks``.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ from .ledger import Ledger
 from .services import load_run
 from .workers import last_message, log_summary
 
-__all__ = ["Baseline", "CheckOutcome", "CheckSpec", "run_check", "settle_checks"]
+__all__ = ["Baseline", "CheckOutcome", "CheckSpec", "pinned_candidate", "remove_execution", "run_attempt",
+           "settle_checks"]
 
 POLL_SECONDS = 0.05
 STOP_GRACE_SECONDS = 5.0
@@ -100,25 +102,27 @@ class CheckOutcome:
     log_path: str | None
 
 
-def run_check(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec: CheckSpec, *,
-              artifact_dir: str | None, docket_dir: Path, ledger_path: Path) -> CheckOutcome:
-    """Run one attempt of the check against the candidate and record its result; its execution removed after.
-
-    With spec.junit its report is read and recorded (CheckTestsReported) before the result. A check judged
-    relative to the base needs the base's result first (base_checks: run once per run, then reused); a command
-    that failed only tests failing there too passes."""
-    from ..world.executions import execution_path
-    from .base_checks import BOUNDARY, check_base
-
+def pinned_candidate(ledger: Ledger, binding: str) -> candidate_aggregate.Candidate:
+    """The candidate checks run on; Refused ``candidate-not-pinned`` unless it is pinned."""
     candidate = load_candidate(ledger, binding)
     if candidate.status != "pinned" or candidate.commit is None:
         raise Refused("candidate-not-pinned", f"candidate {binding} is {candidate.status}; checks run only on a "
                                               "pinned candidate")
+    return candidate
+
+
+def run_attempt(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec: CheckSpec, *,
+                baseline: Baseline | None, artifact_dir: str | None, docket_dir: Path,
+                ledger_path: Path) -> CheckOutcome:
+    """Run one attempt of the check against the candidate and record its result; its execution removed after.
+
+    With spec.junit its report is read and recorded (CheckTestsReported) before the result. Given the baseline of
+    a check judged relative to the base (``base_checks.run_check`` finds it), a command that failed only tests
+    failing there too passes; without one, the check is judged by its exit."""
+    from ..world.executions import execution_path
+
+    candidate = pinned_candidate(ledger, binding)
     repository = Path(candidate.repository)
-    baseline = None
-    if spec.judge == "relative-to-base" and candidate.boundary != BOUNDARY:
-        baseline = check_base(ledger, clock, effector, candidate.run_id, spec, repository=repository,
-                              artifact_dir=artifact_dir, docket_dir=docket_dir, ledger_path=ledger_path).baseline
     check_id, execution_intent = new_id("check"), new_id("execution")
     chosen: dict[str, Any] = {}
 

@@ -40,8 +40,9 @@ from ...domain.merges import changed_paths_overlap, merge_message, trailers
 from ...domain.run import require_open
 from ..world import faults
 from ..world.clock import Clock, new_id
+from .base_checks import run_check
 from .candidates import drive, load_candidate, pin_tree
-from .checks import CheckSpec, run_check
+from .checks import CheckSpec
 from .handoff import confirm_handoff
 from .ledger import Ledger
 from .services import load_run
