@@ -133,7 +133,7 @@ def _agent_name(config: Any, wanted: str | None) -> str:
 
 def _start(ctx: Context, config: Any) -> str:
     """Open the run, plan its tasks and record the plan; the run's id."""
-    from ..adapters.service_layer import services
+    from ..adapters.service_layer.runs import open_run
     from ..adapters.world.clock import new_id
     from ..domain.values import parse_duration
     from .parsing import UsageError
@@ -150,9 +150,9 @@ def _start(ctx: Context, config: Any) -> str:
     budget_ms = parse_duration(a.budget) if a.budget is not None else config.run.budget_ms
     export_key = _export_key(a.key)  # a bad key fails before any work
     run_id = a.id or new_id("run")
-    run = services.open_run(ctx.ledger, ctx.clock, run_id=run_id, intent_id=new_id("intent"), goal=a.goal,
-                            target_branch=target, budget_ms=budget_ms, repository=str(repository), wait=True,
-                            effector=ctx.effector)
+    run = open_run(ctx.ledger, ctx.clock, run_id=run_id, intent_id=new_id("intent"), goal=a.goal,
+                   target_branch=target, budget_ms=budget_ms, repository=str(repository), wait=True,
+                   effector=ctx.effector)
     if run.status == "failed":
         from ..domain.errors import Refused
 
@@ -189,7 +189,8 @@ def _export_key(key: str | None) -> tuple[str, str] | None:
 def _plan(ctx: Context, run_id: str, specs: list[Any], agent: str, cycles: int, parallel: int,
           export_key: tuple[str, str] | None) -> None:
     """Plan each task not planned yet (its prompt stored first), then RunPlanned: safe to repeat after a crash."""
-    from ..adapters.service_layer import services
+    from ..adapters.service_layer.runs import load_run
+    from ..adapters.service_layer.tasks import plan_task
     from ..adapters.world.prompts import store_prompt
     from ..domain import run as run_aggregate
     from ..domain import task as task_aggregate
@@ -200,17 +201,17 @@ def _plan(ctx: Context, run_id: str, specs: list[Any], agent: str, cycles: int, 
         task_id = ledger_task_id(run_id, spec.id)
         if ctx.ledger.get(task_aggregate.apply, task_aggregate.stream_of(task_id)) is None:
             sha256, _ = store_prompt(ctx.paths.ledger.parent, spec.prompt)
-            services.plan_task(ctx.ledger, ctx.clock, run_id, task_id, spec.title, prompt_sha256=sha256,
-                               prompt_chars=len(spec.prompt))
+            plan_task(ctx.ledger, ctx.clock, run_id, task_id, spec.title, prompt_sha256=sha256,
+                      prompt_chars=len(spec.prompt))
         tasks.append((task_id, [ledger_task_id(run_id, d) for d in spec.depends_on]))
-    ctx.ledger.decide(lambda now: run_aggregate.plan_run(services.load_run(ctx.ledger, run_id), tasks, agent, cycles,
+    ctx.ledger.decide(lambda now: run_aggregate.plan_run(load_run(ctx.ledger, run_id), tasks, agent, cycles,
                                                          parallel, now, export_key), ctx.clock.now())
     ctx.update_views()
 
 
 def _check_resume(ctx: Context, run_id: str, config: Any) -> None:
     """A run to resume: planned (or its planning finished now from the options), its options the same."""
-    from ..adapters.service_layer.services import load_run
+    from ..adapters.service_layer.runs import load_run
     from ..domain.errors import Refused
 
     a = ctx.args
@@ -311,7 +312,7 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
     import threading
 
     from ..adapters.service_layer.go import drive_run
-    from ..adapters.service_layer.services import load_run
+    from ..adapters.service_layer.runs import load_run
 
     run = load_run(ctx.ledger, run_id)
     signer = _signer(run, key)  # a key that cannot be used fails before any work
@@ -434,7 +435,8 @@ class _NoView:
 def _deliver(ctx: Context, settings: Any, run_id: str, signer: Any) -> None:
     """Once every task has finished: integrate what passed, seal, export, complete the run."""
     from ..adapters.service_layer.integration import integrate, load_integration
-    from ..adapters.service_layer.services import complete_run, load_run, load_task
+    from ..adapters.service_layer.runs import complete_run, load_run
+    from ..adapters.service_layer.tasks import load_task
     from ..adapters.world import faults
     from ..domain.errors import Refused
 
@@ -479,7 +481,7 @@ def _deliver(ctx: Context, settings: Any, run_id: str, signer: Any) -> None:
 
 def _wait(ctx: Context, run_id: str, refused: Any) -> None:
     """RunWaiting: the run ends waiting for its user, with what to do and then how to finish it."""
-    from ..adapters.service_layer.services import load_run
+    from ..adapters.service_layer.runs import load_run
     from ..domain import run as run_aggregate
 
     then = f"'docket go --resume {run_id}'"
@@ -515,7 +517,8 @@ def _export(ctx: Context, sealed: Any, signer: Any) -> Path:
 def run_summary(ctx: Context, run_id: str) -> dict[str, Any]:
     from ..adapters.service_layer.candidates import load_candidate
     from ..adapters.service_layer.integration import load_integration
-    from ..adapters.service_layer.services import load_run, load_task
+    from ..adapters.service_layer.runs import load_run
+    from ..adapters.service_layer.tasks import load_task
     from ..domain.plan import short_id
     from ..projections.checks import base_checks_of
 
@@ -621,7 +624,7 @@ def _summarise(ctx: Context, run_id: str, *, interrupted: bool, show: bool = Tru
 
 
 def supervise(ctx: Context) -> int:
-    from ..adapters.service_layer.services import load_run
+    from ..adapters.service_layer.runs import load_run
     from ..projections import runs
     from .output import emit, shown
 

@@ -29,7 +29,7 @@ from ..world import faults
 from ..world.clock import Clock
 from .checks import Baseline, CheckOutcome, CheckSpec, pinned_candidate, run_attempt
 from .ledger import Ledger
-from .services import load_run
+from .runs import load_run
 
 __all__ = ["BOUNDARY", "BaseCheck", "base_candidate", "check_base", "run_check"]
 

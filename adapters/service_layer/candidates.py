@@ -23,7 +23,8 @@ from ...domain.events import CandidateUnstable, Event
 from ..world import faults
 from ..world.clock import Clock, new_id
 from .ledger import Ledger
-from .services import load_run, load_task
+from .runs import load_run
+from .tasks import load_task
 
 __all__ = ["Pinned", "boundary_of", "find_candidate", "load_candidate", "pin_task", "pin_tree", "release_candidate"]
 

@@ -40,7 +40,7 @@ from ..world import faults
 from ..world.clock import Clock, new_id
 from .candidates import load_candidate
 from .ledger import Ledger
-from .services import load_run
+from .runs import load_run
 from .workers import last_message, log_summary
 
 __all__ = ["Baseline", "CheckOutcome", "CheckSpec", "pinned_candidate", "remove_execution", "run_attempt",

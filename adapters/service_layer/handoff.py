@@ -22,7 +22,7 @@ from ..world import faults
 from ..world.clock import Clock
 from .candidates import load_candidate
 from .ledger import Ledger
-from .services import load_run
+from .runs import load_run
 from .workers import process_liveness, record_refusal, worktree_resource
 
 __all__ = ["confirm_handoff", "last_rejection", "offer_handoff"]

@@ -26,13 +26,14 @@ from ...domain import candidate as candidate_aggregate
 from ...domain import lease as lease_aggregate
 from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
-from ...domain.errors import DocketError, OutcomeUnknown, Refused
 from ...domain.effects import TargetHistory
+from ...domain.errors import DocketError, OutcomeUnknown, Refused
 from ...domain.events import Event
 from ..world.clock import Clock, new_id
 from .candidates import load_candidate, task_repository
 from .ledger import Ledger
-from .services import load_run, load_task
+from .runs import load_run
+from .tasks import load_task
 from .workers import holder_liveness, process_liveness, worktree_resource
 
 __all__ = ["GitFinding", "Kept", "Preservation", "TargetHistories", "gc", "kept_elsewhere", "pinned", "preservation",

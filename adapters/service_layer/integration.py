@@ -45,7 +45,7 @@ from .candidates import drive, load_candidate, pin_tree
 from .checks import CheckSpec
 from .handoff import confirm_handoff
 from .ledger import Ledger
-from .services import load_run
+from .runs import load_run
 
 __all__ = ["Integrated", "advance", "integrate", "integration_ref", "load_integration", "queue_task"]
 

@@ -19,7 +19,7 @@ from ...domain.errors import Refused
 from ...domain.values import to_ms
 from ..world.clock import Clock, new_id
 from .ledger import Ledger
-from .services import load_run
+from .runs import load_run
 from .workers import Finding, applied, worktree_resource
 
 __all__ = ["begin_supervision", "end_supervision", "reconcile_supervisions"]

@@ -36,7 +36,9 @@ from ...domain.processes import ProcessIdentity, bounded_tail, last_line, scrub_
 from ..world import faults
 from ..world.clock import Clock, new_id
 from .ledger import Ledger
-from .services import load_run, load_task, load_worker
+from .runs import load_run
+from .tasks import load_task
+from .worker_generations import load_worker
 
 __all__ = [
     "LEASE_TTL_MS",

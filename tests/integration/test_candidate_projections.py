@@ -15,7 +15,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from docket.adapters.service_layer import services
+from docket.adapters.service_layer import runs, tasks
 from docket.adapters.service_layer.candidates import load_candidate
 from docket.adapters.service_layer.effector import Effector
 from docket.adapters.service_layer.ledger import Ledger
@@ -70,7 +70,7 @@ class Story:
 
     def request_pin(self, binding: str, changed: list[str]) -> None:
         self.decide(binding, lambda c, now: aggregate.request_pin(
-            c, services.load_run(self.ledger, "r1"), intent_id=self._id("pin"), task_id="t1", worker_id="w1",
+            c, runs.load_run(self.ledger, "r1"), intent_id=self._id("pin"), task_id="t1", worker_id="w1",
             generation=1, boundary="generation-1", binding_id=binding, repository="/repo/.git",
             worktree="/repo/.git/docket/worktrees/r1/t1", ref=f"refs/docket/candidates/r1/{binding}", parent=HEAD,
             tree=TREE, base=BASE, changed_paths=changed, now=now))
@@ -88,7 +88,7 @@ class Story:
     def request_check(self, binding: str, check: str, *, required: bool = True) -> str:
         check_id = self._id(f"check-{check}")
         self.decide(binding, lambda c, now: candidate_check.request_check(
-            c, services.load_run(self.ledger, "r1"), check_id=check_id, execution_intent=self._id("execution"),
+            c, runs.load_run(self.ledger, "r1"), check_id=check_id, execution_intent=self._id("execution"),
             check=check, config_sha256="c" * 64, argv_sha256="d" * 64, required=required, timeout_ms=60_000,
             idle_timeout_ms=None, execution_for=lambda n: f"/repo/.git/docket/executions/r1/{binding}/{check}-{n}",
             artifact_dir="out", now=now))
@@ -127,10 +127,10 @@ class Story:
 
 
 def open_run(ledger: Ledger, clock: FixedClock, repo) -> None:  # noqa: ANN001
-    services.open_run(ledger, clock, run_id="r1", intent_id="i1", goal="g", target_branch="main", budget_ms=None,
-                      repository=str(repo / ".git"))
+    runs.open_run(ledger, clock, run_id="r1", intent_id="i1", goal="g", target_branch="main", budget_ms=None,
+                  repository=str(repo / ".git"))
     Effector(ledger, clock).run_pending()
-    services.plan_task(ledger, clock, "r1", "t1", "title")
+    tasks.plan_task(ledger, clock, "r1", "t1", "title")
 
 
 def rows(views) -> dict[str, list[tuple]]:  # noqa: ANN001
