@@ -21,9 +21,11 @@ from ...domain.events import Event
 from ..world import faults
 from ..world.clock import Clock
 from .candidates import load_candidate
+from .leases import worktree_resource
 from .ledger import Ledger
+from .liveness import process_liveness
 from .runs import load_run
-from .workers import process_liveness, record_refusal, worktree_resource
+from .worker_generations import record_refusal
 
 __all__ = ["confirm_handoff", "last_rejection", "offer_handoff"]
 

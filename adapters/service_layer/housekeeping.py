@@ -31,10 +31,11 @@ from ...domain.errors import DocketError, OutcomeUnknown, Refused
 from ...domain.events import Event
 from ..world.clock import Clock, new_id
 from .candidates import load_candidate, task_repository
+from .leases import worktree_resource
 from .ledger import Ledger
+from .liveness import holder_liveness, process_liveness
 from .runs import load_run
 from .tasks import load_task
-from .workers import holder_liveness, process_liveness, worktree_resource
 
 __all__ = ["GitFinding", "Kept", "Preservation", "TargetHistories", "gc", "kept_elsewhere", "pinned", "preservation",
            "reconcile_git", "remove_task_worktree"]

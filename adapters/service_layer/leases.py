@@ -17,13 +17,19 @@ from ...domain.events import Event, LeaseGranted
 from ..world.clock import Clock
 from .appended import Appended, record
 from .ledger import Ledger
+from .liveness import holder_liveness
 from .runs import load_run
-from .worker_generations import load_worker
+from .worker_generations import load_worker, record_refusal
 
-__all__ = ["expire_lease", "grant_lease", "release_lease", "renew_lease"]
+__all__ = ["expire_lease", "grant_lease", "release_lease", "renew_lease", "worktree_resource"]
 
 
 FENCED_CODES = frozenset({"stale-generation", "stale-token"})  # refusals that are recorded, not only reported
+
+
+def worktree_resource(run_id: str, task_id: str) -> str:
+    """The resource a task's worktree is leased as."""
+    return f"worktree/{run_id}/{task_id}"
 
 
 def _load_lease(ledger: Ledger, resource: str) -> lease_aggregate.Lease | None:
@@ -37,8 +43,6 @@ def grant_lease(ledger: Ledger, clock: Clock, resource: str, worker_id: str, gen
     ``processes`` (the process port) observes the holder's process when it has one.
     A grant for a fenced generation is refused, and the refusal recorded.
     """
-    from .workers import holder_liveness
-
     def decision(now: str) -> Event:
         current = _load_lease(ledger, resource)
         # observed inside the write transaction: the holder cannot change between the look and the grant
@@ -70,8 +74,6 @@ def _refusals_recorded(ledger: Ledger, clock: Clock, worker_id: str | None, gene
         yield
     except Refused as e:
         if e.code in FENCED_CODES and worker_id is not None and generation is not None:
-            from .workers import record_refusal
-
             record_refusal(ledger, clock, worker_id, generation, action, e)
         raise
 
@@ -114,8 +116,6 @@ def _record_refusal_for_token(ledger: Ledger, clock: Clock, resource: str, token
                               error: Refused) -> None:
     worker_id, generation = _holder_of_token(ledger, resource, token)
     if worker_id is not None and generation is not None:
-        from .workers import record_refusal
-
         record_refusal(ledger, clock, worker_id, generation, action, error)
 
 

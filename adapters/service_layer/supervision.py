@@ -18,9 +18,10 @@ from ...domain import worker as worker_aggregate
 from ...domain.errors import Refused
 from ...domain.values import to_ms
 from ..world.clock import Clock, new_id
+from .leases import worktree_resource
 from .ledger import Ledger
 from .runs import load_run
-from .workers import Finding, applied, worktree_resource
+from .workers import Finding, applied
 
 __all__ = ["begin_supervision", "end_supervision", "reconcile_supervisions"]
 

@@ -30,12 +30,14 @@ from ...domain import lease as lease_aggregate
 from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
 from ...domain.canonical import canonical_json
-from ...domain.errors import DocketError, OutcomeUnknown, Refused, WorkFailed
+from ...domain.errors import OutcomeUnknown, Refused, WorkFailed
 from ...domain.events import Event, LeaseGranted
 from ...domain.processes import ProcessIdentity, bounded_tail, last_line, scrub_environment
 from ..world import faults
 from ..world.clock import Clock, new_id
+from .leases import worktree_resource
 from .ledger import Ledger
+from .liveness import holder_liveness, process_liveness
 from .runs import load_run
 from .tasks import load_task
 from .worker_generations import load_worker
@@ -45,11 +47,9 @@ __all__ = [
     "LaunchRequest",
     "Launched",
     "exit_worker",
-    "holder_liveness",
     "launch_worker",
     "log_summary",
     "request_stop",
-    "worktree_resource",
 ]
 
 LEASE_TTL_MS = 60_000  # a worker's lease on its worktree; the supervisor renews it every third of that
@@ -96,31 +96,6 @@ class Launched:
     pin_on_exit: bool = True
     agent: str | None = None
     report: str | None = None
-
-
-def worktree_resource(run_id: str, task_id: str) -> str:
-    return f"worktree/{run_id}/{task_id}"
-
-
-def process_liveness(processes: Any, worker: worker_aggregate.Worker) -> str:
-    """What is known of the current generation's process: alive, dead, unknown, or none (it never had one)."""
-    if worker.status == "launching":
-        return "unknown"  # a launch is pending: a process may be starting
-    if worker.status != "running" or worker.process is None:
-        return "dead" if worker.status == "exited" else "none"
-    return processes.liveness(worker.process)
-
-
-def holder_liveness(ledger: Ledger, processes: Any, lease: lease_aggregate.Lease | None) -> str:
-    """The liveness of the process of the generation holding lease: what a reclaim must know."""
-    if lease is None or lease.status != "held":
-        return "none"
-    holder = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(lease.worker_id))
-    if holder is None:
-        return "none"
-    if holder.generation != lease.generation:
-        return "dead"  # a relaunch needs the old generation's process positively gone
-    return process_liveness(processes, holder)
 
 
 def launch_worker(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request: LaunchRequest, *,
@@ -435,18 +410,6 @@ def exit_worker(ledger: Ledger, clock: Clock, worker_id: str, generation: int, *
         return events
 
     return bool(ledger.decide(decision, clock.now()))
-
-
-def record_refusal(ledger: Ledger, clock: Clock, worker_id: str, generation: int, action: str,
-                   error: DocketError) -> None:
-    """Record that an action for a fenced generation (or with a stale token) was refused."""
-    def decision(now: str) -> list[Event]:
-        worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(worker_id))
-        if worker is None:
-            return []
-        return [worker_aggregate.refused(worker, generation, action, error, now)]
-
-    ledger.decide(decision, clock.now())
 
 
 def finish_stop(ledger: Ledger, clock: Clock, effector: Any, worker_id: str, intent_id: str) -> str:
