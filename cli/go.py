@@ -278,8 +278,7 @@ def _open_session(ctx: Context) -> Any:
 def recover(ctx: Context, run_id: str) -> list[str]:
     """What a crash left of the run, converged: pending intents driven, its workers' processes settled (gone ones
     recorded, unsupervised ones stopped), gone supervisions ended, abandoned check runs finished."""
-    from ..adapters.service_layer.supervision import reconcile_supervisions
-    from ..adapters.service_layer.workers import reconcile_workers
+    from ..adapters.service_layer.reconciliation import reconcile_supervisions, reconcile_workers
     from ..projections import workers
     from .reconcile import settle_checks
 
@@ -298,7 +297,7 @@ def recover(ctx: Context, run_id: str) -> list[str]:
 
 
 def _end_gone_supervisions(ctx: Context, run_id: str) -> None:
-    from ..adapters.service_layer.supervision import reconcile_supervisions
+    from ..adapters.service_layer.reconciliation import reconcile_supervisions
     from ..projections import workers
 
     conn = ctx.views(writable=True).conn

@@ -38,8 +38,7 @@ def settle_checks(ctx: Context, *, stop_orphans: bool) -> list[dict[str, str]]:
 
 
 def reconcile(ctx: Context) -> int:
-    from ..adapters.service_layer.supervision import reconcile_supervisions
-    from ..adapters.service_layer.workers import reconcile_workers
+    from ..adapters.service_layer.reconciliation import reconcile_supervisions, reconcile_workers
     from ..projections import runs, workers
     from ..projections.workers import active_workers
 
