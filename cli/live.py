@@ -133,7 +133,7 @@ class LiveView:
             _silence(self.stream)
 
     def _views(self) -> Any:
-        from ..adapters.service_layer.views import fresh_views
+        from ..adapters.service_layer.view_freshness import fresh_views
 
         return fresh_views(self.ctx.ledger_reader, self.ctx.paths.views, timeout=self.ctx.lock_timeout,
                            warn=self._warn_once)
