@@ -6,7 +6,8 @@ import pytest
 
 from docket.domain import candidate
 from docket.domain import events as ev
-from docket.domain.check import check_result, decide_check_launch, interrupted, request_check, request_check_launch
+from docket.domain.check import (check_result, concluded, decide_check_launch, interrupted, request_check,
+                                 request_check_launch)
 from docket.domain.effects import Act, CandidateRefObservation, ExecutionObservation, TargetHistory, Unknown
 from docket.domain.errors import Refused
 from docket.domain.execution import RemovalObservation, decide_execution, decide_removal, request_removal
@@ -239,6 +240,19 @@ def test_an_interrupted_run_is_failed_only_once_nothing_of_it_can_run():
     assert interrupted(c, "k1", "unknown", at(10)) == []
     (event,) = interrupted(c, "k1", "dead", at(10))
     assert isinstance(event, ev.CheckFailed) and event.code == "interrupted" and event.execution == "none"
+
+
+def test_a_check_has_concluded_by_its_last_result_under_its_configuration_and_an_interrupted_run_says_nothing():
+    book = Book()
+    c = launched_check(book)
+    assert concluded(c, "tests", "1" * 64) is None  # launched, no result yet
+    c = book.apply(candidate.apply, c, interrupted(c, "k1", "dead", at(10)))
+    assert concluded(c, "tests", "1" * 64) is None  # interrupted with the docket that ran it: it runs again
+    c = book.apply(candidate.apply, c, start_check(book, c, check_id="k2", execution_intent="x2"))
+    c = book.apply(candidate.apply, c, check_result(c, "k2", "failed", at(11), duration_ms=5, output_sha256=None,
+                                                    output_bytes=None, tail="", execution="matching", exit_code=1))
+    assert concluded(c, "tests", "1" * 64) == c.check_run("k2")
+    assert concluded(c, "tests", "9" * 64) is None and concluded(c, "lint", "1" * 64) is None
 
 
 def test_removal_waits_for_the_group_and_happens_once():
