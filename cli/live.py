@@ -48,7 +48,7 @@ class LiveView:
 
     def board(self) -> Board | None:
         """The run's board at the ledger's head (None: no such run)."""
-        from ..adapters.world.log_tail import last_output_line
+        from ..adapters.world.logs import last_output_line
         from ..projections.board import run_board
 
         views = self._views()

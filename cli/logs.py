@@ -33,7 +33,7 @@ def print_log(ctx: Context, worker_id: str, generation: int | None, *, follow: b
 
             raise BadInput("json-and-follow", "--json prints one document: the log's digest and tail; "
                                               "follow the log without --json")
-        from ..adapters.service_layer.workers import log_summary
+        from ..adapters.world.logs import log_summary
         from .output import emit
 
         summary = log_summary(path)

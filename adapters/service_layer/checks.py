@@ -38,10 +38,11 @@ from ...domain.events import Event
 from ...domain.processes import scrub_environment
 from ..world import faults
 from ..world.clock import Clock, new_id
+from ..world.logs import log_summary
 from .candidates import load_candidate
 from .ledger import Ledger
 from .runs import load_run
-from .workers import last_message, log_summary
+from .workers import last_message
 
 __all__ = ["Baseline", "CheckOutcome", "CheckSpec", "pinned_candidate", "remove_execution", "run_attempt",
            "settle_checks"]

@@ -571,8 +571,8 @@ def _check(s: Session, settings: GoSettings, run_id: str, binding: str, spec: Ch
     from ...domain.check import concluded as _concluded
     from ...domain.processes import bounded_tail
     from ...domain.task import check_feedback
+    from ..world.logs import log_summary
     from .base_checks import check_base, run_check
-    from .workers import log_summary
 
     candidate = s.ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(binding))
     assert candidate is not None

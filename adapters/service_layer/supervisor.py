@@ -23,11 +23,12 @@ from ...domain.errors import DocketError, Refused
 from ...domain.worker import STOP_CAUSES
 from ..world import faults
 from ..world.clock import Clock
+from ..world.logs import log_size
 from .ledger import Ledger
 from .runs import load_run
 from .supervision import begin_supervision, end_supervision
 from .worker_generations import load_worker
-from .workers import LEASE_TTL_MS, Launched, exit_worker, log_size, request_stop
+from .workers import LEASE_TTL_MS, Launched, exit_worker, request_stop
 
 __all__ = ["Ended", "Limits", "supervise"]
 

@@ -1,4 +1,4 @@
-"""Use cases of workers: launch an agent for a task, stop it, record how it ended, reconcile with the processes.
+"""Use cases of workers: launch an agent for a task, stop it, record how it ended.
 
 The path of a launch, each step recorded before the next is taken:
 
@@ -13,7 +13,8 @@ The path of a launch, each step recorded before the next is taken:
    then the gate opened. If this process dies before that, the held process
    exits by itself without running the agent.
 
-Supervision (``supervisor.py``) takes it from there.
+Supervision (``supervisor.py``) takes it from there; ``reconciliation`` compares the
+ledger's workers with the processes after a crash.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from ...domain import worker as worker_aggregate
 from ...domain.canonical import canonical_json
 from ...domain.errors import OutcomeUnknown, Refused, WorkFailed
 from ...domain.events import Event, LeaseGranted
-from ...domain.processes import ProcessIdentity, bounded_tail, last_line, scrub_environment
+from ...domain.processes import ProcessIdentity, bounded_tail, scrub_environment
 from ..world import faults
 from ..world.clock import Clock, new_id
+from ..world.logs import log_summary
 from .leases import worktree_resource
 from .ledger import Ledger
 from .liveness import holder_liveness, process_liveness
@@ -48,7 +50,6 @@ __all__ = [
     "Launched",
     "exit_worker",
     "launch_worker",
-    "log_summary",
     "request_stop",
 ]
 
@@ -344,14 +345,6 @@ def last_message(ledger: Ledger, stream: str, default: str = "see 'docket log'")
     return default
 
 
-def log_size(path: os.PathLike[str]) -> int:
-    """The log's size now (0 when it cannot be read): output resets the idle timer."""
-    try:
-        return os.stat(path, follow_symlinks=False).st_size
-    except OSError:
-        return 0
-
-
 def request_stop(ledger: Ledger, clock: Clock, worker_id: str, reason: str) -> str | None:
     """Record the intent to stop the worker's current generation; its intent id (an earlier pending one if any)."""
     def decision(now: str) -> list[Event]:
@@ -360,32 +353,6 @@ def request_stop(ledger: Ledger, clock: Clock, worker_id: str, reason: str) -> s
 
     ledger.decide(decision, clock.now())
     return load_worker(ledger, worker_id).stop_intent
-
-
-@dataclass(frozen=True)
-class LogSummary:
-    sha256: str | None
-    size: int | None
-    tail: str
-    last_line: str
-    end: bytes = b""  # its last 64 KiB, as written
-
-
-def log_summary(log_path: Path | None) -> LogSummary:
-    """The log's digest, size and bounded, redacted tail, read without following a symlink."""
-    if log_path is None:
-        return LogSummary(None, None, "", "")
-    try:
-        fd = os.open(log_path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return LogSummary(None, None, "", "")
-    digest, size, end = hashlib.sha256(), 0, b""
-    with os.fdopen(fd, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-            end = (end + chunk)[-65536:]
-    return LogSummary(digest.hexdigest(), size, bounded_tail(end), last_line(end), end)
 
 
 def exit_worker(ledger: Ledger, clock: Clock, worker_id: str, generation: int, *, cause: str,
