@@ -36,7 +36,7 @@ from .common import WORK, Row, interleaved, log, median, spread
 
 from docket.adapters.world.candidates import pin_candidate
 from docket.adapters.world.capture import CACHE_NAME, capture, capture_twice
-from docket.domain.candidates import binding_id, binding_seed, worktree_identity
+from docket.domain.binding import binding_id, binding_seed, worktree_identity
 
 GOAL = 1.0
 ARTIFACTS = "artifacts"

@@ -10,9 +10,11 @@ renewed as often. Streams are folded from their snapshot (every
 
 from __future__ import annotations
 
-from docket.adapters.service_layer import services
-from docket.adapters.world.clock import FixedClock
+from docket.adapters.service_layer.leases import grant_lease, renew_lease
 from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.runs import open_run
+from docket.adapters.service_layer.worker_generations import register_worker
+from docket.adapters.world.clock import FixedClock
 from docket.domain import events as ev
 from docket.domain.streams import lease_stream
 from docket.domain.values import from_ms, to_ms
@@ -27,12 +29,12 @@ def _build(path, short_streams: int, long_events: int) -> tuple[Ledger, FixedClo
     ledger = Ledger(path)
     ledger.initialise(T0)
     clock = FixedClock(T0)
-    services.open_run(ledger, clock, run_id="r1", intent_id="i1", goal="g", target_branch="main", budget_ms=None,
-                      repository="/bench/.git", wait=False)  # no repository: the run stays "opening"
-    services.register_worker(ledger, clock, "r1", "w1", "implementer", None)
+    open_run(ledger, clock, run_id="r1", intent_id="i1", goal="g", target_branch="main", budget_ms=None,
+             repository="/bench/.git", wait=False)  # no repository: the run stays "opening"
+    register_worker(ledger, clock, "r1", "w1", "implementer", None)
     tokens = {}
     for name, length in [("long", long_events), *((f"short/{i}", 10) for i in range(short_streams))]:
-        tokens[name] = services.grant_lease(ledger, clock, name, "w1", 1, 3_600_000).last[0]
+        tokens[name] = grant_lease(ledger, clock, name, "w1", 1, 3_600_000).last[0]
         renewals = [ev.LeaseRenewed(stream=lease_stream(name), version=v, recorded_at=clock.now(), resource=name,
                                     run_id="r1", token=tokens[name], expires_at=from_ms(to_ms(clock.now()) + 3_600_000))
                     for v in range(2, length + 1)]
@@ -47,15 +49,15 @@ def run(quick: bool) -> list[Row]:
     folder = temp_dir()
     try:
         ledger, clock, tokens = _build(folder / "streams.sqlite", blocks * per_block, long_events)
-        services.renew_lease(ledger, clock, "long", tokens["long"], 3_600_000)  # warm-up: its first snapshot
+        renew_lease(ledger, clock, "long", tokens["long"], 3_600_000)  # warm-up: its first snapshot
         short_t, long_t = [], []
         shorts = iter(range(blocks * per_block))
         for _ in range(blocks):
             for _ in range(per_block):
                 name = f"short/{next(shorts)}"
-                short_t.append(timed(lambda: services.renew_lease(ledger, clock, name, tokens[name], 3_600_000)))
+                short_t.append(timed(lambda: renew_lease(ledger, clock, name, tokens[name], 3_600_000)))
             for _ in range(per_block):
-                long_t.append(timed(lambda: services.renew_lease(ledger, clock, "long", tokens["long"], 3_600_000)))
+                long_t.append(timed(lambda: renew_lease(ledger, clock, "long", tokens["long"], 3_600_000)))
         ledger.close()
     finally:
         remove(folder)

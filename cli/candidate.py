@@ -49,7 +49,7 @@ def candidate_document(candidate: Any) -> dict[str, Any]:
 
 def candidate_pin(ctx: Context) -> int:
     from ..adapters.service_layer.candidates import pin_task
-    from ..adapters.service_layer.services import load_task
+    from ..adapters.service_layer.tasks import load_task
     from ..domain.errors import Refused
     from .output import emit, shown
 
@@ -108,7 +108,7 @@ def candidate_list(ctx: Context) -> int:
     if a.run is None:
         rows = [r for r in candidates.all_candidates(conn) if a.task is None or r["task_id"] == a.task]
     else:
-        from ..adapters.service_layer.services import load_run
+        from ..adapters.service_layer.runs import load_run
 
         load_run(ctx.ledger, a.run)  # an unknown run is run-not-found, as everywhere
         rows = candidates.candidates_of(conn, a.run, None if a.task is None else ctx.task_id(a.run, a.task))

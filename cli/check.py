@@ -28,7 +28,8 @@ def check_run(ctx: Context) -> int:
     from pathlib import Path
 
     from ..adapters.service_layer.candidates import find_candidate
-    from ..adapters.service_layer.checks import CheckSpec, run_check
+    from ..adapters.service_layer.base_checks import run_check
+    from ..adapters.service_layer.checks import CheckSpec
     from ..adapters.world.config_file import find_config, load_config
     from ..domain.errors import BadInput, NotFound
     from .output import emit, info, shown

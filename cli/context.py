@@ -175,8 +175,8 @@ class Context:
         return SqliteLedgerReader(self.read_ledger())
 
     def views(self, *, writable: bool = False) -> Views:
-        """The views at the ledger's head (see adapters.service_layer.views.fresh_views), closed when the command ends."""
-        from ..adapters.service_layer.views import current_views, fresh_views
+        """The views at the ledger's head (see adapters.service_layer.view_freshness.fresh_views), closed when the command ends."""
+        from ..adapters.service_layer.view_freshness import current_views, fresh_views
         from .output import warn
 
         reader = self.ledger_reader  # before creating views beside a file that is not a ledger
@@ -190,7 +190,7 @@ class Context:
     def views_at(self, at: str) -> tuple[Views, str | None]:
         """Views rebuilt in memory up to a position or time, and the ledger's time there."""
         from ..adapters.service_layer.checkpoints import checkpoint_folder
-        from ..adapters.service_layer.views import views_at
+        from ..adapters.service_layer.view_freshness import views_at
 
         views, then = views_at(self.ledger_reader, at, checkpoint_folder(self.paths.views))
         self._resources.callback(views.conn.close)
@@ -198,7 +198,7 @@ class Context:
 
     def update_views(self) -> None:
         """After a recorded event: bring the views file up to it, or warn that it will catch up later."""
-        from ..adapters.service_layer.views import update_views
+        from ..adapters.service_layer.view_freshness import update_views
         from .output import warn
 
         update_views(self.ledger_reader, self.paths.views, timeout=self.lock_timeout, warn=warn)

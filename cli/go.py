@@ -167,7 +167,7 @@ def _checked_out_target(repository: Path) -> str:
 def _check_resume(ctx: Context, run_id: str, config: Any) -> None:
     """A run to resume: planned (or its planning finished now from the options), its options the same."""
     from ..adapters.service_layer.go_start import check_resumed_options, check_resumed_tasks
-    from ..adapters.service_layer.services import load_run
+    from ..adapters.service_layer.runs import load_run
     from ..domain.errors import Refused
 
     a = ctx.args
@@ -204,7 +204,7 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
     from ..adapters.service_layer.go_recovery import end_gone_supervisions, finish_opening
     from ..adapters.service_layer.go_settings import planned_agent, settings_from_config
     from ..adapters.service_layer.go_summary import run_summary
-    from ..adapters.service_layer.services import load_run
+    from ..adapters.service_layer.runs import load_run
     from .output import warn
 
     run = load_run(ctx.ledger, run_id)
@@ -309,7 +309,7 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
 
 def supervise(ctx: Context) -> int:
     from ..adapters.service_layer.go_recovery import recover
-    from ..adapters.service_layer.services import load_run
+    from ..adapters.service_layer.runs import load_run
     from ..projections import runs
     from .output import emit, shown
 

@@ -54,39 +54,39 @@ def _resource(text: str) -> str:
 
 
 def lease_grant(ctx: Context) -> int:
-    from ..adapters.service_layer import services
+    from ..adapters.service_layer.leases import grant_lease
     from ..domain.values import format_duration, parse_duration
 
     a = ctx.args
     a.resource = _resource(a.resource)
     ttl_ms = parse_duration(a.ttl)
-    appended = services.grant_lease(ctx.ledger, ctx.clock, a.resource, a.worker, a.generation, ttl_ms)
+    appended = grant_lease(ctx.ledger, ctx.clock, a.resource, a.worker, a.generation, ttl_ms)
     token, event = appended.last
     return recorded(ctx, appended, f"lease on {a.resource} granted to {a.worker} generation {a.generation}: "
                     f"token {token}, expires {event.expires_at} ({format_duration(ttl_ms)})", token=token)
 
 
 def lease_renew(ctx: Context) -> int:
-    from ..adapters.service_layer import services
+    from ..adapters.service_layer.leases import renew_lease
     from ..domain.values import parse_duration
 
     a = ctx.args
     a.resource = _resource(a.resource)
-    appended = services.renew_lease(ctx.ledger, ctx.clock, a.resource, a.token, parse_duration(a.ttl))
+    appended = renew_lease(ctx.ledger, ctx.clock, a.resource, a.token, parse_duration(a.ttl))
     return recorded(ctx, appended, f"lease on {a.resource} (token {a.token}) renewed until {appended.last[1].expires_at}")
 
 
 def lease_release(ctx: Context) -> int:
-    from ..adapters.service_layer import services
+    from ..adapters.service_layer.leases import release_lease
 
     ctx.args.resource = _resource(ctx.args.resource)
-    appended = services.release_lease(ctx.ledger, ctx.clock, ctx.args.resource, ctx.args.token)
+    appended = release_lease(ctx.ledger, ctx.clock, ctx.args.resource, ctx.args.token)
     return recorded(ctx, appended, f"lease on {ctx.args.resource} (token {ctx.args.token}) released")
 
 
 def lease_expire(ctx: Context) -> int:
-    from ..adapters.service_layer import services
+    from ..adapters.service_layer.leases import expire_lease
 
     ctx.args.resource = _resource(ctx.args.resource)
-    appended = services.expire_lease(ctx.ledger, ctx.clock, ctx.args.resource)
+    appended = expire_lease(ctx.ledger, ctx.clock, ctx.args.resource)
     return recorded(ctx, appended, f"lease on {ctx.args.resource} recorded as expired")

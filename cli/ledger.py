@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 from ..domain.errors import BadInput, NotFound, OutcomeUnknown, VerificationFailed
-from ..domain.streams import run_stream
 from .context import Context
 from .output import Progress, emit, shown
 from .parsing import command, position

@@ -15,7 +15,7 @@ from ..domain.values import format_duration
 from .output import shown, warn
 
 if TYPE_CHECKING:
-    from ..adapters.service_layer.board import Board
+    from ..projections.board import Board
     from .context import Context
 
 __all__ = ["LiveView", "board_lines", "board_table", "event_line", "latest_open_run"]
@@ -48,12 +48,13 @@ class LiveView:
 
     def board(self) -> Board | None:
         """The run's board at the ledger's head (None: no such run)."""
-        from ..adapters.service_layer.board import run_board
+        from ..adapters.world.logs import last_output_line
+        from ..projections.board import run_board
 
         views = self._views()
         try:
             self.views_position = views.position()
-            return run_board(views.conn, self.run_id, self.ctx.clock.now(),
+            return run_board(views.conn, self.run_id, self.ctx.clock.now(), tail=last_output_line,
                              approval_required=lambda: self.ctx.approval_required)
         finally:
             views.conn.close()
@@ -133,7 +134,7 @@ class LiveView:
             _silence(self.stream)
 
     def _views(self) -> Any:
-        from ..adapters.service_layer.views import fresh_views
+        from ..adapters.service_layer.view_freshness import fresh_views
 
         return fresh_views(self.ctx.ledger_reader, self.ctx.paths.views, timeout=self.ctx.lock_timeout,
                            warn=self._warn_once)
@@ -147,8 +148,8 @@ class LiveView:
 
 def latest_open_run(ctx: Context) -> str | None:
     """The most recently opened run that is still open, as the views know it."""
-    from ..adapters.service_layer.board import CLOSED
     from ..projections import runs
+    from ..projections.board import CLOSED
 
     views = ctx.views()
     open_runs = [r for r in runs.list_runs(views.conn) if r["status"] not in CLOSED]

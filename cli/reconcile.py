@@ -27,8 +27,8 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 def reconcile(ctx: Context) -> int:
     from ..adapters.service_layer.abandoned_checks import settle_abandoned_checks
-    from ..adapters.service_layer.supervision import reconcile_supervisions
-    from ..adapters.service_layer.workers import reconcile_workers
+    from ..adapters.service_layer.reconciliation import reconcile_supervisions
+    from ..adapters.service_layer.reconciliation import reconcile_workers
     from ..projections import runs, workers
     from ..projections.workers import active_workers
 

@@ -37,7 +37,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run_open(ctx: Context) -> int:
-    from ..adapters.service_layer import services
+    from ..adapters.service_layer.runs import open_run
     from ..adapters.world.clock import new_id
     from ..domain.errors import NotFound
     from ..domain.values import parse_duration
@@ -62,9 +62,9 @@ def run_open(ctx: Context) -> int:
                                         "docket.toml)")
     run_id, intent_id = a.id or new_id("run"), new_id("intent")
     try:
-        run = services.open_run(ctx.ledger, ctx.clock, run_id=run_id, intent_id=intent_id, goal=a.goal,
-                                target_branch=target, budget_ms=budget_ms, repository=str(repository),
-                                wait=not a.no_wait, effector=None if a.no_wait else ctx.effector)
+        run = open_run(ctx.ledger, ctx.clock, run_id=run_id, intent_id=intent_id, goal=a.goal,
+                       target_branch=target, budget_ms=budget_ms, repository=str(repository),
+                       wait=not a.no_wait, effector=None if a.no_wait else ctx.effector)
     finally:
         if "ledger" in vars(ctx):  # a failed or unknown pin is recorded too: the views show the run either way
             ctx.update_views()
@@ -84,31 +84,31 @@ def _run_doc(run: Any) -> dict[str, Any]:
 
 
 def run_pause(ctx: Context) -> int:
-    from ..adapters.service_layer import services
+    from ..adapters.service_layer.runs import pause_run
 
-    appended = services.pause_run(ctx.ledger, ctx.clock, ctx.args.run, ctx.args.reason)
+    appended = pause_run(ctx.ledger, ctx.clock, ctx.args.run, ctx.args.reason)
     return recorded(ctx, appended, f"run {ctx.args.run} paused")
 
 
 def run_resume(ctx: Context) -> int:
-    from ..adapters.service_layer import services
+    from ..adapters.service_layer.runs import resume_run
 
-    appended = services.resume_run(ctx.ledger, ctx.clock, ctx.args.run)
+    appended = resume_run(ctx.ledger, ctx.clock, ctx.args.run)
     return recorded(ctx, appended, f"run {ctx.args.run} resumed")
 
 
 def run_abort(ctx: Context) -> int:
-    from ..adapters.service_layer import services
+    from ..adapters.service_layer.runs import abort_run
     from ..domain.events import IntentCancelled
 
-    appended = services.abort_run(ctx.ledger, ctx.clock, ctx.args.run, ctx.args.reason)
+    appended = abort_run(ctx.ledger, ctx.clock, ctx.args.run, ctx.args.reason)
     cancelled = [e.intent_id for _, e in appended.events if isinstance(e, IntentCancelled)]
     human = f"run {ctx.args.run} aborted" + (f"; cancelled pending intent(s) {', '.join(cancelled)}" if cancelled else "")
     return recorded(ctx, appended, human, cancelled_intents=cancelled)
 
 
 def run_complete(ctx: Context) -> int:
-    from ..adapters.service_layer import services
+    from ..adapters.service_layer.runs import complete_run
 
-    appended = services.complete_run(ctx.ledger, ctx.clock, ctx.args.run)
+    appended = complete_run(ctx.ledger, ctx.clock, ctx.args.run)
     return recorded(ctx, appended, f"run {ctx.args.run} completed")

@@ -27,8 +27,8 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def status(ctx: Context) -> int:
-    from ..adapters.service_layer import board
-    from ..projections import approvals, candidates, checks, integration_steps, intents, leases, runs, tasks, workers
+    from ..projections import (approvals, board, candidates, checks, integration_steps, intents, leases, runs, tasks,
+                               workers)
 
     a = ctx.args
     ctx.require_ledger_file()
@@ -127,7 +127,7 @@ def _reported(w: dict[str, Any]) -> str:
 def _human_run(doc: dict[str, Any], now: str, step_words: dict[int, str], task_steps: dict[str, str]) -> str:
     """step_words: each step's state in words; task_steps: the same for each task whose current step says more
     than its own result."""
-    from ..adapters.service_layer.board import overlap_lines
+    from ..projections.board import overlap_lines
 
     r = doc["run"]
     lines = [_run_line(r)]
@@ -204,7 +204,7 @@ def _integration(conn: Any, run: dict[str, Any], integration: dict[str, Any],
     """The run's integration row, its same-path warnings as a list, and the confirmed candidates that await
     approval (when approval is required and the queue can still be prepared: the run open, its integration
     unprepared)."""
-    from ..adapters.service_layer.board import awaiting_approval, overlap_warnings
+    from ..projections.board import awaiting_approval, overlap_warnings
 
     awaiting = [{k: c[k] for k in ("task_id", "binding_id", "commit")}
                 for c in awaiting_approval(conn, run, integration, approval_required)]
@@ -213,7 +213,7 @@ def _integration(conn: Any, run: dict[str, Any], integration: dict[str, Any],
 
 def _integration_lines(i: dict[str, Any]) -> list[str]:
     """Nothing for a run whose integration has not begun and awaits nothing."""
-    from ..adapters.service_layer.board import integration_summary
+    from ..projections.board import integration_summary
 
     lines = []
     if i["status"] != "unprepared":

@@ -25,7 +25,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def task_plan(ctx: Context) -> int:
-    from ..adapters.service_layer import services
+    from ..adapters.service_layer.tasks import plan_task
     from ..adapters.world.clock import new_id
 
     a = ctx.args
@@ -37,8 +37,8 @@ def task_plan(ctx: Context) -> int:
 
         ctx.require_ledger_file()
         sha256, _ = store_prompt(ctx.paths.ledger.parent, text)  # the text is there before the event names it
-    appended = services.plan_task(ctx.ledger, ctx.clock, a.run, task_id, a.title, prompt_sha256=sha256,
-                                  prompt_chars=len(text) if text is not None else 0)
+    appended = plan_task(ctx.ledger, ctx.clock, a.run, task_id, a.title, prompt_sha256=sha256,
+                         prompt_chars=len(text) if text is not None else 0)
     return recorded(ctx, appended, f"task {task_id} planned in run {a.run}", task_id=task_id,
                     prompt_sha256=sha256)
 

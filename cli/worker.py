@@ -49,22 +49,22 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def worker_register(ctx: Context) -> int:
-    from ..adapters.service_layer import services
+    from ..adapters.service_layer.worker_generations import register_worker
     from ..adapters.world.clock import new_id
 
     a = ctx.args
     worker_id = a.id or new_id("worker")
     task = None if a.task is None else ctx.task_id(a.run, a.task)
-    appended = services.register_worker(ctx.ledger, ctx.clock, a.run, worker_id, a.role, task)
+    appended = register_worker(ctx.ledger, ctx.clock, a.run, worker_id, a.role, task)
     return recorded(ctx, appended, f"worker {worker_id} registered in run {a.run} (generation 1)",
                     worker_id=worker_id, generation=1)
 
 
 def worker_relaunch(ctx: Context) -> int:
-    from ..adapters.service_layer import services
+    from ..adapters.service_layer.worker_generations import relaunch_worker
 
     ctx.args.worker = ctx.worker_id(ctx.args.worker)
-    appended = services.relaunch_worker(ctx.ledger, ctx.clock, ctx.args.worker)
+    appended = relaunch_worker(ctx.ledger, ctx.clock, ctx.args.worker)
     event = appended.last[1]
     return recorded(ctx, appended, f"worker {ctx.args.worker} relaunched: generation {event.generation} "
                     f"(generation {event.fenced_generation} fenced)", generation=event.generation)

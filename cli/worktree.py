@@ -31,7 +31,7 @@ def artifact_dir() -> str | None:
 
 def worktree_remove(ctx: Context) -> int:
     from ..adapters.service_layer.housekeeping import remove_task_worktree
-    from ..adapters.service_layer.services import load_task
+    from ..adapters.service_layer.tasks import load_task
     from ..projections import candidates
     from .output import emit, shown
 

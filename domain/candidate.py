@@ -5,57 +5,44 @@ Its stream is ``candidate:<binding id>``. The pin is an intent
 there) or CandidateDiverged (another commit holds the ref; it is left alone).
 Release is a compare-and-swap delete through CandidateReleaseRequested.
 
-A check run is numbered per check name on this stream, so two runs of one
-check never share an attempt (nor an execution path). Its steps, each recorded
-before the next is taken: CheckRequested (bound to the configuration's digest)
-and the execution intent; the launch intent (the command held at a gate until
-its identity is recorded); one result (CheckPassed, CheckFailed or
-CheckTimedOut); the execution's removal intent. Names derived from content
-(binding ids, refs) are in ``candidates``.
+The stream's state (Candidate, its CheckRuns) and its one fold (``apply``) live
+here, beside the pin and the release; the decisions on the rest of the stream
+live by concept: ``check`` (a check run and what its result means), ``execution``
+(a check run's execution, made and removed), ``handoff`` (offered and
+confirmed). Names derived from content (binding ids, refs) are in ``binding``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from . import events as ev
 from .aggregate import next_event
 from .errors import Refused
-from .junit import Judgment, TestFailure, TestReport
+from .junit import TestFailure
 from .processes import ProcessIdentity as Process
 from .run import Run, require_open
 from .streams import candidate_stream as stream_of
-from .worker import process_of, recorded_identity
+from .worker import process_of
 
 if TYPE_CHECKING:
-    from .effects import Act, CandidateRefObservation, ExecutionObservation, TargetHistory, Unknown
-    from .worker import LaunchObservation
+    from .effects import Act, CandidateRefObservation, TargetHistory, Unknown
 
 __all__ = [
     "Candidate",
+    "CheckResult",
     "CheckRun",
-    "RemovalObservation",
+    "TestsReported",
     "apply",
-    "check_result",
-    "confirm_handoff",
-    "decide_check_launch",
-    "decide_execution",
     "decide_pin",
     "decide_release",
-    "decide_removal",
-    "interrupted",
     "made",
-    "offer_handoff",
     "preserved_by_target",
-    "request_check",
-    "request_check_launch",
     "request_pin",
     "request_release",
-    "request_removal",
     "stream_of",
-    "tests_reported",
 ]
 
 CandidateStatus = Literal["pinning", "pinned", "diverged", "releasing", "released"]
@@ -352,260 +339,3 @@ def preserved_by_target(candidate: Candidate, history: TargetHistory) -> tuple[b
         return False, (f"its commit {candidate.commit[:12]} is not among the {len(history.commits)} commits of "
                        f"{history.branch} looked at ({history.detail or 'docket looks no further'})")
     return False, f"its commit {candidate.commit[:12]} is not in {history_of}"
-
-
-# --- checks --------------------------------------------------------------------------------------------------------
-
-
-def request_check(candidate: Candidate, run: Run, *, check_id: str, execution_intent: str, check: str,
-                  config_sha256: str, argv_sha256: str, required: bool, timeout_ms: int,
-                  idle_timeout_ms: int | None, execution_for: Callable[[int], str], artifact_dir: str | None,
-                  now: str) -> list[ev.Event]:
-    """The next attempt of the named check against the pinned commit, and the intent to make its execution."""
-    require_open(run)
-    if candidate.status != "pinned" or candidate.commit is None:
-        raise Refused("candidate-not-pinned", f"candidate {candidate.binding_id} is {candidate.status}; checks run "
-                                              "only on a pinned candidate")
-    attempt = candidate.attempts(check) + 1
-    path = execution_for(attempt)
-    stream = stream_of(candidate.binding_id)
-    requested = next_event(ev.CheckRequested, stream, candidate.version, now, check_id=check_id,
-                           run_id=candidate.run_id, task_id=candidate.task_id, binding_id=candidate.binding_id,
-                           commit=candidate.commit, check=check, attempt=attempt, config_sha256=config_sha256,
-                           argv_sha256=argv_sha256, required=required, timeout_ms=timeout_ms,
-                           idle_timeout_ms=idle_timeout_ms, execution=path, repository=candidate.repository,
-                           artifact_dir=artifact_dir)
-    execution = next_event(ev.ExecutionRequested, stream, candidate.version + 1, now, intent_id=execution_intent,
-                           run_id=candidate.run_id, check_id=check_id, binding_id=candidate.binding_id,
-                           repository=candidate.repository, path=path, commit=candidate.commit)
-    return [requested, execution]
-
-
-def decide_execution(candidate: Candidate, intent: ev.ExecutionRequested, observed: ExecutionObservation,
-                     now: str) -> ev.Event | Unknown | Act:
-    from .effects import Act, Unknown
-
-    stream = stream_of(candidate.binding_id)
-    if observed.state == "absent":
-        return Act()
-    if observed.state == "ready":
-        return next_event(ev.ExecutionCreated, stream, candidate.version, now, intent_id=intent.intent_id,
-                          run_id=candidate.run_id, check_id=intent.check_id, path=intent.path, commit=intent.commit,
-                          result="observed")
-    if observed.state == "diverged":
-        return next_event(ev.ExecutionFailed, stream, candidate.version, now, intent_id=intent.intent_id,
-                          run_id=candidate.run_id, check_id=intent.check_id, code="execution-diverged",
-                          message=(observed.detail or f"something else is at {intent.path}")[:4000])
-    return Unknown(observed.detail or f"cannot read the repository {intent.repository}")
-
-
-def request_check_launch(candidate: Candidate, check_id: str, *, intent_id: str, log_path: str,
-                         now: str) -> ev.Event:
-    run = candidate.check_run(check_id)
-    if run.execution_state != "ready":
-        raise Refused("execution-not-ready", f"check {check_id}'s execution is {run.execution_state}")
-    if run.launch_intent is not None or run.process is not None or run.launch_failure or run.result:
-        raise Refused("check-launched", f"check {check_id} was launched already; a new attempt is a new check run")
-    return next_event(ev.CheckLaunchRequested, stream_of(candidate.binding_id), candidate.version, now,
-                      intent_id=intent_id, run_id=candidate.run_id, check_id=check_id,
-                      binding_id=candidate.binding_id, execution=run.execution, log_path=log_path)
-
-
-def decide_check_launch(candidate: Candidate, intent: ev.CheckLaunchRequested, observed: LaunchObservation,
-                        now: str) -> ev.Event | Unknown | Act:
-    from .effects import Act, Unknown
-
-    stream = stream_of(candidate.binding_id)
-    common = dict(intent_id=intent.intent_id, run_id=candidate.run_id, check_id=intent.check_id)
-    if observed.state == "held":
-        assert observed.identity is not None and observed.supervisor is not None
-        return next_event(ev.CheckLaunched, stream, candidate.version, now, **common,
-                          process=recorded_identity(observed.identity),
-                          supervisor=recorded_identity(observed.supervisor))
-    if observed.state == "failed":
-        return next_event(ev.CheckLaunchFailed, stream, candidate.version, now, **common, code="launch-failed",
-                          message=(observed.detail or "the check could not be started")[:4000])
-    if observed.state == "abandoned":
-        return next_event(ev.CheckLaunchFailed, stream, candidate.version, now, **common, code="launcher-gone",
-                          message="the command that asked for this check ended before it started; nothing of it "
-                                  "runs ('docket check run' starts a new attempt)")
-    if observed.state == "other":
-        return Unknown("a process of an earlier attempt to start this check is still held at its gate; it exits "
-                       "by itself")
-    return Act()
-
-
-def check_result(candidate: Candidate, check_id: str, result: CheckResult, now: str, *, duration_ms: int | None,
-                 output_sha256: str | None, output_bytes: int | None, tail: str, execution: str,
-                 artifacts: Sequence[dict[str, object]] = (), code: str | None = None, exit_code: int | None = None,
-                 signal: int | None = None, message: str | None = None, cause: str | None = None) -> list[ev.Event]:
-    """The check run's one result; nothing when a result is recorded already."""
-    run = candidate.check_run(check_id)
-    if run.result is not None:
-        return []
-    stream = stream_of(candidate.binding_id)
-    common = dict(run_id=candidate.run_id, check_id=check_id, binding_id=candidate.binding_id, check=run.check,
-                  config_sha256=run.config_sha256, duration_ms=duration_ms, output_sha256=output_sha256,
-                  output_bytes=output_bytes, tail=tail[-4000:], execution=execution,
-                  artifacts=[ev.ArtifactRecord(**a) for a in artifacts])
-    if result == "passed":
-        return [next_event(ev.CheckPassed, stream, candidate.version, now, **common)]
-    if result == "timed-out":
-        return [next_event(ev.CheckTimedOut, stream, candidate.version, now, **common, cause=cause or "timeout",
-                           timeout_ms=run.timeout_ms)]
-    return [next_event(ev.CheckFailed, stream, candidate.version, now, **common, code=code or "exit",
-                       exit_code=exit_code, signal=signal, message=(message or "the check failed")[:4000])]
-
-
-def tests_reported(candidate: Candidate, check_id: str, now: str, *, report: str, report_sha256: str | None,
-                   parsed: TestReport | None, problem: tuple[str, str] | None, judge: str,
-                   base: tuple[str, str] | None = None, judgment: Judgment | None = None) -> list[ev.Event]:
-    """CheckTestsReported for the run's report (parsed, or the problem (code, message) that kept it unread) and
-    the judgment its result rests on (base: the base's (binding id, check id) it is relative to); nothing once the
-    run has a report or a result."""
-    run = candidate.check_run(check_id)
-    if run.tests is not None or run.result is not None:
-        return []
-    failing = [ev.TestFailureRecord(id=f.id, outcome=f.outcome, message=f.message)
-               for f in (parsed.failing if parsed else ())]
-    return [next_event(ev.CheckTestsReported, stream_of(candidate.binding_id), candidate.version, now,
-                       run_id=candidate.run_id, check_id=check_id, binding_id=candidate.binding_id, check=run.check,
-                       report=report, report_sha256=report_sha256, problem=problem[0] if problem else None,
-                       problem_message=problem[1][:4000] if problem else None,
-                       tests=parsed.tests if parsed else 0, failing=failing, judge=judge,
-                       base_binding_id=base[0] if base else None, base_check_id=base[1] if base else None,
-                       new_failures=list(judgment.new) if judgment else None,
-                       known_failures=list(judgment.known) if judgment else None)]
-
-
-def interrupted(candidate: Candidate, check_id: str, liveness: str, now: str) -> list[ev.Event]:
-    """CheckFailed ``interrupted`` for a run nobody is running any more (its process is positively gone, or never
-    started); nothing while it may still run, or once it has a result."""
-    run = candidate.check_run(check_id)
-    if run.result is not None or run.execution_intent is not None or run.launch_intent is not None:
-        return []
-    if run.process is not None and liveness != "dead":
-        return []
-    why = ("its process ended with no one to record how" if run.process is not None
-           else f"it never started ({run.launch_failure})" if run.launch_failure
-           else "its execution could not be made" if run.execution_state == "failed"
-           else "the command running it ended before it started")
-    return check_result(candidate, check_id, "failed", now, duration_ms=None, output_sha256=None, output_bytes=None,
-                        tail="", execution="none", code="interrupted", message=f"check {run.check}: {why}")
-
-
-@dataclass(frozen=True)
-class RemovalObservation:
-    """An execution before its removal: absent (nothing there), present (something is; its group is alive, dead
-    or unknown), or unreadable."""
-
-    state: Literal["absent", "present", "unreadable"]
-    group: Literal["alive", "dead", "unknown", "none"] = "none"
-    detail: str = ""
-
-
-def request_removal(candidate: Candidate, check_id: str, *, intent_id: str, now: str) -> list[ev.Event]:
-    """The intent to remove the check run's execution; nothing when it is removed or being removed."""
-    run = candidate.check_run(check_id)
-    if run.execution_state in ("removing", "removed") or run.execution_intent is not None:
-        return []
-    process = None if run.process is None else recorded_identity(run.process)
-    return [next_event(ev.ExecutionRemovalRequested, stream_of(candidate.binding_id), candidate.version, now,
-                       intent_id=intent_id, run_id=candidate.run_id, check_id=check_id,
-                       binding_id=candidate.binding_id, repository=run.repository, path=run.execution,
-                       process=process)]
-
-
-def decide_removal(candidate: Candidate, intent: ev.ExecutionRemovalRequested, observed: RemovalObservation,
-                   now: str) -> ev.Event | Unknown | Act:
-    from .effects import Act, Unknown
-
-    if observed.state == "absent":
-        return next_event(ev.ExecutionRemoved, stream_of(candidate.binding_id), candidate.version, now,
-                          intent_id=intent.intent_id, run_id=candidate.run_id, check_id=intent.check_id,
-                          path=intent.path, result="observed")
-    if observed.state == "present" and observed.group in ("dead", "none"):
-        return Act()
-    if observed.state == "present":
-        return Unknown(f"the check's process group is {observed.group}; its execution is removed once it is gone")
-    return Unknown(observed.detail or f"cannot read {intent.path}")
-
-
-# --- handoff -------------------------------------------------------------------------------------------------------
-
-
-def offer_handoff(candidate: Candidate, worker_generation: int | None, run: Run, now: str) -> list[ev.Event]:
-    """HandoffOffered by the generation that made the candidate; nothing if it is offered or confirmed already.
-
-    Refused ``stale-generation`` when that generation is fenced (the worker was relaunched since).
-    """
-    require_open(run)
-    if candidate.status != "pinned" or candidate.commit is None:
-        raise Refused("candidate-not-pinned", f"candidate {candidate.binding_id} is {candidate.status}; only a "
-                                              "pinned candidate is handed off")
-    if candidate.worker_id is None or candidate.generation is None:
-        raise Refused("no-worker", f"candidate {candidate.binding_id} was not made by a worker; a worker hands off "
-                                   "what it made")
-    if worker_generation != candidate.generation:
-        raise Refused("stale-generation", f"candidate {candidate.binding_id} was made by generation "
-                                          f"{candidate.generation} of worker {candidate.worker_id}, which is fenced "
-                                          f"(the current generation is {worker_generation})")
-    if candidate.handoff in ("offered", "confirmed"):
-        return []
-    return [next_event(ev.HandoffOffered, stream_of(candidate.binding_id), candidate.version, now,
-                       run_id=candidate.run_id, task_id=candidate.task_id, binding_id=candidate.binding_id,
-                       worker_id=candidate.worker_id, generation=candidate.generation, commit=candidate.commit)]
-
-
-def confirm_handoff(candidate: Candidate, *, worker_generation: int, process: str, lease_held_by: int | None,
-                    pin: CandidateRefObservation, required: dict[str, str], now: str) -> list[ev.Event]:
-    """HandoffConfirmed when every condition holds, else HandoffRejected naming the first that fails.
-
-    process: the liveness of the generation's process (dead or none: positively gone); lease_held_by: the
-    generation holding the worktree's lease unexpired, None when it is released; pin: the candidate's ref now;
-    required: each required check's name and the digest of its current configuration.
-    Nothing when the handoff is confirmed already.
-    """
-    if candidate.handoff == "confirmed":
-        return []
-    if candidate.handoff not in ("offered", "rejected"):
-        raise Refused("handoff-not-offered", f"candidate {candidate.binding_id} was not offered "
-                                             f"('docket handoff offer {candidate.binding_id[:12]}')")
-    assert candidate.worker_id is not None and candidate.generation is not None and candidate.commit is not None
-    stream = stream_of(candidate.binding_id)
-    common = dict(run_id=candidate.run_id, task_id=candidate.task_id, binding_id=candidate.binding_id)
-
-    def rejected(code: str, message: str) -> list[ev.Event]:
-        return [next_event(ev.HandoffRejected, stream, candidate.version, now, **common, code=code,
-                           message=message[:4000])]
-
-    if worker_generation != candidate.generation:
-        return rejected("stale-generation", f"generation {candidate.generation} of worker {candidate.worker_id} is "
-                                            f"fenced (the current generation is {worker_generation})")
-    if process not in ("dead", "none"):
-        return rejected("worker-alive", f"the process of worker {candidate.worker_id} generation "
-                                        f"{candidate.generation} is {process}, not positively gone")
-    if lease_held_by is not None and lease_held_by >= candidate.generation:
-        return rejected("lease-held", f"worker {candidate.worker_id} generation {lease_held_by} still holds the "
-                                      "worktree's lease")
-    if pin.state != "matching" or pin.commit != candidate.commit:
-        return rejected("pin-changed", f"{candidate.ref} no longer names {candidate.commit}: "
-                                       f"{pin.state}{' (' + pin.detail + ')' if pin.detail else ''}")
-    bindings = []
-    for name, digest in sorted(required.items()):
-        runs = [r for r in candidate.checks if r.check == name and r.config_sha256 == digest]
-        if not runs:
-            stale = any(r.check == name for r in candidate.checks)
-            return rejected("check-config-changed" if stale else "check-missing",
-                            f"required check {name} has "
-                            f"{'no run under its current configuration' if stale else 'not run'} on this candidate "
-                            f"('docket check run {candidate.binding_id[:12]} --check {name}')")
-        last = runs[-1]
-        if last.result != "passed":
-            return rejected("check-failed", f"required check {name}, attempt {last.attempt}, "
-                                            f"{last.result or 'has no result'}"
-                                            + (f" ({last.result_code})" if last.result_code else ""))
-        bindings.append(ev.CheckBinding(check=name, check_id=last.check_id, config_sha256=digest,
-                                        output_sha256=last.output_sha256))
-    return [next_event(ev.HandoffConfirmed, stream, candidate.version, now, **common, worker_id=candidate.worker_id,
-                       generation=candidate.generation, commit=candidate.commit, checks=bindings)]

@@ -18,7 +18,8 @@ from ...domain.names import has_unsafe_characters
 from ...projections.approvals import confirmed_candidates
 from ..world.clock import Clock
 from .ledger import Ledger
-from .services import load_run, load_task
+from .runs import load_run
+from .tasks import load_task
 
 __all__ = ["MAX_APPROVER_LENGTH", "approve", "check_approver"]
 

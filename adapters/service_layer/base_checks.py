@@ -1,4 +1,4 @@
-"""The run's base, checked: each required check run once on the base commit's tree, recorded as a check of the base.
+"""A check judged as configured, and the run's base checked for it: once per run, on the base commit's tree.
 
 A suite that already fails at the base fails every candidate judged by its exit;
 knowing that, docket says so (in the feedback, the summary and the status), and a
@@ -11,6 +11,9 @@ are, and a receipt can cite them.
 Each check runs on the base once per run and configuration: a result recorded (by
 this process, or by one that crashed after recording it) is reused, and threads of
 one docket process take turns, so it never runs twice.
+
+``run_check`` runs one attempt of a check on a candidate (``checks.run_attempt``),
+after the base's result when the check is judged relative to the base.
 """
 
 from __future__ import annotations
@@ -21,13 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from ...domain import candidate as candidate_aggregate
+from ...domain.check import concluded
 from ..world import faults
 from ..world.clock import Clock
-from .checks import Baseline, CheckSpec, run_check
+from .checks import Baseline, CheckOutcome, CheckSpec, pinned_candidate, run_attempt
 from .ledger import Ledger
-from .services import load_run
+from .runs import load_run
 
-__all__ = ["BOUNDARY", "BaseCheck", "base_candidate", "check_base"]
+__all__ = ["BOUNDARY", "BaseCheck", "base_candidate", "check_base", "run_check"]
 
 BOUNDARY = "base"
 
@@ -52,6 +56,21 @@ class BaseCheck:
         return Baseline(self.binding_id, self.check_id, frozenset() if self.result == "passed" else self.failing)
 
 
+def run_check(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec: CheckSpec, *,
+              artifact_dir: str | None, docket_dir: Path, ledger_path: Path) -> CheckOutcome:
+    """Run one attempt of the check against the candidate and record its result (``checks.run_attempt``).
+
+    A check judged relative to the base needs the base's result first (``check_base``: run once per run, then
+    reused); a command that failed only tests failing there too passes."""
+    candidate = pinned_candidate(ledger, binding)
+    baseline = None
+    if spec.judge == "relative-to-base" and candidate.boundary != BOUNDARY:
+        baseline = check_base(ledger, clock, effector, candidate.run_id, spec, repository=Path(candidate.repository),
+                              artifact_dir=artifact_dir, docket_dir=docket_dir, ledger_path=ledger_path).baseline
+    return run_attempt(ledger, clock, effector, binding, spec, baseline=baseline, artifact_dir=artifact_dir,
+                       docket_dir=docket_dir, ledger_path=ledger_path)
+
+
 def base_candidate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *,
                    repository: Path) -> candidate_aggregate.Candidate:
     """The run's base pinned as a candidate (pinned once; the same candidate every time after)."""
@@ -70,14 +89,13 @@ def base_candidate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *,
 def check_base(ledger: Ledger, clock: Clock, effector: Any, run_id: str, spec: CheckSpec, *, repository: Path,
                artifact_dir: str | None, docket_dir: Path, ledger_path: Path) -> BaseCheck:
     """The check's result on the run's base: the one recorded under this configuration, or a new run of it."""
-    from .integration import _concluded
-
     with _turn(str(ledger_path), run_id, spec.config_sha256):
         candidate = base_candidate(ledger, clock, effector, run_id, repository=repository)
-        done = _concluded(candidate, spec.name, spec.config_sha256)
+        done = concluded(candidate, spec.name, spec.config_sha256)
         if done is None:
-            outcome = run_check(ledger, clock, effector, candidate.binding_id, spec, artifact_dir=artifact_dir,
-                                docket_dir=docket_dir, ledger_path=ledger_path)  # judged by its exit: it is the base
+            outcome = run_attempt(ledger, clock, effector, candidate.binding_id, spec, baseline=None,
+                                  artifact_dir=artifact_dir, docket_dir=docket_dir,
+                                  ledger_path=ledger_path)  # judged by its exit: it is the base
             faults.crash_point("base:after-check")
             candidate = ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(candidate.binding_id))
             assert candidate is not None

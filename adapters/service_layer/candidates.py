@@ -23,7 +23,8 @@ from ...domain.events import CandidateUnstable, Event
 from ..world import faults
 from ..world.clock import Clock, new_id
 from .ledger import Ledger
-from .services import load_run, load_task
+from .runs import load_run
+from .tasks import load_task
 
 __all__ = ["Pinned", "boundary_of", "find_candidate", "load_candidate", "pin_task", "pin_tree", "release_candidate"]
 
@@ -77,7 +78,7 @@ def pin_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: 
              artifact_dir: str | None, worker_id: str | None = None, generation: int | None = None,
              wait: bool = True) -> Pinned:
     """Capture the task's worktree twice and pin it; drive the pin to its outcome (unless not wait)."""
-    from ...domain.candidates import binding_id, binding_seed, candidate_ref, worktree_identity
+    from ...domain.binding import binding_id, binding_seed, candidate_ref, worktree_identity
 
     task = load_task(ledger, task_id)
     run = load_run(ledger, run_id)
@@ -202,7 +203,7 @@ def pin_tree(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: 
     commit of tree on parent at the candidate's ref. source names where the tree comes from (an integration ref); the
     changed paths are the tree's against the run's base; output is the folder its checks' artifacts are copied back
     to (it stands for the candidate's worktree). The same inputs give the same candidate, pinned once."""
-    from ...domain.candidates import binding_id, binding_seed, candidate_ref, worktree_identity
+    from ...domain.binding import binding_id, binding_seed, candidate_ref, worktree_identity
 
     run = load_run(ledger, run_id)
     if run.base_commit is None:

@@ -1,4 +1,4 @@
-"""Use case: run named checks against a pinned candidate, each in its own execution, through the launch gate.
+"""Use case: run one attempt of a check against a pinned candidate, in its own execution, through the launch gate.
 
 The path of one check run, each step recorded before the next is taken:
 
@@ -15,7 +15,8 @@ The path of one check run, each step recorded before the next is taken:
 
 If this process dies part way, ``settle_checks`` (run by ``docket replay
 --apply`` and ``docket reconcile --apply``) records the run as interrupted once
-nothing of it can be running, and removes its execution.
+nothing of it can be running, and removes its execution. How a check is judged
+(by its exit, or relative to the run's base) is chosen in ``base_checks``.
 """
 
 from __future__ import annotations
@@ -29,18 +30,22 @@ from pathlib import Path
 from typing import Any
 
 from ...domain import candidate as candidate_aggregate
+from ...domain import check as candidate_check
+from ...domain import execution as candidate_execution
 from ...domain.canonical import canonical_json
 from ...domain.errors import DocketError, OutcomeUnknown, Refused
 from ...domain.events import Event
 from ...domain.processes import scrub_environment
 from ..world import faults
 from ..world.clock import Clock, new_id
+from ..world.logs import log_summary
 from .candidates import load_candidate
 from .ledger import Ledger
-from .services import load_run
-from .workers import last_message, log_summary
+from .runs import load_run
+from .workers import last_message
 
-__all__ = ["Baseline", "CheckOutcome", "CheckSpec", "run_check", "settle_checks"]
+__all__ = ["Baseline", "CheckOutcome", "CheckSpec", "pinned_candidate", "remove_execution", "run_attempt",
+           "settle_checks"]
 
 POLL_SECONDS = 0.05
 STOP_GRACE_SECONDS = 5.0
@@ -98,25 +103,27 @@ class CheckOutcome:
     log_path: str | None
 
 
-def run_check(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec: CheckSpec, *,
-              artifact_dir: str | None, docket_dir: Path, ledger_path: Path) -> CheckOutcome:
-    """Run one attempt of the check against the candidate and record its result; its execution removed after.
-
-    With spec.junit its report is read and recorded (CheckTestsReported) before the result. A check judged
-    relative to the base needs the base's result first (base_checks: run once per run, then reused); a command
-    that failed only tests failing there too passes."""
-    from ..world.executions import execution_path
-    from .base_checks import BOUNDARY, check_base
-
+def pinned_candidate(ledger: Ledger, binding: str) -> candidate_aggregate.Candidate:
+    """The candidate checks run on; Refused ``candidate-not-pinned`` unless it is pinned."""
     candidate = load_candidate(ledger, binding)
     if candidate.status != "pinned" or candidate.commit is None:
         raise Refused("candidate-not-pinned", f"candidate {binding} is {candidate.status}; checks run only on a "
                                               "pinned candidate")
+    return candidate
+
+
+def run_attempt(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec: CheckSpec, *,
+                baseline: Baseline | None, artifact_dir: str | None, docket_dir: Path,
+                ledger_path: Path) -> CheckOutcome:
+    """Run one attempt of the check against the candidate and record its result; its execution removed after.
+
+    With spec.junit its report is read and recorded (CheckTestsReported) before the result. Given the baseline of
+    a check judged relative to the base (``base_checks.run_check`` finds it), a command that failed only tests
+    failing there too passes; without one, the check is judged by its exit."""
+    from ..world.executions import execution_path
+
+    candidate = pinned_candidate(ledger, binding)
     repository = Path(candidate.repository)
-    baseline = None
-    if spec.judge == "relative-to-base" and candidate.boundary != BOUNDARY:
-        baseline = check_base(ledger, clock, effector, candidate.run_id, spec, repository=repository,
-                              artifact_dir=artifact_dir, docket_dir=docket_dir, ledger_path=ledger_path).baseline
     check_id, execution_intent = new_id("check"), new_id("execution")
     chosen: dict[str, Any] = {}
 
@@ -125,7 +132,7 @@ def run_check(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec: C
         path = str(execution_path(repository, current.run_id, binding, spec.name, current.attempts(spec.name) + 1))
         argv = tuple(spec.argv(path))
         chosen.update(path=path, argv=argv)
-        return candidate_aggregate.request_check(
+        return candidate_check.request_check(
             current, load_run(ledger, current.run_id), check_id=check_id, execution_intent=execution_intent,
             check=spec.name, config_sha256=spec.config_sha256,
             argv_sha256=hashlib.sha256(canonical_json(list(argv))).hexdigest(), required=spec.required,
@@ -169,8 +176,8 @@ def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
     env[LAUNCH_MARK] = intent_id
 
     def decision(now: str) -> Event:
-        return candidate_aggregate.request_check_launch(load_candidate(ledger, binding), check_id,
-                                                        intent_id=intent_id, log_path=str(log_path), now=now)
+        return candidate_check.request_check_launch(load_candidate(ledger, binding), check_id,
+                                                    intent_id=intent_id, log_path=str(log_path), now=now)
 
     ledger.decide(decision, clock.now())
     launcher.expect(intent_id, LaunchSpec(argv=argv, cwd=Path(run.execution), env=env, log_path=log_path))
@@ -282,7 +289,7 @@ def _record_report(ledger: Ledger, clock: Clock, binding: str, check_id: str, sp
         judgment = judge_relative(parsed, baseline.failing)
 
     def decision(now: str) -> list[Event]:
-        return candidate_aggregate.tests_reported(
+        return candidate_check.tests_reported(
             load_candidate(ledger, binding), check_id, now, report=spec.junit, report_sha256=digest, parsed=parsed,
             problem=problem, judge="exit" if baseline is None else "relative-to-base",
             base=None if baseline is None else (baseline.binding_id, baseline.check_id), judgment=judgment)
@@ -299,7 +306,7 @@ def _finish(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id:
     summary = log_summary(log_path)
 
     def decision(now: str) -> list[Event]:
-        return candidate_aggregate.check_result(
+        return candidate_check.check_result(
             load_candidate(ledger, binding), check_id, result, now, duration_ms=duration_ms,
             output_sha256=summary.sha256, output_bytes=summary.size, tail=summary.tail, execution=execution,
             artifacts=artifacts, code=code, exit_code=exit_code, signal=signal, message=message, cause=cause)
@@ -319,7 +326,7 @@ def remove_execution(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
     intent_id = new_id("unexec")
 
     def decision(now: str) -> list[Event]:
-        return candidate_aggregate.request_removal(load_candidate(ledger, binding), check_id, intent_id=intent_id,
+        return candidate_execution.request_removal(load_candidate(ledger, binding), check_id, intent_id=intent_id,
                                                    now=now)
 
     ledger.decide(decision, clock.now())
@@ -356,7 +363,7 @@ def settle_checks(ledger: Ledger, clock: Clock, effector: Any, unfinished: Seque
                 continue
 
             def decision(now: str) -> list[Event]:
-                return candidate_aggregate.interrupted(load_candidate(ledger, binding), check_id, "dead", now)
+                return candidate_check.interrupted(load_candidate(ledger, binding), check_id, "dead", now)
 
             if ledger.decide(decision, clock.now()):
                 what.append("recorded as interrupted")

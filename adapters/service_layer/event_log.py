@@ -76,7 +76,7 @@ def run_rows(ledger: LedgerReader, views_path: Path, run_id: str, *, after: int,
 
 def _indexed_positions(ledger: LedgerReader, views_path: Path, run_id: str, until: int,
                        lock_timeout: Callable[[], float]) -> list[int] | None:
-    from .views import current_views
+    from .view_freshness import current_views
 
     views = current_views(ledger, views_path)  # already at the head: read-only, nothing more to import
     try:

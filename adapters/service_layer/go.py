@@ -41,7 +41,8 @@ from ...domain.errors import DocketError, Refused
 from .go_session import RunDriver, Session
 from .go_settings import GoSettings
 from .go_task import finish_task, queued_tasks, task_worker_id, work_on
-from .services import load_run, load_task
+from .runs import load_run
+from .tasks import load_task
 
 if TYPE_CHECKING:
     from .go_hooks import RunHooks
@@ -193,7 +194,7 @@ def _claim_driver(s: Session, run_id: str, supervision_id: str | None, interrupt
     The lease's holder is a worker with role "supervisor" named by this process's supervision id, so whether the
     holder lives is whether the docket process of that supervision (RunSupervised) lives."""
     from ...domain import lease as lease_aggregate
-    from .services import register_worker
+    from .worker_generations import register_worker
 
     if supervision_id is None:
         return None  # the run closed before it could be supervised
@@ -231,7 +232,7 @@ def _claim_driver(s: Session, run_id: str, supervision_id: str | None, interrupt
 
 
 def _renew_driver(s: Session, run_id: str, token: int) -> None:
-    from .services import renew_lease
+    from .leases import renew_lease
 
     try:
         renew_lease(s.ledger, s.clock, driver_resource(run_id), token, DRIVER_TTL_MS)
@@ -240,7 +241,7 @@ def _renew_driver(s: Session, run_id: str, token: int) -> None:
 
 
 def _release_driver(s: Session, run_id: str, token: int) -> None:
-    from .services import release_lease
+    from .leases import release_lease
 
     try:
         release_lease(s.ledger, s.clock, driver_resource(run_id), token)

@@ -11,7 +11,8 @@ from ...domain.errors import DocketError, Refused
 from ..world import faults
 from .go_session import RunDriver
 from .go_settings import GoSettings
-from .services import complete_run, load_run, load_task
+from .runs import complete_run, load_run
+from .tasks import load_task
 
 __all__ = ["WAITS_FOR_THE_USER", "choose_signer", "deliver", "export_key", "receipt_path"]
 

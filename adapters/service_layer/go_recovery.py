@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...domain import run as run_aggregate
 from .go_session import RunDriver
-from .services import load_run
+from .runs import load_run
 
 __all__ = ["end_gone_supervisions", "finish_opening", "recover"]
 
@@ -21,7 +21,7 @@ def finish_opening(d: RunDriver, run: run_aggregate.Run) -> run_aggregate.Run:
 def end_gone_supervisions(d: RunDriver, run_id: str) -> None:
     """End the run's supervisions whose docket process is gone, at their last sign of life."""
     from ...projections import workers
-    from .supervision import reconcile_supervisions
+    from .reconciliation import reconcile_supervisions
 
     conn = d.views(writable=True).conn
     reconcile_supervisions(d.ledger, d.clock, d.effector.ports.processes, [run_id],
@@ -34,8 +34,8 @@ def recover(d: RunDriver, run_id: str) -> list[str]:
     recorded, unsupervised ones stopped), gone supervisions ended, abandoned check runs finished."""
     from ...projections import workers
     from .abandoned_checks import settle_abandoned_checks
-    from .supervision import reconcile_supervisions
-    from .workers import reconcile_workers
+    from .reconciliation import reconcile_supervisions
+    from .reconciliation import reconcile_workers
 
     done = []
     d.effector.run_pending(after=0)

@@ -12,7 +12,8 @@ from ...domain.plan import TaskSpec, ledger_task_id
 from ..world.clock import Clock
 from .go_session import RunDriver
 from .ledger import Ledger
-from .services import load_run, open_run, plan_task
+from .runs import load_run, open_run
+from .tasks import plan_task
 
 __all__ = ["check_resumed_options", "check_resumed_tasks", "plan_run", "record_plan", "run_exists", "start_run"]
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from .go_delivery import receipt_path
 from .go_session import RunDriver
-from .services import load_run, load_task
+from .runs import load_run
+from .tasks import load_task
 
 __all__ = ["run_summary"]
 

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from ...domain import candidate as candidate_aggregate
 from ...domain import run as run_aggregate
@@ -18,7 +19,8 @@ from ..world import faults
 from .checks import CheckSpec
 from .go_session import Session
 from .go_settings import GoSettings
-from .services import load_run, load_task
+from .runs import load_run
+from .tasks import load_task
 
 __all__ = ["finish_task", "judgeable", "queued_tasks", "task_worker_id", "work_on"]
 
@@ -234,16 +236,15 @@ def _check(s: Session, settings: GoSettings, run_id: str, binding: str, spec: Ch
     """The required check's result on the candidate (one recorded under this configuration, or a new run), and the
     feedback for the agent when it did not pass, with a note when the check fails on the run's base too (the base
     is checked once a candidate fails, or before, when it is judged relative to the base)."""
+    from ...domain.check import concluded
     from ...domain.processes import bounded_tail
     from ...domain.task import check_feedback
-    from .base_checks import check_base
-    from .checks import run_check
-    from .integration import _concluded
-    from .workers import log_summary
+    from ..world.logs import log_summary
+    from .base_checks import check_base, run_check
 
     candidate = s.ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(binding))
     assert candidate is not None
-    done = _concluded(candidate, spec.name, spec.config_sha256)  # recorded before a crash: never run twice
+    done = concluded(candidate, spec.name, spec.config_sha256)  # recorded before a crash: never run twice
     if done is None:
         outcome = run_check(s.ledger, s.clock, s.effector, binding, spec, artifact_dir=settings.artifact_dir,
                             docket_dir=settings.docket_dir, ledger_path=settings.ledger_path)
@@ -334,7 +335,7 @@ def _feedback(s: Session, task: task_aggregate.Task, generation: int, code: str,
 
 
 def finish_task(s: Session, task_id: str, result: str, binding: str | None, code: str | None,
-            message: str | None) -> None:
+                message: str | None) -> None:
     def decision(now: str) -> list[Any]:
         task = load_task(s.ledger, task_id)
         return task_aggregate.finish(task, load_run(s.ledger, task.run_id), result=result, binding_id=binding,

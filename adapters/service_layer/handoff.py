@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ...domain import candidate as candidate_aggregate
+from ...domain import handoff as candidate_handoff
 from ...domain import lease as lease_aggregate
 from ...domain import worker as worker_aggregate
 from ...domain.errors import Refused
@@ -20,9 +21,11 @@ from ...domain.events import Event
 from ..world import faults
 from ..world.clock import Clock
 from .candidates import load_candidate
+from .leases import worktree_resource
 from .ledger import Ledger
-from .services import load_run
-from .workers import process_liveness, record_refusal, worktree_resource
+from .liveness import process_liveness
+from .runs import load_run
+from .worker_generations import record_refusal
 
 __all__ = ["confirm_handoff", "last_rejection", "offer_handoff"]
 
@@ -34,8 +37,8 @@ def offer_handoff(ledger: Ledger, clock: Clock, binding: str) -> candidate_aggre
 
     def decision(now: str) -> list[Event]:
         current = load_candidate(ledger, binding)
-        return candidate_aggregate.offer_handoff(current, None if worker is None else _generation(ledger, worker),
-                                                 load_run(ledger, current.run_id), now)
+        return candidate_handoff.offer_handoff(current, None if worker is None else _generation(ledger, worker),
+                                               load_run(ledger, current.run_id), now)
 
     try:
         ledger.decide(decision, clock.now())
@@ -67,8 +70,8 @@ def confirm_handoff(ledger: Ledger, clock: Clock, effector: Any, binding: str,
             worktree_resource(current.run_id, current.task_id)))
         held_by = lease.generation if lease is not None and lease.status == "held" \
             and lease.worker_id == worker.worker_id else None
-        return candidate_aggregate.confirm_handoff(current, worker_generation=holder.generation, process=process,
-                                                   lease_held_by=held_by, pin=pin, required=required, now=now)
+        return candidate_handoff.confirm_handoff(current, worker_generation=holder.generation, process=process,
+                                                 lease_held_by=held_by, pin=pin, required=required, now=now)
 
     ledger.decide(decision, clock.now())
     return load_candidate(ledger, binding)

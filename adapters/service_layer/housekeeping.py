@@ -26,15 +26,18 @@ from ...domain import candidate as candidate_aggregate
 from ...domain import lease as lease_aggregate
 from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
-from ...domain.errors import DocketError, OutcomeUnknown, Refused
 from ...domain.effects import TargetHistory
+from ...domain.errors import DocketError, OutcomeUnknown, Refused
 from ...domain.events import Event
 from ..world.clock import Clock, new_id
 from .candidates import load_candidate, task_repository
+from .leases import worktree_resource
 from .ledger import Ledger
+from .leases import worktree_resource
+from .liveness import holder_liveness, process_liveness
 from .ports import CandidateRefsPort, CapturePort, InventoryPort
-from .services import load_run, load_task
-from .workers import holder_liveness, process_liveness, worktree_resource
+from .runs import load_run
+from .tasks import load_task
 
 __all__ = ["GitFinding", "Kept", "Preservation", "TargetHistories", "gc", "kept_elsewhere", "pinned", "preservation",
            "reconcile_git", "remove_task_worktree"]

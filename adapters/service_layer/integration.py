@@ -34,16 +34,18 @@ from typing import Any
 from ...domain import candidate as candidate_aggregate
 from ...domain import integration as integration_aggregate
 from ...domain import events as ev
+from ...domain.check import concluded
 from ...domain.errors import OutcomeUnknown, Refused
 from ...domain.merges import changed_paths_overlap, merge_message, trailers
 from ...domain.run import require_open
 from ..world import faults
 from ..world.clock import Clock, new_id
+from .base_checks import run_check
 from .candidates import drive, load_candidate, pin_tree
-from .checks import CheckSpec, run_check
+from .checks import CheckSpec
 from .handoff import confirm_handoff
 from .ledger import Ledger
-from .services import load_run
+from .runs import load_run
 
 __all__ = ["Integrated", "advance", "integrate", "integration_ref", "load_integration", "queue_task"]
 
@@ -400,7 +402,7 @@ def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integ
         if spec.config_sha256 != wanted[spec.name]:
             raise Refused("check-config-changed", f"check {spec.name}'s configuration changed since the integration "
                                                   f"of run {integration.run_id} was prepared; restore it to go on")
-        done = _concluded(load_candidate(ledger, binding), spec.name, wanted[spec.name])
+        done = concluded(load_candidate(ledger, binding), spec.name, wanted[spec.name])
         if done is None:
             outcome = run_check(ledger, clock, effector, binding, spec, artifact_dir=artifact_dir,
                                 docket_dir=docket_dir, ledger_path=ledger_path)
@@ -451,16 +453,6 @@ def _delivered_task(ledger: Ledger, step: integration_aggregate.StepState, now: 
         return []
     return task_aggregate.finish(task, load_run(ledger, task.run_id), result="passed", binding_id=step.binding_id,
                                  code=None, message=None, now=now)
-
-
-def _concluded(candidate: candidate_aggregate.Candidate, check: str,
-               config_sha256: str) -> candidate_aggregate.CheckRun | None:
-    """The last run of the check on this binding under that configuration that has a result, if any. A run
-    interrupted with the docket that ran it says nothing of the candidate: it does not count, and the check runs
-    again."""
-    runs = [r for r in candidate.checks if r.check == check and r.config_sha256 == config_sha256 and r.result
-            and r.result_code != "interrupted"]
-    return runs[-1] if runs else None
 
 
 # --- the target ----------------------------------------------------------------------------------------------------

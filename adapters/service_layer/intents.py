@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from ...domain import candidate as candidate_aggregate
+from ...domain import check as candidate_check
+from ...domain import execution as candidate_execution
 from ...domain import hooks as hooks_aggregate
 from ...domain import integration as integration_aggregate
 from ...domain import run as run_aggregate
@@ -204,7 +206,7 @@ EXECUTION: IntentKind[candidate_aggregate.Candidate, ExecutionRequested, Executi
     apply=candidate_aggregate.apply,
     port="workspaces",
     observe=_observe_execution,
-    decide=candidate_aggregate.decide_execution,
+    decide=candidate_execution.decide_execution,
     act=lambda workspaces, intent, _: workspaces.create_execution(Path(intent.repository), Path(intent.path),
                                                                   intent.commit),
     made=candidate_aggregate.made,
@@ -217,36 +219,36 @@ CHECK_LAUNCH: IntentKind[candidate_aggregate.Candidate, CheckLaunchRequested, wo
         apply=candidate_aggregate.apply,
         port="launcher",
         observe=lambda launcher, intent, _: launcher.observe(intent),
-        decide=candidate_aggregate.decide_check_launch,
+        decide=candidate_check.decide_check_launch,
         act=lambda launcher, intent, _: launcher.start(intent),
     ))
 
 
 def _observe_removal(ports: tuple[WorkspacePort, Any], intent: ExecutionRemovalRequested,
-                     repository_id: str | None) -> candidate_aggregate.RemovalObservation:
+                     repository_id: str | None) -> candidate_execution.RemovalObservation:
     workspaces, processes = ports
     repository = Path(intent.repository)
     mismatch = _foreign(workspaces, repository, repository_id)
     if mismatch:
-        return candidate_aggregate.RemovalObservation("unreadable", detail=mismatch)
+        return candidate_execution.RemovalObservation("unreadable", detail=mismatch)
     # the commit is not known here and does not matter: anything at the path is to be removed
     observed = workspaces.observe_execution(repository, Path(intent.path), "0" * 40)
     if observed.state == "unreadable":
-        return candidate_aggregate.RemovalObservation("unreadable", detail=observed.detail)
+        return candidate_execution.RemovalObservation("unreadable", detail=observed.detail)
     group = "none" if intent.process is None else processes.group_liveness(
         ProcessIdentity(**intent.process.model_dump()))
     gone = observed.state == "absent" and not workspaces.execution_remnants(repository, Path(intent.path))
-    return candidate_aggregate.RemovalObservation("absent" if gone else "present", group=group)
+    return candidate_execution.RemovalObservation("absent" if gone else "present", group=group)
 
 
 EXECUTION_REMOVAL: IntentKind[candidate_aggregate.Candidate, ExecutionRemovalRequested,
-                              candidate_aggregate.RemovalObservation] = IntentKind(
+                              candidate_execution.RemovalObservation] = IntentKind(
     intent=ExecutionRemovalRequested,
     stream_of=lambda intent: candidate_aggregate.stream_of(intent.binding_id),
     apply=candidate_aggregate.apply,
     port=("workspaces", "processes"),
     observe=_observe_removal,
-    decide=candidate_aggregate.decide_removal,
+    decide=candidate_execution.decide_removal,
     act=lambda ports, intent, observed: ports[0].remove_execution(Path(intent.repository), Path(intent.path),
                                                                   group_alive=observed.group not in ("dead", "none")),
     made=candidate_aggregate.made,

@@ -24,7 +24,7 @@ from ..world import faults
 from ..world.clock import Clock
 from .ledger import Ledger
 from .ledger_tree import ledger_tree
-from .services import load_run
+from .runs import load_run
 
 __all__ = ["Sealed", "build_receipt", "find_receipt", "seal_run"]
 

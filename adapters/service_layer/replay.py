@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...domain.errors import DocketError
 from .projector import catch_up, open_views, views_anchor_break
-from .views import Warn, fresh_views
+from .view_freshness import Warn, fresh_views
 
 if TYPE_CHECKING:
     from .effector import Effector

@@ -23,10 +23,12 @@ from ...domain.errors import DocketError, Refused
 from ...domain.worker import STOP_CAUSES
 from ..world import faults
 from ..world.clock import Clock
+from ..world.logs import log_size
 from .ledger import Ledger
-from .services import load_run, load_worker
+from .runs import load_run
 from .supervision import begin_supervision, end_supervision
-from .workers import LEASE_TTL_MS, Launched, exit_worker, log_size, request_stop
+from .worker_generations import load_worker
+from .workers import LEASE_TTL_MS, Launched, exit_worker, request_stop
 
 __all__ = ["Ended", "Limits", "supervise"]
 
@@ -198,7 +200,7 @@ def _stop(ledger: Ledger, clock: Clock, effector: Any, w: Launched, reason: str)
 
 
 def _renew(ledger: Ledger, clock: Clock, w: Launched) -> None:
-    from .services import renew_lease
+    from .leases import renew_lease
 
     try:
         renew_lease(ledger, clock, w.resource, w.lease_token, LEASE_TTL_MS)
@@ -221,7 +223,7 @@ def _record_end(ledger: Ledger, clock: Clock, w: Launched, cause: str, exit_code
                 log_path=w.log_path, started_at=worker.launched_at, agent=w.agent, report=w.report)
     lease = ledger.get(lease_aggregate.apply, lease_aggregate.stream_of(w.resource))
     if lease is not None and lease.token == w.lease_token and lease.status == "held":
-        from .services import release_lease
+        from .leases import release_lease
 
         try:
             release_lease(ledger, clock, w.resource, w.lease_token)

@@ -1,4 +1,4 @@
-"""Use cases of workers: launch an agent for a task, stop it, record how it ended, reconcile with the processes.
+"""Use cases of workers: launch an agent for a task, stop it, record how it ended.
 
 The path of a launch, each step recorded before the next is taken:
 
@@ -13,7 +13,8 @@ The path of a launch, each step recorded before the next is taken:
    then the gate opened. If this process dies before that, the held process
    exits by itself without running the agent.
 
-Supervision (``supervisor.py``) takes it from there.
+Supervision (``supervisor.py``) takes it from there; ``reconciliation`` compares the
+ledger's workers with the processes after a crash.
 """
 
 from __future__ import annotations
@@ -30,24 +31,26 @@ from ...domain import lease as lease_aggregate
 from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
 from ...domain.canonical import canonical_json
-from ...domain.errors import DocketError, OutcomeUnknown, Refused, WorkFailed
+from ...domain.errors import OutcomeUnknown, Refused, WorkFailed
 from ...domain.events import Event, LeaseGranted
-from ...domain.processes import ProcessIdentity, bounded_tail, last_line, scrub_environment
+from ...domain.processes import ProcessIdentity, bounded_tail, scrub_environment
 from ..world import faults
 from ..world.clock import Clock, new_id
+from ..world.logs import log_summary
+from .leases import worktree_resource
 from .ledger import Ledger
-from .services import load_run, load_task, load_worker
+from .liveness import holder_liveness, process_liveness
+from .runs import load_run
+from .tasks import load_task
+from .worker_generations import load_worker
 
 __all__ = [
     "LEASE_TTL_MS",
     "LaunchRequest",
     "Launched",
     "exit_worker",
-    "holder_liveness",
     "launch_worker",
-    "log_summary",
     "request_stop",
-    "worktree_resource",
 ]
 
 LEASE_TTL_MS = 60_000  # a worker's lease on its worktree; the supervisor renews it every third of that
@@ -94,31 +97,6 @@ class Launched:
     pin_on_exit: bool = True
     agent: str | None = None
     report: str | None = None
-
-
-def worktree_resource(run_id: str, task_id: str) -> str:
-    return f"worktree/{run_id}/{task_id}"
-
-
-def process_liveness(processes: Any, worker: worker_aggregate.Worker) -> str:
-    """What is known of the current generation's process: alive, dead, unknown, or none (it never had one)."""
-    if worker.status == "launching":
-        return "unknown"  # a launch is pending: a process may be starting
-    if worker.status != "running" or worker.process is None:
-        return "dead" if worker.status == "exited" else "none"
-    return processes.liveness(worker.process)
-
-
-def holder_liveness(ledger: Ledger, processes: Any, lease: lease_aggregate.Lease | None) -> str:
-    """The liveness of the process of the generation holding lease: what a reclaim must know."""
-    if lease is None or lease.status != "held":
-        return "none"
-    holder = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(lease.worker_id))
-    if holder is None:
-        return "none"
-    if holder.generation != lease.generation:
-        return "dead"  # a relaunch needs the old generation's process positively gone
-    return process_liveness(processes, holder)
 
 
 def launch_worker(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request: LaunchRequest, *,
@@ -367,14 +345,6 @@ def last_message(ledger: Ledger, stream: str, default: str = "see 'docket log'")
     return default
 
 
-def log_size(path: os.PathLike[str]) -> int:
-    """The log's size now (0 when it cannot be read): output resets the idle timer."""
-    try:
-        return os.stat(path, follow_symlinks=False).st_size
-    except OSError:
-        return 0
-
-
 def request_stop(ledger: Ledger, clock: Clock, worker_id: str, reason: str) -> str | None:
     """Record the intent to stop the worker's current generation; its intent id (an earlier pending one if any)."""
     def decision(now: str) -> list[Event]:
@@ -383,32 +353,6 @@ def request_stop(ledger: Ledger, clock: Clock, worker_id: str, reason: str) -> s
 
     ledger.decide(decision, clock.now())
     return load_worker(ledger, worker_id).stop_intent
-
-
-@dataclass(frozen=True)
-class LogSummary:
-    sha256: str | None
-    size: int | None
-    tail: str
-    last_line: str
-    end: bytes = b""  # its last 64 KiB, as written
-
-
-def log_summary(log_path: Path | None) -> LogSummary:
-    """The log's digest, size and bounded, redacted tail, read without following a symlink."""
-    if log_path is None:
-        return LogSummary(None, None, "", "")
-    try:
-        fd = os.open(log_path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return LogSummary(None, None, "", "")
-    digest, size, end = hashlib.sha256(), 0, b""
-    with os.fdopen(fd, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-            end = (end + chunk)[-65536:]
-    return LogSummary(digest.hexdigest(), size, bounded_tail(end), last_line(end), end)
 
 
 def exit_worker(ledger: Ledger, clock: Clock, worker_id: str, generation: int, *, cause: str,
@@ -435,18 +379,6 @@ def exit_worker(ledger: Ledger, clock: Clock, worker_id: str, generation: int, *
     return bool(ledger.decide(decision, clock.now()))
 
 
-def record_refusal(ledger: Ledger, clock: Clock, worker_id: str, generation: int, action: str,
-                   error: DocketError) -> None:
-    """Record that an action for a fenced generation (or with a stale token) was refused."""
-    def decision(now: str) -> list[Event]:
-        worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(worker_id))
-        if worker is None:
-            return []
-        return [worker_aggregate.refused(worker, generation, action, error, now)]
-
-    ledger.decide(decision, clock.now())
-
-
 def finish_stop(ledger: Ledger, clock: Clock, effector: Any, worker_id: str, intent_id: str) -> str:
     """Drive a stop intent to its outcome: stopped, observed (already gone) or unknown.
 
@@ -466,82 +398,3 @@ def finish_stop(ledger: Ledger, clock: Clock, effector: Any, worker_id: str, int
             exit_worker(ledger, clock, worker_id, worker.generation, cause="stopped", exit_code=None, signal=None,
                         log_path=Path(worker.log_path) if worker.log_path else None, started_at=worker.launched_at)
     return result
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing reconcile found between the ledger's workers and this machine's processes.
-
-    gone: the ledger says running, the process is positively gone (recorded as exited, cause unknown).
-    unsupervised: the process runs, but the docket process that supervised it is gone (stopped).
-    unknown-process: a process docket started for this ledger that no running worker accounts for (stopped).
-    supervisor-gone: a run's supervision whose docket process is gone (ended at its last sign of life).
-    """
-
-    kind: str
-    worker_id: str | None
-    generation: int | None
-    pid: int
-    detail: str
-    applied: str | None = None  # what --apply did
-
-
-def reconcile_workers(ledger: Ledger, clock: Clock, effector: Any, running: Sequence[str], ledger_path: Path, *,
-                      apply: bool) -> list[Finding]:
-    """Compare the workers the ledger thinks are running (ids given) with the processes; with apply, converge."""
-    from .launcher import LAUNCH_MARK
-
-    processes = effector.ports.processes
-    findings: list[Finding] = []
-    known_groups: set[tuple[str, int]] = set()
-    for worker_id in running:
-        worker = load_worker(ledger, worker_id)
-        if worker.status != "running" or worker.process is None:
-            continue
-        p = worker.process
-        liveness = processes.liveness(p)
-        group = processes.group_liveness(p)
-        if liveness == "dead" and group != "alive":
-            finding = Finding("gone", worker_id, worker.generation, p.pid, "its process is gone")
-            if apply:
-                cause = worker_aggregate.exit_cause(worker)  # stopped, if a stop was asked for; else unknown
-                exit_worker(ledger, clock, worker_id, worker.generation, cause=cause, exit_code=None,
-                            signal=None, log_path=Path(worker.log_path) if worker.log_path else None,
-                            started_at=worker.launched_at)
-                finding = applied(finding, f"recorded as exited (cause {cause})")
-            findings.append(finding)
-            continue
-        known_groups.add((p.boot_id, p.pgid))
-        supervisor = worker.supervisor
-        if liveness == "dead" or (supervisor is not None and processes.liveness(supervisor) == "dead"):
-            why = ("its process ended but left processes in its group" if liveness == "dead"
-                   else f"its supervisor (pid {supervisor.pid}) is gone" if supervisor else "it has no supervisor")
-            finding = Finding("unsupervised", worker_id, worker.generation, p.pid, why)
-            if apply:
-                intent_id = request_stop(ledger, clock, worker_id, "supervisor-gone")
-                result = finish_stop(ledger, clock, effector, worker_id, intent_id) if intent_id else "unknown"
-                finding = applied(finding, f"stop {result}")
-            findings.append(finding)
-    pending_launches = {pending.intent.intent_id for pending in ledger.pending_intents(after=0)
-                        if pending.intent.type_name().startswith("WorkerLaunchRequested")}
-    for identity, env in processes.find_marked("DOCKET_LEDGER", str(ledger_path)):
-        launch = env.get(LAUNCH_MARK)
-        if launch is None or (identity.boot_id, identity.pgid) in known_groups or launch in pending_launches:
-            continue  # not an agent docket started, or one the ledger accounts for (or is launching now)
-        finding = Finding("unknown-process", env.get("DOCKET_WORKER"), _int(env.get("DOCKET_GENERATION")),
-                          identity.pid, f"launch {launch}, process group {identity.pgid}")
-        if apply:
-            after = processes.terminate_group(identity, grace=2.0)
-            finding = applied(finding, "stopped" if after == "dead" else f"stop unknown ({after})")
-        findings.append(finding)
-    return findings
-
-
-def applied(finding: Finding, what: str) -> Finding:
-    from dataclasses import replace
-
-    return replace(finding, applied=what)
-
-
-def _int(text: str | None) -> int | None:
-    return int(text) if text and text.isdigit() and len(text) < 16 else None

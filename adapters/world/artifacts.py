@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ...domain.candidates import CopiedArtifact
+from ...domain.binding import CopiedArtifact
 from ...domain.errors import Refused
 from ...domain.names import has_unsafe_characters
 

@@ -332,7 +332,7 @@ def _changed_paths(store, old_tree: bytes, new_tree: bytes) -> tuple[str, ...]: 
         for side in (change.old, change.new):
             if side is not None and side.path is not None:
                 paths.add(side.path)
-    from ...domain.candidates import quote_path
+    from ...domain.binding import quote_path
 
     return tuple(quote_path(p) for p in sorted(paths))
 

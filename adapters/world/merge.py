@@ -32,7 +32,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...domain.candidates import quote_path
+from ...domain.binding import quote_path
 from ...domain.effects import MergeResult
 from .repository import commit_of, is_ancestor, open_repo
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...domain.candidates import quote_path
+from ...domain.binding import quote_path
 from .repository import commit_of, open_repo
 
 __all__ = ["changed_paths", "commit_tree", "tree_paths"]

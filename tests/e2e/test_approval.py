@@ -162,7 +162,7 @@ def prepare(docket, candidate: dict) -> None:  # noqa: ANN001
         worker = payloads(docket, "HandoffConfirmed.v1")[-1]
 
         def decision(now: str) -> list[ev.Event]:
-            from docket.adapters.service_layer.services import load_run
+            from docket.adapters.service_layer.runs import load_run
 
             existing = ledger.get(integration_aggregate.apply, integration_aggregate.stream_of(RUN))
             run: Run = load_run(ledger, RUN)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from docket.adapters.world.artifacts import check_artifact_path, copy_artifacts
-from docket.domain.candidates import CopiedArtifact
+from docket.domain.binding import CopiedArtifact
 from docket.domain.errors import Refused
 
 ARTIFACTS = "out"

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from docket.adapters.service_layer import services
+from docket.adapters.service_layer import runs, tasks
 from docket.adapters.service_layer.candidates import load_candidate
 from docket.adapters.service_layer.effector import Effector
 from docket.adapters.service_layer.ledger import Ledger
@@ -23,7 +23,9 @@ from docket.adapters.service_layer.projector import catch_up, open_views
 from docket.adapters.world.clock import FixedClock
 from docket.adapters.world.reader import ledger_reader
 from docket.domain import candidate as aggregate
+from docket.domain import check as candidate_check
 from docket.domain import events as ev
+from docket.domain import execution as candidate_execution
 from docket.domain.effects import CandidateRefObservation, ExecutionObservation
 from docket.domain.processes import ProcessIdentity
 from docket.domain.worker import LaunchObservation
@@ -68,7 +70,7 @@ class Story:
 
     def request_pin(self, binding: str, changed: list[str]) -> None:
         self.decide(binding, lambda c, now: aggregate.request_pin(
-            c, services.load_run(self.ledger, "r1"), intent_id=self._id("pin"), task_id="t1", worker_id="w1",
+            c, runs.load_run(self.ledger, "r1"), intent_id=self._id("pin"), task_id="t1", worker_id="w1",
             generation=1, boundary="generation-1", binding_id=binding, repository="/repo/.git",
             worktree="/repo/.git/docket/worktrees/r1/t1", ref=f"refs/docket/candidates/r1/{binding}", parent=HEAD,
             tree=TREE, base=BASE, changed_paths=changed, now=now))
@@ -85,34 +87,35 @@ class Story:
 
     def request_check(self, binding: str, check: str, *, required: bool = True) -> str:
         check_id = self._id(f"check-{check}")
-        self.decide(binding, lambda c, now: aggregate.request_check(
-            c, services.load_run(self.ledger, "r1"), check_id=check_id, execution_intent=self._id("execution"),
+        self.decide(binding, lambda c, now: candidate_check.request_check(
+            c, runs.load_run(self.ledger, "r1"), check_id=check_id, execution_intent=self._id("execution"),
             check=check, config_sha256="c" * 64, argv_sha256="d" * 64, required=required, timeout_ms=60_000,
             idle_timeout_ms=None, execution_for=lambda n: f"/repo/.git/docket/executions/r1/{binding}/{check}-{n}",
             artifact_dir="out", now=now))
         return check_id
 
     def execution(self, binding: str, check_id: str, observed: ExecutionObservation, made: bool = False) -> None:
-        self.decide(binding, lambda c, now: aggregate.decide_execution(
+        self.decide(binding, lambda c, now: candidate_execution.decide_execution(
             c, self._intent(c, c.check_run(check_id).execution_intent), observed, now), made)
 
     def launch(self, binding: str, check_id: str, observed: LaunchObservation) -> None:
-        self.decide(binding, lambda c, now: aggregate.request_check_launch(
+        self.decide(binding, lambda c, now: candidate_check.request_check_launch(
             c, check_id, intent_id=self._id("launch"), log_path="/logs/check.log", now=now))
-        self.decide(binding, lambda c, now: aggregate.decide_check_launch(
+        self.decide(binding, lambda c, now: candidate_check.decide_check_launch(
             c, self._intent(c, c.check_run(check_id).launch_intent), observed, now))
 
     def result(self, binding: str, check_id: str, result: str, **details) -> None:  # noqa: ANN003
-        self.decide(binding, lambda c, now: aggregate.check_result(c, check_id, result, now, **details))
+        self.decide(binding, lambda c, now: candidate_check.check_result(c, check_id, result, now, **details))
 
     def interrupted(self, binding: str, check_id: str) -> None:
-        self.decide(binding, lambda c, now: aggregate.interrupted(c, check_id, "dead", now))
+        self.decide(binding, lambda c, now: candidate_check.interrupted(c, check_id, "dead", now))
 
     def remove_execution(self, binding: str, check_id: str) -> None:
-        self.decide(binding, lambda c, now: aggregate.request_removal(c, check_id, intent_id=self._id("rm"),
-                                                                      now=now))
-        self.decide(binding, lambda c, now: aggregate.decide_removal(
-            c, self._intent(c, c.check_run(check_id).removal_intent), aggregate.RemovalObservation("absent"), now),
+        self.decide(binding, lambda c, now: candidate_execution.request_removal(c, check_id, intent_id=self._id("rm"),
+                                                                                now=now))
+        self.decide(binding, lambda c, now: candidate_execution.decide_removal(
+            c, self._intent(c, c.check_run(check_id).removal_intent), candidate_execution.RemovalObservation("absent"),
+            now),
             made=True)
 
     def full_check(self, binding: str, check: str, result: str, **details) -> str:  # noqa: ANN003
@@ -124,10 +127,10 @@ class Story:
 
 
 def open_run(ledger: Ledger, clock: FixedClock, repo) -> None:  # noqa: ANN001
-    services.open_run(ledger, clock, run_id="r1", intent_id="i1", goal="g", target_branch="main", budget_ms=None,
-                      repository=str(repo / ".git"))
+    runs.open_run(ledger, clock, run_id="r1", intent_id="i1", goal="g", target_branch="main", budget_ms=None,
+                  repository=str(repo / ".git"))
     Effector(ledger, clock).run_pending()
-    services.plan_task(ledger, clock, "r1", "t1", "title")
+    tasks.plan_task(ledger, clock, "r1", "t1", "title")
 
 
 def rows(views) -> dict[str, list[tuple]]:  # noqa: ANN001

@@ -12,7 +12,7 @@ import pytest
 from tests.fakes.candidate_refs import FakeCandidateRefs
 from tests.fakes.repository import FakeRepository
 from docket.adapters.world.candidates import DulwichCandidateRefs
-from docket.domain.candidates import candidate_ref
+from docket.domain.binding import candidate_ref
 from tests.conftest import git
 
 REF = candidate_ref("run-7k2m9x4q", "0123456789abcdef" * 4)

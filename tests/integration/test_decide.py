@@ -16,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.service_layer import services
-from docket.adapters.world.clock import FixedClock
+from docket.adapters.service_layer.leases import grant_lease
 from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.runs import abort_run, load_run, open_run
+from docket.adapters.service_layer.worker_generations import register_worker, relaunch_worker
+from docket.adapters.world.clock import FixedClock
+from docket.domain import run as run_aggregate
 from docket.domain.errors import Conflict, DocketError, Refused
 
 T0 = "2026-01-01T00:00:00.000Z"
@@ -26,10 +29,10 @@ T0 = "2026-01-01T00:00:00.000Z"
 
 def setup_run(ledger: Ledger, repo: Path, run_id: str, workers: tuple[str, ...] = ("w1", "w2")) -> None:
     clock = FixedClock(T0)
-    services.open_run(ledger, clock, run_id=run_id, intent_id=f"i-{run_id}", goal="g", target_branch="main",
-                      budget_ms=None, repository=str(repo / ".git"), wait=False)  # its intent stays pending
+    open_run(ledger, clock, run_id=run_id, intent_id=f"i-{run_id}", goal="g", target_branch="main",
+             budget_ms=None, repository=str(repo / ".git"), wait=False)  # its intent stays pending
     for worker_id in workers:
-        services.register_worker(ledger, clock, run_id, f"{run_id}-{worker_id}", "implementer", None)
+        register_worker(ledger, clock, run_id, f"{run_id}-{worker_id}", "implementer", None)
 
 
 def invalid_grants(path: Path) -> list[str]:
@@ -115,7 +118,7 @@ def test_reads_inside_a_decision_see_what_the_append_is_made_on(repo, ledger_pat
 
     def decision(now):
         seen.append((ledger.head(), len(ledger.pending_intents(after=0))))
-        return services.run_aggregate.pause(services.load_run(ledger, "r1"), None, now)
+        return run_aggregate.pause(load_run(ledger, "r1"), None, now)
 
     with pytest.raises(Refused):  # the run is still "opening": nothing is appended
         ledger.decide(decision, T0)
@@ -150,13 +153,13 @@ def _racer(path: str, role: str, barrier, rounds: int, results) -> None:
         barrier.wait()
         try:
             if role == "abort:aborter":
-                services.abort_run(ledger, clock, run_id, "race")
+                abort_run(ledger, clock, run_id, "race")
             elif role == "relaunch:relauncher":
-                services.relaunch_worker(ledger, clock, f"{run_id}-w1")
+                relaunch_worker(ledger, clock, f"{run_id}-w1")
             elif role == "two:second":
-                services.grant_lease(ledger, clock, f"res-{run_id}", f"{run_id}-w2", 1, 60_000)
+                grant_lease(ledger, clock, f"res-{run_id}", f"{run_id}-w2", 1, 60_000)
             else:  # the granting side of every pair
-                services.grant_lease(ledger, clock, f"res-{run_id}", f"{run_id}-w1", 1, 60_000)
+                grant_lease(ledger, clock, f"res-{run_id}", f"{run_id}-w1", 1, 60_000)
             outcomes.append("ok")
         except DocketError as e:
             outcomes.append(e.code)

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.service_layer import services
-from docket.adapters.world.clock import FixedClock
 from docket.adapters.service_layer.effector import Effector
 from tests.fakes.inventory import FakeInventory
 from tests.fakes.repository import FakeRepository
 from docket.adapters.world.inventory import DulwichInventory
 from docket.adapters.service_layer.ledger import Ledger
 from docket.adapters.service_layer.ports import Ports
+from docket.adapters.service_layer.runs import load_run, open_run
+from docket.adapters.world.clock import FixedClock
 from docket.domain.events import IntentOutcomeUnknownV2, RunBasePinFailed, RunBasePinned
 
 from ..conftest import git
@@ -28,8 +28,8 @@ T0 = "2026-01-01T00:00:00.000Z"
 
 
 def open_pending(ledger: Ledger, repo: Path, run_id: str, branch: str = "main") -> None:
-    services.open_run(ledger, FixedClock(T0), run_id=run_id, intent_id=f"i-{run_id}", goal="g",
-                      target_branch=branch, budget_ms=None, repository=str(repo / ".git"), wait=False)
+    open_run(ledger, FixedClock(T0), run_id=run_id, intent_id=f"i-{run_id}", goal="g",
+             target_branch=branch, budget_ms=None, repository=str(repo / ".git"), wait=False)
 
 
 def outcomes(ledger: Ledger, run_id: str) -> list:
@@ -61,7 +61,7 @@ def test_unknown_is_recorded_then_observed_again_never_treated_as_failure(repo, 
     effector = Effector(ledger, clock)
     (result,) = effector.run_pending()
     assert result.unknown and isinstance(result.event, IntentOutcomeUnknownV2)
-    assert services.load_run(ledger, "r1").status == "opening"
+    assert load_run(ledger, "r1").status == "opening"
     tracked = ledger.effector_cursor()
     shutil.move(moved, repo)
     clock.advance(1_000)  # its back-off has run out
@@ -153,8 +153,8 @@ def test_a_ref_naming_a_blob_is_a_failure_and_one_unknown_holds_no_other_intent_
     ledger = Ledger(ledger_path)
     ledger.initialise(T0)
     open_pending(ledger, repo, "blob", branch="blob")
-    services.open_run(ledger, FixedClock(T0), run_id="gone", intent_id="i-gone", goal="g", target_branch="main",
-                      budget_ms=None, repository=str(tmp_path / "no-such-repo" / ".git"), wait=False)
+    open_run(ledger, FixedClock(T0), run_id="gone", intent_id="i-gone", goal="g", target_branch="main",
+             budget_ms=None, repository=str(tmp_path / "no-such-repo" / ".git"), wait=False)
     open_pending(ledger, repo, "later")
     results = {r.intent_id: r for r in Effector(ledger, FixedClock(T0)).run_pending()}
     assert results["i-blob"].outcome == "RunBasePinFailed.v1"
@@ -167,8 +167,8 @@ def test_a_ref_naming_a_blob_is_a_failure_and_one_unknown_holds_no_other_intent_
 def test_a_stuck_intent_is_not_recorded_again_on_every_pass(repo, ledger_path, tmp_path):
     ledger = Ledger(ledger_path)
     ledger.initialise(T0)
-    services.open_run(ledger, FixedClock(T0), run_id="gone", intent_id="i-gone", goal="g", target_branch="main",
-                      budget_ms=None, repository=str(tmp_path / "no-such-repo" / ".git"), wait=False)
+    open_run(ledger, FixedClock(T0), run_id="gone", intent_id="i-gone", goal="g", target_branch="main",
+             budget_ms=None, repository=str(tmp_path / "no-such-repo" / ".git"), wait=False)
     clock = FixedClock(T0)
     effector = Effector(ledger, clock)
     head = None
@@ -200,11 +200,11 @@ def test_an_intent_against_another_repository_is_not_driven(repo, ledger_path, t
     ledger = Ledger(ledger_path)
     ledger.initialise(T0, ensure_identity(repo / ".git"), str(repo / ".git"))
     ensure_identity(other / ".git")
-    services.open_run(ledger, FixedClock(T0), run_id="r1", intent_id="i1", goal="g", target_branch="main",
-                      budget_ms=None, repository=str(other / ".git"), wait=False)
+    open_run(ledger, FixedClock(T0), run_id="r1", intent_id="i1", goal="g", target_branch="main",
+             budget_ms=None, repository=str(other / ".git"), wait=False)
     (result,) = Effector(ledger, FixedClock(T0)).run_pending()
     assert result.unknown and "belongs to repository" in result.reason
-    assert services.load_run(ledger, "r1").base_commit is None
+    assert load_run(ledger, "r1").base_commit is None
     ledger.close()
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 
-from docket.adapters.service_layer import services
-from docket.adapters.world.clock import FixedClock
 from docket.adapters.service_layer.effector import Effector
+from docket.adapters.service_layer.leases import grant_lease
 from docket.adapters.service_layer.ledger import Ledger
 from docket.adapters.service_layer.projector import catch_up, open_views
+from docket.adapters.service_layer.runs import load_run, open_run, pause_run
+from docket.adapters.service_layer.tasks import plan_task
+from docket.adapters.service_layer.worker_generations import register_worker, relaunch_worker
+from docket.adapters.world.clock import FixedClock
 from docket.adapters.world.reader import ledger_reader
 from docket.domain import run as run_aggregate
 from docket.domain.processes import ProcessIdentity
@@ -22,17 +25,17 @@ def scenario(ledger: Ledger, repo, step: int) -> None:
     clock = FixedClock(T0)
     clock.advance(step * 10_000)  # each step later than the last: ledger time only runs forward
     run_id = f"r{step}"
-    services.open_run(ledger, clock, run_id=run_id, intent_id=f"i{step}", goal="g", target_branch="main",
-                      budget_ms=60_000, repository=str(repo / ".git"))
+    open_run(ledger, clock, run_id=run_id, intent_id=f"i{step}", goal="g", target_branch="main",
+             budget_ms=60_000, repository=str(repo / ".git"))
     Effector(ledger, clock).run_pending()
-    ledger.decide(lambda now: run_aggregate.supervised(services.load_run(ledger, run_id), f"s{step}",
+    ledger.decide(lambda now: run_aggregate.supervised(load_run(ledger, run_id), f"s{step}",
                                                        ProcessIdentity("h", "b", 1, 1, "1"), now), clock.now())
-    services.plan_task(ledger, clock, run_id, f"t{step}", "title")
-    services.register_worker(ledger, clock, run_id, f"w{step}", "implementer", f"t{step}")
-    services.grant_lease(ledger, clock, f"wt/{step}", f"w{step}", 1, 30_000)
+    plan_task(ledger, clock, run_id, f"t{step}", "title")
+    register_worker(ledger, clock, run_id, f"w{step}", "implementer", f"t{step}")
+    grant_lease(ledger, clock, f"wt/{step}", f"w{step}", 1, 30_000)
     clock.advance(5_000)
-    services.pause_run(ledger, clock, run_id, "lunch")
-    services.relaunch_worker(ledger, clock, f"w{step}") if step % 2 else None
+    pause_run(ledger, clock, run_id, "lunch")
+    relaunch_worker(ledger, clock, f"w{step}") if step % 2 else None
 
 
 def rows(views):
@@ -62,8 +65,8 @@ def test_incremental_catch_up_equals_a_rebuild_from_position_one(repo, ledger_pa
 def test_views_stop_at_a_position_and_show_pending_intents(repo, ledger_path):
     ledger = Ledger(ledger_path)
     ledger.initialise(T0)
-    services.open_run(ledger, FixedClock(T0), run_id="r1", intent_id="i1", goal="g", target_branch="main",
-                      budget_ms=None, repository=str(repo / ".git"))
+    open_run(ledger, FixedClock(T0), run_id="r1", intent_id="i1", goal="g", target_branch="main",
+             budget_ms=None, repository=str(repo / ".git"))
     Effector(ledger, FixedClock(T0)).run_pending()
     with ledger_reader(ledger_path) as reader:
         before = open_views(":memory:")

@@ -14,10 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docket.adapters.service_layer import services
-from docket.adapters.world.clock import FixedClock
 from docket.adapters.service_layer.effector import Effector
+from docket.adapters.service_layer.leases import expire_lease, grant_lease, release_lease, renew_lease
 from docket.adapters.service_layer.ledger import SNAPSHOT_EVERY, Ledger
+from docket.adapters.service_layer.runs import open_run, pause_run, resume_run
+from docket.adapters.service_layer.worker_generations import register_worker
+from docket.adapters.world.clock import FixedClock
 from docket.domain import lease, run
 from docket.domain.aggregate import fold
 from docket.domain.errors import DocketError
@@ -29,14 +31,14 @@ def leased_ledger(path, repo, renewals: int) -> tuple[Ledger, FixedClock, int]:
     ledger = Ledger(path)
     ledger.initialise(T0)
     clock = FixedClock(T0)
-    services.open_run(ledger, clock, run_id="r1", intent_id="i1", goal="g", target_branch="main", budget_ms=None,
-                      repository=str(repo / ".git"))
+    open_run(ledger, clock, run_id="r1", intent_id="i1", goal="g", target_branch="main", budget_ms=None,
+             repository=str(repo / ".git"))
     Effector(ledger, clock).run_pending()
-    services.register_worker(ledger, clock, "r1", "w1", "implementer", None)
-    token = services.grant_lease(ledger, clock, "wt", "w1", 1, 60_000).last[0]
+    register_worker(ledger, clock, "r1", "w1", "implementer", None)
+    token = grant_lease(ledger, clock, "wt", "w1", 1, 60_000).last[0]
     for _ in range(renewals):
         clock.advance(1_000)
-        services.renew_lease(ledger, clock, "wt", token, 60_000)
+        renew_lease(ledger, clock, "wt", token, 60_000)
     return ledger, clock, token
 
 
@@ -70,17 +72,17 @@ def test_state_from_snapshots_equals_folding_everything(tmp_path_factory, ops):
         clock.advance(30_000)
         try:
             if op == "renew":
-                services.renew_lease(ledger, clock, "wt", token, 60_000)
+                renew_lease(ledger, clock, "wt", token, 60_000)
             elif op == "release":
-                services.release_lease(ledger, clock, "wt", token)
+                release_lease(ledger, clock, "wt", token)
             elif op == "grant":
-                token = services.grant_lease(ledger, clock, "wt", "w1", 1, 60_000).last[0]
+                token = grant_lease(ledger, clock, "wt", "w1", 1, 60_000).last[0]
             elif op == "expire":
-                services.expire_lease(ledger, clock, "wt")
+                expire_lease(ledger, clock, "wt")
             elif op == "pause":
-                services.pause_run(ledger, clock, "r1", None)
+                pause_run(ledger, clock, "r1", None)
             else:
-                services.resume_run(ledger, clock, "r1")
+                resume_run(ledger, clock, "r1")
         except DocketError:
             pass  # refused by an invariant: nothing appended
         for apply, stream in ((lease.apply, lease.stream_of("wt")), (run.apply, run.stream_of("r1"))):
@@ -120,6 +122,6 @@ def test_an_unusable_snapshot_is_ignored_and_the_stream_folded_from_its_start(re
     _forge(ledger_path, damage[0], stream)
     assert ledger.get(lease.apply, stream) == truth(ledger, lease.apply, stream)
     clock.advance(1_000)
-    services.renew_lease(ledger, clock, "wt", token, 60_000)  # commands go on
+    renew_lease(ledger, clock, "wt", token, 60_000)  # commands go on
     assert ledger.get(lease.apply, stream) == truth(ledger, lease.apply, stream)
     ledger.close()

@@ -1,6 +1,6 @@
 """Leases on worktrees against process liveness: reclaim rules, pid reuse, stale generations.
 
-The rules run through the services (services.grant_lease observes the holder's
+The rules run through the service layer (leases.grant_lease observes the holder's
 process through the process port) over an in-memory ledger, with FakeProcesses;
 pid reuse with the real PsutilProcesses; stale generations through the real CLI.
 """
@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from docket.adapters.service_layer import ledger as ledger_module
-from docket.adapters.service_layer import services
+from docket.adapters.service_layer.leases import grant_lease
+from docket.adapters.service_layer.tasks import plan_task
+from docket.adapters.service_layer.worker_generations import register_worker
 from docket.adapters.world.clock import FixedClock
 from tests.fakes.processes import FakeProcesses
 from docket.adapters.world.processes import PsutilProcesses
@@ -42,9 +44,9 @@ def ledger(clock):
     memory.decide(lambda now: run.record_base_pin(memory.get(run.apply, run.stream_of("r1")), "i1", now,
                                                   commit=COMMIT), T0)
     for task_id in ("t1", "t2"):
-        services.plan_task(memory, clock, "r1", task_id, f"task {task_id}")
-    services.register_worker(memory, clock, "r1", "holder", "implementer", "t1")
-    services.register_worker(memory, clock, "r1", "claimant", "implementer", "t2")
+        plan_task(memory, clock, "r1", task_id, f"task {task_id}")
+    register_worker(memory, clock, "r1", "holder", "implementer", "t1")
+    register_worker(memory, clock, "r1", "claimant", "implementer", "t2")
     yield memory
     memory.close()
 
@@ -66,8 +68,8 @@ def launched(ledger, worker_id: str, identity: ProcessIdentity, supervisor: Proc
 
 
 def grant(ledger, clock, worker_id: str, processes) -> tuple[int, LeaseGranted]:
-    appended = services.grant_lease(ledger, clock, RESOURCE, worker_id, load(ledger, worker_id).generation,
-                                    TTL_MS, processes)
+    appended = grant_lease(ledger, clock, RESOURCE, worker_id, load(ledger, worker_id).generation,
+                           TTL_MS, processes)
     return appended.last
 
 

@@ -1,4 +1,4 @@
-"""The board (adapters/service_layer/board.py): each task's state, generation, elapsed time, output line, cycles, candidate and
+"""The board (projections/board.py): each task's state, generation, elapsed time, output line, cycles, candidate and
 checks, and the run's line, derived from the views' tables alone (here filled in memory, row by row)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import sqlite3
 
 import pytest
 
-from docket.adapters.service_layer.board import run_board
 from docket.domain.values import from_ms, to_ms
+from docket.projections.board import run_board
 from docket.projections.views import Views
 
 T0 = "2026-01-01T00:00:00.000Z"

@@ -1,4 +1,4 @@
-"""The board (adapters/service_layer/board.py) from real events: the domain's own decisions, folded into their aggregates and
+"""The board (projections/board.py) from real events: the domain's own decisions, folded into their aggregates and
 projected into views in memory. A task is delivered only when the target was moved to a commit holding its merge;
 what stops short of that is named, and so is what the user must act on."""
 
@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import sqlite3
 
-from docket.adapters.service_layer.board import overlap_lines, overlap_warnings, run_board
 from docket.domain import events as ev
 from docket.domain import integration, run, task, worker
 from docket.domain.canonical import canonical_json
 from docket.domain.effects import IntegrationObservation
 from docket.domain.values import from_ms, to_ms
 from docket.projections import integrations
+from docket.projections.board import overlap_lines, overlap_warnings, run_board
 from docket.projections.views import Views
 
 T0 = "2026-01-01T00:00:00.000Z"

@@ -7,8 +7,8 @@ import io
 
 from rich.console import Console
 
-from docket.adapters.service_layer.board import Board, TaskLine
 from docket.cli.live import LiveView, board_lines, board_table, event_line
+from docket.projections.board import Board, TaskLine
 
 HOSTILE = "\x1b[2J\x1b]0;pwned\x07 \u202eevil\u202c\r\u200bz [bold red]x[/bold red] :smile:"
 RAW = ("\x1b[2J", "\x1b]0;", "\x07", "\u202e", "\u202c", "\u200b", "\r")

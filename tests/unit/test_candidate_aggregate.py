@@ -6,8 +6,12 @@ import pytest
 
 from docket.domain import candidate
 from docket.domain import events as ev
+from docket.domain.check import (check_result, concluded, decide_check_launch, interrupted, request_check,
+                                 request_check_launch)
 from docket.domain.effects import Act, CandidateRefObservation, ExecutionObservation, TargetHistory, Unknown
 from docket.domain.errors import Refused
+from docket.domain.execution import RemovalObservation, decide_execution, decide_removal, request_removal
+from docket.domain.handoff import confirm_handoff, offer_handoff
 from docket.domain.processes import ProcessIdentity
 from docket.domain.worker import LaunchObservation
 
@@ -145,12 +149,12 @@ def book_candidate_never_pinned():
 
 
 def start_check(book: Book, c, check="tests", check_id="k1", execution_intent="x1"):
-    return candidate.request_check(c, book.active_run(), check_id=check_id, execution_intent=execution_intent,
-                                   check=check, config_sha256="1" * 64, argv_sha256="2" * 64, required=True,
-                                   timeout_ms=60_000, idle_timeout_ms=None,
-                                   execution_for=lambda attempt: f"/repo/.git/docket/executions/r1/{BINDING}/"
-                                                                 f"{check}-{attempt}",
-                                   artifact_dir="out", now=at(5))
+    return request_check(c, book.active_run(), check_id=check_id, execution_intent=execution_intent,
+                         check=check, config_sha256="1" * 64, argv_sha256="2" * 64, required=True,
+                         timeout_ms=60_000, idle_timeout_ms=None,
+                         execution_for=lambda attempt: f"/repo/.git/docket/executions/r1/{BINDING}/"
+                                                       f"{check}-{attempt}",
+                         artifact_dir="out", now=at(5))
 
 
 def test_attempts_are_numbered_per_check_on_the_candidate_stream():
@@ -171,13 +175,13 @@ def launched_check(book: Book):
     c, _ = pinned(book)
     requested, execution = start_check(book, c)
     c = book.apply(candidate.apply, c, [requested, execution])
-    made = candidate.decide_execution(c, execution, ExecutionObservation("ready"), at(6))
+    made = decide_execution(c, execution, ExecutionObservation("ready"), at(6))
     assert isinstance(made, ev.ExecutionCreated) and candidate.made(made).result == "created"
     c = book.apply(candidate.apply, c, made)
-    launch = candidate.request_check_launch(c, "k1", intent_id="l1", log_path="/log", now=at(7))
+    launch = request_check_launch(c, "k1", intent_id="l1", log_path="/log", now=at(7))
     c = book.apply(candidate.apply, c, launch)
     held = LaunchObservation("held", identity=CHECK_PROCESS, supervisor=ME)
-    c = book.apply(candidate.apply, c, candidate.decide_check_launch(c, launch, held, at(8)))
+    c = book.apply(candidate.apply, c, decide_check_launch(c, launch, held, at(8)))
     return c
 
 
@@ -186,13 +190,13 @@ def test_an_execution_is_made_only_where_nothing_is():
     c, _ = pinned(book)
     requested, execution = start_check(book, c)
     c = book.apply(candidate.apply, c, [requested, execution])
-    assert isinstance(candidate.decide_execution(c, execution, ExecutionObservation("absent"), at(6)), Act)
-    failed = candidate.decide_execution(c, execution, ExecutionObservation("diverged", detail="a file"), at(6))
+    assert isinstance(decide_execution(c, execution, ExecutionObservation("absent"), at(6)), Act)
+    failed = decide_execution(c, execution, ExecutionObservation("diverged", detail="a file"), at(6))
     assert isinstance(failed, ev.ExecutionFailed) and failed.code == "execution-diverged"
-    assert isinstance(candidate.decide_execution(c, execution, ExecutionObservation("unreadable"), at(6)), Unknown)
+    assert isinstance(decide_execution(c, execution, ExecutionObservation("unreadable"), at(6)), Unknown)
     c = book.apply(candidate.apply, c, failed)
     with pytest.raises(Refused) as e:
-        candidate.request_check_launch(c, "k1", intent_id="l1", log_path="/log", now=at(7))
+        request_check_launch(c, "k1", intent_id="l1", log_path="/log", now=at(7))
     assert e.value.code == "execution-not-ready"
 
 
@@ -202,12 +206,12 @@ def test_a_check_launch_is_decided_like_a_worker_launch():
     run = c.check_run("k1")
     assert run.process == CHECK_PROCESS and run.supervisor == ME and run.launch_intent is None
     with pytest.raises(Refused):
-        candidate.request_check_launch(c, "k1", intent_id="l2", log_path="/log", now=at(9))
+        request_check_launch(c, "k1", intent_id="l2", log_path="/log", now=at(9))
     intent = ev.CheckLaunchRequested(stream=c.check_run("k1").execution, version=1, recorded_at=T0, intent_id="l1",
                                      run_id="r1", check_id="k1", binding_id=BINDING, execution="/x", log_path="/log")
-    assert isinstance(candidate.decide_check_launch(c, intent, LaunchObservation("none"), at(9)), Act)
-    assert isinstance(candidate.decide_check_launch(c, intent, LaunchObservation("other"), at(9)), Unknown)
-    gone = candidate.decide_check_launch(c, intent, LaunchObservation("abandoned"), at(9))
+    assert isinstance(decide_check_launch(c, intent, LaunchObservation("none"), at(9)), Act)
+    assert isinstance(decide_check_launch(c, intent, LaunchObservation("other"), at(9)), Unknown)
+    gone = decide_check_launch(c, intent, LaunchObservation("abandoned"), at(9))
     assert isinstance(gone, ev.CheckLaunchFailed) and gone.code == "launcher-gone"
 
 
@@ -216,40 +220,53 @@ def test_a_check_launch_is_decided_like_a_worker_launch():
 def test_a_check_run_has_exactly_one_result_bound_to_its_configuration(result, kind):
     book = Book()
     c = launched_check(book)
-    (event,) = candidate.check_result(c, "k1", result, at(10), duration_ms=5, output_sha256="3" * 64,
-                                      output_bytes=10, tail="ok\n", execution="matching",
-                                      artifacts=[dict(path="report.xml", sha256="4" * 64, size=3)], code="exit",
-                                      exit_code=1 if result == "failed" else None, cause="timeout")
+    (event,) = check_result(c, "k1", result, at(10), duration_ms=5, output_sha256="3" * 64,
+                            output_bytes=10, tail="ok\n", execution="matching",
+                            artifacts=[dict(path="report.xml", sha256="4" * 64, size=3)], code="exit",
+                            exit_code=1 if result == "failed" else None, cause="timeout")
     assert isinstance(event, kind)
     assert (event.binding_id, event.config_sha256, event.check) == (BINDING, "1" * 64, "tests")
     assert event.artifacts[0].path == "report.xml"
     c = book.apply(candidate.apply, c, event)
     assert c.check_run("k1").result == result
-    assert candidate.check_result(c, "k1", "passed", at(11), duration_ms=1, output_sha256=None, output_bytes=None,
-                                  tail="", execution="matching") == []
+    assert check_result(c, "k1", "passed", at(11), duration_ms=1, output_sha256=None, output_bytes=None,
+                        tail="", execution="matching") == []
 
 
 def test_an_interrupted_run_is_failed_only_once_nothing_of_it_can_run():
     book = Book()
     c = launched_check(book)
-    assert candidate.interrupted(c, "k1", "alive", at(10)) == []
-    assert candidate.interrupted(c, "k1", "unknown", at(10)) == []
-    (event,) = candidate.interrupted(c, "k1", "dead", at(10))
+    assert interrupted(c, "k1", "alive", at(10)) == []
+    assert interrupted(c, "k1", "unknown", at(10)) == []
+    (event,) = interrupted(c, "k1", "dead", at(10))
     assert isinstance(event, ev.CheckFailed) and event.code == "interrupted" and event.execution == "none"
+
+
+def test_a_check_has_concluded_by_its_last_result_under_its_configuration_and_an_interrupted_run_says_nothing():
+    book = Book()
+    c = launched_check(book)
+    assert concluded(c, "tests", "1" * 64) is None  # launched, no result yet
+    c = book.apply(candidate.apply, c, interrupted(c, "k1", "dead", at(10)))
+    assert concluded(c, "tests", "1" * 64) is None  # interrupted with the docket that ran it: it runs again
+    c = book.apply(candidate.apply, c, start_check(book, c, check_id="k2", execution_intent="x2"))
+    c = book.apply(candidate.apply, c, check_result(c, "k2", "failed", at(11), duration_ms=5, output_sha256=None,
+                                                    output_bytes=None, tail="", execution="matching", exit_code=1))
+    assert concluded(c, "tests", "1" * 64) == c.check_run("k2")
+    assert concluded(c, "tests", "9" * 64) is None and concluded(c, "lint", "1" * 64) is None
 
 
 def test_removal_waits_for_the_group_and_happens_once():
     book = Book()
     c = launched_check(book)
-    (intent,) = candidate.request_removal(c, "k1", intent_id="u1", now=at(10))
+    (intent,) = request_removal(c, "k1", intent_id="u1", now=at(10))
     assert intent.process.pid == CHECK_PROCESS.pid and intent.binding_id == BINDING
     c = book.apply(candidate.apply, c, intent)
-    assert candidate.request_removal(c, "k1", intent_id="u2", now=at(10)) == []
-    alive = candidate.RemovalObservation("present", group="alive")
-    assert isinstance(candidate.decide_removal(c, intent, alive, at(11)), Unknown)
-    dead = candidate.RemovalObservation("present", group="dead")
-    assert isinstance(candidate.decide_removal(c, intent, dead, at(11)), Act)
-    gone = candidate.decide_removal(c, intent, candidate.RemovalObservation("absent"), at(11))
+    assert request_removal(c, "k1", intent_id="u2", now=at(10)) == []
+    alive = RemovalObservation("present", group="alive")
+    assert isinstance(decide_removal(c, intent, alive, at(11)), Unknown)
+    dead = RemovalObservation("present", group="dead")
+    assert isinstance(decide_removal(c, intent, dead, at(11)), Act)
+    gone = decide_removal(c, intent, RemovalObservation("absent"), at(11))
     assert isinstance(gone, ev.ExecutionRemoved) and candidate.made(gone).result == "removed"
     c = book.apply(candidate.apply, c, candidate.made(gone))
     assert c.check_run("k1").execution_state == "removed"
@@ -270,8 +287,8 @@ def test_a_candidate_with_its_checks_survives_a_snapshot_exactly():
 
     book = Book()
     c = launched_check(book)
-    (result,) = candidate.check_result(c, "k1", "failed", at(10), duration_ms=5, output_sha256=None,
-                                       output_bytes=None, tail="", execution="mutated", code="execution-mutated")
+    (result,) = check_result(c, "k1", "failed", at(10), duration_ms=5, output_sha256=None,
+                             output_bytes=None, tail="", execution="mutated", code="execution-mutated")
     c = book.apply(candidate.apply, c, result)
     value = to_value(c)
     canonical_json(value)  # storable
@@ -291,31 +308,31 @@ def test_every_stream_prefix_names_an_aggregate_whose_snapshots_can_be_checked()
 
 def checked(book: Book, result: str = "passed", digest: str = "1" * 64):
     c = launched_check(book)
-    (event,) = candidate.check_result(c, "k1", result, at(10), duration_ms=5, output_sha256="5" * 64,
-                                      output_bytes=3, tail="", execution="matching", code="exit", exit_code=1)
+    (event,) = check_result(c, "k1", result, at(10), duration_ms=5, output_sha256="5" * 64,
+                            output_bytes=3, tail="", execution="matching", code="exit", exit_code=1)
     return book.apply(candidate.apply, c, event)
 
 
 def offered(book: Book, c):
-    return book.apply(candidate.apply, c, candidate.offer_handoff(c, 1, book.active_run(), at(11)))
+    return book.apply(candidate.apply, c, offer_handoff(c, 1, book.active_run(), at(11)))
 
 
 def confirm(c, *, generation=1, process="dead", lease=None, pin=None, required=None):
     pin = pin or CandidateRefObservation("matching", commit=PINNED)
-    return candidate.confirm_handoff(c, worker_generation=generation, process=process, lease_held_by=lease, pin=pin,
-                                     required={"tests": "1" * 64} if required is None else required, now=at(12))
+    return confirm_handoff(c, worker_generation=generation, process=process, lease_held_by=lease, pin=pin,
+                           required={"tests": "1" * 64} if required is None else required, now=at(12))
 
 
 def test_a_handoff_is_offered_once_by_the_generation_that_made_the_candidate():
     book = Book()
     c = checked(book)
-    (event,) = candidate.offer_handoff(c, 1, book.active_run(), at(11))
+    (event,) = offer_handoff(c, 1, book.active_run(), at(11))
     assert isinstance(event, ev.HandoffOffered) and (event.worker_id, event.generation, event.commit) == (
         "t1", 1, PINNED)
     c = book.apply(candidate.apply, c, event)
-    assert candidate.offer_handoff(c, 1, book.active_run(), at(12)) == []
+    assert offer_handoff(c, 1, book.active_run(), at(12)) == []
     with pytest.raises(Refused) as e:
-        candidate.offer_handoff(c, 2, book.active_run(), at(12))  # relaunched since: generation 1 is fenced
+        offer_handoff(c, 2, book.active_run(), at(12))  # relaunched since: generation 1 is fenced
     assert e.value.code == "stale-generation"
 
 

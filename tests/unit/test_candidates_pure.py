@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from docket.domain.candidates import (
+from docket.domain.binding import (
     BINDING_VERSION,
     binding_id,
     binding_seed,
@@ -82,6 +82,6 @@ def test_a_ref_git_would_refuse_or_that_could_escape_is_refused(run: str, bindin
     ("é".encode() + b"\xff", '"é\\377"'),
 ])
 def test_a_path_has_one_text_form_that_drives_no_terminal(raw, text):
-    from docket.domain.candidates import quote_path
+    from docket.domain.binding import quote_path
 
     assert quote_path(raw) == text

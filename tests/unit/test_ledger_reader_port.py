@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from docket.adapters.service_layer.event_log import listed_events
-from docket.adapters.service_layer.views import views_at
+from docket.adapters.service_layer.view_freshness import views_at
 from tests.fakes.ledger_reader import FakeLedgerReader
 from docket.cli import output
 from docket.domain.errors import NotFound, VerificationFailed

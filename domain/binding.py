@@ -1,4 +1,4 @@
-"""Candidates: the names docket derives from captured content (binding ids, candidate refs), as in DOMAIN-NOTES.
+"""Bindings: the names docket derives from captured content (binding ids, candidate refs), as in DOMAIN-NOTES.
 
 A binding id names one capture of one worker's worktree: the same run, boundary,
 HEAD, tree, changed paths and worktree always give the same id, and anything
@@ -13,14 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .canonical import canonical_json
-from .effects import CandidateRefObservation
 from .errors import BadInput
 from .names import check_branch_name
 
 __all__ = [
     "BINDING_VERSION",
     "CANDIDATE_REF_PREFIX",
-    "CandidateRefObservation",
     "CopiedArtifact",
     "binding_id",
     "binding_seed",

@@ -1,4 +1,9 @@
-"""The views a command reads, at the ledger's head: one rule for when views.sqlite can be used as it is.
+"""How fresh the views a command reads are: one rule for when views.sqlite can be used as it is.
+
+At the ledger's head: the file as it is when it is current, else caught up
+first; after a recorded event, the file brought up to it; at an earlier point,
+rebuilt in memory. The views database itself (its tables and the position they
+reflect) is ``projections.views``; applying events to it is ``projector``.
 
 The fast path (the file already reflects the ledger's head) needs the standard
 library only, so that ``docket status`` starts fast; catching up imports the

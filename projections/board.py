@@ -21,30 +21,26 @@ A task's note says why its state is what it is, and the board's attention what t
 the ledger says was not moved (checked out, moved by someone else), candidates awaiting approval, a task whose step
 ended short of the target. `docket status` words the integration the same way (the functions below).
 
-Strings are the ledger's exact text (and a running worker's last line of output as its log holds it), bounded: a
-renderer escapes them for a terminal.
+Strings are the ledger's exact text (and a running worker's last line of output as its log holds it, read through
+``tail``: a projection reads no file), bounded: a renderer escapes them for a terminal.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import stat
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ...domain.values import to_ms
-from ...projections import approvals, candidates, checks, integration_steps, integrations, runs, tasks, workers
+from ..domain.values import to_ms
+from . import approvals, candidates, checks, integration_steps, integrations, runs, tasks, workers
 
 __all__ = ["CLOSED", "Board", "TaskLine", "awaiting_approval", "delivered_steps", "integration_summary",
-           "current_steps", "last_output_line", "overlap_lines", "overlap_warnings", "run_attention", "run_board",
+           "current_steps", "overlap_lines", "overlap_warnings", "run_attention", "run_board",
            "step_note", "step_state", "step_words"]
 
 CLOSED = frozenset({"completed", "aborted", "budget-limited", "failed"})
-TAIL_BYTES = 4096
-LINE_CHARS = 200
 PATHS_SHOWN = 3  # conflicting paths named; the rest counted
 OVERLAPS_SHOWN = 10  # same-path warnings shown; the rest counted
 NAME_CHARS = 120  # of each path or task named
@@ -94,8 +90,9 @@ def run_board(conn: sqlite3.Connection, run_id: str, now: str, *,
               tail: Callable[[str], str | None] | None = None,
               approval_required: Callable[[], bool] = lambda: False) -> Board | None:
     """The run's board as of now from the views' tables (None: no such run). ``tail(log_path)`` reads a running
-    worker's last line of output (default: last_output_line); ``approval_required()`` says whether docket.toml
-    requires approval (asked only when a candidate could await it)."""
+    worker's last line of output from its log (default: none is read; the line the views recorded is shown);
+    ``approval_required()`` says whether docket.toml requires approval (asked only when a candidate could await
+    it)."""
     run = runs.get_run(conn, run_id)
     if run is None:
         return None
@@ -124,7 +121,7 @@ def run_board(conn: sqlite3.Connection, run_id: str, now: str, *,
                        [d for d in depends.get(task_id, ()) if results.get(d) != "passed"], run["plan"] is not None)
         lines.append(TaskLine(
             task_id=task_id, title=t["title"], state=state, generation=worker["generation"] if worker else None,
-            elapsed_ms=_elapsed(worker, now), last_line=_last_line(worker, tail or last_output_line),
+            elapsed_ms=_elapsed(worker, now), last_line=_last_line(worker, tail),
             cycles=t["cycles"] if t["cycles"] is not None else t["failed_cycles"], candidate=binding[:12] if binding
             else None, checks=_checks_summary(candidate_checks), depends_on=depends.get(task_id, ()),
             step=step["status"] if step else None,
@@ -336,28 +333,9 @@ def _elapsed(worker: dict[str, Any] | None, now: str) -> int | None:
     return max(0, to_ms(worker["ended_at"] or now) - to_ms(worker["launched_at"]))
 
 
-def _last_line(worker: dict[str, Any] | None, tail: Callable[[str], str | None]) -> str | None:
+def _last_line(worker: dict[str, Any] | None, tail: Callable[[str], str | None] | None) -> str | None:
     if worker is None:
         return None
-    if worker["status"] == "running" and worker["log_path"]:
+    if worker["status"] == "running" and worker["log_path"] and tail is not None:
         return tail(worker["log_path"]) or worker["tail_line"]
     return worker["tail_line"]
-
-
-def last_output_line(path: str) -> str | None:
-    """The last non-blank line in the last 4 KiB of a log (its last 200 characters), never through a symlink."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):  # a FIFO or a device in its place is not read
-            return None
-        data = os.pread(fd, TAIL_BYTES, max(0, info.st_size - TAIL_BYTES))
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    lines = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
-    return lines[-1][-LINE_CHARS:] if lines else None
