@@ -33,7 +33,6 @@ from ..world.clock import Clock, new_id
 from .candidates import load_candidate, task_repository
 from .leases import worktree_resource
 from .ledger import Ledger
-from .leases import worktree_resource
 from .liveness import holder_liveness, process_liveness
 from .ports import CandidateRefsPort, CapturePort, InventoryPort
 from .runs import load_run
