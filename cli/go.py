@@ -14,7 +14,6 @@ __all__ = ["register", "register_supervise"]
 DEFAULT_CYCLES = 3
 DEFAULT_PARALLEL = 4
 GO_EXIT = {"delivered": 0, "failed": 6, "stopped": 7, "waiting": 8}
-WAITS_FOR_THE_USER = ("target-checked-out", "awaiting-approval")  # refusals only the user can lift
 
 
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
@@ -436,7 +435,8 @@ def _deliver(ctx: Context, settings: Any, run_id: str, signer: Any) -> None:
     from ..adapters.service_layer.integration import integrate, load_integration
     from ..adapters.service_layer.services import complete_run, load_run, load_task
     from ..adapters.world import faults
-    from ..domain.errors import Refused
+    from ..domain.codes import Code
+    from ..domain.errors import AwaitingApproval, Refused, TargetCheckedOut
 
     run = load_run(ctx.ledger, run_id)
     if run.status != "active" or run.plan is None:
@@ -454,11 +454,11 @@ def _deliver(ctx: Context, settings: Any, run_id: str, signer: Any) -> None:
                       checks=settings.checks, approval_required=settings.approval,
                       artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
                       ledger_path=settings.ledger_path, checked_out_target=settings.checked_out_target)
+        except (TargetCheckedOut, AwaitingApproval) as e:  # refusals only the user can lift
+            _wait(ctx, run_id, e)
+            return
         except Refused as e:
-            if e.code in WAITS_FOR_THE_USER:
-                _wait(ctx, run_id, e)
-                return
-            if e.code != "nothing-to-integrate":
+            if e.code != Code.NOTHING_TO_INTEGRATE:
                 raise
         ctx.update_views()
     integration = load_integration(ctx.ledger, run_id)
@@ -497,15 +497,14 @@ def receipt_path(ctx: Context, run_id: str) -> Path:
 def _export(ctx: Context, sealed: Any, signer: Any) -> Path:
     from ..adapters.service_layer.export import receipt_bundle
     from ..adapters.world.signing import write_bundle
-    from ..domain.errors import Refused
+    from ..domain.errors import OutputExists
 
     path = receipt_path(ctx, sealed.event.run_id)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
         write_bundle(path, receipt_bundle(ctx.ledger_reader, sealed, signer))
-    except Refused as e:
-        if e.code != "output-exists":  # exported before a crash: the same bundle (signatures are deterministic)
-            raise
+    except OutputExists:
+        pass  # exported before a crash: the same bundle (signatures are deterministic)
     return path
 
 

@@ -7,13 +7,23 @@ Exit codes (DESIGN.md): 0 ok, 1 verification failed, 2 usage or bad input,
 
 from __future__ import annotations
 
+from .codes import Code
+
 __all__ = [
+    "AwaitingApproval",
     "BadInput",
     "Conflict",
+    "DependenciesUnsettled",
     "DocketError",
+    "Fenced",
     "NotFound",
     "OutcomeUnknown",
+    "OutputExists",
     "Refused",
+    "RunClosed",
+    "StaleGeneration",
+    "StaleToken",
+    "TargetCheckedOut",
     "VerificationFailed",
     "WorkFailed",
     "WorkStopped",
@@ -25,7 +35,7 @@ class DocketError(Exception):
 
     def __init__(self, code: str, message: str):
         super().__init__(f"{code}: {message}")
-        self.code = code
+        self.code = str(code)  # a Code member's text: events and JSON hold plain strings
         self.message = message
 
 
@@ -65,3 +75,55 @@ class WorkStopped(DocketError):
     """docket stopped the work: a timeout, an idle timeout, the budget, or a stop request."""
 
     exit_code = 7
+
+
+# Refusals a caller decides by: each has its one code, so the caller names the type (``except RunClosed:``).
+
+
+class RunClosed(Refused):
+    """The run is closed (completed, failed or cancelled): nothing more happens in it."""
+
+    def __init__(self, message: str):
+        super().__init__(Code.RUN_CLOSED, message)
+
+
+class TargetCheckedOut(Refused):
+    """The integration target is checked out with changes in the way: only its user can lift that."""
+
+    def __init__(self, message: str):
+        super().__init__(Code.TARGET_CHECKED_OUT, message)
+
+
+class AwaitingApproval(Refused):
+    """The integration needs a person's approval of tasks first."""
+
+    def __init__(self, message: str):
+        super().__init__(Code.AWAITING_APPROVAL, message)
+
+
+class DependenciesUnsettled(Refused):
+    """A task's dependencies are not integrated yet: its step waits in the queue."""
+
+    def __init__(self, message: str):
+        super().__init__(Code.DEPENDENCIES_UNSETTLED, message)
+
+
+class OutputExists(Refused):
+    """The file docket would write is there already; it is never overwritten."""
+
+    def __init__(self, message: str):
+        super().__init__(Code.OUTPUT_EXISTS, message)
+
+
+class Fenced(Refused):
+    """An action of a generation or a lease token that is no longer current: recorded, not only reported."""
+
+
+class StaleGeneration(Fenced):
+    def __init__(self, message: str):
+        super().__init__(Code.STALE_GENERATION, message)
+
+
+class StaleToken(Fenced):
+    def __init__(self, message: str):
+        super().__init__(Code.STALE_TOKEN, message)

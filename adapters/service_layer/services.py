@@ -16,7 +16,8 @@ from ...domain import lease as lease_aggregate
 from ...domain import run as run_aggregate
 from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
-from ...domain.errors import NotFound, OutcomeUnknown, Refused
+from ...domain.codes import Code
+from ...domain.errors import Fenced, NotFound, OutcomeUnknown, Refused
 from ...domain.events import Event, LeaseGranted
 from ..world import faults
 from ..world.clock import Clock
@@ -43,9 +44,6 @@ __all__ = [
     "renew_lease",
     "resume_run",
 ]
-
-
-FENCED_CODES = frozenset({"stale-generation", "stale-token"})  # refusals that are recorded, not only reported
 
 
 @dataclass(frozen=True)
@@ -107,7 +105,7 @@ def open_run(ledger: Ledger, clock: Clock, *, run_id: str, intent_id: str, goal:
         effector.run_pending(only={intent_id}, after=intent_position - 1)
     run = load_run(ledger, run_id)
     if run.status == "failed":
-        failed = NotFound if run.failure_code == "unknown-branch" else Refused
+        failed = NotFound if run.failure_code == Code.UNKNOWN_BRANCH else Refused
         raise failed(run.failure_code or "base-pin-failed", run.failure_message or "the base could not be pinned")
     if wait and intent_id in run.pending_intents:
         raise OutcomeUnknown("outcome-unknown", f"run {run_id} is recorded but its base pin is not known yet; "
@@ -199,8 +197,8 @@ def _refusals_recorded(ledger: Ledger, clock: Clock, worker_id: str | None, gene
     """An action refused for a fenced generation or a stale token leaves a record (WorkerActionRefused)."""
     try:
         yield
-    except Refused as e:
-        if e.code in FENCED_CODES and worker_id is not None and generation is not None:
+    except Fenced as e:
+        if worker_id is not None and generation is not None:
             from .workers import record_refusal
 
             record_refusal(ledger, clock, worker_id, generation, action, e)
@@ -225,9 +223,8 @@ def renew_lease(ledger: Ledger, clock: Clock, resource: str, token: int, ttl_ms:
 
     try:
         return _append(ledger, clock, decision)
-    except Refused as e:
-        if e.code in FENCED_CODES:
-            _record_refusal_for_token(ledger, clock, resource, token, "lease-renew", e)
+    except Fenced as e:
+        _record_refusal_for_token(ledger, clock, resource, token, "lease-renew", e)
         raise
 
 
@@ -235,9 +232,8 @@ def release_lease(ledger: Ledger, clock: Clock, resource: str, token: int) -> Ap
     try:
         return _append(ledger, clock,
                        lambda now: lease_aggregate.release(_load_lease(ledger, resource), resource, token, now))
-    except Refused as e:
-        if e.code in FENCED_CODES:
-            _record_refusal_for_token(ledger, clock, resource, token, "lease-release", e)
+    except Fenced as e:
+        _record_refusal_for_token(ledger, clock, resource, token, "lease-release", e)
         raise
 
 

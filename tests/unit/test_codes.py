@@ -71,3 +71,15 @@ def test_every_code_raised_as_a_string_is_a_member():
                 unknown += [f"{path.relative_to(ROOT)}:{node.lineno}: {s}" for s in _strings(node.args[0])
                             if s not in set(Code)]
     assert unknown == [], "add these codes to domain/codes.py"
+
+
+def test_no_decision_compares_a_code_with_a_string():
+    found = [f"{path.relative_to(ROOT)}:{line}: {s!r}" for path, tree in _trees()
+             for line, s in string_comparisons(tree)]
+    assert found == [], "compare with a Code member, or catch the exception's own type"
+
+
+def test_the_check_finds_a_string_comparison():
+    sample = ast.parse('if e.code in ("run-closed", "lease-held") or last.result_code != "interrupted": pass\n'
+                       'if e.code == Code.RUN_CLOSED: pass\n')
+    assert string_comparisons(sample) == [(1, "run-closed"), (1, "lease-held"), (1, "interrupted")]
