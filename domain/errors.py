@@ -7,7 +7,12 @@ Exit codes (DESIGN.md): 0 ok, 1 verification failed, 2 usage or bad input,
 
 from __future__ import annotations
 
-from .codes import Code
+from collections.abc import Callable
+from functools import wraps
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
+
+if TYPE_CHECKING:
+    from .codes import Code
 
 __all__ = [
     "AwaitingApproval",
@@ -23,11 +28,24 @@ __all__ = [
     "RunClosed",
     "StaleGeneration",
     "StaleToken",
+    "StorageFailed",
     "TargetCheckedOut",
     "VerificationFailed",
     "WorkFailed",
     "WorkStopped",
+    "translating",
 ]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _codes() -> type[Code]:
+    """Code, imported when an error that names its member is first made: building the enum takes a few
+    milliseconds that a command raising nothing (``docket status``) does not spend at start."""
+    from .codes import Code
+
+    return Code
 
 
 class DocketError(Exception):
@@ -37,6 +55,35 @@ class DocketError(Exception):
         super().__init__(f"{code}: {message}")
         self.code = str(code)  # a Code member's text: events and JSON hold plain strings
         self.message = message
+
+
+class StorageFailed(DocketError):
+    """The database under the ledger or the views failed (damaged, locked, full, unreadable), in its own words.
+
+    The stores translate their driver's errors into it (adapters/world, projections): nothing above them names the
+    database they use.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str):
+        super().__init__(_codes().DATABASE, message)
+
+
+def translating(driver_error: type[Exception]) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """A decorator for a store's methods: the driver's error (e.g. sqlite3.Error) leaves them as StorageFailed."""
+
+    def decorate(method: Callable[P, T]) -> Callable[P, T]:
+        @wraps(method)
+        def calling(*args: P.args, **kwargs: P.kwargs) -> T:
+            try:
+                return method(*args, **kwargs)
+            except driver_error as e:
+                raise StorageFailed(str(e)) from e
+
+        return calling
+
+    return decorate
 
 
 class VerificationFailed(DocketError):
@@ -84,35 +131,35 @@ class RunClosed(Refused):
     """The run is closed (completed, failed or cancelled): nothing more happens in it."""
 
     def __init__(self, message: str):
-        super().__init__(Code.RUN_CLOSED, message)
+        super().__init__(_codes().RUN_CLOSED, message)
 
 
 class TargetCheckedOut(Refused):
     """The integration target is checked out with changes in the way: only its user can lift that."""
 
     def __init__(self, message: str):
-        super().__init__(Code.TARGET_CHECKED_OUT, message)
+        super().__init__(_codes().TARGET_CHECKED_OUT, message)
 
 
 class AwaitingApproval(Refused):
     """The integration needs a person's approval of tasks first."""
 
     def __init__(self, message: str):
-        super().__init__(Code.AWAITING_APPROVAL, message)
+        super().__init__(_codes().AWAITING_APPROVAL, message)
 
 
 class DependenciesUnsettled(Refused):
     """A task's dependencies are not integrated yet: its step waits in the queue."""
 
     def __init__(self, message: str):
-        super().__init__(Code.DEPENDENCIES_UNSETTLED, message)
+        super().__init__(_codes().DEPENDENCIES_UNSETTLED, message)
 
 
 class OutputExists(Refused):
     """The file docket would write is there already; it is never overwritten."""
 
     def __init__(self, message: str):
-        super().__init__(Code.OUTPUT_EXISTS, message)
+        super().__init__(_codes().OUTPUT_EXISTS, message)
 
 
 class Fenced(Refused):
@@ -121,9 +168,9 @@ class Fenced(Refused):
 
 class StaleGeneration(Fenced):
     def __init__(self, message: str):
-        super().__init__(Code.STALE_GENERATION, message)
+        super().__init__(_codes().STALE_GENERATION, message)
 
 
 class StaleToken(Fenced):
     def __init__(self, message: str):
-        super().__init__(Code.STALE_TOKEN, message)
+        super().__init__(_codes().STALE_TOKEN, message)

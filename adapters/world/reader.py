@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ...domain.chain import ChainHead, ChainRow
+from ...domain.errors import StorageFailed
+from .storage_errors import translated
 
 __all__ = ["CHAIN_TABLE", "LEDGER_TABLES", "MERKLE_BLOCK_HEIGHT", "MERKLE_NODES_TABLE", "Row", "SqliteLedgerReader",
            "connect_read_only", "has_stream", "head_position", "is_on_read_only_filesystem",
@@ -151,7 +153,11 @@ MAX_SAFE_POSITION = 2**53 - 1
 
 
 class SqliteLedgerReader:
-    """The LedgerReader port over a connection to an SQLite ledger file (see adapters/service_layer/ports.py)."""
+    """The LedgerReader port over a connection to an SQLite ledger file (see adapters/service_layer/ports.py).
+
+    SQLite's errors leave it as StorageFailed, except from chain_rows and chain_digests, which verify reads
+    millions of rows through without a Python step per row (an error there reaches the CLI's last resort).
+    """
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
@@ -160,22 +166,32 @@ class SqliteLedgerReader:
         return read_chain_rows(self.conn, after=after, until=until)
 
     def events(self, *, after: int = 0, until: int | None = None, topics: Sequence[str] = ()) -> Iterator[Row]:
-        return read_events(self.conn, after=after, until=until, topics=topics)
+        try:
+            yield from read_events(self.conn, after=after, until=until, topics=topics)
+        except sqlite3.Error as e:
+            raise StorageFailed(str(e)) from e
 
     def events_at(self, positions: Iterable[int]) -> Iterator[Row]:
-        return read_events_at(self.conn, positions)
+        try:
+            yield from read_events_at(self.conn, positions)
+        except sqlite3.Error as e:
+            raise StorageFailed(str(e)) from e
 
+    @translated
     def event_at(self, position: int) -> Row | None:
         return self.conn.execute("SELECT rowid, originator_id, originator_version, topic, state FROM stored_events "
                                  "WHERE rowid = ?", (position,)).fetchone()
 
+    @translated
     def head_position(self) -> int:
         return head_position(self.conn)
 
+    @translated
     def chain_head(self) -> ChainHead | None:
         row = self.conn.execute(f"SELECT position, digest FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1").fetchone()
         return None if row is None else ChainHead(*row)
 
+    @translated
     def digest_at(self, position: int) -> str:
         row = self.conn.execute(f"SELECT digest FROM {CHAIN_TABLE} WHERE position = ?", (position,)).fetchone()
         return "" if row is None else row[0]
@@ -186,6 +202,7 @@ class SqliteLedgerReader:
                                  "ORDER BY position", (after, last))
         return (bytes.fromhex(digest) for (digest,) in rows)
 
+    @translated
     def merkle_nodes(self, height: int, count: int) -> dict[int, bytes]:
         """The kept hashes of nodes 0..count-1 of that height whose last position still has the digest they
         were kept with (a node of another or a rewritten ledger is not used); none before the store made the table."""
@@ -198,15 +215,23 @@ class SqliteLedgerReader:
             return {}
         return dict(rows)
 
+    @translated
     def last_event_and_chain_end(self) -> tuple[int, int]:
         return last_event_and_chain_end(self.conn)
 
+    @translated
     def orphan_digest_after(self, position: int) -> int | None:
         return orphan_digest_after(self.conn, position)
 
+    @translated
+    def missing_tables(self) -> list[str]:
+        return missing_tables(self.conn)
+
+    @translated
     def has_stream(self, stream: str) -> bool:
         return has_stream(self.conn, stream)
 
+    @translated
     def check_schema(self) -> None:
         from .schema_check import check_schema
 
