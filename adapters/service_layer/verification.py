@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...domain.chain import CHAIN_ALGORITHM, GENESIS_DIGEST, ChainBreak, ChainHead
 from ...domain.errors import BadInput, NotFound, VerificationFailed
-from .chain_parts import verify_chain_in_parts
+from ..world.chain_parts import verify_chain_in_parts
 
 if TYPE_CHECKING:
     from ..world.reader import SqliteLedgerReader
