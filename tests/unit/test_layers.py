@@ -69,3 +69,34 @@ def test_the_check_sees_a_wrong_way_import(tmp_path):
     bad.write_text("from ..service_layer.services import open_run\nfrom ...cli.app import main\n")
     found = list(_imports(bad, "docket.adapters.world.store", False))
     assert found == ["docket.adapters.service_layer.services.open_run", "docket.cli.app.main"]
+
+
+# The stores translate their database's errors (StorageFailed): the layers above never name the driver.
+DRIVER_FREE = ("docket.adapters.service_layer", "docket.cli")
+DRIVERS = ("sqlite3",)
+
+
+def _drivers_imported(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+        found += [name for name in names if name.split(".")[0] in DRIVERS]
+    return found
+
+
+def test_the_service_layer_and_the_cli_never_import_the_database_driver():
+    wrong = []
+    checked = 0
+    for path, module, _ in _modules():
+        if any(module == layer or module.startswith(layer + ".") for layer in DRIVER_FREE):
+            checked += 1
+            wrong += [f"{module} imports {name}" for name in _drivers_imported(path)]
+    assert checked > 50
+    assert wrong == []
+
+
+def test_the_check_sees_a_driver_import(tmp_path):
+    bad = tmp_path / "views.py"
+    bad.write_text("import os, sqlite3\n\ndef f():\n    from sqlite3 import Error\n")
+    assert _drivers_imported(bad) == ["sqlite3", "sqlite3"]
