@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
-from ...domain.chain import ChainHead, ChainRow
+from ...domain.chain import ChainBreak, ChainHead, ChainRow
 from ...domain.errors import StorageFailed
 from .storage_errors import translated
 
@@ -195,6 +195,14 @@ class SqliteLedgerReader:
     def digest_at(self, position: int) -> str:
         row = self.conn.execute(f"SELECT digest FROM {CHAIN_TABLE} WHERE position = ?", (position,)).fetchone()
         return "" if row is None else row[0]
+
+    def verify_chain(self, *, anchor: ChainHead | None = None, until: int | None = None,
+                     progress: Callable[[int], None] | None = None) -> tuple[ChainHead, ChainBreak | None]:
+        """The chain verified (domain.chain.verify_chain), in parts in child processes, each opening the file itself,
+        when that is worth it (chain_parts.py)."""
+        from .chain_parts import verify_chain_in_parts
+
+        return verify_chain_in_parts(self.conn, anchor=anchor, until=until, progress=progress)
 
     def chain_digests(self, *, after: int = 0, until: int | None = None) -> Iterator[bytes]:
         last = MAX_SAFE_POSITION if until is None else until
