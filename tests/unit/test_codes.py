@@ -83,3 +83,18 @@ def test_the_check_finds_a_string_comparison():
     sample = ast.parse('if e.code in ("run-closed", "lease-held") or last.result_code != "interrupted": pass\n'
                        'if e.code == Code.RUN_CLOSED: pass\n')
     assert string_comparisons(sample) == [(1, "run-closed"), (1, "lease-held"), (1, "interrupted")]
+
+
+def test_an_error_of_its_own_type_prints_its_code_and_keeps_its_family():
+    from docket.domain import errors
+
+    made = {kind: kind("why") for kind in (errors.RunClosed, errors.TargetCheckedOut, errors.AwaitingApproval,
+                                           errors.DependenciesUnsettled, errors.OutputExists, errors.StaleGeneration,
+                                           errors.StaleToken, errors.StorageFailed)}
+    assert {kind.__name__: (e.code, e.exit_code) for kind, e in made.items()} == {
+        "RunClosed": ("run-closed", 3), "TargetCheckedOut": ("target-checked-out", 3),
+        "AwaitingApproval": ("awaiting-approval", 3), "DependenciesUnsettled": ("dependencies-unsettled", 3),
+        "OutputExists": ("output-exists", 3), "StaleGeneration": ("stale-generation", 3),
+        "StaleToken": ("stale-token", 3), "StorageFailed": ("database", 2)}
+    assert all(type(e.code) is str and str(e) == f"{e.code}: why" for e in made.values())
+    assert isinstance(made[errors.StaleToken], errors.Fenced) and isinstance(made[errors.RunClosed], errors.Refused)
