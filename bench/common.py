@@ -20,7 +20,7 @@ from docket.domain import events as ev
 from docket.domain import streams
 from docket.domain.values import from_ms, to_ms
 
-from docket.adapters.world.reader import read_chain_rows, read_only
+from docket.adapters.world.ledger_rows import read_chain_rows, read_only
 
 WORK = Path(__file__).resolve().parent / ".work"
 BIN = Path(sys.executable).parent

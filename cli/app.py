@@ -11,11 +11,14 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .output import emit, emit_error
 from .parsing import Parser, UsageError, command, common_options
+
+if TYPE_CHECKING:
+    from ..domain.errors import DocketError
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -322,7 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except DocketError as e:
         _print_traceback_if(debug)
-        emit_error(e.code, e.message, as_json)
+        emit_error(e.code, _with_hint(e), as_json)
         return e.exit_code
     except KeyboardInterrupt:
         emit_error("interrupted", "stopped by the user", as_json)
@@ -345,17 +348,24 @@ def _print_traceback_if(debug: bool) -> None:
         traceback.print_exc()
 
 
+def _with_hint(e: DocketError) -> str:
+    """The message; a database's failure says where its detail is."""
+    from ..domain.errors import StorageFailed
+
+    return f"{e.message} (rerun with --debug for the traceback)" if isinstance(e, StorageFailed) else e.message
+
+
 def _describe(e: Exception) -> tuple[str, str, int]:
     """Known failures of the world get their own code; anything else is a bug."""
-    import sqlite3
+    from ..adapters.world.storage_errors import storage_failure
 
     name = type(e).__name__
     if name == "ValidationError" and type(e).__module__.startswith("pydantic"):
         return _validation_code(e), _validation_message(e), 2
     if name == "ChainBroken":
         return "chain-broken", str(e), 1
-    if isinstance(e, sqlite3.DatabaseError) or name in ("OperationalError", "DatabaseError", "InterfaceError"):
-        return "database", f"{e} (rerun with --debug for the traceback)", 2
+    if (failed := storage_failure(e)) is not None:
+        return failed.code, _with_hint(failed), failed.exit_code
     if isinstance(e, OSError):
         return "os-error", str(e), 2
     return "internal", f"{name}: {e} (a bug in docket; rerun with --debug for the traceback)", EXIT_INTERNAL

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sqlite3
 from contextlib import ExitStack
 from functools import cached_property
 from pathlib import Path
@@ -32,7 +31,6 @@ class Context:
         self.args = args
         self.json: bool = bool(getattr(args, "json", False))
         self._resources = ExitStack()
-        self._reader: sqlite3.Connection | None = None
         self._ledger_file_checked = False
 
     @cached_property
@@ -155,24 +153,16 @@ class Context:
 
         return Effector(self.ledger, self.clock)
 
-    def read_ledger(self) -> sqlite3.Connection:
-        """A read-only connection to the ledger file (kept for the command's life)."""
-        from ..adapters.world.reader import missing_tables, read_only
-
-        if self._reader is None:
-            self.require_ledger_file()
-            reader = self._resources.enter_context(read_only(self.paths.ledger))
-            if "stored_events" in missing_tables(reader):
-                raise NotFound("no-ledger", f"{self.paths.ledger} is not a docket ledger; run 'docket init' first")
-            self._reader = reader
-        return self._reader
-
     @cached_property
     def ledger_reader(self) -> SqliteLedgerReader:
-        """The ledger read through the LedgerReader port (over read_ledger's connection)."""
-        from ..adapters.world.reader import SqliteLedgerReader
+        """The ledger read through the LedgerReader port, over a read-only connection kept for the command's life."""
+        from ..adapters.world.reader import ledger_reader
 
-        return SqliteLedgerReader(self.read_ledger())
+        self.require_ledger_file()
+        reader = self._resources.enter_context(ledger_reader(self.paths.ledger))
+        if "stored_events" in reader.missing_tables():
+            raise NotFound("no-ledger", f"{self.paths.ledger} is not a docket ledger; run 'docket init' first")
+        return reader
 
     def views(self, *, writable: bool = False) -> Views:
         """The views at the ledger's head (see adapters.service_layer.view_freshness.fresh_views), closed when the command ends."""

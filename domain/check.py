@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from . import events as ev
 from .aggregate import next_event
 from .candidate import Candidate, CheckResult, CheckRun
+from .codes import Code
 from .errors import Refused
 from .junit import Judgment, TestReport
 from .run import Run, require_open
@@ -162,5 +163,5 @@ def concluded(candidate: Candidate, check: str, config_sha256: str) -> CheckRun 
     interrupted with the docket that ran it says nothing of the candidate: it does not count, and the check runs
     again."""
     runs = [r for r in candidate.checks if r.check == check and r.config_sha256 == config_sha256 and r.result
-            and r.result_code != "interrupted"]
+            and r.result_code != Code.INTERRUPTED]
     return runs[-1] if runs else None

@@ -7,17 +7,45 @@ Exit codes (DESIGN.md): 0 ok, 1 verification failed, 2 usage or bad input,
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
+
+if TYPE_CHECKING:
+    from .codes import Code
+
 __all__ = [
+    "AwaitingApproval",
     "BadInput",
     "Conflict",
+    "DependenciesUnsettled",
     "DocketError",
+    "Fenced",
     "NotFound",
     "OutcomeUnknown",
+    "OutputExists",
     "Refused",
+    "RunClosed",
+    "StaleGeneration",
+    "StaleToken",
+    "StorageFailed",
+    "TargetCheckedOut",
     "VerificationFailed",
     "WorkFailed",
     "WorkStopped",
+    "translating",
 ]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _codes() -> type[Code]:
+    """Code, imported when an error that names its member is first made: building the enum takes a few
+    milliseconds that a command raising nothing (``docket status``) does not spend at start."""
+    from .codes import Code
+
+    return Code
 
 
 class DocketError(Exception):
@@ -25,8 +53,37 @@ class DocketError(Exception):
 
     def __init__(self, code: str, message: str):
         super().__init__(f"{code}: {message}")
-        self.code = code
+        self.code = str(code)  # a Code member's text: events and JSON hold plain strings
         self.message = message
+
+
+class StorageFailed(DocketError):
+    """The database under the ledger or the views failed (damaged, locked, full, unreadable), in its own words.
+
+    The stores translate their driver's errors into it (adapters/world, projections): nothing above them names the
+    database they use.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str):
+        super().__init__(_codes().DATABASE, message)
+
+
+def translating(driver_error: type[Exception]) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """A decorator for a store's methods: the driver's error (e.g. sqlite3.Error) leaves them as StorageFailed."""
+
+    def decorate(method: Callable[P, T]) -> Callable[P, T]:
+        @wraps(method)
+        def calling(*args: P.args, **kwargs: P.kwargs) -> T:
+            try:
+                return method(*args, **kwargs)
+            except driver_error as e:
+                raise StorageFailed(str(e)) from e
+
+        return calling
+
+    return decorate
 
 
 class VerificationFailed(DocketError):
@@ -65,3 +122,55 @@ class WorkStopped(DocketError):
     """docket stopped the work: a timeout, an idle timeout, the budget, or a stop request."""
 
     exit_code = 7
+
+
+# Refusals a caller decides by: each has its one code, so the caller names the type (``except RunClosed:``).
+
+
+class RunClosed(Refused):
+    """The run is closed (completed, failed or cancelled): nothing more happens in it."""
+
+    def __init__(self, message: str):
+        super().__init__(_codes().RUN_CLOSED, message)
+
+
+class TargetCheckedOut(Refused):
+    """The integration target is checked out with changes in the way: only its user can lift that."""
+
+    def __init__(self, message: str):
+        super().__init__(_codes().TARGET_CHECKED_OUT, message)
+
+
+class AwaitingApproval(Refused):
+    """The integration needs a person's approval of tasks first."""
+
+    def __init__(self, message: str):
+        super().__init__(_codes().AWAITING_APPROVAL, message)
+
+
+class DependenciesUnsettled(Refused):
+    """A task's dependencies are not integrated yet: its step waits in the queue."""
+
+    def __init__(self, message: str):
+        super().__init__(_codes().DEPENDENCIES_UNSETTLED, message)
+
+
+class OutputExists(Refused):
+    """The file docket would write is there already; it is never overwritten."""
+
+    def __init__(self, message: str):
+        super().__init__(_codes().OUTPUT_EXISTS, message)
+
+
+class Fenced(Refused):
+    """An action of a generation or a lease token that is no longer current: recorded, not only reported."""
+
+
+class StaleGeneration(Fenced):
+    def __init__(self, message: str):
+        super().__init__(_codes().STALE_GENERATION, message)
+
+
+class StaleToken(Fenced):
+    def __init__(self, message: str):
+        super().__init__(_codes().STALE_TOKEN, message)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from . import events as ev
 from .aggregate import next_event
 from .candidate import Candidate
-from .errors import Refused
+from .errors import Refused, StaleGeneration
 from .run import Run, require_open
 from .streams import candidate_stream as stream_of
 
@@ -37,9 +37,9 @@ def offer_handoff(candidate: Candidate, worker_generation: int | None, run: Run,
         raise Refused("no-worker", f"candidate {candidate.binding_id} was not made by a worker; a worker hands off "
                                    "what it made")
     if worker_generation != candidate.generation:
-        raise Refused("stale-generation", f"candidate {candidate.binding_id} was made by generation "
-                                          f"{candidate.generation} of worker {candidate.worker_id}, which is fenced "
-                                          f"(the current generation is {worker_generation})")
+        raise StaleGeneration(f"candidate {candidate.binding_id} was made by generation "
+                              f"{candidate.generation} of worker {candidate.worker_id}, which is fenced "
+                              f"(the current generation is {worker_generation})")
     if candidate.handoff in ("offered", "confirmed"):
         return []
     return [next_event(ev.HandoffOffered, stream_of(candidate.binding_id), candidate.version, now,

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Literal
 
 from . import events as ev
 from .aggregate import next_event
-from .errors import Refused
+from .codes import Code
+from .errors import AwaitingApproval, DependenciesUnsettled, Refused, TargetCheckedOut
 from .run import Run, require_open
 from .streams import integration_stream as stream_of
 
@@ -272,7 +273,7 @@ def apply(integration: Integration | None, event: ev.Event, position: int) -> In
                        final_tree=event.tree)
     if isinstance(event, ev.IntegrationTargetMoved):
         # checked out in a worktree: nothing is wrong with the queue; once switched away, the target is asked again
-        again = event.code == "target-checked-out"
+        again = event.code == Code.TARGET_CHECKED_OUT
         return replace(integration, target=None if again else "moved", target_intent=None, target_code=event.code)
     if isinstance(event, ev.ReceiptSealed):
         return replace(integration, receipt_sha256=event.receipt_sha256, sealed_at=position)
@@ -326,8 +327,8 @@ def prepare(existing: Integration | None, run: Run, *, repository: str, target_b
         approved = {binding for approval in approvals for binding in approval.bindings}
         waiting = [s.task_id for s in steps if s.binding_id not in approved]
         if waiting:
-            raise Refused("awaiting-approval", f"integration of run {run.run_id} needs approval of task(s) "
-                                               f"{', '.join(waiting)} ('docket approve {run.run_id} --by NAME')")
+            raise AwaitingApproval(f"integration of run {run.run_id} needs approval of task(s) "
+                                   f"{', '.join(waiting)} ('docket approve {run.run_id} --by NAME')")
         wanted = {s.binding_id for s in steps}
         approved_by = sorted({a.by for a in approvals if wanted & set(a.bindings)})
     return [next_event(ev.IntegrationPrepared, stream_of(run.run_id), 0 if existing is None else existing.version,
@@ -366,8 +367,8 @@ def queue_step(integration: Integration, run: Run, step: ev.IntegrationStep, *, 
         raise Refused("queue-stopped", f"the merge queue of run {run.run_id} stopped ({integration.status}); "
                                        "nothing more is integrated")
     if waiting_for:
-        raise Refused("dependencies-unsettled", f"task {step.task_id} depends on {', '.join(waiting_for)}, not "
-                                                "integrated yet")
+        raise DependenciesUnsettled(f"task {step.task_id} depends on {', '.join(waiting_for)}, not "
+                                    "integrated yet")
     return [next_event(ev.IntegrationStepQueued, stream_of(run.run_id), integration.version, now, run_id=run.run_id,
                        step=len(integration.steps) + 1, task_id=step.task_id, binding_id=step.binding_id,
                        commit=step.commit, worker_id=step.worker_id, generation=step.generation,
@@ -521,15 +522,15 @@ def checkout_to_update(branch: str, observed: TargetObservation, *, policy: Chec
     if where is None:
         return None
     if policy == "refuse":
-        raise Refused("target-checked-out", f"the target branch {branch} is checked out in {where}, and "
-                                            "[integration] checked_out_target = \"refuse\" in docket.toml: docket "
-                                            "never moves a branch under a checkout. Switch that worktree to another "
-                                            "branch (or integrate into one that is not checked out), then run "
-                                            "'docket integrate' again")
+        raise TargetCheckedOut(f"the target branch {branch} is checked out in {where}, and "
+                               "[integration] checked_out_target = \"refuse\" in docket.toml: docket "
+                               "never moves a branch under a checkout. Switch that worktree to another "
+                               "branch (or integrate into one that is not checked out), then run "
+                               "'docket integrate' again")
     checkout = observed.checkout
     if checkout is not None and checkout.state in ("at-old", "at-new"):
         return where
-    raise Refused("target-checked-out", _dirty_message(branch, where, checkout))
+    raise TargetCheckedOut(_dirty_message(branch, where, checkout))
 
 
 def _dirty_message(branch: str, where: str, checkout: CheckoutObservation | None) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from . import events as ev
 from .aggregate import next_event
-from .errors import Refused
+from .errors import Refused, StaleToken
 from .run import Run, require_open
 from .streams import lease_stream as stream_of
 from .values import add_ms, to_ms
@@ -87,7 +87,7 @@ def _require_held_with(lease: Lease | None, resource: str, token: int) -> Lease:
     if lease is None:
         raise Refused("lease-not-held", f"{resource} has never been leased")
     if token != lease.token:
-        raise Refused("stale-token", f"token {token} is not the current token {lease.token} of {resource}")
+        raise StaleToken(f"token {token} is not the current token {lease.token} of {resource}")
     if lease.status != "held":
         raise Refused("lease-not-held", f"the lease on {resource} (token {token}) is {lease.status}")
     return lease

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from . import budget
 from . import events as ev
 from .aggregate import next_event
-from .errors import BadInput, Refused
+from .errors import BadInput, Refused, RunClosed
 from .names import check_branch_name
 from .processes import ProcessIdentity as Process
 from .streams import run_stream as stream_of
@@ -258,7 +258,7 @@ def resume(run: Run, now: str) -> ev.Event:
 def abort(run: Run, reason: str, now: str) -> list[ev.Event]:
     """RunAborted, and a recorded cancellation for each of the run's intents still pending."""
     if run.status not in OPEN_STATUSES:
-        raise Refused("run-closed", f"run {run.run_id} is already {run.status}")
+        raise RunClosed(f"run {run.run_id} is already {run.status}")
     stream = stream_of(run.run_id)
     events: list[ev.Event] = [
         next_event(ev.RunAborted, stream, run.version, now, run_id=run.run_id, reason=reason)]
@@ -302,11 +302,11 @@ def complete(run: Run, now: str) -> ev.Event:
     if run.status not in ("active", "paused"):
         if run.status == "opening":
             raise Refused("run-base-not-pinned", f"run {run.run_id} has no pinned base commit yet")
-        raise Refused("run-closed", f"run {run.run_id} is already {run.status}")
+        raise RunClosed(f"run {run.run_id} is already {run.status}")
     return next_event(ev.RunCompleted, stream_of(run.run_id), run.version, now, run_id=run.run_id)
 
 
 def require_open(run: Run) -> None:
     """Work can only be planned or leased inside a run that is still open."""
     if run.status not in OPEN_STATUSES:
-        raise Refused("run-closed", f"run {run.run_id} is {run.status}")
+        raise RunClosed(f"run {run.run_id} is {run.status}")

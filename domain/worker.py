@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from . import events as ev
 from .agent_reports import AgentReport
 from .aggregate import next_event
-from .errors import Refused
+from .errors import Refused, StaleGeneration
 from .processes import ProcessIdentity as Process
 from .run import Run, require_open
 from .streams import worker_stream as stream_of
@@ -134,8 +134,7 @@ def require_current(worker: Worker, generation: int) -> None:
             f"worker {worker.worker_id} has no generation {generation}; its current generation is {worker.generation}",
         )
     if generation < worker.generation:
-        raise Refused(
-            "stale-generation",
+        raise StaleGeneration(
             f"worker {worker.worker_id} generation {generation} is fenced; the current generation is {worker.generation}",
         )
 

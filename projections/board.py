@@ -28,13 +28,13 @@ Strings are the ledger's exact text (and a running worker's last line of output 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..domain.values import to_ms
 from . import approvals, candidates, checks, integration_steps, integrations, runs, tasks, workers
+from .query import ViewsConnection
 
 __all__ = ["CLOSED", "Board", "TaskLine", "awaiting_approval", "delivered_steps", "integration_summary",
            "current_steps", "overlap_lines", "overlap_warnings", "run_attention", "run_board",
@@ -86,7 +86,7 @@ class Board:
         return asdict(self) | {"tasks": [asdict(t) | {"depends_on": list(t.depends_on)} for t in self.tasks]}
 
 
-def run_board(conn: sqlite3.Connection, run_id: str, now: str, *,
+def run_board(conn: ViewsConnection, run_id: str, now: str, *,
               tail: Callable[[str], str | None] | None = None,
               approval_required: Callable[[], bool] = lambda: False) -> Board | None:
     """The run's board as of now from the views' tables (None: no such run). ``tail(log_path)`` reads a running
@@ -236,7 +236,7 @@ def current_steps(steps: list[dict[str, Any]], task_workers: Iterable[dict[str, 
             if s["status"] in UNDER_WAY or generation.get(task_id, 0) <= s["generation"]}
 
 
-def run_attention(conn: sqlite3.Connection, run: dict[str, Any], integration: dict[str, Any],
+def run_attention(conn: ViewsConnection, run: dict[str, Any], integration: dict[str, Any],
                   approval_required: Callable[[], bool]) -> list[str]:
     """What the user must act on: candidates awaiting approval, a target the ledger says was not moved (checked out
     with local changes, moved by someone else), each task whose step ended short of the target."""
@@ -272,7 +272,7 @@ def step_words(step: dict[str, Any], integration: dict[str, Any], overlaps: list
     return f"{state} {note}" if note.startswith("in ") else f"{state}, {note}"
 
 
-def awaiting_approval(conn: sqlite3.Connection, run: dict[str, Any], integration: dict[str, Any],
+def awaiting_approval(conn: ViewsConnection, run: dict[str, Any], integration: dict[str, Any],
                       approval_required: Callable[[], bool]) -> list[dict[str, Any]]:
     """The confirmed candidates that await approval: when the queue can still be prepared (the run open, its
     integration unprepared) and docket.toml requires approval (asked only then)."""

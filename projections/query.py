@@ -5,7 +5,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-__all__ = ["as_dicts"]
+__all__ = ["ViewsConnection", "as_dicts"]
+
+ViewsConnection = sqlite3.Connection  # what the query functions read: a connection to the views database
 
 
 def as_dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ Rows are applied in ledger order, and each batch is written together with the
 new position (and the ledger digest at that position) in one transaction, so a
 crash leaves the views at some exact position and replaying the rest is safe.
 Rebuilding from position 1 yields identical rows: handlers read only the event.
+SQLite's errors leave Views, and the functions that open it, as StorageFailed.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any
 
+from ..domain.errors import StorageFailed, translating
 from . import (approvals, candidates, checks, integration_steps, integrations, intents, leases, run_events, runs, tasks,
                workers)
 
-__all__ = ["EVENT_INDEXES", "READ_MODELS", "Views", "schema_signature"]
+__all__ = ["EVENT_INDEXES", "READ_MODELS", "Views", "connect_views", "open_read_only", "schema_signature"]
 
 READ_MODELS = (runs, tasks, workers, leases, intents, candidates, checks, integrations, integration_steps, approvals)
 EVENT_INDEXES = (run_events,)  # tables that map to ledger positions: kept with the views, not read models
@@ -26,6 +28,8 @@ META = "projection_position"
 
 Row = tuple[int, str, int, str, bytes]  # position, stream, version, type, state
 Handler = Callable[[sqlite3.Connection, int, str, dict[str, Any]], None]
+translated = translating(sqlite3.Error)
+_CHECKPOINT_TABLES = [m.TABLE for m in READ_MODELS] + [META]
 
 
 @cache
@@ -60,6 +64,7 @@ class Views:
         self.path = path  # the views file (None: in memory)
 
     # Schema --------------------------------------------------------------
+    @translated
     def ensure_schema(self, *, reset: bool = False) -> None:
         """Create the tables; drop and recreate them all if the schema changed (or reset)."""
         signature = schema_signature()
@@ -98,12 +103,15 @@ class Views:
         self.conn.executemany(f"INSERT OR REPLACE INTO {META} (key, value) VALUES (?, ?)", values.items())
 
     # Position ------------------------------------------------------------
+    @translated
     def position(self) -> int:
         return int(self._meta_value("position") or 0)
 
+    @translated
     def digest(self) -> str:
         return self._meta_value("digest") or ""
 
+    @translated
     def head(self) -> tuple[int, str]:
         """(position, digest) read together: another process moving the views between two reads cannot tear them."""
         try:
@@ -112,11 +120,13 @@ class Views:
             return 0, ""
         return int(rows.get("position") or 0), rows.get("digest") or ""
 
+    @translated
     def genesis(self) -> str:
         """The ledger digest at position 1: which ledger these views belong to."""
         return self._meta_value("genesis") or ""
 
     # Applying ------------------------------------------------------------
+    @translated
     def apply(self, rows: Iterable[Row], digest_at: Callable[[int], str], before_commit: Callable[[], None] = lambda: None) -> int:
         """Apply rows past the current position in one transaction; returns the new position.
 
@@ -154,6 +164,90 @@ class Views:
             raise
         return position
 
+    @translated
     def table_rows(self, table: str) -> list[tuple[Any, ...]]:
         """Every row of a table in primary-key order (for comparing two views)."""
         return self.conn.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+
+    @translated
+    def run_positions(self, run_id: str, *, until: int) -> list[int]:
+        """The run's ledger positions up to until, in ledger order (the run_events index)."""
+        return list(run_events.positions_of(self.conn, run_id, until=until))
+
+    @translated
+    def meta(self) -> dict[str, str]:
+        """The position table (schema, position, digest, genesis); StorageFailed if there is none."""
+        return dict(self.conn.execute(f"SELECT key, value FROM {META}").fetchall())
+
+    # Checkpoints (adapters/service_layer/checkpoints.py) -----------------
+    @translated
+    def copy_read_models_into(self, path: str) -> int:
+        """Copy the read models and the position, as they stand now, into a new database file; returns the position."""
+        c = self.conn
+        c.execute("ATTACH DATABASE ? AS checkpoint", (path,))
+        try:
+            c.execute("BEGIN")
+            try:
+                position = self.position()
+                for table in _CHECKPOINT_TABLES:
+                    c.execute(f"CREATE TABLE checkpoint.[{table}] AS SELECT * FROM main.[{table}]")
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+        finally:
+            c.execute("DETACH DATABASE checkpoint")
+        return position
+
+    def restore_read_models_from(self, path: str, accept: Callable[[dict[str, str]], bool]) -> bool:
+        """Replace the read models with the copy in path, if accept(its position table); False when it is not
+        accepted or cannot be read."""
+        c = self.conn
+        try:
+            c.execute("ATTACH DATABASE ? AS checkpoint", (path,))
+        except sqlite3.Error:
+            return False
+        try:
+            if not accept(dict(c.execute(f"SELECT key, value FROM checkpoint.[{META}]").fetchall())):
+                return False
+            c.execute("BEGIN")
+            try:
+                for table in _CHECKPOINT_TABLES:
+                    c.execute(f"DELETE FROM main.[{table}]")
+                    c.execute(f"INSERT INTO main.[{table}] SELECT * FROM checkpoint.[{table}]")
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+            return True
+        except (sqlite3.Error, StorageFailed):  # StorageFailed: from accept, reading the ledger
+            return False
+        finally:
+            c.execute("DETACH DATABASE checkpoint")
+
+
+@translated
+def connect_views(name: str, timeout: float) -> Views:
+    """The views database name (":memory:" for views in memory) with every read model's tables.
+
+    ``timeout``: seconds to wait for another process's lock on the views (DOCKET_LOCK_TIMEOUT).
+    """
+    conn = sqlite3.connect(name, isolation_level=None, timeout=timeout)
+    try:
+        if name != ":memory:":
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        views = Views(conn, None if name == ":memory:" else name)
+        views.ensure_schema()
+    except BaseException:
+        conn.close()
+        raise
+    return views
+
+
+def open_read_only(path: str) -> Views | None:
+    """The views file, read-only, as it is (no schema is made); None if it cannot be opened."""
+    try:
+        return Views(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30))
+    except sqlite3.Error:
+        return None

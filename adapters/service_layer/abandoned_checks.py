@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
+from ...projections.query import ViewsConnection
 from ..world.clock import Clock
 from .ledger import Ledger
 
 __all__ = ["settle_abandoned_checks"]
 
 
-def settle_abandoned_checks(ledger: Ledger, clock: Clock, effector: Any, views: sqlite3.Connection, *,
+def settle_abandoned_checks(ledger: Ledger, clock: Clock, effector: Any, views: ViewsConnection, *,
                             stop_orphans: bool) -> list[dict[str, str]]:
     """Finish each unfinished check run of the views that nobody runs any more; what was done to each."""
     from ...projections import checks

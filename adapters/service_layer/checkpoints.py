@@ -12,11 +12,10 @@ the views, and a rebuild of the views from position 1 starts them afresh.
 from __future__ import annotations
 
 import os
-import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...projections.views import META, READ_MODELS, Views, schema_signature
+from ...projections.views import Views, schema_signature
 from ..world.files import create_private_file
 
 if TYPE_CHECKING:
@@ -26,7 +25,6 @@ __all__ = ["INTERVAL", "LIMIT", "checkpoint_folder", "clear", "keep", "positions
 
 INTERVAL = 10_000
 LIMIT = 128
-_TABLES = [m.TABLE for m in READ_MODELS] + [META]
 
 
 def checkpoint_folder(views_path: Path) -> Path:
@@ -52,20 +50,7 @@ def keep(views: Views, folder: Path) -> int:
     partial = folder / f"partial-{os.getpid()}.sqlite"
     partial.unlink(missing_ok=True)
     create_private_file(partial)
-    c = views.conn
-    c.execute("ATTACH DATABASE ? AS checkpoint", (str(partial),))
-    try:
-        c.execute("BEGIN")
-        try:
-            position = views.position()
-            for table in _TABLES:
-                c.execute(f"CREATE TABLE checkpoint.[{table}] AS SELECT * FROM main.[{table}]")
-            c.execute("COMMIT")
-        except BaseException:
-            c.execute("ROLLBACK")
-            raise
-    finally:
-        c.execute("DETACH DATABASE checkpoint")
+    position = views.copy_read_models_into(str(partial))
     os.replace(partial, folder / f"{position}.sqlite")
     _thin(folder)
     return position
@@ -100,32 +85,14 @@ def start_from_checkpoint(ledger: LedgerReader, views: Views, folder: Path, *, u
 
 
 def _restore(ledger: LedgerReader, views: Views, path: Path, position: int) -> bool:
-    c = views.conn
     if not path.is_file():
         return False  # thinned by another process meanwhile (ATTACH would create it)
-    try:
-        c.execute("ATTACH DATABASE ? AS checkpoint", (str(path),))
-    except sqlite3.Error:
-        return False
-    try:
-        meta = dict(c.execute(f"SELECT key, value FROM checkpoint.[{META}]").fetchall())
-        if (meta.get("schema"), meta.get("position"), meta.get("genesis"), meta.get("digest")) != (
-                schema_signature(), str(position), ledger.digest_at(1), ledger.digest_at(position)):
-            return False
-        c.execute("BEGIN")
-        try:
-            for table in _TABLES:
-                c.execute(f"DELETE FROM main.[{table}]")
-                c.execute(f"INSERT INTO main.[{table}] SELECT * FROM checkpoint.[{table}]")
-            c.execute("COMMIT")
-        except BaseException:
-            c.execute("ROLLBACK")
-            raise
-        return True
-    except sqlite3.Error:
-        return False
-    finally:
-        c.execute("DETACH DATABASE checkpoint")
+
+    def taken_here(meta: dict[str, str]) -> bool:
+        return (meta.get("schema"), meta.get("position"), meta.get("genesis"), meta.get("digest")) == (
+            schema_signature(), str(position), ledger.digest_at(1), ledger.digest_at(position))
+
+    return views.restore_read_models_from(str(path), taken_here)
 
 
 def _recorded_at(ledger: LedgerReader, position: int) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -86,8 +85,8 @@ def _indexed_positions(ledger: LedgerReader, views_path: Path, run_id: str, unti
             views = open_views(views_path, timeout=lock_timeout())
             if catch_up(ledger, views) < until:
                 return None
-        return list(run_events.positions_of(views.conn, run_id, until=until))
-    except (OSError, sqlite3.Error, DocketError):  # e.g. views of a rewritten ledger: scan instead
+        return views.run_positions(run_id, until=until)
+    except (OSError, DocketError):  # e.g. views of a rewritten ledger: scan instead
         return None
     finally:
         if views is not None:

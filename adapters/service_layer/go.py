@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...domain import run as run_aggregate
 from ...domain import worker as worker_aggregate
-from ...domain.errors import DocketError, Refused
+from ...domain.codes import Code
+from ...domain.errors import DocketError, Refused, RunClosed, TargetCheckedOut
 from .go_session import RunDriver, Session
 from .go_settings import GoSettings
 from .go_task import finish_task, queued_tasks, task_worker_id, work_on
@@ -161,13 +162,10 @@ def _integrate_while_working(open_session: Callable[[], Session], settings: GoSe
                             artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
                             ledger_path=settings.ledger_path, checked_out_target=settings.checked_out_target,  # type: ignore[arg-type]
                             move_target=move_target)
-                except OutcomeUnknown:
+                except (OutcomeUnknown, RunClosed):
                     pass  # observed again on the next pass
-                except Refused as e:
-                    if e.code == "target-checked-out":
-                        move_target = False  # the end of the run says so, and waits for the user
-                    elif e.code != "run-closed":
-                        raise
+                except TargetCheckedOut:
+                    move_target = False  # the end of the run says so, and waits for the user
             time.sleep(TICK_SECONDS)
     except BaseException as e:  # the main loop re-raises it
         errors.append(e)
@@ -218,10 +216,10 @@ def _claim_driver(s: Session, run_id: str, supervision_id: str | None, interrupt
         try:
             ((position, _),) = s.ledger.decide(decision, s.clock.now())
             return position
+        except RunClosed:
+            return None
         except Refused as e:
-            if e.code == "run-closed":
-                return None
-            if e.code not in ("lease-held", "lease-holder-unknown"):
+            if e.code not in (Code.LEASE_HELD, Code.LEASE_HOLDER_UNKNOWN):
                 raise
             if not told:
                 standing_by(e.message)

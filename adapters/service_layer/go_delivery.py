@@ -7,16 +7,16 @@ from pathlib import Path
 from typing import Any
 
 from ...domain import run as run_aggregate
-from ...domain.errors import DocketError, Refused
+from ...domain.codes import Code
+from ...domain.errors import AwaitingApproval, DocketError, OutputExists, Refused, TargetCheckedOut
 from ..world import faults
 from .go_session import RunDriver
 from .go_settings import GoSettings
 from .runs import complete_run, load_run
 from .tasks import load_task
 
-__all__ = ["WAITS_FOR_THE_USER", "choose_signer", "deliver", "export_key", "receipt_path"]
+__all__ = ["choose_signer", "deliver", "export_key", "receipt_path"]
 
-WAITS_FOR_THE_USER = ("target-checked-out", "awaiting-approval")  # refusals only the user can lift
 
 
 def export_key(key: str | None) -> tuple[str, str] | None:
@@ -77,11 +77,11 @@ def deliver(d: RunDriver, settings: GoSettings, run_id: str, signer: Any) -> Non
                       checks=settings.checks, approval_required=settings.approval,
                       artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
                       ledger_path=settings.ledger_path, checked_out_target=settings.checked_out_target)
+        except (TargetCheckedOut, AwaitingApproval) as e:  # refusals only the user can lift
+            _wait(d, run_id, e)
+            return
         except Refused as e:
-            if e.code in WAITS_FOR_THE_USER:
-                _wait(d, run_id, e)
-                return
-            if e.code != "nothing-to-integrate":
+            if e.code != Code.NOTHING_TO_INTEGRATE:
                 raise
         d.update_views()
     integration = load_integration(d.ledger, run_id)
@@ -126,7 +126,6 @@ def _export(d: RunDriver, sealed: Any, signer: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
         write_bundle(path, receipt_bundle(d.reader(), sealed, signer))
-    except Refused as e:
-        if e.code != "output-exists":  # exported before a crash: the same bundle (signatures are deterministic)
-            raise
+    except OutputExists:
+        pass  # exported before a crash: the same bundle (signatures are deterministic)
     return path

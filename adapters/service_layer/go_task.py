@@ -14,7 +14,8 @@ from ...domain import candidate as candidate_aggregate
 from ...domain import run as run_aggregate
 from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
-from ...domain.errors import DocketError, Refused
+from ...domain.codes import Code
+from ...domain.errors import DependenciesUnsettled, DocketError, Refused, RunClosed
 from ..world import faults
 from .checks import CheckSpec
 from .go_session import Session
@@ -103,13 +104,15 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
         launched = launch_worker(s.ledger, s.clock, s.effector, s.effector.ports.launcher, request,
                                  docket_dir=settings.docket_dir, repository=settings.repository,
                                  main_checkout=settings.main_checkout, ledger_path=settings.ledger_path)
+    except RunClosed:
+        return False
     except Refused as e:
-        if e.code in ("run-closed", "worker-running", "launched-elsewhere", "lease-held", "lease-holder-unknown"):
+        if e.code in (Code.WORKER_RUNNING, Code.LAUNCHED_ELSEWHERE, Code.LEASE_HELD, Code.LEASE_HOLDER_UNKNOWN):
             return False
         raise
     except DocketError as e:
-        if e.code == "setup-failed":
-            finish_task(s, task.task_id, "failed", None, "setup-failed", e.message)
+        if e.code == Code.SETUP_FAILED:
+            finish_task(s, task.task_id, "failed", None, Code.SETUP_FAILED, e.message)
             return True
         raise
     supervise(s.ledger, s.clock, s.effector, [(launched, Limits(agent.timeout_ms, agent.idle_timeout_ms))],
@@ -137,7 +140,7 @@ def _repair_base(s: Session, task: task_aggregate.Task) -> str | None:
     from .integration import load_integration
 
     last = task.feedback[-1] if task.feedback else None
-    if last is None or last.code not in ("integration-conflict", "integration-rejected"):
+    if last is None or last.code not in (Code.INTEGRATION_CONFLICT, Code.INTEGRATION_REJECTED):
         return None
     integration = load_integration(s.ledger, task.run_id)
     if integration is None:
@@ -210,9 +213,9 @@ def _pin(s: Session, settings: GoSettings, run: run_aggregate.Run, task: task_ag
     try:
         pinned = pin_task(s.ledger, s.clock, s.effector, run.run_id, task.task_id, artifact_dir=settings.artifact_dir,
                           worker_id=task_worker_id(task.task_id), generation=generation)
+    except RunClosed:
+        return None
     except DocketError as e:
-        if e.code in ("run-closed",):
-            return None
         _feedback(s, task, generation, "pin-failed", None, None, f"{e.code}: {e.message}")
         return None
     if pinned.result == "unchanged":
@@ -304,13 +307,14 @@ def _queue(s: Session, settings: GoSettings, task: task_aggregate.Task,
     try:
         queue_task(s.ledger, s.clock, s.effector, task.run_id, task.task_id, candidate.binding_id, checks=settings.checks,
                    depends_on=run.plan.depends_on(task.task_id))
+    except RunClosed:
+        pass
+    except DependenciesUnsettled:
+        time.sleep(RETRY_SECONDS)  # judged again on the next pass (its checks are not run twice)
     except Refused as e:
-        if e.code in ("queue-fixed", "queue-stopped"):
-            finish_task(s, task.task_id, "passed", candidate.binding_id, None, None)
-        elif e.code == "dependencies-unsettled":
-            time.sleep(RETRY_SECONDS)  # judged again on the next pass (its checks are not run twice)
-        elif e.code != "run-closed":
+        if e.code not in (Code.QUEUE_FIXED, Code.QUEUE_STOPPED):
             raise
+        finish_task(s, task.task_id, "passed", candidate.binding_id, None, None)
 
 
 def _feedback(s: Session, task: task_aggregate.Task, generation: int, code: str, check: str | None,
@@ -329,8 +333,10 @@ def _feedback(s: Session, task: task_aggregate.Task, generation: int, code: str,
     faults.crash_point("go:before-feedback")
     try:
         s.ledger.decide(decision, s.clock.now())
+    except RunClosed:
+        pass
     except Refused as e:
-        if e.code not in ("run-closed", "task-finished"):
+        if e.code != Code.TASK_FINISHED:
             raise
 
 
@@ -343,9 +349,8 @@ def finish_task(s: Session, task_id: str, result: str, binding: str | None, code
 
     try:
         s.ledger.decide(decision, s.clock.now())
-    except Refused as e:
-        if e.code != "run-closed":
-            raise
+    except RunClosed:
+        pass
 
 
 def _worker_tail(s: Session, worker: worker_aggregate.Worker) -> str:

@@ -16,7 +16,7 @@ from ...domain import candidate as candidate_aggregate
 from ...domain import handoff as candidate_handoff
 from ...domain import lease as lease_aggregate
 from ...domain import worker as worker_aggregate
-from ...domain.errors import Refused
+from ...domain.errors import Refused, StaleGeneration
 from ...domain.events import Event
 from ..world import faults
 from ..world.clock import Clock
@@ -42,8 +42,8 @@ def offer_handoff(ledger: Ledger, clock: Clock, binding: str) -> candidate_aggre
 
     try:
         ledger.decide(decision, clock.now())
-    except Refused as e:
-        if e.code == "stale-generation" and worker is not None and candidate.generation is not None:
+    except StaleGeneration as e:
+        if worker is not None and candidate.generation is not None:
             record_refusal(ledger, clock, worker.worker_id, candidate.generation, "handoff-offer", e)
         raise
     return load_candidate(ledger, binding)

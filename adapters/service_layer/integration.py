@@ -35,7 +35,8 @@ from ...domain import candidate as candidate_aggregate
 from ...domain import integration as integration_aggregate
 from ...domain import events as ev
 from ...domain.check import concluded
-from ...domain.errors import OutcomeUnknown, Refused
+from ...domain.codes import Code
+from ...domain.errors import DependenciesUnsettled, OutcomeUnknown, Refused, TargetCheckedOut
 from ...domain.merges import changed_paths_overlap, merge_message, trailers
 from ...domain.run import require_open
 from ..world import faults
@@ -190,10 +191,8 @@ def _close_queue(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks
                 try:
                     queue_task(ledger, clock, effector, run_id, task_id, binding, checks=required,
                                depends_on=run.plan.depends_on(task_id) if run.plan else ())
-                except Refused as e:
-                    if e.code == "dependencies-unsettled":
-                        return  # the queue goes on first; closed on a later pass
-                    raise
+                except DependenciesUnsettled:
+                    return  # the queue goes on first; closed on a later pass
 
     def decision(now: str) -> list[ev.Event]:
         current = load_integration(ledger, run_id)
@@ -205,7 +204,7 @@ def _close_queue(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks
     try:
         ledger.decide(decision, clock.now())
     except Refused as e:
-        if e.code != "tasks-unfinished":
+        if e.code != Code.TASKS_UNFINISHED:
             raise
 
 
@@ -492,8 +491,8 @@ def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integ
     if after.target_intent is not None:
         raise OutcomeUnknown("outcome-unknown", f"the move of {integration.target_ref} is not known to have happened "
                                                 "yet; 'docket integrate' observes again")
-    if after.target is None and after.target_code == "target-checked-out":
-        raise Refused("target-checked-out", _last_target_message(ledger, integration.run_id))
+    if after.target is None and after.target_code == Code.TARGET_CHECKED_OUT:
+        raise TargetCheckedOut(_last_target_message(ledger, integration.run_id))
 
 
 def _last_target_message(ledger: Ledger, run_id: str) -> str:

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ...domain import lease as lease_aggregate
-from ...domain.errors import Refused
+from ...domain.errors import Fenced, Refused
 from ...domain.events import Event, LeaseGranted
 from ..world.clock import Clock
 from .appended import Appended, record
@@ -24,7 +24,6 @@ from .worker_generations import load_worker, record_refusal
 __all__ = ["expire_lease", "grant_lease", "release_lease", "renew_lease", "worktree_resource"]
 
 
-FENCED_CODES = frozenset({"stale-generation", "stale-token"})  # refusals that are recorded, not only reported
 
 
 def worktree_resource(run_id: str, task_id: str) -> str:
@@ -72,8 +71,8 @@ def _refusals_recorded(ledger: Ledger, clock: Clock, worker_id: str | None, gene
     """An action refused for a fenced generation or a stale token leaves a record (WorkerActionRefused)."""
     try:
         yield
-    except Refused as e:
-        if e.code in FENCED_CODES and worker_id is not None and generation is not None:
+    except Fenced as e:
+        if worker_id is not None and generation is not None:
             record_refusal(ledger, clock, worker_id, generation, action, e)
         raise
 
@@ -96,9 +95,8 @@ def renew_lease(ledger: Ledger, clock: Clock, resource: str, token: int, ttl_ms:
 
     try:
         return record(ledger, clock, decision)
-    except Refused as e:
-        if e.code in FENCED_CODES:
-            _record_refusal_for_token(ledger, clock, resource, token, "lease-renew", e)
+    except Fenced as e:
+        _record_refusal_for_token(ledger, clock, resource, token, "lease-renew", e)
         raise
 
 
@@ -106,9 +104,8 @@ def release_lease(ledger: Ledger, clock: Clock, resource: str, token: int) -> Ap
     try:
         return record(ledger, clock,
                        lambda now: lease_aggregate.release(_load_lease(ledger, resource), resource, token, now))
-    except Refused as e:
-        if e.code in FENCED_CODES:
-            _record_refusal_for_token(ledger, clock, resource, token, "lease-release", e)
+    except Fenced as e:
+        _record_refusal_for_token(ledger, clock, resource, token, "lease-release", e)
         raise
 
 

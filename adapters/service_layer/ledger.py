@@ -13,7 +13,6 @@ the last recorded event's time, inside that transaction.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -114,7 +113,7 @@ class Ledger(Application):
                     self._cursor, self._folded = None, {}
         except LedgerBusy as e:
             raise self._busy(e) from None
-        except (IntegrityError, sqlite3.IntegrityError):
+        except IntegrityError:
             raise Conflict("concurrent-update", "another writer changed the same record; try again") from None
 
     def append(self, events: Sequence[Event]) -> list[int]:
@@ -127,8 +126,6 @@ class Ledger(Application):
                 return [position for position, _ in self._insert(c, list(events), self._head_time(c))]
         except LedgerBusy as e:
             raise self._busy(e) from None
-        except sqlite3.IntegrityError as e:
-            raise IntegrityError(e) from e  # as the library's own recorders report a stream version taken
 
     def _insert(self, c: Any, events: list[Event], floor: str | None) -> list[tuple[int, Event]]:
         """Insert events, none dated before floor (the last recorded event's time) or its predecessor."""

@@ -20,7 +20,7 @@ from itertools import islice
 from typing import Any
 
 from ...domain.merkle import Tree, node_hash
-from ..world.reader import MERKLE_BLOCK_HEIGHT
+from ..world.ledger_rows import MERKLE_BLOCK_HEIGHT
 
 __all__ = ["BLOCK_HEIGHT", "LedgerTree", "ledger_tree", "repair_kept_blocks", "wrong_kept_blocks"]
 

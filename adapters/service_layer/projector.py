@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...domain.errors import VerificationFailed
-from ...projections.views import Views
+from ...domain.errors import StorageFailed, VerificationFailed
+from ...projections.views import Views, connect_views
 from . import checkpoints
 from ..world import faults
 from ..world.files import create_private_file
@@ -29,33 +28,18 @@ def open_views(path: Path | str, *, timeout: float = 60) -> Views:
     regular file is refused (BadInput), never followed or changed.
     """
     if str(path) == ":memory:":
-        return _open(":memory:", timeout)
+        return connect_views(":memory:", timeout)
     path = Path(path)
     create_private_file(path)
     try:
-        return _open(str(path), timeout)
-    except sqlite3.DatabaseError as e:
-        if "not a database" not in str(e) and "malformed" not in str(e):
+        return connect_views(str(path), timeout)
+    except StorageFailed as e:
+        if "not a database" not in e.message and "malformed" not in e.message:
             raise
         for damaged in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
             damaged.unlink(missing_ok=True)
         create_private_file(path)
-        return _open(str(path), timeout)
-
-
-def _open(name: str, timeout: float) -> Views:
-    """``timeout``: seconds to wait for another process's lock on the views (DOCKET_LOCK_TIMEOUT)."""
-    conn = sqlite3.connect(name, isolation_level=None, timeout=timeout)
-    try:
-        if name != ":memory:":
-            conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        views = Views(conn, None if name == ":memory:" else name)
-        views.ensure_schema()
-    except BaseException:
-        conn.close()
-        raise
-    return views
+        return connect_views(str(path), timeout)
 
 
 def catch_up(
@@ -102,7 +86,7 @@ def catch_up(
         if folder is not None and position // checkpoints.INTERVAL > before // checkpoints.INTERVAL:
             try:
                 checkpoints.keep(views, folder)
-            except (OSError, sqlite3.Error):
+            except (OSError, StorageFailed):
                 pass  # only a head start for 'status --at': the views themselves are up to date
         if progress:
             progress(position)

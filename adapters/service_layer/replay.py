@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +25,7 @@ def rebuild_views_cut_off(ledger: LedgerReader, views_path: Path) -> None:
         return
     try:
         views = open_views(views_path)
-    except (OSError, sqlite3.Error, DocketError):
+    except (OSError, DocketError):
         return  # nothing to compare with: replay builds the views anew (or in memory)
     try:
         broken = views_anchor_break(ledger, views)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...domain import run as run_aggregate
+from ...domain.codes import Code
 from ...domain.errors import NotFound, OutcomeUnknown, Refused
 from ...domain.events import Event
 from ..world import faults
@@ -48,7 +49,7 @@ def open_run(ledger: Ledger, clock: Clock, *, run_id: str, intent_id: str, goal:
         effector.run_pending(only={intent_id}, after=intent_position - 1)
     run = load_run(ledger, run_id)
     if run.status == "failed":
-        failed = NotFound if run.failure_code == "unknown-branch" else Refused
+        failed = NotFound if run.failure_code == Code.UNKNOWN_BRANCH else Refused
         raise failed(run.failure_code or "base-pin-failed", run.failure_message or "the base could not be pinned")
     if wait and intent_id in run.pending_intents:
         raise OutcomeUnknown("outcome-unknown", f"run {run_id} is recorded but its base pin is not known yet; "

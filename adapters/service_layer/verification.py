@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from ...domain.chain import CHAIN_ALGORITHM, GENESIS_DIGEST, ChainBreak, ChainHead
 from ...domain.errors import BadInput, NotFound, VerificationFailed
-from .chain_parts import verify_chain_in_parts
 
 if TYPE_CHECKING:
     from ..world.reader import SqliteLedgerReader
@@ -77,9 +76,7 @@ def verify_ledger(reader: SqliteLedgerReader, *, anchor: Anchor | None = None, u
     broken = genesis_break(reader)
     head = None
     if broken is None:
-        # in parts, each child process opening the file itself: the one read not made through the port
-        head, broken = verify_chain_in_parts(reader.conn, anchor=anchor.head if anchor else None, until=until,
-                                             progress=progress)
+        head, broken = reader.verify_chain(anchor=anchor.head if anchor else None, until=until, progress=progress)
     if broken is None and until is None:
         orphan = reader.orphan_digest_after(head.position)
         if orphan is not None:

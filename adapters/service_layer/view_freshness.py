@@ -12,13 +12,12 @@ projector.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...domain.errors import BadInput
-from ...projections.views import Views, schema_signature
+from ...domain.errors import BadInput, StorageFailed
+from ...projections.views import Views, open_read_only, schema_signature
 
 if TYPE_CHECKING:
     from .ports import LedgerReader
@@ -30,23 +29,19 @@ Warn = Callable[[str, str], None]
 
 def current_views(ledger: LedgerReader, path: Path) -> Views | None:
     """The views file, read-only, if it already reflects the ledger's head (same schema, position and digest)."""
-    if not path.exists():
+    if not path.exists() or (views := open_read_only(str(path))) is None:
         return None
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
-    except sqlite3.Error:
-        return None
-    try:
-        meta = dict(conn.execute("SELECT key, value FROM projection_position").fetchall())
+        meta = views.meta()
         head = ledger.chain_head()
-    except sqlite3.Error:
-        conn.close()
+    except StorageFailed:
+        views.conn.close()
         return None
     if meta.get("schema") != schema_signature() or head is None \
             or (str(head.position), head.digest) != (meta.get("position"), meta.get("digest")):
-        conn.close()
+        views.conn.close()
         return None
-    return Views(conn)
+    return views
 
 
 def fresh_views(ledger: LedgerReader, path: Path, *, timeout: float, warn: Warn,
@@ -64,8 +59,10 @@ def fresh_views(ledger: LedgerReader, path: Path, *, timeout: float, warn: Warn,
 
     try:
         return _caught_up(open_views(path, timeout=timeout), ledger)
-    except (OSError, sqlite3.Error) as e:
+    except OSError as e:
         warn("views-unavailable", f"cannot use {path} ({e}); using views built in memory")
+    except StorageFailed as e:
+        warn("views-unavailable", f"cannot use {path} ({e.message}); using views built in memory")
     except BadInput as e:
         warn("views-unavailable", f"cannot use {path} ({e.code}: {e.message}); using views built in memory")
     return _caught_up(open_views(":memory:"), ledger)
@@ -81,8 +78,9 @@ def update_views(ledger: LedgerReader, path: Path, *, timeout: float, warn: Warn
 
     try:
         _caught_up(open_views(path, timeout=timeout), ledger).conn.close()
-    except (OSError, sqlite3.Error, BadInput) as e:
-        warn("views-behind", f"the event is recorded, but {path} could not be updated ({e}); "
+    except (OSError, StorageFailed, BadInput) as e:
+        warn("views-behind", f"the event is recorded, but {path} could not be updated "
+                             f"({e.message if isinstance(e, StorageFailed) else e}); "
                              "the views catch up on the next command")
 
 

@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 
 from ...domain.errors import BadInput, VerificationFailed
-from .reader import LEDGER_TABLES, connect_read_only
+from .ledger_rows import LEDGER_TABLES, connect_read_only
 
 __all__ = ["SQLITE_HEADER", "check_ledger_file", "create_private_file", "exposure_warnings", "prepare_ledger_file"]
 

@@ -156,7 +156,8 @@ def act(processes: Any, intent: HookRequested, observed: HookObservation) -> Non
 def _spawn(processes: Any, intent: HookRequested) -> Any:
     """The hook's command started in its own process group, held at the launch gate, the event on its stdin."""
     from .processes import LaunchSpec
-    from .reader import SqliteLedgerReader, read_only
+    from .ledger_rows import read_only
+    from .reader import SqliteLedgerReader
 
     with read_only(Path(intent.ledger)) as conn:
         row = SqliteLedgerReader(conn).event_at(intent.position)

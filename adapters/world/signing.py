@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...domain.canonical import CanonicalJSONError, canonical_json
-from ...domain.errors import BadInput, NotFound, Refused, VerificationFailed
+from ...domain.errors import BadInput, NotFound, OutputExists, Refused, VerificationFailed
 
 if TYPE_CHECKING:
     from securesystemslib.signer import CryptoSigner, SSlibKey
@@ -403,7 +403,7 @@ def write_bundle(path: str | Path, envelopes: Iterable[dict[str, Any]]) -> Path:
         try:
             os.link(draft, path)
         except FileExistsError:
-            raise Refused("output-exists", f"{_name(path)} already exists; docket never overwrites it") from None
+            raise OutputExists(f"{_name(path)} already exists; docket never overwrites it") from None
     finally:
         draft.unlink(missing_ok=True)
     return path

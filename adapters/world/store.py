@@ -20,6 +20,7 @@ from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import (
+    IntegrityError,
     JSONTranscoder,
     Mapper,
     Notification,
@@ -41,7 +42,7 @@ from ...domain.chain import GENESIS_DIGEST, ChainHead, chain_entry, next_digest
 from ...domain.events import EVENT_TYPES, Event
 from ...domain.merkle import Tree
 from . import faults
-from .reader import CHAIN_TABLE, MERKLE_BLOCK_HEIGHT, MERKLE_NODES_TABLE
+from .ledger_rows import CHAIN_TABLE, MERKLE_BLOCK_HEIGHT, MERKLE_NODES_TABLE
 
 __all__ = [
     "CanonicalMapper",
@@ -250,16 +251,20 @@ class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorde
     @contextmanager
     def write_transaction(self) -> Iterator[SQLiteCursor]:
         """A cursor holding the ledger's write lock: what is read through it cannot change
-        before what is written through it commits (decisions run here)."""
+        before what is written through it commits (decisions run here). A stream version taken
+        raises IntegrityError, as the library's own recorders report it."""
         with self.datastore.get_connection(commit=True) as conn:
             cursor = conn.cursor()
             _begin_immediate(cursor.sqlite_cursor)
             try:
                 yield cursor
+                conn.commit()
+            except sqlite3.IntegrityError as e:
+                _rollback_quietly(conn)
+                raise IntegrityError(e) from e
             except BaseException:
                 _rollback_quietly(conn)
                 raise
-            conn.commit()
 
     def head_position(self, c: SQLiteCursor) -> int:
         """The last event's position (0 for an empty ledger), read on the given cursor."""

@@ -11,9 +11,9 @@ import sqlite3
 
 import pytest
 
-from docket.adapters.service_layer import chain_parts
-from docket.adapters.service_layer.chain_parts import verify_chain_in_parts
-from docket.adapters.world.reader import read_chain_rows
+from docket.adapters.world import chain_parts
+from docket.adapters.world.chain_parts import verify_chain_in_parts
+from docket.adapters.world.ledger_rows import read_chain_rows
 from docket.domain.canonical import canonical_json
 from docket.domain.chain import GENESIS_DIGEST, ChainHead, chain_entry, next_digest, verify_chain
 from docket.domain.errors import VerificationFailed

@@ -14,7 +14,8 @@ from docket.adapters.service_layer.event_log import belongs_to_run, run_rows
 from docket.adapters.service_layer.ledger import Ledger
 from docket.adapters.service_layer.projector import catch_up, open_views
 from docket.adapters.service_layer.view_freshness import views_at
-from docket.adapters.world.reader import ledger_reader, read_events, read_only
+from docket.adapters.world.ledger_rows import read_events, read_only
+from docket.adapters.world.reader import ledger_reader
 from docket.domain.events import LeaseGranted, LeaseRenewed, RunCompleted, RunOpened, TaskPlanned
 from docket.domain.values import from_ms, to_ms
 from docket.projections.views import READ_MODELS

@@ -17,7 +17,7 @@ from eventsourcing.tests.persistence import (
     ProcessRecorderTestCase,
 )
 
-from docket.adapters.world.reader import read_chain_rows
+from docket.adapters.world.ledger_rows import read_chain_rows
 from docket.adapters.world.store import ChainedSQLiteApplicationRecorder, ChainedSQLiteProcessRecorder
 from docket.domain.chain import verify_chain
 

@@ -11,7 +11,7 @@ import pytest
 from eventsourcing.persistence import IntegrityError
 
 from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.world.reader import read_chain_rows
+from docket.adapters.world.ledger_rows import read_chain_rows
 from docket.adapters.world.store import ChainBroken
 from docket.domain.chain import GENESIS_DIGEST, verify_chain
 from docket.domain.events import LedgerCreatedV2, TaskPlanned

@@ -137,7 +137,7 @@ def test_rows_read_in_batches_verify_across_batch_boundaries():
     """read_chain_rows hands on SQLite rows a thousand at a time; a break after the first batch is still named."""
     import sqlite3
 
-    from docket.adapters.world.reader import read_chain_rows
+    from docket.adapters.world.ledger_rows import read_chain_rows
 
     rows = build([(f"s{n % 7}", n // 7 + 1, "A.v1", _state("2026-01-01T00:00:00.000Z", n)) for n in range(2_500)])
     conn = sqlite3.connect(":memory:")

@@ -72,8 +72,9 @@ def test_the_check_sees_a_wrong_way_import(tmp_path):
 
 
 # Packages checked for import circles (a module importing, at any depth and even inside a function, a module that
-# imports it back). The service layer and the CLI still have circles of their own to untangle.
-ACYCLIC = ("docket.domain", "docket.projections", "docket.adapters.world", "docket.adapters.service_layer", "docket.cli")
+# imports it back): all of docket.
+ACYCLIC = ("docket.domain", "docket.projections", "docket.adapters.world", "docket.adapters.service_layer",
+           "docket.cli")
 
 
 def _import_graph() -> dict[str, set[str]]:
@@ -142,3 +143,34 @@ def test_the_check_sees_an_import_circle(tmp_path):
             t.rpartition(".")[0] for t in _imports(tmp_path / f"{module}.py", f"docket.adapters.world.{module}", False)}
     assert _circles(graph) == [["docket.adapters.world.git", "docket.adapters.world.inventory"]]
     assert _circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+# The stores translate their database's errors (StorageFailed): the layers above never name the driver.
+DRIVER_FREE = ("docket.adapters.service_layer", "docket.cli")
+DRIVERS = ("sqlite3",)
+
+
+def _drivers_imported(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+        found += [name for name in names if name.split(".")[0] in DRIVERS]
+    return found
+
+
+def test_the_service_layer_and_the_cli_never_import_the_database_driver():
+    wrong = []
+    checked = 0
+    for path, module, _ in _modules():
+        if any(module == layer or module.startswith(layer + ".") for layer in DRIVER_FREE):
+            checked += 1
+            wrong += [f"{module} imports {name}" for name in _drivers_imported(path)]
+    assert checked > 50
+    assert wrong == []
+
+
+def test_the_check_sees_a_driver_import(tmp_path):
+    bad = tmp_path / "views.py"
+    bad.write_text("import os, sqlite3\n\ndef f():\n    from sqlite3 import Error\n")
+    assert _drivers_imported(bad) == ["sqlite3", "sqlite3"]

@@ -22,7 +22,7 @@ from typing import Any
 
 from ...domain.chain import GENESIS_DIGEST, ChainBreak, ChainHead, recorded_time, verify_chain
 from ...domain.errors import VerificationFailed
-from ..world.reader import connect_read_only, head_position, read_chain_rows
+from .ledger_rows import connect_read_only, head_position, read_chain_rows
 
 __all__ = ["MAX_PARTS", "PARTS_FROM_EVENTS", "part_count", "usable_cpus", "verify_chain_in_parts"]
 
