@@ -56,6 +56,14 @@ class DocketError(Exception):
         self.code = str(code)  # a Code member's text: events and JSON hold plain strings
         self.message = message
 
+    def explained(self, message: str) -> DocketError:
+        """The same error (its type, code and exit code) told with another message, e.g. with its context."""
+        told = type(self).__new__(type(self))  # not __init__: the one-argument types fix their code there
+        told.__dict__.update(self.__dict__)
+        told.message = message
+        told.args = (f"{self.code}: {message}",)
+        return told
+
 
 class StorageFailed(DocketError):
     """The database under the ledger or the views failed (damaged, locked, full, unreadable), in its own words.

@@ -48,8 +48,8 @@ def choose_signer(run: run_aggregate.Run, key: str | None) -> Any:
     try:
         signer = load_signer(path)
     except DocketError as e:
-        raise type(e)(e.code, f"run {run.run_id} exports its receipt with key {keyid}, planned at {path}: "
-                              f"{e.message}; resume with --key naming that key's private file") from None
+        raise e.explained(f"run {run.run_id} exports its receipt with key {keyid}, planned at {path}: "
+                          f"{e.message}; resume with --key naming that key's private file") from None
     if signer.public_key.keyid != keyid:
         raise Refused("plan-differs", f"run {run.run_id} exports its receipt with key {keyid}, but {path} now "
                                       f"holds key {signer.public_key.keyid}; resume with --key naming the planned "

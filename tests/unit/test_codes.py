@@ -98,3 +98,14 @@ def test_an_error_of_its_own_type_prints_its_code_and_keeps_its_family():
         "StaleToken": ("stale-token", 3), "StorageFailed": ("database", 2)}
     assert all(type(e.code) is str and str(e) == f"{e.code}: why" for e in made.values())
     assert isinstance(made[errors.StaleToken], errors.Fenced) and isinstance(made[errors.RunClosed], errors.Refused)
+
+
+def test_an_error_explained_in_context_keeps_its_type_code_and_exit_code():
+    from docket.domain import errors
+
+    for original in (errors.NotFound("key-not-found", "no key"), errors.BadInput("bad-key", "not a key"),
+                     errors.OutputExists("there"), errors.StorageFailed("disk I/O error")):
+        told = original.explained(f"run r exports with key k: {original.message}; resume with --key")
+        assert (type(told), told.code, told.exit_code) == (type(original), original.code, original.exit_code)
+        assert told.message.endswith("resume with --key") and str(told) == f"{told.code}: {told.message}"
+        assert original.message != told.message  # the original is left as it was
