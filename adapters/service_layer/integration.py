@@ -269,13 +269,13 @@ def _observe_target(effector: Any, repository: Path, branch: str,
                     final_commit: str | None) -> integration_aggregate.TargetObservation:
     """The target branch, and the index and files of the worktree that has it checked out, if any: against the
     commit it names and final_commit (the one it is to move to; None: not known yet)."""
-    git = effector.ports.merges
-    observed = git.observe_target(repository, branch)
+    merges = effector.ports.merges
+    observed = merges.observe_target(repository, branch)
     if observed.state != "found" or observed.checked_out is None:
         return observed
     assert observed.commit is not None
-    return replace(observed, checkout=git.observe_checkout(Path(observed.checked_out), observed.commit,
-                                                           final_commit or observed.commit))
+    return replace(observed, checkout=merges.observe_checkout(Path(observed.checked_out), observed.commit,
+                                                              final_commit or observed.commit))
 
 
 def _require_target(branch: str, target: integration_aggregate.TargetObservation,

@@ -25,7 +25,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...domain import lease as lease_aggregate
 from ...domain import task as task_aggregate
@@ -43,6 +43,9 @@ from .liveness import holder_liveness, process_liveness
 from .runs import load_run
 from .tasks import load_task
 from .worker_generations import load_worker
+
+if TYPE_CHECKING:
+    from .ports import WorkspacePort
 
 __all__ = [
     "LEASE_TTL_MS",
@@ -238,10 +241,10 @@ def _task_worktree(ledger: Ledger, clock: Clock, effector: Any, task_id: str, re
     return task
 
 
-def _prepare(ledger: Ledger, clock: Clock, git: Any, task: task_aggregate.Task, request: LaunchRequest,
-             main_checkout: Path | None, worktree: Path) -> task_aggregate.Task:
+def _prepare(ledger: Ledger, clock: Clock, workspaces: WorkspacePort, task: task_aggregate.Task,
+             request: LaunchRequest, main_checkout: Path | None, worktree: Path) -> task_aggregate.Task:
     """Copy the included files and run the setup commands in the new worktree; record that they ran."""
-    included = git.copy_includes(main_checkout, worktree, list(request.include)) \
+    included = workspaces.copy_includes(main_checkout, worktree, list(request.include)) \
         if request.include and main_checkout is not None else []
     env, _ = scrub_environment(os.environ, request.env_allow)
     failed = message = None
