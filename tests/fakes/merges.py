@@ -78,7 +78,8 @@ class FakeMerges(FakeGitPort):
         if repo is None or not repo.readable:
             return TargetObservation("unreadable", detail=f"cannot open repository {repository}")
         holder = next((str(path) for path, held in repo.worktrees.items() if held == branch), None)
-        checked_out = str(repository) if repo.main_branch == branch else holder
+        main_checkout = Path(repository).parent if Path(repository).name == ".git" else None  # as paths.main_worktree
+        checked_out = str(main_checkout) if repo.main_branch == branch and main_checkout else holder
         oid = repo.branches.get(branch)
         if oid is None:
             return TargetObservation("missing", checked_out=checked_out)

@@ -668,12 +668,16 @@ def test_fake_and_real_ports_observe_the_target_alike(world: str, empty: Path, t
         port = DulwichMerges()
         tip = commit(empty, {b"a": ("100644", b"1\n")})
         _git(empty, "update-ref", "refs/heads/release", tip)
+        _git(empty, "update-ref", "refs/heads/main", tip)
     else:
-        fake = FakeRepository()
+        fake = FakeRepository(main_branch="main")
         tip = fake.point("release")
+        fake.branches["main"] = tip
         port = FakeMerges({repository: fake})
     assert port.observe_target(repository, "release").state == "found"
     assert port.observe_target(repository, "release").commit == tip
+    assert port.observe_target(repository, "release").checked_out is None
+    assert port.observe_target(repository, "main").checked_out == str(empty)  # the main checkout, not the git dir
     assert port.observe_target(repository, "absent").state == "missing"
     assert port.observe_target(tmp_path / "nowhere", "release").state == "unreadable"
     assert port.merge_candidate(repository, tip, "f" * 40, MESSAGE).state == "unreadable"
