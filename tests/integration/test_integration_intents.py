@@ -183,9 +183,10 @@ def test_the_fake_observes_the_target_as_the_real_one_does(tmp_path):
     repo.branches["main"] = tip
     repo.worktrees[tmp_path / "linked"] = "side"
     repo.branches["side"] = tip
-    fake = FakeMerges({tmp_path: repo})
-    assert fake.observe_target(tmp_path, "release") == integration.TargetObservation("found", commit=tip)
-    assert fake.observe_target(tmp_path, "main").checked_out == str(tmp_path)
-    assert fake.observe_target(tmp_path, "side").checked_out == str(tmp_path / "linked")
-    assert fake.observe_target(tmp_path, "absent").state == "missing"
+    common = tmp_path / ".git"
+    fake = FakeMerges({common: repo})
+    assert fake.observe_target(common, "release") == integration.TargetObservation("found", commit=tip)
+    assert fake.observe_target(common, "main").checked_out == str(tmp_path)  # the main checkout, not the git dir
+    assert fake.observe_target(common, "side").checked_out == str(tmp_path / "linked")
+    assert fake.observe_target(common, "absent").state == "missing"
     assert fake.observe_target(tmp_path / "nowhere", "main").state == "unreadable"
