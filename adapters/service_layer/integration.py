@@ -33,6 +33,7 @@ from typing import Any
 
 from ...domain import candidate as candidate_aggregate
 from ...domain import integration as integration_aggregate
+from ...domain import target_move
 from ...domain import events as ev
 from ...domain.check import concluded
 from ...domain.codes import Code
@@ -72,7 +73,7 @@ def load_integration(ledger: Ledger, run_id: str) -> integration_aggregate.Integ
 def integrate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, tasks: Sequence[str],
               candidates: Mapping[str, Sequence[str]], checks: Sequence[CheckSpec], approval_required: bool,
               artifact_dir: str | None, docket_dir: Path, ledger_path: Path,
-              checked_out_target: integration_aggregate.CheckedOutTarget = "update") -> Integrated:
+              checked_out_target: target_move.CheckedOutTarget = "update") -> Integrated:
     """One pass of the queue, to its end (completed or stopped) or its first unknown outcome.
 
     tasks: the run's tasks in plan order; candidates: each task's candidates (binding ids) in pin order; checks:
@@ -95,7 +96,7 @@ def integrate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, tasks
 
 def advance(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, checks: Sequence[CheckSpec],
             artifact_dir: str | None, docket_dir: Path, ledger_path: Path,
-            checked_out_target: integration_aggregate.CheckedOutTarget = "update",
+            checked_out_target: target_move.CheckedOutTarget = "update",
             move_target: bool = True) -> integration_aggregate.Integration:
     """Take the prepared queue as far as it goes now: to its end, its first unknown outcome, or (a queue that goes
     on) until it waits for its next step; move_target False leaves the target where it is."""
@@ -220,7 +221,7 @@ def _prepared_event(ledger: Ledger, run_id: str) -> ev.IntegrationPrepared | Non
 
 def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Sequence[str],
              candidates: Mapping[str, Sequence[str]], required: Sequence[CheckSpec],
-             approval_required: bool, checked_out_target: integration_aggregate.CheckedOutTarget) -> tuple[str, ...]:
+             approval_required: bool, checked_out_target: target_move.CheckedOutTarget) -> tuple[str, ...]:
     """Confirm offered handoffs, pick each task's step and record IntegrationPrepared; the tasks skipped."""
     run = load_run(ledger, run_id)
     if run.base_commit is None:
@@ -266,7 +267,7 @@ def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Se
 
 
 def _observe_target(effector: Any, repository: Path, branch: str,
-                    final_commit: str | None) -> integration_aggregate.TargetObservation:
+                    final_commit: str | None) -> target_move.TargetObservation:
     """The target branch, and the index and files of the worktree that has it checked out, if any: against the
     commit it names and final_commit (the one it is to move to; None: not known yet)."""
     merges = effector.ports.merges
@@ -278,15 +279,15 @@ def _observe_target(effector: Any, repository: Path, branch: str,
                                                               final_commit or observed.commit))
 
 
-def _require_target(branch: str, target: integration_aggregate.TargetObservation,
-                    checked_out_target: integration_aggregate.CheckedOutTarget) -> str | None:
+def _require_target(branch: str, target: target_move.TargetObservation,
+                    checked_out_target: target_move.CheckedOutTarget) -> str | None:
     """The worktree to update with the branch, if one has it checked out. Refused unless the target branch names a
     commit and any worktree that has it checked out may be updated, clean (nothing recorded)."""
     if target.state != "found":
         raise Refused("target-unreadable" if target.state == "unreadable" else "target-missing",
                       f"the target branch {branch} cannot be integrated into: "
                       f"{target.detail or ('it ' + ('is absent' if target.state == 'missing' else 'cannot be read'))}")
-    return integration_aggregate.checkout_to_update(branch, target, policy=checked_out_target)
+    return target_move.checkout_to_update(branch, target, policy=checked_out_target)
 
 
 # --- the steps -----------------------------------------------------------------------------------------------------
@@ -458,7 +459,7 @@ def _delivered_task(ledger: Ledger, step: integration_aggregate.StepState, now: 
 
 
 def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integration_aggregate.Integration,
-                 checked_out_target: integration_aggregate.CheckedOutTarget) -> None:
+                 checked_out_target: target_move.CheckedOutTarget) -> None:
     assert integration.repository is not None and integration.target_branch is not None
     if integration.target is None:
         observed = _observe_target(effector, Path(integration.repository), integration.target_branch,
@@ -473,7 +474,7 @@ def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integ
             current = load_integration(ledger, integration.run_id)
             assert current is not None
             require_open(load_run(ledger, integration.run_id))
-            return integration_aggregate.request_target(current, intent_id=intent_id, checkout=checkout, now=now)
+            return target_move.request_target(current, intent_id=intent_id, checkout=checkout, now=now)
 
         ledger.decide(decision, clock.now())
     current = load_integration(ledger, integration.run_id)

@@ -25,6 +25,7 @@ from ...domain import execution as candidate_execution
 from ...domain import hooks as hooks_aggregate
 from ...domain import integration as integration_aggregate
 from ...domain import run as run_aggregate
+from ...domain import target_move
 from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
 from ...domain.effects import (Act, BranchObservation, CandidateRefObservation, ExecutionObservation,
@@ -316,14 +317,14 @@ INTEGRATION_STEP: IntentKind[integration_aggregate.Integration, IntegrationStepR
     ))
 
 
-def _observe_target(merges: MergePort, intent: integration_aggregate.TargetIntent,
-                    repository_id: str | None) -> integration_aggregate.TargetObservation:
+def _observe_target(merges: MergePort, intent: target_move.TargetIntent,
+                    repository_id: str | None) -> target_move.TargetObservation:
     """The target branch and, while the intent's checkout has it checked out, that checkout's index and files
     against the expected commit and the integrated one."""
     repository = Path(intent.repository)
     mismatch = _foreign(merges, repository, repository_id)
     if mismatch:
-        return integration_aggregate.TargetObservation("unreadable", detail=mismatch)
+        return target_move.TargetObservation("unreadable", detail=mismatch)
     observed = merges.observe_target(repository, intent.target_ref.removeprefix("refs/heads/"))
     checkout = getattr(intent, "checkout", None)
     if checkout is None or observed.state == "unreadable" or observed.checked_out != checkout:
@@ -331,8 +332,8 @@ def _observe_target(merges: MergePort, intent: integration_aggregate.TargetInten
     return replace(observed, checkout=merges.observe_checkout(Path(checkout), intent.expected_commit, intent.commit))
 
 
-def _act_target(merges: MergePort, intent: integration_aggregate.TargetIntent,
-                observed: integration_aggregate.TargetObservation) -> None:
+def _act_target(merges: MergePort, intent: target_move.TargetIntent,
+                observed: target_move.TargetObservation) -> None:
     """The steps left, each observable: the checkout's index and files moved from the expected commit's tree to the
     integrated one's (when the intent names the checkout and they are still at the expected one), then the branch
     by compare-and-swap. Or, the branch moved by someone else after the checkout was updated: the checkout moved
@@ -363,17 +364,17 @@ def _target_kind(intent: type[Any]) -> IntentKind[Any, Any, Any]:
         apply=integration_aggregate.apply,
         port="merges",
         observe=_observe_target,
-        decide=integration_aggregate.decide_target,
+        decide=target_move.decide_target,
         act=_act_target,
         made=integration_aggregate.made,
     )
 
 
 INTEGRATION_TARGET: IntentKind[integration_aggregate.Integration, IntegrationTargetRequestedV2,
-                               integration_aggregate.TargetObservation] = _target_kind(IntegrationTargetRequestedV2)
+                               target_move.TargetObservation] = _target_kind(IntegrationTargetRequestedV2)
 # recorded before checkouts were updated: pending in an older ledger, it moves the branch only
 INTEGRATION_TARGET_V1: IntentKind[integration_aggregate.Integration, IntegrationTargetRequested,
-                                  integration_aggregate.TargetObservation] = _target_kind(IntegrationTargetRequested)
+                                  target_move.TargetObservation] = _target_kind(IntegrationTargetRequested)
 
 def _observe_hook(processes: Any, intent: HookRequested, _: str | None) -> hooks_aggregate.HookObservation:
     from ..world.hooks import observe

@@ -29,7 +29,7 @@ from ...domain.effects import (
 )
 
 if TYPE_CHECKING:  # annotations only: compiling the secret patterns and importing the adapter cost start-up time
-    from ...domain.integration import CheckoutObservation, TargetObservation
+    from ...domain.target_move import CheckoutObservation, TargetObservation
     from ...domain.processes import Liveness, ProcessIdentity
     from ..world.capture import Capture, Unstable
     from ..world.processes import LaunchSpec

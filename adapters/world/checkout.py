@@ -24,7 +24,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from ...domain.integration import CheckoutObservation
+from ...domain.target_move import CheckoutObservation
 
 __all__ = ["observe_checkout", "update_checkout"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ...domain.effects import IntegrationObservation, MergeResult
 from ...domain.errors import BadInput
-from ...domain.integration import CheckoutObservation, TargetObservation
+from ...domain.target_move import CheckoutObservation, TargetObservation
 from .checkout import observe_checkout, update_checkout
 from .merge import MERGE_IDENTITY, merge_candidate
 from .repository import DulwichRepository, is_ancestor, is_commit, open_repo

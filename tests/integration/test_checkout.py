@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from docket.adapters.world.checkout import observe_checkout, update_checkout
-from docket.domain.integration import CheckoutObservation
+from docket.domain.target_move import CheckoutObservation
 
 from ..conftest import git
 

@@ -11,7 +11,7 @@ from docket.adapters.service_layer.intents import INTEGRATION_STEP, INTEGRATION_
 from docket.adapters.world.capture import DulwichCapture
 from docket.adapters.world.integration_refs import DulwichMerges
 from docket.domain import events as ev
-from docket.domain import integration
+from docket.domain import integration, target_move
 from docket.domain.effects import Act, Unknown
 from docket.domain.run import Run
 
@@ -90,7 +90,7 @@ def test_the_steps_create_then_move_the_integration_ref_and_the_target_moves_by_
         assert git(repo, "rev-parse", REF) == intent.merge_commit
         assert drive(INTEGRATION_STEP, state, intent).result == "observed"  # again: found so, nothing moved
         state = verify(fold(state, [outcome]), number)
-    (target,) = integration.request_target(state, intent_id="t", now=T0)
+    (target,) = target_move.request_target(state, intent_id="t", now=T0)
     state = fold(state, [target])
     outcome = drive(INTEGRATION_TARGET, state, target)
     assert (outcome.type_name(), outcome.result) == ("IntegrationCompleted.v1", "created")
@@ -124,7 +124,7 @@ def target_intent(repo: Path, base: str, candidates: list[str], target: str = "r
     state = prepared(repo, base, candidates[:1], target=target)
     state, intent = merge_step(state, 1)
     state = verify(fold(state, [drive(INTEGRATION_STEP, state, intent)]), 1)
-    (requested,) = integration.request_target(state, intent_id="t", now=T0)
+    (requested,) = target_move.request_target(state, intent_id="t", now=T0)
     return fold(state, [requested]), requested
 
 
@@ -152,7 +152,7 @@ def test_a_target_checked_out_in_the_main_worktree_is_not_moved(world):
 def test_observe_target_sees_linked_worktrees_bare_repositories_and_what_cannot_be_read(world, tmp_path):
     repo, base, _ = world
     port = DulwichMerges()
-    assert port.observe_target(repo / ".git", "release") == integration.TargetObservation("found", commit=base)
+    assert port.observe_target(repo / ".git", "release") == target_move.TargetObservation("found", commit=base)
     linked = tmp_path / "linked"
     git(repo, "worktree", "add", "-q", str(linked), "release")
     assert port.observe_target(repo / ".git", "release").checked_out == str(linked)
@@ -161,7 +161,7 @@ def test_observe_target_sees_linked_worktrees_bare_repositories_and_what_cannot_
     assert port.observe_target(repo / ".git", "absent").state == "missing"
     bare = tmp_path / "bare.git"
     git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
-    assert port.observe_target(bare, "main") == integration.TargetObservation("found", commit=base)  # HEAD, no checkout
+    assert port.observe_target(bare, "main") == target_move.TargetObservation("found", commit=base)  # HEAD, no checkout
     assert port.observe_target(tmp_path / "nowhere", "main").state == "unreadable"
     state, intent = target_intent(repo, base, [base], target="main")
     intent = intent.model_copy(update={"repository": str(tmp_path / "nowhere")})
@@ -185,7 +185,7 @@ def test_the_fake_observes_the_target_as_the_real_one_does(tmp_path):
     repo.branches["side"] = tip
     common = tmp_path / ".git"
     fake = FakeMerges({common: repo})
-    assert fake.observe_target(common, "release") == integration.TargetObservation("found", commit=tip)
+    assert fake.observe_target(common, "release") == target_move.TargetObservation("found", commit=tip)
     assert fake.observe_target(common, "main").checked_out == str(tmp_path)  # the main checkout, not the git dir
     assert fake.observe_target(common, "side").checked_out == str(tmp_path / "linked")
     assert fake.observe_target(common, "absent").state == "missing"

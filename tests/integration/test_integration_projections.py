@@ -21,6 +21,7 @@ from docket.adapters.world.clock import FixedClock
 from docket.adapters.world.reader import ledger_reader
 from docket.domain import events as ev
 from docket.domain import integration as aggregate
+from docket.domain import target_move
 from docket.domain.aggregate import next_event
 from docket.domain.effects import IntegrationObservation
 from docket.domain.run import Run
@@ -105,9 +106,9 @@ class Story:
         self.decide(run_id, lambda i, now: aggregate.verified(i, number, verification_binding="9" * 64,
                                                               tree=TREE, checks=[check], now=now))
 
-    def target(self, run_id: str, intent_id: str, observed: aggregate.TargetObservation, made: bool = False) -> None:
-        self.decide(run_id, lambda i, now: aggregate.request_target(i, intent_id=intent_id, now=now))
-        self.decide(run_id, lambda i, now: aggregate.decide_target(i, self.intent(run_id, intent_id), observed, now),
+    def target(self, run_id: str, intent_id: str, observed: target_move.TargetObservation, made: bool = False) -> None:
+        self.decide(run_id, lambda i, now: target_move.request_target(i, intent_id=intent_id, now=now))
+        self.decide(run_id, lambda i, now: target_move.decide_target(i, self.intent(run_id, intent_id), observed, now),
                     made)
 
 
@@ -157,11 +158,11 @@ def test_the_rows_follow_the_aggregate_and_a_rebuild_gives_identical_rows(ledger
         assert story.steps("r1")[1]["result"] == "observed"
         story.verify("r1", 2)
         assert story.row("r1")["status"] == "updating-target"
-        story.target("r1", "g1", aggregate.TargetObservation("found", commit=EXPECTED, checked_out="/home/u/repo"))
+        story.target("r1", "g1", target_move.TargetObservation("found", commit=EXPECTED, checked_out="/home/u/repo"))
         row = story.row("r1")
         assert (row["status"], row["target"], row["target_code"], row["ended_at"]) == (
             "updating-target", None, "target-checked-out", None)
-        story.target("r1", "g2", aggregate.TargetObservation("found", commit=MERGE1), made=True)  # after the act
+        story.target("r1", "g2", target_move.TargetObservation("found", commit=MERGE1), made=True)  # after the act
         row = story.row("r1")
         assert (row["status"], row["final_commit"], row["final_tree"], row["ended_at"]) == (
             "completed", MERGE1, TREE, clock.now())
@@ -207,7 +208,7 @@ def test_the_rows_follow_the_aggregate_and_a_rebuild_gives_identical_rows(ledger
         story.request("r5", 1, "r5s1", EXPECTED, MERGE1)
         story.observe("r5", "r5s1", IntegrationObservation("merged", commit=MERGE1))
         story.verify("r5", 1)
-        story.target("r5", "r5g", aggregate.TargetObservation("found", commit=OTHER))
+        story.target("r5", "r5g", target_move.TargetObservation("found", commit=OTHER))
         row = story.row("r5")
         assert (row["status"], row["target"], row["target_code"], row["final_commit"]) == (
             "stopped", "moved", "target-moved", None)

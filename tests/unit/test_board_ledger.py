@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 
 from docket.domain import events as ev
-from docket.domain import integration, run, task, worker
+from docket.domain import integration, run, target_move, task, worker
 from docket.domain.canonical import canonical_json
 from docket.domain.effects import IntegrationObservation
 from docket.domain.values import from_ms, to_ms
@@ -106,11 +106,11 @@ def verified(book: Recorded, i, number: int):  # noqa: ANN001, ANN201
         i, number, verification_binding=binding(f"v{number}"), tree=commit(number, "t"), checks=[], now=book.now()))
 
 
-def target_moved_as(book: Recorded, i, observed: integration.TargetObservation):  # noqa: ANN001, ANN201
+def target_moved_as(book: Recorded, i, observed: target_move.TargetObservation):  # noqa: ANN001, ANN201
     """The target's intent recorded, then its outcome as the effector decides it from what it observed."""
-    (intent,) = integration.request_target(i, intent_id="target", checkout=None, now=book.now())
+    (intent,) = target_move.request_target(i, intent_id="target", checkout=None, now=book.now())
     i = book.record(integration.apply, intent)
-    return book.record(integration.apply, integration.decide_target(i, intent, observed, book.now()))
+    return book.record(integration.apply, target_move.decide_target(i, intent, observed, book.now()))
 
 
 def states(board) -> dict[str, str]:  # noqa: ANN001
@@ -127,12 +127,12 @@ def test_a_task_is_delivered_only_once_the_target_was_moved_to_a_commit_holding_
     board = book.board()
     assert states(board) == {"t1": "merged (target not moved)", "t2": "merged (target not moved)"}
     assert board.integration == "2/2 step(s) verified, main not moved" and board.target_commit is None
-    (intent,) = integration.request_target(i, intent_id="target", checkout=None, now=book.now())
+    (intent,) = target_move.request_target(i, intent_id="target", checkout=None, now=book.now())
     i = book.record(integration.apply, intent)
     assert states(book.board()) == {"t1": "merged (target not moved)", "t2": "merged (target not moved)"}
     assert book.board().integration == "moving main, 2/2 step(s) verified"
-    book.record(integration.apply, integration.decide_target(
-        i, intent, integration.TargetObservation("found", commit=commit(2)), book.now()))
+    book.record(integration.apply, target_move.decide_target(
+        i, intent, target_move.TargetObservation("found", commit=commit(2)), book.now()))
     board = book.board()
     assert states(board) == {"t1": "delivered", "t2": "delivered"}
     assert board.integration == "completed, 2/2 step(s) verified" and board.target_commit == commit(2)
@@ -143,7 +143,7 @@ def test_a_target_moved_by_someone_else_delivers_nothing_and_the_board_says_so()
     book, r = passed_run()
     i = prepared(book, r)
     i = merged(book, merged(book, i, 1), 2)
-    target_moved_as(book, i, integration.TargetObservation("found", commit=OTHER))
+    target_moved_as(book, i, target_move.TargetObservation("found", commit=OTHER))
     board = book.board()
     assert states(board) == {"t1": "merged (target not moved)", "t2": "merged (target not moved)"}
     assert [t.note for t in board.tasks] == ["target-moved", "target-moved"]
@@ -193,7 +193,7 @@ def test_a_target_checked_out_is_what_the_user_must_act_on_with_the_command_that
     for planned, command in ((True, "'docket go --resume r1'"), (False, "'docket integrate r1'")):
         book, r = passed_run(("t1",), planned=planned)
         i = merged(book, prepared(book, r, ("t1",)), 1)
-        target_moved_as(book, i, integration.TargetObservation("found", commit=BASE, checked_out="/elsewhere"))
+        target_moved_as(book, i, target_move.TargetObservation("found", commit=BASE, checked_out="/elsewhere"))
         board = book.board()
         assert states(board) == {"t1": "merged (target not moved)"}
         assert board.tasks[0].note == "target-checked-out"

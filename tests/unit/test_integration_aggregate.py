@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from docket.domain import events as ev
-from docket.domain import integration
+from docket.domain import integration, target_move
 from docket.domain.effects import Act, IntegrationObservation, Unknown
 from docket.domain.errors import Refused
 from docket.domain.run import Run
@@ -101,13 +101,13 @@ def verified_all(steps: int = 1) -> integration.Integration:
 
 def target_requested(state: integration.Integration, intent_id: str = "t",
                      checkout: str | None = None) -> tuple[integration.Integration, ev.IntegrationTargetRequestedV2]:
-    (intent,) = integration.request_target(state, intent_id=intent_id, checkout=checkout, now=T0)
+    (intent,) = target_move.request_target(state, intent_id=intent_id, checkout=checkout, now=T0)
     assert isinstance(intent, ev.IntegrationTargetRequestedV2) and intent.checkout == checkout
     return fold([intent], state), intent
 
 
-TO = integration.TargetObservation
-CO = integration.CheckoutObservation
+TO = target_move.TargetObservation
+CO = target_move.CheckoutObservation
 
 
 @pytest.mark.parametrize("observed, expected, code", [
@@ -127,7 +127,7 @@ def test_decide_target_on_each_observation(observed, expected, code, version):
     if version == 1:
         intent = ev.IntegrationTargetRequested(**intent.model_dump(exclude={"checkout"}))
     assert (intent.expected_commit, intent.commit, intent.tree) == (HEAD, MERGE, TREE)
-    decided = integration.decide_target(state, intent, observed, T0)
+    decided = target_move.decide_target(state, intent, observed, T0)
     if expected == "act":
         assert isinstance(decided, Act)
         return
@@ -144,18 +144,18 @@ def test_decide_target_on_each_observation(observed, expected, code, version):
 
 def test_a_target_moved_by_someone_else_stops_the_integration_for_good():
     state, intent = target_requested(verified_all())
-    after = fold([integration.decide_target(state, intent, TO("found", commit=OTHER), T0)], state)
+    after = fold([target_move.decide_target(state, intent, TO("found", commit=OTHER), T0)], state)
     assert after.status == "stopped" and after.ended
-    assert integration.request_target(after, intent_id="again", now=T0) == []
+    assert target_move.request_target(after, intent_id="again", now=T0) == []
 
 
 def test_a_target_checked_out_is_asked_again_once_switched_away():
     state, intent = target_requested(verified_all())
-    after = fold([integration.decide_target(state, intent, TO("found", commit=HEAD, checked_out="/repo"), T0)],
+    after = fold([target_move.decide_target(state, intent, TO("found", commit=HEAD, checked_out="/repo"), T0)],
                  state)
     assert after.status == "updating-target" and not after.ended and after.target_code == "target-checked-out"
     after, again = target_requested(after, "t2")
-    assert isinstance(integration.decide_target(after, again, TO("found", commit=HEAD), T0), Act)
+    assert isinstance(target_move.decide_target(after, again, TO("found", commit=HEAD), T0), Act)
 
 
 def test_a_conflicted_step_stops_the_queue_and_nothing_is_asked_after_it():
@@ -205,7 +205,7 @@ def test_a_step_another_integrator_settled_first_is_nothing_to_decide_and_a_late
 ])
 def test_decide_target_with_a_checkout_on_each_observation(observed, expected, code):
     state, intent = target_requested(verified_all(), checkout="/repo")
-    decided = integration.decide_target(state, intent, observed, T0)
+    decided = target_move.decide_target(state, intent, observed, T0)
     if expected == "act":
         assert isinstance(decided, Act)
         return
@@ -236,13 +236,13 @@ def test_a_v1_intent_is_folded_as_the_target_requested():
     (CO("unreadable", detail="git not found"), "update", "git not found"),
 ])
 def test_which_checkout_the_target_intent_may_update(checkout, policy, expected):
-    assert integration.checkout_to_update("main", TO("found", commit=HEAD), policy=policy) is None
+    assert target_move.checkout_to_update("main", TO("found", commit=HEAD), policy=policy) is None
     observed = TO("found", commit=HEAD, checked_out="/repo", checkout=checkout or CO("at-old"))
     if expected == "/repo":
-        assert integration.checkout_to_update("main", observed, policy=policy) == "/repo"
+        assert target_move.checkout_to_update("main", observed, policy=policy) == "/repo"
         return
     with pytest.raises(Refused) as refused:
-        integration.checkout_to_update("main", observed, policy=policy)
+        target_move.checkout_to_update("main", observed, policy=policy)
     assert refused.value.code == "target-checked-out" and expected in refused.value.message
     assert "/repo" in refused.value.message
 
@@ -275,9 +275,9 @@ def test_a_conflicted_step_stops_a_fixed_queue_but_is_dropped_from_one_that_goes
     state = fold([integration.decide_step(state, intent, IntegrationObservation("merged", commit=MERGE), T0)], state)
     state = fold(integration.verified(state, 2, verification_binding=BINDING, tree=TREE, checks=[], now=T0), state)
     assert state.status == "updating-target"  # the target moves before the queue is closed
-    (target,) = integration.request_target(state, intent_id="m1", now=T0)
+    (target,) = target_move.request_target(state, intent_id="m1", now=T0)
     assert (target.expected_commit, target.commit) == (HEAD, MERGE)
-    state = fold([integration.decide_target(state, target, integration.TargetObservation("found", commit=MERGE),
+    state = fold([target_move.decide_target(state, target, target_move.TargetObservation("found", commit=MERGE),
                                             T0)], state)
     assert state.status == "open" and state.target_expected == MERGE and state.delivered(state.step(2))
     assert not state.delivered(state.step(1))
@@ -306,5 +306,5 @@ def test_the_target_of_a_queue_that_goes_on_moves_though_a_step_was_queued_after
     late = ev.IntegrationStep(task_id="t9", binding_id="9" * 64, commit=CANDIDATE, worker_id="t9", generation=1)
     state = fold(integration.queue_step(state, RUN, late, waiting_for=[], overlaps=[], now=T0), state)
     assert state.status == "merging"
-    (target,) = integration.request_target(state, intent_id="m1", now=T0)
+    (target,) = target_move.request_target(state, intent_id="m1", now=T0)
     assert (target.expected_commit, target.commit) == (HEAD, MERGE)
