@@ -15,7 +15,7 @@ from ...domain import run as run_aggregate
 from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
 from ...domain.codes import Code
-from ...domain.errors import DependenciesUnsettled, DocketError, Refused, RunClosed
+from ...domain.errors import DependenciesUnsettled, DocketError, OutcomeUnknown, Refused, RunClosed
 from ..world import faults
 from .checks import CheckSpec
 from .go_session import Session
@@ -105,6 +105,11 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
                                  docket_dir=settings.docket_dir, repository=settings.repository,
                                  main_checkout=settings.main_checkout, ledger_path=settings.ledger_path)
     except RunClosed:
+        return False
+    except OutcomeUnknown:
+        # its worktree or launch is not known yet (e.g. a branch lock a killed docket left, stale after
+        # ref_locks.STALE_LOCK_SECONDS): observed again on a later pass, as every unknown outcome is; the run goes on
+        time.sleep(RETRY_SECONDS)
         return False
     except Refused as e:
         if e.code in (Code.WORKER_RUNNING, Code.LAUNCHED_ELSEWHERE, Code.LEASE_HELD, Code.LEASE_HOLDER_UNKNOWN):

@@ -154,3 +154,18 @@ def test_a_fresh_lock_on_a_task_branch_is_left_to_its_writer(tmp_path: Path):
     assert lock.exists() and not [e for e in world.events("WorktreeCreated")
                                   if e["payload"]["task_id"] == "r1.greet"]
     kill(process)
+
+
+def test_a_fresh_lock_a_killed_docket_left_on_a_task_branch_is_waited_out_not_an_exit_4(tmp_path: Path):
+    """A SIGKILL while a task's worktree was being made leaves its branch's lock; the next go observes the worktree
+    as unknown until that lock is old enough to be docket's own dead writer's (ref_locks.STALE_LOCK_SECONDS). The
+    run goes on with its other tasks and takes the task up again then, rather than exiting 4 (outcome-unknown)."""
+    world = make_go_world(tmp_path, target="trunk")
+    lock = world.repo / ".git" / "refs" / "heads" / "docket" / "r1" / "r1.greet.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")  # as a writer killed a moment ago leaves it
+    done = world.go("r1", "--target", "trunk", "--parallel", "3")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert json.loads(done.stdout)["outcome"] == "delivered"
+    assert not lock.exists()  # removed once stale, by the write it held up
+    assert git(world.repo, "show", "trunk:greet.py") == 'print("hello")\nprint("HELLO")'
