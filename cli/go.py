@@ -209,12 +209,12 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
 
     run = load_run(ctx.ledger, run_id)
     signer = choose_signer(run, key)  # a key that cannot be used fails before any work
+    driver = _driver(ctx)
     if run.status == "opening":  # killed before its base was pinned: pin it now
-        run = finish_opening(_driver(ctx), run)
+        run = finish_opening(driver, run)
     assert run.plan is not None
     agent = planned_agent(config, run.plan.agent)
     settings = settings_from_config(config, agent, repository=ctx.require_repository(), ledger_path=ctx.paths.ledger)
-    driver = _driver(ctx)
     interrupted = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: interrupted.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     view = _view(ctx, run_id)
@@ -227,7 +227,8 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        hooks.fire(final=True)  # then the views are caught up
+        hooks.fire(final=True)
+        driver.update_views()  # the hooks' last records too
         view.update()  # the run's last events (integration, receipt) before the summary
         view.close()
     return _summarise(ctx, run_summary(driver, run_id), interrupted=interrupted.is_set(), show=show)

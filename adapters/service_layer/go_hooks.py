@@ -22,13 +22,11 @@ class RunHooks:
         self.after, self.due = 0, 0.0
 
     def fire(self, *, final: bool = False) -> None:
-        """Fire the hooks for the run's events since the last time, unless that was less than a second ago; final:
-        in any case, then catch the views up (the run's last events before its summary)."""
+        """Fire the hooks for the run's events since the last time, unless that was less than a second ago (final:
+        in any case)."""
         if self.hooks and (final or time.monotonic() >= self.due):
             self.due = time.monotonic() + FIRE_SECONDS
             self._fire()
-        if final:
-            self.d.update_views()
 
     def _fire(self) -> None:
         from ...domain.errors import DocketError

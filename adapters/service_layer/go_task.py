@@ -107,7 +107,9 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
     except RunClosed:
         return False
     except OutcomeUnknown:
-        # its worktree or launch is not known yet (e.g. a branch lock a killed docket left, stale after
+        if load_task(s.ledger, task.task_id).worktree is not None:
+            raise  # the launch itself: recovering it is replay's ('docket go --resume' recovers first)
+        # its worktree is not known to be made yet (e.g. a branch lock a killed docket left, stale after
         # ref_locks.STALE_LOCK_SECONDS): observed again on a later pass, as every unknown outcome is; the run goes on
         time.sleep(RETRY_SECONDS)
         return False
