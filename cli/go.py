@@ -94,8 +94,12 @@ def _driver(ctx: Context) -> Any:
 
 def _config() -> Any:
     from ..adapters.world.config_file import find_config, load_config
+    from .output import warn
 
-    return load_config(find_config(Path.cwd()))
+    config = load_config(find_config(Path.cwd()))
+    for code, message in config.warnings():
+        warn(code, message)
+    return config
 
 
 def _specs(ctx: Context) -> list[Any]:
