@@ -68,6 +68,7 @@ def _count(limit: int) -> Any:
 def go(ctx: Context) -> int:
     a = ctx.args
     config = _config()
+    _watch_ledger(ctx)
     if a.resume is None and a.id is not None and _exists(ctx, a.id):
         a.resume = a.id  # the same command again, after a crash: it goes on with that run
     if a.resume is not None:
@@ -76,6 +77,14 @@ def go(ctx: Context) -> int:
     else:
         run_id = _start(ctx, config)
     return _supervise_to_end(ctx, config, run_id, parallel=a.parallel, key=a.key)
+
+
+def _watch_ledger(ctx: Context) -> None:
+    """From here on, this process knows its ledger file's identity and the chain head it wrote: the target moves
+    and the receipt is sealed only while both are as it knows them (adapters/world/ledger_watch.py)."""
+    from ..adapters.world.ledger_watch import watch_ledger
+
+    ctx.ledger.watch = watch_ledger(ctx.paths.ledger)
 
 
 def _exists(ctx: Context, run_id: str) -> bool:
@@ -322,6 +331,7 @@ def supervise(ctx: Context) -> int:
     unfinished = [row["run_id"] for row in runs.list_runs(conn)
                   if row["status"] in ("active", "paused") and row.get("plan")]
     config = _config() if unfinished and not ctx.args.once else None
+    _watch_ledger(ctx)
     documents = []
     code = 0
     for run_id in unfinished:

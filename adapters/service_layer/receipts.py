@@ -50,6 +50,7 @@ def seal_run(ledger: Ledger, reader: Any, clock: Clock, run_id: str, tasks: Sequ
     if not integration.ended:
         raise Refused("not-integrated", f"the integration of run {run_id} is {integration.status}; a run is sealed "
                                         "once its integration has ended ('docket integrate')")
+    ledger.require_intact()  # never seal what docket go's ledger no longer holds as it wrote it
     receipt = build_receipt(ledger, run_id, tasks)
     head = reader.chain_head()
     root = ledger_tree(reader, head.position, keep=ledger.keep_merkle_nodes).root().hex()
