@@ -1,0 +1,59 @@
+"""A commit's history as a receipt names it: its root commits, and a branch's first-parent line back to a commit.
+Read with dulwich, in-process; bounded, so a huge or hostile history cannot hold a seal up for long."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .repository import open_repo
+
+__all__ = ["first_parents", "root_commits"]
+
+MAX_WALK = 1_000_000  # commits read at most for the roots
+
+
+def root_commits(repository: Path, commit: str) -> tuple[str, ...] | None:
+    """The sorted root commits (no parents) of commit's whole history; None when commit is not in the repository
+    or the history could not be read (a shallow clone's cut-off parents are not roots)."""
+    from dulwich.errors import NotGitRepository
+
+    try:
+        with open_repo(repository) as repo:
+            store = repo.object_store
+            seen: set[bytes] = set()
+            todo = [commit.encode("ascii")]
+            roots = []
+            while todo:
+                sha = todo.pop()
+                if sha in seen:
+                    continue
+                seen.add(sha)
+                if len(seen) > MAX_WALK:
+                    return None
+                parents = store[sha].parents
+                if not parents:
+                    roots.append(sha.decode("ascii"))
+                todo.extend(p for p in parents if p not in seen)
+            return tuple(sorted(roots))
+    except (KeyError, NotGitRepository, OSError, ValueError, AttributeError):
+        return None
+
+
+def first_parents(repository: Path, tip: str, stop: str, limit: int) -> list[str]:
+    """tip and its first parents, newest first, up to and with stop, or limit commits, or a root; [] when tip cannot
+    be read."""
+    from dulwich.errors import NotGitRepository
+
+    found: list[str] = []
+    try:
+        with open_repo(repository) as repo:
+            sha: bytes | None = tip.encode("ascii")
+            while sha is not None and len(found) < limit:
+                found.append(sha.decode("ascii"))
+                if found[-1] == stop:
+                    break
+                parents = repo.object_store[sha].parents
+                sha = parents[0] if parents else None
+    except (KeyError, NotGitRepository, OSError, ValueError, AttributeError):
+        pass
+    return found
