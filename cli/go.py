@@ -309,6 +309,11 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
                      + ("" if doc["integration"] == "completed" else f" (integration {doc['integration']})"))
     elif doc["integration"]:
         lines.append(f"  integration {doc['integration']}; {shown(doc['target'])} not moved")
+    moved = doc.get("moved_by_others")
+    if moved and moved["moved"]:
+        listed = ", ".join(c[:12] for c in moved["commits"][:10]) or "-"
+        lines.append(f"  warning: {shown(doc['target'])} moved during the run by commits docket did not make: "
+                     f"{listed}" + ("" if moved["base_reached"] else " (the run's base is not on its line)"))
     if doc["receipt"]["path"]:
         lines.append(f"  receipt: {shown(doc['receipt']['path'])}")
     if outcome == "waiting":

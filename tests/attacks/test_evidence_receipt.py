@@ -107,3 +107,6 @@ def test_an_agent_that_moves_the_target_is_named_in_the_receipt(tmp_path: Path):
     assert moved["moved"] and moved["commits"] == [backdoor], (moved, done.stderr)
     text = _verify(world, bundle, keys)
     assert f"warning: the target moved during the run by commits docket did not make: {backdoor[:12]}" in text.stdout
+    assert summary["moved_by_others"]["commits"] == [backdoor]  # and docket go's summary says so
+    shown = world.run("go", "--resume", "r1")
+    assert f"warning: main moved during the run by commits docket did not make: {backdoor[:12]}" in shown.stdout
