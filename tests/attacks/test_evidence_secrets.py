@@ -83,3 +83,34 @@ task-finished = {{ command = ["sh", "-c", "echo hook sees $DEPLOY_TOKEN"], env_a
     for secret in SECRETS:
         assert secret.encode() not in everything, secret
     assert world.run("verify-receipt", summary["receipt"]["path"], "--key", f"{keys}.pub").returncode == 0
+
+
+CONFLICTING = '''\
+[[tasks]]
+id = "t1"
+title = "one"
+prompt = "append notes.txt: one"
+
+[[tasks]]
+id = "t2"
+title = "two"
+prompt = "append notes.txt: leaked WITHHELD"
+'''.replace("WITHHELD", WITHHELD)
+
+
+def test_a_secret_written_into_a_conflicting_file_is_redacted_from_the_conflict_feedback(tmp_path: Path):
+    world = make_go_world(tmp_path, tasks=CONFLICTING, extra_config='\n[checks.ok]\ncommand = ["true"]\n')
+    (world.repo / "notes.txt").write_text("notes\n")
+    (world.repo / "m.py").write_text("x = 1\n")  # for the world's compiles check
+    git(world.repo, "add", "notes.txt", "m.py")
+    git(world.repo, "commit", "-q", "-m", "notes")
+    world.env.update(MY_SERVICE_API_KEY=WITHHELD)
+    done = world.run("go", "--goal", "two", "--tasks", "tasks.toml", "--target", "main", "--id", "q1", "--parallel",
+                     "1", "--json")
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert world.file_at("main", "notes.txt") == f"notes\none\nleaked {WITHHELD}\n"  # the work is the repository's
+    feedback = [e["payload"]["feedback"] for e in world.events("TaskFeedbackRecorded")]
+    assert len(feedback) == 1 and "+leaked [redacted]" in feedback[0], feedback
+    kept = b"".join(p.read_bytes() for p in [world.ledger, *world.ledger.parent.glob("ledger.sqlite-*")]
+                    if p.exists())
+    assert WITHHELD.encode() not in kept
