@@ -49,6 +49,12 @@ def test_the_receipt_names_its_repository_and_an_auditor_can_ask_for_it(delivere
     assert doc["format"] == 2
     assert doc["repository"] == {"id": repository_id, "roots": [root]}
     assert doc["moved_by_others"] == {"moved": False, "commits": [], "base_reached": True}
+    # what each worker could touch: the place for its sandbox, which this receipt's WorkerLaunched do not record
+    assert doc["workers"] == [{"task_id": "r1.t", "worker_id": "r1.t", "generation": 1, "sandbox": None}]
+    text = _verify(world, bundle, keys).stdout
+    assert f"repository: {repository_id}, root commit(s) {root}" in text
+    assert "the target moved only by docket's own merges" in text
+    assert "worker r1.t generation 1 could touch: the receipt does not say" in text
     final = git(world.repo, "rev-parse", "main")
     assert doc["subject"] == {"name": "refs/heads/main", "digest": {"gitCommit": final}}
     # the same repository by its id, by its path, and by a clone of it (which has no docket id of its own)
