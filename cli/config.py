@@ -29,6 +29,10 @@ def config_show(ctx: Context) -> int:
 
     path = find_config(Path.cwd())
     config = load_config(path)
+    from .output import warn
+
+    for code, message in config.warnings():
+        warn(code, message)
     document = {"file": str(path) if path else None, "config": config.model_dump(mode="json")}
     if path:
         heading = f"# from {shown(path)}"

@@ -68,6 +68,7 @@ def _count(limit: int) -> Any:
 def go(ctx: Context) -> int:
     a = ctx.args
     config = _config()
+    _watch_ledger(ctx)
     if a.resume is None and a.id is not None and _exists(ctx, a.id):
         a.resume = a.id  # the same command again, after a crash: it goes on with that run
     if a.resume is not None:
@@ -76,6 +77,14 @@ def go(ctx: Context) -> int:
     else:
         run_id = _start(ctx, config)
     return _supervise_to_end(ctx, config, run_id, parallel=a.parallel, key=a.key)
+
+
+def _watch_ledger(ctx: Context) -> None:
+    """From here on, this process knows its ledger file's identity and the chain head it wrote: the target moves
+    and the receipt is sealed only while both are as it knows them (adapters/world/ledger_watch.py)."""
+    from ..adapters.world.ledger_watch import watch_ledger
+
+    ctx.ledger.watch = watch_ledger(ctx.paths.ledger)
 
 
 def _exists(ctx: Context, run_id: str) -> bool:
@@ -94,8 +103,12 @@ def _driver(ctx: Context) -> Any:
 
 def _config() -> Any:
     from ..adapters.world.config_file import find_config, load_config
+    from .output import warn
 
-    return load_config(find_config(Path.cwd()))
+    config = load_config(find_config(Path.cwd()))
+    for code, message in config.warnings():
+        warn(code, message)
+    return config
 
 
 def _specs(ctx: Context) -> list[Any]:
@@ -296,6 +309,11 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
                      + ("" if doc["integration"] == "completed" else f" (integration {doc['integration']})"))
     elif doc["integration"]:
         lines.append(f"  integration {doc['integration']}; {shown(doc['target'])} not moved")
+    moved = doc.get("moved_by_others")
+    if moved and moved["moved"]:
+        listed = ", ".join(c[:12] for c in moved["commits"][:10]) or "-"
+        lines.append(f"  warning: {shown(doc['target'])} moved during the run by commits docket did not make: "
+                     f"{listed}" + ("" if moved["base_reached"] else " (the run's base is not on its line)"))
     if doc["receipt"]["path"]:
         lines.append(f"  receipt: {shown(doc['receipt']['path'])}")
     if outcome == "waiting":
@@ -318,6 +336,7 @@ def supervise(ctx: Context) -> int:
     unfinished = [row["run_id"] for row in runs.list_runs(conn)
                   if row["status"] in ("active", "paused") and row.get("plan")]
     config = _config() if unfinished and not ctx.args.once else None
+    _watch_ledger(ctx)
     documents = []
     code = 0
     for run_id in unfinished:

@@ -83,12 +83,33 @@ def verify(ctx: Context) -> int:
         if ctx.json:
             emit(True, {"ok": False, "error": {"code": e.code, "message": e.message}}, None)
         raise
+    foreign = _foreign_ledger(ctx)
+    if foreign:
+        from .output import warn
+
+        doc["foreign_ledger"] = foreign
+        warn("foreign-ledger", foreign)
     if anchor is not None:
         doc["anchor"] = {"position": anchor.head.position, "digest": anchor.head.digest}
         if anchor.merkle_root is not None:
             doc["anchor"]["merkle_root"] = anchor.merkle_root
     emit(ctx.json, doc, f"ok: {doc['events']} events, chain intact; head {doc['head']['position']} {doc['head']['digest']}")
     return 0
+
+
+def _foreign_ledger(ctx: Context) -> str | None:
+    """Why the ledger at this repository's own location (neither --ledger nor DOCKET_LEDGER chose it) is another
+    repository's (None: it is this one's, or bound to none). Its chain may be intact: an auditor may verify a copy,
+    so this is said, not refused; the commands that record refuse it (foreign-ledger)."""
+    import os
+
+    from ..adapters.service_layer.verification import ledger_repository_id
+    from ..adapters.world.identity import identity_mismatch
+
+    if getattr(ctx.args, "ledger", None) or os.environ.get("DOCKET_LEDGER") or ctx.repository is None:
+        return None
+    mismatch = identity_mismatch(ctx.repository, ledger_repository_id(ctx.ledger_reader))
+    return f"{mismatch}: {ctx.paths.ledger} is not this repository's record" if mismatch else None
 
 
 def replay(ctx: Context) -> int:

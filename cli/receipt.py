@@ -37,11 +37,19 @@ def add_export(nouns: Any, common: argparse.ArgumentParser) -> None:
 def add_verify_receipt(nouns: Any, common: argparse.ArgumentParser) -> None:
     p = command(nouns, "verify-receipt", verify_receipt, common,
                 "check an exported bundle with no ledger: every signature, the receipt's digest, every cited event's "
-                "chain digest and Merkle proof, and that the events say what the receipt says (exit 1 naming what "
-                "failed)",
-                "docket verify-receipt run-7k2m9x4q.intoto.jsonl --key keys/docket.pub")
+                "chain digest and Merkle proof, and that the events say what the receipt says; with --repository, "
+                "--commit or --run, that it is the receipt of that (exit 1 naming what failed)",
+                "docket verify-receipt run-7k2m9x4q.intoto.jsonl --key keys/docket.pub --repository . "
+                "--commit 3f2a9c1")
     p.add_argument("file", metavar="FILE", help="the bundle 'docket export' wrote")
     p.add_argument("--key", metavar="PUB", required=True, help="the Ed25519 public key (PEM) it must be signed with")
+    p.add_argument("--repository", metavar="PATH|ID",
+                   help="the repository it must be about: a docket repository id (repo-...), or a clone's path, "
+                        "whose history of the receipt's base must have the receipt's root commits "
+                        "(receipt-for-another-repository)")
+    p.add_argument("--commit", metavar="SHA", help="the commit it must vouch for, 7 or more hex digits: a "
+                                                   "completed run's final commit (receipt-for-another-commit)")
+    p.add_argument("--run", metavar="ID", help="the run it must be of (receipt-for-another-run)")
 
 
 def seal(ctx: Context) -> int:
@@ -102,16 +110,82 @@ def verify_receipt(ctx: Context) -> int:
     from ..adapters.world.signing import load_verifier, read_bundle
     from .output import emit, shown
 
+    from ..domain.receipt_claims import check_expected, subject_of
+
     verifier = load_verifier(ctx.args.key)
     summary = verify_bundle(read_bundle(ctx.args.file), verifier)
     verified = summary.receipt
+    receipt = verified.receipt
     outcome = verified.outcome
+    subject, digest = subject_of(receipt, summary.receipt_sha256)
+    check_expected(receipt, _expected(ctx.args, receipt), subject_digest=digest)
+    workers = _workers(receipt)
     emit(ctx.json, {"ok": True, "run_id": verified.run_id, "final_commit": verified.final_commit,
+                    "subject": {"name": subject, "digest": digest}, "format": receipt.get("format", 1),
+                    "repository": receipt.get("repository"),
+                    "moved_by_others": receipt["target"].get("moved_by_others"), "workers": workers,
                     "outcome": outcome, "tree_size": verified.tree_size, "root": verified.root,
                     "events_checked": verified.events_checked, "check_statements": summary.check_statements,
                     "keyid": verifier.keyid},
-         f"ok: run {shown(verified.run_id)}, integration {outcome['status']}"
-         f"{'' if outcome.get('code') is None else ' (' + shown(outcome['code']) + ')'}, final commit "
-         f"{verified.final_commit}; {verified.events_checked} cited events proven in the ledger tree of size "
-         f"{verified.tree_size}; {summary.check_statements} check statement(s) checked")
+         "\n".join([f"ok: run {shown(verified.run_id)}, integration {outcome['status']}"
+                    f"{'' if outcome.get('code') is None else ' (' + shown(outcome['code']) + ')'}, "
+                    + (f"final commit {verified.final_commit}" if "gitCommit" in digest else
+                       f"vouching for no commit (the target stayed at {verified.final_commit})")
+                    + f"; {verified.events_checked} cited events proven in the ledger tree of size "
+                    f"{verified.tree_size}; {summary.check_statements} check statement(s) checked",
+                    *_claims(receipt, workers)]))
     return 0
+
+
+def _expected(args: argparse.Namespace, receipt: dict[str, Any]) -> Any:
+    """What --repository, --commit and --run say to expect; a path is read for its identity and root commits."""
+    from pathlib import Path
+
+    from ..domain.receipt_claims import REPOSITORY_ID, Expected
+
+    given = args.repository
+    if given is None or REPOSITORY_ID.fullmatch(given):
+        return Expected(run=args.run, commit=args.commit, repository_id=given)
+    from ..adapters.world.history import root_commits
+    from ..adapters.world.identity import read_identity
+    from ..adapters.world.paths import find_git_common_dir
+    from ..domain.errors import NotFound
+
+    common = find_git_common_dir(Path(given).absolute())
+    if common is None:
+        raise NotFound("not-a-repository", f"--repository {given}: neither a repository id (repo-...) nor a git "
+                                           "repository")
+    base = receipt["run"].get("base_commit")
+    return Expected(run=args.run, commit=args.commit, repository_id=read_identity(common),
+                    roots=root_commits(common, base) if base else None, path_given=True)
+
+
+def _workers(receipt: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each delivered task's generations and what the receipt says each could touch (its sandbox; None: the
+    receipt does not say)."""
+    return [{"task_id": task["task_id"], "worker_id": g["worker_id"], "generation": g["generation"],
+             "sandbox": g.get("sandbox")} for task in receipt["tasks"] for g in task["generations"]]
+
+
+def _claims(receipt: dict[str, Any], workers: list[dict[str, Any]]) -> list[str]:
+    import json
+
+    from .output import shown
+
+    lines = []
+    repository = receipt.get("repository")
+    if repository is not None:
+        roots = ", ".join(repository.get("roots") or []) or "unknown"
+        lines.append(f"repository: {repository.get('id') or '(no docket id)'}, root commit(s) {roots}")
+    moved = receipt["target"].get("moved_by_others")
+    if moved is not None and moved["moved"]:
+        listed = ", ".join(c[:12] for c in moved["commits"][:10]) + (" ..." if len(moved["commits"]) > 10 else "")
+        lines.append(f"warning: the target moved during the run by commits docket did not make: {listed or '-'}"
+                     + ("" if moved["base_reached"] else " (and the run's base is not on its line)"))
+    elif moved is not None:
+        lines.append("the target moved only by docket's own merges")
+    for w in workers:
+        sandbox = w["sandbox"]
+        said = "the receipt does not say" if sandbox is None else shown(json.dumps(sandbox, sort_keys=True))
+        lines.append(f"worker {shown(w['worker_id'])} generation {w['generation']} could touch: {said}")
+    return lines

@@ -322,6 +322,19 @@ class Config(_Section):
         """The names of the checks a candidate must pass, sorted."""
         return sorted(name for name, check in self.checks.items() if check.required)
 
+    def warnings(self) -> list[tuple[str, str]]:
+        """(code, message) for each setting that is valid but weakens what docket promises: shown, never refused."""
+        found = []
+        sections = ([(f"[agents.{n}]", a.env_allow) for n, a in sorted(self.agents.items())]
+                    + [(f"[checks.{n}]", c.env_allow) for n, c in sorted(self.checks.items())]
+                    + [(f"[hooks] {s!r}", h.env_allow) for s, h in sorted(self.hooks.items())])
+        for where, allow in sections:
+            if "*" in allow:
+                found.append(("env-allow-everything", f"{where} env_allow = [\"*\"] lets every credential in "
+                              "docket's environment through to the process (its values are still redacted from "
+                              "what docket records); name the variables it needs instead"))
+        return found
+
 
 DEFAULT_TOML = '''\
 # docket.toml: how docket runs coding agents in this repository (docs: README.md, "Configuration").

@@ -21,6 +21,7 @@ __all__ = [
     "DependenciesUnsettled",
     "DocketError",
     "Fenced",
+    "LedgerTampered",
     "NotFound",
     "OutcomeUnknown",
     "OutputExists",
@@ -140,6 +141,11 @@ class RunClosed(Refused):
 
     def __init__(self, message: str):
         super().__init__(_codes().RUN_CLOSED, message)
+
+
+class LedgerTampered(VerificationFailed):
+    """The ledger file docket go works on vanished, was replaced or was rewritten under it: nothing is delivered.
+    code: ledger-vanished, ledger-replaced or ledger-rewritten; exit 1, as every ledger that fails verification."""
 
 
 class TargetCheckedOut(Refused):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 from xml.parsers import expat
@@ -66,12 +67,13 @@ class TestReport:
         return frozenset(f.id for f in self.failing)
 
 
-def parse_junit(data: bytes) -> TestReport:
-    """The report in data; ReportError when it is too large, declares a DOCTYPE or entities, is not well-formed XML,
-    or is not JUnit (its root is neither testsuites nor testsuite)."""
+def parse_junit(data: bytes, secrets: Collection[str] = ()) -> TestReport:
+    """The report in data, redacted (shapes and secrets, the known values); ReportError when it is too large,
+    declares a DOCTYPE or entities, is not well-formed XML, or is not JUnit (its root is neither testsuites nor
+    testsuite)."""
     if len(data) > MAX_REPORT_BYTES:
         raise ReportError("report-too-large", f"the report has {len(data)} bytes; at most {MAX_REPORT_BYTES} are read")
-    collector = _Collector()
+    collector = _Collector(tuple(secrets))
     parser = expat.ParserCreate()
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     parser.StartDoctypeDeclHandler = _refuse
@@ -97,7 +99,8 @@ def _refuse(*_: object) -> None:
 
 
 class _Collector:
-    def __init__(self) -> None:
+    def __init__(self, secrets: tuple[str, ...]) -> None:
+        self.secrets = secrets
         self.root: str | None = None
         self.depth = 0
         self.tests = 0
@@ -135,11 +138,11 @@ class _Collector:
     def end(self, name: str) -> None:
         self.depth -= 1
         if name in ("failure", "error") and self.body is not None:
-            self.message = _first_lines(self.message, "".join(self.body))
+            self.message = _first_lines(self.message, "".join(self.body), self.secrets)
             self.body = None
         elif name == "testcase" and self.case is not None:
             if self.outcome is not None:
-                test_id = _test_id(self.case.get("classname", ""), self.case.get("name", ""))
+                test_id = _test_id(self.case.get("classname", ""), self.case.get("name", ""), self.secrets)
                 if test_id not in self.failing:
                     if len(self.failing) >= MAX_FAILING:
                         raise ReportError("report-too-large", f"the report has more than {MAX_FAILING} failing tests")
@@ -148,23 +151,23 @@ class _Collector:
             self.case = None
 
 
-def _test_id(classname: str, name: str) -> str:
+def _test_id(classname: str, name: str, secrets: tuple[str, ...]) -> str:
     """classname::name (pytest's id, with dots for its folders), or name alone; a long id is cut, a digest of the
     whole keeping it distinct."""
-    test_id = redact(f"{classname}::{name}" if classname else name or "(unnamed)")
+    test_id = redact(f"{classname}::{name}" if classname else name or "(unnamed)", secrets)
     if len(test_id) > MAX_ID_CHARS:
         test_id = test_id[:MAX_ID_CHARS - 18] + "…" + hashlib.sha256(test_id.encode()).hexdigest()[:17]
     return test_id
 
 
-def _first_lines(message: str | None, body: str) -> str:
+def _first_lines(message: str | None, body: str, secrets: tuple[str, ...]) -> str:
     """The first lines of the failure's message (of its body when it has none), and where it failed."""
     lines = [line.rstrip() for line in (message if message and message.strip() else body).splitlines()]
     lines = [line for line in lines if line.strip()][:MAX_MESSAGE_LINES]
     where = next((m.group(1) for line in reversed(body.splitlines()) if (m := _WHERE.match(line))), None)
     if where and not any(where in line for line in lines):
         lines.append(f"at {where}")
-    return redact("\n".join(lines))[:MAX_MESSAGE_CHARS]
+    return redact("\n".join(lines), secrets)[:MAX_MESSAGE_CHARS]
 
 
 @dataclass(frozen=True)

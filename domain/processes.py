@@ -22,7 +22,9 @@ __all__ = [
     "liveness_of",
     "looks_secret_value",
     "redact",
+    "redact_values",
     "scrub_environment",
+    "secret_values",
 ]
 
 Liveness = Literal["alive", "dead", "unknown"]
@@ -118,6 +120,15 @@ _NAME_VALUE = re.compile(
     r"""(?P<name>(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*)(?P<sep>["']?[ \t]*[=:][ \t]*["']?)(?P<value>[^\s"',;&]+)"""
 )
 _TOKEN_RUN = re.compile(r"[A-Za-z0-9_+=-]{32,}")
+# An AWS secret access key: exactly 40 characters of base64's alphabet, standing alone.
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_CONTEXT = re.compile(r"aws|(?:AKIA|ASIA)[A-Z0-9]{16}", re.IGNORECASE)
+# "password is hunter2", "the passphrase was x": said in words, not as name=value.
+_PASSWORD_SAID = re.compile(r"(?P<keep>\b(?:password|passwd|passphrase)\s+(?:is|was)\s+)(?P<value>[^\s\"',;]+)",
+                            re.IGNORECASE)
+# A value shorter than this is not redacted by value: "1", "true" or "admin" would blank out ordinary output, and so
+# short a secret is guessable anyway. Values are still caught by their shape when they have one.
+MIN_SECRET_CHARS = 8
 
 
 def _looks_random(run: str) -> bool:
@@ -137,10 +148,37 @@ def _random_runs(text: str) -> list[tuple[int, int]]:
     return [m.span() for m in _TOKEN_RUN.finditer(text) if _looks_random(m.group())]
 
 
+def _aws_secret_keys(text: str, aws: bool | None = None) -> list[tuple[int, int]]:
+    """Bare 40-character base64 runs that an AWS secret access key could be: mixed case with a digit or / or +,
+    and either the text speaks of AWS (aws: as the caller saw it before redacting) or the run switches between
+    character classes as random text does."""
+    spans = []
+    for m in _AWS_SECRET.finditer(text):
+        run = m.group()
+        if not (any(c.isupper() for c in run) and any(c.islower() for c in run)
+                and any(c.isdigit() or c in "/+" for c in run)):
+            continue
+        if aws is None:
+            aws = bool(_AWS_CONTEXT.search(text))
+        if aws or _looks_random(run.replace("/", "").replace("+", "")):
+            spans.append(m.span())
+    return spans
+
+
 def looks_secret_value(value: str) -> bool:
     """Whether a value holds something shaped like a credential (a known token format, a key, a URL password)."""
     return bool(_KNOWN_TOKEN.search(value) or _PRIVATE_KEY.search(value) or _URL_PASSWORD.search(value)
-                or _random_runs(value))
+                or _random_runs(value) or _aws_secret_keys(value))
+
+
+def secret_values(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The values docket redacts by value: every value of environ that scrub_environment would withhold from an
+    agent (a credential-looking name or value), whether it was withheld or let through by env_allow, since
+    env_allow lets a value reach the agent, never the record. Values shorter than MIN_SECRET_CHARS are left to
+    the shape rules; longest first, so a value containing another is replaced whole."""
+    found = {value.strip() for name, value in environ.items()
+             if SECRET_NAME.search(name) or looks_secret_value(value)}
+    return tuple(sorted((v for v in found if len(v) >= MIN_SECRET_CHARS), key=lambda v: (-len(v), v)))
 
 
 def glob_matches(name: str, pattern: str) -> bool:
@@ -187,13 +225,27 @@ def _redact_name_value(match: re.Match[str]) -> str:
     return match["name"] + match["sep"] + REDACTED
 
 
-def redact(text: str) -> str:
-    """text with every secret-looking part replaced by "[redacted]"."""
+def redact_values(text: str, secrets: Collection[str]) -> str:
+    """text with every one of secrets (values known to be secret, longest first) replaced by "[redacted]"."""
+    for value in secrets:
+        if value and value in text:
+            text = text.replace(value, REDACTED)
+    return text
+
+
+def redact(text: str, secrets: Collection[str] = ()) -> str:
+    """text with every one of secrets (redact_values) and every secret-looking part replaced by "[redacted]".
+    The known values go first: a shape rule cutting into one would leave the rest of it."""
+    text = redact_values(text, secrets)
+    aws = bool(_AWS_CONTEXT.search(text))  # before the access key id that says so is redacted
     text = _PRIVATE_KEY.sub(REDACTED, text)
     text = _BEARER.sub(lambda m: m["keep"] + REDACTED, text)
     text = _URL_PASSWORD.sub(lambda m: m["keep"] + REDACTED, text)
     text = _KNOWN_TOKEN.sub(REDACTED, text)
     text = _NAME_VALUE.sub(_redact_name_value, text)
+    text = _PASSWORD_SAID.sub(lambda m: m["keep"] + REDACTED, text)
+    for start, end in reversed(_aws_secret_keys(text, aws)):
+        text = text[:start] + REDACTED + text[end:]
     for start, end in reversed(_random_runs(text)):
         text = text[:start] + REDACTED + text[end:]
     return text
@@ -204,9 +256,9 @@ def redact(text: str) -> str:
 _MARGIN = 8192  # chars read before what is kept, so a secret cut by the window is cut away again, not half shown
 
 
-def _decoded_end(data: bytes, chars: int) -> str:
+def _decoded_end(data: bytes, chars: int, secrets: Collection[str]) -> str:
     window = data[-(4 * chars + _MARGIN):]  # a UTF-8 character is at most 4 bytes
-    return redact(window.decode("utf-8", errors="replace"))
+    return redact(window.decode("utf-8", errors="replace"), secrets)
 
 
 def _lines(text: str) -> list[str]:
@@ -216,23 +268,24 @@ def _lines(text: str) -> list[str]:
     return lines
 
 
-def bounded_tail(data: bytes, *, max_lines: int = 20, max_chars: int = 2000) -> str:
-    """The end of a log, decoded and redacted: at most max_lines lines and max_chars characters, cut at the front.
+def bounded_tail(data: bytes, *, max_lines: int = 20, max_chars: int = 2000, secrets: Collection[str] = ()) -> str:
+    """The end of a log, decoded and redacted (shapes and secrets, the known values): at most max_lines lines and
+    max_chars characters, cut at the front.
 
     Control characters are kept as they are: escaping them is the renderer's job.
     """
     if max_lines <= 0 or max_chars <= 0:
         return ""
-    lines = _lines(_decoded_end(data, max_chars))[-max_lines:]
+    lines = _lines(_decoded_end(data, max_chars, secrets))[-max_lines:]
     return "\n".join(lines)[-max_chars:]
 
 
 LAST_LINE_CHARS = 200
 
 
-def last_line(data: bytes) -> str:
+def last_line(data: bytes, secrets: Collection[str] = ()) -> str:
     """The log's last non-blank line, decoded and redacted, at most 200 characters (its end)."""
-    for line in reversed(_lines(_decoded_end(data, LAST_LINE_CHARS * 40))):
+    for line in reversed(_lines(_decoded_end(data, LAST_LINE_CHARS * 40, secrets))):
         if line.strip():
             return line[-LAST_LINE_CHARS:]
     return ""

@@ -22,10 +22,12 @@ from .canonical import CanonicalJSONError, canonical_json
 from .chain import chain_entry, next_digest
 from .errors import VerificationFailed
 from .merkle import verify_inclusion
+from .receipt_claims import subject_of
 
 __all__ = [
     "CHECK_EVENT_TYPES",
     "FORMAT",
+    "FORMATS",
     "PREDICATE_TYPE",
     "VerifiedReceipt",
     "receipt_checks",
@@ -34,7 +36,8 @@ __all__ = [
 ]
 
 PREDICATE_TYPE = "https://docket.dev/attestation/receipt/v1"
-FORMAT = 1
+FORMAT = 2  # 2: the repository, the target's foreign commits, a stopped run's own subject; 1 still verifies
+FORMATS = (1, 2)
 CHECK_EVENT_TYPES = {"CheckPassed": "passed", "CheckFailed": "failed", "CheckTimedOut": "timed-out"}
 
 _HEX64 = frozenset("0123456789abcdef")
@@ -155,6 +158,9 @@ class _Contradictions:
 
     def check(self, statement: dict[str, Any]) -> str:
         receipt = self.receipt
+        if receipt.get("format") not in FORMATS:
+            raise VerificationFailed("bad-statement", f"receipt format {_shown(receipt.get('format'))} is not one "
+                                                      f"this docket reads ({', '.join(map(str, FORMATS))})")
         for event in self.cited:
             if "run_id" in event.payload and event.payload["run_id"] != self.run_id:
                 self._fail(f"the event at position {event.position} is of run {event.payload['run_id']!r}, not of "
@@ -168,10 +174,12 @@ class _Contradictions:
                    expected_commit=target["expected_commit"], target_branch=run["target_branch"],
                    approved_by=receipt["integration"]["approved_by"], overlaps=receipt["integration"]["overlaps"])
         (subject,) = statement["subject"]
-        if subject.get("name") != target["ref"] or subject["digest"].get("gitCommit") != target["final_commit"]:
-            self._fail(f"the statement's subject ({_shown(subject.get('name'))} at "
-                       f"{_shown(subject['digest'].get('gitCommit'))}) is not the receipt's target "
-                       f"({target['ref']} at {target['final_commit']})")
+        name, digest = subject_of(receipt, receipt_sha256(receipt))
+        if subject.get("name") != name or subject["digest"] != digest:
+            self._fail(f"the statement's subject ({_shown(subject.get('name'))}, {_shown(subject['digest'])}) is "
+                       f"not the receipt's ({name}, {digest})")
+        if receipt["format"] >= 2:
+            self._repository(receipt["repository"])
         outcome = target["outcome"]
         if outcome["status"] == "completed":
             self._find("IntegrationCompleted", "target.final_commit", target_ref=target["ref"],
@@ -199,6 +207,14 @@ class _Contradictions:
             self._step(step)
         return target["final_commit"]
 
+    def _repository(self, repository: dict[str, Any]) -> None:
+        """The repository id is the one the ledger's genesis event (position 1) records."""
+        if repository["id"] is None:
+            return
+        genesis = self._find("LedgerCreated", "repository.id", repository_id=repository["id"])
+        if genesis.position != 1:
+            self._fail(f"the LedgerCreated naming repository.id is at position {genesis.position}, not 1")
+
     def _planned(self, task: dict[str, Any], where: str) -> None:
         titled = [e for e in self.cited if e.type in ("TaskPlanned", "TaskPlannedV2")
                   and e.payload.get("task_id") == task["task_id"]]
@@ -218,6 +234,9 @@ class _Contradictions:
                 found = self._find("WorkerLaunched", f"{where}'s generation {generation['generation']}", **match)
                 if {k: found.payload["process"].get(k) for k in generation["launched"]} != generation["launched"]:
                     self._fail(f"{where}'s generation {generation['generation']} was not launched as the receipt says")
+                if "sandbox" in generation and not _same(found.payload.get("sandbox", _ABSENT), generation["sandbox"]):
+                    self._fail(f"{where}'s generation {generation['generation']} was not sandboxed as the receipt "
+                               "says")
             if generation.get("exited") is not None:
                 self._find("WorkerExited", f"{where}'s generation {generation['generation']}", **match,
                            **generation["exited"])

@@ -38,7 +38,7 @@ from ...domain.events import Event
 from ...domain.processes import scrub_environment
 from ..world import faults
 from ..world.clock import Clock, new_id
-from ..world.logs import log_summary
+from ..world.logs import known_secrets, log_summary
 from .candidates import load_candidate
 from .ledger import Ledger
 from .runs import load_run
@@ -277,7 +277,7 @@ def _record_report(ledger: Ledger, clock: Clock, binding: str, check_id: str, sp
             problem = ("report-missing", f"the check wrote no report at {spec.junit}")
         else:
             digest = hashlib.sha256(data).hexdigest()
-            parsed = parse_junit(data)
+            parsed = parse_junit(data, known_secrets())
     except ReportError as e:
         problem = (e.code, e.message)
     except DocketError as e:

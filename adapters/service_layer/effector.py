@@ -96,6 +96,8 @@ class Effector:
             pass
         if kind.act is None:
             raise TypeError(f"{kind.type_name} decided to act, but its kind declares no act")
+        if kind.delivers:
+            self.ledger.require_intact()  # LedgerTampered: the target stays where it is
         faults.crash_point("effector:before-act", kind.type_name)
         kind.act(port, pending.intent, observation)
         faults.crash_point("effector:after-act", kind.type_name)

@@ -17,6 +17,7 @@ from typing import Any
 from ...domain.chain import GENESIS_DIGEST
 from ...domain.errors import VerificationFailed
 from ...domain.receipts import PREDICATE_TYPE, VerifiedReceipt, receipt_checks, verify_statement
+from ...domain.receipt_claims import subject_of
 from ..world import signing
 from .ledger_tree import ledger_tree
 from .receipts import Sealed
@@ -52,7 +53,6 @@ def receipt_statement(reader: Any, sealed: Sealed) -> dict[str, Any]:
 
     events = [proven(position) for position in event.cited_positions]
     receipt = event.receipt
-    target = receipt["target"]
     predicate = {
         "receipt": receipt,
         "receipt_sha256": event.receipt_sha256,
@@ -61,7 +61,8 @@ def receipt_statement(reader: Any, sealed: Sealed) -> dict[str, Any]:
                    "head": proven(head)},
         "events": events,
     }
-    return signing.statement(target["ref"], {"gitCommit": target["final_commit"]}, PREDICATE_TYPE, predicate)
+    name, digest = subject_of(receipt, event.receipt_sha256)  # a stopped run: the run itself, no commit
+    return signing.statement(name, digest, PREDICATE_TYPE, predicate)
 
 
 def check_statements(receipt: dict[str, Any]) -> list[dict[str, Any]]:
@@ -92,6 +93,7 @@ def receipt_bundle(reader: Any, sealed: Sealed, signer: Any) -> list[dict[str, A
 class BundleSummary:
     receipt: VerifiedReceipt
     check_statements: int
+    receipt_sha256: str = ""
 
 
 def verify_bundle(envelopes: list[dict[str, Any]], verifier: Any) -> BundleSummary:
@@ -115,7 +117,7 @@ def verify_bundle(envelopes: list[dict[str, Any]], verifier: Any) -> BundleSumma
             raise VerificationFailed("check-statement-mismatch", f"line {number} is not the test result of check "
                                                                  f"{check['check']} (run {check['check_id']}) that "
                                                                  "the receipt names there")
-    return BundleSummary(verified, len(expected))
+    return BundleSummary(verified, len(expected), statement["predicate"]["receipt_sha256"])
 
 
 def _line(envelope: dict[str, Any], number: int, verifier: Any) -> dict[str, Any]:

@@ -124,6 +124,7 @@ def _export(d: RunDriver, sealed: Any, signer: Any) -> Path:
 
     path = receipt_path(d.docket_dir, sealed.event.run_id)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    d.ledger.require_intact()  # the bundle proves events read from the ledger now: the one docket wrote
     try:
         write_bundle(path, receipt_bundle(d.reader(), sealed, signer))
     except OutputExists:

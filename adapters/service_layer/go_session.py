@@ -53,4 +53,5 @@ class RunDriver:
         from .effector import Effector
 
         ledger = Ledger(self.ledger_path, lock_timeout=self.lock_timeout)
+        ledger.watch = self.ledger.watch  # one watch per process: each connection tells it what it wrote
         return Session(ledger, self.clock, Effector(ledger, self.clock), ledger.close)

@@ -55,8 +55,17 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
             "tasks": rows, "base_checks": base, "integration": integration.status if integration else None,
             "target_commit": integration.final_commit if integration is not None and (
                 completed or integration.rolling) else None,
-            "overlaps": _overlaps(d, run_id),
+            "overlaps": _overlaps(d, run_id), "moved_by_others": _moved_by_others(d, run_id) if sealed else None,
             "receipt": {"sealed": sealed, "path": str(path) if path.exists() else None}}
+
+
+def _moved_by_others(d: RunDriver, run_id: str) -> dict[str, Any] | None:
+    """What the sealed receipt says of commits docket did not make on the target during the run (format 2)."""
+    from .receipts import find_receipt
+
+    receipt = find_receipt(d.ledger, run_id).event.receipt
+    target = receipt.get("target")
+    return target.get("moved_by_others") if isinstance(target, dict) else None  # type: ignore[return-value]
 
 
 def _overlaps(d: RunDriver, run_id: str) -> list[dict[str, Any]]:

@@ -249,7 +249,7 @@ def _check(s: Session, settings: GoSettings, run_id: str, binding: str, spec: Ch
     from ...domain.check import concluded
     from ...domain.processes import bounded_tail
     from ...domain.task import check_feedback
-    from ..world.logs import log_summary
+    from ..world.logs import known_secrets, log_summary
     from .base_checks import check_base, run_check
 
     candidate = s.ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(binding))
@@ -272,7 +272,8 @@ def _check(s: Session, settings: GoSettings, run_id: str, binding: str, spec: Ch
     tail = next((getattr(e, "tail", "") for _, e in reversed(s.ledger.history(candidate_aggregate.stream_of(binding)))
                  if getattr(e, "check_id", None) == done.check_id and getattr(e, "tail", None) is not None), "")
     if done.log_path and _tests_unusable(done):  # the end of its output, more of it than the event keeps
-        tail = bounded_tail(log_summary(Path(done.log_path)).end, max_lines=60, max_chars=3500) or tail
+        tail = bounded_tail(log_summary(Path(done.log_path)).end, max_lines=60, max_chars=3500,
+                            secrets=known_secrets()) or tail
     return done.result or "failed", check_feedback(spec.name, done.result or "failed", done.result_code, done.tests,
                                                    tail, message=done.result_message,
                                                    base_result=base.result if base else None,
@@ -328,9 +329,10 @@ def _feedback(s: Session, task: task_aggregate.Task, generation: int, code: str,
               binding: str | None, text: str, *, composed: bool = False) -> None:
     """Record why the generation failed; text is cut to its end (composed: bounded and escaped already)."""
     from ...domain.processes import bounded_tail
+    from ..world.logs import known_secrets
 
     feedback = (text if composed else bounded_tail(text.encode("utf-8", "replace"), max_lines=40,
-                                                   max_chars=3000)) or code
+                                                   max_chars=3000, secrets=known_secrets())) or code
 
     def decision(now: str) -> list[Any]:
         return task_aggregate.record_feedback(load_task(s.ledger, task.task_id), load_run(s.ledger, task.run_id),

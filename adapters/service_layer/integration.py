@@ -336,11 +336,14 @@ def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integr
 
 def _conflict_feedback(repository: Path, head: str, step: integration_aggregate.StepState, merged: Any) -> str:
     """What the task's agent is told when its candidate does not merge into the integrated head."""
+    from ...domain.processes import redact
     from ..world.conflicts import conflict_hunks
+    from ..world.logs import known_secrets
 
     paths = list(merged.conflicts)
     named = ", ".join(paths[:20]) + (f" and {len(paths) - 20} more" if len(paths) > 20 else "")
-    hunks = conflict_hunks(repository, head, step.commit, paths) if paths else ""
+    # the files' lines reach the ledger in the feedback: redacted like any output docket keeps
+    hunks = redact(conflict_hunks(repository, head, step.commit, paths), known_secrets()) if paths else ""
     named, hunks = _cut(named, 600), _cut(hunks, 2800)  # the feedback keeps 4,000 characters: the words first
     return (f"your work conflicts with work integrated before it, on {named or merged.detail}. Your worktree now "
             "starts from the integrated head: keep what it has in those files and make your change again on top "

@@ -63,6 +63,8 @@ class IntentKind(Generic[A, I, O]):
     act: Callable[[Any, I, O], None] | None = None  # None: observing is the whole effect
     # the outcome decided after this pass acted (e.g. "created" rather than "observed")
     made: Callable[[Event], Event] | None = None
+    # acts only on a ledger docket go's watch finds intact (the target's move: what a receipt vouches for)
+    delivers: bool = False
 
     @property
     def type_name(self) -> str:
@@ -367,6 +369,7 @@ def _target_kind(intent: type[Any]) -> IntentKind[Any, Any, Any]:
         decide=target_move.decide_target,
         act=_act_target,
         made=integration_aggregate.made,
+        delivers=True,
     )
 
 

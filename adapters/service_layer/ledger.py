@@ -58,6 +58,9 @@ class Ledger(Application):
         self.lock_timeout = lock_timeout
         self._cursor: Any = None  # the write transaction's cursor while a decision runs
         self._folded: dict[str, tuple[Callable[..., Any], Any]] = {}  # streams the running decision folded
+        # docket go's watch over the file (adapters/world/ledger_watch.py): told each head this connection wrote,
+        # and asked before the target moves or a receipt is sealed. None: no watch (short-lived commands).
+        self.watch: Any = None
         if str(path) != ":memory:":  # SQLite never names a file ":memory:": an in-memory ledger (tests)
             prepare_ledger_file(path)
         try:
@@ -108,9 +111,11 @@ class Ledger(Application):
                     decided = decision(max(now, floor or now))
                     appended = self._insert(c, [decided] if isinstance(decided, Event) else list(decided), floor)
                     self._keep_snapshots(c, appended)
-                    return appended
+                    written = self._written_head(c, appended)
                 finally:
                     self._cursor, self._folded = None, {}
+            self._tell_watch(written)
+            return appended
         except LedgerBusy as e:
             raise self._busy(e) from None
         except IntegrityError:
@@ -123,9 +128,25 @@ class Ledger(Application):
         """
         try:
             with self.recorder.write_transaction() as c:
-                return [position for position, _ in self._insert(c, list(events), self._head_time(c))]
+                appended = self._insert(c, list(events), self._head_time(c))
+                written = self._written_head(c, appended)
+            self._tell_watch(written)
+            return [position for position, _ in appended]
         except LedgerBusy as e:
             raise self._busy(e) from None
+
+    def _written_head(self, c: Any, appended: list[tuple[int, Event]]) -> Any:
+        """The chain head this transaction wrote, when a watch wants to know it (read before the commit)."""
+        return self.recorder._chain_head(c) if appended and self.watch is not None else None
+
+    def _tell_watch(self, written: Any) -> None:
+        if written is not None:  # committed: the transaction's block has exited without an error
+            self.watch.wrote(written)
+
+    def require_intact(self) -> None:
+        """LedgerTampered when docket go's watch finds the file vanished, replaced or rewritten; else nothing."""
+        if self.watch is not None:
+            self.watch.check()
 
     def _insert(self, c: Any, events: list[Event], floor: str | None) -> list[tuple[int, Event]]:
         """Insert events, none dated before floor (the last recorded event's time) or its predecessor."""

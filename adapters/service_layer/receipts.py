@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ...domain import events as ev
@@ -50,6 +51,7 @@ def seal_run(ledger: Ledger, reader: Any, clock: Clock, run_id: str, tasks: Sequ
     if not integration.ended:
         raise Refused("not-integrated", f"the integration of run {run_id} is {integration.status}; a run is sealed "
                                         "once its integration has ended ('docket integrate')")
+    ledger.require_intact()  # never seal what docket go's ledger no longer holds as it wrote it
     receipt = build_receipt(ledger, run_id, tasks)
     head = reader.chain_head()
     root = ledger_tree(reader, head.position, keep=ledger.keep_merkle_nodes).root().hex()
@@ -80,6 +82,11 @@ def find_receipt(ledger: Ledger, run_id: str) -> Sealed:
         if isinstance(event, ev.ReceiptSealed):
             return Sealed(position, event)
     raise Refused("not-sealed", f"run {run_id} has no sealed receipt ('docket seal {run_id}')")
+
+
+def _json(value: dict[str, Any]) -> dict[str, Any]:
+    """A recorded part (a pydantic model or plain data) as plain JSON data."""
+    return {k: v.model_dump(mode="json") if hasattr(v, "model_dump") else v for k, v in value.items()}
 
 
 def build_receipt(ledger: Ledger, run_id: str, tasks: Sequence[str] = ()) -> dict[str, Any]:
@@ -143,12 +150,14 @@ class _Builder:
             tasks = [self.task(step) for step in prepared.steps]
             delivering = {step.task_id for step in prepared.steps}
             undelivered = [self.undelivered(task_id) for task_id in self.planned if task_id not in delivering]
+        base = getattr(pinned, "commit", None)
         return {
             "format": FORMAT,
+            "repository": self.repository(prepared.repository, base),
             "run": {"id": self.run_id, "goal": opened.goal,
                     "goal_sha256": hashlib.sha256(opened.goal.encode("utf-8")).hexdigest(),
-                    "base_commit": getattr(pinned, "commit", None), "target_branch": opened.target_branch},
-            "target": self.target(prepared, steps),
+                    "base_commit": base, "target_branch": opened.target_branch},
+            "target": self.target(prepared, steps, base),
             "tasks": tasks,
             "undelivered": undelivered,
             "integration": {"steps": steps, "overlaps": [o.model_dump() for o in prepared.overlaps],
@@ -156,7 +165,44 @@ class _Builder:
             "cited": sorted(self.cited),
         }
 
-    def target(self, prepared: ev.IntegrationPrepared | ev.IntegrationPreparedV2, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    def repository(self, path: str, base: str | None) -> dict[str, Any]:
+        """The repository's identity (domain/receipt_claims.py): docket's id for it, as the cited genesis event
+        records it, and the root commits of the base's history, the same in every clone."""
+        from ..world.history import root_commits
+
+        genesis = self.ledger.genesis()
+        if genesis is not None:
+            self.cited.add(1)
+        roots = root_commits(Path(path), base) if base is not None else None
+        return {"id": getattr(genesis, "repository_id", None), "roots": list(roots) if roots is not None else None}
+
+    def foreign(self, path: str, tip: str, base: str | None, steps: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """Commits on the target's first-parent line from tip back to the base that docket did not make (its step
+        merge commits): the target moved during the run by someone else's hand."""
+        from ...domain.receipt_claims import FOREIGN_LIMIT, foreign_commits
+        from ..world.history import first_parents
+
+        if base is None:
+            return None
+        made = {s["merge_commit"] for s in steps if s["merge_commit"] is not None}
+        history = first_parents(Path(path), tip, base, FOREIGN_LIMIT + len(made) + 2)
+        found = foreign_commits(history, base, made)
+        return {"moved": bool(found.commits) or not found.base_reached, **found.as_dict()}
+
+    @staticmethod
+    def tip(prepared: ev.IntegrationPrepared | ev.IntegrationPreparedV2, final_commit: str,
+            outcome: dict[str, Any]) -> str:
+        """Where the target's line is read from: the final commit of a completed run; a stopped run's target as it
+        is now (moved by someone else, its move was refused), else the commit it was expected at."""
+        from ..world.repository import observe_branch
+
+        if outcome["status"] == "completed":
+            return final_commit
+        observed = observe_branch(Path(prepared.repository), prepared.target_branch)
+        return observed.commit if observed.status == "found" and observed.commit else final_commit
+
+    def target(self, prepared: ev.IntegrationPrepared | ev.IntegrationPreparedV2, steps: list[dict[str, Any]],
+               base: str | None = None) -> dict[str, Any]:
         stream = integration_aggregate.stream_of(self.run_id)
         ended = self.last(stream, ev.IntegrationCompleted, ev.IntegrationTargetMoved)
         outcome: dict[str, Any]
@@ -169,7 +215,9 @@ class _Builder:
             code = stopped["code"] if stopped else getattr(ended, "code", "stopped")
             outcome = {"status": "stopped", "code": code, "step": stopped["step"] if stopped else None}
         return {"ref": prepared.target_ref, "expected_commit": prepared.expected_commit,
-                "final_commit": final_commit, "final_tree": final_tree, "outcome": outcome}
+                "final_commit": final_commit, "final_tree": final_tree, "outcome": outcome,
+                "moved_by_others": self.foreign(prepared.repository, self.tip(prepared, final_commit, outcome), base,
+                                                steps)}
 
     def task(self, step: ev.IntegrationStep) -> dict[str, Any]:
         planned = self.first(task_stream(step.task_id), ev.TaskPlanned, ev.TaskPlannedV2)
@@ -211,6 +259,8 @@ class _Builder:
         for generation in numbers:
             launched = self.last(stream, ev.WorkerLaunched, generation=generation)
             exited = self.last(stream, ev.WorkerExited, generation=generation)
+            # what the worker could touch, as WorkerLaunched records it (its sandbox policy), when it does
+            sandbox = {"sandbox": launched.sandbox} if getattr(launched, "sandbox", None) is not None else {}
             made.append({
                 "worker_id": worker_id, "generation": generation,
                 "launched": None if not isinstance(launched, ev.WorkerLaunched) else {
@@ -219,6 +269,7 @@ class _Builder:
                 "exited": None if not isinstance(exited, ev.WorkerExited) else {
                     "cause": exited.cause, "exit_code": exited.exit_code, "signal": exited.signal,
                     "duration_ms": exited.duration_ms},
+                **_json(sandbox),
             })
         return made
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..world.reader import SqliteLedgerReader
     from .ports import LedgerReader
 
-__all__ = ["MAX_POSITION", "Anchor", "genesis_break", "read_anchor", "verify_ledger"]
+__all__ = ["MAX_POSITION", "Anchor", "genesis_break", "ledger_repository_id", "read_anchor", "verify_ledger"]
 
 MAX_POSITION = 2**53 - 1  # what every store and JSON reader can hold
 HEX_DIGITS = frozenset("0123456789abcdef")
@@ -94,6 +94,18 @@ def verify_ledger(reader: SqliteLedgerReader, *, anchor: Anchor | None = None, u
                                      f" is {root}, not the {anchor.merkle_root} of {anchor.source}")
     return {"ok": True, "events": head.position, "head": {"position": head.position, "digest": head.digest},
             "algorithm": CHAIN_ALGORITHM}
+
+
+def ledger_repository_id(reader: LedgerReader) -> str | None:
+    """The repository identity the ledger's genesis event records (None: bound to none, or unreadable)."""
+    row = reader.event_at(1)
+    if row is None:
+        return None
+    try:
+        found = json.loads(row[4])["payload"].get("repository_id")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return found if isinstance(found, str) else None
 
 
 def genesis_break(reader: LedgerReader) -> ChainBreak | None:

@@ -36,7 +36,7 @@ from ...domain.events import Event, LeaseGranted
 from ...domain.processes import ProcessIdentity, bounded_tail, scrub_environment
 from ..world import faults
 from ..world.clock import Clock, new_id
-from ..world.logs import log_summary
+from ..world.logs import known_secrets, log_summary
 from .leases import worktree_resource
 from .ledger import Ledger
 from .liveness import holder_liveness, process_liveness
@@ -258,7 +258,7 @@ def _prepare(ledger: Ledger, clock: Clock, workspaces: WorkspacePort, task: task
         if done.returncode != 0:
             failed = "setup-failed"
             message = (f"setup command {list(argv)!r} exited {done.returncode}: "
-                       f"{bounded_tail(done.stdout + done.stderr, max_lines=5, max_chars=1000)}")
+                       f"{bounded_tail(done.stdout + done.stderr, max_lines=5, max_chars=1000, secrets=known_secrets())}")
             break
 
     def decision(now: str) -> Event:
@@ -364,10 +364,12 @@ def exit_worker(ledger: Ledger, clock: Clock, worker_id: str, generation: int, *
     """Record WorkerExited for the generation, once (False if it was already recorded); with a report format,
     AgentReported in the same transaction when the agent's output holds one."""
     from ...domain.agent_reports import parse_report
+    from ...domain.processes import redact_values
     from ...domain.values import to_ms
 
     summary = log_summary(log_path)
-    parsed = parse_report(report, summary.end.decode("utf-8", "replace")) if report and agent else None
+    output = redact_values(summary.end.decode("utf-8", "replace"), known_secrets())  # a session id may not be one
+    parsed = parse_report(report, output) if report and agent else None
 
     def decision(now: str) -> list[Event]:
         duration = None if started_at is None else max(0, to_ms(now) - to_ms(started_at))

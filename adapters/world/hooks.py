@@ -23,6 +23,7 @@ from ...domain.canonical import canonical_json
 from ...domain.events import HookRequested
 from ...domain.hooks import HookObservation
 from ...domain.processes import ProcessIdentity, bounded_tail, scrub_environment
+from .logs import known_secrets
 from . import faults
 
 __all__ = ["STOP_GRACE_SECONDS", "act", "observe"]
@@ -74,7 +75,7 @@ def _summary(log: Path) -> dict[str, Any]:
             digest.update(chunk)
             size += len(chunk)
             end = (end + chunk)[-_TAIL_BYTES:]
-    return {"output_sha256": digest.hexdigest(), "output_bytes": size, "tail": bounded_tail(end)}
+    return {"output_sha256": digest.hexdigest(), "output_bytes": size, "tail": bounded_tail(end, secrets=known_secrets())}
 
 
 def observe(processes: Any, intent: HookRequested) -> HookObservation:

@@ -15,9 +15,9 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
-from ...domain.chain import ChainRow
+from ...domain.chain import ChainHead, ChainRow
 
-__all__ = ['CHAIN_TABLE', 'LEDGER_TABLES', 'MAX_SAFE_POSITION', 'MERKLE_BLOCK_HEIGHT', 'MERKLE_NODES_TABLE', 'Row', 'connect_read_only', 'has_stream', 'head_position', 'is_on_read_only_filesystem', 'last_event_and_chain_end', 'missing_tables', 'orphan_digest_after', 'read_chain_rows', 'read_events', 'read_events_at', 'read_only']
+__all__ = ['CHAIN_TABLE', 'LEDGER_TABLES', 'MAX_SAFE_POSITION', 'MERKLE_BLOCK_HEIGHT', 'MERKLE_NODES_TABLE', 'Row', 'chain_head', 'connect_read_only', 'digest_at', 'has_stream', 'head_position', 'is_on_read_only_filesystem', 'last_event_and_chain_end', 'missing_tables', 'orphan_digest_after', 'read_chain_rows', 'read_events', 'read_events_at', 'read_only', 'state_at']
 
 Row = tuple[int, str, int, str, bytes]  # position, stream, version, type, state
 
@@ -125,6 +125,23 @@ def last_event_and_chain_end(conn: sqlite3.Connection) -> tuple[int, int]:
     last_event, chain_end = conn.execute(
         f"SELECT (SELECT MAX(rowid) FROM stored_events), (SELECT MAX(position) FROM {CHAIN_TABLE})").fetchone()
     return last_event or 0, chain_end or 0
+
+
+def chain_head(conn: sqlite3.Connection) -> ChainHead | None:
+    """The chain's last position and its digest (None: no chain yet)."""
+    row = conn.execute(f"SELECT position, digest FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1").fetchone()
+    return None if row is None else ChainHead(*row)
+
+
+def digest_at(conn: sqlite3.Connection, position: int) -> str | None:
+    row = conn.execute(f"SELECT digest FROM {CHAIN_TABLE} WHERE position = ?", (position,)).fetchone()
+    return None if row is None else row[0]
+
+
+def state_at(conn: sqlite3.Connection, position: int) -> bytes | None:
+    """The stored state (the event's exact bytes) at position."""
+    row = conn.execute("SELECT state FROM stored_events WHERE rowid = ?", (position,)).fetchone()
+    return None if row is None else row[0]
 
 
 def has_stream(conn: sqlite3.Connection, stream: str) -> bool:

@@ -2,7 +2,9 @@
 
 What an agent's or a check's end records (``log_summary``), what resets a worker's
 idle timer (``log_size``), and what the live board shows of a running agent
-(``last_output_line``).
+(``last_output_line``). What is kept is redacted by shape and by value
+(``known_secrets``: the values docket withholds from agents, or lets through
+env_allow, read from its own environment).
 """
 
 from __future__ import annotations
@@ -13,12 +15,18 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...domain.processes import bounded_tail, last_line
+from ...domain.processes import bounded_tail, last_line, secret_values
 
-__all__ = ["LogSummary", "last_output_line", "log_size", "log_summary"]
+__all__ = ["LogSummary", "known_secrets", "last_output_line", "log_size", "log_summary"]
 
 TAIL_BYTES = 4096
 LINE_CHARS = 200
+
+
+def known_secrets() -> tuple[str, ...]:
+    """The secret values of docket's own environment, as domain.processes.secret_values chooses them: redacted by
+    value wherever output is kept, whichever agent's env_allow let one through."""
+    return secret_values(os.environ)
 
 
 def last_output_line(path: str) -> str | None:
@@ -63,7 +71,8 @@ def log_summary(log_path: Path | None) -> LogSummary:
             digest.update(chunk)
             size += len(chunk)
             end = (end + chunk)[-65536:]
-    return LogSummary(digest.hexdigest(), size, bounded_tail(end), last_line(end), end)
+    secrets = known_secrets()
+    return LogSummary(digest.hexdigest(), size, bounded_tail(end, secrets=secrets), last_line(end, secrets), end)
 
 
 def log_size(path: os.PathLike[str]) -> int:

@@ -180,3 +180,12 @@ def test_lines_appended_to_the_default_file_stay_top_level_and_every_unknown_key
     result = docket("config", "show", check=False)
     assert error_of(result) == (2, "bad-config", f"docket.toml line {lines + 6}: run.budgte: unknown key; "
                                                  f"line {lines + 7}: run.timout: unknown key")
+
+
+def test_env_allow_everything_is_warned_of_and_still_shown(docket, repo):
+    (repo / "docket.toml").write_text(AGENT + 'env_allow = ["*"]\n')
+    shown = docket("config", "show", "--json")
+    assert shown.returncode == 0
+    assert shown.stderr.startswith("docket: warning: env-allow-everything: [agents.aider] env_allow = [\"*\"] lets "
+                                   "every credential")
+    assert shown.json()["config"]["agents"]["aider"]["env_allow"] == ["*"]

@@ -66,6 +66,11 @@ def resigned(exported, value: dict) -> bytes:  # noqa: ANN001
     return json.dumps(envelope, sort_keys=True, separators=(",", ":")).encode()
 
 
+def run_opened(value: dict) -> dict:
+    """The cited RunOpened event of a statement (position 1, LedgerCreated, is cited before it from format 2)."""
+    return next(e for e in value["predicate"]["events"] if e["type"].startswith("RunOpened"))
+
+
 def with_receipt(exported, change) -> list[bytes]:  # noqa: ANN001
     """The bundle with line 1's statement changed by change(statement) and signed again with the same key."""
     lines = list(exported["lines"])
@@ -108,11 +113,11 @@ def test_the_signature_itself_changed(exported, tmp_path, capsys):
 
 def test_a_cited_events_state_changed_and_signed_again(exported, tmp_path, capsys):
     def change(value: dict) -> None:
-        event = value["predicate"]["events"][0]
+        event = run_opened(value)
         state = event["state"] = base64.b64decode(event["state"]).replace(b"two files", b"two filez")
         event["state"] = base64.b64encode(state).decode()
 
-    first = statement(exported["lines"][0])["predicate"]["events"][0]["position"]
+    first = run_opened(statement(exported["lines"][0]))["position"]
     failed(verify(exported, with_receipt(exported, change), tmp_path, capsys), "event-digest-mismatch",
            f"position {first} ('RunOpened.v1'")
 
@@ -121,7 +126,7 @@ def test_a_digest_recomputed_for_a_changed_event_is_not_in_the_tree(exported, tm
     from docket.domain.chain import chain_entry, next_digest
 
     def change(value: dict) -> None:
-        event = value["predicate"]["events"][0]
+        event = run_opened(value)
         state = base64.b64decode(event["state"]).replace(b"two files", b"two filez")
         event["state"] = base64.b64encode(state).decode()
         event["digest"] = next_digest(event["previous_digest"], chain_entry(

@@ -103,10 +103,15 @@ def test_a_stopped_integration_is_sealed_at_the_commit_the_target_still_names(do
     private, public = keys(docket)
     bundle = docket.cwd.parent / "stopped.jsonl"
     docket("export", RUN, "--key", str(private), "--out", str(bundle))
-    assert statements(bundle)[0]["subject"][0]["digest"] == {"gitCommit": expected}
+    # nothing was delivered: the statement is about the run, never about a commit docket did not verify
+    assert statements(bundle)[0]["subject"] == [{"name": f"docket-run:{RUN}",
+                                                 "digest": {"sha256": sealed["receipt_sha256"]}}]
     done = verify_elsewhere(docket, bundle, public, "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["outcome"]["code"] == "conflicted"
+    asked = verify_elsewhere(docket, bundle, public, "--commit", expected)
+    assert asked.returncode == 1 and asked.stderr.startswith("docket: error: receipt-for-another-commit: the "
+                                                             "receipt's run stopped and vouches for no commit")
 
     with sqlite3.connect(docket.ledger) as conn:  # a digest below the seal rewritten behind docket's back
         conn.execute("UPDATE chain SET digest = ? WHERE position = 3", ("0" * 64,))

@@ -1,0 +1,121 @@
+"""What the long-lived `docket go` process knows of its ledger file, checked before it delivers or seals.
+
+Without a sandbox an agent runs as the user and can open the ledger file: delete it, put another repository's
+ledger in its place, or edit an event and recompute the chain with the documented formula (DESIGN.md, "The
+ledger"). `docket verify` afterwards would find a consistent chain. The process that wrote the ledger knows more:
+the file's device and inode, and the digest of the last event it appended itself. Before the target moves and
+before the receipt is sealed, ``LedgerWatch.check`` makes sure that
+
+- the file is still at its path, the same file (device and inode) docket opened;
+- the last head it verified, and the head each of its own writes since left, still have the digests docket
+  computed: an edit of an event, with the chain recomputed from there, changes the digest of every later
+  position, so of the last write docket made before the edit (docket's later writes chain on from the forgery,
+  which is why one head is not enough);
+- every event after the last verified head chains on from it (verified incrementally, not from the genesis).
+
+An event edited below the last verified head without recomputing the chain leaves every digest as it was: that
+is a broken chain, which `docket verify` reports, and a receipt citing the event no longer verifies.
+
+Events appended after docket's last write by another process that chain correctly are accepted: another docket
+command (`docket run stop`, `docket approve`) appends those, and without a sandbox an agent running docket's
+own code cannot be told apart from one. With the sandbox on, no agent can open the ledger at all (README,
+"What docket promises").
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...domain.chain import GENESIS_DIGEST, ChainHead, recorded_time, verify_chain
+from ...domain.codes import Code
+from ...domain.errors import LedgerTampered
+from .ledger_rows import chain_head, digest_at, read_chain_rows, read_only, state_at
+
+__all__ = ["FileIdentity", "LedgerWatch", "watch_ledger"]
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    device: int
+    inode: int
+
+
+def _identity(path: Path) -> FileIdentity | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return FileIdentity(st.st_dev, st.st_ino)
+
+
+class LedgerWatch:
+    """The ledger file's identity and the chain heads this process wrote and verified; thread-safe."""
+
+    def __init__(self, path: Path, identity: FileIdentity, head: ChainHead, head_time: str | None):
+        self.path = path
+        self.identity = identity
+        self._verified = head  # every event up to here chains from what this process knew
+        self._verified_time = head_time
+        self._written: list[ChainHead] = []  # the head each of this process's writes left, since the last check
+        self._lock = threading.Lock()
+
+    def wrote(self, head: ChainHead) -> None:
+        """This process appended events up to head (its digest as computed in the appending transaction)."""
+        with self._lock:
+            self._written.append(head)
+
+    def check(self) -> ChainHead:
+        """The verified head now; LedgerTampered (ledger-vanished, ledger-replaced, ledger-rewritten) when the
+        file is not the one docket opened or its events are not the ones docket wrote."""
+        with self._lock:
+            found = _identity(self.path)
+            if found is None:
+                raise LedgerTampered(Code.LEDGER_VANISHED, f"the ledger {self.path} vanished during the run; "
+                                                           "nothing is delivered")
+            if found != self.identity:
+                raise LedgerTampered(Code.LEDGER_REPLACED, f"the ledger {self.path} was replaced during the run "
+                                     f"(inode {found.inode}, not the {self.identity.inode} docket opened); "
+                                     "nothing is delivered")
+            with read_only(self.path) as conn:
+                if _identity(self.path) != self.identity:  # swapped between the stat and the open
+                    raise LedgerTampered(Code.LEDGER_REPLACED, f"the ledger {self.path} was replaced during the "
+                                                               "run; nothing is delivered")
+                for known in (self._verified, *self._written):
+                    digest = digest_at(conn, known.position)
+                    if known.position and digest != known.digest:
+                        raise LedgerTampered(Code.LEDGER_REWRITTEN, _rewritten(self.path, known, digest))
+                head, broken = verify_chain(read_chain_rows(conn, after=self._verified.position),
+                                            start=self._verified, start_time=self._verified_time)
+                if broken is not None:
+                    raise LedgerTampered(Code.LEDGER_REWRITTEN, f"the ledger {self.path} was changed during the "
+                                         f"run: position {broken.position}: {broken.reason}; nothing is delivered")
+                last_written = max((h.position for h in self._written), default=0)
+                if head.position < last_written:
+                    raise LedgerTampered(Code.LEDGER_REWRITTEN, f"the ledger {self.path} ends at position "
+                                         f"{head.position}, before the {last_written} docket wrote; "
+                                         "nothing is delivered")
+                if head.position > self._verified.position:
+                    state = state_at(conn, head.position)
+                    self._verified_time = recorded_time(state) if state else self._verified_time
+                self._verified, self._written = head, []
+            return head
+
+
+def _rewritten(path: Path, known: ChainHead, digest: str | None) -> str:
+    found = "is gone" if digest is None else f"has digest {digest[:16]}…"
+    return (f"the ledger {path} was rewritten during the run: the event at position {known.position} {found}, "
+            f"not the {known.digest[:16]}… docket wrote or verified; nothing is delivered")
+
+
+def watch_ledger(path: Path) -> LedgerWatch:
+    """The watch over the ledger file at path as it is now: its identity and its chain head."""
+    identity = _identity(path)
+    if identity is None:
+        raise FileNotFoundError(path)
+    with read_only(path) as conn:
+        head = chain_head(conn) or ChainHead(0, GENESIS_DIGEST)
+        state = state_at(conn, head.position)
+    return LedgerWatch(path, identity, head, recorded_time(state) if state else None)
