@@ -38,6 +38,8 @@ from .errors import AwaitingApproval, DependenciesUnsettled, Refused
 from .run import Run, require_open
 from .streams import integration_stream as stream_of
 
+from .effects import MAX_FOREIGN_COMMITS, ForeignCommits
+
 if TYPE_CHECKING:
     from .effects import Act, IntegrationObservation, Unknown
 
@@ -51,6 +53,8 @@ __all__ = [
     "conflicted",
     "decide_step",
     "made",
+    "moved_by_others",
+    "moved_unrecorded",
     "open_queue",
     "prepare",
     "queue_step",
@@ -126,6 +130,8 @@ class Integration:
     rolling: bool = False  # a queue that goes on (IntegrationPrepared v2)
     closed: bool = False  # IntegrationQueueClosed: no step comes any more
     target_at: str | None = None  # rolling: the commit the last move left the target at
+    target_found: str | None = None  # IntegrationTargetMoved: what the target named instead of the expected commit
+    moved_by_others: tuple[tuple[str, str], ...] = ()  # IntegrationTargetMovedByOthers: (expected, found) each
 
     @property
     def status(self) -> IntegrationStatus:
@@ -269,7 +275,11 @@ def apply(integration: Integration | None, event: ev.Event, position: int) -> In
     if isinstance(event, ev.IntegrationTargetMoved):
         # checked out in a worktree: nothing is wrong with the queue; once switched away, the target is asked again
         again = event.code == Code.TARGET_CHECKED_OUT
-        return replace(integration, target=None if again else "moved", target_intent=None, target_code=event.code)
+        return replace(integration, target=None if again else "moved", target_intent=None, target_code=event.code,
+                       target_found=event.found)
+    if isinstance(event, ev.IntegrationTargetMovedByOthers):
+        return replace(integration, moved_by_others=integration.moved_by_others + (
+            (event.expected_commit, event.found),))
     if isinstance(event, ev.ReceiptSealed):
         return replace(integration, receipt_sha256=event.receipt_sha256, sealed_at=position)
     if isinstance(event, ev.IntentCancelled):
@@ -334,16 +344,57 @@ def prepare(existing: Integration | None, run: Run, *, repository: str, target_b
 
 
 def open_queue(existing: Integration | None, run: Run, *, repository: str, target_branch: str, expected_commit: str,
-               integration_ref: str, required_checks: Sequence[ev.RequiredCheck], now: str) -> list[ev.Event]:
-    """IntegrationPrepared v2, a queue that goes on, with no step yet; nothing when the run's queue is prepared."""
+               integration_ref: str, required_checks: Sequence[ev.RequiredCheck], now: str,
+               foreign: ForeignCommits | None = None) -> list[ev.Event]:
+    """IntegrationPrepared v2, a queue that goes on from expected_commit (what the target names now), with no step
+    yet; nothing when the run's queue is prepared. When expected_commit is not the run's base (someone moved the
+    target while the agents worked), IntegrationTargetMovedByOthers with it, naming foreign (the commits docket
+    did not see come from the run): the queue goes on on top of them, and the ledger and the receipt say so."""
     if existing is not None and existing.prepared:
         return []
     require_open(run)
-    return [next_event(ev.IntegrationPreparedV2, stream_of(run.run_id), 0 if existing is None else existing.version,
-                       now, run_id=run.run_id, repository=repository, target_branch=target_branch,
-                       target_ref=f"refs/heads/{target_branch}", expected_commit=expected_commit,
-                       integration_ref=integration_ref, steps=[], required_checks=list(required_checks),
-                       overlaps=[], approved_by=[])]
+    version = 0 if existing is None else existing.version
+    target_ref = f"refs/heads/{target_branch}"
+    events: list[ev.Event] = [next_event(
+        ev.IntegrationPreparedV2, stream_of(run.run_id), version, now, run_id=run.run_id, repository=repository,
+        target_branch=target_branch, target_ref=target_ref, expected_commit=expected_commit,
+        integration_ref=integration_ref, steps=[], required_checks=list(required_checks), overlaps=[], approved_by=[])]
+    if run.base_commit is not None and expected_commit != run.base_commit:
+        events.append(_moved_by_others(run.run_id, version + 1, now, target_ref=target_ref,
+                                       expected=run.base_commit, found=expected_commit, seen="queue-opened",
+                                       foreign=foreign))
+    return events
+
+
+def moved_by_others(integration: Integration, foreign: ForeignCommits | None, now: str) -> list[ev.Event]:
+    """IntegrationTargetMovedByOthers once the target move found the target moved by someone else
+    (IntegrationTargetMoved ``target-moved``): the commits it names that docket did not leave there; nothing
+    otherwise, or once recorded."""
+    if not moved_unrecorded(integration):
+        return []
+    expected, found = integration.target_expected, integration.target_found
+    assert integration.target_ref is not None and expected is not None and found is not None
+    return [_moved_by_others(integration.run_id, integration.version, now, target_ref=integration.target_ref,
+                             expected=expected, found=found, seen="target-moved", foreign=foreign)]
+
+
+def moved_unrecorded(integration: Integration) -> bool:
+    """The target move found the target moved by someone else, and which commits it brought is not recorded yet."""
+    expected, found = integration.target_expected, integration.target_found
+    return (integration.target == "moved" and integration.target_code == Code.TARGET_MOVED and expected is not None
+            and found is not None and (expected, found) not in integration.moved_by_others)
+
+
+def _moved_by_others(run_id: str, version: int, now: str, *, target_ref: str, expected: str, found: str,
+                     seen: Literal["queue-opened", "target-moved"], foreign: ForeignCommits | None) -> ev.Event:
+    """foreign None: not walked (nothing known beyond found itself, complete False)."""
+    commits = foreign.commits[:MAX_FOREIGN_COMMITS] if foreign is not None else ()
+    return next_event(ev.IntegrationTargetMovedByOthers, stream_of(run_id), version, now, run_id=run_id,
+                      target_ref=target_ref, expected_commit=expected, found=found, seen=seen,
+                      foreign_commits=list(commits),
+                      foreign_count=foreign.count if foreign is not None else 0,
+                      complete=foreign.complete if foreign is not None else False,
+                      keeps_expected=foreign.keeps_expected if foreign is not None else False)
 
 
 def queue_step(integration: Integration, run: Run, step: ev.IntegrationStep, *, waiting_for: Sequence[str],

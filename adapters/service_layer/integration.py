@@ -104,6 +104,9 @@ def advance(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, checks:
     while True:
         integration = load_integration(ledger, run_id)
         assert integration is not None
+        if integration_aggregate.moved_unrecorded(integration):
+            _record_moved_by_others(ledger, clock, effector, integration)
+            continue
         if integration.ended or integration.status == "open":
             return integration
         step = integration.next_step()
@@ -168,10 +171,15 @@ def _open_queue(ledger: Ledger, clock: Clock, effector: Any, run_id: str, reposi
         _require_target(run.target_branch, target, "update")  # refused: missing or unreadable
     assert target.commit is not None
     required = [ev.RequiredCheck(check=s.name, config_sha256=s.config_sha256) for s in checks if s.required]
+    # moved by someone else since the run was based (a human pushed, or an agent reset it): the queue goes on from
+    # there, and the commits docket never saw are recorded with it
+    foreign = None
+    if run.base_commit is not None and target.commit != run.base_commit:
+        foreign = effector.ports.merges.foreign_commits(repository, run.base_commit, target.commit)
     ledger.decide(lambda now: integration_aggregate.open_queue(
         load_integration(ledger, run_id), load_run(ledger, run_id), repository=str(repository),
         target_branch=run.target_branch, expected_commit=target.commit, integration_ref=integration_ref(run_id),
-        required_checks=required, now=now), clock.now())
+        required_checks=required, now=now, foreign=foreign), clock.now())
     faults.crash_point("integrate:after-prepare")
 
 
@@ -494,6 +502,22 @@ def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integ
                                                 "yet; 'docket integrate' observes again")
     if after.target is None and after.target_code == Code.TARGET_CHECKED_OUT:
         raise TargetCheckedOut(_last_target_message(ledger, integration.run_id))
+
+
+def _record_moved_by_others(ledger: Ledger, clock: Clock, effector: Any,
+                            integration: integration_aggregate.Integration) -> None:
+    """The target was found moved by someone else when it was to move: record the commits it names that docket did
+    not leave there (IntegrationTargetMovedByOthers), once."""
+    assert integration.repository is not None and integration.target_expected and integration.target_found
+    foreign = effector.ports.merges.foreign_commits(Path(integration.repository), integration.target_expected,
+                                                    integration.target_found)
+
+    def decision(now: str) -> list[ev.Event]:
+        current = load_integration(ledger, integration.run_id)
+        assert current is not None
+        return integration_aggregate.moved_by_others(current, foreign, now)
+
+    ledger.decide(decision, clock.now())
 
 
 def _last_target_message(ledger: Ledger, run_id: str) -> str:
