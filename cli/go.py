@@ -289,6 +289,15 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
     for overlap in doc["overlaps"]:
         lines.append(f"  warning: {shown(overlap['first_task'])} and {shown(overlap['second_task'])} change the same "
                      f"paths: {', '.join(shown(p) for p in overlap['paths'][:10])}")
+    for moved in doc["moved_by_others"]:
+        commits = ", ".join(c[:12] for c in moved["foreign_commits"][:10])
+        more = moved["foreign_count"] - min(len(moved["foreign_commits"]), 10)
+        lines.append(f"  warning: {shown(doc['target'])} was moved by someone else "
+                     + ("before docket integrated" if moved["seen"] == "queue-opened" else "after docket moved it")
+                     + f": {moved['foreign_count']} commit(s) docket did not make"
+                     + (f" ({commits}{f' and {more} more' if more > 0 else ''})" if commits else "")
+                     + ("" if moved["keeps_expected"] else f"; {moved['expected_commit'][:12]} is no longer on it")
+                     + ("; integrated on top of them" if moved["seen"] == "queue-opened" else "; nothing moved"))
     lines += base_check_lines([{"check": name, "status": b["result"], "code": b["code"]}
                                for name, b in sorted(doc["base_checks"].items())])
     if doc["target_commit"]:

@@ -88,6 +88,11 @@ def test_a_target_moved_before_the_queue_opened_is_integrated_on_top_and_its_com
     # the honest work landed, on top of what was there: nothing was reset or forced
     assert world.file_at("main", "feature.py") == "print('honest work of feature')\n"
     assert git(world.repo, "merge-base", "--is-ancestor", backdoor, "main") == ""
+    # and the run does not pass it off as nothing: the summary warns, naming the commit
+    assert done.stdout.count('"moved_by_others"') == 1 and backdoor in done.stdout
+    shown = world.run("go", "--resume", "mv1")
+    assert (f"  warning: main was moved by someone else before docket integrated: 1 commit(s) docket did not make "
+            f"({backdoor[:12]}); integrated on top of them\n") in shown.stdout, shown.stdout + shown.stderr
 
 
 TWO = '''\
