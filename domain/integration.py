@@ -318,8 +318,10 @@ def record_approval(existing: Integration | None, run: Run, *, by: str,
 
 def prepare(existing: Integration | None, run: Run, *, repository: str, target_branch: str, expected_commit: str,
             integration_ref: str, steps: Sequence[ev.IntegrationStep], required_checks: Sequence[ev.RequiredCheck],
-            overlaps: Sequence[ev.PathOverlapWarning], approval_required: bool, now: str) -> list[ev.Event]:
-    """IntegrationPrepared; nothing when it is prepared already. Refused ``nothing-to-integrate`` without a step,
+            overlaps: Sequence[ev.PathOverlapWarning], approval_required: bool, now: str,
+            foreign: ForeignCommits | None = None) -> list[ev.Event]:
+    """IntegrationPrepared (and IntegrationTargetMovedByOthers, as open_queue records it, when expected_commit is
+    not the run's base); nothing when it is prepared already. Refused ``nothing-to-integrate`` without a step,
     ``awaiting-approval`` when approval is required and a step's candidate is not approved."""
     if existing is not None and existing.prepared:
         return []
@@ -336,11 +338,14 @@ def prepare(existing: Integration | None, run: Run, *, repository: str, target_b
                                    f"{', '.join(waiting)} ('docket approve {run.run_id} --by NAME')")
         wanted = {s.binding_id for s in steps}
         approved_by = sorted({a.by for a in approvals if wanted & set(a.bindings)})
-    return [next_event(ev.IntegrationPrepared, stream_of(run.run_id), 0 if existing is None else existing.version,
+    version = 0 if existing is None else existing.version
+    target_ref = f"refs/heads/{target_branch}"
+    return [next_event(ev.IntegrationPrepared, stream_of(run.run_id), version,
                        now, run_id=run.run_id, repository=repository, target_branch=target_branch,
-                       target_ref=f"refs/heads/{target_branch}", expected_commit=expected_commit,
+                       target_ref=target_ref, expected_commit=expected_commit,
                        integration_ref=integration_ref, steps=list(steps), required_checks=list(required_checks),
-                       overlaps=list(overlaps), approved_by=approved_by)]
+                       overlaps=list(overlaps), approved_by=approved_by),
+            *_moved_at_start(run, version + 1, now, target_ref=target_ref, found=expected_commit, foreign=foreign)]
 
 
 def open_queue(existing: Integration | None, run: Run, *, repository: str, target_branch: str, expected_commit: str,
@@ -355,15 +360,20 @@ def open_queue(existing: Integration | None, run: Run, *, repository: str, targe
     require_open(run)
     version = 0 if existing is None else existing.version
     target_ref = f"refs/heads/{target_branch}"
-    events: list[ev.Event] = [next_event(
+    return [next_event(
         ev.IntegrationPreparedV2, stream_of(run.run_id), version, now, run_id=run.run_id, repository=repository,
         target_branch=target_branch, target_ref=target_ref, expected_commit=expected_commit,
-        integration_ref=integration_ref, steps=[], required_checks=list(required_checks), overlaps=[], approved_by=[])]
-    if run.base_commit is not None and expected_commit != run.base_commit:
-        events.append(_moved_by_others(run.run_id, version + 1, now, target_ref=target_ref,
-                                       expected=run.base_commit, found=expected_commit, seen="queue-opened",
-                                       foreign=foreign))
-    return events
+        integration_ref=integration_ref, steps=[], required_checks=list(required_checks), overlaps=[], approved_by=[]),
+        *_moved_at_start(run, version + 1, now, target_ref=target_ref, found=expected_commit, foreign=foreign)]
+
+
+def _moved_at_start(run: Run, version: int, now: str, *, target_ref: str, found: str,
+                    foreign: ForeignCommits | None) -> list[ev.Event]:
+    """IntegrationTargetMovedByOthers (seen queue-opened) when the queue starts from a commit not the run's base."""
+    if run.base_commit is None or found == run.base_commit:
+        return []
+    return [_moved_by_others(run.run_id, version, now, target_ref=target_ref, expected=run.base_commit, found=found,
+                             seen="queue-opened", foreign=foreign)]
 
 
 def moved_by_others(integration: Integration, foreign: ForeignCommits | None, now: str) -> list[ev.Event]:

@@ -256,6 +256,9 @@ def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Se
     target = _observe_target(effector, repository, run.target_branch, None) if repository else None
     if target is not None:
         _require_target(run.target_branch, target, checked_out_target)
+    foreign = None
+    if target is not None and target.commit is not None and target.commit != run.base_commit:
+        foreign = effector.ports.merges.foreign_commits(repository, run.base_commit, target.commit)
     steps = [ev.IntegrationStep(task_id=c.task_id, binding_id=c.binding_id, commit=c.commit, worker_id=c.worker_id,
                                 generation=c.generation) for c in picked]
     overlaps = [ev.PathOverlapWarning(first_task=picked[o.first].task_id, second_task=picked[o.second].task_id,
@@ -268,7 +271,7 @@ def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Se
             target_branch=run.target_branch, expected_commit=target.commit if target else run.base_commit,
             integration_ref=integration_ref(run_id), steps=steps,
             required_checks=[ev.RequiredCheck(check=s.name, config_sha256=s.config_sha256) for s in required],
-            overlaps=overlaps, approval_required=approval_required, now=now)
+            overlaps=overlaps, approval_required=approval_required, now=now, foreign=foreign)
 
     ledger.decide(decision, clock.now())
     return tuple(skipped)

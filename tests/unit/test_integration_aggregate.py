@@ -344,3 +344,19 @@ def test_a_target_found_moved_when_it_was_to_move_records_the_foreign_commits_on
     state = fold([moved], state)
     assert not integration.moved_unrecorded(state) and integration.moved_by_others(state, None, T0) == []
     assert state.status == "stopped"
+
+
+def test_a_fixed_queue_prepared_on_a_moved_target_records_what_docket_never_saw_too():
+    from docket.domain.effects import ForeignCommits
+
+    events = integration.prepare(
+        None, RUN, repository="/repo/.git", target_branch="release", expected_commit=OTHER,
+        integration_ref="refs/docket/integrations/r1",
+        steps=[ev.IntegrationStep(task_id="t1", binding_id=BINDING, commit=CANDIDATE, worker_id="t1", generation=1)],
+        required_checks=[], overlaps=[], approval_required=False, now=T0,
+        foreign=ForeignCommits((OTHER,), 1, True, True))
+    prepared_event, moved = events
+    assert isinstance(moved, ev.IntegrationTargetMovedByOthers) and moved.version == prepared_event.version + 1
+    assert (moved.seen, moved.expected_commit, moved.found, moved.foreign_commits) == (
+        "queue-opened", HEAD, OTHER, [OTHER])
+    assert fold(events).moved_by_others == ((HEAD, OTHER),)
