@@ -49,7 +49,8 @@ from .handoff import confirm_handoff
 from .ledger import Ledger
 from .runs import load_run
 
-__all__ = ["Integrated", "advance", "integrate", "integration_ref", "load_integration", "queue_task"]
+__all__ = ["Integrated", "advance", "integrate", "integration_ref", "load_integration", "queue_task",
+           "record_moved_target"]
 
 
 def integration_ref(run_id: str) -> str:
@@ -105,7 +106,7 @@ def advance(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, checks:
         integration = load_integration(ledger, run_id)
         assert integration is not None
         if integration_aggregate.moved_unrecorded(integration):
-            _record_moved_by_others(ledger, clock, effector, integration)
+            record_moved_target(ledger, clock, effector, run_id)
             continue
         if integration.ended or integration.status == "open":
             return integration
@@ -507,10 +508,13 @@ def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integ
         raise TargetCheckedOut(_last_target_message(ledger, integration.run_id))
 
 
-def _record_moved_by_others(ledger: Ledger, clock: Clock, effector: Any,
-                            integration: integration_aggregate.Integration) -> None:
-    """The target was found moved by someone else when it was to move: record the commits it names that docket did
-    not leave there (IntegrationTargetMovedByOthers), once."""
+def record_moved_target(ledger: Ledger, clock: Clock, effector: Any, run_id: str) -> None:
+    """When the target was found moved by someone else when it was to move: record the commits it names that
+    docket did not leave there (IntegrationTargetMovedByOthers), once; nothing otherwise. Also after a crash
+    between the two records, before the receipt is sealed."""
+    integration = load_integration(ledger, run_id)
+    if integration is None or not integration_aggregate.moved_unrecorded(integration):
+        return
     assert integration.repository is not None and integration.target_expected and integration.target_found
     foreign = effector.ports.merges.foreign_commits(Path(integration.repository), integration.target_expected,
                                                     integration.target_found)

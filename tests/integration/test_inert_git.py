@@ -71,3 +71,11 @@ def test_git_gets_none_of_dockets_environment(repo, tmp_path, monkeypatch):
     assert env["GIT_WORK_TREE"] == str(repo) and env["GIT_DIR"] != str(repo / ".git")
     assert "core.hooksPath=" in (seen / "argv").read_text()
     assert (repo / "a.txt").read_text() == "one\n"
+
+
+def test_the_repositorys_data_settings_still_count_file_modes_ignored(repo, tmp_path):
+    old, new = _two_commits(repo)
+    (repo / "README.md").chmod(0o755)
+    assert observe_checkout(repo, old, new).changes == ("unstaged README.md",)
+    git(repo, "config", "core.fileMode", "false")  # copied into docket's own config: the mode no longer counts
+    assert observe_checkout(repo, old, new).state == "at-old"
