@@ -35,13 +35,12 @@ from . import events as ev
 from .aggregate import next_event
 from .codes import Code
 from .errors import AwaitingApproval, DependenciesUnsettled, Refused
+from .foreign_commits import moved_by_others_event
 from .run import Run, require_open
 from .streams import integration_stream as stream_of
 
-from .effects import MAX_FOREIGN_COMMITS, ForeignCommits
-
 if TYPE_CHECKING:
-    from .effects import Act, IntegrationObservation, Unknown
+    from .effects import Act, ForeignCommits, IntegrationObservation, Unknown
 
 __all__ = [
     "Approval",
@@ -53,8 +52,6 @@ __all__ = [
     "conflicted",
     "decide_step",
     "made",
-    "moved_by_others",
-    "moved_unrecorded",
     "open_queue",
     "prepare",
     "queue_step",
@@ -372,39 +369,8 @@ def _moved_at_start(run: Run, version: int, now: str, *, target_ref: str, found:
     """IntegrationTargetMovedByOthers (seen queue-opened) when the queue starts from a commit not the run's base."""
     if run.base_commit is None or found == run.base_commit:
         return []
-    return [_moved_by_others(run.run_id, version, now, target_ref=target_ref, expected=run.base_commit, found=found,
-                             seen="queue-opened", foreign=foreign)]
-
-
-def moved_by_others(integration: Integration, foreign: ForeignCommits | None, now: str) -> list[ev.Event]:
-    """IntegrationTargetMovedByOthers once the target move found the target moved by someone else
-    (IntegrationTargetMoved ``target-moved``): the commits it names that docket did not leave there; nothing
-    otherwise, or once recorded."""
-    if not moved_unrecorded(integration):
-        return []
-    expected, found = integration.target_expected, integration.target_found
-    assert integration.target_ref is not None and expected is not None and found is not None
-    return [_moved_by_others(integration.run_id, integration.version, now, target_ref=integration.target_ref,
-                             expected=expected, found=found, seen="target-moved", foreign=foreign)]
-
-
-def moved_unrecorded(integration: Integration) -> bool:
-    """The target move found the target moved by someone else, and which commits it brought is not recorded yet."""
-    expected, found = integration.target_expected, integration.target_found
-    return (integration.target == "moved" and integration.target_code == Code.TARGET_MOVED and expected is not None
-            and found is not None and (expected, found) not in integration.moved_by_others)
-
-
-def _moved_by_others(run_id: str, version: int, now: str, *, target_ref: str, expected: str, found: str,
-                     seen: Literal["queue-opened", "target-moved"], foreign: ForeignCommits | None) -> ev.Event:
-    """foreign None: not walked (nothing known beyond found itself, complete False)."""
-    commits = foreign.commits[:MAX_FOREIGN_COMMITS] if foreign is not None else ()
-    return next_event(ev.IntegrationTargetMovedByOthers, stream_of(run_id), version, now, run_id=run_id,
-                      target_ref=target_ref, expected_commit=expected, found=found, seen=seen,
-                      foreign_commits=list(commits),
-                      foreign_count=foreign.count if foreign is not None else 0,
-                      complete=foreign.complete if foreign is not None else False,
-                      keeps_expected=foreign.keeps_expected if foreign is not None else False)
+    return [moved_by_others_event(run.run_id, version, now, target_ref=target_ref, expected=run.base_commit,
+                                  found=found, seen="queue-opened", foreign=foreign)]
 
 
 def queue_step(integration: Integration, run: Run, step: ev.IntegrationStep, *, waiting_for: Sequence[str],

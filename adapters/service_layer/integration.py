@@ -105,7 +105,7 @@ def advance(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, checks:
     while True:
         integration = load_integration(ledger, run_id)
         assert integration is not None
-        if integration_aggregate.moved_unrecorded(integration):
+        if target_move.moved_unrecorded(integration):
             record_moved_target(ledger, clock, effector, run_id)
             continue
         if integration.ended or integration.status == "open":
@@ -513,7 +513,7 @@ def record_moved_target(ledger: Ledger, clock: Clock, effector: Any, run_id: str
     docket did not leave there (IntegrationTargetMovedByOthers), once; nothing otherwise. Also after a crash
     between the two records, before the receipt is sealed."""
     integration = load_integration(ledger, run_id)
-    if integration is None or not integration_aggregate.moved_unrecorded(integration):
+    if integration is None or not target_move.moved_unrecorded(integration):
         return
     assert integration.repository is not None and integration.target_expected and integration.target_found
     foreign = effector.ports.merges.foreign_commits(Path(integration.repository), integration.target_expected,
@@ -522,7 +522,7 @@ def record_moved_target(ledger: Ledger, clock: Clock, effector: Any, run_id: str
     def decision(now: str) -> list[ev.Event]:
         current = load_integration(ledger, integration.run_id)
         assert current is not None
-        return integration_aggregate.moved_by_others(current, foreign, now)
+        return target_move.moved_by_others(current, foreign, now)
 
     ledger.decide(decision, clock.now())
 

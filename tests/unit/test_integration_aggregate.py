@@ -324,7 +324,7 @@ def test_a_queue_opened_on_a_target_someone_moved_goes_on_from_there_and_records
             moved.complete, moved.keeps_expected) == ("queue-opened", HEAD, OTHER, [OTHER, MERGE], 2, True, True)
     state = fold(events)
     assert state.moved_by_others == ((HEAD, OTHER),) and state.status == "open"
-    assert not integration.moved_unrecorded(state)
+    assert not target_move.moved_unrecorded(state)
     # on the run's base: nothing more than the queue
     assert len(integration.open_queue(None, RUN, repository="/repo/.git", target_branch="release",
                                       expected_commit=HEAD, integration_ref="refs/docket/integrations/r1",
@@ -335,14 +335,14 @@ def test_a_target_found_moved_when_it_was_to_move_records_the_foreign_commits_on
     from docket.domain.effects import ForeignCommits
 
     state, intent = target_requested(verified_all())
-    assert integration.moved_by_others(state, None, T0) == []
+    assert target_move.moved_by_others(state, None, T0) == []
     state = fold([target_move.decide_target(state, intent, TO("found", commit=OTHER), T0)], state)
-    assert integration.moved_unrecorded(state)
-    (moved,) = integration.moved_by_others(state, ForeignCommits((OTHER,), 1, True, False), T0)
+    assert target_move.moved_unrecorded(state)
+    (moved,) = target_move.moved_by_others(state, ForeignCommits((OTHER,), 1, True, False), T0)
     assert (moved.seen, moved.expected_commit, moved.found, moved.foreign_commits, moved.keeps_expected) == (
         "target-moved", HEAD, OTHER, [OTHER], False)
     state = fold([moved], state)
-    assert not integration.moved_unrecorded(state) and integration.moved_by_others(state, None, T0) == []
+    assert not target_move.moved_unrecorded(state) and target_move.moved_by_others(state, None, T0) == []
     assert state.status == "stopped"
 
 
