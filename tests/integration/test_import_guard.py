@@ -63,3 +63,19 @@ def test_an_import_from_the_checkout_fails(tmp_path):
                            pythonpath=str(checkout))
     assert returncode == 1 and "ImportError: " + MARKER in log.read_text()
     assert violations(log) and str(checkout / "greeting") in violations(log)[0]
+
+
+def test_a_folder_the_checks_environment_allows_imports_freely(tmp_path):
+    checkout = tmp_path / "checkout"
+    _package(checkout / "vendor", "vendored")
+    execution = tmp_path / "execution"
+    execution.mkdir()
+    log = tmp_path / "check.log"
+    env = guard_environment({"PATH": os.environ["PATH"], "PYTHONPATH": str(checkout / "vendor"),
+                             "DOCKET_IMPORT_ALLOW": str(checkout / "vendor")},
+                            folder=guard_folder(tmp_path / "docket"), checkout=checkout, execution=str(execution))
+    assert env["DOCKET_IMPORT_ALLOW"] == os.pathsep.join([str(execution), str(checkout / "vendor")])
+    with open(log, "wb") as out:
+        done = subprocess.run([sys.executable, "-c", "import greeting; print(greeting.WORD)"], cwd=execution,
+                              env=env, stdout=out, stderr=out)
+    assert (done.returncode, log.read_text().strip()) == (0, "vendored")
