@@ -16,8 +16,8 @@ attributes are not read either (``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL``, 
 ``core.attributesFile``), and the switches on the command line (also handed to any git a git command starts) close
 the rest. ``.gitattributes``' own ``text``/``eol`` rules still apply, as git applies them for the user. The
 environment is an allow-list (the path, the home folder, the locale, the time zone), scrubbed of secret-looking
-values: never docket's own. What this gives up: a split index (``core.splitIndex``) cannot be read (observing
-says so and nothing moves), and sparse checkouts are not honoured.
+values: never docket's own. What this gives up: a split index (``core.splitIndex``) is read, and written back
+whole (git splits it again on its next write), and sparse checkouts are not honoured.
 """
 
 from __future__ import annotations
