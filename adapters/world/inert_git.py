@@ -8,7 +8,8 @@ them. Switching each off by name (``-c filter.<name>.smudge=``) cannot be comple
 any folder and from included config files, and can be added between the listing and the command.
 
 So git runs here with a git dir of docket's own: a throwaway folder holding a config docket wrote (a few data
-settings copied from the repository's: file modes, symlinks, case, the object format, the excludes file), an
+settings copied from the repository's: file modes, symlinks, case, the object format, sparse checkout, the
+excludes file), an
 unborn HEAD and an empty hooks folder, with ``GIT_WORK_TREE`` the checkout, ``GIT_INDEX_FILE`` its index and
 ``GIT_OBJECT_DIRECTORY`` the repository's objects. The repository's config is never read, so no filter, fsmonitor,
 hook, diff driver or credential helper it names exists for git; the system and global configs and the system
@@ -16,8 +17,9 @@ attributes are not read either (``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL``, 
 ``core.attributesFile``), and the switches on the command line (also handed to any git a git command starts) close
 the rest. ``.gitattributes``' own ``text``/``eol`` rules still apply, as git applies them for the user. The
 environment is an allow-list (the path, the home folder, the locale, the time zone), scrubbed of secret-looking
-values: never docket's own. What this gives up: a split index (``core.splitIndex``) is read, and written back
-whole (git splits it again on its next write), and sparse checkouts are not honoured.
+values: never docket's own. A sparse checkout's settings and patterns are copied too, so a move writes only
+inside its cone. What this gives up: a split index (``core.splitIndex``) is read, and written back whole (git
+splits it again on its next write).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ KEPT_VARIABLES = ("PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "USER", "L
 # data settings of the repository's config that make git see its files as the user's git does; none runs anything
 COPIED_SETTINGS = (("core", "filemode"), ("core", "symlinks"), ("core", "ignorecase"), ("core", "precomposeunicode"),
                    ("core", "trustctime"), ("core", "checkstat"), ("core", "repositoryformatversion"),
-                   ("extensions", "objectformat"))
+                   ("extensions", "objectformat"), ("core", "sparsecheckout"), ("core", "sparsecheckoutcone"))
 
 
 def inert_switches(hooks: str) -> list[str]:
@@ -90,11 +92,13 @@ def inert_git(worktree: Path) -> Iterator[InertGit]:
         for folder in ("refs", "hooks", "info"):
             (private / folder).mkdir()
         (private / "HEAD").write_text("ref: refs/heads/docket-inert\n")
-        (private / "config").write_text(_config(common))
-        try:
-            shutil.copyfile(common / "info" / "exclude", private / "info" / "exclude", follow_symlinks=False)
-        except OSError:
-            pass  # none, or not a file: no exclude rules of the repository's own
+        (private / "config").write_text(_config(common, git_dir))
+        # the repository's exclude rules, and the checkout's sparse-checkout patterns (its own git dir's)
+        for source, name in ((common, "exclude"), (git_dir, "sparse-checkout")):
+            try:
+                shutil.copyfile(source / "info" / name, private / "info" / name, follow_symlinks=False)
+            except OSError:
+                pass  # none, or not a file
         env = inert_environment(os.environ, git_dir=str(private), work_tree=str(worktree),
                                 index=str(git_dir / "index"), objects=str(common / "objects"))
         yield InertGit(env, tuple(inert_switches(str(private / "hooks"))), worktree)
@@ -122,19 +126,21 @@ def _git_dirs(worktree: Path) -> tuple[Path, Path]:
     return Path(os.path.normpath(git_dir)), Path(os.path.normpath(common))
 
 
-def _config(common: Path) -> str:
-    """docket's config for the git dir: the copied settings of the repository's config (read as data: its includes
-    are not followed), the user's excludes file, and no more."""
+def _config(common: Path, git_dir: Path) -> str:
+    """docket's config for the git dir: the copied settings of the repository's config and of the checkout's own
+    (``config.worktree``; read as data: includes are not followed), the user's excludes file, and no more."""
     from dulwich.config import ConfigFile, StackedConfig
 
-    try:
-        theirs = ConfigFile.from_path(str(common / "config"))
-    except (OSError, ValueError):
-        theirs = ConfigFile()
+    found = []
+    for path in (git_dir / "config.worktree", common / "config"):  # the checkout's own first, as git reads them
+        try:
+            found.append(ConfigFile.from_path(str(path)))
+        except (OSError, ValueError):
+            pass
     sections: dict[str, list[str]] = {"core": ["\tbare = false"]}
     for section, name in COPIED_SETTINGS:
         try:
-            value = theirs.get((section.encode(),), name.encode()).decode("utf-8")
+            value = StackedConfig(found).get((section.encode(),), name.encode()).decode("utf-8")
         except (KeyError, UnicodeDecodeError):
             continue
         if value.replace("-", "").replace("_", "").isalnum():  # a plain word or number, nothing to escape

@@ -79,3 +79,24 @@ def test_the_repositorys_data_settings_still_count_file_modes_ignored(repo, tmp_
     assert observe_checkout(repo, old, new).changes == ("unstaged README.md",)
     git(repo, "config", "core.fileMode", "false")  # copied into docket's own config: the mode no longer counts
     assert observe_checkout(repo, old, new).state == "at-old"
+
+
+def test_a_sparse_checkout_moves_only_inside_its_cone(repo, tmp_path):
+    (repo / "x").mkdir()
+    (repo / "y").mkdir()
+    (repo / "x" / "a.txt").write_text("a\n")
+    (repo / "y" / "b.txt").write_text("b\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "two folders")
+    old = git(repo, "rev-parse", "HEAD")
+    (repo / "x" / "c.txt").write_text("c\n")
+    (repo / "y" / "d.txt").write_text("d\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "one more in each")
+    new = git(repo, "rev-parse", "HEAD")
+    git(repo, "reset", "-q", "--hard", old)
+    git(repo, "sparse-checkout", "set", "x")  # in the checkout's own config.worktree
+    assert not (repo / "y").exists()
+    update_checkout(repo, old, new)
+    assert observe_checkout(repo, old, new).state == "at-new"
+    assert (repo / "x" / "c.txt").read_text() == "c\n" and not (repo / "y").exists()
