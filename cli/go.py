@@ -302,6 +302,15 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
     for overlap in doc["overlaps"]:
         lines.append(f"  warning: {shown(overlap['first_task'])} and {shown(overlap['second_task'])} change the same "
                      f"paths: {', '.join(shown(p) for p in overlap['paths'][:10])}")
+    for moved in doc["moved_by_others"]:
+        commits = ", ".join(c[:12] for c in moved["foreign_commits"][:10])
+        more = moved["foreign_count"] - min(len(moved["foreign_commits"]), 10)
+        lines.append(f"  warning: {shown(doc['target'])} was moved by someone else "
+                     + ("before docket integrated" if moved["seen"] == "queue-opened" else "after docket moved it")
+                     + f": {moved['foreign_count']} commit(s) docket did not make"
+                     + (f" ({commits}{f' and {more} more' if more > 0 else ''})" if commits else "")
+                     + ("" if moved["keeps_expected"] else f"; {moved['expected_commit'][:12]} is no longer on it")
+                     + ("; integrated on top of them" if moved["seen"] == "queue-opened" else "; nothing moved"))
     lines += base_check_lines([{"check": name, "status": b["result"], "code": b["code"]}
                                for name, b in sorted(doc["base_checks"].items())])
     if doc["target_commit"]:
@@ -309,8 +318,8 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
                      + ("" if doc["integration"] == "completed" else f" (integration {doc['integration']})"))
     elif doc["integration"]:
         lines.append(f"  integration {doc['integration']}; {shown(doc['target'])} not moved")
-    moved = doc.get("moved_by_others")
-    if moved and moved["moved"]:
+    moved = doc.get("receipt_moved_by_others")
+    if moved and moved["moved"] and not doc["moved_by_others"]:  # the ledger's records above already said it
         listed = ", ".join(c[:12] for c in moved["commits"][:10]) or "-"
         lines.append(f"  warning: {shown(doc['target'])} moved during the run by commits docket did not make: "
                      f"{listed}" + ("" if moved["base_reached"] else " (the run's base is not on its line)"))

@@ -100,6 +100,7 @@ class Code(StrEnum):
     HANDOFF_REJECTED = "handoff-rejected"
     HEAD_MOVED = "head-moved"
     HEAD_NOT_PROVEN = "head-not-proven"
+    IMPORT_OUTSIDE_EXECUTION = "import-outside-execution"
     INCONSISTENT = "inconsistent"
     INTEGRATION_CONFLICT = "integration-conflict"
     INTEGRATION_NOT_VERIFIED = "integration-not-verified"

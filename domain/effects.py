@@ -36,6 +36,8 @@ __all__ = [
     "DocketWorktree",
     "ExecutionInspection",
     "ExecutionObservation",
+    "ForeignCommits",
+    "MAX_FOREIGN_COMMITS",
     "IntegrationObservation",
     "MergeResult",
     "TargetHistory",
@@ -190,6 +192,24 @@ class TargetHistory:
     def trees_on_parents(self) -> dict[tuple[str, str], str]:
         """(tree, parent) -> a walked commit with that tree and that parent."""
         return {(tree, parent): commit for commit, (tree, parents) in self.commits.items() for parent in parents}
+
+
+@dataclass(frozen=True)
+class ForeignCommits:
+    """The commits a target branch names that docket did not leave there: reachable from found, not from expected
+    (``git rev-list found ^expected``), newest first, at most MAX_FOREIGN_COMMITS of them; count: how many were
+    walked; complete: the walk ended (False: it stopped at its bound or at a missing object, detail says which);
+    keeps_expected: found still holds expected in its history (False: the history the run stood on was rewritten
+    or dropped)."""
+
+    commits: tuple[str, ...]
+    count: int
+    complete: bool
+    keeps_expected: bool
+    detail: str = ""
+
+
+MAX_FOREIGN_COMMITS = 1000
 
 
 @dataclass(frozen=True)

@@ -35,11 +35,12 @@ from . import events as ev
 from .aggregate import next_event
 from .codes import Code
 from .errors import AwaitingApproval, DependenciesUnsettled, Refused
+from .foreign_commits import moved_by_others_event
 from .run import Run, require_open
 from .streams import integration_stream as stream_of
 
 if TYPE_CHECKING:
-    from .effects import Act, IntegrationObservation, Unknown
+    from .effects import Act, ForeignCommits, IntegrationObservation, Unknown
 
 __all__ = [
     "Approval",
@@ -126,6 +127,8 @@ class Integration:
     rolling: bool = False  # a queue that goes on (IntegrationPrepared v2)
     closed: bool = False  # IntegrationQueueClosed: no step comes any more
     target_at: str | None = None  # rolling: the commit the last move left the target at
+    target_found: str | None = None  # IntegrationTargetMoved: what the target named instead of the expected commit
+    moved_by_others: tuple[tuple[str, str], ...] = ()  # IntegrationTargetMovedByOthers: (expected, found) each
 
     @property
     def status(self) -> IntegrationStatus:
@@ -269,7 +272,11 @@ def apply(integration: Integration | None, event: ev.Event, position: int) -> In
     if isinstance(event, ev.IntegrationTargetMoved):
         # checked out in a worktree: nothing is wrong with the queue; once switched away, the target is asked again
         again = event.code == Code.TARGET_CHECKED_OUT
-        return replace(integration, target=None if again else "moved", target_intent=None, target_code=event.code)
+        return replace(integration, target=None if again else "moved", target_intent=None, target_code=event.code,
+                       target_found=event.found)
+    if isinstance(event, ev.IntegrationTargetMovedByOthers):
+        return replace(integration, moved_by_others=integration.moved_by_others + (
+            (event.expected_commit, event.found),))
     if isinstance(event, ev.ReceiptSealed):
         return replace(integration, receipt_sha256=event.receipt_sha256, sealed_at=position)
     if isinstance(event, ev.IntentCancelled):
@@ -308,8 +315,10 @@ def record_approval(existing: Integration | None, run: Run, *, by: str,
 
 def prepare(existing: Integration | None, run: Run, *, repository: str, target_branch: str, expected_commit: str,
             integration_ref: str, steps: Sequence[ev.IntegrationStep], required_checks: Sequence[ev.RequiredCheck],
-            overlaps: Sequence[ev.PathOverlapWarning], approval_required: bool, now: str) -> list[ev.Event]:
-    """IntegrationPrepared; nothing when it is prepared already. Refused ``nothing-to-integrate`` without a step,
+            overlaps: Sequence[ev.PathOverlapWarning], approval_required: bool, now: str,
+            foreign: ForeignCommits | None = None) -> list[ev.Event]:
+    """IntegrationPrepared (and IntegrationTargetMovedByOthers, as open_queue records it, when expected_commit is
+    not the run's base); nothing when it is prepared already. Refused ``nothing-to-integrate`` without a step,
     ``awaiting-approval`` when approval is required and a step's candidate is not approved."""
     if existing is not None and existing.prepared:
         return []
@@ -326,24 +335,42 @@ def prepare(existing: Integration | None, run: Run, *, repository: str, target_b
                                    f"{', '.join(waiting)} ('docket approve {run.run_id} --by NAME')")
         wanted = {s.binding_id for s in steps}
         approved_by = sorted({a.by for a in approvals if wanted & set(a.bindings)})
-    return [next_event(ev.IntegrationPrepared, stream_of(run.run_id), 0 if existing is None else existing.version,
+    version = 0 if existing is None else existing.version
+    target_ref = f"refs/heads/{target_branch}"
+    return [next_event(ev.IntegrationPrepared, stream_of(run.run_id), version,
                        now, run_id=run.run_id, repository=repository, target_branch=target_branch,
-                       target_ref=f"refs/heads/{target_branch}", expected_commit=expected_commit,
+                       target_ref=target_ref, expected_commit=expected_commit,
                        integration_ref=integration_ref, steps=list(steps), required_checks=list(required_checks),
-                       overlaps=list(overlaps), approved_by=approved_by)]
+                       overlaps=list(overlaps), approved_by=approved_by),
+            *_moved_at_start(run, version + 1, now, target_ref=target_ref, found=expected_commit, foreign=foreign)]
 
 
 def open_queue(existing: Integration | None, run: Run, *, repository: str, target_branch: str, expected_commit: str,
-               integration_ref: str, required_checks: Sequence[ev.RequiredCheck], now: str) -> list[ev.Event]:
-    """IntegrationPrepared v2, a queue that goes on, with no step yet; nothing when the run's queue is prepared."""
+               integration_ref: str, required_checks: Sequence[ev.RequiredCheck], now: str,
+               foreign: ForeignCommits | None = None) -> list[ev.Event]:
+    """IntegrationPrepared v2, a queue that goes on from expected_commit (what the target names now), with no step
+    yet; nothing when the run's queue is prepared. When expected_commit is not the run's base (someone moved the
+    target while the agents worked), IntegrationTargetMovedByOthers with it, naming foreign (the commits docket
+    did not see come from the run): the queue goes on on top of them, and the ledger and the receipt say so."""
     if existing is not None and existing.prepared:
         return []
     require_open(run)
-    return [next_event(ev.IntegrationPreparedV2, stream_of(run.run_id), 0 if existing is None else existing.version,
-                       now, run_id=run.run_id, repository=repository, target_branch=target_branch,
-                       target_ref=f"refs/heads/{target_branch}", expected_commit=expected_commit,
-                       integration_ref=integration_ref, steps=[], required_checks=list(required_checks),
-                       overlaps=[], approved_by=[])]
+    version = 0 if existing is None else existing.version
+    target_ref = f"refs/heads/{target_branch}"
+    return [next_event(
+        ev.IntegrationPreparedV2, stream_of(run.run_id), version, now, run_id=run.run_id, repository=repository,
+        target_branch=target_branch, target_ref=target_ref, expected_commit=expected_commit,
+        integration_ref=integration_ref, steps=[], required_checks=list(required_checks), overlaps=[], approved_by=[]),
+        *_moved_at_start(run, version + 1, now, target_ref=target_ref, found=expected_commit, foreign=foreign)]
+
+
+def _moved_at_start(run: Run, version: int, now: str, *, target_ref: str, found: str,
+                    foreign: ForeignCommits | None) -> list[ev.Event]:
+    """IntegrationTargetMovedByOthers (seen queue-opened) when the queue starts from a commit not the run's base."""
+    if run.base_commit is None or found == run.base_commit:
+        return []
+    return [moved_by_others_event(run.run_id, version, now, target_ref=target_ref, expected=run.base_commit,
+                                  found=found, seen="queue-opened", foreign=foreign)]
 
 
 def queue_step(integration: Integration, run: Run, step: ev.IntegrationStep, *, waiting_for: Sequence[str],

@@ -10,14 +10,16 @@ from typing import TYPE_CHECKING, Literal
 
 from . import events as ev
 from .aggregate import next_event
+from .codes import Code
 from .errors import Refused, TargetCheckedOut
+from .foreign_commits import moved_by_others_event
 from .integration import Integration, stream_of
 
 if TYPE_CHECKING:
-    from .effects import Act, Unknown
+    from .effects import Act, ForeignCommits, Unknown
 
 __all__ = ["CheckedOutTarget", "CheckoutObservation", "TargetIntent", "TargetObservation", "checkout_to_update",
-           "decide_target", "request_target"]
+           "decide_target", "moved_by_others", "moved_unrecorded", "request_target"]
 
 TargetIntent = ev.IntegrationTargetRequested | ev.IntegrationTargetRequestedV2
 CheckedOutTarget = Literal["update", "refuse"]
@@ -149,3 +151,22 @@ def decide_target(integration: Integration, intent: TargetIntent, observed: Targ
                 + (f" ({', '.join(ours.changes)})" if ours.changes else ""))
     return moved("target-moved", f"{intent.target_ref} {what}, not the expected {intent.expected_commit}: it was "
                                  f"moved by someone else during the integration; nothing was reset or forced{left}")
+
+
+def moved_unrecorded(integration: Integration) -> bool:
+    """The target move found the target moved by someone else, and which commits it brought is not recorded yet."""
+    expected, found = integration.target_expected, integration.target_found
+    return (integration.target == "moved" and integration.target_code == Code.TARGET_MOVED and expected is not None
+            and found is not None and (expected, found) not in integration.moved_by_others)
+
+
+def moved_by_others(integration: Integration, foreign: ForeignCommits | None, now: str) -> list[ev.Event]:
+    """IntegrationTargetMovedByOthers once the target move found the target moved by someone else
+    (IntegrationTargetMoved ``target-moved``): the commits it names that docket did not leave there; nothing
+    otherwise, or once recorded."""
+    if not moved_unrecorded(integration):
+        return []
+    expected, found = integration.target_expected, integration.target_found
+    assert integration.target_ref is not None and expected is not None and found is not None
+    return [moved_by_others_event(integration.run_id, integration.version, now, target_ref=integration.target_ref,
+                                  expected=expected, found=found, seen="target-moved", foreign=foreign)]

@@ -174,6 +174,7 @@ def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
                DOCKET_CHECK=spec.name, DOCKET_COMMIT=candidate.commit or "", DOCKET_LEDGER=str(ledger_path),
                DOCKET_EXECUTION=run.execution)
     env[LAUNCH_MARK] = intent_id
+    env = _guarded(env, Path(candidate.repository), docket_dir, run.execution)
 
     def decision(now: str) -> Event:
         return candidate_check.request_check_launch(load_candidate(ledger, binding), check_id,
@@ -202,6 +203,17 @@ def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
     duration_ms = int((time.monotonic() - started) * 1000)
     faults.crash_point("check:after-exit")
     return _conclude(ledger, clock, effector, binding, check_id, code, cause, duration_ms, log_path, spec, baseline)
+
+
+def _guarded(env: dict[str, str], repository: Path, docket_dir: Path, execution: str) -> dict[str, str]:
+    """env with the import guard (world/import_guard.py): a Python check cannot import the user's checkout."""
+    from ..world.import_guard import guard_environment, guard_folder
+    from ..world.paths import main_worktree
+
+    checkout = main_worktree(repository)
+    if checkout is None:
+        return env
+    return guard_environment(env, folder=guard_folder(docket_dir), checkout=checkout, execution=execution)
 
 
 def _wait(processes: Any, gated: Any, log_path: Path, spec: CheckSpec) -> tuple[int, str | None]:
@@ -246,6 +258,14 @@ def _conclude(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_i
         return _finish(ledger, clock, effector, binding, check_id, "failed", code=f"execution-{inspection.state}",
                        message=f"the check changed its execution: {inspection.detail}"[:4000], exit_code=exit_code,
                        signal=signal, duration_ms=duration_ms, log_path=log_path, execution=inspection.state)
+    from ..world.import_guard import violations
+
+    refused = violations(log_path)
+    if refused:
+        return _finish(ledger, clock, effector, binding, check_id, "failed", code="import-outside-execution",
+                       message=("the check imported from the user's checkout, not its execution: "
+                                + "; ".join(refused))[:4000], exit_code=exit_code, signal=signal,
+                       duration_ms=duration_ms, log_path=log_path, execution=inspection.state)
     if artifact_error is not None:
         return _finish(ledger, clock, effector, binding, check_id, "failed", code=artifact_error.code,
                        message=artifact_error.message[:4000], exit_code=exit_code, signal=signal,

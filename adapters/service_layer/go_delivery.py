@@ -88,7 +88,10 @@ def deliver(d: RunDriver, settings: GoSettings, run_id: str, signer: Any) -> Non
     if integration is not None and not integration.ended:
         return  # the target could not be moved now (checked out and dirty): resume once it can
     if integration is not None:
+        from .integration import record_moved_target
         from .receipts import seal_run
+
+        record_moved_target(d.ledger, d.clock, d.effector, run_id)  # recorded before the receipt is sealed
 
         faults.crash_point("go:before-seal")
         sealed = seal_run(d.ledger, d.reader(), d.clock, run_id, list(run.plan.task_ids))

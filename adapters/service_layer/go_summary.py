@@ -1,5 +1,6 @@
 """What a `docket go` run came to, for its summary: each task's result, cycles, checks and dropped steps, the
-base's checks, the target's move, the overlaps the merge queue warned of, and the receipt."""
+base's checks, the target's move, the overlaps the merge queue warned of, the commits someone other than docket put
+on the target, and the receipt."""
 
 from __future__ import annotations
 
@@ -55,11 +56,13 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
             "tasks": rows, "base_checks": base, "integration": integration.status if integration else None,
             "target_commit": integration.final_commit if integration is not None and (
                 completed or integration.rolling) else None,
-            "overlaps": _overlaps(d, run_id), "moved_by_others": _moved_by_others(d, run_id) if sealed else None,
+            "overlaps": _overlaps(d, run_id),
+            "moved_by_others": _moved_by_others(d, run_id),
+            "receipt_moved_by_others": _receipt_moved_by_others(d, run_id) if sealed else None,
             "receipt": {"sealed": sealed, "path": str(path) if path.exists() else None}}
 
 
-def _moved_by_others(d: RunDriver, run_id: str) -> dict[str, Any] | None:
+def _receipt_moved_by_others(d: RunDriver, run_id: str) -> dict[str, Any] | None:
     """What the sealed receipt says of commits docket did not make on the target during the run (format 2)."""
     from .receipts import find_receipt
 
@@ -78,3 +81,16 @@ def _overlaps(d: RunDriver, run_id: str) -> list[dict[str, Any]]:
         if isinstance(event, ev.IntegrationPrepared | ev.IntegrationPreparedV2 | ev.IntegrationStepQueued):
             found += [o.model_dump() for o in event.overlaps if o.model_dump() not in found]  # a repair warns again
     return found
+
+
+def _moved_by_others(d: RunDriver, run_id: str) -> list[dict[str, Any]]:
+    """Each time the target was found moved by someone else (IntegrationTargetMovedByOthers): from which commit to
+    which, when seen, and the commits docket did not make."""
+    from ...domain import events as ev
+    from ...domain import integration as integration_aggregate
+
+    return [{"seen": e.seen, "expected_commit": e.expected_commit, "found": e.found,
+             "foreign_commits": list(e.foreign_commits), "foreign_count": e.foreign_count, "complete": e.complete,
+             "keeps_expected": e.keeps_expected}
+            for _, e in d.ledger.history(integration_aggregate.stream_of(run_id))
+            if isinstance(e, ev.IntegrationTargetMovedByOthers)]

@@ -49,7 +49,8 @@ from .handoff import confirm_handoff
 from .ledger import Ledger
 from .runs import load_run
 
-__all__ = ["Integrated", "advance", "integrate", "integration_ref", "load_integration", "queue_task"]
+__all__ = ["Integrated", "advance", "integrate", "integration_ref", "load_integration", "queue_task",
+           "record_moved_target"]
 
 
 def integration_ref(run_id: str) -> str:
@@ -104,6 +105,9 @@ def advance(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, checks:
     while True:
         integration = load_integration(ledger, run_id)
         assert integration is not None
+        if target_move.moved_unrecorded(integration):
+            record_moved_target(ledger, clock, effector, run_id)
+            continue
         if integration.ended or integration.status == "open":
             return integration
         step = integration.next_step()
@@ -168,10 +172,15 @@ def _open_queue(ledger: Ledger, clock: Clock, effector: Any, run_id: str, reposi
         _require_target(run.target_branch, target, "update")  # refused: missing or unreadable
     assert target.commit is not None
     required = [ev.RequiredCheck(check=s.name, config_sha256=s.config_sha256) for s in checks if s.required]
+    # moved by someone else since the run was based (a human pushed, or an agent reset it): the queue goes on from
+    # there, and the commits docket never saw are recorded with it
+    foreign = None
+    if run.base_commit is not None and target.commit != run.base_commit:
+        foreign = effector.ports.merges.foreign_commits(repository, run.base_commit, target.commit)
     ledger.decide(lambda now: integration_aggregate.open_queue(
         load_integration(ledger, run_id), load_run(ledger, run_id), repository=str(repository),
         target_branch=run.target_branch, expected_commit=target.commit, integration_ref=integration_ref(run_id),
-        required_checks=required, now=now), clock.now())
+        required_checks=required, now=now, foreign=foreign), clock.now())
     faults.crash_point("integrate:after-prepare")
 
 
@@ -248,6 +257,9 @@ def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Se
     target = _observe_target(effector, repository, run.target_branch, None) if repository else None
     if target is not None:
         _require_target(run.target_branch, target, checked_out_target)
+    foreign = None
+    if target is not None and target.commit is not None and target.commit != run.base_commit:
+        foreign = effector.ports.merges.foreign_commits(repository, run.base_commit, target.commit)
     steps = [ev.IntegrationStep(task_id=c.task_id, binding_id=c.binding_id, commit=c.commit, worker_id=c.worker_id,
                                 generation=c.generation) for c in picked]
     overlaps = [ev.PathOverlapWarning(first_task=picked[o.first].task_id, second_task=picked[o.second].task_id,
@@ -260,7 +272,7 @@ def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Se
             target_branch=run.target_branch, expected_commit=target.commit if target else run.base_commit,
             integration_ref=integration_ref(run_id), steps=steps,
             required_checks=[ev.RequiredCheck(check=s.name, config_sha256=s.config_sha256) for s in required],
-            overlaps=overlaps, approval_required=approval_required, now=now)
+            overlaps=overlaps, approval_required=approval_required, now=now, foreign=foreign)
 
     ledger.decide(decision, clock.now())
     return tuple(skipped)
@@ -497,6 +509,25 @@ def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integ
                                                 "yet; 'docket integrate' observes again")
     if after.target is None and after.target_code == Code.TARGET_CHECKED_OUT:
         raise TargetCheckedOut(_last_target_message(ledger, integration.run_id))
+
+
+def record_moved_target(ledger: Ledger, clock: Clock, effector: Any, run_id: str) -> None:
+    """When the target was found moved by someone else when it was to move: record the commits it names that
+    docket did not leave there (IntegrationTargetMovedByOthers), once; nothing otherwise. Also after a crash
+    between the two records, before the receipt is sealed."""
+    integration = load_integration(ledger, run_id)
+    if integration is None or not target_move.moved_unrecorded(integration):
+        return
+    assert integration.repository is not None and integration.target_expected and integration.target_found
+    foreign = effector.ports.merges.foreign_commits(Path(integration.repository), integration.target_expected,
+                                                    integration.target_found)
+
+    def decision(now: str) -> list[ev.Event]:
+        current = load_integration(ledger, integration.run_id)
+        assert current is not None
+        return target_move.moved_by_others(current, foreign, now)
+
+    ledger.decide(decision, clock.now())
 
 
 def _last_target_message(ledger: Ledger, run_id: str) -> str:

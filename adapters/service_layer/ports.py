@@ -22,6 +22,7 @@ from ...domain.effects import (
     DocketWorktree,
     ExecutionInspection,
     ExecutionObservation,
+    ForeignCommits,
     IntegrationObservation,
     MergeResult,
     TargetHistory,
@@ -174,6 +175,11 @@ class MergePort(RepositoryPort, Protocol):
     def update_checkout(self, worktree: Path, old: str, new: str) -> None:
         """Move the worktree's index and files from old's tree to new's, only while clean at old; nothing when a
         local change is in the way. Observe again to learn the outcome."""
+        ...
+
+    def foreign_commits(self, repository: Path, expected: str, found: str) -> ForeignCommits:
+        """The commits found holds that expected does not (``git rev-list found ^expected``), newest first: what a
+        target moved by someone else brought. Never raises (incomplete, with a detail, when it cannot walk)."""
         ...
 
 

@@ -5,9 +5,11 @@ two-tree merge of a worktree that refuses when a local change is in the way,
 and git's ``read-tree -m -u`` is exactly that (what ``receive.denyCurrentBranch
 = updateInstead`` runs, after refreshing the index). Observing uses git too, so
 that "clean" means what ``git status`` says, with the same stat cache, ignore
-rules and filters. No hook runs (read-tree runs none; fsmonitor is switched
-off) and observing takes no lock (GIT_OPTIONAL_LOCKS=0): it never writes the
-index.
+rules. git runs inert (inert_git.py): no filter, hook, fsmonitor or other
+program the repository's config names runs, and it gets none of docket's
+environment. Observing takes no lock (GIT_OPTIONAL_LOCKS=0): it never writes
+the index. Submodules are compared by the commit they have out, never entered
+(entering one would run a git that reads the submodule's own config).
 
 Untracked files follow git's own rule: they are in the way only where the move
 writes. One blocks when it sits at a path the incoming tree adds, at a path the
@@ -25,17 +27,12 @@ import subprocess
 from pathlib import Path
 
 from ...domain.target_move import CheckoutObservation
+from .inert_git import InertGit, inert_git
 
 __all__ = ["observe_checkout", "update_checkout"]
 
 MAX_CHANGES = 5  # local changes named in an observation (the refusal's message)
 OBSERVE_TIMEOUT_SECONDS = 600
-# What git itself clears before working in another repository (environment.c, local_repo_env): any of them,
-# inherited from a caller, would point these commands at another repository, index or object store.
-_REPOSITORY_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
-                   "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE",
-                   "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX",
-                   "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR")
 
 
 class _Unreadable(Exception):
@@ -48,20 +45,23 @@ def observe_checkout(worktree: Path, old: str, new: str) -> CheckoutObservation:
     naming its first local changes (staged ones against old) or the untracked paths in the way; unreadable when git
     cannot say. Never raises."""
     try:
-        # the tracked files against the index (stat data refreshed in memory); untracked ones are looked at below
-        entries = _paths(worktree, "status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=no",
-                         "--ignore-submodules=none")
-        unstaged = [e[3:] for e in entries if e[1] != " "]
-        staged = _paths(worktree, "diff-index", "--cached", "--name-only", "-z", old, "--")
-        if not unstaged and not staged:
-            in_the_way = _in_the_way(worktree, old, new)
-            if not in_the_way:
-                return CheckoutObservation("at-old")
-            return _dirty(in_the_way)
-        if not unstaged and not _paths(worktree, "diff-index", "--cached", "--name-only", "-z", new, "--"):
-            return CheckoutObservation("at-new")
+        with inert_git(worktree) as git:
+            # the tracked files against the index (stat data refreshed in memory); untracked ones are looked at below
+            entries = _paths(git, "status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=no",
+                             "--ignore-submodules=dirty")
+            unstaged = [e[3:] for e in entries if e[1] != " "]
+            staged = _paths(git, "diff-index", "--cached", "--name-only", "-z", old, "--")
+            if not unstaged and not staged:
+                in_the_way = _in_the_way(git, worktree, old, new)
+                if not in_the_way:
+                    return CheckoutObservation("at-old")
+                return _dirty(in_the_way)
+            if not unstaged and not _paths(git, "diff-index", "--cached", "--name-only", "-z", new, "--"):
+                return CheckoutObservation("at-new")
     except _Unreadable as e:
         return CheckoutObservation("unreadable", detail=str(e))
+    except OSError as e:
+        return CheckoutObservation("unreadable", detail=f"git cannot run in {worktree}: {e}")
     return _dirty([f"staged {p}" for p in staged] + [f"unstaged {p}" for p in unstaged])
 
 
@@ -70,13 +70,13 @@ def _dirty(changes: list[str]) -> CheckoutObservation:
     return CheckoutObservation("dirty", tuple(changes[:MAX_CHANGES]) + ((f"{more} more",) if more > 0 else ()))
 
 
-def _in_the_way(worktree: Path, old: str, new: str) -> list[str]:
+def _in_the_way(git: InertGit, worktree: Path, old: str, new: str) -> list[str]:
     """The untracked, not ignored paths that moving the worktree from old's tree to new's would overwrite or remove,
     as git names them: "untracked a.txt" (at a path new adds, or one it needs as a folder), "untracked files in d/"
     (a folder where new writes a file)."""
     if old == new:
         return []
-    listed = _paths(worktree, "diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new, "--")
+    listed = _paths(git, "diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new, "--")
     changed = list(zip(listed[::2], listed[1::2]))
     leaving = {path for status, path in changed if status == "D"}  # old's files the move removes first
     files, folders = set(), set()
@@ -111,7 +111,7 @@ def _in_the_way(worktree: Path, old: str, new: str) -> list[str]:
     untracked = set()
     wanted = sorted(files | folders)
     for start in range(0, len(wanted), 1000):
-        untracked.update(_paths(worktree, "--literal-pathspecs", "ls-files", "-z", "--others", "--exclude-standard",
+        untracked.update(_paths(git, "--literal-pathspecs", "ls-files", "-z", "--others", "--exclude-standard",
                                 "--", *wanted[start:start + 1000]))
     blocked = [f"untracked {path}" for path in sorted(files) if path in untracked]
     blocked += [f"untracked files in {folder}/" for folder in sorted(folders)
@@ -129,27 +129,22 @@ def update_checkout(worktree: Path, old: str, new: str) -> None:
     changing nothing, when a local change is in the way. Reports nothing: observe again to learn the outcome."""
     if observe_checkout(worktree, old, new).state != "at-old":
         return
-    for command in (["update-index", "-q", "--ignore-submodules", "--refresh"], ["read-tree", "-m", "-u", old, new]):
-        try:
-            subprocess.run(["git", "-c", "core.fsmonitor=false", *command], cwd=worktree, env=_environment(),
-                           stdin=subprocess.DEVNULL, capture_output=True, check=False)
-        except OSError:
-            return
-
-
-def _paths(worktree: Path, *args: str) -> list[str]:
     try:
-        done = subprocess.run(["git", "-c", "core.fsmonitor=false", "-c", "core.quotepath=false", *args],
-                              cwd=worktree, env={**_environment(), "GIT_OPTIONAL_LOCKS": "0"},
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=OBSERVE_TIMEOUT_SECONDS)
+        with inert_git(worktree) as git:
+            for command in (["update-index", "-q", "--ignore-submodules", "--refresh"],
+                            ["read-tree", "-m", "-u", old, new]):
+                git.run(*command)
+    except OSError:
+        return
+
+
+def _paths(git: InertGit, *args: str) -> list[str]:
+    try:
+        done = git.run(*args, timeout=OBSERVE_TIMEOUT_SECONDS, extra_env={"GIT_OPTIONAL_LOCKS": "0"})
     except (OSError, subprocess.TimeoutExpired) as e:
-        raise _Unreadable(f"git {args[0]} in {worktree}: {e}") from None
+        raise _Unreadable(f"git {args[0]} in {git.cwd}: {e}") from None
     if done.returncode != 0:
         reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise _Unreadable(f"git {args[0]} in {worktree} exited {done.returncode}"
+        raise _Unreadable(f"git {args[0]} in {git.cwd} exited {done.returncode}"
                           + (f": {reason[-1]}" if reason else ""))
     return [os.fsdecode(p) for p in done.stdout.split(b"\0") if p]
-
-
-def _environment() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in _REPOSITORY_ENV}

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...domain.effects import IntegrationObservation, MergeResult
+from ...domain.effects import MAX_FOREIGN_COMMITS, ForeignCommits, IntegrationObservation, MergeResult
 from ...domain.errors import BadInput
 from ...domain.target_move import CheckoutObservation, TargetObservation
 from .checkout import observe_checkout, update_checkout
 from .merge import MERGE_IDENTITY, merge_candidate
 from .repository import DulwichRepository, is_ancestor, is_commit, open_repo
 
-__all__ = ["DulwichMerges", "advance_ref", "observe_integration", "observe_target"]
+__all__ = ["DulwichMerges", "advance_ref", "foreign_commits", "observe_integration", "observe_target"]
+
+FOREIGN_WALK_LIMIT = 100_000  # commits walked at most to count those a moved target brought
 
 
 class DulwichMerges(DulwichRepository):
@@ -37,6 +39,9 @@ class DulwichMerges(DulwichRepository):
 
     def update_checkout(self, worktree: Path, old: str, new: str) -> None:
         update_checkout(worktree, old, new)
+
+    def foreign_commits(self, repository: Path, expected: str, found: str) -> ForeignCommits:
+        return foreign_commits(repository, expected, found)
 
 
 def observe_integration(repository: Path, ref: str, expected_parent: str,
@@ -160,3 +165,32 @@ def _head(path: Path) -> str | None:
     except OSError:
         return None
 
+
+
+def foreign_commits(repository: Path, expected: str, found: str, *,
+                    limit: int = FOREIGN_WALK_LIMIT) -> ForeignCommits:
+    """The commits found holds and expected does not (``git rev-list found ^expected``), newest first by commit
+    time: what a target moved by someone else brought. Never raises: what cannot be walked is incomplete (detail)."""
+    from dulwich.errors import NotGitRepository
+
+    try:
+        repo = open_repo(repository)
+    except (NotGitRepository, OSError) as e:
+        return ForeignCommits((), 0, False, False, detail=f"cannot open repository {repository}: {e}")
+    with repo:
+        commits: list[str] = []
+        count = 0
+        try:
+            keeps = is_commit(repo, expected) and is_ancestor(repo, expected, found)
+            exclude = [expected.encode("ascii")] if is_commit(repo, expected) else []
+            for entry in repo.get_walker(include=[found.encode("ascii")], exclude=exclude):
+                count += 1
+                if len(commits) < MAX_FOREIGN_COMMITS:
+                    commits.append(entry.commit.id.decode("ascii"))
+                if count >= limit:
+                    return ForeignCommits(tuple(commits), count, False, keeps,
+                                          detail=f"docket walks at most {limit} commits")
+        except (KeyError, OSError, ValueError) as e:
+            return ForeignCommits(tuple(commits), count, False, False, detail=f"cannot walk {found}: {e}")
+        detail = "" if exclude else f"{expected} is not a commit in the repository any more"
+        return ForeignCommits(tuple(commits), count, not detail, keeps, detail=detail)

@@ -39,10 +39,31 @@ class DulwichRepository:
 
 def open_repo(path: Path) -> Repo:
     """The dulwich Repo at path (a git common dir, or a worktree found through its .git), to be used as a context
-    manager, ``with open_repo(path) as repo:``, which closes it. NotGitRepository or OSError when none is there."""
+    manager, ``with open_repo(path) as repo:``, which closes it. NotGitRepository or OSError when none is there.
+
+    It runs nothing the repository (or an agent that wrote its config) chose: blobs go in and out as the bytes they
+    are (no clean, smudge or process filter, no end-of-line conversion, whatever ``.gitattributes`` and the config
+    say) and it has no hooks (dulwich would run pre-commit, commit-msg and post-commit on a porcelain commit)."""
     from dulwich.repo import Repo
 
-    return Repo(str(path))
+    repo = Repo(str(path))
+    repo.hooks.clear()
+    repo.get_blob_normalizer = _verbatim  # type: ignore[method-assign]
+    return repo
+
+
+class _Verbatim:
+    """A blob normalizer that leaves every blob as it is, both ways."""
+
+    def checkin_normalize(self, blob, tree_path):  # noqa: ANN001, ANN201
+        return blob
+
+    def checkout_normalize(self, blob, tree_path):  # noqa: ANN001, ANN201
+        return blob
+
+
+def _verbatim(config=None, tree=None) -> _Verbatim:  # noqa: ANN001
+    return _Verbatim()
 
 
 def observe_branch(repository: Path, branch: str) -> BranchObservation:

@@ -61,6 +61,7 @@ from .integration import (
     PathOverlapWarning,
     ReceiptSealed,
     RequiredCheck,
+    IntegrationTargetMovedByOthers,
 )
 from .effect import IntentCancelled, IntentOutcomeUnknown, IntentOutcomeUnknownV2
 from .lease import LeaseExpired, LeaseGranted, LeaseReleased, LeaseRenewed
@@ -138,6 +139,7 @@ __all__ = [
     "IntegrationTargetRequestedV2",
     "PathOverlapWarning",
     "ReceiptSealed",
+    "IntegrationTargetMovedByOthers",
     "RequiredCheck",
     "ArtifactRecord",
     "CandidateDiverged",
@@ -296,6 +298,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         IntegrationTargetRequestedV2,
         IntegrationCompleted,
         IntegrationTargetMoved,
+        IntegrationTargetMovedByOthers,
         ReceiptSealed,
         HookRequested,
         HookFinished,

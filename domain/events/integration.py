@@ -45,6 +45,7 @@ __all__ = [
     "PathOverlapWarning",
     "ReceiptSealed",
     "RequiredCheck",
+    "IntegrationTargetMovedByOthers",
 ]
 
 MAX_STEPS = 10_000
@@ -327,6 +328,26 @@ class IntegrationTargetMoved(Event):
     found: Commit | None
     code: Code
     message: Text
+
+
+class IntegrationTargetMovedByOthers(Event):
+    """The target branch was found at a commit docket did not leave it at: when the merge queue opened, not at the
+    run's base (seen ``queue-opened``: the queue goes on from what the target names, and this says what in it docket
+    never saw), or, when the target was to move, not where docket last left it (seen ``target-moved``: nothing was
+    moved, IntegrationTargetMoved). foreign_commits: the commits found holds that expected does not (``git rev-list
+    found ^expected``), newest first, at most 1000; foreign_count: how many were walked, complete: the walk ended;
+    keeps_expected: found still holds expected (False: the history the run stood on was rewritten or dropped)."""
+
+    name = "IntegrationTargetMovedByOthers"
+    run_id: Id
+    target_ref: TargetRef
+    expected_commit: Commit
+    found: Commit
+    seen: Literal["queue-opened", "target-moved"]
+    foreign_commits: Annotated[list[Commit], Field(max_length=1000)]
+    foreign_count: Annotated[int, Field(ge=0, le=MAX_SAFE_INT)]
+    complete: bool
+    keeps_expected: bool
 
 
 class ReceiptSealed(Event):

@@ -113,6 +113,7 @@ def test_an_agent_that_moves_the_target_is_named_in_the_receipt(tmp_path: Path):
     assert moved["moved"] and moved["commits"] == [backdoor], (moved, done.stderr)
     text = _verify(world, bundle, keys)
     assert f"warning: the target moved during the run by commits docket did not make: {backdoor[:12]}" in text.stdout
-    assert summary["moved_by_others"]["commits"] == [backdoor]  # and docket go's summary says so
+    assert summary["receipt_moved_by_others"]["commits"] == [backdoor]  # and docket go's summary says so,
+    assert [m["foreign_commits"] for m in summary["moved_by_others"]] == [[backdoor]]  # as the ledger recorded it
     shown = world.run("go", "--resume", "r1")
-    assert f"warning: main moved during the run by commits docket did not make: {backdoor[:12]}" in shown.stdout
+    assert "warning: main was moved by someone else" in shown.stdout and backdoor[:12] in shown.stdout

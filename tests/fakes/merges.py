@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
-from docket.domain.effects import IntegrationObservation, MergeResult
+from docket.domain.effects import ForeignCommits, IntegrationObservation, MergeResult
 from docket.domain.errors import BadInput
 from docket.domain.target_move import CheckoutObservation, TargetObservation
 
@@ -97,3 +97,13 @@ class FakeMerges(FakeGitPort):
     def update_checkout(self, worktree: Path, old: str, new: str) -> None:
         if self.observe_checkout(worktree, old, new).state == "at-old":
             self.checkouts[Path(worktree)] = new
+
+    def foreign_commits(self, repository: Path, expected: str, found: str) -> ForeignCommits:
+        """found's commits that expected does not hold, newest (most recently added) first."""
+        repo = self.repositories.get(Path(repository))
+        if repo is None or not repo.readable:
+            return ForeignCommits((), 0, False, False, detail=f"cannot open repository {repository}")
+        held = ancestors(repo, expected) if repo.objects.get(expected) == "commit" else set()
+        order = list(repo.commits)
+        brought = sorted(ancestors(repo, found) - held, key=lambda c: -order.index(c) if c in order else 0)
+        return ForeignCommits(tuple(brought), len(brought), bool(held), expected in ancestors(repo, found))

@@ -308,3 +308,55 @@ def test_the_target_of_a_queue_that_goes_on_moves_though_a_step_was_queued_after
     assert state.status == "merging"
     (target,) = target_move.request_target(state, intent_id="m1", now=T0)
     assert (target.expected_commit, target.commit) == (HEAD, MERGE)
+
+
+def test_a_queue_opened_on_a_target_someone_moved_goes_on_from_there_and_records_what_docket_never_saw():
+    from docket.domain.effects import ForeignCommits
+
+    foreign = ForeignCommits((OTHER, MERGE), 2, True, True)
+    events = integration.open_queue(None, RUN, repository="/repo/.git", target_branch="release",
+                                    expected_commit=OTHER, integration_ref="refs/docket/integrations/r1",
+                                    required_checks=[], now=T0, foreign=foreign)
+    prepared_event, moved = events
+    assert prepared_event.expected_commit == OTHER and moved.version == prepared_event.version + 1
+    assert isinstance(moved, ev.IntegrationTargetMovedByOthers)
+    assert (moved.seen, moved.expected_commit, moved.found, moved.foreign_commits, moved.foreign_count,
+            moved.complete, moved.keeps_expected) == ("queue-opened", HEAD, OTHER, [OTHER, MERGE], 2, True, True)
+    state = fold(events)
+    assert state.moved_by_others == ((HEAD, OTHER),) and state.status == "open"
+    assert not target_move.moved_unrecorded(state)
+    # on the run's base: nothing more than the queue
+    assert len(integration.open_queue(None, RUN, repository="/repo/.git", target_branch="release",
+                                      expected_commit=HEAD, integration_ref="refs/docket/integrations/r1",
+                                      required_checks=[], now=T0)) == 1
+
+
+def test_a_target_found_moved_when_it_was_to_move_records_the_foreign_commits_once():
+    from docket.domain.effects import ForeignCommits
+
+    state, intent = target_requested(verified_all())
+    assert target_move.moved_by_others(state, None, T0) == []
+    state = fold([target_move.decide_target(state, intent, TO("found", commit=OTHER), T0)], state)
+    assert target_move.moved_unrecorded(state)
+    (moved,) = target_move.moved_by_others(state, ForeignCommits((OTHER,), 1, True, False), T0)
+    assert (moved.seen, moved.expected_commit, moved.found, moved.foreign_commits, moved.keeps_expected) == (
+        "target-moved", HEAD, OTHER, [OTHER], False)
+    state = fold([moved], state)
+    assert not target_move.moved_unrecorded(state) and target_move.moved_by_others(state, None, T0) == []
+    assert state.status == "stopped"
+
+
+def test_a_fixed_queue_prepared_on_a_moved_target_records_what_docket_never_saw_too():
+    from docket.domain.effects import ForeignCommits
+
+    events = integration.prepare(
+        None, RUN, repository="/repo/.git", target_branch="release", expected_commit=OTHER,
+        integration_ref="refs/docket/integrations/r1",
+        steps=[ev.IntegrationStep(task_id="t1", binding_id=BINDING, commit=CANDIDATE, worker_id="t1", generation=1)],
+        required_checks=[], overlaps=[], approval_required=False, now=T0,
+        foreign=ForeignCommits((OTHER,), 1, True, True))
+    prepared_event, moved = events
+    assert isinstance(moved, ev.IntegrationTargetMovedByOthers) and moved.version == prepared_event.version + 1
+    assert (moved.seen, moved.expected_commit, moved.found, moved.foreign_commits) == (
+        "queue-opened", HEAD, OTHER, [OTHER])
+    assert fold(events).moved_by_others == ((HEAD, OTHER),)
