@@ -19,6 +19,15 @@ for _inherited in ("COLUMNS", "LINES"):
 T0 = "2026-01-01T00:00:00.000Z"
 
 
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """docket's data folder (workspaces, executions) of each test: its own, never the user's ~/.local/share, and
+    inherited by every docket the test starts."""
+    folder = tmp_path_factory.mktemp("data")
+    monkeypatch.setenv("XDG_DATA_HOME", str(folder))
+    return folder / "docket"
+
+
 def git(cwd: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",

@@ -36,7 +36,7 @@ from ...domain.errors import BadInput, Conflict, NotFound, Refused
 from .repository import DulwichRepository, open_repo, same
 from .trees import changed_paths, commit_tree, tree_paths
 
-__all__ = ["Capture", "DulwichCapture", "Unstable", "capture", "capture_twice"]
+__all__ = ["Capture", "DulwichCapture", "Unstable", "bring_home", "capture", "capture_twice", "seed_stat_cache"]
 
 TREE, FILE, EXECUTABLE, SYMLINK, GITLINK = 0o040000, 0o100644, 0o100755, 0o120000, 0o160000
 CACHE_NAME = "docket-capture.index"
@@ -63,17 +63,21 @@ class Unstable:
 
 
 def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artifact_dir: str | None,
-                  between: Callable[[], None] | None = None) -> Capture | Unstable:
+                  repository: Path | None = None, between: Callable[[], None] | None = None) -> Capture | Unstable:
     """Capture the worktree twice; the capture when both agree (head, tree and changed paths), else Unstable.
 
-    ``between`` runs between the two captures (tests use it to change a file).
-    Raises as `capture` does.
+    With repository (the git common dir a workspace borrows from), an agreed capture's objects (HEAD's history
+    and the tree: what its candidate needs) are brought into that repository's own object store first (see
+    bring_home). ``between`` runs between the two captures (tests use it to change a file). Raises as `capture`
+    does.
     """
     first = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir)
     if between is not None:
         between()
     second = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir)
     if first == second:
+        if repository is not None:
+            bring_home(Path(worktree), Path(repository), first)
         return first
     return Unstable(first, second, _differing(Path(worktree), first, second))
 
@@ -347,6 +351,39 @@ def _differing(worktree: Path, first: Capture, second: Capture) -> tuple[str, ..
 # The stat cache ------------------------------------------------------------------
 
 
+def bring_home(workspace: Path, repository: Path, captured: Capture) -> int:
+    """Copy into the repository's own object store what captured needs and it lacks (commits the agent made in its
+    workspace, the blobs and trees the capture wrote there); the number of objects copied.
+
+    The repository is the caller's, never read from the workspace (whose alternates the agent may rewrite). Every
+    object is read through dulwich and hashed again (own_repositories.import_objects). Refused
+    ``worktree-unreadable`` when the workspace lacks an object the capture needs or holds one whose bytes do not
+    match its id; OSError while writing propagates. Writing an object twice changes nothing: idempotent.
+    """
+    from dulwich.errors import NotGitRepository
+
+    from .own_repositories import import_objects
+
+    try:
+        home = open_repo(repository)
+    except (NotGitRepository, OSError) as e:
+        raise Refused("worktree-unreadable", f"cannot open the repository {repository}: {e}") from None
+    with home, open_repo(workspace) as repo:
+        try:
+            return import_objects(repo.object_store, home.object_store, captured.head, captured.tree)
+        except (KeyError, ValueError) as e:
+            raise Refused("worktree-unreadable", f"the workspace {workspace} cannot give the objects its capture "
+                                                 f"needs: {e}") from None
+
+
+def seed_stat_cache(git_dir: Path, written: dict[bytes, tuple[int, bytes, os.stat_result]]) -> None:
+    """The stat cache of a checkout just written (path -> (git mode, blob id, its stat when written)), so that its
+    first capture hashes only what changed since (own_repositories.py)."""
+    _StatCache(git_dir / CACHE_NAME).save({
+        path: b"%d %d %d %d %d %d %s" % (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode, mode, sha)
+        for path, (mode, sha, st) in written.items()})
+
+
 class _StatCache:
     """path -> the stat fields, git mode and blob id it had when last hashed; a damaged or missing cache is empty.
 
@@ -389,8 +426,9 @@ class DulwichCapture(DulwichRepository):
     """The CapturePort: worktrees captured into trees, commits' trees read (trees.py)."""
 
     def capture_twice(self, worktree: Path, *, expected_head: str | None, base: str,
-                      artifact_dir: str | None) -> Capture | Unstable:
-        return capture_twice(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir)
+                      artifact_dir: str | None, repository: Path | None = None) -> Capture | Unstable:
+        return capture_twice(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir,
+                             repository=repository)
 
     def commit_tree(self, repository: Path, commit: str) -> str:
         return commit_tree(repository, commit)
