@@ -356,13 +356,13 @@ def bring_home(workspace: Path, repository: Path, captured: Capture) -> int:
     workspace, the blobs and trees the capture wrote there); the number of objects copied.
 
     The repository is the caller's, never read from the workspace (whose alternates the agent may rewrite). Every
-    object is read through dulwich and hashed again (own_repositories.import_objects). Refused
+    object is read through dulwich and hashed again (objects.import_objects). Refused
     ``worktree-unreadable`` when the workspace lacks an object the capture needs or holds one whose bytes do not
     match its id; OSError while writing propagates. Writing an object twice changes nothing: idempotent.
     """
     from dulwich.errors import NotGitRepository
 
-    from .own_repositories import import_objects
+    from .objects import import_objects
 
     try:
         home = open_repo(repository)

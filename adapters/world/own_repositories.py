@@ -28,7 +28,7 @@ from pathlib import Path
 from .faults import crash_point
 from .repository import read_text
 
-__all__ = ["OwnRepository", "alternates_of", "borrows_from", "import_objects", "make_own_repository",
+__all__ = ["OwnRepository", "alternates_of", "borrows_from", "make_own_repository",
            "read_own_repository"]
 
 TREE, FILE, EXECUTABLE, SYMLINK, GITLINK = 0o040000, 0o100644, 0o100755, 0o120000, 0o160000
@@ -176,69 +176,6 @@ def _seed_capture_cache(git: Path, entries: list[tuple[bytes, int, bytes, os.sta
     from .capture import seed_stat_cache
 
     seed_stat_cache(git, {name: (mode, sha, st) for name, mode, sha, st in entries if mode != GITLINK})
-
-
-# Objects -----------------------------------------------------------------------------------------------------------
-
-
-def import_objects(source, target, head: str, tree: str) -> int:  # noqa: ANN001
-    """Copy into target's object store every object that head's history and tree need and target lacks; the count.
-
-    Commits are walked from head back to the first commit target has; trees are entered only where target lacks
-    them (a tree target has, it has whole). Each object is read through dulwich and stored under the id its own
-    bytes hash to: an object whose bytes do not hash to the id it was asked for is refused (ValueError), never
-    stored under that id. KeyError when source lacks an object that is needed.
-    """
-    from dulwich.objects import Commit
-
-    from .objects import add_object
-
-    wanted_trees: list[bytes] = [tree.encode("ascii")]
-    commits = []
-    pending = [head.encode("ascii")]
-    seen: set[bytes] = set()
-    while pending:
-        sha = pending.pop()
-        if sha in seen or sha in target:
-            continue
-        seen.add(sha)
-        commit = _verified(source, sha)
-        if not isinstance(commit, Commit):
-            raise ValueError(f"{sha.decode()} is no commit")
-        commits.append(commit)
-        wanted_trees.append(commit.tree)
-        pending.extend(commit.parents)
-    copied = 0
-    stack = list(wanted_trees)
-    while stack:
-        sha = stack.pop()
-        if sha in seen or sha in target:
-            continue
-        seen.add(sha)
-        obj = _verified(source, sha)
-        for _name, mode, child in obj.iteritems():
-            if mode == TREE:
-                stack.append(child)
-            elif mode != GITLINK and child not in seen and child not in target:
-                seen.add(child)
-                add_object(target, _verified(source, child))
-                copied += 1
-        add_object(target, obj)
-        copied += 1
-    for commit in reversed(commits):  # parents before children: a commit is stored once all it names is there
-        add_object(target, commit)
-        copied += 1
-    return copied
-
-
-def _verified(store, sha: bytes):  # noqa: ANN001, ANN202
-    """The object store holds under sha, hashed again from its bytes: never taken on its file's name."""
-    obj = store[sha]
-    raw = obj.as_raw_string()
-    found = hashlib.sha1(b"%s %d\0" % (obj.type_name, len(raw)) + raw).hexdigest().encode("ascii")
-    if found != sha:
-        raise ValueError(f"object {sha.decode()} holds bytes that hash to {found.decode()}")
-    return obj
 
 
 # Small files -------------------------------------------------------------------------------------------------------
