@@ -6,6 +6,7 @@ Real repositories, the scripted agent, the real CLI; real git agrees afterwards.
 
 from __future__ import annotations
 
+from docket.adapters.world.paths import task_worktree_path
 import subprocess
 from pathlib import Path
 
@@ -27,7 +28,7 @@ def listed_worktrees(world: GoWorld) -> set[str]:
 
 
 def worktree(world: GoWorld, task: str) -> Path:
-    return world.repo / ".git" / "docket" / "worktrees" / RUN / f"{RUN}.{task}"
+    return task_worktree_path(world.repo / ".git", RUN, f"{RUN}.{task}")
 
 
 def candidates(world: GoWorld) -> dict[str, dict]:

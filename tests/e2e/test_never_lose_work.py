@@ -7,6 +7,7 @@ exactly its content, it can go, and real git agrees afterwards.
 
 from __future__ import annotations
 
+from docket.adapters.world.paths import executions_root, task_worktree_path
 import subprocess
 import sys
 import time
@@ -28,7 +29,7 @@ def world(docket):  # noqa: ANN001, ANN201
 
 
 def worktree(docket, task: str = TASK) -> Path:  # noqa: ANN001
-    return docket.cwd / ".git" / "docket" / "worktrees" / RUN / task
+    return task_worktree_path(docket.cwd / ".git", RUN, task)
 
 
 def launch(docket, script: str, task: str = TASK) -> dict:  # noqa: ANN001
@@ -161,10 +162,10 @@ def test_reconcile_removes_refs_and_worktrees_no_record_owns_but_never_a_worktre
     head = git(docket.cwd, "rev-parse", "HEAD")
     planted = f"refs/docket/candidates/{RUN}/{'f' * 64}"
     git(docket.cwd, "update-ref", planted, head)
-    orphan_execution = docket.cwd / ".git" / "docket" / "executions" / RUN / ("e" * 64) / "tests-1"
+    orphan_execution = executions_root(docket.cwd / ".git") / RUN / ("e" * 64) / "tests-1"
     orphan_execution.parent.mkdir(parents=True)
     git(docket.cwd, "worktree", "add", "-q", "--detach", str(orphan_execution), head)
-    branch_holder = docket.cwd / ".git" / "docket" / "worktrees" / "r9" / "t9"
+    branch_holder = task_worktree_path(docket.cwd / ".git", "r9", "t9")
     branch_holder.parent.mkdir(parents=True)
     git(docket.cwd, "worktree", "add", "-q", "-b", "keep-me", str(branch_holder), head)
 

@@ -12,6 +12,7 @@ docket's worktrees are under `.git/docket/worktrees/`; the last test here shows 
 
 from __future__ import annotations
 
+from docket.adapters.world.paths import task_worktree_path
 import json
 import os
 import re
@@ -210,7 +211,7 @@ def test_with_accept_edits_claude_code_changes_nothing_in_a_docket_worktree_whic
     assert (row["result"], row["code"]) == ("failed", "no-changes")
     (tool_result,) = [block for r in requests for m in r["body"]["messages"] if isinstance(m["content"], list)
                       for block in m["content"] if block.get("type") == "tool_result"]
-    worktree = world.repo / ".git" / "docket" / "worktrees" / "r1" / "r1.greet"
+    worktree = task_worktree_path(world.repo / ".git", "r1", "r1.greet")
     assert tool_result["is_error"] and tool_result["content"] == (
         f"Claude requested permissions to edit {worktree}/greet.py which is a sensitive file.")
     result = json.loads(worker_log(world, "r1.greet", 1).strip().splitlines()[-1])

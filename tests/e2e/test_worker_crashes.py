@@ -17,6 +17,7 @@ marker file outside the worktree as its first instruction.
 
 from __future__ import annotations
 
+from docket.adapters.world.paths import task_worktree_path
 import os
 import random
 import signal
@@ -166,7 +167,7 @@ def assert_converged(docket, repo: Path, marker: Path) -> None:  # noqa: ANN001
     worktrees = task_worktrees(repo)
     assert len(worktrees) <= 1, worktrees
     if worktrees:
-        assert Path(worktrees[0]) == repo / ".git" / "docket" / "worktrees" / RUN / TASK
+        assert Path(worktrees[0]) == task_worktree_path(repo / ".git", RUN, TASK)
         assert (Path(worktrees[0]) / "README.md").read_text() == "hello\n"
     fsck = subprocess.run(["git", "fsck", "--strict"], cwd=repo, capture_output=True, text=True)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
