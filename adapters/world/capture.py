@@ -285,12 +285,14 @@ def _tree_of(repo, base: str) -> bytes:  # noqa: ANN001
 
 def _flatten(store, tree_id: bytes) -> tuple[dict[bytes, _Entry], set[bytes]]:  # noqa: ANN001
     """Every non-tree entry under tree_id (path -> (mode, sha)), and the folders that hold them."""
+    from dulwich.objects import parse_tree
+
     out: dict[bytes, _Entry] = {}
     folders: set[bytes] = set()
     pending = [(b"", tree_id)]
     while pending:
         prefix, sha = pending.pop()
-        for name, mode, child in store[sha].iteritems():
+        for name, mode, child in parse_tree(store.get_raw(sha)[1], 20):  # raw: no Tree object built per folder
             path = prefix + name
             if mode == TREE:
                 folders.add(path)

@@ -119,21 +119,23 @@ def borrows_from(own: OwnRepository, common: Path) -> bool:
 
 
 def _check_out(store, tree_id: bytes, root: Path) -> list[tuple[bytes, int, bytes, os.stat_result]]:  # noqa: ANN001
-    """Every entry of the tree written under root (folders made 0777 & ~umask, as git does); (path, mode, sha, stat)
-    per file, symlink and gitlink, in index order."""
+    """Every entry of the tree written under root (folders made 0777 & ~umask, as git does); (path, mode, hex sha,
+    stat) per file, symlink and gitlink, in index order. Objects are read raw (no object parsed but trees)."""
     from dulwich.index import InvalidPathError, validate_path_element_default
+    from dulwich.objects import parse_tree
 
     out: list[tuple[bytes, int, bytes, os.stat_result]] = []
     base = os.fsencode(root)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    get_raw, write, fstat, close, join = store.get_raw, os.write, os.fstat, os.close, os.path.join
     pending = [(b"", tree_id)]
     while pending:
         prefix, sha = pending.pop()
-        for name, mode, child in store[sha].iteritems():
+        for name, mode, child in parse_tree(get_raw(sha)[1], 20):
             if not validate_path_element_default(name) or name.lower() == b".git":
                 raise InvalidPathError(prefix + name)
             rel = prefix + name
-            full = os.path.join(base, rel)
+            full = join(base, rel)
             if mode == TREE:
                 os.mkdir(full)
                 pending.append((rel + b"/", child))
@@ -141,18 +143,18 @@ def _check_out(store, tree_id: bytes, root: Path) -> list[tuple[bytes, int, byte
                 os.mkdir(full)
                 out.append((rel, mode, child, os.lstat(full)))
             elif stat.S_ISLNK(mode):
-                os.symlink(store[child].as_raw_string(), full)
+                os.symlink(get_raw(child)[1], full)
                 out.append((rel, SYMLINK, child, os.lstat(full)))
             else:
                 mode = EXECUTABLE if mode & 0o100 else FILE
                 fd = os.open(full, flags, 0o777 if mode == EXECUTABLE else 0o666)
                 try:
-                    data = memoryview(store[child].as_raw_string())
+                    data = memoryview(get_raw(child)[1])
                     while data:
-                        data = data[os.write(fd, data):]
-                    out.append((rel, mode, child, os.fstat(fd)))
+                        data = data[write(fd, data):]
+                    out.append((rel, mode, child, fstat(fd)))
                 finally:
-                    os.close(fd)
+                    close(fd)
     out.sort(key=lambda entry: entry[0])
     return out
 
