@@ -20,6 +20,7 @@ __all__ = [
     "executions_root",
     "main_worktree",
     "repository_key",
+    "root_of_workspace",
     "repository_root",
     "resolve_paths",
     "task_branch",
@@ -114,6 +115,15 @@ def workspaces_root(common_dir: Path, root: Path | None = None) -> Path:
 def executions_root(common_dir: Path, root: Path | None = None) -> Path:
     """Where the repository's check executions live: ``<root>/executions/<repository key>``."""
     return (root or data_dir()) / "executions" / repository_key(common_dir)
+
+
+def root_of_workspace(workspace: str | Path | None) -> Path | None:
+    """The root a task's workspace was made under (``<root>/workspaces/<key>/<run>/<task>``): a check of its
+    candidate runs under the same root. None for anything else (a worktree of a ledger from before workspaces)."""
+    if not workspace:
+        return None
+    path = Path(workspace)
+    return path.parents[3] if len(path.parts) > 4 and path.parts[-4] == "workspaces" else None
 
 
 def task_worktree_path(common_dir: Path, run_id: str, task_id: str, root: Path | None = None) -> Path:
