@@ -376,7 +376,7 @@ DEFAULT_TOML = '''\
 # timeout = "45m"
 
 # [agents.codex]
-# command = ["codex", "exec", "--json", "--sandbox", "workspace-write", "-"]
+# command = ["codex", "exec", "--json", "--sandbox", "workspace-write", "-c", 'sandbox_workspace_write.writable_roots=["{worktree}/.git"]', "-"]
 # prompt = "stdin"
 # report = "codex-jsonl"
 # env = { CODEX_HOME = "{worker_dir}" }
