@@ -35,6 +35,16 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
 
 
+def listed_places(repo: Path) -> list[str]:
+    """What git lists as worktrees of repo (its main checkout, linked worktrees), and every workspace and execution
+    docket made for it (repositories of their own in the data folder, which git does not list)."""
+    from docket.adapters.world.inventory import DulwichInventory
+
+    listing = git(repo, "worktree", "list", "--porcelain")
+    found = [line.split(" ", 1)[1] for line in listing.splitlines() if line.startswith("worktree ")]
+    return found + [w.path for w in DulwichInventory().list_docket_worktrees(repo / ".git") if w.registered]
+
+
 def make_repo(path: Path) -> Path:
     """A real git repository at path (made) with one commit on main."""
     path.mkdir()

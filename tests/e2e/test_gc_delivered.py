@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import git
+from ..conftest import git, listed_places
 from .go_world import GoWorld, make_go_world
 
 RUN = "r1"
@@ -23,8 +23,7 @@ def refs(world: GoWorld) -> set[str]:
 
 
 def listed_worktrees(world: GoWorld) -> set[str]:
-    listing = git(world.repo, "worktree", "list", "--porcelain")
-    return {line.split(" ", 1)[1] for line in listing.splitlines() if line.startswith("worktree ")}
+    return set(listed_places(world.repo))
 
 
 def worktree(world: GoWorld, task: str) -> Path:

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import git
+from docket.adapters.world.workspaces import DulwichWorkspaces
+
+from ..conftest import git, listed_places
 
 RUN, TASK = "r1", "t1"
 
@@ -37,8 +39,7 @@ def launch(docket, script: str, task: str = TASK) -> dict:  # noqa: ANN001
 
 
 def worktrees_listed(repo: Path) -> list[str]:
-    listing = git(repo, "worktree", "list", "--porcelain")
-    return [line.split(" ", 1)[1] for line in listing.splitlines() if line.startswith("worktree ")]
+    return listed_places(repo)
 
 
 def assert_git_clean(repo: Path) -> None:
@@ -163,11 +164,9 @@ def test_reconcile_removes_refs_and_worktrees_no_record_owns_but_never_a_worktre
     planted = f"refs/docket/candidates/{RUN}/{'f' * 64}"
     git(docket.cwd, "update-ref", planted, head)
     orphan_execution = executions_root(docket.cwd / ".git") / RUN / ("e" * 64) / "tests-1"
-    orphan_execution.parent.mkdir(parents=True)
-    git(docket.cwd, "worktree", "add", "-q", "--detach", str(orphan_execution), head)
+    DulwichWorkspaces().create_execution(docket.cwd / ".git", orphan_execution, head)
     branch_holder = task_worktree_path(docket.cwd / ".git", "r9", "t9")
-    branch_holder.parent.mkdir(parents=True)
-    git(docket.cwd, "worktree", "add", "-q", "-b", "keep-me", str(branch_holder), head)
+    DulwichWorkspaces().create_worktree(docket.cwd / ".git", branch_holder, "keep-me", head)
 
     found = docket("reconcile", "--json").json()
     paths = {g["path"] for g in found["git"]}
