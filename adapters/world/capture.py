@@ -119,7 +119,7 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
             raise Conflict("head-moved", f"HEAD of {worktree} is {head_hex}, not the expected {expected_head}")
         base_tree = _tree_of(repo, base)
         store = repo.object_store
-        tracked, tracked_folders = _flatten(store, commit.tree)
+        tracked, tracked_folders = _flattened(store, commit.tree)
         cache = _StatCache(Path(repo.controldir()) / CACHE_NAME)
         walk = _Walk(worktree, store, tracked, tracked_folders, artifact, _ignores(repo), cache)
         walk.folder(b"")
@@ -283,6 +283,24 @@ def _tree_of(repo, base: str) -> bytes:  # noqa: ANN001
     raise NotFound("base-missing", f"the base {base} names a {obj.type_name.decode()}, not a commit")
 
 
+_FLATTENED: dict[bytes, tuple[dict[bytes, _Entry], set[bytes]]] = {}  # tree id -> _flatten's answer, last few
+_FLATTENED_KEPT = 8
+
+
+def _flattened(store, tree_id: bytes) -> tuple[dict[bytes, _Entry], set[bytes]]:  # noqa: ANN001
+    """_flatten, remembered by tree id for this process: a tree's content is fixed by its id (each tree read is hashed
+    again, so no workspace's planted object can stand for another's tree), so the second capture
+    of capture_twice (and every later pin on the same HEAD in `docket go`) reads no tree again. The caller must not
+    change what it gets (capture only reads it)."""
+    found = _FLATTENED.get(tree_id)
+    if found is None:
+        found = _flatten(store, tree_id)
+        if len(_FLATTENED) >= _FLATTENED_KEPT:
+            _FLATTENED.pop(next(iter(_FLATTENED)))
+        _FLATTENED[tree_id] = found
+    return found
+
+
 def _flatten(store, tree_id: bytes) -> tuple[dict[bytes, _Entry], set[bytes]]:  # noqa: ANN001
     """Every non-tree entry under tree_id (path -> (mode, sha)), and the folders that hold them."""
     from dulwich.objects import parse_tree
@@ -292,7 +310,11 @@ def _flatten(store, tree_id: bytes) -> tuple[dict[bytes, _Entry], set[bytes]]:  
     pending = [(b"", tree_id)]
     while pending:
         prefix, sha = pending.pop()
-        for name, mode, child in parse_tree(store.get_raw(sha)[1], 20):  # raw: no Tree object built per folder
+        kind, raw = store.get_raw(sha)  # raw: no Tree object built per folder
+        if kind != 2 or hashlib.sha1(b"tree %d\0" % len(raw) + raw).hexdigest().encode("ascii") != sha:
+            # a workspace's own store is the agent's to write: what is remembered by id must be what the id names
+            raise Refused("worktree-unreadable", f"tree {sha.decode()} in the object store is not that tree")
+        for name, mode, child in parse_tree(raw, 20):
             path = prefix + name
             if mode == TREE:
                 folders.add(path)
@@ -362,7 +384,7 @@ def bring_home(workspace: Path, repository: Path, captured: Capture) -> int:
     ``worktree-unreadable`` when the workspace lacks an object the capture needs or holds one whose bytes do not
     match its id; OSError while writing propagates. Writing an object twice changes nothing: idempotent.
     """
-    from dulwich.errors import NotGitRepository
+    from dulwich.errors import ChecksumMismatch, NotGitRepository
 
     from .objects import import_objects
 
@@ -373,7 +395,7 @@ def bring_home(workspace: Path, repository: Path, captured: Capture) -> int:
     with home, open_repo(workspace) as repo:
         try:
             return import_objects(repo.object_store, home.object_store, captured.head, captured.tree)
-        except (KeyError, ValueError) as e:
+        except (KeyError, ValueError, ChecksumMismatch) as e:
             raise Refused("worktree-unreadable", f"the workspace {workspace} cannot give the objects its capture "
                                                  f"needs: {e}") from None
 
