@@ -120,43 +120,59 @@ def borrows_from(own: OwnRepository, common: Path) -> bool:
 
 def _check_out(store, tree_id: bytes, root: Path) -> list[tuple[bytes, int, bytes, os.stat_result]]:  # noqa: ANN001
     """Every entry of the tree written under root (folders made 0777 & ~umask, as git does); (path, mode, hex sha,
-    stat) per file, symlink and gitlink, in index order. Objects are read raw (no object parsed but trees)."""
+    stat) per file, symlink and gitlink, in index order.
+
+    The folders first, from the trees (read raw); then the blobs in the order the object store holds them (a pack
+    read front to back, each delta base at hand), each written to every path that names it.
+    """
+    out: list[tuple[bytes, int, bytes, os.stat_result]] = []
+    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)  # paths looked up from here
+    try:
+        _write_tree(store, tree_id, top, out)
+    finally:
+        os.close(top)
+    out.sort(key=lambda entry: entry[0])
+    return out
+
+
+def _write_tree(store, tree_id: bytes, top: int, out: list) -> None:  # noqa: ANN001
     from dulwich.index import InvalidPathError, validate_path_element_default
     from dulwich.objects import parse_tree
 
-    out: list[tuple[bytes, int, bytes, os.stat_result]] = []
-    base = os.fsencode(root)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    get_raw, write, fstat, close, join = store.get_raw, os.write, os.fstat, os.close, os.path.join
+    wanted: dict[bytes, list[tuple[bytes, int]]] = {}  # blob id -> (path, mode) of each file or symlink naming it
     pending = [(b"", tree_id)]
     while pending:
         prefix, sha = pending.pop()
-        for name, mode, child in parse_tree(get_raw(sha)[1], 20):
+        for name, mode, child in parse_tree(store.get_raw(sha)[1], 20):
             if not validate_path_element_default(name) or name.lower() == b".git":
                 raise InvalidPathError(prefix + name)
             rel = prefix + name
-            full = join(base, rel)
             if mode == TREE:
-                os.mkdir(full)
+                os.mkdir(rel, dir_fd=top)
                 pending.append((rel + b"/", child))
             elif mode == GITLINK:
-                os.mkdir(full)
-                out.append((rel, mode, child, os.lstat(full)))
-            elif stat.S_ISLNK(mode):
-                os.symlink(get_raw(child)[1], full)
-                out.append((rel, SYMLINK, child, os.lstat(full)))
+                os.mkdir(rel, dir_fd=top)
+                out.append((rel, mode, child, os.stat(rel, dir_fd=top, follow_symlinks=False)))
             else:
-                mode = EXECUTABLE if mode & 0o100 else FILE
-                fd = os.open(full, flags, 0o777 if mode == EXECUTABLE else 0o666)
-                try:
-                    data = memoryview(get_raw(child)[1])
-                    while data:
-                        data = data[write(fd, data):]
-                    out.append((rel, mode, child, fstat(fd)))
-                finally:
-                    close(fd)
-    out.sort(key=lambda entry: entry[0])
-    return out
+                kind = SYMLINK if stat.S_ISLNK(mode) else EXECUTABLE if mode & 0o100 else FILE
+                wanted.setdefault(child, []).append((rel, kind))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    write, fstat, close = os.write, os.fstat, os.close
+    for blob in store.iterobjects_subset(list(wanted)):
+        data = blob.as_raw_string()
+        for rel, kind in wanted[blob.id]:
+            if kind == SYMLINK:
+                os.symlink(data, rel, dir_fd=top)
+                out.append((rel, kind, blob.id, os.stat(rel, dir_fd=top, follow_symlinks=False)))
+                continue
+            fd = os.open(rel, flags, 0o777 if kind == EXECUTABLE else 0o666, dir_fd=top)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[write(fd, view):]
+                out.append((rel, kind, blob.id, fstat(fd)))
+            finally:
+                close(fd)
 
 
 def _write_index(path: Path, entries: list[tuple[bytes, int, bytes, os.stat_result]]) -> None:
