@@ -191,7 +191,7 @@ def _write_index(path: Path, entries: list[tuple[bytes, int, bytes, os.stat_resu
 
 
 def _seed_capture_cache(git: Path, entries: list[tuple[bytes, int, bytes, os.stat_result]]) -> None:
-    from .capture import seed_stat_cache
+    from .stat_cache import seed_stat_cache
 
     seed_stat_cache(git, {name: (mode, sha, st) for name, mode, sha, st in entries if mode != GITLINK})
 
