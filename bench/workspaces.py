@@ -75,8 +75,8 @@ def edit(root: Path, files: list[Path], round_: int) -> None:
         (root / f"added{i}.py").write_text(f"# added in round {round_}\nnew = {i}\n")
 
 
-def measure_creation(repo: Path, base: str, rounds: int) -> dict[str, list[float]]:
-    places = WORK / "workspaces-places"
+def measure_creation(repo: Path, base: str, rounds: int, work: Path = WORK) -> dict[str, list[float]]:
+    places = work / "workspaces-places"
     shutil.rmtree(places, ignore_errors=True)
     places.mkdir(parents=True)
     common = repo / ".git"
@@ -99,8 +99,8 @@ def measure_creation(repo: Path, base: str, rounds: int) -> dict[str, list[float
     return times
 
 
-def measure_pin(repo: Path, base: str, rounds: int) -> tuple[dict[str, list[float]], int]:
-    work = WORK / "workspaces-pin"
+def measure_pin(repo: Path, base: str, rounds: int, under: Path = WORK) -> tuple[dict[str, list[float]], int]:
+    work = under / "workspaces-pin"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     common = repo / ".git"
