@@ -72,7 +72,8 @@ def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artif
     first = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir, home=repository)
     if between is not None:
         between()
-    second = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir, home=repository)
+    second = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir, home=repository,
+                     like=first)
     if first == second:
         if repository is not None:
             bring_home(Path(worktree), Path(repository), first)
@@ -81,7 +82,7 @@ def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artif
 
 
 def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_dir: str | None,
-            home: Path | None = None) -> Capture:
+            home: Path | None = None, like: Capture | None = None) -> Capture:
     """Write the tree of the worktree's HEAD plus its uncommitted changes; list the paths it changes against base.
 
     Raises Conflict ``head-moved`` when HEAD is not expected_head (None: any
@@ -93,7 +94,9 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
     ``worktree-unreadable`` too. Blobs and trees are written to the
     repository's object store (unreferenced until pinned; with home, the
     git common dir a workspace borrows from, into home's own store, where a
-    pin needs them, never into the workspace's); OSError while
+    pin needs them, never into the workspace's). like: an earlier capture
+    against the same base; when this one has its head and tree, its changed
+    paths are taken as they are (they depend on nothing else). OSError while
     writing them propagates.
     """
     from dulwich.errors import NotGitRepository
@@ -130,7 +133,9 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
             changes.update((p, None) for p in tracked if p not in walk.found)
             tree = _apply(store, commit.tree, changes) or _write(store, _new_tree({}))
             cache.save(walk.stats)
-            return Capture(head_hex, tree.decode("ascii"), _changed_paths(store, base_tree, tree),
+            as_before = like is not None and (like.head, like.tree) == (head_hex, tree.decode("ascii"))
+            return Capture(head_hex, tree.decode("ascii"),
+                           like.changed if as_before else _changed_paths(store, base_tree, tree),
                            os.path.realpath(repo.controldir()))
         finally:
             if written is not None:
