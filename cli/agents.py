@@ -19,11 +19,14 @@ def launch_request(ctx: Context, run_id: str, task_id: str, worker_id: str, agen
     from ..adapters.service_layer.workers import LaunchRequest
     from ..adapters.world.config_file import find_config, load_config
 
+    from ..adapters.service_layer.go_settings import workspace_root
+
     config = load_config(find_config(Path.cwd()))
     if argv and argv[0] == "--":
         argv = argv[1:]
     common = dict(run_id=run_id, task_id=task_id, worker_id=worker_id, setup=config.worktree.setup,
-                  include=config.worktree.include, ports=config.worktree.ports, artifact_dir=config.artifact_dir)
+                  include=config.worktree.include, ports=config.worktree.ports, artifact_dir=config.artifact_dir,
+                  workspace_root=workspace_root(config))
     if argv:
         if agent is not None:
             raise BadInput("agent-and-command", "give either --agent NAME or a command after --, not both")

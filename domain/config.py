@@ -236,6 +236,22 @@ class WorktreeConfig(_Section):
     ports: bool = False  # a free TCP port per worker, in DOCKET_PORT
 
 
+def _absolute_or_home(root: str) -> str:
+    if not (root.startswith("/") or root == "~" or root.startswith("~/")):
+        raise ValueError(f"{root!r} is neither an absolute path nor under ~/")
+    if "\0" in root:
+        raise ValueError("a NUL character in the path")
+    return root
+
+
+class WorkspaceConfig(_Section):
+    """[workspace]: where agents and checks work (each task a repository of its own, outside the user's)."""
+
+    # workspaces/<repository key>/<run>/<task> and executions/... are made under it; None: docket's data folder
+    # ($XDG_DATA_HOME/docket, else ~/.local/share/docket)
+    root: Annotated[str, AfterValidator(_absolute_or_home)] | None = None
+
+
 class RunConfig(_Section):
     """[run]: defaults for `docket run open`."""
 
@@ -291,6 +307,7 @@ HookEntry = Annotated[HookConfig, BeforeValidator(_hook_table)]
 class Config(_Section):
     # Fields are validated in this order: the checks of agents and agent see the sections before them.
     worktree: WorktreeConfig = WorktreeConfig()
+    workspace: WorkspaceConfig = WorkspaceConfig()
     run: RunConfig = RunConfig()
     integration: IntegrationConfig = IntegrationConfig()
     agents: dict[Id, AgentConfig] = {}
@@ -364,7 +381,7 @@ DEFAULT_TOML = '''\
 # Tested blocks for Codex CLI, Claude Code and aider, and why each flag is there: docs/agents.md.
 
 # [agents.claude]
-# command = ["claude", "-p", "--permission-mode", "bypassPermissions", "--output-format", "json"]
+# command = ["claude", "-p", "--permission-mode", "acceptEdits", "--allowedTools", "Bash", "--output-format", "json"]
 # prompt = "stdin"
 # report = "claude-json"
 # env = { CLAUDE_CONFIG_DIR = "{worker_dir}/claude" }
@@ -372,7 +389,7 @@ DEFAULT_TOML = '''\
 # timeout = "45m"
 
 # [agents.codex]
-# command = ["codex", "exec", "--json", "--sandbox", "workspace-write", "-"]
+# command = ["codex", "exec", "--json", "--sandbox", "workspace-write", "-c", 'sandbox_workspace_write.writable_roots=["{worktree}/.git"]', "-"]
 # prompt = "stdin"
 # report = "codex-jsonl"
 # env = { CODEX_HOME = "{worker_dir}" }
@@ -419,6 +436,11 @@ DEFAULT_TOML = '''\
 # include = []          # e.g. [".env", "config/*.local"]
 # Give each worker a free TCP port in DOCKET_PORT (and {port}).
 # ports = false
+
+# [workspace]
+# Where each task's workspace (a repository of its own that borrows this repository's objects) and each check's
+# execution are made: <root>/workspaces/<repository id>/<run>/<task>. An absolute path, or one under ~/.
+# root = "~/.local/share/docket"   # the default: $XDG_DATA_HOME/docket
 
 # [run]
 # Default target branch of `docket run open`.

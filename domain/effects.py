@@ -237,20 +237,18 @@ class ExecutionInspection:
 
 @dataclass(frozen=True)
 class DocketWorktree:
-    """A worktree in docket's folders, as found on disk and in git's admin entries (for gc and reconcile).
+    """A workspace or execution in docket's folders, as found on disk (for gc and reconcile).
 
-    kind: task (``<common>/docket/worktrees/<run>/<task>``) or execution
-    (``<common>/docket/executions/<run>/<binding>/<name>``). exists: something
+    kind: task (``<data>/workspaces/<repository key>/<run>/<task>``) or execution
+    (``<data>/executions/<repository key>/<run>/<binding>/<name>``). exists: something
     is at path (a symlink or a file too: detail says so, never followed).
-    registered: an admin entry in ``<common>/worktrees`` names path (admin: its
-    name). branch: the branch (short name) HEAD is a symbolic ref to, None when
-    detached or unknown; head: the commit HEAD resolves to, None when unknown.
-    HEAD is read only from the admin entry the folder's ``.git`` names back (or,
-    the folder gone, from the stale entry naming path). detail: set only for
-    what is no worktree docket made (a symlink or file where a folder should be,
-    an unregistered folder, a .git naming no admin entry back); a registered
-    worktree whose folder is gone has exists=False and no detail.
-    path: absolute, spelled under the common dir as given (a string: the domain has no paths).
+    registered: it is a repository of its own borrowing this repository's objects
+    (admin: ``.git``, its git dir). branch: the branch (short name) HEAD is a
+    symbolic ref to, None when detached or unknown; head: the commit HEAD
+    resolves to, None when unknown, both read from its own git dir. detail: set
+    only for what is no workspace docket made (a symlink or file where a folder
+    should be, a folder that is no repository of this one's).
+    path: absolute, as listed (a string: the domain has no paths).
     """
 
     path: str

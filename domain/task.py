@@ -57,6 +57,7 @@ class Task:
     removal_failure: str | None = None
     removed: str | None = None  # the path of a worktree removed (its content preserved elsewhere)
     base: str | None = None  # the commit its worktree was asked for at
+    repository: str | None = None  # the git common dir its worktree was asked for in (its workspace borrows from it)
     feedback: tuple[Feedback, ...] = ()  # one per generation judged and failed: the cycles spent
     result: str | None = None  # passed | failed, once TaskFinished
     finished_binding: str | None = None
@@ -74,7 +75,8 @@ def apply(task: Task | None, event: ev.Event, position: int) -> Task:
     assert task is not None, f"{event.type_name()} before TaskPlanned"
     task = replace(task, version=event.version)
     if isinstance(event, ev.WorktreeRequested):
-        return replace(task, worktree_intent=event.intent_id, worktree_failure=None, base=event.base)
+        return replace(task, worktree_intent=event.intent_id, worktree_failure=None, base=event.base,
+                       repository=event.repository)
     if isinstance(event, ev.WorktreeCreated):
         return replace(task, worktree=event.path, branch=event.branch, worktree_intent=None)
     if isinstance(event, ev.WorktreeFailed):

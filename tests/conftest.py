@@ -19,11 +19,30 @@ for _inherited in ("COLUMNS", "LINES"):
 T0 = "2026-01-01T00:00:00.000Z"
 
 
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """docket's data folder (workspaces, executions) of each test: its own, never the user's ~/.local/share, and
+    inherited by every docket the test starts."""
+    folder = tmp_path_factory.mktemp("data")
+    monkeypatch.setenv("XDG_DATA_HOME", str(folder))
+    return folder / "docket"
+
+
 def git(cwd: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
            "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def listed_places(repo: Path) -> list[str]:
+    """What git lists as worktrees of repo (its main checkout, linked worktrees), and every workspace and execution
+    docket made for it (repositories of their own in the data folder, which git does not list)."""
+    from docket.adapters.world.inventory import DulwichInventory
+
+    listing = git(repo, "worktree", "list", "--porcelain")
+    found = [line.split(" ", 1)[1] for line in listing.splitlines() if line.startswith("worktree ")]
+    return found + [w.path for w in DulwichInventory().list_docket_worktrees(repo / ".git") if w.registered]
 
 
 def make_repo(path: Path) -> Path:

@@ -90,7 +90,8 @@ def pin_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: 
         raise Refused("run-base-not-pinned", f"run {run_id} has no pinned base commit yet")
     # what changed is measured from where the worktree started: a task that depends on others starts from their work
     captured = effector.ports.capture.capture_twice(Path(task.worktree), expected_head=None,
-                                                    base=task.base or run.base_commit, artifact_dir=artifact_dir)
+                                                    base=task.base or run.base_commit, artifact_dir=artifact_dir,
+                                                    repository=task_repository(task))
     boundary = boundary_of(generation)
     if not hasattr(captured, "tree"):  # Unstable
         def unstable(now: str) -> Event:
@@ -157,9 +158,10 @@ def drive(effector: Any, intent_id: str, settled: Any) -> None:
 
 
 def task_repository(task: task_aggregate.Task) -> Path:
-    """The git common dir a task's worktree belongs to (task worktrees live at <common>/docket/worktrees/<run>/<task>)."""
+    """The git common dir a task's worktree belongs to: the one its WorktreeRequested named (a worktree of a ledger
+    from before workspaces lived at <common>/docket/worktrees/<run>/<task>)."""
     assert task.worktree is not None
-    return Path(task.worktree).parents[3]
+    return Path(task.repository) if task.repository else Path(task.worktree).parents[3]
 
 
 def settled(candidate: candidate_aggregate.Candidate) -> candidate_aggregate.Candidate:

@@ -121,15 +121,18 @@ def run_attempt(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec:
     a check judged relative to the base (``base_checks.run_check`` finds it), a command that failed only tests
     failing there too passes; without one, the check is judged by its exit."""
     from ..world.executions import execution_path
+    from ..world.paths import root_of_workspace
 
     candidate = pinned_candidate(ledger, binding)
     repository = Path(candidate.repository)
+    root = root_of_workspace(candidate.worktree)  # beside the task's workspace ([workspace] root), else the default
     check_id, execution_intent = new_id("check"), new_id("execution")
     chosen: dict[str, Any] = {}
 
     def decision(now: str) -> list[Event]:
         current = load_candidate(ledger, binding)
-        path = str(execution_path(repository, current.run_id, binding, spec.name, current.attempts(spec.name) + 1))
+        path = str(execution_path(repository, current.run_id, binding, spec.name, current.attempts(spec.name) + 1,
+                                  root))
         argv = tuple(spec.argv(path))
         chosen.update(path=path, argv=argv)
         return candidate_check.request_check(

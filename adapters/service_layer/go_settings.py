@@ -14,7 +14,7 @@ from .checks import CheckSpec
 if TYPE_CHECKING:
     from ...domain.config import Config
 
-__all__ = ["Agent", "GoSettings", "agent_named", "planned_agent", "settings_from_config"]
+__all__ = ["Agent", "GoSettings", "agent_named", "planned_agent", "settings_from_config", "workspace_root"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ class GoSettings:
     include: tuple[str, ...] = ()
     ports: bool = False
     checked_out_target: str = "update"  # a target checked out in a clean worktree: update it with the branch
+    workspace_root: Path | None = None  # [workspace] root; None: docket's data folder
 
     @property
     def required(self) -> tuple[CheckSpec, ...]:
@@ -72,6 +73,11 @@ def planned_agent(config: Config, name: str) -> Agent:
                  chosen.timeout_ms, chosen.idle_timeout_ms, chosen.report)
 
 
+def workspace_root(config: Config) -> Path | None:
+    """[workspace] root as a path (~ expanded); None when not set (docket's data folder)."""
+    return Path(config.workspace.root).expanduser() if config.workspace.root else None
+
+
 def settings_from_config(config: Config, agent: Agent, *, repository: Path, ledger_path: Path) -> GoSettings:
     """The settings a run is supervised with, from docket.toml: its agent, checks, worktree and integration."""
     from ..world.paths import main_worktree
@@ -82,4 +88,5 @@ def settings_from_config(config: Config, agent: Agent, *, repository: Path, ledg
                       main_checkout=main_worktree(repository), ledger_path=ledger_path,
                       artifact_dir=config.artifact_dir, setup=tuple(tuple(argv) for argv in config.worktree.setup),
                       include=tuple(config.worktree.include), ports=config.worktree.ports,
-                      checked_out_target=config.integration.checked_out_target)
+                      checked_out_target=config.integration.checked_out_target,
+                      workspace_root=workspace_root(config))

@@ -54,9 +54,10 @@ class CapturePort(RepositoryPort, Protocol):
     """Content as git stores it: a worktree captured into a tree, and what commits' trees hold."""
 
     def capture_twice(self, worktree: Path, *, expected_head: str | None, base: str,
-                      artifact_dir: str | None) -> Capture | Unstable:
+                      artifact_dir: str | None, repository: Path | None = None) -> Capture | Unstable:
         """The worktree's HEAD plus everything uncommitted, captured twice into a tree (written to the object store):
-        the Capture when both agree, else Unstable. Raises Conflict ``head-moved``, Refused ``worktree-unreadable``,
+        the Capture when both agree, else Unstable; with repository, what the capture needs is brought into that
+        repository's own object store (a workspace's commits and new files live only in the workspace's). Raises Conflict ``head-moved``, Refused ``worktree-unreadable``,
         NotFound ``base-missing``, BadInput ``bad-artifact-dir`` (adapters/world/capture.py)."""
         ...
 

@@ -79,6 +79,7 @@ class LaunchRequest:
     pin_on_exit: bool = True
     base: str | None = None  # the commit a new worktree starts at (default: the run's base)
     report: str | None = None  # the agent's report format (AgentReported), if its block names one
+    workspace_root: Path | None = None  # [workspace] root: where a new workspace is made (None: the data folder)
 
 
 @dataclass
@@ -123,7 +124,8 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
             worker: worker_aggregate.Worker, supervisions: dict[str, str], *, docket_dir: Path, repository: Path,
             main_checkout: Path | None, ledger_path: Path) -> Launched:
     processes = launcher.processes
-    task = _task_worktree(ledger, clock, effector, request.task_id, repository, request.base)
+    task = _task_worktree(ledger, clock, effector, request.task_id, repository, request.base,
+                          root=request.workspace_root)
     assert task.worktree is not None
     worktree = Path(task.worktree)
     if not task.prepared:
@@ -215,13 +217,13 @@ def _current_worker(ledger: Ledger, clock: Clock, processes: Any,
 
 
 def _task_worktree(ledger: Ledger, clock: Clock, effector: Any, task_id: str, repository: Path,
-                   base: str | None = None) -> task_aggregate.Task:
+                   base: str | None = None, *, root: Path | None = None) -> task_aggregate.Task:
     from ..world.paths import task_worktree_path
 
     task = load_task(ledger, task_id)
     if task.worktree is None:
         if task.worktree_intent is None:
-            path = task_worktree_path(repository, task.run_id, task.task_id)
+            path = task_worktree_path(repository, task.run_id, task.task_id, root)
 
             def decision(now: str) -> list[Event]:
                 current = load_task(ledger, task_id)

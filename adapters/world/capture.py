@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,13 +33,12 @@ from pathlib import Path
 
 from ...domain.errors import BadInput, Conflict, NotFound, Refused
 from .repository import DulwichRepository, open_repo, same
+from .stat_cache import CACHE_NAME, StatCache, seed_stat_cache
 from .trees import changed_paths, commit_tree, tree_paths
 
-__all__ = ["Capture", "DulwichCapture", "Unstable", "capture", "capture_twice"]
+__all__ = ["Capture", "DulwichCapture", "Unstable", "bring_home", "capture", "capture_twice", "seed_stat_cache"]
 
 TREE, FILE, EXECUTABLE, SYMLINK, GITLINK = 0o040000, 0o100644, 0o100755, 0o120000, 0o160000
-CACHE_NAME = "docket-capture.index"
-_CACHE_MAGIC = b"docket-capture-cache 1\n"
 
 _Entry = tuple[int, bytes]  # (git mode, blob id as 40 hex bytes)
 
@@ -63,22 +61,28 @@ class Unstable:
 
 
 def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artifact_dir: str | None,
-                  between: Callable[[], None] | None = None) -> Capture | Unstable:
+                  repository: Path | None = None, between: Callable[[], None] | None = None) -> Capture | Unstable:
     """Capture the worktree twice; the capture when both agree (head, tree and changed paths), else Unstable.
 
-    ``between`` runs between the two captures (tests use it to change a file).
-    Raises as `capture` does.
+    With repository (the git common dir a workspace borrows from), an agreed capture's objects (HEAD's history
+    and the tree: what its candidate needs) are brought into that repository's own object store first (see
+    bring_home). ``between`` runs between the two captures (tests use it to change a file). Raises as `capture`
+    does.
     """
-    first = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir)
+    first = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir, home=repository)
     if between is not None:
         between()
-    second = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir)
+    second = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir, home=repository,
+                     like=first)
     if first == second:
+        if repository is not None:
+            bring_home(Path(worktree), Path(repository), first)
         return first
     return Unstable(first, second, _differing(Path(worktree), first, second))
 
 
-def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_dir: str | None) -> Capture:
+def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_dir: str | None,
+            home: Path | None = None, like: Capture | None = None) -> Capture:
     """Write the tree of the worktree's HEAD plus its uncommitted changes; list the paths it changes against base.
 
     Raises Conflict ``head-moved`` when HEAD is not expected_head (None: any
@@ -88,7 +92,11 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
     absolute or leaves the worktree. A file or folder of the worktree that
     cannot be read, or vanishes or changes kind during the walk, is
     ``worktree-unreadable`` too. Blobs and trees are written to the
-    repository's object store (unreferenced until pinned); OSError while
+    repository's object store (unreferenced until pinned; with home, the
+    git common dir a workspace borrows from, into home's own store, where a
+    pin needs them, never into the workspace's). like: an earlier capture
+    against the same base; when this one has its head and tree, its changed
+    paths are taken as they are (they depend on nothing else). OSError while
     writing them propagates.
     """
     from dulwich.errors import NotGitRepository
@@ -114,17 +122,53 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
         if expected_head is not None and head_hex != expected_head:
             raise Conflict("head-moved", f"HEAD of {worktree} is {head_hex}, not the expected {expected_head}")
         base_tree = _tree_of(repo, base)
-        store = repo.object_store
-        tracked, tracked_folders = _flatten(store, commit.tree)
-        cache = _StatCache(Path(repo.controldir()) / CACHE_NAME)
-        walk = _Walk(worktree, store, tracked, tracked_folders, artifact, _ignores(repo), cache)
-        walk.folder(b"")
-        changes: dict[bytes, _Entry | None] = {p: e for p, e in walk.found.items() if tracked.get(p) != e}
-        changes.update((p, None) for p in tracked if p not in walk.found)
-        tree = _apply(store, commit.tree, changes) or _write(store, _new_tree({}))
-        cache.save(walk.stats)
-        return Capture(head_hex, tree.decode("ascii"), _changed_paths(store, base_tree, tree),
-                       os.path.realpath(repo.controldir()))
+        written = None if home is None else _home_store(home)
+        try:
+            store = repo.object_store if written is None else _WrittenHome(repo.object_store, written)
+            tracked, tracked_folders = _flattened(store, commit.tree)
+            cache = StatCache(Path(repo.controldir()) / CACHE_NAME)
+            walk = _Walk(worktree, store, tracked, tracked_folders, artifact, _ignores(repo), cache)
+            walk.folder(b"")
+            changes: dict[bytes, _Entry | None] = {p: e for p, e in walk.found.items() if tracked.get(p) != e}
+            changes.update((p, None) for p in tracked if p not in walk.found)
+            tree = _apply(store, commit.tree, changes) or _write(store, _new_tree({}))
+            cache.save(walk.stats)
+            as_before = like is not None and (like.head, like.tree) == (head_hex, tree.decode("ascii"))
+            return Capture(head_hex, tree.decode("ascii"),
+                           like.changed if as_before else _changed_paths(store, base_tree, tree),
+                           os.path.realpath(repo.controldir()))
+        finally:
+            if written is not None:
+                written.close()
+
+
+class _WrittenHome:
+    """A workspace's object store that reads as itself (its own objects, then the ones it borrows) and writes into
+    the repository it borrows from: what a capture writes is where its pin needs it."""
+
+    def __init__(self, read, write) -> None:  # noqa: ANN001
+        self.read, self.write, self.path = read, write, write.path
+
+    def __getitem__(self, sha: bytes):  # noqa: ANN204
+        return self.read[sha]
+
+    def get_raw(self, sha: bytes) -> tuple[int, bytes]:
+        return self.read.get_raw(sha)
+
+    def __contains__(self, sha: bytes) -> bool:
+        return sha in self.write  # an object only the workspace has is still written home
+
+    def add_object(self, obj) -> None:  # noqa: ANN001
+        self.write.add_object(obj)
+
+    def __getattr__(self, name: str):  # noqa: ANN204  anything else a reader asks (tree_changes, ...)
+        return getattr(self.read, name)
+
+
+def _home_store(home: Path):  # noqa: ANN202
+    from dulwich.object_store import DiskObjectStore
+
+    return DiskObjectStore(os.path.join(home, "objects"))
 
 
 # Walking the worktree --------------------------------------------------------
@@ -134,7 +178,7 @@ class _Walk:
     """The files and symlinks of a worktree that belong in its capture, hashed (or found unchanged in the cache)."""
 
     def __init__(self, root: Path, store, tracked: dict[bytes, _Entry], tracked_folders: set[bytes],  # noqa: ANN001
-                 artifact: bytes | None, ignores, cache: _StatCache) -> None:  # noqa: ANN001
+                 artifact: bytes | None, ignores, cache: StatCache) -> None:  # noqa: ANN001
         self.root = os.fsencode(root)
         self.store = store
         self.tracked = tracked
@@ -279,14 +323,38 @@ def _tree_of(repo, base: str) -> bytes:  # noqa: ANN001
     raise NotFound("base-missing", f"the base {base} names a {obj.type_name.decode()}, not a commit")
 
 
+_FLATTENED: dict[bytes, tuple[dict[bytes, _Entry], set[bytes]]] = {}  # tree id -> _flatten's answer, last few
+_FLATTENED_KEPT = 8
+
+
+def _flattened(store, tree_id: bytes) -> tuple[dict[bytes, _Entry], set[bytes]]:  # noqa: ANN001
+    """_flatten, remembered by tree id for this process: a tree's content is fixed by its id (each tree read is hashed
+    again, so no workspace's planted object can stand for another's tree), so the second capture
+    of capture_twice (and every later pin on the same HEAD in `docket go`) reads no tree again. The caller must not
+    change what it gets (capture only reads it)."""
+    found = _FLATTENED.get(tree_id)
+    if found is None:
+        found = _flatten(store, tree_id)
+        if len(_FLATTENED) >= _FLATTENED_KEPT:
+            _FLATTENED.pop(next(iter(_FLATTENED)))
+        _FLATTENED[tree_id] = found
+    return found
+
+
 def _flatten(store, tree_id: bytes) -> tuple[dict[bytes, _Entry], set[bytes]]:  # noqa: ANN001
     """Every non-tree entry under tree_id (path -> (mode, sha)), and the folders that hold them."""
+    from dulwich.objects import parse_tree
+
     out: dict[bytes, _Entry] = {}
     folders: set[bytes] = set()
     pending = [(b"", tree_id)]
     while pending:
         prefix, sha = pending.pop()
-        for name, mode, child in store[sha].iteritems():
+        kind, raw = store.get_raw(sha)  # raw: no Tree object built per folder
+        if kind != 2 or hashlib.sha1(b"tree %d\0" % len(raw) + raw).hexdigest().encode("ascii") != sha:
+            # a workspace's own store is the agent's to write: what is remembered by id must be what the id names
+            raise Refused("worktree-unreadable", f"tree {sha.decode()} in the object store is not that tree")
+        for name, mode, child in parse_tree(raw, 20):
             path = prefix + name
             if mode == TREE:
                 folders.add(path)
@@ -344,53 +412,38 @@ def _differing(worktree: Path, first: Capture, second: Capture) -> tuple[str, ..
     return tuple(sorted(paths | (set(first.changed) ^ set(second.changed))))
 
 
-# The stat cache ------------------------------------------------------------------
+def bring_home(workspace: Path, repository: Path, captured: Capture) -> int:
+    """Copy into the repository's own object store what captured needs and it lacks (commits the agent made in its
+    workspace, the blobs and trees the capture wrote there); the number of objects copied.
 
-
-class _StatCache:
-    """path -> the stat fields, git mode and blob id it had when last hashed; a damaged or missing cache is empty.
-
-    File: a magic line, then per path ``mtime_ns ctime_ns size ino st_mode gitmode sha\0path\0``,
-    then the sha256 of all that. Written whole to a fresh file, then renamed over.
+    The repository is the caller's, never read from the workspace (whose alternates the agent may rewrite). Every
+    object is read through dulwich and hashed again (objects.import_objects). Refused
+    ``worktree-unreadable`` when the workspace lacks an object the capture needs or holds one whose bytes do not
+    match its id; OSError while writing propagates. Writing an object twice changes nothing: idempotent.
     """
+    from dulwich.errors import ChecksumMismatch, NotGitRepository
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.records: dict[bytes, bytes] = {}
-        self.written_ns = 0
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-                self.written_ns = os.fstat(f.fileno()).st_mtime_ns
-        except OSError:
-            return
-        body, digest = data[:-32], data[-32:]
-        if body.startswith(_CACHE_MAGIC) and hashlib.sha256(body).digest() == digest:
-            parts = body[len(_CACHE_MAGIC):].split(b"\0")
-            self.records = dict(zip(parts[1::2], parts[0:-1:2]))
+    from .objects import import_objects
 
-    def save(self, records: dict[bytes, bytes]) -> None:
-        body = b"".join([_CACHE_MAGIC, *(b"%s\0%s\0" % (record, path) for path, record in records.items())])
-        draft = self.path.with_name(f"{self.path.name}.{secrets.token_hex(4)}.draft")
-        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        home = open_repo(repository)
+    except (NotGitRepository, OSError) as e:
+        raise Refused("worktree-unreadable", f"cannot open the repository {repository}: {e}") from None
+    with home, open_repo(workspace) as repo:
         try:
-            with os.fdopen(fd, "wb", closefd=False) as f:
-                f.write(body + hashlib.sha256(body).digest())
-        finally:
-            os.close(fd)
-        try:
-            os.replace(draft, self.path)
-        except BaseException:
-            os.unlink(draft)
-            raise
+            return import_objects(repo.object_store, home.object_store, captured.head, captured.tree)
+        except (KeyError, ValueError, ChecksumMismatch) as e:
+            raise Refused("worktree-unreadable", f"the workspace {workspace} cannot give the objects its capture "
+                                                 f"needs: {e}") from None
 
 
 class DulwichCapture(DulwichRepository):
     """The CapturePort: worktrees captured into trees, commits' trees read (trees.py)."""
 
     def capture_twice(self, worktree: Path, *, expected_head: str | None, base: str,
-                      artifact_dir: str | None) -> Capture | Unstable:
-        return capture_twice(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir)
+                      artifact_dir: str | None, repository: Path | None = None) -> Capture | Unstable:
+        return capture_twice(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir,
+                             repository=repository)
 
     def commit_tree(self, repository: Path, commit: str) -> str:
         return commit_tree(repository, commit)

@@ -26,8 +26,7 @@ def config_path(start: Path) -> Path | None:
     """Where the repository around start keeps docket.toml: the top of its main checkout.
 
     Every worktree shares the git common dir, and the main checkout is its parent, so
-    linked worktrees (docket's own, under <common>/docket/worktrees/, too) find the
-    same file. A bare repository has no checkout: None, as outside any repository.
+    linked worktrees find the same file. A bare repository has no checkout: None, as outside any repository.
     """
     common = find_git_common_dir(start.absolute())
     if common is None or common.name != ".git":

@@ -1,8 +1,10 @@
-"""Executions: detached linked worktrees at a candidate commit, where one check runs, inspected afterwards.
+"""Executions: repositories of their own detached at a candidate commit, where one check runs, inspected afterwards.
 
-An execution lives at ``<git common dir>/docket/executions/<run>/<binding>/<check>-<attempt>``, made in-process
-with dulwich like a task's worktree (an admin entry, a checkout in a staging folder, one rename into place), but
-with a detached HEAD. Nothing here follows a symlink inside the execution.
+An execution lives at ``<root>/executions/<repository key>/<run>/<binding>/<check>-<attempt>`` (paths.py: root is
+[workspace] root, else docket's data folder), outside the user's repository and outside every agent's workspace:
+made in-process like a task's workspace (own_repositories.py: its own git dir borrowing the user's objects, a
+checkout in a staging folder, one rename into place), with a detached HEAD. Nothing here follows a symlink inside
+the execution.
 """
 
 from __future__ import annotations
@@ -17,17 +19,9 @@ from pathlib import Path
 from ...domain.effects import ExecutionInspection, ExecutionObservation
 from ...domain.errors import BadInput, Refused
 from ...domain.names import has_unsafe_characters
-from .repository import (
-    admin_entries,
-    check_out_detached,
-    entry_for,
-    make_parents,
-    making_worktrees,
-    open_repo,
-    remove_checkout,
-    same,
-    unsafe_parent,
-)
+from .own_repositories import borrows_from, make_own_repository, read_own_repository
+from .paths import executions_root, repository_key
+from .repository import make_parents, making_worktrees, open_repo, remove_checkout, unsafe_parent
 
 __all__ = ["create_execution", "execution_path", "execution_remnants", "inspect_execution", "observe_execution",
            "remove_execution"]
@@ -35,15 +29,28 @@ __all__ = ["create_execution", "execution_path", "execution_remnants", "inspect_
 _LINK_MODE, _GITLINK_MODE = 0o120000, 0o160000
 
 
-def execution_path(common: Path, run: str, binding: str, check: str, attempt: int) -> Path:
-    """``<common>/docket/executions/<run>/<binding>/<check>-<attempt>``; BadInput ``bad-execution-path`` unless each
-    part is one safe path component and attempt is a positive integer."""
+def execution_path(common: Path, run: str, binding: str, check: str, attempt: int, root: Path | None = None) -> Path:
+    """``<root>/executions/<repository key>/<run>/<binding>/<check>-<attempt>``; BadInput ``bad-execution-path``
+    unless each part is one safe path component and attempt is a positive integer."""
     for part in (run, binding, check):
         if not part or "/" in part or "\0" in part or part.startswith(".") or has_unsafe_characters(part):
             raise BadInput("bad-execution-path", f"{part!r} is not a single safe path component")
     if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
         raise BadInput("bad-execution-path", f"attempt {attempt!r} is not a positive integer")
-    return Path(common) / "docket" / "executions" / run / binding / f"{check}-{attempt}"
+    return executions_root(Path(common), root) / run / binding / f"{check}-{attempt}"
+
+
+def _anchor(path: Path) -> Path:
+    """``<root>`` of ``<root>/executions/<key>/<run>/<binding>/<name>``: the parents below it are docket's."""
+    return path.parents[4] if len(path.parents) > 4 else path.parent
+
+
+def is_execution_place(common: Path, path: Path) -> bool:
+    """Whether path (as spelled) is ``.../executions/<common's key>/<run>/<binding>/<name>``, safe names only."""
+    parts = Path(path).parts
+    if len(parts) < 6 or parts[-5] != "executions" or parts[-4] != repository_key(common):
+        return False
+    return all(p not in ("", ".", "..") and not p.startswith(".") for p in parts[-3:])
 
 
 def observe_execution(repository: Path, path: Path, commit: str) -> ExecutionObservation:
@@ -66,7 +73,7 @@ def observe_execution(repository: Path, path: Path, commit: str) -> ExecutionObs
 
 
 def create_execution(repository: Path, path: Path, commit: str) -> None:
-    """From absent only: a linked worktree at path, detached at commit (a commit of the repository), appearing whole.
+    """From absent only: an execution of its own at path, detached at commit (a commit of the repository), appearing whole.
 
     Stale admin entries naming path and staging leftovers of an interrupted
     creation are removed first. Any other state of the world is left alone
@@ -92,15 +99,14 @@ def create_execution(repository: Path, path: Path, commit: str) -> None:
         with making_worktrees(repository, exclusive=True):
             if _observe(repo, repository, path, commit).state != "absent":
                 return
-            if not make_parents(repository, path.parent):
+            anchor = _anchor(path)
+            anchor.mkdir(mode=0o700, parents=True, exist_ok=True)  # the data folder (or [workspace] root)
+            if not make_parents(anchor, path.parent):
                 return
-            for entry in admin_entries(repository):
-                if entry.checkout is not None and same(entry.checkout, path):
-                    shutil.rmtree(entry.folder)
             for leftover in path.parent.glob(f".{path.name}.*.partial"):
                 shutil.rmtree(leftover, ignore_errors=True)
             try:
-                check_out_detached(repository, path, commit)
+                make_own_repository(repository, path, head=commit, commit=commit, branch=None)
             except InvalidPathError as e:  # undone already: nothing is left at the path
                 raise Refused("execution-unsafe-tree",
                               f"commit {commit} names {e.args[0]!r}, which cannot be checked out safely") from None
@@ -133,12 +139,12 @@ def inspect_execution(repository: Path, path: Path, commit: str) -> ExecutionIns
                 return ExecutionInspection("missing", detail=f"nothing at {path}")
             if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
                 return ExecutionInspection("mutated", detail=f"{path} is a symlink or not a folder")
-            entry = entry_for(repository, path)
-            if entry is None:
-                return ExecutionInspection("missing", detail=f"{path} is no registered worktree of {repository}")
-            if entry.head != commit:
-                return ExecutionInspection("mutated", detail=f"HEAD is {entry.head}, not detached at {commit}")
-            change = _first_change(repo, path, entry.folder, commit, untracked_count=False)
+            own = read_own_repository(path)
+            if own is None or not borrows_from(own, repository):
+                return ExecutionInspection("missing", detail=f"{path} is no execution of {repository}")
+            if own.head != commit:
+                return ExecutionInspection("mutated", detail=f"HEAD is {own.head}, not detached at {commit}")
+            change = _first_change(repo, path, path / ".git", commit, untracked_count=False)
             if change is not None:
                 return ExecutionInspection("mutated", detail=change)
             return ExecutionInspection("matching")
@@ -147,20 +153,18 @@ def inspect_execution(repository: Path, path: Path, commit: str) -> ExecutionIns
 
 
 def execution_remnants(repository: Path, path: Path) -> bool:
-    """Whether a removal killed half-way left something of the execution at path: an admin entry naming it, or its
-    folder set aside and not yet deleted. (observe_execution calls the path absent then: a new execution may be
+    """Whether a removal killed half-way left something of the execution at path: its folder set aside and not yet
+    deleted. (observe_execution calls the path absent then: a new execution may be
     made there, but the removal is not finished.) Never raises."""
     repository, path = Path(repository), Path(path)
     try:
-        if any(entry.checkout is not None and same(entry.checkout, path) for entry in admin_entries(repository)):
-            return True
         return any(path.parent.glob(f".{path.name}.*.removing"))
     except OSError:
         return False
 
 
 def remove_execution(repository: Path, path: Path, *, group_alive: bool) -> None:
-    """Remove the execution's folder (never following a symlink) and every admin entry naming it.
+    """Remove the execution's folder (never following a symlink).
 
     Refused ``execution-busy`` while the check's process group is alive (pass
     True when its liveness is unknown). An unregistered, absent path is already
@@ -169,11 +173,10 @@ def remove_execution(repository: Path, path: Path, *, group_alive: bool) -> None
     repository, path = Path(repository), Path(path)
     if group_alive:
         raise Refused("execution-busy", f"the check running in {path} is still alive; stop its process group first")
-    executions = repository / "docket" / "executions"
-    if not path.is_relative_to(executions) or ".." in path.relative_to(executions).parts:
-        raise ValueError(f"{path} is not under {executions}")
+    if not is_execution_place(repository, path):
+        raise ValueError(f"{path} is not an execution place of {repository}")
     with making_worktrees(repository, exclusive=True):
-        if unsafe_parent(repository, path) is not None:
+        if unsafe_parent(_anchor(path), path) is not None:
             return  # a symlinked parent was planted: removing through it would reach outside docket's folders
         remove_checkout(repository, path)
         for folder in (path.parent, path.parent.parent):  # <binding>, then <run>, once nothing is left in them
@@ -187,7 +190,7 @@ def _observe(repo, common: Path, path: Path, commit: str) -> ExecutionObservatio
     def diverged(detail: str) -> ExecutionObservation:
         return ExecutionObservation("diverged", detail=detail)
 
-    unsafe = unsafe_parent(common, path)
+    unsafe = unsafe_parent(_anchor(path), path)
     if unsafe is not None:
         return diverged(f"{unsafe}, a parent of {path}, is a symlink or not a directory (not followed)")
     try:
@@ -197,15 +200,15 @@ def _observe(repo, common: Path, path: Path, commit: str) -> ExecutionObservatio
     if stat.S_ISLNK(st.st_mode):
         return diverged(f"{path} is a symlink (not followed)")
     if not stat.S_ISDIR(st.st_mode):
-        return diverged(f"{path} is a file, not a worktree")
-    entry = entry_for(common, path)
-    if entry is None:
-        return diverged(f"{path} is not a registered worktree of {common}")
-    if entry.head != commit:
-        return diverged(f"the worktree at {path} has HEAD {entry.head}, not detached at {commit}")
-    change = _first_change(repo, path, entry.folder, commit, untracked_count=True)
+        return diverged(f"{path} is a file, not an execution")
+    own = read_own_repository(path)
+    if own is None or not borrows_from(own, common):
+        return diverged(f"{path} is not an execution of {common}")
+    if own.head != commit:
+        return diverged(f"the execution at {path} has HEAD {own.head}, not detached at {commit}")
+    change = _first_change(repo, path, path / ".git", commit, untracked_count=True)
     if change is not None:
-        return diverged(f"the worktree at {path} is not clean: {change}")
+        return diverged(f"the execution at {path} is not clean: {change}")
     return ExecutionObservation("ready")
 
 

@@ -26,6 +26,9 @@ CRASH_POINTS = {
     "supervise:before-exit": "the worker's process ended; WorkerExited not yet recorded",
     "supervise:before-pin": "WorkerExited recorded; the worktree not yet captured for its candidate",
     "pin:after-capture": "the worktree captured twice (objects written, unreferenced); the pin intent not recorded",
+    "workspace:before-rename": "a workspace's (or an execution's) files, index and git dir are written in its staging "
+                               "folder; not renamed into place",
+    "workspace:after-rename": "a workspace (or an execution) is in place; its creation not yet observed",
     "check:after-request": "CheckRequested and its execution intent recorded; the execution not yet made",
     "check:before-gate": "the check's process identity is recorded; its gate is not opened yet",
     "check:after-exit": "the check's process ended; its execution not inspected, no result recorded",

@@ -1,5 +1,6 @@
-"""What docket left in a repository, and its compare-and-swap removal: refs under refs/docket/, worktrees in docket's
-folders, a worktree's HEAD, and the removal of a worktree (with its branch) or of a ref.
+"""What docket left for a repository, and its compare-and-swap removal: refs under refs/docket/, workspaces and
+executions in docket's data folder (worktrees.py, executions.py), a workspace's HEAD, and the removal of a workspace
+or an execution (with its branch, which lives inside it) or of a ref.
 
 gc and reconcile list with these, decide from the ledger, then remove. Listing never raises; removal acts only on
 the state it was told to expect, raises nothing for any other state of the world (the caller observes again) and
@@ -17,11 +18,11 @@ from pathlib import Path
 from ...domain.effects import BranchObservation, DocketWorktree
 from ...domain.errors import BadInput, Refused
 from ...domain.names import check_branch_name
+from .own_repositories import borrows_from, read_own_repository
+from .paths import executions_root, repository_key, workspaces_root
 from .repository import (
-    AdminEntry,
     DulwichRepository,
     admin_entries,
-    entry_for,
     making_worktrees,
     observe_branch,
     open_repo,
@@ -48,21 +49,27 @@ __all__ = [
 
 DOCKET_REFS = "refs/docket/"
 IDENTITY = b"docket <docket@localhost>"
-_ROOTS = {"task": (("worktrees",), 2), "execution": (("executions",), 3)}  # kind -> (folder under docket/, depth)
+_ROOTS = {"task": ("workspaces", 2), "execution": ("executions", 3)}  # kind -> (folder of the data dir, depth)
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
 
 def worktree_kind(repository: Path, path: Path) -> str | None:
-    """task or execution when path (as spelled, not resolved) names a place docket puts worktrees, else None."""
-    for kind, (folders, depth) in _ROOTS.items():
-        root = Path(repository, "docket", *folders)
-        try:
-            parts = Path(path).relative_to(root).parts
-        except ValueError:
+    """task or execution when path (as spelled, not resolved) names a place docket puts workspaces or executions
+    for this repository (``.../workspaces/<key>/<run>/<task>``, ``.../executions/<key>/<run>/<binding>/<name>``,
+    under any root: [workspace] root may choose it), else None."""
+    parts = Path(path).parts
+    for kind, (folder, depth) in _ROOTS.items():
+        if len(parts) < depth + 3 or parts[-depth - 2] != folder or parts[-depth - 1] != repository_key(repository):
             continue
-        if len(parts) == depth and all(p not in ("", ".", "..") and not p.startswith(".") for p in parts):
+        if all(p not in ("", ".", "..") and not p.startswith(".") for p in parts[-depth:]):
             return kind
     return None
+
+
+def _anchor(path: Path) -> Path:
+    """The root docket's place at path hangs from (the data folder, or [workspace] root)."""
+    depth = _ROOTS["execution"][1] if len(Path(path).parts) > 5 and Path(path).parts[-5] == "executions" else 2
+    return Path(path).parents[depth + 1]
 
 
 # Listing ---------------------------------------------------------------------------------------------------------
@@ -97,20 +104,16 @@ def list_docket_refs(repository: Path) -> list[tuple[str, str]]:
             return []
 
 
-def list_docket_worktrees(repository: Path) -> list[DocketWorktree]:
-    """Everything at ``<common>/docket/worktrees/<run>/<task>`` and ``<common>/docket/executions/<run>/<binding>/<name>``
-    and every admin entry in ``<common>/worktrees`` naming such a path, one value a path, sorted by path.
+def list_docket_worktrees(repository: Path, root: Path | None = None) -> list[DocketWorktree]:
+    """Everything at ``<data>/workspaces/<key>/<run>/<task>`` and ``<data>/executions/<key>/<run>/<binding>/<name>``
+    (paths.py; root: [workspace] root, else the data folder), one value a path, sorted by path.
 
     Names starting with "." (staging and removal leftovers) are not listed.
-    detail is set exactly for what is no worktree docket made: anything where
+    detail is set exactly for what is no workspace docket made: anything where
     a folder should be that is not one (a symlink, a file, a folder that cannot
-    be read: listed at its own path, never followed or entered), an
-    unregistered folder, a folder whose .git does not name its admin entry
-    back. A registered worktree whose folder is gone (an interrupted removal,
-    or deleted by hand) has exists=False and no detail. Admin entries naming other places under docket/ are
-    not docket's worktrees and are not listed. Never raises: what cannot be read
-    is listed with a detail, or, when not even the admin entries can be listed,
-    left out.
+    be read: listed at its own path, never followed or entered), a folder that
+    is no repository of its own borrowing this repository's objects. Never
+    raises: what cannot be read is listed with a detail.
     """
     from dulwich.errors import NotGitRepository
 
@@ -121,7 +124,7 @@ def list_docket_worktrees(repository: Path) -> list[DocketWorktree]:
         repo = None  # folders and admin entries can still be listed; branch tips cannot be resolved
     try:
         with making_worktrees(repository, exclusive=False):
-            return _inventory(repo, repository)
+            return _inventory(repo, repository, root)
     except (OSError, UnicodeDecodeError):
         return []
     finally:
@@ -200,7 +203,7 @@ def check_removal(repository: Path, path: Path, *, branch: str | None, group_ali
     if group_alive:
         raise Refused("worktree-busy", f"a process group may still write in {path}; stop it first")
     if worktree_kind(repository, path) is None:
-        raise BadInput("bad-worktree-path", f"{path} is not a worktree place under {Path(repository) / 'docket'}")
+        raise BadInput("bad-worktree-path", f"{path} is not a workspace or execution place of {repository}")
     if branch is not None:
         check_branch_name(branch)
 
@@ -236,30 +239,16 @@ def delete_ref(repository: Path, ref: str, expected: str) -> None:
 # Inside ----------------------------------------------------------------------------------------------------------
 
 
-def _inventory(repo, common: Path) -> list[DocketWorktree]:  # noqa: ANN001
-    entries = admin_entries(common)
-    on_disk: dict[Path, tuple[str, str]] = {}  # path -> (kind, detail: "" for a folder at a worktree place)
-    for kind, (folders, depth) in _ROOTS.items():
-        for path, detail in _places(Path(common, "docket", *folders), depth):
-            on_disk[path] = (kind, detail)
-    named: dict[Path, list[AdminEntry]] = {}
-    for entry in entries:
-        place = _place_of(common, entry.checkout)
-        if place is not None:
-            named.setdefault(place, []).append(entry)
+def _inventory(repo, common: Path, root: Path | None) -> list[DocketWorktree]:  # noqa: ANN001
     found = []
-    for path in sorted(on_disk.keys() | named.keys()):
-        kind, detail = on_disk.get(path) or (worktree_kind(common, path), "")
-        head, branch, admin = _head_of(repo, common, path, entries)
-        registered, exists = path in named, path in on_disk
-        if registered and admin is None:
-            admin = named[path][0].folder.name
-            if exists and not detail:
-                detail = f"{path}/.git does not name admin entry {admin} back"
-        if not detail and not registered:
-            detail = f"{path} is not a registered worktree of {common}"
-        found.append(DocketWorktree(str(path), kind, exists, registered, branch, head, admin, detail))
-    return found
+    for kind, top in (("task", workspaces_root(common, root)), ("execution", executions_root(common, root))):
+        for path, detail in _places(top, _ROOTS[kind][1]):
+            head, branch, admin = _head_of(repo, common, path)
+            registered = admin is not None
+            if not detail and not registered:
+                detail = f"{path} is not a workspace of {common}"
+            found.append(DocketWorktree(str(path), kind, True, registered, branch, head, admin, detail))
+    return sorted(found, key=lambda w: w.path)
 
 
 def _places(root: Path, depth: int) -> Iterator[tuple[Path, str]]:
@@ -291,46 +280,34 @@ def _not_a_folder(path: Path, st: os.stat_result) -> str:
     return f"{path} is a file, not a folder"
 
 
-def _place_of(common: Path, checkout: Path | None) -> Path | None:
-    """checkout spelled under common as the listing spells it, when it is a worktree place of docket's."""
-    if checkout is None:
-        return None
-    for spelling in (common, Path(os.path.realpath(common))):
-        try:
-            place = common / checkout.relative_to(spelling)
-        except ValueError:
-            continue
-        if worktree_kind(common, place) is not None:
-            return place
-    return None
-
-
-def _head_of(repo, common: Path, path: Path,  # noqa: ANN001
-             entries: list[AdminEntry] | None = None) -> tuple[str | None, str | None, str | None]:
-    """(head, branch, admin entry name) as observe_head describes; all None when unknown."""
+def _head_of(repo, common: Path, path: Path) -> tuple[str | None, str | None, str | None]:  # noqa: ANN001
+    """(head, branch, ".git") of the workspace or execution at path, read from its own git dir; all None unless it
+    is a repository of its own borrowing common's objects."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        st = None
-    if st is not None:
-        try:
-            entry = entry_for(common, path) if stat.S_ISDIR(st.st_mode) else None
-        except (OSError, UnicodeDecodeError):
-            entry = None  # its .git cannot be read: no worktree of this repository, as far as can be told
-    else:
-        entry = next((e for e in (entries if entries is not None else admin_entries(common))
-                      if e.checkout is not None and same(e.checkout, path)), None)
-    if entry is None:
         return None, None, None
-    text = entry.head or ""
+    if not stat.S_ISDIR(st.st_mode):
+        return None, None, None
+    try:
+        own = read_own_repository(path)
+    except (OSError, UnicodeDecodeError):
+        own = None
+    if own is None or not borrows_from(own, common):
+        return None, None, None
+    text = own.head or ""
     if text.startswith("ref: refs/heads/"):
         branch = text[len("ref: refs/heads/"):]
-        return (ref_tip(repo, f"refs/heads/{branch}") if repo is not None else None), branch, entry.folder.name
-    return (text if _OBJECT_ID.fullmatch(text) else None), None, entry.folder.name
+        try:
+            with open_repo(path) as workspace:
+                return ref_tip(workspace, f"refs/heads/{branch}"), branch, ".git"
+        except Exception:  # noqa: BLE001  an unreadable workspace: its HEAD is unknown
+            return None, branch, ".git"
+    return (text if _OBJECT_ID.fullmatch(text) else None), None, ".git"
 
 
 def _remove(repo, common: Path, path: Path, expected_head: str | None, branch: str | None) -> None:  # noqa: ANN001
-    if unsafe_parent(common, path) is not None:
+    if unsafe_parent(_anchor(path), path) is not None:
         return  # a planted symlink on the way: removing through it would reach outside docket's folders
     try:
         st = os.lstat(path)
@@ -379,8 +356,8 @@ class DulwichInventory(DulwichRepository):
     def list_docket_refs(self, repository: Path) -> list[tuple[str, str]]:
         return list_docket_refs(repository)
 
-    def list_docket_worktrees(self, repository: Path) -> list[DocketWorktree]:
-        return list_docket_worktrees(repository)
+    def list_docket_worktrees(self, repository: Path, root: Path | None = None) -> list[DocketWorktree]:
+        return list_docket_worktrees(repository, root)
 
     def observe_head(self, repository: Path, worktree: Path) -> tuple[str | None, str | None]:
         return observe_head(repository, worktree)

@@ -1,4 +1,5 @@
-"""Writing git objects when other processes may write the same ones at the same moment.
+"""Writing git objects when other processes may write the same ones at the same moment, and copying what a
+workspace's objects add (import_objects) into the user's repository.
 
 dulwich writes a loose object under a lock file; a second process writing the
 same object at the same moment (two pins of one worktree, two captures) finds
@@ -9,11 +10,14 @@ own temporary file and links it into place, never replacing anything.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 from typing import Any
 
-__all__ = ["add_object"]
+__all__ = ["add_object", "import_objects"]
+
+_TREE, _GITLINK = 0o040000, 0o160000
 
 
 def add_object(store: Any, obj: Any) -> bytes:
@@ -47,3 +51,61 @@ def _link_into_place(store: Any, obj: Any) -> None:
             pass  # the other writer finished first: the same bytes
     finally:
         os.unlink(draft)
+
+
+def import_objects(source, target, head: str, tree: str) -> int:  # noqa: ANN001
+    """Copy into target's object store every object that head's history and tree need and target lacks; the count.
+
+    Commits are walked from head back to the first commit target has; trees are entered only where target lacks
+    them (a tree target has, it has whole). Each object is read through dulwich and stored under the id its own
+    bytes hash to: an object whose bytes do not hash to the id it was asked for is refused (ValueError), never
+    stored under that id. KeyError when source lacks an object that is needed.
+    """
+    from dulwich.objects import Commit
+
+    wanted_trees: list[bytes] = [tree.encode("ascii")]
+    commits = []
+    pending = [head.encode("ascii")]
+    seen: set[bytes] = set()
+    while pending:
+        sha = pending.pop()
+        if sha in seen or sha in target:
+            continue
+        seen.add(sha)
+        commit = _verified(source, sha)
+        if not isinstance(commit, Commit):
+            raise ValueError(f"{sha.decode()} is no commit")
+        commits.append(commit)
+        wanted_trees.append(commit.tree)
+        pending.extend(commit.parents)
+    copied = 0
+    stack = list(wanted_trees)
+    while stack:
+        sha = stack.pop()
+        if sha in seen or sha in target:
+            continue
+        seen.add(sha)
+        obj = _verified(source, sha)
+        for _name, mode, child in obj.iteritems():
+            if mode == _TREE:
+                stack.append(child)
+            elif mode != _GITLINK and child not in seen and child not in target:
+                seen.add(child)
+                add_object(target, _verified(source, child))
+                copied += 1
+        add_object(target, obj)
+        copied += 1
+    for commit in reversed(commits):  # parents before children: a commit is stored once all it names is there
+        add_object(target, commit)
+        copied += 1
+    return copied
+
+
+def _verified(store, sha: bytes):  # noqa: ANN001, ANN202
+    """The object store holds under sha, hashed again from its bytes: never taken on its file's name."""
+    obj = store[sha]
+    raw = obj.as_raw_string()
+    found = hashlib.sha1(b"%s %d\0" % (obj.type_name, len(raw)) + raw).hexdigest().encode("ascii")
+    if found != sha:
+        raise ValueError(f"object {sha.decode()} holds bytes that hash to {found.decode()}")
+    return obj

@@ -1,4 +1,5 @@
-"""Where the ledger lives: <git common dir>/docket/ledger.sqlite by default.
+"""Where the ledger lives (<git common dir>/docket/ledger.sqlite by default) and where agents and checks work
+(workspaces and executions, in docket's data folder, outside the user's repository).
 
 Found without importing git libraries, so that ``docket status`` starts fast.
 """
@@ -15,11 +16,16 @@ from ...domain.names import task_branch
 __all__ = [
     "LedgerPaths",
     "find_git_common_dir",
+    "data_dir",
+    "executions_root",
     "main_worktree",
+    "repository_key",
+    "root_of_workspace",
     "repository_root",
     "resolve_paths",
     "task_branch",
     "task_worktree_path",
+    "workspaces_root",
 ]
 
 
@@ -79,10 +85,52 @@ def resolve_paths(ledger_option: str | None, cwd: Path | None = None) -> LedgerP
     return LedgerPaths(ledger=ledger, views=ledger.with_name(views_name))
 
 
-def task_worktree_path(common_dir: Path, run_id: str, task_id: str) -> Path:
-    """Where a task's worktree lives: <git common dir>/docket/worktrees/<run>/<task> (ids checked as branch parts)."""
+def data_dir() -> Path:
+    """docket's data folder: ``$XDG_DATA_HOME/docket``, else ``~/.local/share/docket`` (a relative XDG_DATA_HOME is
+    ignored, as the XDG spec says)."""
+    chosen = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(chosen) if chosen and os.path.isabs(chosen) else Path.home() / ".local" / "share"
+    return base / "docket"
+
+
+def repository_key(common_dir: Path) -> str:
+    """A name for the repository, stable across runs: its docket identity (``repo-...``, made at `docket init`),
+    else ``path-`` and a digest of its git common dir's real path."""
+    import hashlib
+
+    from .identity import read_identity
+
+    identity = read_identity(common_dir)
+    if identity:
+        return identity
+    return "path-" + hashlib.sha256(os.fsencode(os.path.realpath(common_dir))).hexdigest()[:32]
+
+
+def workspaces_root(common_dir: Path, root: Path | None = None) -> Path:
+    """Where the repository's task workspaces live: ``<root>/workspaces/<repository key>`` (root: [workspace] root,
+    else the data folder)."""
+    return (root or data_dir()) / "workspaces" / repository_key(common_dir)
+
+
+def executions_root(common_dir: Path, root: Path | None = None) -> Path:
+    """Where the repository's check executions live: ``<root>/executions/<repository key>``."""
+    return (root or data_dir()) / "executions" / repository_key(common_dir)
+
+
+def root_of_workspace(workspace: str | Path | None) -> Path | None:
+    """The root a task's workspace was made under (``<root>/workspaces/<key>/<run>/<task>``): a check of its
+    candidate runs under the same root. None for anything else (a worktree of a ledger from before workspaces)."""
+    if not workspace:
+        return None
+    path = Path(workspace)
+    return path.parents[3] if len(path.parts) > 4 and path.parts[-4] == "workspaces" else None
+
+
+def task_worktree_path(common_dir: Path, run_id: str, task_id: str, root: Path | None = None) -> Path:
+    """Where a task's workspace lives: ``<root>/workspaces/<repository key>/<run>/<task>`` (ids checked as branch
+    parts); root is [workspace] root, else the data folder."""
     task_branch(run_id, task_id)  # the same ids name the branch: refuse here what git would refuse there
-    return common_dir / "docket" / "worktrees" / run_id / task_id
+    return workspaces_root(common_dir, root) / run_id / task_id
 
 
 def integration_output_path(common_dir: Path, run_id: str, boundary: str) -> Path:

@@ -1,8 +1,10 @@
-"""The WorkspacePort: where work happens, a task's worktree (worktrees.py, with [worktree] include: includes.py) and a
-check's execution (executions.py)."""
+"""The WorkspacePort: where work happens, a task's workspace (worktrees.py, with [worktree] include: includes.py) and
+a check's execution (executions.py), each a repository of its own (own_repositories.py); and agent_roots, the
+folders an agent's git needs there (what the sandbox lets it write and read)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,7 +14,27 @@ from .includes import copy_includes
 from .repository import DulwichRepository
 from .worktrees import create_worktree, observe_worktree
 
-__all__ = ["DulwichWorkspaces"]
+__all__ = ["DulwichWorkspaces", "agent_roots"]
+
+
+def agent_roots(repository: Path, workspace: Path) -> tuple[list[Path], list[Path]]:
+    """(write roots, read roots) an agent's git needs in its workspace: it writes only the workspace (its git dir is
+    inside it), and reads the objects it borrows: the user's object folder (repository is the git common dir), and
+    the folders that one borrows from in turn (its own alternates, followed a few levels, as git does)."""
+    from .own_repositories import alternates_of
+
+    reads: list[Path] = []
+    pending, seen = [Path(repository) / "objects"], set()
+    while pending and len(seen) < 5:  # git follows alternates 5 deep
+        objects = pending.pop()
+        key = os.path.realpath(objects)
+        if key in seen:
+            continue
+        seen.add(key)
+        reads.append(Path(key))
+        pending.extend(Path(objects, p) if not os.path.isabs(p) else Path(p)
+                       for p in alternates_of(Path(objects).parent))
+    return [Path(workspace)], reads
 
 
 class DulwichWorkspaces(DulwichRepository):

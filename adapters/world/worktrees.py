@@ -1,7 +1,10 @@
-"""Task worktrees: a task's branch made at its base and checked out in a linked worktree, observed and created.
+"""Task workspaces: a repository of its own per task, on the task's branch at its base, observed and created.
 
-A task's worktree lives at ``<git common dir>/docket/worktrees/<run>/<task>`` on the branch docket names for it;
-it is made whole or not at all (repository.py), only from absent or branch-only.
+A task's workspace lives at ``<root>/workspaces/<repository key>/<run>/<task>`` (paths.py: root is [workspace]
+root, else docket's data folder), outside the user's repository: its own ``.git`` folder (HEAD, refs, index,
+config, empty hooks) that borrows the user's objects read-only (own_repositories.py). The task's branch lives in
+the workspace, not in the user's repository. It is made whole or not at all, only from absent; its parents are
+made 0700 and never followed through a symlink.
 """
 
 from __future__ import annotations
@@ -12,25 +15,20 @@ import stat
 from pathlib import Path
 
 from ...domain.effects import WorktreeObservation
-from .paths import main_worktree
-from .repository import (
-    admin_entries,
-    check_out_branch,
-    is_commit,
-    make_parents,
-    making_worktrees,
-    open_repo,
-    read_text,
-    ref_tip,
-    same,
-    unsafe_parent,
-)
+from .own_repositories import borrows_from, make_own_repository, read_own_repository
+from .repository import is_commit, make_parents, making_worktrees, open_repo, read_text, ref_tip, unsafe_parent
 
-__all__ = ["create_worktree", "observe_worktree"]
+__all__ = ["anchor_of", "create_worktree", "observe_worktree"]
+
+
+def anchor_of(path: Path) -> Path:
+    """The folder docket's places hang from: ``<root>`` of ``<root>/<kind>/<key>/<run>/<name>`` (for an execution,
+    ``<root>/executions/<key>/<run>/<binding>/<name>``, one folder more: see executions.py)."""
+    return path.parents[3] if len(path.parents) > 3 else path.parent
 
 
 def observe_worktree(repository: Path, path: Path, branch: str, base: str) -> WorktreeObservation:
-    """What is at a task's worktree path, compared with the branch and base it should have. Never raises."""
+    """What is at a task's workspace path, compared with the branch and base it should have. Never raises."""
     from dulwich.errors import NotGitRepository
 
     try:
@@ -41,16 +39,16 @@ def observe_worktree(repository: Path, path: Path, branch: str, base: str) -> Wo
         try:
             with making_worktrees(Path(repository), exclusive=False):
                 return _observe(repo, Path(repository), Path(path), branch, base)
-        except (OSError, UnicodeDecodeError) as e:
+        except (OSError, UnicodeDecodeError, ValueError) as e:
             return WorktreeObservation("unreadable", detail=f"cannot read {path} or {repository}: {e}")
 
 
 def create_worktree(repository: Path, path: Path, branch: str, base: str) -> None:
-    """Make the task's branch at base (create-only) and its linked worktree at path, only from absent or branch-only.
+    """Make the task's workspace at path, on its branch at base, only from absent.
 
     Any other state of the world is left as it is (observe again to learn it).
     I/O failures that are no state of the world (disk full, permission denied
-    while writing) propagate, after the staging folder and the new admin entry are removed.
+    while writing) propagate, after the staging folder is removed.
     """
     from dulwich.errors import NotGitRepository
 
@@ -61,93 +59,49 @@ def create_worktree(repository: Path, path: Path, branch: str, base: str) -> Non
         return
     with repo:
         with making_worktrees(repository, exclusive=True):
-            _create(repo, repository, path, branch, base)
-
-
-def _create(repo, repository: Path, path: Path, branch: str, base: str) -> None:  # noqa: ANN001
-    observed = _observe(repo, repository, path, branch, base)
-    if observed.state not in ("absent", "branch-only"):
-        return
-    ref = f"refs/heads/{branch}"
-    from .ref_locks import write_ref
-
-    added: list[bool] = []
-    if not write_ref(repo, ref, lambda: added.append(repo.refs.add_if_new(ref.encode(), base.encode()))):
-        return  # a fresh lock on the branch (another git process now): observing again says what became of it
-    if not added[0] and ref_tip(repo, ref) != base:
-        return
-    if not make_parents(repository, path.parent):
-        return
-    for entry in admin_entries(repository):
-        if entry.checkout is not None and same(entry.checkout, path):
-            shutil.rmtree(entry.folder)  # left by an interrupted creation (observed as branch-only above)
-    for leftover in path.parent.glob(f".{path.name}.*.partial"):
-        shutil.rmtree(leftover, ignore_errors=True)
-    check_out_branch(repository, path, ref)
+            if _observe(repo, repository, path, branch, base).state != "absent":
+                return
+            anchor = anchor_of(path)
+            anchor.mkdir(mode=0o700, parents=True, exist_ok=True)  # the data folder (or [workspace] root)
+            if not make_parents(anchor, path.parent):
+                return
+            for leftover in path.parent.glob(f".{path.name}.*.partial"):
+                shutil.rmtree(leftover, ignore_errors=True)
+            make_own_repository(repository, path, head=f"ref: refs/heads/{branch}", commit=base, branch=branch)
 
 
 def _observe(repo, common: Path, path: Path, branch: str, base: str) -> WorktreeObservation:  # noqa: ANN001
-    ref = f"refs/heads/{branch}"
-    tip = ref_tip(repo, ref)
-    entries = admin_entries(common)
-    holders = [str(e.checkout) for e in entries
-               if e.head == f"ref: {ref}" and e.checkout is not None and not same(e.checkout, path)]
-    main = main_worktree(common)
-    if main is not None and read_text(common / "HEAD") == f"ref: {ref}":
-        holders.append(f"the main checkout {main}")
-
     def diverged(detail: str) -> WorktreeObservation:
         return WorktreeObservation("diverged", detail=detail)
 
-    unsafe = unsafe_parent(common, path)
+    unsafe = unsafe_parent(anchor_of(path), path)
     if unsafe is not None:
         return diverged(f"{unsafe}, a parent of {path}, is a symlink or not a directory (not followed)")
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        st = None
-    if st is None:
-        stale = [e for e in entries if e.checkout is not None and same(e.checkout, path)]
-        if stale and (tip != base or holders or any(e.head != f"ref: {ref}" for e in stale)):
-            return diverged(f"stale worktree entry {stale[0].folder} names {path}, which does not exist")
-        if tip is None:
-            if not is_commit(repo, base):
-                return diverged(f"base {base} is not a commit in {common}")
-            return WorktreeObservation("absent")
-        if tip != base:
-            return diverged(f"branch {branch} is at {tip}, not at the base {base}, and {path} has no worktree")
-        if holders:
-            return diverged(f"branch {branch} is checked out at {holders[0]}")
-        return WorktreeObservation("branch-only")
+        if not is_commit(repo, base):
+            return diverged(f"base {base} is not a commit in {common}")
+        return WorktreeObservation("absent")
     if stat.S_ISLNK(st.st_mode):
         return diverged(f"{path} is a symlink to {os.readlink(path)} (not followed)")
     if not stat.S_ISDIR(st.st_mode):
-        return diverged(f"{path} is a file, not a worktree")
-    dot_git = path / ".git"
-    try:
-        git_st = os.lstat(dot_git)
-    except FileNotFoundError:
-        return diverged(f"{path} is a directory that is not a git worktree")
-    if stat.S_ISDIR(git_st.st_mode):
-        return diverged(f"{path} is a repository of its own, not a linked worktree")
-    text = read_text(dot_git) if stat.S_ISREG(git_st.st_mode) else None
-    if text is None or not text.startswith("gitdir:"):
-        return diverged(f"{dot_git} is not a 'gitdir:' file")
-    admin = path / text[len("gitdir:"):].strip()
-    if not same(admin.parent, common / "worktrees"):
-        return diverged(f"{path} is a worktree of another repository (gitdir {admin})")
-    entry = next((e for e in entries if e.folder.name == admin.name), None)
-    if entry is None:
-        return diverged(f"{path} names worktree entry {admin}, which does not exist")
-    if entry.checkout is None or not same(entry.checkout, path):
-        return diverged(f"worktree entry {admin} names {entry.checkout}, not {path}")
-    if entry.head != f"ref: {ref}":
-        on = (f"branch {entry.head[len('ref: refs/heads/'):]}" if entry.head and entry.head.startswith("ref: ")
-              else f"detached HEAD {entry.head}")
-        return diverged(f"the worktree at {path} is on {on}, not on branch {branch}")
+        return diverged(f"{path} is a file, not a workspace")
+    own = read_own_repository(path)
+    if own is None:
+        if read_text(path / ".git") is not None:
+            return diverged(f"{path} is a linked worktree, not a workspace of its own")
+        return diverged(f"{path} is a directory that is not a git workspace")
+    if not borrows_from(own, common):
+        return diverged(f"{path} is a workspace of another repository (it borrows objects from "
+                        f"{', '.join(own.alternates) or 'nowhere'})")
+    ref = f"refs/heads/{branch}"
+    if own.head != f"ref: {ref}":
+        on = (f"branch {own.head[len('ref: refs/heads/'):]}" if own.head and own.head.startswith("ref: refs/heads/")
+              else f"detached HEAD {own.head}")
+        return diverged(f"the workspace at {path} is on {on}, not on branch {branch}")
+    with open_repo(path) as workspace:
+        tip = ref_tip(workspace, ref)
     if tip is None:
-        return diverged(f"branch {branch} is missing but its worktree exists at {path}")
-    if holders:
-        return diverged(f"branch {branch} is also checked out at {holders[0]}")
+        return diverged(f"branch {branch} is missing in its workspace at {path}")
     return WorktreeObservation("present", head=tip)
-

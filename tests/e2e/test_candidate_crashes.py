@@ -14,6 +14,7 @@ command then works again.
 
 from __future__ import annotations
 
+from docket.adapters.world.paths import executions_root, task_worktree_path
 import random
 import signal
 import subprocess
@@ -42,7 +43,6 @@ command = ["true"]
 command = ["sh", "-c", "sleep 0.5"]
 """
 AGENT_EDIT = "echo made by the agent > new.txt"
-WORKTREE = Path(".git") / "docket" / "worktrees" / RUN / TASK  # the task's, relative to the repository
 
 PIN_POINTS = [*effector_points("CandidatePinRequested.v1"), "pin:after-capture"]
 RELEASE_POINTS = effector_points("CandidateReleaseRequested.v1")
@@ -125,7 +125,7 @@ def candidate_refs(repo: Path) -> dict[str, str]:
 
 def execution_leftovers(repo: Path) -> list[str]:
     """Registered worktrees under docket's executions folder, and anything there but empty folders."""
-    root = (repo / ".git" / "docket" / "executions").resolve()
+    root = (executions_root(repo / ".git")).resolve()
     listing = git(repo, "worktree", "list", "--porcelain")
     registered = [line.split(" ", 1)[1] for line in listing.splitlines() if line.startswith("worktree ")]
     found = [path for path in registered if Path(path).resolve().is_relative_to(root)]
@@ -240,7 +240,7 @@ def crash(docket, *args: str, point: str) -> None:  # noqa: ANN001
 def test_crash_during_pin_then_recovery_converges_and_pinning_again_finds_the_same_binding(docket, repo, world,
                                                                                           point):
     assert world("true")["pin"]["result"] == "unchanged"  # the worker leaves a worktree with nothing to pin
-    (repo / WORKTREE / "new.txt").write_text("made by hand\n")
+    (task_worktree_path(repo / ".git", RUN, TASK) / "new.txt").write_text("made by hand\n")
     crash(docket, "candidate", "pin", RUN, "--task", TASK, point=point)
 
     recover(docket)
@@ -265,7 +265,7 @@ def test_crash_during_pin_then_recovery_converges_and_pinning_again_finds_the_sa
 def test_crash_during_pin_then_pinning_again_without_recovery_finishes_the_same_candidate(docket, repo, world, point):
     """The next pin drives the pending intent of the same capture itself (adopting a ref the killed one made)."""
     assert world("true")["pin"]["result"] == "unchanged"
-    (repo / WORKTREE / "new.txt").write_text("made by hand\n")
+    (task_worktree_path(repo / ".git", RUN, TASK) / "new.txt").write_text("made by hand\n")
     crash(docket, "candidate", "pin", RUN, "--task", TASK, point=point)
 
     again = pin(docket)
@@ -287,7 +287,7 @@ def test_crash_during_the_automatic_pin_then_recovery_converges_and_a_manual_pin
     found = assert_converged(docket, repo)
     assert [e.type_name() for e in ledger_events(docket.ledger) if e.type_name() == "WorkerExited.v1"] \
         == ["WorkerExited.v1"]  # the exit was recorded before the worktree was captured
-    assert (repo / WORKTREE / "new.txt").read_text() == "made by the agent\n"  # the work is still there
+    assert (task_worktree_path(repo / ".git", RUN, TASK) / "new.txt").read_text() == "made by the agent\n"  # the work is still there
     assert [c.changed_paths for c in found] == ([("new.txt",)] if AUTO_PIN_CASES[point] else [])
     again = pin(docket)
     assert (again["generation"], again["changed_paths"]) == (1, ["new.txt"])  # bound to the worker's generation
@@ -411,8 +411,8 @@ def test_crash_during_worktree_remove_then_recovery_removes_it_and_keeps_the_can
     (candidate,) = assert_converged(docket, repo)
     assert candidate_refs(repo) == {pinned["ref"]: pinned["commit"]}  # the work is kept by its candidate
     task = task_state(docket.ledger)
-    assert (task.worktree, task.removed) == (None, str(repo / WORKTREE))  # the removal was asked for: it happened
-    assert not (repo / WORKTREE).exists()
+    assert (task.worktree, task.removed) == (None, str(task_worktree_path(repo / ".git", RUN, TASK)))  # the removal was asked for: it happened
+    assert not (task_worktree_path(repo / ".git", RUN, TASK)).exists()
     assert git(repo, "branch", "--list", f"docket/{RUN}/{TASK}") == ""
     again = docket("worktree", "remove", TASK, check=False)  # asked again: it says the worktree was removed
     assert again.returncode == 3 and again.stderr.startswith("docket: error: no-worktree: "), again.stderr
@@ -435,7 +435,7 @@ def test_crash_during_worktree_remove_then_removing_again_without_recovery_finis
         assert again.returncode == 0 and again.json()["result"] == "removed", again.stderr
     assert_converged(docket, repo)
     assert candidate_refs(repo) == {pinned["ref"]: pinned["commit"]}
-    assert task_state(docket.ledger).worktree is None and not (repo / WORKTREE).exists()
+    assert task_state(docket.ledger).worktree is None and not (task_worktree_path(repo / ".git", RUN, TASK)).exists()
     assert [e.type_name() for e in ledger_events(docket.ledger) if e.type_name().startswith("WorktreeRemov")] \
         == ["WorktreeRemovalRequested.v1", "WorktreeRemoved.v1"]
 
@@ -499,12 +499,12 @@ def test_sigkill_at_random_instants_of_candidate_pin_then_recovery_converges(doc
     seed = 8
     rng = random.Random(seed)
     assert world("true")["pin"]["result"] == "unchanged"
-    (repo / WORKTREE / "first.txt").write_text("first\n")
+    (task_worktree_path(repo / ".git", RUN, TASK) / "first.txt").write_text("first\n")
     lasts = timed(docket, "candidate", "pin", RUN, "--task", TASK)  # the first capture hashes every file:
     lasts = min(lasts, timed(docket, "candidate", "pin", RUN, "--task", TASK))  # the warm one is the one to kill
     killed, recovered = Counter(), 0
     for round_ in range(12):
-        (repo / WORKTREE / f"round-{round_}.txt").write_text(f"{round_}\n")
+        (task_worktree_path(repo / ".git", RUN, TASK) / f"round-{round_}.txt").write_text(f"{round_}\n")
         # its first half is start-up and capture: most kills land after it, where the pin is recorded and made
         was_killed = kill_after(background(docket, "candidate", "pin", RUN, "--task", TASK),
                                 rng.uniform(0.3 * lasts, 1.3 * lasts))

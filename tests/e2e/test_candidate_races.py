@@ -6,6 +6,7 @@ assertions hold whatever order the two cores run them in.
 
 from __future__ import annotations
 
+from docket.adapters.world.paths import executions_root, task_worktree_path
 import subprocess
 import sys
 
@@ -41,7 +42,7 @@ def test_concurrent_runs_of_one_check_get_their_own_attempts_and_executions(dock
     assert len(events(docket, "CheckPassed.v1")) == 9 and len(events(docket, "ExecutionRemoved.v1")) == 9
     listing = git(docket.cwd, "worktree", "list", "--porcelain")
     assert "executions" not in listing
-    assert not (docket.cwd / ".git" / "docket" / "executions" / RUN).exists()
+    assert not (executions_root(docket.cwd / ".git") / RUN).exists()
 
 
 def test_concurrent_pins_of_one_worktree_make_one_candidate(docket):
@@ -49,7 +50,7 @@ def test_concurrent_pins_of_one_worktree_make_one_candidate(docket):
     docket("run", "open", "--target", "main", "--goal", "g", "--id", RUN)
     docket("task", "plan", RUN, "--title", "t", "--id", TASK)
     docket("worker", "launch", RUN, "--task", TASK, "--", "true")
-    worktree = docket.cwd / ".git" / "docket" / "worktrees" / RUN / TASK
+    worktree = task_worktree_path(docket.cwd / ".git", RUN, TASK)
     for round_ in range(3):
         (worktree / f"round-{round_}.txt").write_text(f"{round_}\n")
         procs = [start(docket, "candidate", "pin", RUN, "--task", TASK, "--json") for _ in range(3)]

@@ -4,6 +4,7 @@ safely; afterwards real git agrees that nothing is left (`git worktree list`, `g
 
 from __future__ import annotations
 
+from docket.adapters.world.paths import executions_root
 import hashlib
 import json
 import os
@@ -71,7 +72,7 @@ class Checks(Workers):
         (dangling: objects a check made itself, unreferenced, are all git may mention)."""
         repo = self.docket.cwd
         assert "/docket/executions/" not in git(repo, "worktree", "list", "--porcelain")
-        executions = repo / ".git" / "docket" / "executions"
+        executions = executions_root(repo / ".git")
         left = sorted(executions.rglob("*")) if executions.exists() else []
         # parents <run>/<binding> may stay, empty; an execution <run>/<binding>/<check>-<attempt> may not
         assert all(p.is_dir() and not p.is_symlink() and len(p.relative_to(executions).parts) <= 2 for p in left), left

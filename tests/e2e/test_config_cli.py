@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from docket.adapters.world.paths import task_worktree_path
 import re
 import subprocess
 import sys
@@ -73,7 +74,7 @@ def test_found_from_a_subdirectory_a_linked_worktree_and_a_docket_task_worktree(
     (repo / "docket.toml").write_text(AGENT)
     (repo / "a" / "b").mkdir(parents=True)
     git(repo, "worktree", "add", "-q", str(tmp_path / "linked"), "-b", "feature")
-    task_tree = repo / ".git" / "docket" / "worktrees" / "r1" / "t1"
+    task_tree = task_worktree_path(repo / ".git", "r1", "t1")
     git(repo, "worktree", "add", "-q", str(task_tree), "-b", "docket/r1/t1")
     (task_tree / "deep").mkdir()
     for place in (repo / "a" / "b", tmp_path / "linked", task_tree / "deep"):

@@ -6,12 +6,13 @@ Real repositories, the scripted agent, the real CLI; real git agrees afterwards.
 
 from __future__ import annotations
 
+from docket.adapters.world.paths import task_worktree_path
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from ..conftest import git
+from ..conftest import git, listed_places
 from .go_world import GoWorld, make_go_world
 
 RUN = "r1"
@@ -22,12 +23,11 @@ def refs(world: GoWorld) -> set[str]:
 
 
 def listed_worktrees(world: GoWorld) -> set[str]:
-    listing = git(world.repo, "worktree", "list", "--porcelain")
-    return {line.split(" ", 1)[1] for line in listing.splitlines() if line.startswith("worktree ")}
+    return set(listed_places(world.repo))
 
 
 def worktree(world: GoWorld, task: str) -> Path:
-    return world.repo / ".git" / "docket" / "worktrees" / RUN / f"{RUN}.{task}"
+    return task_worktree_path(world.repo / ".git", RUN, f"{RUN}.{task}")
 
 
 def candidates(world: GoWorld) -> dict[str, dict]:

@@ -7,6 +7,7 @@ exactly its content, it can go, and real git agrees afterwards.
 
 from __future__ import annotations
 
+from docket.adapters.world.paths import executions_root, task_worktree_path
 import subprocess
 import sys
 import time
@@ -14,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import git
+from docket.adapters.world.workspaces import DulwichWorkspaces
+
+from ..conftest import git, listed_places
 
 RUN, TASK = "r1", "t1"
 
@@ -28,7 +31,7 @@ def world(docket):  # noqa: ANN001, ANN201
 
 
 def worktree(docket, task: str = TASK) -> Path:  # noqa: ANN001
-    return docket.cwd / ".git" / "docket" / "worktrees" / RUN / task
+    return task_worktree_path(docket.cwd / ".git", RUN, task)
 
 
 def launch(docket, script: str, task: str = TASK) -> dict:  # noqa: ANN001
@@ -36,8 +39,7 @@ def launch(docket, script: str, task: str = TASK) -> dict:  # noqa: ANN001
 
 
 def worktrees_listed(repo: Path) -> list[str]:
-    listing = git(repo, "worktree", "list", "--porcelain")
-    return [line.split(" ", 1)[1] for line in listing.splitlines() if line.startswith("worktree ")]
+    return listed_places(repo)
 
 
 def assert_git_clean(repo: Path) -> None:
@@ -161,12 +163,10 @@ def test_reconcile_removes_refs_and_worktrees_no_record_owns_but_never_a_worktre
     head = git(docket.cwd, "rev-parse", "HEAD")
     planted = f"refs/docket/candidates/{RUN}/{'f' * 64}"
     git(docket.cwd, "update-ref", planted, head)
-    orphan_execution = docket.cwd / ".git" / "docket" / "executions" / RUN / ("e" * 64) / "tests-1"
-    orphan_execution.parent.mkdir(parents=True)
-    git(docket.cwd, "worktree", "add", "-q", "--detach", str(orphan_execution), head)
-    branch_holder = docket.cwd / ".git" / "docket" / "worktrees" / "r9" / "t9"
-    branch_holder.parent.mkdir(parents=True)
-    git(docket.cwd, "worktree", "add", "-q", "-b", "keep-me", str(branch_holder), head)
+    orphan_execution = executions_root(docket.cwd / ".git") / RUN / ("e" * 64) / "tests-1"
+    DulwichWorkspaces().create_execution(docket.cwd / ".git", orphan_execution, head)
+    branch_holder = task_worktree_path(docket.cwd / ".git", "r9", "t9")
+    DulwichWorkspaces().create_worktree(docket.cwd / ".git", branch_holder, "keep-me", head)
 
     found = docket("reconcile", "--json").json()
     paths = {g["path"] for g in found["git"]}

@@ -6,12 +6,14 @@ the worktree and sends its `tool_result`, and the server answers that with the r
 is docs/agents.md's `agent: claude`, merged with its `agent-offline: claude` block, both read from the page (and, as
 root, with the `IS_SANDBOX = "1"` the page asks for there).
 
-Why the page's block bypasses permissions: Claude Code 2.1 refuses to write any path under a `.git` folder, and
-docket's worktrees are under `.git/docket/worktrees/`; the last test here shows it.
+The page's block runs it with `--permission-mode acceptEdits` (and `--allowedTools Bash`), never
+`bypassPermissions`: Claude Code 2.1 refuses to write any path under a `.git` folder, and a task's workspace is a
+repository of its own in docket's data folder, under none; the last test here shows where it is.
 """
 
 from __future__ import annotations
 
+from docket.adapters.world.paths import task_worktree_path
 import json
 import os
 import re
@@ -196,25 +198,22 @@ def test_a_claude_code_whose_model_server_never_answers_is_stopped_by_its_idle_t
     assert docket_processes(world.ledger) == []
 
 
-def test_with_accept_edits_claude_code_changes_nothing_in_a_docket_worktree_which_lies_under_git(claude_cli,
-                                                                                                   tmp_path: Path):
+def test_the_page_runs_claude_code_with_accept_edits_in_a_workspace_under_no_git_folder(claude_cli,
+                                                                                          tmp_path: Path):
     tasks = '[[tasks]]\nid = "greet"\ntitle = "a greeting"\nprompt = "- Add greet.py (GREET-TASK)."\n'
     with ModelServer(SCRIPT) as server:
         page = offline_agent("claude", server.url)
-        command = [word.replace("bypassPermissions", "acceptEdits") for word in page["command"]]
-        world = claude_world(tmp_path, claude_cli, server, tasks, command=command)
+        assert "acceptEdits" in page["command"] and "bypassPermissions" not in page["command"]
+        world = claude_world(tmp_path, claude_cli, server, tasks)
         done = world.go("r1", "--agent", "claude", "--target", "trunk", "--cycles", "1")
-        assert done.returncode == 6, done.stderr + done.stdout
-        requests = server.requests
+        assert done.returncode == 0, done.stderr + done.stdout
     (row,) = json.loads(done.stdout)["tasks"]
-    assert (row["result"], row["code"]) == ("failed", "no-changes")
-    (tool_result,) = [block for r in requests for m in r["body"]["messages"] if isinstance(m["content"], list)
-                      for block in m["content"] if block.get("type") == "tool_result"]
-    worktree = world.repo / ".git" / "docket" / "worktrees" / "r1" / "r1.greet"
-    assert tool_result["is_error"] and tool_result["content"] == (
-        f"Claude requested permissions to edit {worktree}/greet.py which is a sensitive file.")
+    assert row["result"] == "delivered"
+    assert world.file_at("trunk", "greet.py") == GREET
+    workspace = task_worktree_path(world.repo / ".git", "r1", "r1.greet")
+    assert ".git" not in workspace.parts and not workspace.is_relative_to(world.repo)
     result = json.loads(worker_log(world, "r1.greet", 1).strip().splitlines()[-1])
-    assert [denied["tool_name"] for denied in result["permission_denials"]] == ["Bash"]
+    assert result["permission_denials"] == []
 
 
 def test_a_claude_code_whose_model_server_fails_exits_1_says_so_in_its_report_and_is_retried(claude_cli,

@@ -242,6 +242,28 @@ timeout = "1m"
     assert list((tmp_path / "home").iterdir()) == []  # nothing of Codex in docket's HOME
 
 
+def test_codex_in_its_workspace_write_sandbox_commits_and_the_commit_is_delivered(tmp_path, codex_cli):
+    """The workspace's git dir is inside the workspace, so Codex's own sandbox lets its `git commit` write it; the
+    commit (its objects only in the workspace) is brought into the repository when docket pins."""
+    command = ("printf 'print(\\\"hello\\\")\\n' > greet.py && git add greet.py && "
+               "git -c user.name=codex -c user.email=codex@example.com commit -q -m 'codex: greet'")
+    script = {"rules": [{"match": "greet.py", "command": command, "text": "Committed greet.py."}]}
+    with ModelServer(script) as server:
+        world = codex_world(tmp_path, codex_cli, server, tasks=ONE_TASK, checks=RUNS_CHECK)
+        done = world.go("r1", "--target", "trunk", "--cycles", "1")
+    _, rows = delivered(world, done)
+    (command_run,) = [e["item"] for e in codex_events(world, "greet") if e["type"] == "item.completed"
+                      and e["item"]["type"] == "command_execution"]
+    assert command_run["exit_code"] == 0, command_run
+    candidate = {e["payload"]["binding_id"]: e["payload"] for e in world.events("CandidatePinned")}[
+        rows["greet"]["candidate"]]
+    base = world.events("RunBasePinned")[0]["payload"]["commit"]
+    assert candidate["parent"] != base  # pinned on Codex's own commit
+    assert git(world.repo, "log", "-1", "--format=%s", candidate["parent"]) == "codex: greet"
+    assert world.file_at("trunk", "greet.py") == 'print("hello")\n'
+    assert rows["greet"]["result"] == "delivered"
+
+
 def test_a_codex_whose_server_fails_exits_1_and_its_retry_is_delivered(tmp_path, codex_cli):
     script = {"rules": [{"match": ["greet.py", "Your previous attempt"], "files": WRITES["greet"]},
                         {"match": "greet.py", "status": 500}]}

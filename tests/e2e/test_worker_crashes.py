@@ -17,6 +17,7 @@ marker file outside the worktree as its first instruction.
 
 from __future__ import annotations
 
+from docket.adapters.world.paths import task_worktree_path
 import os
 import random
 import signal
@@ -43,7 +44,7 @@ def effector_points(intent_type: str) -> list[str]:
     return [f"effector:{step}@{intent_type}" for step in EFFECTOR_STEPS]
 
 
-WORKTREE_POINTS = effector_points("WorktreeRequested.v1")
+WORKTREE_POINTS = effector_points("WorktreeRequested.v1") + ["workspace:before-rename", "workspace:after-rename"]
 LAUNCH_POINTS = [*effector_points("WorkerLaunchRequested.v1"), "launch:before-gate", "launch:after-gate",
                  "supervise:before-exit"]
 STOP_POINTS = effector_points("WorkerStopRequested.v1")
@@ -61,6 +62,8 @@ LAUNCH_CASES = {
     "effector:before-act@WorktreeRequested.v1": ("replay", "registered", None, False),
     "effector:after-act@WorktreeRequested.v1": ("replay", "registered", None, False),
     "effector:after-outcome@WorktreeRequested.v1": ("replay", "registered", None, False),
+    "workspace:before-rename": ("replay", "registered", None, False),  # a staging folder left: replay makes it anew
+    "workspace:after-rename": ("replay", "registered", None, False),  # in place, unobserved: replay finds it
     "effector:before-observe@WorkerLaunchRequested.v1": ("replay", "launch-failed", "launcher-gone", False),
     "effector:after-observe@WorkerLaunchRequested.v1": ("replay", "launch-failed", "launcher-gone", False),
     "effector:before-act@WorkerLaunchRequested.v1": ("replay", "launch-failed", "launcher-gone", False),
@@ -147,10 +150,13 @@ def generations_launched(ledger_path: Path) -> tuple[set[int], set[int]]:
 
 
 def task_worktrees(repo: Path) -> list[str]:
-    listing = git(repo, "worktree", "list", "--porcelain")
-    blocks = [dict(line.split(" ", 1) for line in block.splitlines() if " " in line)
-              for block in listing.split("\n\n")]
-    return [b["worktree"] for b in blocks if b.get("branch") == f"refs/heads/docket/{RUN}/{TASK}"]
+    """The task's workspaces (repositories of their own on its branch), and every staging leftover beside them;
+    the user's repository has no linked worktree at all."""
+    assert git(repo, "worktree", "list").count("\n") == 0
+    folder = task_worktree_path(repo / ".git", RUN, TASK).parent
+    found = sorted(folder.iterdir()) if folder.is_dir() else []
+    return [str(p) for p in found if p.name.startswith(".") or
+            git(p, "symbolic-ref", "HEAD") == f"refs/heads/docket/{RUN}/{TASK}"]
 
 
 def agent_command(marker: Path, seconds: float | int = 0, until: Path | None = None) -> list[str]:
@@ -166,7 +172,7 @@ def assert_converged(docket, repo: Path, marker: Path) -> None:  # noqa: ANN001
     worktrees = task_worktrees(repo)
     assert len(worktrees) <= 1, worktrees
     if worktrees:
-        assert Path(worktrees[0]) == repo / ".git" / "docket" / "worktrees" / RUN / TASK
+        assert Path(worktrees[0]) == task_worktree_path(repo / ".git", RUN, TASK)
         assert (Path(worktrees[0]) / "README.md").read_text() == "hello\n"
     fsck = subprocess.run(["git", "fsck", "--strict"], cwd=repo, capture_output=True, text=True)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from docket.adapters.world.paths import task_worktree_path
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +33,7 @@ def test_a_title_only_task_gives_its_title_as_the_prompt(tmp_path: Path, mode: s
     assert docket("task", "plan", "r1", "--title", "greet the world", "--id", "t1").returncode == 0
     launched = docket("worker", "launch", "r1", "--task", "t1", "--agent", "a")
     assert launched.returncode == 0, launched.stderr
-    worktree = repo / ".git" / "docket" / "worktrees" / "r1" / "t1"
+    worktree = task_worktree_path(repo / ".git", "r1", "t1")
     assert (worktree / "got.txt").read_text().strip() == "greet the world"
 
 

@@ -7,6 +7,7 @@ ledger in DOCKET_LEDGER (agents and their grandchildren), group by group.
 
 from __future__ import annotations
 
+from docket.adapters.world.paths import task_worktree_path
 import hashlib
 import json
 import os
@@ -68,7 +69,7 @@ class Workers:
         return [e["payload"] for e in self.docket("log", "--json", "--type", type_name).json()["events"]]
 
     def worktree(self, task: str) -> Path:
-        return self.docket.cwd / ".git" / "docket" / "worktrees" / "r1" / task
+        return task_worktree_path(self.docket.cwd / ".git", "r1", task)
 
     def wait_for(self, path: Path) -> None:
         deadline = time.monotonic() + WAIT_SECONDS

@@ -22,7 +22,7 @@ class FakeCapture(FakeGitPort):
         self.tracked: dict[tuple[str, str], list[str]] = {}  # (commit, folder) -> files its tree holds there
 
     def capture_twice(self, worktree: Path, *, expected_head: str | None, base: str,
-                      artifact_dir: str | None) -> Capture | Unstable:
+                      artifact_dir: str | None, repository: Path | None = None) -> Capture | Unstable:
         """What the test set in ``captures[worktree]``; raises as capture does when nothing is set or HEAD moved."""
         found = self.captures.get(Path(worktree))
         if found is None:

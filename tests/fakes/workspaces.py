@@ -23,14 +23,12 @@ class FakeWorkspaces(FakeGitPort):
         self.files: dict[Path, bytes] = {}  # regular files, for copy_includes
 
     def observe_worktree(self, repository: Path, path: Path, branch: str, base: str) -> WorktreeObservation:
+        """As a workspace of its own: its branch lives in it (modelled by repo.branches, which the workspace's
+        commits move), so nothing in the user's repository (other checkouts, stale entries) bears on it."""
         repo = self.repositories.get(Path(repository))
         if repo is None or not repo.readable:
             return WorktreeObservation("unreadable", detail=f"cannot open repository {repository}")
         path = Path(path)
-        tip = repo.branches.get(branch)
-        holders = [str(p) for p, b in repo.worktrees.items() if b == branch and p != path]
-        if repo.main_branch == branch:
-            holders.append("the main checkout")
 
         def diverged(detail: str) -> WorktreeObservation:
             return WorktreeObservation("diverged", detail=detail)
@@ -38,31 +36,22 @@ class FakeWorkspaces(FakeGitPort):
         if path in self.occupied:
             return diverged(f"{path} is {self.occupied[path]}")
         if path not in repo.worktrees:
-            if path in repo.stale and (tip != base or holders or repo.stale[path] != branch):
-                return diverged(f"stale worktree entry names {path}, which does not exist")
-            if tip is None:
-                return WorktreeObservation("absent") if repo.objects.get(base) == "commit" else diverged(
-                    f"base {base} is not a commit in {repository}")
-            if tip != base:
-                return diverged(f"branch {branch} is at {tip}, not at the base {base}, and {path} has no worktree")
-            if holders:
-                return diverged(f"branch {branch} is checked out at {holders[0]}")
-            return WorktreeObservation("branch-only")
+            return WorktreeObservation("absent") if repo.objects.get(base) == "commit" else diverged(
+                f"base {base} is not a commit in {repository}")
         on = repo.worktrees[path]
         if on != branch:
-            return diverged(f"the worktree at {path} is on {f'branch {on}' if on else 'a detached HEAD'}, "
+            return diverged(f"the workspace at {path} is on {f'branch {on}' if on else 'a detached HEAD'}, "
                             f"not on branch {branch}")
+        tip = repo.branches.get(branch)
         if tip is None:
-            return diverged(f"branch {branch} is missing but its worktree exists at {path}")
-        if holders:
-            return diverged(f"branch {branch} is also checked out at {holders[0]}")
+            return diverged(f"branch {branch} is missing in its workspace at {path}")
         return WorktreeObservation("present", head=tip)
 
     def create_worktree(self, repository: Path, path: Path, branch: str, base: str) -> None:
-        if self.observe_worktree(repository, path, branch, base).state not in ("absent", "branch-only"):
+        if self.observe_worktree(repository, path, branch, base).state != "absent":
             return
         repo = self.repositories[Path(repository)]
-        repo.branches.setdefault(branch, base)
+        repo.branches[branch] = base
         repo.stale.pop(Path(path), None)
         repo.worktrees[Path(path)] = branch
 

@@ -1,5 +1,6 @@
-"""Executions: detached worktrees at a candidate commit, against real git (and the main cases against
-FakeWorkspaces); real git must agree (`git worktree list --porcelain`, `git fsck --strict`)."""
+"""Executions: repositories of their own detached at a candidate commit, borrowing the user's objects, against real
+git (and the main cases against FakeWorkspaces); real git must agree (`git status`, `git fsck --strict`), and the
+user's repository gets no linked worktree."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from docket.adapters.world.executions import execution_path
+from docket.adapters.world.paths import repository_key
 from tests.fakes.repository import FakeRepository
 from tests.fakes.workspaces import FakeWorkspaces
 from docket.adapters.world.workspaces import DulwichWorkspaces
@@ -73,8 +75,8 @@ class RealWorld:
         self.change(rel)
 
     def on_branch(self) -> None:
-        self.path.parent.mkdir(parents=True)
-        git(self.checkout, "worktree", "add", "-q", "-b", "other", str(self.path), self.commit)
+        self.create()
+        git(self.path, "checkout", "-q", "-b", "other")
 
     def plain_folder(self) -> None:
         self.path.mkdir(parents=True)
@@ -117,8 +119,11 @@ def real(repo: Path) -> RealWorld:
     return RealWorld(repo)
 
 
-def test_the_path_is_under_the_common_dir_and_refuses_unsafe_parts(tmp_path: Path) -> None:
-    assert execution_path(tmp_path, "r", "b", "lint", 2) == tmp_path / "docket" / "executions" / "r" / "b" / "lint-2"
+def test_the_path_is_in_the_data_folder_and_refuses_unsafe_parts(tmp_path: Path, data_dir: Path) -> None:
+    key = repository_key(tmp_path)
+    assert execution_path(tmp_path, "r", "b", "lint", 2) == data_dir / "executions" / key / "r" / "b" / "lint-2"
+    assert execution_path(tmp_path, "r", "b", "lint", 2, tmp_path / "elsewhere") == \
+        tmp_path / "elsewhere" / "executions" / key / "r" / "b" / "lint-2"
     for bad in [("..", "b", "c", 1), ("r", "a/b", "c", 1), ("r", "b", ".hidden", 1), ("r", "b", "c", 0),
                 ("r", "b", "", 1), ("r", "b", "c\0", 1)]:
         with pytest.raises(BadInput):
@@ -188,10 +193,12 @@ def test_removal_is_refused_while_the_group_is_alive(world) -> None:
 # Real git only: what git itself says, and each kind of mutation.
 
 
-def test_real_git_sees_a_detached_worktree_at_the_commit(real: RealWorld) -> None:
+def test_real_git_sees_a_detached_repository_of_its_own_at_the_commit(real: RealWorld) -> None:
     real.create()
-    listed = worktrees(real.checkout)
-    assert listed[str(real.path)] == [f"HEAD {real.commit}", "detached"]
+    assert str(real.path) not in worktrees(real.checkout)
+    assert Path(git(real.path, "rev-parse", "--absolute-git-dir")) == real.path / ".git"
+    assert git(real.path, "rev-parse", "--symbolic-full-name", "HEAD") == "HEAD"  # detached
+    fsck(real.path)
     assert git(real.path, "status", "--porcelain", "--ignored") == ""
     assert git(real.path, "rev-parse", "HEAD") == real.commit
     assert (real.path / "run.sh").stat().st_mode & 0o111
@@ -215,7 +222,6 @@ def test_an_interrupted_creation_is_observed_absent_and_completed(real: RealWorl
     assert real.observe().state == "absent"
     real.create()
     assert real.observe().state == "ready"
-    assert list(worktrees(real.checkout)).count(str(real.path)) == 1
     assert sorted(p.name for p in real.path.parent.iterdir()) == ["tests-1"]
 
 

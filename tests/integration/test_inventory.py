@@ -1,6 +1,6 @@
-"""Docket's refs and worktrees listed, and removed by compare-and-swap, against real git (the story also against
-the fakes); real git must agree (`git for-each-ref`, `git worktree list --porcelain`, `git fsck --strict`,
-`git worktree prune -n`)."""
+"""Docket's refs, workspaces and executions listed, and removed by compare-and-swap, against real git (the story
+also against the fakes); real git must agree (`git for-each-ref`, `git rev-parse` in each workspace, `git fsck
+--strict`), and the user's repository never gets a linked worktree."""
 
 from __future__ import annotations
 
@@ -72,7 +72,9 @@ class RealWorld:
         git(self.checkout, "update-ref", ref, oid)
 
     def branch_exists(self) -> bool:
-        return bool(git(self.checkout, "branch", "--list", BRANCH))
+        """The task's branch, which lives in its workspace (never in the user's repository)."""
+        assert not git(self.checkout, "branch", "--list", BRANCH)
+        return (self.task / ".git" / "refs" / "heads" / BRANCH).is_file()
 
     def refs(self) -> dict[str, str]:
         return dict(for_each_ref(self.checkout))
@@ -137,7 +139,7 @@ def real(repo: Path) -> RealWorld:
 
 
 def listed(world) -> list[tuple]:  # noqa: ANN001
-    return [(Path(w.path), w.kind, w.exists, w.registered, w.branch, w.head, w.admin, bool(w.detail))
+    return [(Path(w.path), w.kind, w.exists, w.registered, w.branch, w.head, bool(w.admin), bool(w.detail))
             for w in world.port.list_docket_worktrees(world.common)]
 
 
@@ -152,13 +154,12 @@ def test_the_story_of_a_task_an_execution_and_a_ref(world) -> None:
     world.add_ref(CANDIDATE_REF, world.base)
     assert port.list_docket_refs(common) == [(CANDIDATE_REF, world.base)]
     assert listed(world) == [
-        (world.execution, "execution", True, True, None, world.base, "tests-1", False),
-        (world.task, "task", True, True, BRANCH, world.base, "task-1", False),
+        (world.execution, "execution", True, True, None, world.base, True, False),
+        (world.task, "task", True, True, BRANCH, world.base, True, False),
     ]
     assert port.observe_head(common, world.task) == (world.base, BRANCH)
     assert port.owns_branch(common, world.task) == BRANCH
     assert port.owns_branch(common, world.execution) is None
-    assert port.branch_tip(common, BRANCH) == world.base
 
     port.remove_worktree(common, world.execution, expected_head=world.base, branch=None)
     head = world.agent_commits()
@@ -178,13 +179,12 @@ def test_the_story_of_a_task_an_execution_and_a_ref(world) -> None:
     port.delete_ref(common, CANDIDATE_REF, world.base)  # absent: deleted already
 
 
-def test_an_interrupted_removal_is_listed_without_detail_and_finished_by_replay(world) -> None:
-    world.make_task()
-    world.interrupt_removal()
-    assert listed(world) == [(world.task, "task", False, True, BRANCH, world.base, "task-1", False)]
-    assert world.port.owns_branch(world.common, world.task) == BRANCH
-    world.port.remove_worktree(world.common, world.task, expected_head=world.base, branch=BRANCH)
-    assert world.port.list_docket_worktrees(world.common) == [] and not world.branch_exists()
+def test_an_interrupted_removal_is_finished_by_replay(real: RealWorld) -> None:
+    real.make_task()
+    real.interrupt_removal()
+    assert real.port.list_docket_worktrees(real.common) == []  # gone from its path: the rest is cleanup
+    real.port.remove_worktree(real.common, real.task, expected_head=real.base, branch=BRANCH)
+    assert list(real.task.parent.iterdir()) == []
 
 
 @pytest.mark.parametrize("path", ["outside", "task-folder-parent", "dotted", "dotdot"])
@@ -212,15 +212,6 @@ def test_a_worktree_on_another_branch_than_named_is_left_alone(world) -> None:
     assert world.port.owns_branch(world.common, world.task) == BRANCH
     world.port.remove_worktree(world.common, world.task, expected_head=world.base, branch=BRANCH)
     assert world.port.list_docket_worktrees(world.common) == [] and not world.branch_exists()
-
-
-def test_a_branch_checked_out_elsewhere_is_kept(world, tmp_path: Path) -> None:
-    world.make_task()
-    world.port.remove_worktree(world.common, world.task, expected_head=world.base, branch=None)
-    assert world.branch_exists() and world.port.list_docket_worktrees(world.common) == []
-    world.check_out_elsewhere(tmp_path / "elsewhere")
-    world.port.remove_worktree(world.common, world.task, expected_head=world.base, branch=BRANCH)
-    assert world.branch_exists()
 
 
 def test_fake_capture_twice_returns_what_the_test_set(tmp_path: Path) -> None:
@@ -267,12 +258,9 @@ def test_an_unreadable_repository_lists_nothing(tmp_path: Path) -> None:
     assert port.branch_tip(tmp_path / "nothing", "main") is None
 
 
-def test_worktrees_agree_with_git_worktree_list(real: RealWorld, tmp_path: Path) -> None:
+def test_workspaces_are_listed_as_git_sees_them(real: RealWorld, tmp_path: Path) -> None:
     real.make_task()
     real.make_execution()
-    second = task_worktree_path(real.common, RUN, "task-2")
-    real.workspaces.create_worktree(real.common, second, task_branch(RUN, "task-2"), real.base)
-    shutil.rmtree(second)  # deleted by hand: git calls its entry prunable
     plain = task_worktree_path(real.common, "run-other", "notes")
     plain.mkdir(parents=True)
     (plain / "notes.txt").write_text("someone's folder\n")
@@ -281,34 +269,26 @@ def test_worktrees_agree_with_git_worktree_list(real: RealWorld, tmp_path: Path)
     planted = execution_path(real.common, RUN, BINDING, "lint", 1)
     os.symlink(outside, planted)
     (real.task.parent / ".task-9.abcd.partial").mkdir()  # a staging leftover: not listed
-    git(real.checkout, "worktree", "add", "-q", "-b", "mine", str(tmp_path / "mine"))  # not in docket's folders
+    git(real.checkout, "worktree", "add", "-q", "-b", "mine", str(tmp_path / "mine"))  # not docket's
 
     found = {Path(w.path): w for w in real.port.list_docket_worktrees(real.common)}
-    assert sorted(found) == sorted([real.task, real.execution, second, plain, planted])
-    by_git = porcelain(real.checkout)
-    for path, entry in found.items():
-        if not entry.registered:
-            assert str(path) not in by_git
-            continue
-        seen = by_git[os.path.realpath(path)]
-        assert ("prunable" in seen) == (not entry.exists)
-        assert seen.get("branch") == (f"refs/heads/{entry.branch}" if entry.branch else None)
-        assert ("detached" in seen) == (entry.branch is None)
-        assert seen["HEAD"] == entry.head
-    assert str(tmp_path / "mine") in by_git and by_git.keys() - {str(real.checkout), str(tmp_path / "mine")} == {
-        str(real.task), str(real.execution), str(second)}
+    assert sorted(found) == sorted([real.task, real.execution, plain, planted])
+    for path in (real.task, real.execution):
+        assert found[path].registered and found[path].head == git(path, "rev-parse", "HEAD")
+    assert found[real.task].branch == git(real.task, "symbolic-ref", "--short", "HEAD") == BRANCH
+    assert found[real.execution].branch is None
     assert found[planted].exists and "symlink" in found[planted].detail and not found[planted].registered
     assert found[plain].exists and not found[plain].registered and found[plain].head is None
-    assert not found[second].exists and found[second].registered and found[second].branch == task_branch(RUN, "task-2")
+    assert list(porcelain(real.checkout)) == [str(real.checkout), str(tmp_path / "mine")]
 
 
 def test_a_symlink_where_a_run_folder_should_be_is_listed_not_entered(real: RealWorld, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     (outside / "task-x").mkdir(parents=True)
-    (real.common / "docket" / "worktrees").mkdir(parents=True)
-    os.symlink(outside, real.common / "docket" / "worktrees" / "run-planted")
+    real.task.parent.parent.mkdir(parents=True)
+    os.symlink(outside, real.task.parent.parent / "run-planted")
     [entry] = real.port.list_docket_worktrees(real.common)
-    assert entry.path == str(real.common / "docket" / "worktrees" / "run-planted")
+    assert entry.path == str(real.task.parent.parent / "run-planted")
     assert entry.exists and not entry.registered and "symlink" in entry.detail
 
 
@@ -318,9 +298,7 @@ def test_removing_a_task_worktree_leaves_nothing_for_git_to_prune(real: RealWorl
     real.port.remove_worktree(real.common, real.task, expected_head=real.base, branch=BRANCH)
     assert not real.task.exists() and not real.branch_exists()
     assert list(real.task.parent.iterdir()) == []
-    assert str(real.task) not in porcelain(real.checkout)
-    assert not (real.common / "worktrees" / "task-1").exists()
-    assert prunable(real.checkout) == ""
+    assert list(porcelain(real.checkout)) == [str(real.checkout)]
     fsck(real.checkout)
 
 
@@ -330,29 +308,14 @@ def test_removing_an_execution_through_remove_worktree(real: RealWorld) -> None:
     assert real.execution.is_dir()  # another HEAD expected: left alone
     real.port.remove_worktree(real.common, real.execution, expected_head=real.base, branch=None)
     assert not real.execution.exists() and list(porcelain(real.checkout)) == [str(real.checkout)]
-    assert prunable(real.checkout) == ""
     fsck(real.checkout)
 
 
-def test_a_moved_branch_is_left_alone_and_the_worktree_too(real: RealWorld) -> None:
+def test_a_moved_branch_is_left_alone_and_the_workspace_too(real: RealWorld) -> None:
     real.make_task()
-    other = git(real.checkout, "commit-tree", "-m", "other", f"{real.base}^{{tree}}", "-p", real.base)
-    git(real.checkout, "update-ref", f"refs/heads/{BRANCH}", other)
+    head = real.agent_commits()
     real.port.remove_worktree(real.common, real.task, expected_head=real.base, branch=BRANCH)
-    assert real.task.is_dir() and real.port.branch_tip(real.common, BRANCH) == other
-    assert str(real.task) in porcelain(real.checkout)
-
-
-def test_the_branch_goes_only_while_it_names_the_expected_head(real: RealWorld) -> None:
-    real.make_task()
-    other = git(real.checkout, "commit-tree", "-m", "other", f"{real.base}^{{tree}}", "-p", real.base)
-    git(real.checkout, "worktree", "remove", str(real.task))  # the worktree gone, its branch kept
-    git(real.checkout, "update-ref", f"refs/heads/{BRANCH}", other)
-    real.port.remove_worktree(real.common, real.task, expected_head=real.base, branch=BRANCH)
-    assert real.port.branch_tip(real.common, BRANCH) == other
-    real.port.remove_worktree(real.common, real.task, expected_head=other, branch=BRANCH)
-    assert not real.branch_exists()
-    fsck(real.checkout)
+    assert real.task.is_dir() and real.port.observe_head(real.common, real.task) == (head, BRANCH)
 
 
 def test_a_symlink_at_the_path_is_left_alone_and_its_target_untouched(real: RealWorld, tmp_path: Path) -> None:
@@ -370,7 +333,7 @@ def test_a_symlinked_parent_is_not_removed_through(real: RealWorld, tmp_path: Pa
     elsewhere = tmp_path / "elsewhere"
     (elsewhere / TASK).mkdir(parents=True)
     (elsewhere / TASK / "keep.txt").write_text("mine\n")
-    (real.common / "docket" / "worktrees").mkdir(parents=True)
+    real.task.parent.parent.mkdir(parents=True)
     os.symlink(elsewhere, real.task.parent)
     real.port.remove_worktree(real.common, real.task, expected_head=None, branch=None)
     assert (elsewhere / TASK / "keep.txt").read_text() == "mine\n"
@@ -394,32 +357,17 @@ def test_a_worktree_on_another_branch_is_left_alone(real: RealWorld) -> None:
     assert real.port.owns_branch(real.common, real.task) == "elsewhere"
 
 
-@pytest.mark.parametrize("crash", ["after-rename", "after-folder", "after-admin"])
+@pytest.mark.parametrize("crash", ["after-rename", "after-folder"])
 def test_replay_after_a_crash_finishes_the_removal(real: RealWorld, crash: str) -> None:
     real.make_task()
-    admin = real.common / "worktrees" / "task-1"
     aside = real.task.parent / ".task-1.0badc0de.removing"
     os.rename(real.task, aside)  # the first step of a removal
-    if crash in ("after-folder", "after-admin"):
+    if crash == "after-folder":
         shutil.rmtree(aside)
-    if crash == "after-admin":
-        shutil.rmtree(admin)
-    assert [Path(w.path) for w in real.port.list_docket_worktrees(real.common)] == (
-        [] if crash == "after-admin" else [real.task])
     real.port.remove_worktree(real.common, real.task, expected_head=real.base, branch=BRANCH)
-    assert not aside.exists() and not admin.exists() and not real.branch_exists()
+    assert not aside.exists() and not real.task.exists()
     assert real.port.list_docket_worktrees(real.common) == []
-    assert prunable(real.checkout) == ""
     fsck(real.checkout)
-
-
-def test_a_stale_entry_is_listed_with_its_branch_and_owns_it(real: RealWorld) -> None:
-    real.make_task()
-    shutil.rmtree(real.task)
-    [entry] = real.port.list_docket_worktrees(real.common)
-    assert (entry.exists, entry.registered, entry.branch, entry.head, entry.admin, entry.detail) == (
-        False, True, BRANCH, real.base, "task-1", "")
-    assert real.port.owns_branch(real.common, real.task) == BRANCH
 
 
 def test_a_packed_ref_is_deleted_by_compare_and_swap(real: RealWorld) -> None:
@@ -440,17 +388,17 @@ def test_capture_twice_through_the_port(real: RealWorld) -> None:
 
 
 
-@pytest.mark.parametrize("planted", ["folder", "fifo"])
-def test_a_git_file_replaced_by_something_unreadable_is_no_worktree(real: RealWorld, planted: str) -> None:
+@pytest.mark.parametrize("planted", ["file", "fifo"])
+def test_a_git_folder_replaced_by_something_else_is_no_workspace(real: RealWorld, planted: str) -> None:
     real.make_task()
-    (real.task / ".git").unlink()
-    if planted == "folder":
-        (real.task / ".git").mkdir()
+    shutil.rmtree(real.task / ".git")
+    if planted == "file":
+        (real.task / ".git").write_text("gitdir: /somewhere/else\n")
     else:
         os.mkfifo(real.task / ".git")  # opening it to read must not wait for a writer
     [entry] = real.port.list_docket_worktrees(real.common)
-    assert (entry.exists, entry.registered, entry.head, entry.admin) == (True, True, None, "task-1")
-    assert "does not name admin entry task-1 back" in entry.detail
+    assert (entry.exists, entry.registered, entry.head, entry.admin) == (True, False, None, None)
+    assert "not a workspace" in entry.detail
     assert real.port.observe_head(real.common, real.task) == (None, None)
     real.port.remove_worktree(real.common, real.task, expected_head=real.base, branch=BRANCH)
-    assert (real.task / ".git").exists() and real.branch_exists()
+    assert (real.task / ".git").exists()

@@ -22,6 +22,8 @@ from docket.adapters.world.capture import DulwichCapture
 from docket.domain import events as ev
 from docket.domain import task as task_aggregate
 
+from docket.adapters.world.paths import task_worktree_path
+
 RUN, TASK = "r1", "t1"
 
 
@@ -29,11 +31,11 @@ class WrittenBetweenCaptures(DulwichCapture):
     def __init__(self, change):  # noqa: ANN001
         self.change = change
 
-    def capture_twice(self, worktree, *, expected_head, base, artifact_dir):  # noqa: ANN001, ANN201
+    def capture_twice(self, worktree, *, expected_head, base, artifact_dir, repository=None):  # noqa: ANN001, ANN201
         from docket.adapters.world.capture import capture_twice
 
         return capture_twice(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir,
-                             between=lambda: self.change(Path(worktree)))
+                             repository=repository, between=lambda: self.change(Path(worktree)))
 
 
 @pytest.fixture
@@ -78,7 +80,7 @@ def test_a_capture_too_large_to_record_is_refused_with_its_own_code_and_nothing_
     from docket.domain.events import candidate as candidate_events
 
     for name in ("b.txt", "c.txt"):
-        (docket.cwd / ".git" / "docket" / "worktrees" / RUN / TASK / name).write_text("more\n")
+        (task_worktree_path(docket.cwd / ".git", RUN, TASK) / name).write_text("more\n")
     monkeypatch.setattr(candidate_events, "MAX_CHANGED_PATHS", 2)  # a, b and c changed: one too many
     refs_before = _refs(docket.cwd)
     effector = Effector(ledger, SystemClock(), Ports(capture=DulwichCapture(), candidate_refs=DulwichCandidateRefs()))

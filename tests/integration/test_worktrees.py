@@ -1,5 +1,5 @@
-"""Task worktrees: observe and create against real git (the same cases against FakeWorkspaces), and [worktree]
-include."""
+"""Task workspaces (repositories of their own, borrowing the user's objects): observe and create against real git
+(the same cases against FakeWorkspaces), and [worktree] include."""
 
 from __future__ import annotations
 
@@ -53,15 +53,13 @@ class RealWorld:
         (self.path / "notes.txt").write_text("someone's folder\n")
 
     def worktree_on_other_branch(self) -> None:
-        self.branch_at_base()
-        self.path.parent.mkdir(parents=True)
-        git(self.checkout, "worktree", "add", "-q", "-b", "other", str(self.path), self.base)
-
-    def branch_checked_out_elsewhere(self) -> None:
-        git(self.checkout, "worktree", "add", "-q", "-b", BRANCH, str(self.checkout.parent / "elsewhere"), self.base)
+        self.create()
+        git(self.path, "checkout", "-q", "-b", "other")
 
     def branch_deleted(self) -> None:
-        git(self.checkout, "update-ref", "-d", f"refs/heads/{BRANCH}")
+        git(self.path, "checkout", "-q", "--detach")
+        git(self.path, "update-ref", "-d", f"refs/heads/{BRANCH}")
+        git(self.path, "symbolic-ref", "HEAD", f"refs/heads/{BRANCH}")
 
     def agent_commits(self) -> str:
         (self.path / "work.txt").write_text("done\n")
@@ -97,16 +95,11 @@ class FakeWorld:
         self.port.occupied[self.path] = "a file, not a worktree"
 
     def dir_at_path(self) -> None:
-        self.port.occupied[self.path] = "a directory that is not a git worktree"
+        self.port.occupied[self.path] = "a directory that is not a git workspace"
 
     def worktree_on_other_branch(self) -> None:
-        self.branch_at_base()
         self.repository.branches["other"] = self.base
         self.repository.worktrees[self.path] = "other"
-
-    def branch_checked_out_elsewhere(self) -> None:
-        self.branch_at_base()
-        self.repository.worktrees[self.common.parent.parent / "elsewhere"] = BRANCH
 
     def branch_deleted(self) -> None:
         del self.repository.branches[BRANCH]
@@ -135,11 +128,13 @@ def test_creating_twice_changes_nothing(world) -> None:
     assert world.observe().state == "present"
 
 
-def test_branch_only_is_completed_by_create(world) -> None:
-    world.branch_at_base()
-    assert world.observe().state == "branch-only"
+def test_a_branch_of_that_name_in_the_users_repository_is_none_of_the_workspaces_business(repo: Path) -> None:
+    world = RealWorld(repo)
+    world.branch_elsewhere()  # the user's own refs/heads/docket/... somewhere else: the workspace has its own
+    assert world.observe().state == "absent"
     world.create()
-    assert world.observe().state == "present"
+    observed = world.observe()
+    assert (observed.state, observed.head) == ("present", world.base)
 
 
 def test_an_agent_commit_keeps_it_present_with_the_new_head(world) -> None:
@@ -152,10 +147,8 @@ def test_an_agent_commit_keeps_it_present_with_the_new_head(world) -> None:
 
 @pytest.mark.parametrize(("arrange", "named"), [
     ("file_at_path", "a file"),
-    ("dir_at_path", "not a git worktree"),
+    ("dir_at_path", "not a git workspace"),
     ("worktree_on_other_branch", "on branch other"),
-    ("branch_elsewhere", "not at the base"),
-    ("branch_checked_out_elsewhere", "checked out at"),
 ])
 def test_anything_else_is_diverged_and_create_leaves_it_alone(world, arrange: str, named: str) -> None:
     getattr(world, arrange)()
@@ -176,57 +169,47 @@ def test_a_worktree_whose_branch_was_deleted_is_diverged(world) -> None:
 # Real git only: what git itself says, and hostile file systems.
 
 
-def porcelain_entry(repo: Path, path: Path) -> list[str]:
-    blocks = git(repo, "worktree", "list", "--porcelain").split("\n\n")
-    return next(block.splitlines() for block in blocks if block.startswith(f"worktree {path}\n"))
-
-
-def test_git_sees_a_clean_worktree_on_its_branch(repo: Path) -> None:
+def test_git_sees_a_clean_workspace_of_its_own_on_its_branch(repo: Path) -> None:
     world = RealWorld(repo)
     world.create()
-    assert f"branch refs/heads/{BRANCH}" in porcelain_entry(repo, world.path)
-    git(repo, "fsck", "--strict")
     assert git(world.path, "status", "--porcelain") == ""
+    assert git(world.path, "symbolic-ref", "HEAD") == f"refs/heads/{BRANCH}"
     assert (world.path / "README.md").read_text() == "hello\n"
-    assert git(world.path, "rev-parse", "--git-common-dir") == str(world.common)
+    assert Path(git(world.path, "rev-parse", "--absolute-git-dir")) == world.path / ".git"
+    assert (world.path / ".git" / "objects" / "info" / "alternates").read_text() == f"{world.common / 'objects'}\n"
+    assert list((world.path / ".git" / "hooks").iterdir()) == []
+    assert "remote" not in (world.path / ".git" / "config").read_text()
+    git(world.path, "fsck", "--strict")
+    assert git(repo, "worktree", "list").count("\n") == 0  # no linked worktree: the user's .git is not touched
+    assert f"refs/heads/{BRANCH}" not in git(repo, "for-each-ref")
+    assert os.stat(world.path).st_mode & 0o777 == 0o700
     assert os.stat(world.path.parent).st_mode & 0o777 == 0o700
 
 
-def test_two_runs_with_the_same_task_id_get_their_own_admin_entries(repo: Path) -> None:
+def test_the_workspace_lives_in_the_data_folder_under_the_repository_key(repo: Path, data_dir: Path) -> None:
+    world = RealWorld(repo)
+    assert world.path.relative_to(data_dir).parts[0] == "workspaces"
+    assert world.path.relative_to(data_dir).parts[2:] == (RUN, TASK)
+
+
+def test_two_runs_with_the_same_task_id_get_their_own_workspaces(repo: Path) -> None:
     first, second = RealWorld(repo), RealWorld(repo)
     second.path = task_worktree_path(second.common, "run-other", TASK)
     first.create()
     second.port.create_worktree(second.common, second.path, task_branch("run-other", TASK), second.base)
     assert first.observe().state == "present"
     assert second.observe(task_branch("run-other", TASK)).state == "present"
-    git(repo, "fsck", "--strict")
 
 
-def test_an_interrupted_creation_is_branch_only_and_completed(repo: Path) -> None:
+def test_an_interrupted_creation_is_absent_and_completed(repo: Path) -> None:
     world = RealWorld(repo)
-    world.branch_at_base()
-    admin = world.common / "worktrees" / TASK  # what a kill before the final rename leaves behind
-    admin.mkdir(parents=True)
-    (admin / "HEAD").write_text(f"ref: refs/heads/{BRANCH}\n")
-    (admin / "commondir").write_text("../..\n")
-    (admin / "gitdir").write_text(f"{world.path}/.git\n")
     world.path.parent.mkdir(parents=True)
-    (world.path.parent / f".{TASK}.0000.partial").mkdir()
-    assert world.observe().state == "branch-only"
+    (world.path.parent / f".{TASK}.0000.partial" / ".git").mkdir(parents=True)  # what a kill before the rename leaves
+    assert world.observe().state == "absent"
     world.create()
     assert world.observe().state == "present"
     assert [p.name for p in world.path.parent.iterdir()] == [TASK]
-    git(repo, "fsck", "--strict")
-
-
-def test_a_stale_entry_for_another_branch_is_diverged(repo: Path) -> None:
-    world = RealWorld(repo)
-    admin = world.common / "worktrees" / TASK
-    admin.mkdir(parents=True)
-    (admin / "HEAD").write_text("ref: refs/heads/main\n")
-    (admin / "gitdir").write_text(f"{world.path}/.git\n")
-    observed = world.observe()
-    assert observed.state == "diverged" and "stale worktree entry" in observed.detail
+    git(world.path, "fsck", "--strict")
 
 
 def test_a_symlink_at_the_path_is_diverged_and_never_followed(repo: Path, tmp_path: Path) -> None:
@@ -245,31 +228,38 @@ def test_a_symlinked_parent_is_not_followed_into(repo: Path, tmp_path: Path) -> 
     world = RealWorld(repo)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (world.common / "docket" / "worktrees").mkdir(parents=True)
-    (world.common / "docket" / "worktrees" / RUN).symlink_to(elsewhere)
+    world.path.parent.parent.mkdir(parents=True)
+    world.path.parent.symlink_to(elsewhere)
     observed = world.observe()
     assert observed.state == "diverged" and "parent" in observed.detail
     world.create()
     assert list(elsewhere.iterdir()) == []
 
 
-def test_a_worktree_of_another_repository_is_diverged(repo: Path, tmp_path: Path) -> None:
+def test_a_workspace_of_another_repository_is_diverged(repo: Path, tmp_path: Path) -> None:
     world = RealWorld(repo)
     other = tmp_path / "other"
     other.mkdir()
     git(other, "init", "-q", "-b", "main")
     git(other, "commit", "-q", "--allow-empty", "-m", "x")
     world.path.parent.mkdir(parents=True)
-    git(other, "worktree", "add", "-q", "-b", BRANCH, str(world.path))
+    git(tmp_path, "clone", "-q", "--shared", str(other), str(world.path))
     observed = world.observe()
     assert observed.state == "diverged" and "another repository" in observed.detail
 
 
-def test_a_detached_worktree_is_diverged(repo: Path) -> None:
+def test_a_linked_worktree_at_the_path_is_diverged(repo: Path) -> None:
     world = RealWorld(repo)
-    world.branch_at_base()
     world.path.parent.mkdir(parents=True)
-    git(repo, "worktree", "add", "-q", "--detach", str(world.path), world.base)
+    git(repo, "worktree", "add", "-q", "-b", BRANCH, str(world.path), world.base)
+    observed = world.observe()
+    assert observed.state == "diverged" and "linked worktree" in observed.detail
+
+
+def test_a_detached_workspace_is_diverged(repo: Path) -> None:
+    world = RealWorld(repo)
+    world.create()
+    git(world.path, "checkout", "-q", "--detach")
     observed = world.observe()
     assert observed.state == "diverged" and "detached" in observed.detail
 

@@ -20,7 +20,7 @@ from ..agents.agents_doc import DOC, SCRIPTED_AGENT, SCRIPTED_PLACEHOLDER, agent
 
 PROMPT = "- fix the parser; don't $(touch pwned) \"quoted\"\nsecond line"
 PROMPT_FILE = "/repo/.git/docket/prompts/abc.txt"
-WORKTREE = "/repo/.git/docket/worktrees/r1/t1"
+WORKTREE = "/home/u/.local/share/docket/workspaces/repo-0123/r1/t1"
 WORKER_DIR = "/repo/.git/docket/workers/t1/1"
 
 # What the page says of each agent: how the prompt reaches it, which variable is its config home, which credentials
@@ -29,9 +29,11 @@ EXPECTED = {
     "scripted": dict(prompt="file", home=None, env_allow=[],
                      argv=["python3", SCRIPTED_PLACEHOLDER, "--prompt-file", PROMPT_FILE]),
     "claude": dict(prompt="stdin", home="CLAUDE_CONFIG_DIR", env_allow=["ANTHROPIC_API_KEY"],
-                   argv=["claude", "-p", "--permission-mode", "bypassPermissions", "--output-format", "json"]),
+                   argv=["claude", "-p", "--permission-mode", "acceptEdits", "--allowedTools", "Bash", "--output-format",
+                         "json"]),
     "codex": dict(prompt="stdin", home="CODEX_HOME", env_allow=["OPENAI_API_KEY", "CODEX_API_KEY"],
-                  argv=["codex", "exec", "--json", "--sandbox", "workspace-write", "-"]),
+                  argv=["codex", "exec", "--json", "--sandbox", "workspace-write", "-c",
+                        f'sandbox_workspace_write.writable_roots=["{WORKTREE}/.git"]', "-"]),
     "aider": dict(prompt="file", home="HOME", env_allow=["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
                   more_env=["GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "GIT_CONFIG_KEY_1",
                             "GIT_CONFIG_VALUE_1"],

@@ -33,7 +33,7 @@ def test_the_default_file_parses_to_the_defaults_and_every_commented_example_is_
     assert Config.model_validate(tomllib.loads(DEFAULT_TOML)) == Config()
     settings = ("# [agents.claude]", "# [agents.codex]", "# [agents.aider]", "# [checks.tests]", "# [checks.lint]",
                 "# command =", "# prompt =", "# report =", "# env =", "# env_allow =", "# timeout =", "# idle_timeout =",
-                "# shell =", "# required =", "# agent =", "# artifact_dir =", "# [worktree]", "# [run]",
+                "# shell =", "# required =", "# agent =", "# artifact_dir =", "# [worktree]", "# [workspace]", "# root =", "# [run]",
                 "# [integration]", "# [hooks]")
     uncommented = "\n".join(line.removeprefix("# ") if line.startswith(settings) else line
                             for line in DEFAULT_TOML.splitlines())
@@ -162,3 +162,12 @@ def test_the_readme_example_is_a_valid_configuration():
     example = readme[readme.index("```toml\n", readme.index("## Configuration: docket.toml")) + 8:]
     config = Config.model_validate(tomllib.loads(example[:example.index("```")]))
     assert config.default_agent == "claude" and config.worktree.ports
+
+
+def test_workspace_root_is_absolute_or_under_home(tmp_path):
+    from docket.adapters.service_layer.go_settings import workspace_root
+
+    assert loaded(tmp_path, "[workspace]\nroot = \"/srv/docket\"\n").workspace.root == "/srv/docket"
+    assert workspace_root(loaded(tmp_path, "[workspace]\nroot = \"~/work\"\n")) == Path.home() / "work"
+    assert workspace_root(loaded(tmp_path, "")) is None
+    assert "workspace.root" in refused(tmp_path, "[workspace]\nroot = \"relative/place\"\n")

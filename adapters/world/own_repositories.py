@@ -1,0 +1,227 @@
+"""Repositories of their own: where an agent works (a task's workspace) and where a check runs (an execution).
+
+Each is a non-bare repository whose ``.git`` is a folder inside it: its own HEAD, refs, index, config (written
+here, nothing copied from the user's) and an empty hooks folder. It borrows the user's objects read-only through
+``.git/objects/info/alternates``, as ``git clone --shared`` does, so it is made without copying a single object;
+whatever its git commands write (objects, refs, config, hooks) stays inside it. Nothing an agent does there reaches
+the user's ``.git``.
+
+Made in-process: files written straight from the user's object store in a hidden staging folder beside the path,
+the index written from the stat data each file had when written (nothing is read back), then one rename into
+place, so it appears whole or not at all. No filter, hook or attribute of the repository runs: blobs are written as
+they are stored. The capture's stat cache (capture.py) is seeded with the same stat data, so the first capture of a
+workspace hashes only what changed since.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import secrets
+import shutil
+import stat
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from .faults import crash_point
+from .repository import read_text
+
+__all__ = ["OwnRepository", "alternates_of", "borrows_from", "make_own_repository",
+           "read_own_repository"]
+
+TREE, FILE, EXECUTABLE, SYMLINK, GITLINK = 0o040000, 0o100644, 0o100755, 0o120000, 0o160000
+CONFIG = ("[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n"
+          "[gc]\n\tauto = 0\n")  # gc.auto = 0: the agent's git never repacks, so it never tries to prune borrowed objects
+_FOLDERS = ("objects", "objects/info", "objects/pack", "refs", "refs/heads", "refs/tags", "hooks", "info")
+_EXCLUDE_LIMIT = 1 << 20
+
+
+@dataclass(frozen=True)
+class OwnRepository:
+    """What is at a path that looks like one of docket's own repositories (never raises to make)."""
+
+    head: str | None  # HEAD's text: "ref: refs/heads/..." or a commit id (None: no readable HEAD)
+    alternates: tuple[str, ...]  # the object folders it borrows from, as written
+
+
+def make_own_repository(common: Path, path: Path, *, head: str, commit: str, branch: str | None) -> bool:
+    """A repository of its own at path, checked out at commit (HEAD ``ref: refs/heads/<branch>`` at commit, or
+    detached at commit), borrowing common's objects; appearing whole or not at all. path's parent must exist.
+
+    False (and nothing left) when something appeared at path meanwhile. dulwich's InvalidPathError for a tree
+    naming a path git would refuse to write ('..', '.git', an absolute path), after undoing; OSError for real I/O
+    failures, after undoing.
+    """
+    from dulwich.repo import Repo
+
+    staging = path.parent / f".{path.name}.{secrets.token_hex(4)}.partial"
+    try:
+        os.mkdir(staging, 0o700)
+        git = staging / ".git"
+        os.mkdir(git, 0o700)
+        for folder in _FOLDERS:
+            os.mkdir(git / folder, 0o700)
+        _write_new(git / "config", CONFIG)
+        _write_new(git / "HEAD", f"{head}\n")
+        _write_new(git / "objects" / "info" / "alternates", os.path.realpath(common / "objects") + "\n")
+        exclude = _read_exclude(common / "info" / "exclude")
+        _write_new(git / "info" / "exclude", exclude)
+        if branch is not None:
+            ref = git / "refs" / "heads" / branch
+            ref.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _write_new(ref, f"{commit}\n")
+        with Repo(str(common)) as user:
+            stats = _check_out(user.object_store, user[commit.encode("ascii")].tree, staging)
+        _write_index(git / "index", stats)
+        _seed_capture_cache(git, stats)
+        crash_point("workspace:before-rename")
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    try:
+        os.rename(staging, path)  # appears at its path whole, or not at all
+    except OSError as e:
+        shutil.rmtree(staging, ignore_errors=True)
+        if e.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
+            return False
+        raise
+    crash_point("workspace:after-rename")
+    return True
+
+
+def read_own_repository(path: Path) -> OwnRepository | None:
+    """HEAD and alternates of the repository whose ``.git`` folder is inside path; None when path/.git is no real
+    folder (missing, a file as in a linked worktree, a symlink). Never follows a symlink."""
+    git = path / ".git"
+    try:
+        st = os.lstat(git)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        return None
+    return OwnRepository(read_text(git / "HEAD"), alternates_of(git))
+
+
+def alternates_of(git_dir: Path) -> tuple[str, ...]:
+    """The object folders a git dir borrows from (its objects/info/alternates), as written; () when none."""
+    text = read_text(git_dir / "objects" / "info" / "alternates")
+    return tuple(line for line in (text or "").splitlines() if line and not line.startswith("#"))
+
+
+def borrows_from(own: OwnRepository, common: Path) -> bool:
+    """Whether own borrows exactly common's objects (and nothing else)."""
+    return len(own.alternates) == 1 and os.path.realpath(own.alternates[0]) == os.path.realpath(common / "objects")
+
+
+# Checkout ----------------------------------------------------------------------------------------------------------
+
+
+def _check_out(store, tree_id: bytes, root: Path) -> list[tuple[bytes, int, bytes, os.stat_result]]:  # noqa: ANN001
+    """Every entry of the tree written under root (folders made 0777 & ~umask, as git does); (path, mode, hex sha,
+    stat) per file, symlink and gitlink, in index order.
+
+    The folders first, from the trees (read raw); then the blobs in the order the object store holds them (a pack
+    read front to back, each delta base at hand), each written to every path that names it.
+    """
+    out: list[tuple[bytes, int, bytes, os.stat_result]] = []
+    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)  # paths looked up from here
+    try:
+        _write_tree(store, tree_id, top, out)
+    finally:
+        os.close(top)
+    out.sort(key=lambda entry: entry[0])
+    return out
+
+
+def _write_tree(store, tree_id: bytes, top: int, out: list) -> None:  # noqa: ANN001
+    from dulwich.index import InvalidPathError, validate_path_element_default
+    from dulwich.objects import parse_tree
+
+    wanted: dict[bytes, list[tuple[bytes, int]]] = {}  # blob id -> (path, mode) of each file or symlink naming it
+    pending = [(b"", tree_id)]
+    while pending:
+        prefix, sha = pending.pop()
+        for name, mode, child in parse_tree(store.get_raw(sha)[1], 20):
+            if not validate_path_element_default(name) or name.lower() == b".git":
+                raise InvalidPathError(prefix + name)
+            rel = prefix + name
+            if mode == TREE:
+                os.mkdir(rel, dir_fd=top)
+                pending.append((rel + b"/", child))
+            elif mode == GITLINK:
+                os.mkdir(rel, dir_fd=top)
+                out.append((rel, mode, child, os.stat(rel, dir_fd=top, follow_symlinks=False)))
+            else:
+                kind = SYMLINK if stat.S_ISLNK(mode) else EXECUTABLE if mode & 0o100 else FILE
+                wanted.setdefault(child, []).append((rel, kind))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    write, fstat, close = os.write, os.fstat, os.close
+    for blob in store.iterobjects_subset(list(wanted)):
+        data = blob.as_raw_string()
+        for rel, kind in wanted[blob.id]:
+            if kind == SYMLINK:
+                os.symlink(data, rel, dir_fd=top)
+                out.append((rel, kind, blob.id, os.stat(rel, dir_fd=top, follow_symlinks=False)))
+                continue
+            fd = os.open(rel, flags, 0o777 if kind == EXECUTABLE else 0o666, dir_fd=top)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[write(fd, view):]
+                out.append((rel, kind, blob.id, fstat(fd)))
+            finally:
+                close(fd)
+
+
+def _write_index(path: Path, entries: list[tuple[bytes, int, bytes, os.stat_result]]) -> None:
+    """A version 2 index of entries, each with the stat data its file had when written."""
+    parts = [b"DIRC", struct.pack(">LL", 2, len(entries))]
+    mask = 0xFFFFFFFF
+    for name, mode, sha, st in entries:
+        size = 0 if mode == GITLINK else st.st_size
+        head = struct.pack(">LLLLLLLLLL", (st.st_ctime_ns // 1_000_000_000) & mask, st.st_ctime_ns % 1_000_000_000,
+                           (st.st_mtime_ns // 1_000_000_000) & mask, st.st_mtime_ns % 1_000_000_000,
+                           st.st_dev & mask, st.st_ino & mask, mode, st.st_uid & mask, st.st_gid & mask, size & mask)
+        entry = head + bytes.fromhex(sha.decode("ascii")) + struct.pack(">H", min(len(name), 0xFFF)) + name
+        parts.append(entry + b"\0" * (8 - len(entry) % 8))
+    body = b"".join(parts)
+    _write_new_bytes(path, body + hashlib.sha1(body).digest())
+
+
+def _seed_capture_cache(git: Path, entries: list[tuple[bytes, int, bytes, os.stat_result]]) -> None:
+    from .stat_cache import seed_stat_cache
+
+    seed_stat_cache(git, {name: (mode, sha, st) for name, mode, sha, st in entries if mode != GITLINK})
+
+
+# Small files -------------------------------------------------------------------------------------------------------
+
+
+def _read_exclude(path: Path) -> str:
+    """The user's info/exclude (ignore rules only), so a workspace ignores what the user's checkout ignores."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        return os.read(fd, _EXCLUDE_LIMIT).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+
+
+def _write_new(path: Path, text: str) -> None:
+    _write_new_bytes(path, text.encode("utf-8"))
+
+
+def _write_new_bytes(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
