@@ -33,7 +33,8 @@ def test_no_program_the_repository_names_runs_in_any_git_work_docket_does(repo: 
     workspaces.create_worktree(common, worktree, "docket/task", base)
     assert (worktree / ".gitattributes").read_text() == "* filter=evil diff=evil merge=evil\n"
     (worktree / "feature.txt").write_text("honest work\n")
-    captured = DulwichCapture().capture_twice(worktree, expected_head=base, base=base, artifact_dir=None)
+    captured = DulwichCapture().capture_twice(worktree, expected_head=base, base=base, artifact_dir=None,
+                                           repository=common)
     assert isinstance(captured, Capture) and captured.changed == ("feature.txt",)
     refs = DulwichCandidateRefs()
     pin = "refs/docket/candidates/attack"
