@@ -265,6 +265,10 @@ class ProcessPort(Protocol):
         """SIGTERM the group, SIGKILL it after grace, wait until it is gone; the group's liveness at the end."""
         ...
 
+    def stop_tree(self, identity: ProcessIdentity, *, grace: float = 2.0) -> Liveness:
+        """Stop what an ended launch left: its group and every process it detached; dead once all are gone."""
+        ...
+
     def find_marked(self, name: str, value: str) -> list[tuple[ProcessIdentity, dict[str, str]]]:
         """Live processes of this user whose environment has name=value, each with its DOCKET_* variables."""
         ...
@@ -380,7 +384,7 @@ class RealPorts:
     def processes(self) -> ProcessPort:
         from ..world.processes import PsutilProcesses
 
-        return PsutilProcesses()
+        return PsutilProcesses(subreaper=True)
 
     @cached_property
     def launcher(self) -> Launcher:

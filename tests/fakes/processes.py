@@ -139,6 +139,10 @@ class FakeProcesses:
             self.forced.pop(identity, None)
         return self.group_liveness(identity)
 
+    def stop_tree(self, identity: ProcessIdentity, *, grace: float = 2.0) -> Liveness:
+        state = self.group_liveness(identity)
+        return self.terminate_group(identity, grace=grace) if state == "alive" else state
+
     def find_marked(self, name: str, value: str) -> list[tuple[ProcessIdentity, dict[str, str]]]:
         return [(identity, {k: v for k, v in self.environ[identity].items() if k.startswith("DOCKET_")})
                 for identity in self.running.values()
