@@ -52,7 +52,7 @@ def check_run(ctx: Context) -> int:
     outcomes = []
     for name in names:
         chosen = config.checks[name]
-        spec = CheckSpec.of(name, chosen)
+        spec = CheckSpec.of(name, chosen, sandbox=config.sandbox)
         if not ctx.json:
             info(f"check {shown(name)} on candidate {candidate.binding_id[:12]} ...")
         outcome = run_check(ctx.ledger, ctx.clock, ctx.effector, candidate.binding_id, spec,

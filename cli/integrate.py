@@ -35,7 +35,7 @@ def integrate(ctx: Context) -> int:
 
     run_id = ctx.args.run
     config = load_config(find_config(Path.cwd()))
-    specs = [CheckSpec.of(name, chosen) for name, chosen in sorted(config.checks.items())]
+    specs = [CheckSpec.of(name, chosen, sandbox=config.sandbox) for name, chosen in sorted(config.checks.items())]
     approval = config.integration.approval
     conn = ctx.views().conn
     task_ids = [row["task_id"] for row in tasks.tasks_of(conn, run_id)]

@@ -115,6 +115,10 @@ class HookCommand:
     argv: Sequence[str]
     timeout_ms: int
     env_allow: Sequence[str] = ()
+    sandbox: str = "landlock"  # docket.toml's sandbox, and the hook's extras and network (see domain/sandbox.py)
+    read: Sequence[str] = ()
+    write: Sequence[str] = ()
+    network: str | tuple[int, ...] = "any"
 
 
 def request(hooks: Hooks | None, run_id: str, fired: Sequence[tuple[str, int, str]],
@@ -133,7 +137,9 @@ def request(hooks: Hooks | None, run_id: str, fired: Sequence[tuple[str, int, st
                                run_id=run_id, hook=hook, position=position, event_type=event_type,
                                argv=list(command.argv), timeout_ms=command.timeout_ms,
                                env_allow=list(command.env_allow), repository=repository, ledger=ledger,
-                               directory=directory))
+                               directory=directory, sandbox=command.sandbox, read=list(command.read),
+                               write=list(command.write), network=command.network if isinstance(command.network, str)
+                               else list(command.network)))
         version += 1
     return made
 

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from .canonical import canonical_json
 
-__all__ = ["MAX_ROOTS", "Network", "SandboxPolicy", "SandboxRecord", "network_setting", "unsandboxed"]
+__all__ = ["Confinement", "MAX_ROOTS", "Network", "SandboxPolicy", "SandboxRecord", "extra_path", "network_setting",
+           "unsandboxed"]
 
 MAX_ROOTS = 512
 Port = Annotated[int, Field(ge=1, le=65535)]
@@ -51,6 +53,26 @@ def network_setting(value: object) -> str | tuple[int, ...]:
             ports.append(entry)
         return tuple(sorted(set(ports)))
     raise ValueError(f'network is "any", "none" or a list of TCP ports, not {value!r}')
+
+
+def extra_path(path: str) -> str:
+    """A configured extra read or write root: absolute, or under the home folder (``~/...``)."""
+    if not (path.startswith("/") or path == "~" or path.startswith("~/")):
+        raise ValueError(f"{path!r}: an extra sandbox path is absolute or starts with ~/")
+    if "\x00" in path or ".." in path.split("/"):
+        raise ValueError(f"{path!r}: an extra sandbox path has no '..' and no NUL")
+    return path
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """What the configuration asks of one launch's sandbox: docket.toml's sandbox, and the agent's (check's,
+    hook's) extra roots and network; the launch adds the roots its own work needs."""
+
+    mode: Literal["landlock", "off"] = "landlock"
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    network: str | tuple[int, ...] = "any"
 
 
 def _roots(paths: Iterable[str]) -> tuple[str, ...]:

@@ -36,6 +36,7 @@ from ...domain.canonical import canonical_json
 from ...domain.errors import DocketError, OutcomeUnknown, Refused
 from ...domain.events import Event
 from ...domain.processes import scrub_environment
+from ...domain.sandbox import Confinement
 from ..world import faults
 from ..world.clock import Clock, new_id
 from ..world.logs import log_summary
@@ -65,15 +66,19 @@ class CheckSpec:
     env_allow: Sequence[str] = ()
     junit: str | None = None  # its JUnit XML report, relative to the execution's root
     judge: str = "exit"  # exit | relative-to-base
+    confinement: Confinement = Confinement(network="none")  # its sandbox (sandboxes.py)
 
     @classmethod
-    def of(cls, name: str, check: Any) -> CheckSpec:
-        """The spec of docket.toml's [checks.NAME] (a domain.config.CheckConfig)."""
+    def of(cls, name: str, check: Any, *, sandbox: str = "landlock") -> CheckSpec:
+        """The spec of docket.toml's [checks.NAME] (a domain.config.CheckConfig); sandbox: docket.toml's."""
         from ...domain.config import check_config_sha256
 
+        confinement = Confinement(mode=sandbox, read=tuple(check.read), write=tuple(check.write),  # type: ignore
+                                  network=check.network)
         return cls(name=name, argv=check.argv, config_sha256=check_config_sha256(name, check),
                    required=check.required, timeout_ms=check.timeout_ms, idle_timeout_ms=check.idle_timeout_ms,
-                   environment=check.environment, env_allow=check.env_allow, junit=check.junit, judge=check.judge)
+                   environment=check.environment, env_allow=check.env_allow, junit=check.junit, judge=check.judge,
+                   confinement=confinement)
 
 
 @dataclass(frozen=True)
@@ -155,6 +160,22 @@ def run_attempt(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec:
     return outcome
 
 
+def _execution_git(execution: Path) -> list[Path]:
+    """The git folders an execution's git reads (a check may run git status or git describe, never commit there):
+    its admin folder and the common objects, refs and config, never the common folder as a whole."""
+    dot_git = execution / ".git"
+    try:
+        text = dot_git.read_text(encoding="utf-8") if dot_git.is_file() else ""
+        if not text.startswith("gitdir:"):
+            return []
+        admin = Path(text.removeprefix("gitdir:").strip())
+        admin = (admin if admin.is_absolute() else execution / admin).resolve()
+        common = (admin / (admin / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except OSError:
+        return []
+    return [admin, *(common / name for name in ("objects", "refs", "logs", "config", "packed-refs", "info", "HEAD"))]
+
+
 def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str, spec: CheckSpec,
                      argv: tuple[str, ...], *, docket_dir: Path, ledger_path: Path,
                      baseline: Baseline | None) -> CheckOutcome:
@@ -174,13 +195,19 @@ def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
                DOCKET_CHECK=spec.name, DOCKET_COMMIT=candidate.commit or "", DOCKET_LEDGER=str(ledger_path),
                DOCKET_EXECUTION=run.execution)
     env[LAUNCH_MARK] = intent_id
+    from ..world.sandbox_roots import sandbox_for
+
+    execution = Path(run.execution)
+    sandbox = sandbox_for(spec.confinement, write=[execution], read=_execution_git(execution),
+                          temporary=log_path.with_name(f"{log_path.stem}.tmp"), argv=argv, env=env, cwd=execution)
 
     def decision(now: str) -> Event:
         return candidate_check.request_check_launch(load_candidate(ledger, binding), check_id,
-                                                    intent_id=intent_id, log_path=str(log_path), now=now)
+                                                    intent_id=intent_id, log_path=str(log_path), now=now,
+                                                    sandbox=sandbox.record())
 
     ledger.decide(decision, clock.now())
-    launcher.expect(intent_id, LaunchSpec(argv=argv, cwd=Path(run.execution), env=env, log_path=log_path))
+    launcher.expect(intent_id, LaunchSpec(argv=argv, cwd=execution, env=env, log_path=log_path, sandbox=sandbox))
     try:
         effector.run_pending(only={intent_id}, after=0)
         run = load_candidate(ledger, binding).check_run(check_id)

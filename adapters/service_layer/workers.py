@@ -34,6 +34,7 @@ from ...domain.canonical import canonical_json
 from ...domain.errors import OutcomeUnknown, Refused, WorkFailed
 from ...domain.events import Event, LeaseGranted
 from ...domain.processes import ProcessIdentity, bounded_tail, scrub_environment
+from ...domain.sandbox import Confinement
 from ..world import faults
 from ..world.clock import Clock, new_id
 from ..world.logs import log_summary
@@ -79,6 +80,7 @@ class LaunchRequest:
     pin_on_exit: bool = True
     base: str | None = None  # the commit a new worktree starts at (default: the run's base)
     report: str | None = None  # the agent's report format (AgentReported), if its block names one
+    confinement: Confinement = Confinement()  # its sandbox, as docket.toml asks it (sandboxes.py)
 
 
 @dataclass
@@ -148,16 +150,22 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
     if prompt_file is not None:
         env["DOCKET_PROMPT_FILE"] = str(prompt_file)
     from ..world.processes import LaunchSpec
+    from ..world.workspaces import agent_roots
+    from ..world.sandbox_roots import sandbox_for
 
     stdin = prompt_file if request.prompt_mode == "stdin" else None
-    spec = LaunchSpec(argv=argv, cwd=worktree, env=env, log_path=log_path, stdin_path=stdin)
+    git_write, git_read = agent_roots(repository, worktree)
+    sandbox = sandbox_for(request.confinement, write=[*git_write, generation_dir],
+                          read=[*git_read, *([prompt_file] if prompt_file else [])], temporary=generation_dir / "tmp",
+                          argv=argv, env=env, cwd=worktree)
+    spec = LaunchSpec(argv=argv, cwd=worktree, env=env, log_path=log_path, stdin_path=stdin, sandbox=sandbox)
 
     def decision(now: str) -> Event:
         current = load_worker(ledger, request.worker_id)
         return worker_aggregate.request_launch(
             current, load_run(ledger, request.run_id), intent_id=intent_id, agent=request.agent,
             argv_sha256=hashlib.sha256(canonical_json(list(argv))).hexdigest(), worktree=str(worktree),
-            log_path=str(log_path), port=port, lease_token=token, now=now)
+            log_path=str(log_path), port=port, lease_token=token, now=now, sandbox=sandbox.record())
 
     (intent_position, _), = ledger.decide(decision, clock.now())
     launcher.expect(intent_id, spec)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ...domain.canonical import canonical_json
+from ...domain.errors import Refused
 from ...domain.events import HookRequested
 from ...domain.hooks import HookObservation
 from ...domain.processes import ProcessIdentity, bounded_tail, scrub_environment
@@ -123,7 +124,7 @@ def act(processes: Any, intent: HookRequested, observed: HookObservation) -> Non
     started_at = time.monotonic()
     try:
         gated = _spawn(processes, intent)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, Refused) as e:
         _finish(intent, {"result": "not-started", "started": False,
                          "message": f"the hook's command could not be started: {e}"[:4000]})
         return
@@ -177,8 +178,16 @@ def _spawn(processes: Any, intent: HookRequested) -> Any:
     task = body["payload"].get("task_id")
     if isinstance(task, str):
         env["DOCKET_TASK"] = task
+    from ...domain.sandbox import Confinement
+    from .sandbox_roots import sandbox_for
+
+    network = intent.network if isinstance(intent.network, str) else tuple(intent.network)
+    confinement = Confinement(mode=intent.sandbox, read=tuple(intent.read), write=tuple(intent.write), network=network)
+    # the repository is the hook's working directory, read only: its .git holds the ledger
+    sandbox = sandbox_for(confinement, write=[], read=[Path(intent.repository), stdin], temporary=_file(intent, "tmp"),
+                          argv=intent.argv, env=env, cwd=Path(intent.repository))
     return processes.spawn_gated(LaunchSpec(argv=tuple(intent.argv), cwd=Path(intent.repository), env=env,
-                                            log_path=_file(intent, "log"), stdin_path=stdin))
+                                            log_path=_file(intent, "log"), stdin_path=stdin, sandbox=sandbox))
 
 
 def _wait(processes: Any, gated: Any, timeout_ms: int) -> tuple[int, bool]:

@@ -1,4 +1,4 @@
-"""The roots of a launch's sandbox, found on this machine: system folders, the installs its PATH and command come
+"""The sandbox of one launch (an agent, a check, a hook), with its roots found on this machine: system folders, the installs its PATH and command come
 from, its configured extras, and a private temporary folder. The policy itself is a pure value
 (domain/sandbox.py); Landlock enforces it (landlock.py).
 
@@ -21,18 +21,27 @@ Never the home folder as a whole, never docket's own folders (ledger, views,
 logs, receipts, keys), never another workspace: only what is listed is allowed.
 ``/dev/shm`` is writable (POSIX semaphores, multiprocessing); ``/tmp`` is not:
 TMPDIR names the launch's private temporary folder instead.
+
+Where the kernel has no Landlock, a sandboxed launch is refused
+(``sandbox-unavailable``): only ``sandbox = "off"``, written in docket.toml, runs
+anything unsandboxed.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from ...domain.sandbox import SandboxPolicy
+from ...domain.codes import Code
+from ...domain.errors import Refused
+from ...domain.sandbox import Confinement, SandboxPolicy, unsandboxed
 
-__all__ = ["SYSTEM_READ", "SYSTEM_WRITE", "expand_home", "install_roots", "launch_policy"]
+__all__ = ["SYSTEM_READ", "SYSTEM_WRITE", "expand_home", "install_roots", "launch_policy", "require_sandbox",
+           "sandbox_for"]
 
 SYSTEM_READ = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix/store",
                "/run/systemd/resolve", "/sys")
@@ -74,10 +83,11 @@ def install_roots(folders: Iterable[str], programs: Iterable[str], home: Path | 
         except OSError:
             continue
         roots.add(real)
-        if real.parent.name in ("bin", "sbin"):
-            root = _install_root(real.parent, home)
-            roots.add(root)
-            roots.update(_venv_home(root, home))
+        for where in {Path(os.path.abspath(program)).parent, real.parent}:  # a venv's python links out of it
+            if where.name in ("bin", "sbin"):
+                root = _install_root(where, home)
+                roots.add(root)
+                roots.update(_venv_home(root, home))
     return sorted(roots)
 
 
@@ -98,13 +108,19 @@ def _venv_home(root: Path, home: Path | None) -> list[Path]:
     return []
 
 
+_ABSOLUTE = re.compile(r"""(/[^\s'"();&|<>`$]+)""")
+
+
 def _program(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> list[str]:
+    """The command's program, and the existing files its arguments name by absolute path (also inside a shell
+    script: ``sh -c '/path/to/python -m pytest'``)."""
     if not argv:
         return []
     first = argv[0]
     found = str(cwd / first) if "/" in first else shutil.which(first, path=env.get("PATH", os.defpath))
     files = [found] if found else []
-    files += [argument for argument in argv[1:] if os.path.isabs(argument) and os.path.isfile(argument)]
+    for argument in argv[1:]:
+        files += [path for path in _ABSOLUTE.findall(argument) if os.path.isfile(path)]
     return files
 
 
@@ -115,7 +131,10 @@ def launch_policy(*, write: Iterable[Path], read: Iterable[Path], extra_write: S
     home = home if home is not None else _home()
     path = env.get("PATH", os.defpath).split(os.pathsep)
     programs = _program(argv, env, cwd)
-    reads = [*map(Path, SYSTEM_READ), *read, *install_roots(path, programs, home)]
+    found = install_roots(path, programs, home)
+    if home is not None:  # a PATH naming the home folder, or / itself, never opens the whole home
+        found = [root for root in found if not home.is_relative_to(root)]
+    reads = [*map(Path, SYSTEM_READ), *read, *found]
     if home is not None:
         reads += [home / ".gitconfig", home / ".config" / "git"]
     reads += [expand_home(extra, home or Path("/nonexistent")) for extra in extra_read]
@@ -128,3 +147,32 @@ def launch_policy(*, write: Iterable[Path], read: Iterable[Path], extra_write: S
 def _home() -> Path | None:
     home = os.environ.get("HOME")
     return Path(home) if home and os.path.isabs(home) else None
+
+
+def require_sandbox(confinement: Confinement) -> None:
+    """Refuse now when the configuration asks for a sandbox this machine cannot enforce."""
+    if confinement.mode == "off":
+        return
+    from .landlock import abi_version
+
+    if abi_version() < 1:
+        where = "macOS" if sys.platform == "darwin" else "this kernel"
+        raise Refused(Code.SANDBOX_UNAVAILABLE, f"{where} offers no Landlock, so docket cannot sandbox the agents, "
+                      'checks and hooks it launches; set sandbox = "off" in docket.toml to run them unsandboxed '
+                      "(every view of the run then says so)")
+
+
+def sandbox_for(confinement: Confinement, *, write: Sequence[Path], read: Sequence[Path], temporary: Path,
+                argv: Sequence[str], env: dict[str, str], cwd: Path) -> SandboxPolicy:
+    """The policy of one launch; with a sandbox, its private temporary folder is made and named in env's TMPDIR."""
+    if confinement.mode == "off":
+        return unsandboxed()
+    require_sandbox(confinement)
+    from .landlock import abi_version, effective
+
+    temporary.mkdir(parents=True, exist_ok=True, mode=0o700)
+    env["TMPDIR"] = str(temporary)
+    policy = launch_policy(write=[*write, temporary], read=read, extra_write=confinement.write,
+                           extra_read=confinement.read, network=confinement.network, argv=argv,
+                           env=env, cwd=cwd)
+    return effective(policy, abi_version())

@@ -12,7 +12,32 @@ from .includes import copy_includes
 from .repository import DulwichRepository
 from .worktrees import create_worktree, observe_worktree
 
-__all__ = ["DulwichWorkspaces"]
+__all__ = ["DulwichWorkspaces", "agent_roots"]
+
+
+def agent_roots(repository: Path, workspace: Path) -> tuple[list[Path], list[Path]]:
+    """(write roots, read roots) an agent's git needs beyond its workspace, for its sandbox.
+
+    A stand-in while workspaces are linked worktrees of the user's repository
+    (repository: its git common folder): ``git add`` and ``git commit`` there
+    write the worktree's admin folder (index, HEAD, logs) and the common
+    objects, refs and reflogs, and read the common config, packed refs, info
+    and hooks. Never the common folder as a whole: docket's own folder (the
+    ledger, logs, keys' receipts) is in it.
+    """
+    write = [workspace]
+    dot_git = workspace / ".git"
+    try:
+        text = dot_git.read_text(encoding="utf-8") if dot_git.is_file() else ""
+    except OSError:
+        text = ""
+    if text.startswith("gitdir:"):
+        admin = Path(text.removeprefix("gitdir:").strip())
+        write.append((admin if admin.is_absolute() else workspace / admin).resolve())
+    write += [repository / "objects", repository / "refs", repository / "logs"]
+    read = [repository / name for name in ("config", "config.worktree", "packed-refs", "info", "hooks", "HEAD",
+                                           "shallow", "commondir")]
+    return write, read
 
 
 class DulwichWorkspaces(DulwichRepository):

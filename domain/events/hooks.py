@@ -24,6 +24,10 @@ EnvPattern = Annotated[str, StringConstraints(min_length=1, max_length=256, patt
 Bytes = Annotated[int, Field(ge=0, le=2**53 - 1)]
 
 
+ExtraPath = Annotated[str, StringConstraints(min_length=1, max_length=4096, pattern=r"^[/~][^\x00]*$")]
+Port = Annotated[int, Field(ge=1, le=65535)]
+
+
 class HookRequested(Event):
     """Intent: run the command configured for hook once for the event at position, with that event on stdin."""
 
@@ -40,6 +44,12 @@ class HookRequested(Event):
     repository: RepositoryPath  # the command's working directory: the repository's root
     ledger: AbsolutePath  # DOCKET_LEDGER, and where the event is read from
     directory: AbsolutePath  # where its started-marker, stdin document and log are made
+    # Its sandbox as docket.toml asked it (the roots are the machine's: adapters/world/sandbox_roots.py). Hooks asked
+    # for before docket had a sandbox ran without one: "off".
+    sandbox: Literal["landlock", "off"] = "off"
+    read: Annotated[list[ExtraPath], Field(max_length=256)] = []
+    write: Annotated[list[ExtraPath], Field(max_length=256)] = []
+    network: Literal["any", "none"] | Annotated[list[Port], Field(max_length=1000)] = "any"
 
 
 class HookFinished(Event):
