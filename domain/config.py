@@ -284,7 +284,7 @@ class HookConfig(_Section):
     timeout_ms: Duration = Field(parse_duration("60s"), alias="timeout")
     env_allow: list[EnvPattern] = []
     read: list[ExtraPath] = []
-    write: list[ExtraPath] = []  # its working directory (the repository) is only read
+    write: list[ExtraPath] = []  # beside its working directory, the repository's root
     network: NetworkValue = "any"  # a hook notifies: a chat, a pager
 
     @field_validator("command")

@@ -183,8 +183,9 @@ def _spawn(processes: Any, intent: HookRequested) -> Any:
 
     network = intent.network if isinstance(intent.network, str) else tuple(intent.network)
     confinement = Confinement(mode=intent.sandbox, read=tuple(intent.read), write=tuple(intent.write), network=network)
-    # the repository is the hook's working directory, read only: its .git holds the ledger
-    sandbox = sandbox_for(confinement, write=[], read=[Path(intent.repository), stdin], temporary=_file(intent, "tmp"),
+    # the repository is the hook's working directory, and its to write: a hook is the user's own command, not an
+    # agent's (the repository's .git, with docket's folder, is beneath it: Landlock cannot carve a folder out)
+    sandbox = sandbox_for(confinement, write=[Path(intent.repository)], read=[stdin], temporary=_file(intent, "tmp"),
                           argv=intent.argv, env=env, cwd=Path(intent.repository))
     return processes.spawn_gated(LaunchSpec(argv=tuple(intent.argv), cwd=Path(intent.repository), env=env,
                                             log_path=_file(intent, "log"), stdin_path=stdin, sandbox=sandbox))

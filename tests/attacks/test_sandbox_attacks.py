@@ -64,7 +64,7 @@ def test_a_hostile_agent_check_and_hook_touch_nothing_and_honest_work_lands(tmp_
     config = (world.repo / "docket.toml").read_text().replace('agent = "scripted"', 'agent = "hostile"')
     (world.repo / "docket.toml").write_text(config.replace("[checks.compiles]", agent + "\n[checks.compiles]"))
     git(world.repo, "commit", "-q", "-am", "the hostile agent")
-    outside = world.repo / "PWNED"
+    outside = tmp_path / "PWNED"  # outside every root (a hook may write the repository, its working directory)
     world.env.update(HOME=str(home), SANDBOX_TEST_HOME=str(home), SANDBOX_TEST_OUTSIDE=str(outside))
     ledger_before = world.ledger.stat().st_ino
 
@@ -82,8 +82,10 @@ def test_a_hostile_agent_check_and_hook_touch_nothing_and_honest_work_lands(tmp_
     for kind, text in logs.items():
         seen = _attacks(text)
         expected = {name: "denied" for name in denied} | {"honest-python": "allowed"}
-        # the ledger: no agent or check may open it; a hook runs in the repository's root and may read it
+        # the ledger: no agent or check may open it; a hook is the user's own command, run in the repository's
+        # root, which it may write (the ledger is beneath it)
         expected["read-ledger"] = "allowed" if kind == "hook" else "denied"
+        expected["write-ledger"] = "allowed" if kind == "hook" else "denied"
         if kind == "agent":
             expected["honest-git-add"] = "allowed"
         assert seen == expected, (kind, text)
