@@ -289,6 +289,14 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
     for overlap in doc["overlaps"]:
         lines.append(f"  warning: {shown(overlap['first_task'])} and {shown(overlap['second_task'])} change the same "
                      f"paths: {', '.join(shown(p) for p in overlap['paths'][:10])}")
+    if doc["unsandboxed"]:
+        ran = ", ".join(f"{shown(u['worker'])} generation {u['generation']}" for u in doc["unsandboxed"][:10])
+        message = (f"{len(doc['unsandboxed'])} worker generation(s) ran unsandboxed, with everything your user may "
+                   f"do (sandbox = \"off\"): {ran}")
+        lines.append(f"  warning: {message}")
+        from .output import warn
+
+        warn("unsandboxed", message)
     lines += base_check_lines([{"check": name, "status": b["result"], "code": b["code"]}
                                for name, b in sorted(doc["base_checks"].items())])
     if doc["target_commit"]:

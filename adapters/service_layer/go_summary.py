@@ -1,5 +1,6 @@
 """What a `docket go` run came to, for its summary: each task's result, cycles, checks and dropped steps, the
-base's checks, the target's move, the overlaps the merge queue warned of, and the receipt."""
+base's checks, the target's move, the overlaps the merge queue warned of, the workers that ran unsandboxed, and the
+receipt."""
 
 from __future__ import annotations
 
@@ -56,7 +57,24 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
             "target_commit": integration.final_commit if integration is not None and (
                 completed or integration.rolling) else None,
             "overlaps": _overlaps(d, run_id),
+            "unsandboxed": _unsandboxed(d, run.plan.task_ids if run.plan else ()),
             "receipt": {"sealed": sealed, "path": str(path) if path.exists() else None}}
+
+
+def _unsandboxed(d: RunDriver, task_ids: Any) -> list[dict[str, Any]]:
+    """Each worker generation of the run that was launched without an enforced sandbox (sandbox = "off", or
+    launched before docket had one)."""
+    from ...domain import events as ev
+    from ...domain import worker as worker_aggregate
+    from .go_task import task_worker_id
+
+    found = []
+    for task_id in task_ids:
+        worker_id = task_worker_id(task_id)
+        for _, event in d.ledger.history(worker_aggregate.stream_of(worker_id)):
+            if isinstance(event, ev.WorkerLaunchRequested) and (event.sandbox is None or not event.sandbox.enforced):
+                found.append({"worker": worker_id, "generation": event.generation})
+    return found
 
 
 def _overlaps(d: RunDriver, run_id: str) -> list[dict[str, Any]]:
