@@ -17,9 +17,8 @@ is not among those docket started in a session of their own (``started`` names
 them, under the same lock the orphan scan takes, so a launch between its fork
 and its registration is never taken for an orphan).
 
-A fork bomb: each launched process gets ``RLIMIT_NPROC`` (landlock.py) where it
-binds, that is, for a user that is not root; root is bounded only by the
-machine's own pid limit.
+A fork bomb is bounded by the launch's pids cgroup, where one can be made
+(pids_limit.py).
 """
 
 from __future__ import annotations

@@ -148,6 +148,7 @@ class PsutilProcesses:
             process_tree.become_subreaper()
         self._host: tuple[str, str] | None = None
         self._children: dict[ProcessIdentity, subprocess.Popen[bytes]] = {}  # spawned here, reaped here if stopped
+        self._limits: dict[ProcessIdentity, Any] = {}  # the pids cgroup of each launch that has one (pids_limit.py)
 
     def this_host(self) -> tuple[str, str]:
         if self._host is None:
@@ -266,7 +267,19 @@ class PsutilProcesses:
             raise OSError(f"the gated shell exited before it could be identified (status {popen.returncode})")
         self._children = {known: child for known, child in self._children.items() if child.poll() is None}
         self._children[identity] = popen
+        self._bound(identity, spec)
         return GatedProcess(identity, popen, gate_write)
+
+    def _bound(self, identity: ProcessIdentity, spec: LaunchSpec) -> None:
+        """Its pids cgroup, where one can be made: it is still held at its gate, so nothing of it ran yet."""
+        from .pids_limit import PidsLimit
+
+        limit = PidsLimit.make(spec.env.get("DOCKET_LAUNCH") or f"{os.getpid()}-{identity.pid}")
+        if limit is not None:
+            if limit.add(identity.pid):
+                self._limits[identity] = limit
+            else:
+                limit.remove()
 
     def terminate_group(self, identity: ProcessIdentity, *, grace: float = 5.0, wait: float = 10.0) -> Liveness:
         """SIGTERM to the group, SIGKILL after grace if anything is left, then wait until it is positively gone.
@@ -294,6 +307,21 @@ class PsutilProcesses:
             state = self.terminate_group(identity, grace=grace)
         if not process_tree.stop_orphans():
             return "alive"
+        limit = self._limits.get(identity)
+        if limit is not None:  # anything still in the launch's cgroup (not ours to reap: another's child) is killed
+            deadline = time.monotonic() + 10
+            while (members := limit.members()) and time.monotonic() < deadline:
+                for pid in members:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                process_tree.stop_orphans(wait=0.05)
+                time.sleep(0.01)
+            if limit.remove():
+                del self._limits[identity]
+            elif limit.members():
+                return "alive"
         return state
 
     def _signal_group(self, identity: ProcessIdentity, sig: signal.Signals) -> bool:
