@@ -269,6 +269,14 @@ class ProcessPort(Protocol):
         """Stop what an ended launch left: its group and every process it detached; dead once all are gone."""
         ...
 
+    def find_orphans_in(self, folders: list[Path]) -> list[ProcessIdentity]:
+        """Live processes of this user adopted by init whose working directory lies in one of folders."""
+        ...
+
+    def kill(self, identity: ProcessIdentity, *, wait: float = 10.0) -> Liveness:
+        """SIGKILL one process (while it is identity); its liveness at the end."""
+        ...
+
     def find_marked(self, name: str, value: str) -> list[tuple[ProcessIdentity, dict[str, str]]]:
         """Live processes of this user whose environment has name=value, each with its DOCKET_* variables."""
         ...

@@ -351,6 +351,42 @@ class PsutilProcesses:
         if popen is not None and popen.poll() is not None:
             del self._children[identity]
 
+    def find_orphans_in(self, folders: list[Path]) -> list[ProcessIdentity]:
+        """Live processes of this user adopted by init (or a systemd user manager) whose working directory lies in
+        one of folders: what a launch there left when the docket that supervised it died (a daemon that cleared
+        its environment carries no DOCKET_* mark). A process with a living parent (a user's shell cd'ed into a
+        worktree, another docket's launch) is never one."""
+        import psutil
+
+        uid, found = os.getuid(), []
+        roots = [str(folder) for folder in folders]
+        for process in psutil.process_iter(["uids", "ppid"]):
+            try:
+                if process.info["uids"] is None or process.info["uids"].real != uid or process.pid == os.getpid():
+                    continue
+                ppid = process.info["ppid"]
+                if ppid != 1 and not (ppid and psutil.Process(ppid).name() == "systemd"):
+                    continue
+                cwd = process.cwd()
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+                continue
+            if any(cwd == root or cwd.startswith(root + "/") for root in roots):
+                identity = self.identity(process.pid)
+                if identity is not None and self.liveness(identity) == "alive":
+                    found.append(identity)
+        return found
+
+    def kill(self, identity: ProcessIdentity, *, wait: float = 10.0) -> Liveness:
+        """SIGKILL identity (its pid, only while its start time is identity's); its liveness at the end."""
+        deadline = time.monotonic() + wait
+        while (state := self.liveness(identity)) == "alive" and time.monotonic() < deadline:
+            try:
+                os.kill(identity.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            time.sleep(0.01)
+        return state
+
     def find_marked(self, name: str, value: str) -> list[tuple[ProcessIdentity, dict[str, str]]]:
         """Live processes of this user whose environment has name=value, each with the DOCKET_* part of it."""
         import psutil
