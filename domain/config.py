@@ -362,6 +362,11 @@ DEFAULT_TOML = '''\
 # Not set: nothing is copied back.
 # artifact_dir = "out/docket"
 
+# Every agent, check and hook runs in a sandbox (Landlock): it writes only its workspace (a check: its execution),
+# its own folders and a private TMPDIR, and reads only system folders, its PATH's installs and what it is given.
+# Where the kernel has no Landlock, docket refuses to launch unless this says "off" (README.md, "The sandbox").
+# sandbox = "landlock"
+
 # [agents.NAME]: one coding agent. command is an argv list, run without a shell.
 # prompt says how the task's prompt reaches it:
 #   "argument" (default): an argument contains {prompt}; "file": an argument contains {prompt_file};
@@ -372,6 +377,8 @@ DEFAULT_TOML = '''\
 # report: "claude-json", "codex-jsonl" or "aider": read the agent's session, tokens and cost from its output when it
 #   exits (AgentReported); docs/agents.md says which flags make each agent print them.
 # Placeholders: {worktree} {worker_dir} {port} {prompt} {prompt_file}; write {{ or }} for a literal brace.
+# read, write: extra paths its sandbox allows (absolute or ~/..., e.g. read = ["~/.claude"]);
+# network: "any" (default), "none" or TCP ports it may connect to (e.g. [443]); checks default to "none".
 
 # Tested blocks for Codex CLI, Claude Code and aider, and why each flag is there: docs/agents.md.
 

@@ -30,3 +30,15 @@ def test_a_sandboxed_run_does_not_warn(tmp_path: Path):
     done = world.run("go", "--goal", "g", "--tasks", "tasks.toml", "--id", "r1")
     assert done.returncode == 0, done.stderr
     assert "unsandboxed" not in done.stderr + done.stdout
+
+
+def test_status_marks_a_worker_that_ran_unsandboxed(tmp_path: Path):
+    world = make_go_world(tmp_path, tasks=TASKS)
+    (world.repo / "docket.toml").write_text('sandbox = "off"\n' + (world.repo / "docket.toml").read_text())
+    git(world.repo, "commit", "-q", "-am", "off")
+    assert world.run("go", "--goal", "g", "--tasks", "tasks.toml", "--id", "r1").returncode == 0
+    status = world.run("status", "r1")
+    assert status.returncode == 0, status.stderr
+    assert "[unsandboxed]" in status.stdout
+    (worker,) = [w for w in world.json("status", "r1")["workers"] if w["worker_id"] == "r1.only"]
+    assert worker["sandbox"] == "off"
