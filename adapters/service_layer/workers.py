@@ -258,8 +258,7 @@ def _prepare(ledger: Ledger, clock: Clock, workspaces: WorkspacePort, task: task
     failed = message = None
     for argv in request.setup:
         try:
-            done = subprocess.run(list(argv), cwd=worktree, env=env, stdin=subprocess.DEVNULL,
-                                  capture_output=True, timeout=SETUP_TIMEOUT_SECONDS, start_new_session=True)
+            done = _run_setup(list(argv), worktree, env)
         except (OSError, subprocess.TimeoutExpired) as e:
             failed, message = "setup-failed", f"setup command {list(argv)!r} could not run: {e}"
             break
@@ -277,6 +276,25 @@ def _prepare(ledger: Ledger, clock: Clock, workspaces: WorkspacePort, task: task
     if failed is not None:
         raise WorkFailed(failed, message or "a setup command failed")
     return load_task(ledger, task.task_id)
+
+
+def _run_setup(argv: list[str], worktree: Path, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    """One setup command, in a session of its own, known to the process tree as docket's own child (so that the
+    orphan scan of a parallel task's launch never takes it for a daemon: process_tree.py)."""
+    from ..world import process_tree
+
+    with process_tree.started() as own:
+        popen = subprocess.Popen(argv, cwd=worktree, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, start_new_session=True)
+        own.add(popen.pid)
+    with popen:
+        try:
+            stdout, stderr = popen.communicate(timeout=SETUP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            popen.kill()
+            popen.communicate()
+            raise
+    return subprocess.CompletedProcess(argv, popen.returncode, stdout, stderr)
 
 
 def _grant(ledger: Ledger, clock: Clock, processes: Any, resource: str, worker: worker_aggregate.Worker) -> int:

@@ -24,14 +24,16 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...domain.processes import Liveness, ProcessIdentity, liveness_of
-from ...domain.sandbox import SandboxPolicy
 from . import process_tree
+
+if TYPE_CHECKING:
+    from ...domain.sandbox import SandboxPolicy  # pydantic: only where a sandbox is made, never for status
 
 __all__ = ["GATE_SCRIPT", "GatedProcess", "LaunchSpec", "LogPathTaken", "PsutilProcesses", "free_port",
            "wait_for_group"]
