@@ -25,6 +25,9 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def check_run(ctx: Context) -> int:
+    from ..adapters.world.process_tree import become_subreaper
+
+    become_subreaper()  # what the agents, checks and hooks it launches leave is adopted here, and stopped
     from pathlib import Path
 
     from ..adapters.service_layer.candidates import find_candidate

@@ -66,6 +66,9 @@ def _count(limit: int) -> Any:
 
 
 def go(ctx: Context) -> int:
+    from ..adapters.world.process_tree import become_subreaper
+
+    become_subreaper()  # what the agents, checks and hooks it launches leave is adopted here, and stopped
     a = ctx.args
     config = _config()
     if a.resume is None and a.id is not None and _exists(ctx, a.id):

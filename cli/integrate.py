@@ -24,6 +24,9 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def integrate(ctx: Context) -> int:
+    from ..adapters.world.process_tree import become_subreaper
+
+    become_subreaper()  # what the agents, checks and hooks it launches leave is adopted here, and stopped
     from pathlib import Path
 
     from ..adapters.service_layer.checks import CheckSpec

@@ -392,7 +392,7 @@ class RealPorts:
     def processes(self) -> ProcessPort:
         from ..world.processes import PsutilProcesses
 
-        return PsutilProcesses(subreaper=True)
+        return PsutilProcesses()  # the commands that launch make their process a subreaper (process_tree.py)
 
     @cached_property
     def launcher(self) -> Launcher:
