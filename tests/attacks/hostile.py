@@ -2,6 +2,7 @@
 one line per attempt (ATTACK <name> allowed|denied), then does honest work. Usage: hostile.py MODE [PORT]."""
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -52,6 +53,12 @@ def main() -> None:
     if mode == "agent":
         Path("a.py").write_text("X = 1\n")
         attempt("honest-git-add", lambda: subprocess.run(["git", "add", "a.py"], check=True, capture_output=True))
+        attempt("honest-git-commit", lambda: subprocess.run(
+            ["git", "-c", "user.name=a", "-c", "user.email=a@example.com", "commit", "-q", "-m", "a"], check=True,
+            capture_output=True))
+        if shutil.which("node"):
+            attempt("honest-node", lambda: subprocess.run(["node", "-e", "require(\"os\").cpus()"], check=True,
+                                                          capture_output=True))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import sys
 import time
@@ -87,7 +88,9 @@ def test_a_hostile_agent_check_and_hook_touch_nothing_and_honest_work_lands(tmp_
         expected["read-ledger"] = "allowed" if kind == "hook" else "denied"
         expected["write-ledger"] = "allowed" if kind == "hook" else "denied"
         if kind == "agent":
-            expected["honest-git-add"] = "allowed"
+            expected["honest-git-add"] = expected["honest-git-commit"] = "allowed"
+            if shutil.which("node"):
+                expected["honest-node"] = "allowed"
         assert seen == expected, (kind, text)
         assert SECRET not in text
     assert not outside.exists()
