@@ -21,6 +21,9 @@ def launch_request(ctx: Context, run_id: str, task_id: str, worker_id: str, agen
     from ..adapters.world.config_file import find_config, load_config
 
     config = load_config(find_config(Path.cwd()))
+    from ..adapters.world.sandbox_roots import require_sandbox
+
+    require_sandbox(Confinement(mode=config.sandbox))  # refused before anything is made or recorded
     if argv and argv[0] == "--":
         argv = argv[1:]
     common = dict(run_id=run_id, task_id=task_id, worker_id=worker_id, setup=config.worktree.setup,

@@ -39,6 +39,10 @@ def check_run(ctx: Context) -> int:
 
     a = ctx.args
     config = load_config(find_config(Path.cwd()))
+    from ..adapters.world.sandbox_roots import require_sandbox
+    from ..domain.sandbox import Confinement
+
+    require_sandbox(Confinement(mode=config.sandbox))  # refused before anything is made or recorded
     names = list(dict.fromkeys(a.checks or sorted(config.checks)))
     if not names:
         raise BadInput("no-checks", "docket.toml has no [checks.NAME]; add one (see 'docket config show')")

@@ -38,6 +38,10 @@ def integrate(ctx: Context) -> int:
 
     run_id = ctx.args.run
     config = load_config(find_config(Path.cwd()))
+    from ..adapters.world.sandbox_roots import require_sandbox
+    from ..domain.sandbox import Confinement
+
+    require_sandbox(Confinement(mode=config.sandbox))  # refused before anything is made or recorded
     specs = [CheckSpec.of(name, chosen, sandbox=config.sandbox) for name, chosen in sorted(config.checks.items())]
     approval = config.integration.approval
     conn = ctx.views().conn
