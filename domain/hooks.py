@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from . import events as ev
 from .aggregate import next_event
+from .sandbox import SandboxRecord
 from .streams import hooks_stream as stream_of
 
 __all__ = ["ALIASES", "HookCommand", "HookObservation", "HookRequest", "Hooks", "apply", "check_selector", "decide", "matches",
@@ -167,6 +168,7 @@ class HookObservation:
     output_sha256: str | None = None
     output_bytes: int | None = None
     tail: str = ""
+    sandbox: dict[str, Any] | None = None  # finished: the record of the sandbox its command ran in
 
 
 def decide(hooks: Hooks, intent: ev.HookRequested, observed: HookObservation, now: str) -> Any:
@@ -189,4 +191,5 @@ def decide(hooks: Hooks, intent: ev.HookRequested, observed: HookObservation, no
     assert observed.result is not None
     return next_event(ev.HookFinished, stream_of(intent.run_id), hooks.version, now, **common,
                       result=observed.result, exit_code=observed.exit_code, signal=observed.signal,
-                      duration_ms=observed.duration_ms, message=(observed.detail or None) and observed.detail[:4000])
+                      duration_ms=observed.duration_ms, message=(observed.detail or None) and observed.detail[:4000],
+                      sandbox=SandboxRecord.model_validate(observed.sandbox) if observed.sandbox else None)

@@ -86,7 +86,7 @@ def observe(processes: Any, intent: HookRequested) -> HookObservation:
             return HookObservation("finished", detail=result.get("message") or "", started=result["started"],
                                    result=result["result"], exit_code=result.get("exit_code"),
                                    signal=result.get("signal"), duration_ms=result.get("duration_ms"),
-                                   **_summary(_file(intent, "log")))
+                                   sandbox=result.get("sandbox"), **_summary(_file(intent, "log")))
         owner = _read_json(_file(intent, "started"))
         if owner is None:
             return HookObservation("absent")
@@ -123,7 +123,7 @@ def act(processes: Any, intent: HookRequested, observed: HookObservation) -> Non
     faults.crash_point("hook:after-claim")
     started_at = time.monotonic()
     try:
-        gated = _spawn(processes, intent)
+        gated, sandbox = _spawn(processes, intent)
     except (OSError, ValueError, Refused) as e:
         _finish(intent, {"result": "not-started", "started": False,
                          "message": f"the hook's command could not be started: {e}"[:4000]})
@@ -135,7 +135,7 @@ def act(processes: Any, intent: HookRequested, observed: HookObservation) -> Non
         gated.open()
     except BrokenPipeError:
         gated.popen.wait()
-        _finish(intent, {"result": "not-started", "started": True,
+        _finish(intent, {"result": "not-started", "started": True, "sandbox": sandbox,
                          "message": "the hook's held process ended before its gate opened"})
         return
     faults.crash_point("hook:after-start")
@@ -150,12 +150,13 @@ def act(processes: Any, intent: HookRequested, observed: HookObservation) -> Non
         result = "failed"
         message = f"the hook's command exited {code}" if code > 0 else f"the hook's command was killed by signal {signal}"
     _finish(intent, {"result": result, "started": True, "exit_code": exit_code, "signal": signal,
-                     "duration_ms": duration_ms, "message": message})
+                     "duration_ms": duration_ms, "message": message, "sandbox": sandbox})
     faults.crash_point("hook:after-exit")
 
 
-def _spawn(processes: Any, intent: HookRequested) -> Any:
-    """The hook's command started in its own process group, held at the launch gate, the event on its stdin."""
+def _spawn(processes: Any, intent: HookRequested) -> tuple[Any, dict[str, Any]]:
+    """The hook's command started in its own process group, held at the launch gate, the event on its stdin; and
+    the record of the sandbox it runs in (HookFinished keeps it)."""
     from .processes import LaunchSpec
     from .ledger_rows import read_only
     from .reader import SqliteLedgerReader
@@ -187,8 +188,9 @@ def _spawn(processes: Any, intent: HookRequested) -> Any:
     # agent's (the repository's .git, with docket's folder, is beneath it: Landlock cannot carve a folder out)
     sandbox = sandbox_for(confinement, write=[Path(intent.repository)], read=[stdin], temporary=_file(intent, "tmp"),
                           argv=intent.argv, env=env, cwd=Path(intent.repository))
-    return processes.spawn_gated(LaunchSpec(argv=tuple(intent.argv), cwd=Path(intent.repository), env=env,
-                                            log_path=_file(intent, "log"), stdin_path=stdin, sandbox=sandbox))
+    gated = processes.spawn_gated(LaunchSpec(argv=tuple(intent.argv), cwd=Path(intent.repository), env=env,
+                                             log_path=_file(intent, "log"), stdin_path=stdin, sandbox=sandbox))
+    return gated, sandbox.record().model_dump(mode="json")
 
 
 def _wait(processes: Any, gated: Any, timeout_ms: int) -> tuple[int, bool]:

@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from ..values import MAX_DURATION_MS
+from ..sandbox import SandboxRecord
 from .base import AbsolutePath, Event, Id, PositiveMs, Position, RepositoryPath, Sha256, Tail, Text
 
 __all__ = ["HookFinished", "HookRequested"]
@@ -75,3 +76,4 @@ class HookFinished(Event):
     output_bytes: Bytes | None
     tail: Tail  # bounded and redacted
     message: Text | None
+    sandbox: SandboxRecord | None = None  # what its command could touch (None: it did not start, or before sandboxes)

@@ -103,6 +103,10 @@ def test_a_hostile_agent_check_and_hook_touch_nothing_and_honest_work_lands(tmp_
     while any(_alive(int(p.read_text())) for p in pid_files) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [p for p in pid_files if _alive(int(p.read_text()))]
+    (hooked,) = [e["payload"]["sandbox"] for e in world.events("HookFinished")]
+    assert hooked["enforced"] is True and hooked["network"] == "none" and str(world.repo) in hooked["write_roots"]
+    checked = world.events("CheckLaunchRequested")[0]["payload"]["sandbox"]
+    assert checked["enforced"] is True and checked["network"] == "none"
     launched = world.events("WorkerLaunchRequested")[0]["payload"]["sandbox"]
     assert launched["enforced"] is True and launched["network"] == [9]
     assert str(world.repo / ".git" / "docket") not in launched["read_roots"]
