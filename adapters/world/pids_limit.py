@@ -18,7 +18,10 @@ the fallback, and the caller is told (None).
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["PIDS_MAX", "PidsLimit"]
@@ -88,6 +91,20 @@ class PidsLimit:
             return [int(line) for line in (self.folder / "cgroup.procs").read_text().split()]
         except (OSError, ValueError):
             return []
+
+    def empty_and_remove(self, reap: Callable[[], object], wait: float = 10.0) -> bool:
+        """SIGKILL whatever is still in the cgroup (reap: what lets this process reap its own), until it is empty
+        or wait has passed; then remove it. Whether nothing is left in it."""
+        deadline = time.monotonic() + wait
+        while (members := self.members()) and time.monotonic() < deadline:
+            for pid in members:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            reap()
+            time.sleep(0.01)
+        return self.remove() or not self.members()
 
     def remove(self) -> bool:
         """Remove the cgroup once it is empty; whether it is gone."""

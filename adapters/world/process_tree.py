@@ -30,8 +30,9 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
-__all__ = ["become_subreaper", "is_subreaper", "orphans", "started", "stop_orphans"]
+__all__ = ["adopted_by_init_in", "become_subreaper", "is_subreaper", "orphans", "started", "stop_orphans"]
 
 _PR_SET_CHILD_SUBREAPER = 36
 _LINUX = sys.platform.startswith("linux")
@@ -124,3 +125,27 @@ def stop_orphans(wait: float = 10.0) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.01)
+
+
+def adopted_by_init_in(folders: list[Path]) -> list[int]:
+    """Processes of this user adopted by init (or a systemd user manager) whose working directory lies in one of
+    folders: what a launch there left when the docket that supervised it died (a daemon that cleared its
+    environment carries no DOCKET_* mark). A process with a living parent (a user's shell cd'ed into a worktree,
+    another docket's launch) is never one."""
+    import psutil
+
+    uid, found = os.getuid(), []
+    roots = [str(folder) for folder in folders]
+    for process in psutil.process_iter(["uids", "ppid"]):
+        try:
+            if process.info["uids"] is None or process.info["uids"].real != uid or process.pid == os.getpid():
+                continue
+            ppid = process.info["ppid"]
+            if ppid != 1 and not (ppid and psutil.Process(ppid).name() == "systemd"):
+                continue
+            cwd = process.cwd()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+            continue
+        if any(cwd == root or cwd.startswith(root + "/") for root in roots):
+            found.append(process.pid)
+    return found

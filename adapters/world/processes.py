@@ -311,19 +311,9 @@ class PsutilProcesses:
             return "alive"
         limit = self._limits.get(identity)
         if limit is not None:  # anything still in the launch's cgroup (not ours to reap: another's child) is killed
-            deadline = time.monotonic() + 10
-            while (members := limit.members()) and time.monotonic() < deadline:
-                for pid in members:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
-                process_tree.stop_orphans(wait=0.05)
-                time.sleep(0.01)
-            if limit.remove():
-                del self._limits[identity]
-            elif limit.members():
+            if not limit.empty_and_remove(lambda: process_tree.stop_orphans(wait=0.05)):
                 return "alive"
+            del self._limits[identity]
         return state
 
     def _signal_group(self, identity: ProcessIdentity, sig: signal.Signals) -> bool:
@@ -354,29 +344,10 @@ class PsutilProcesses:
             del self._children[identity]
 
     def find_orphans_in(self, folders: list[Path]) -> list[ProcessIdentity]:
-        """Live processes of this user adopted by init (or a systemd user manager) whose working directory lies in
-        one of folders: what a launch there left when the docket that supervised it died (a daemon that cleared
-        its environment carries no DOCKET_* mark). A process with a living parent (a user's shell cd'ed into a
-        worktree, another docket's launch) is never one."""
-        import psutil
-
-        uid, found = os.getuid(), []
-        roots = [str(folder) for folder in folders]
-        for process in psutil.process_iter(["uids", "ppid"]):
-            try:
-                if process.info["uids"] is None or process.info["uids"].real != uid or process.pid == os.getpid():
-                    continue
-                ppid = process.info["ppid"]
-                if ppid != 1 and not (ppid and psutil.Process(ppid).name() == "systemd"):
-                    continue
-                cwd = process.cwd()
-            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
-                continue
-            if any(cwd == root or cwd.startswith(root + "/") for root in roots):
-                identity = self.identity(process.pid)
-                if identity is not None and self.liveness(identity) == "alive":
-                    found.append(identity)
-        return found
+        """Live processes of this user adopted by init whose working directory lies in one of folders (see
+        process_tree.adopted_by_init_in)."""
+        found = [self.identity(pid) for pid in process_tree.adopted_by_init_in(folders)]
+        return [identity for identity in found if identity is not None and self.liveness(identity) == "alive"]
 
     def kill(self, identity: ProcessIdentity, *, wait: float = 10.0) -> Liveness:
         """SIGKILL identity (its pid, only while its start time is identity's); its liveness at the end."""
