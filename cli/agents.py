@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..domain.errors import BadInput, NotFound
+from ..domain.sandbox import Confinement
 from .context import Context
 
 __all__ = ["launch_request"]
@@ -22,11 +23,14 @@ def launch_request(ctx: Context, run_id: str, task_id: str, worker_id: str, agen
     from ..adapters.service_layer.go_settings import workspace_root
 
     config = load_config(find_config(Path.cwd()))
+    from ..adapters.world.sandbox_roots import require_sandbox
+
+    require_sandbox(Confinement(mode=config.sandbox))  # refused before anything is made or recorded
     if argv and argv[0] == "--":
         argv = argv[1:]
     common = dict(run_id=run_id, task_id=task_id, worker_id=worker_id, setup=config.worktree.setup,
                   include=config.worktree.include, ports=config.worktree.ports, artifact_dir=config.artifact_dir,
-                  workspace_root=workspace_root(config))
+                  workspace_root=workspace_root(config), confinement=Confinement(mode=config.sandbox))
     if argv:
         if agent is not None:
             raise BadInput("agent-and-command", "give either --agent NAME or a command after --, not both")
@@ -42,6 +46,7 @@ def launch_request(ctx: Context, run_id: str, task_id: str, worker_id: str, agen
     if chosen is None:
         known = ", ".join(sorted(config.agents)) or "none"
         raise NotFound("agent-not-found", f"docket.toml has no [agents.{name}] (configured: {known})")
+    common["confinement"] = config.confinement(chosen)
     return (LaunchRequest(agent=name, command=chosen.command, prompt_mode=chosen.prompt, env=chosen.env,
                           env_allow=chosen.env_allow, report=chosen.report, **common),
             {"timeout_ms": chosen.timeout_ms, "idle_timeout_ms": chosen.idle_timeout_ms})

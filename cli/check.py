@@ -25,6 +25,9 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def check_run(ctx: Context) -> int:
+    from ..adapters.world.process_tree import become_subreaper
+
+    become_subreaper()  # what the agents, checks and hooks it launches leave is adopted here, and stopped
     from pathlib import Path
 
     from ..adapters.service_layer.candidates import find_candidate
@@ -36,6 +39,10 @@ def check_run(ctx: Context) -> int:
 
     a = ctx.args
     config = load_config(find_config(Path.cwd()))
+    from ..adapters.world.sandbox_roots import require_sandbox
+    from ..domain.sandbox import Confinement
+
+    require_sandbox(Confinement(mode=config.sandbox))  # refused before anything is made or recorded
     names = list(dict.fromkeys(a.checks or sorted(config.checks)))
     if not names:
         raise BadInput("no-checks", "docket.toml has no [checks.NAME]; add one (see 'docket config show')")
@@ -52,7 +59,7 @@ def check_run(ctx: Context) -> int:
     outcomes = []
     for name in names:
         chosen = config.checks[name]
-        spec = CheckSpec.of(name, chosen)
+        spec = CheckSpec.of(name, chosen, sandbox=config.sandbox)
         if not ctx.json:
             info(f"check {shown(name)} on candidate {candidate.binding_id[:12]} ...")
         outcome = run_check(ctx.ledger, ctx.clock, ctx.effector, candidate.binding_id, spec,

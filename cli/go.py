@@ -66,6 +66,9 @@ def _count(limit: int) -> Any:
 
 
 def go(ctx: Context) -> int:
+    from ..adapters.world.process_tree import become_subreaper
+
+    become_subreaper()  # what the agents, checks and hooks it launches leave is adopted here, and stopped
     a = ctx.args
     config = _config()
     _watch_ledger(ctx)
@@ -311,6 +314,14 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
                      + (f" ({commits}{f' and {more} more' if more > 0 else ''})" if commits else "")
                      + ("" if moved["keeps_expected"] else f"; {moved['expected_commit'][:12]} is no longer on it")
                      + ("; integrated on top of them" if moved["seen"] == "queue-opened" else "; nothing moved"))
+    if doc["unsandboxed"]:
+        ran = ", ".join(f"{shown(u['worker'])} generation {u['generation']}" for u in doc["unsandboxed"][:10])
+        message = (f"{len(doc['unsandboxed'])} worker generation(s) ran unsandboxed, with everything your user may "
+                   f"do (sandbox = \"off\"): {ran}")
+        lines.append(f"  warning: {message}")
+        from .output import warn
+
+        warn("unsandboxed", message)
     lines += base_check_lines([{"check": name, "status": b["result"], "code": b["code"]}
                                for name, b in sorted(doc["base_checks"].items())])
     if doc["target_commit"]:

@@ -24,6 +24,9 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def integrate(ctx: Context) -> int:
+    from ..adapters.world.process_tree import become_subreaper
+
+    become_subreaper()  # what the agents, checks and hooks it launches leave is adopted here, and stopped
     from pathlib import Path
 
     from ..adapters.service_layer.checks import CheckSpec
@@ -35,7 +38,11 @@ def integrate(ctx: Context) -> int:
 
     run_id = ctx.args.run
     config = load_config(find_config(Path.cwd()))
-    specs = [CheckSpec.of(name, chosen) for name, chosen in sorted(config.checks.items())]
+    from ..adapters.world.sandbox_roots import require_sandbox
+    from ..domain.sandbox import Confinement
+
+    require_sandbox(Confinement(mode=config.sandbox))  # refused before anything is made or recorded
+    specs = [CheckSpec.of(name, chosen, sandbox=config.sandbox) for name, chosen in sorted(config.checks.items())]
     approval = config.integration.approval
     conn = ctx.views().conn
     task_ids = [row["task_id"] for row in tasks.tasks_of(conn, run_id)]

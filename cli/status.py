@@ -153,7 +153,8 @@ def _human_run(doc: dict[str, Any], now: str, step_words: dict[int, str], task_s
     generation = {w["worker_id"]: w["generation"] for w in doc["workers"]}
     for w in doc["workers"]:
         lines.append(f"  worker {shown(w['worker_id'])}: {shown(w['role'])} generation {w['generation']}"
-                     + (f" on task {shown(w['task_id'])}" if w["task_id"] else "") + _process_part(w))
+                     + (f" on task {shown(w['task_id'])}" if w["task_id"] else "") + _process_part(w)
+                     + (" [unsandboxed]" if w.get("sandbox") == "off" else ""))
         if w.get("session_id") or w.get("input_tokens") is not None or w.get("cost_micro_usd") is not None:
             lines.append("    agent reported: " + _reported(w))
     for le in doc["leases"]:

@@ -71,6 +71,9 @@ def worker_relaunch(ctx: Context) -> int:
 
 
 def worker_launch(ctx: Context) -> int:
+    from ..adapters.world.process_tree import become_subreaper
+
+    become_subreaper()  # what the agents, checks and hooks it launches leave is adopted here, and stopped
     from ..adapters.service_layer.supervisor import Limits, supervise
     from ..adapters.service_layer.workers import launch_worker
     from .agents import launch_request

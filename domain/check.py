@@ -21,6 +21,7 @@ from .codes import Code
 from .errors import Refused
 from .junit import Judgment, TestReport
 from .run import Run, require_open
+from .sandbox import SandboxRecord
 from .streams import candidate_stream as stream_of
 from .worker import recorded_identity
 
@@ -64,7 +65,7 @@ def request_check(candidate: Candidate, run: Run, *, check_id: str, execution_in
 
 
 def request_check_launch(candidate: Candidate, check_id: str, *, intent_id: str, log_path: str,
-                         now: str) -> ev.Event:
+                         now: str, sandbox: SandboxRecord | None = None) -> ev.Event:
     run = candidate.check_run(check_id)
     if run.execution_state != "ready":
         raise Refused("execution-not-ready", f"check {check_id}'s execution is {run.execution_state}")
@@ -72,7 +73,8 @@ def request_check_launch(candidate: Candidate, check_id: str, *, intent_id: str,
         raise Refused("check-launched", f"check {check_id} was launched already; a new attempt is a new check run")
     return next_event(ev.CheckLaunchRequested, stream_of(candidate.binding_id), candidate.version, now,
                       intent_id=intent_id, run_id=candidate.run_id, check_id=check_id,
-                      binding_id=candidate.binding_id, execution=run.execution, log_path=log_path)
+                      binding_id=candidate.binding_id, execution=run.execution, log_path=log_path,
+                      sandbox=sandbox)
 
 
 def decide_check_launch(candidate: Candidate, intent: ev.CheckLaunchRequested, observed: LaunchObservation,

@@ -173,6 +173,7 @@ class Code(StrEnum):
     REPOSITORY_UNREADABLE = "repository-unreadable"
     RUN_BASE_NOT_PINNED = "run-base-not-pinned"
     RUN_CLOSED = "run-closed"
+    SANDBOX_UNAVAILABLE = "sandbox-unavailable"
     RUN_EXISTS = "run-exists"
     RUN_FAILED = "run-failed"
     RUN_NOT_ACTIVE = "run-not-active"

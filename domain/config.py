@@ -18,6 +18,7 @@ from .canonical import canonical_json
 from .errors import BadInput
 from .events.base import Id
 from .names import check_branch_name, has_unsafe_characters
+from .sandbox import Confinement, extra_path, network_setting
 from .values import parse_duration
 
 __all__ = ["AgentConfig", "CheckConfig", "Config", "DEFAULT_TOML", "HookConfig", "IntegrationConfig", "RunConfig", "WorktreeConfig",
@@ -137,6 +138,8 @@ Argv = Annotated[list[NoNul], Field(min_length=1)]
 CheckArgument = Annotated[NoNul, AfterValidator(_check_argument)]
 CheckEnvValue = Annotated[NoNul, _templates_using(CHECK_PLACEHOLDERS)]
 ArtifactDir = Annotated[str, AfterValidator(check_artifact_dir)]
+ExtraPath = Annotated[str, StringConstraints(min_length=1, max_length=4096), AfterValidator(extra_path)]
+NetworkValue = Annotated[str | tuple[int, ...], BeforeValidator(network_setting)]
 
 
 class _Section(BaseModel):
@@ -153,6 +156,10 @@ class AgentConfig(_Section):
     env_allow: list[EnvPattern] = []
     timeout_ms: Duration | None = Field(None, alias="timeout")
     idle_timeout_ms: Duration | None = Field(None, alias="idle_timeout")
+    # The sandbox's extras: paths it may also read (its own config folder, say "~/.claude") or write; its network.
+    read: list[ExtraPath] = []
+    write: list[ExtraPath] = []
+    network: NetworkValue = "any"  # its model API's port is not docket's to guess; narrow it with [443]
 
     @model_validator(mode="after")
     def _prompt_reaches_the_agent(self) -> AgentConfig:
@@ -184,6 +191,9 @@ class CheckConfig(_Section):
     # "exit": passed when the command exits 0. "relative-to-base": also passed when every test failing (by the
     # junit report) was failing on the run's base already.
     judge: Literal["exit", "relative-to-base"] = "exit"
+    read: list[ExtraPath] = []  # e.g. a virtual environment or toolchain outside the execution
+    write: list[ExtraPath] = []
+    network: NetworkValue = "none"  # it runs code the agent wrote: no TCP unless the configuration says so
 
     @model_validator(mode="after")
     def _relative_needs_a_report(self) -> CheckConfig:
@@ -225,6 +235,10 @@ def check_config_sha256(name: str, check: CheckConfig) -> str:
         document["junit"] = check.junit
     if check.judge != "exit":
         document["judge"] = check.judge
+    for key, default in (("read", []), ("write", []), ("network", "none")):
+        if getattr(check, key) != default:  # only when set, as junit
+            value = getattr(check, key)
+            document[key] = list(value) if isinstance(value, tuple) else value
     return hashlib.sha256(canonical_json(document)).hexdigest()
 
 
@@ -285,6 +299,9 @@ class HookConfig(_Section):
     command: Argv
     timeout_ms: Duration = Field(parse_duration("60s"), alias="timeout")
     env_allow: list[EnvPattern] = []
+    read: list[ExtraPath] = []
+    write: list[ExtraPath] = []  # beside its working directory, the repository's root
+    network: NetworkValue = "any"  # a hook notifies: a chat, a pager
 
     @field_validator("command")
     @classmethod
@@ -315,6 +332,9 @@ class Config(_Section):
     checks: dict[Id, CheckConfig] = {}
     artifact_dir: ArtifactDir | None = None  # None: checks' output is not copied back
     hooks: dict[HookSelector, HookEntry] = {}
+    # "landlock": every agent, check and hook runs in a sandbox, and docket refuses to launch where the kernel has
+    # none; "off" (only ever explicitly) runs them with everything the user may do, and every view of a run says so.
+    sandbox: Literal["landlock", "off"] = "landlock"
 
     @field_validator("agents")
     @classmethod
@@ -334,6 +354,11 @@ class Config(_Section):
             configured = ", ".join(sorted(agents)) or "none"
             raise ValueError(f"{name!r} names no [agents.{name}] (configured: {configured})")
         return name
+
+    def confinement(self, section: AgentConfig | CheckConfig | HookConfig) -> Confinement:
+        """What the sandbox of a launch of this agent, check or hook is asked to be."""
+        return Confinement(mode=self.sandbox, read=tuple(section.read), write=tuple(section.write),
+                           network=section.network)
 
     def required_checks(self) -> list[str]:
         """The names of the checks a candidate must pass, sorted."""
@@ -367,6 +392,11 @@ DEFAULT_TOML = '''\
 # Not set: nothing is copied back.
 # artifact_dir = "out/docket"
 
+# Every agent, check and hook runs in a sandbox (Landlock): it writes only its workspace (a check: its execution),
+# its own folders and a private TMPDIR, and reads only system folders, its PATH's installs and what it is given.
+# Where the kernel has no Landlock, docket refuses to launch unless this says "off" (README.md, "The sandbox").
+# sandbox = "landlock"
+
 # [agents.NAME]: one coding agent. command is an argv list, run without a shell.
 # prompt says how the task's prompt reaches it:
 #   "argument" (default): an argument contains {prompt}; "file": an argument contains {prompt_file};
@@ -377,6 +407,8 @@ DEFAULT_TOML = '''\
 # report: "claude-json", "codex-jsonl" or "aider": read the agent's session, tokens and cost from its output when it
 #   exits (AgentReported); docs/agents.md says which flags make each agent print them.
 # Placeholders: {worktree} {worker_dir} {port} {prompt} {prompt_file}; write {{ or }} for a literal brace.
+# read, write: extra paths its sandbox allows (absolute or ~/..., e.g. read = ["~/.claude"]);
+# network: "any" (default), "none" or TCP ports it may connect to (e.g. [443]); checks default to "none".
 
 # Tested blocks for Codex CLI, Claude Code and aider, and why each flag is there: docs/agents.md.
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from . import events as ev
 from .aggregate import next_event
+from .sandbox import SandboxRecord
 from .streams import hooks_stream as stream_of
 
 __all__ = ["ALIASES", "HookCommand", "HookObservation", "HookRequest", "Hooks", "apply", "check_selector", "decide", "matches",
@@ -115,6 +116,10 @@ class HookCommand:
     argv: Sequence[str]
     timeout_ms: int
     env_allow: Sequence[str] = ()
+    sandbox: str = "landlock"  # docket.toml's sandbox, and the hook's extras and network (see domain/sandbox.py)
+    read: Sequence[str] = ()
+    write: Sequence[str] = ()
+    network: str | tuple[int, ...] = "any"
 
 
 def request(hooks: Hooks | None, run_id: str, fired: Sequence[tuple[str, int, str]],
@@ -133,7 +138,9 @@ def request(hooks: Hooks | None, run_id: str, fired: Sequence[tuple[str, int, st
                                run_id=run_id, hook=hook, position=position, event_type=event_type,
                                argv=list(command.argv), timeout_ms=command.timeout_ms,
                                env_allow=list(command.env_allow), repository=repository, ledger=ledger,
-                               directory=directory))
+                               directory=directory, sandbox=command.sandbox, read=list(command.read),
+                               write=list(command.write), network=command.network if isinstance(command.network, str)
+                               else list(command.network)))
         version += 1
     return made
 
@@ -161,6 +168,7 @@ class HookObservation:
     output_sha256: str | None = None
     output_bytes: int | None = None
     tail: str = ""
+    sandbox: dict[str, Any] | None = None  # finished: the record of the sandbox its command ran in
 
 
 def decide(hooks: Hooks, intent: ev.HookRequested, observed: HookObservation, now: str) -> Any:
@@ -183,4 +191,5 @@ def decide(hooks: Hooks, intent: ev.HookRequested, observed: HookObservation, no
     assert observed.result is not None
     return next_event(ev.HookFinished, stream_of(intent.run_id), hooks.version, now, **common,
                       result=observed.result, exit_code=observed.exit_code, signal=observed.signal,
-                      duration_ms=observed.duration_ms, message=(observed.detail or None) and observed.detail[:4000])
+                      duration_ms=observed.duration_ms, message=(observed.detail or None) and observed.detail[:4000],
+                      sandbox=SandboxRecord.model_validate(observed.sandbox) if observed.sandbox else None)

@@ -18,6 +18,7 @@ from .agent_reports import AgentReport
 from .aggregate import next_event
 from .errors import Refused, StaleGeneration
 from .processes import ProcessIdentity as Process
+from .sandbox import SandboxRecord
 from .run import Run, require_open
 from .streams import worker_stream as stream_of
 
@@ -150,7 +151,8 @@ def exit_cause(worker: Worker) -> str:
 
 
 def request_launch(worker: Worker, run: Run, *, intent_id: str, agent: str, argv_sha256: str, worktree: str,
-                   log_path: str, port: int | None, lease_token: int, now: str) -> ev.Event:
+                   log_path: str, port: int | None, lease_token: int, now: str,
+                   sandbox: SandboxRecord | None = None) -> ev.Event:
     """The intent to start this generation's process. A generation runs at most one."""
     require_open(run)
     if run.status != "active":
@@ -165,7 +167,7 @@ def request_launch(worker: Worker, run: Run, *, intent_id: str, agent: str, argv
     return next_event(ev.WorkerLaunchRequested, stream_of(worker.worker_id), worker.version, now,
                       intent_id=intent_id, run_id=worker.run_id, worker_id=worker.worker_id, task_id=worker.task_id,
                       generation=worker.generation, agent=agent, argv_sha256=argv_sha256, worktree=worktree,
-                      log_path=log_path, port=port, lease_token=lease_token)
+                      log_path=log_path, port=port, lease_token=lease_token, sandbox=sandbox)
 
 
 @dataclass(frozen=True)

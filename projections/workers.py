@@ -1,7 +1,8 @@
 """Read model: one row per worker, with its current generation and the life of that generation's process.
 
 The first registration of an id wins. ``status`` follows the Worker aggregate:
-registered, launching, running, exited, launch-failed.
+registered, launching, running, exited, launch-failed. ``sandbox``: "landlock" or "off" once its generation's
+launch is asked for.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ COLUMNS = {"worker_id": str, "run_id": str, "role": str, "task_id": str, "genera
            "status": str, "host": str, "pid": int, "pgid": int, "launched_at": str, "log_path": str,
            "worktree": str, "ended_at": str, "exit_cause": str, "exit_code": int, "exit_signal": int,
            "tail_line": str, "session_id": str, "input_tokens": int, "output_tokens": int, "cost_micro_usd": int,
-           "agent_turns": int, "agent_error": int}
+           "agent_turns": int, "agent_error": int, "sandbox": str}
 INDEXES = ("run_id",)
 PK = "worker_id"
 
 _FRESH_GENERATION = ("status = 'registered', host = NULL, pid = NULL, pgid = NULL, launched_at = NULL, "
                      "log_path = NULL, ended_at = NULL, exit_cause = NULL, exit_code = NULL, exit_signal = NULL, "
                      "tail_line = NULL, session_id = NULL, input_tokens = NULL, output_tokens = NULL, "
-                     "cost_micro_usd = NULL, agent_turns = NULL, agent_error = NULL")
+                     "cost_micro_usd = NULL, agent_turns = NULL, agent_error = NULL, sandbox = NULL")
 
 
 def _registered(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
@@ -45,8 +46,9 @@ def _same_generation(p: dict[str, Any]) -> tuple[str, int]:
 
 
 def _launch_requested(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    c.execute("UPDATE workers SET status = 'launching', log_path = ?, worktree = ? "
-              "WHERE worker_id = ? AND generation = ?", (p["log_path"], p["worktree"], *_same_generation(p)))
+    sandbox = "landlock" if (p.get("sandbox") or {}).get("enforced") else "off"  # none recorded: none enforced
+    c.execute("UPDATE workers SET status = 'launching', log_path = ?, worktree = ?, sandbox = ? "
+              "WHERE worker_id = ? AND generation = ?", (p["log_path"], p["worktree"], sandbox, *_same_generation(p)))
 
 
 def _launched(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:

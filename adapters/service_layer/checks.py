@@ -36,6 +36,7 @@ from ...domain.canonical import canonical_json
 from ...domain.errors import DocketError, OutcomeUnknown, Refused
 from ...domain.events import Event
 from ...domain.processes import scrub_environment
+from ...domain.sandbox import Confinement
 from ..world import faults
 from ..world.clock import Clock, new_id
 from ..world.logs import known_secrets, log_summary
@@ -65,15 +66,19 @@ class CheckSpec:
     env_allow: Sequence[str] = ()
     junit: str | None = None  # its JUnit XML report, relative to the execution's root
     judge: str = "exit"  # exit | relative-to-base
+    confinement: Confinement = Confinement(network="none")  # its sandbox (sandboxes.py)
 
     @classmethod
-    def of(cls, name: str, check: Any) -> CheckSpec:
-        """The spec of docket.toml's [checks.NAME] (a domain.config.CheckConfig)."""
+    def of(cls, name: str, check: Any, *, sandbox: str = "landlock") -> CheckSpec:
+        """The spec of docket.toml's [checks.NAME] (a domain.config.CheckConfig); sandbox: docket.toml's."""
         from ...domain.config import check_config_sha256
 
+        confinement = Confinement(mode=sandbox, read=tuple(check.read), write=tuple(check.write),  # type: ignore
+                                  network=check.network)
         return cls(name=name, argv=check.argv, config_sha256=check_config_sha256(name, check),
                    required=check.required, timeout_ms=check.timeout_ms, idle_timeout_ms=check.idle_timeout_ms,
-                   environment=check.environment, env_allow=check.env_allow, junit=check.junit, judge=check.judge)
+                   environment=check.environment, env_allow=check.env_allow, junit=check.junit, judge=check.judge,
+                   confinement=confinement)
 
 
 @dataclass(frozen=True)
@@ -178,13 +183,22 @@ def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
                DOCKET_EXECUTION=run.execution)
     env[LAUNCH_MARK] = intent_id
     env = _guarded(env, Path(candidate.repository), docket_dir, run.execution)
+    from ..world.import_guard import guard_folder
+    from ..world.sandbox_roots import sandbox_for
+    from ..world.workspaces import agent_roots
+
+    execution = Path(run.execution)
+    sandbox = sandbox_for(spec.confinement, write=[execution],
+                          read=[*agent_roots(Path(candidate.repository), execution)[1], guard_folder(docket_dir)],
+                          temporary=log_path.with_name(f"{log_path.stem}.tmp"), argv=argv, env=env, cwd=execution)
 
     def decision(now: str) -> Event:
         return candidate_check.request_check_launch(load_candidate(ledger, binding), check_id,
-                                                    intent_id=intent_id, log_path=str(log_path), now=now)
+                                                    intent_id=intent_id, log_path=str(log_path), now=now,
+                                                    sandbox=sandbox.record())
 
     ledger.decide(decision, clock.now())
-    launcher.expect(intent_id, LaunchSpec(argv=argv, cwd=Path(run.execution), env=env, log_path=log_path))
+    launcher.expect(intent_id, LaunchSpec(argv=argv, cwd=execution, env=env, log_path=log_path, sandbox=sandbox))
     try:
         effector.run_pending(only={intent_id}, after=0)
         run = load_candidate(ledger, binding).check_run(check_id)

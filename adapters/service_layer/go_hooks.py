@@ -36,7 +36,8 @@ class RunHooks:
         try:
             fired = fire_hooks(self.d.ledger, self.d.clock, self.d.effector, self.hooks, self.run_id,
                                docket_dir=s.docket_dir, ledger_path=s.ledger_path,
-                               repository=s.main_checkout or s.repository, after=self.after)
+                               repository=s.main_checkout or s.repository, after=self.after,
+                               sandbox=s.agent.confinement.mode)
         except DocketError as e:  # a hook never stops the run; what it did is in the ledger
             self.warn(e.code, f"hooks: {e.message}")
             return

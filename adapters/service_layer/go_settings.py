@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ...domain.sandbox import Confinement
 from ...domain.errors import BadInput, NotFound
 from .checks import CheckSpec
 
@@ -29,6 +30,7 @@ class Agent:
     timeout_ms: int | None = None
     idle_timeout_ms: int | None = None
     report: str = "none"
+    confinement: Confinement = Confinement()
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ def planned_agent(config: Config, name: str) -> Agent:
         raise NotFound("agent-not-found", f"docket.toml has no [agents.{name}], the agent this run was "
                                           "planned with")
     return Agent(name, tuple(chosen.command), chosen.prompt, dict(chosen.env), tuple(chosen.env_allow),
-                 chosen.timeout_ms, chosen.idle_timeout_ms, chosen.report)
+                 chosen.timeout_ms, chosen.idle_timeout_ms, chosen.report, config.confinement(chosen))
 
 
 def workspace_root(config: Config) -> Path | None:
@@ -81,8 +83,10 @@ def workspace_root(config: Config) -> Path | None:
 def settings_from_config(config: Config, agent: Agent, *, repository: Path, ledger_path: Path) -> GoSettings:
     """The settings a run is supervised with, from docket.toml: its agent, checks, worktree and integration."""
     from ..world.paths import main_worktree
+    from ..world.sandbox_roots import require_sandbox
 
-    checks = tuple(CheckSpec.of(name, check) for name, check in sorted(config.checks.items()))
+    require_sandbox(agent.confinement)  # refused before anything starts, where no sandbox can be had
+    checks = tuple(CheckSpec.of(name, check, sandbox=config.sandbox) for name, check in sorted(config.checks.items()))
     return GoSettings(agent=agent, checks=checks, approval=config.integration.approval,
                       docket_dir=ledger_path.parent, repository=repository,
                       main_checkout=main_worktree(repository), ledger_path=ledger_path,

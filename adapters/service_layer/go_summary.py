@@ -1,6 +1,6 @@
 """What a `docket go` run came to, for its summary: each task's result, cycles, checks and dropped steps, the
 base's checks, the target's move, the overlaps the merge queue warned of, the commits someone other than docket put
-on the target, and the receipt."""
+on the target, the workers that ran unsandboxed, and the receipt."""
 
 from __future__ import annotations
 
@@ -59,6 +59,7 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
             "overlaps": _overlaps(d, run_id),
             "moved_by_others": _moved_by_others(d, run_id),
             "receipt_moved_by_others": _receipt_moved_by_others(d, run_id) if sealed else None,
+            "unsandboxed": _unsandboxed(d, run.plan.task_ids if run.plan else ()),
             "receipt": {"sealed": sealed, "path": str(path) if path.exists() else None}}
 
 
@@ -69,6 +70,22 @@ def _receipt_moved_by_others(d: RunDriver, run_id: str) -> dict[str, Any] | None
     receipt = find_receipt(d.ledger, run_id).event.receipt
     target = receipt.get("target")
     return target.get("moved_by_others") if isinstance(target, dict) else None  # type: ignore[return-value]
+
+
+def _unsandboxed(d: RunDriver, task_ids: Any) -> list[dict[str, Any]]:
+    """Each worker generation of the run that was launched without an enforced sandbox (sandbox = "off", or
+    launched before docket had one)."""
+    from ...domain import events as ev
+    from ...domain import worker as worker_aggregate
+    from .go_task import task_worker_id
+
+    found = []
+    for task_id in task_ids:
+        worker_id = task_worker_id(task_id)
+        for _, event in d.ledger.history(worker_aggregate.stream_of(worker_id)):
+            if isinstance(event, ev.WorkerLaunchRequested) and (event.sandbox is None or not event.sandbox.enforced):
+                found.append({"worker": worker_id, "generation": event.generation})
+    return found
 
 
 def _overlaps(d: RunDriver, run_id: str) -> list[dict[str, Any]]:

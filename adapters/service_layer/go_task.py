@@ -98,7 +98,8 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
                             agent=agent.name, command=agent.command, prompt_mode=agent.prompt_mode, env=agent.env,
                             env_allow=agent.env_allow, setup=settings.setup, include=settings.include,
                             ports=settings.ports, artifact_dir=settings.artifact_dir, pin_on_exit=False,
-                            base=base or None, report=agent.report, workspace_root=settings.workspace_root)
+                            base=base or None, report=agent.report, workspace_root=settings.workspace_root,
+                            confinement=agent.confinement)
     faults.crash_point("go:before-launch")
     try:
         launched = launch_worker(s.ledger, s.clock, s.effector, s.effector.ports.launcher, request,

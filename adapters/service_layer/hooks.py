@@ -42,13 +42,15 @@ class Fired:
 
 
 def fire_hooks(ledger: Ledger, clock: Clock, effector: Any, hooks: Mapping[str, HookConfig], run_id: str, *,
-               docket_dir: Path, ledger_path: Path, repository: Path, after: int = 0) -> Fired:
+               docket_dir: Path, ledger_path: Path, repository: Path, after: int = 0,
+               sandbox: str = "landlock") -> Fired:
     """Ask for the hooks the run's events after ``after`` fire, then drive every pending hook of the run."""
     examined = ledger.head()
     fired = list(_fired(ledger, hooks, run_id, after, examined)) if hooks and examined > after else []
     requested: list[HookRequested] = []
     if fired:
-        commands = {name: hooks_aggregate.HookCommand(tuple(hook.command), hook.timeout_ms, tuple(hook.env_allow))
+        commands = {name: hooks_aggregate.HookCommand(tuple(hook.command), hook.timeout_ms, tuple(hook.env_allow),
+                                                      sandbox, tuple(hook.read), tuple(hook.write), hook.network)
                     for name, hook in hooks.items()}
 
         def decision(now: str) -> list[Event]:

@@ -272,6 +272,18 @@ class ProcessPort(Protocol):
         """SIGTERM the group, SIGKILL it after grace, wait until it is gone; the group's liveness at the end."""
         ...
 
+    def stop_tree(self, identity: ProcessIdentity, *, grace: float = 2.0) -> Liveness:
+        """Stop what an ended launch left: its group and every process it detached; dead once all are gone."""
+        ...
+
+    def find_orphans_in(self, folders: list[Path]) -> list[ProcessIdentity]:
+        """Live processes of this user adopted by init whose working directory lies in one of folders."""
+        ...
+
+    def kill(self, identity: ProcessIdentity, *, wait: float = 10.0) -> Liveness:
+        """SIGKILL one process (while it is identity); its liveness at the end."""
+        ...
+
     def find_marked(self, name: str, value: str) -> list[tuple[ProcessIdentity, dict[str, str]]]:
         """Live processes of this user whose environment has name=value, each with its DOCKET_* variables."""
         ...
@@ -387,7 +399,7 @@ class RealPorts:
     def processes(self) -> ProcessPort:
         from ..world.processes import PsutilProcesses
 
-        return PsutilProcesses()
+        return PsutilProcesses()  # the commands that launch make their process a subreaper (process_tree.py)
 
     @cached_property
     def launcher(self) -> Launcher:

@@ -25,7 +25,9 @@ from .runs import load_run
 from .worker_generations import load_worker
 from .workers import exit_worker, finish_stop, request_stop
 
-__all__ = ["Finding", "reconcile_supervisions", "reconcile_workers"]
+__all__ = ["Finding", "LAUNCH_FOLDERS", "reconcile_supervisions", "reconcile_workers"]
+
+LAUNCH_FOLDERS = ("worktrees", "executions", "workers", "checks", "hooks")  # under docket's folder: where launches run
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class Finding:
     unsupervised: the process runs, but the docket process that supervised it is gone (stopped).
     unknown-process: a process docket started for this ledger that no running worker accounts for (stopped).
     supervisor-gone: a run's supervision whose docket process is gone (ended at its last sign of life).
+    orphan: a process adopted by init, working in a folder where docket launches (killed).
     """
 
     kind: str
@@ -93,6 +96,14 @@ def reconcile_workers(ledger: Ledger, clock: Clock, effector: Any, running: Sequ
         if apply:
             after = processes.terminate_group(identity, grace=2.0)
             finding = applied(finding, "stopped" if after == "dead" else f"stop unknown ({after})")
+        findings.append(finding)
+    docket_dir = ledger_path.parent
+    for identity in processes.find_orphans_in([docket_dir / folder for folder in LAUNCH_FOLDERS]):
+        finding = Finding("orphan", None, None, identity.pid, "a process left in a workspace, execution or worker "
+                          "folder by a launch whose docket is gone (no DOCKET_* mark needed)")
+        if apply:
+            after = processes.kill(identity)
+            finding = applied(finding, "killed" if after == "dead" else f"kill unknown ({after})")
         findings.append(finding)
     return findings
 

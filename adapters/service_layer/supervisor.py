@@ -151,8 +151,8 @@ async def _supervise_one(ledger: Ledger, clock: Clock, effector: Any, access: _L
         stop_reason = await access.call(lambda: _stop_requested(ledger, w))
     if stopping is not None:
         await stopping.wait()
-    if processes.group_liveness(w.process) == "alive":  # it ended, but left processes in its group
-        await anyio.to_thread.run_sync(lambda: processes.terminate_group(w.process, grace=2.0))
+    # it ended: what it left in its group, and every daemon it detached, is stopped before it is judged
+    await anyio.to_thread.run_sync(lambda: processes.stop_tree(w.process))
     faults.crash_point("supervise:before-exit")
     signal = -code if code < 0 else None
     exit_code = code if code >= 0 else None

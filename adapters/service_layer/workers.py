@@ -34,6 +34,7 @@ from ...domain.canonical import canonical_json
 from ...domain.errors import OutcomeUnknown, Refused, WorkFailed
 from ...domain.events import Event, LeaseGranted
 from ...domain.processes import ProcessIdentity, bounded_tail, scrub_environment
+from ...domain.sandbox import Confinement
 from ..world import faults
 from ..world.clock import Clock, new_id
 from ..world.logs import known_secrets, log_summary
@@ -80,6 +81,7 @@ class LaunchRequest:
     base: str | None = None  # the commit a new worktree starts at (default: the run's base)
     report: str | None = None  # the agent's report format (AgentReported), if its block names one
     workspace_root: Path | None = None  # [workspace] root: where a new workspace is made (None: the data folder)
+    confinement: Confinement = Confinement()  # its sandbox, as docket.toml asks it (sandboxes.py)
 
 
 @dataclass
@@ -150,16 +152,22 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
     if prompt_file is not None:
         env["DOCKET_PROMPT_FILE"] = str(prompt_file)
     from ..world.processes import LaunchSpec
+    from ..world.workspaces import agent_roots
+    from ..world.sandbox_roots import sandbox_for
 
     stdin = prompt_file if request.prompt_mode == "stdin" else None
-    spec = LaunchSpec(argv=argv, cwd=worktree, env=env, log_path=log_path, stdin_path=stdin)
+    git_write, git_read = agent_roots(repository, worktree)
+    sandbox = sandbox_for(request.confinement, write=[*git_write, generation_dir],
+                          read=[*git_read, *([prompt_file] if prompt_file else [])], temporary=generation_dir / "tmp",
+                          argv=argv, env=env, cwd=worktree)
+    spec = LaunchSpec(argv=argv, cwd=worktree, env=env, log_path=log_path, stdin_path=stdin, sandbox=sandbox)
 
     def decision(now: str) -> Event:
         current = load_worker(ledger, request.worker_id)
         return worker_aggregate.request_launch(
             current, load_run(ledger, request.run_id), intent_id=intent_id, agent=request.agent,
             argv_sha256=hashlib.sha256(canonical_json(list(argv))).hexdigest(), worktree=str(worktree),
-            log_path=str(log_path), port=port, lease_token=token, now=now)
+            log_path=str(log_path), port=port, lease_token=token, now=now, sandbox=sandbox.record())
 
     (intent_position, _), = ledger.decide(decision, clock.now())
     launcher.expect(intent_id, spec)
@@ -252,8 +260,7 @@ def _prepare(ledger: Ledger, clock: Clock, workspaces: WorkspacePort, task: task
     failed = message = None
     for argv in request.setup:
         try:
-            done = subprocess.run(list(argv), cwd=worktree, env=env, stdin=subprocess.DEVNULL,
-                                  capture_output=True, timeout=SETUP_TIMEOUT_SECONDS, start_new_session=True)
+            done = _run_setup(list(argv), worktree, env)
         except (OSError, subprocess.TimeoutExpired) as e:
             failed, message = "setup-failed", f"setup command {list(argv)!r} could not run: {e}"
             break
@@ -271,6 +278,25 @@ def _prepare(ledger: Ledger, clock: Clock, workspaces: WorkspacePort, task: task
     if failed is not None:
         raise WorkFailed(failed, message or "a setup command failed")
     return load_task(ledger, task.task_id)
+
+
+def _run_setup(argv: list[str], worktree: Path, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    """One setup command, in a session of its own, known to the process tree as docket's own child (so that the
+    orphan scan of a parallel task's launch never takes it for a daemon: process_tree.py)."""
+    from ..world import process_tree
+
+    with process_tree.started() as own:
+        popen = subprocess.Popen(argv, cwd=worktree, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, start_new_session=True)
+        own.add(popen.pid)
+    with popen:
+        try:
+            stdout, stderr = popen.communicate(timeout=SETUP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            popen.kill()
+            popen.communicate()
+            raise
+    return subprocess.CompletedProcess(argv, popen.returncode, stdout, stderr)
 
 
 def _grant(ledger: Ledger, clock: Clock, processes: Any, resource: str, worker: worker_aggregate.Worker) -> int:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ...domain.canonical import canonical_json
+from ...domain.errors import Refused
 from ...domain.events import HookRequested
 from ...domain.hooks import HookObservation
 from ...domain.processes import ProcessIdentity, bounded_tail, scrub_environment
@@ -86,7 +87,7 @@ def observe(processes: Any, intent: HookRequested) -> HookObservation:
             return HookObservation("finished", detail=result.get("message") or "", started=result["started"],
                                    result=result["result"], exit_code=result.get("exit_code"),
                                    signal=result.get("signal"), duration_ms=result.get("duration_ms"),
-                                   **_summary(_file(intent, "log")))
+                                   sandbox=result.get("sandbox"), **_summary(_file(intent, "log")))
         owner = _read_json(_file(intent, "started"))
         if owner is None:
             return HookObservation("absent")
@@ -123,8 +124,8 @@ def act(processes: Any, intent: HookRequested, observed: HookObservation) -> Non
     faults.crash_point("hook:after-claim")
     started_at = time.monotonic()
     try:
-        gated = _spawn(processes, intent)
-    except (OSError, ValueError) as e:
+        gated, sandbox = _spawn(processes, intent)
+    except (OSError, ValueError, Refused) as e:
         _finish(intent, {"result": "not-started", "started": False,
                          "message": f"the hook's command could not be started: {e}"[:4000]})
         return
@@ -135,7 +136,7 @@ def act(processes: Any, intent: HookRequested, observed: HookObservation) -> Non
         gated.open()
     except BrokenPipeError:
         gated.popen.wait()
-        _finish(intent, {"result": "not-started", "started": True,
+        _finish(intent, {"result": "not-started", "started": True, "sandbox": sandbox,
                          "message": "the hook's held process ended before its gate opened"})
         return
     faults.crash_point("hook:after-start")
@@ -150,12 +151,13 @@ def act(processes: Any, intent: HookRequested, observed: HookObservation) -> Non
         result = "failed"
         message = f"the hook's command exited {code}" if code > 0 else f"the hook's command was killed by signal {signal}"
     _finish(intent, {"result": result, "started": True, "exit_code": exit_code, "signal": signal,
-                     "duration_ms": duration_ms, "message": message})
+                     "duration_ms": duration_ms, "message": message, "sandbox": sandbox})
     faults.crash_point("hook:after-exit")
 
 
-def _spawn(processes: Any, intent: HookRequested) -> Any:
-    """The hook's command started in its own process group, held at the launch gate, the event on its stdin."""
+def _spawn(processes: Any, intent: HookRequested) -> tuple[Any, dict[str, Any]]:
+    """The hook's command started in its own process group, held at the launch gate, the event on its stdin; and
+    the record of the sandbox it runs in (HookFinished keeps it)."""
     from .processes import LaunchSpec
     from .ledger_rows import read_only
     from .reader import SqliteLedgerReader
@@ -178,8 +180,18 @@ def _spawn(processes: Any, intent: HookRequested) -> Any:
     task = body["payload"].get("task_id")
     if isinstance(task, str):
         env["DOCKET_TASK"] = task
-    return processes.spawn_gated(LaunchSpec(argv=tuple(intent.argv), cwd=Path(intent.repository), env=env,
-                                            log_path=_file(intent, "log"), stdin_path=stdin))
+    from ...domain.sandbox import Confinement
+    from .sandbox_roots import sandbox_for
+
+    network = intent.network if isinstance(intent.network, str) else tuple(intent.network)
+    confinement = Confinement(mode=intent.sandbox, read=tuple(intent.read), write=tuple(intent.write), network=network)
+    # the repository is the hook's working directory, and its to write: a hook is the user's own command, not an
+    # agent's (the repository's .git, with docket's folder, is beneath it: Landlock cannot carve a folder out)
+    sandbox = sandbox_for(confinement, write=[Path(intent.repository)], read=[stdin], temporary=_file(intent, "tmp"),
+                          argv=intent.argv, env=env, cwd=Path(intent.repository))
+    gated = processes.spawn_gated(LaunchSpec(argv=tuple(intent.argv), cwd=Path(intent.repository), env=env,
+                                             log_path=_file(intent, "log"), stdin_path=stdin, sandbox=sandbox))
+    return gated, sandbox.record().model_dump(mode="json")
 
 
 def _wait(processes: Any, gated: Any, timeout_ms: int) -> tuple[int, bool]:

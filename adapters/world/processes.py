@@ -24,12 +24,16 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...domain.processes import Liveness, ProcessIdentity, liveness_of
+from . import process_tree
+
+if TYPE_CHECKING:
+    from ...domain.sandbox import SandboxPolicy  # pydantic: only where a sandbox is made, never for status
 
 __all__ = ["GATE_SCRIPT", "GatedProcess", "LaunchSpec", "LogPathTaken", "PsutilProcesses", "free_port",
            "wait_for_group"]
@@ -53,6 +57,7 @@ class LaunchSpec:
     env: Mapping[str, str]  # the complete environment (already scrubbed by the caller)
     log_path: Path  # created create-only, 0600, in a folder that exists; stdout and stderr both go to it
     stdin_path: Path | None = None  # the prompt file when prompt = "stdin"; else /dev/null
+    sandbox: SandboxPolicy | None = None  # enforced between fork and exec (landlock.py); None or not enforced: none
 
 
 class GatedProcess:
@@ -138,9 +143,14 @@ def _started_no_earlier(seen: _Seen, identity: ProcessIdentity) -> bool:
 class PsutilProcesses:
     """The ProcessPort over this machine's processes."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, subreaper: bool = False) -> None:
+        """subreaper: make this process a child subreaper (process_tree.py), so that stop_tree finds the orphans
+        of what it launched; the long-lived docket process is one."""
+        if subreaper:
+            process_tree.become_subreaper()
         self._host: tuple[str, str] | None = None
         self._children: dict[ProcessIdentity, subprocess.Popen[bytes]] = {}  # spawned here, reaped here if stopped
+        self._limits: dict[ProcessIdentity, Any] = {}  # the pids cgroup of each launch that has one (pids_limit.py)
 
     def this_host(self) -> tuple[str, str]:
         if self._host is None:
@@ -217,17 +227,32 @@ class PsutilProcesses:
         return bool(members) and all(_started_no_earlier(m, identity) for m in members)
 
     def spawn_gated(self, spec: LaunchSpec) -> GatedProcess:
-        """Raises FileNotFoundError for a program not found (before anything starts) and LogPathTaken."""
+        """Raises FileNotFoundError for a program not found (before anything starts), LogPathTaken, and
+        landlock.SandboxUnavailable when spec's sandbox cannot be enforced here (nothing starts then either).
+
+        The started process is a child subreaper (see process_tree.py) and, with an enforced sandbox, confined
+        by its Landlock ruleset before it execs the gate shell."""
+        from . import landlock
+
         _require_program(spec)
-        log_fd = _create_log(spec.log_path)
+        ruleset = landlock.Ruleset(spec.sandbox) if spec.sandbox is not None and spec.sandbox.enforced else None
+        preexec = ruleset.confine if ruleset is not None else landlock.subreaper_only
+        try:
+            log_fd = _create_log(spec.log_path)
+        except BaseException:
+            if ruleset is not None:
+                ruleset.close()
+            raise
         gate_read, gate_write = os.pipe()
         try:
-            popen = subprocess.Popen(
-                ["/bin/sh", "-c", GATE_SCRIPT, GATE_NAME, str(Path(spec.stdin_path or os.devnull).absolute()),
-                 *spec.argv],
-                stdin=gate_read, stdout=log_fd, stderr=log_fd, cwd=spec.cwd, env=dict(spec.env),
-                close_fds=True, start_new_session=True,
-            )
+            with process_tree.started() as own:
+                popen = subprocess.Popen(
+                    ["/bin/sh", "-c", GATE_SCRIPT, GATE_NAME, str(Path(spec.stdin_path or os.devnull).absolute()),
+                     *spec.argv],
+                    stdin=gate_read, stdout=log_fd, stderr=log_fd, cwd=spec.cwd, env=dict(spec.env),
+                    close_fds=True, start_new_session=True, preexec_fn=preexec,
+                )
+                own.add(popen.pid)
         except BaseException:
             os.close(gate_write)
             spec.log_path.unlink(missing_ok=True)  # nothing ran, nothing was logged: a retry may create it again
@@ -235,6 +260,8 @@ class PsutilProcesses:
         finally:
             os.close(gate_read)
             os.close(log_fd)
+            if ruleset is not None:
+                ruleset.close()
         identity = self.identity(popen.pid)
         if identity is None:  # it cannot get past the gate, so it ended on its own: sh itself failed
             os.close(gate_write)
@@ -242,7 +269,19 @@ class PsutilProcesses:
             raise OSError(f"the gated shell exited before it could be identified (status {popen.returncode})")
         self._children = {known: child for known, child in self._children.items() if child.poll() is None}
         self._children[identity] = popen
+        self._bound(identity, spec)
         return GatedProcess(identity, popen, gate_write)
+
+    def _bound(self, identity: ProcessIdentity, spec: LaunchSpec) -> None:
+        """Its pids cgroup, where one can be made: it is still held at its gate, so nothing of it ran yet."""
+        from .pids_limit import PidsLimit
+
+        limit = PidsLimit.make(spec.env.get("DOCKET_LAUNCH") or f"{os.getpid()}-{identity.pid}")
+        if limit is not None:
+            if limit.add(identity.pid):
+                self._limits[identity] = limit
+            else:
+                limit.remove()
 
     def terminate_group(self, identity: ProcessIdentity, *, grace: float = 5.0, wait: float = 10.0) -> Liveness:
         """SIGTERM to the group, SIGKILL after grace if anything is left, then wait until it is positively gone.
@@ -261,6 +300,21 @@ class PsutilProcesses:
                 break
         self._reap(identity)
         return self.group_liveness(identity)
+
+    def stop_tree(self, identity: ProcessIdentity, *, grace: float = 2.0) -> Liveness:
+        """Stop whatever is left of an ended launch: its process group, then every orphan this process adopted
+        as a subreaper (a setsid or double-forked daemon); "dead" only once all of it is positively gone."""
+        state = self.group_liveness(identity)
+        if state == "alive":
+            state = self.terminate_group(identity, grace=grace)
+        if not process_tree.stop_orphans():
+            return "alive"
+        limit = self._limits.get(identity)
+        if limit is not None:  # anything still in the launch's cgroup (not ours to reap: another's child) is killed
+            if not limit.empty_and_remove(lambda: process_tree.stop_orphans(wait=0.05)):
+                return "alive"
+            del self._limits[identity]
+        return state
 
     def _signal_group(self, identity: ProcessIdentity, sig: signal.Signals) -> bool:
         if not self._owns_group(identity):
@@ -288,6 +342,23 @@ class PsutilProcesses:
         popen = self._children.get(identity)
         if popen is not None and popen.poll() is not None:
             del self._children[identity]
+
+    def find_orphans_in(self, folders: list[Path]) -> list[ProcessIdentity]:
+        """Live processes of this user adopted by init whose working directory lies in one of folders (see
+        process_tree.adopted_by_init_in)."""
+        found = [self.identity(pid) for pid in process_tree.adopted_by_init_in(folders)]
+        return [identity for identity in found if identity is not None and self.liveness(identity) == "alive"]
+
+    def kill(self, identity: ProcessIdentity, *, wait: float = 10.0) -> Liveness:
+        """SIGKILL identity (its pid, only while its start time is identity's); its liveness at the end."""
+        deadline = time.monotonic() + wait
+        while (state := self.liveness(identity)) == "alive" and time.monotonic() < deadline:
+            try:
+                os.kill(identity.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            time.sleep(0.01)
+        return state
 
     def find_marked(self, name: str, value: str) -> list[tuple[ProcessIdentity, dict[str, str]]]:
         """Live processes of this user whose environment has name=value, each with the DOCKET_* part of it."""
@@ -372,8 +443,7 @@ def wait_for_group(processes: Any, gated: Any, *, timeout_ms: int, idle_timeout_
             code = popen.wait()
             break
         time.sleep(poll)
-    if processes.group_liveness(gated.identity) == "alive":  # it ended, but left processes in its group
-        processes.terminate_group(gated.identity, grace=2.0)
+    processes.stop_tree(gated.identity)  # it ended: nothing it started may outlive it
     return code, cause
 
 

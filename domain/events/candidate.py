@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..values import MAX_DURATION_MS, MAX_SAFE_INT
+from ..sandbox import SandboxRecord
 from .base import AbsolutePath, Code, Commit, Event, Generation, Id, RepositoryPath, Sha256, Tail, Text
 from .worker import ProcessIdentity
 
@@ -233,6 +234,7 @@ class CheckLaunchRequested(Event):
     binding_id: Sha256
     execution: AbsolutePath
     log_path: AbsolutePath
+    sandbox: SandboxRecord | None = None  # what the check may touch (None: recorded before docket had a sandbox)
 
 
 class CheckLaunched(Event):

@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from ..values import MAX_DURATION_MS
+from ..sandbox import SandboxRecord
 from .base import AbsolutePath, Event, Id, PositiveMs, Position, RepositoryPath, Sha256, Tail, Text
 
 __all__ = ["HookFinished", "HookRequested"]
@@ -22,6 +23,10 @@ __all__ = ["HookFinished", "HookRequested"]
 Argument = Annotated[str, StringConstraints(max_length=4000, pattern=r"^[^\x00]*$")]
 EnvPattern = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[A-Za-z0-9_*?]+$")]
 Bytes = Annotated[int, Field(ge=0, le=2**53 - 1)]
+
+
+ExtraPath = Annotated[str, StringConstraints(min_length=1, max_length=4096, pattern=r"^[/~][^\x00]*$")]
+Port = Annotated[int, Field(ge=1, le=65535)]
 
 
 class HookRequested(Event):
@@ -40,6 +45,12 @@ class HookRequested(Event):
     repository: RepositoryPath  # the command's working directory: the repository's root
     ledger: AbsolutePath  # DOCKET_LEDGER, and where the event is read from
     directory: AbsolutePath  # where its started-marker, stdin document and log are made
+    # Its sandbox as docket.toml asked it (the roots are the machine's: adapters/world/sandbox_roots.py). Hooks asked
+    # for before docket had a sandbox ran without one: "off".
+    sandbox: Literal["landlock", "off"] = "off"
+    read: Annotated[list[ExtraPath], Field(max_length=256)] = []
+    write: Annotated[list[ExtraPath], Field(max_length=256)] = []
+    network: Literal["any", "none"] | Annotated[list[Port], Field(max_length=1000)] = "any"
 
 
 class HookFinished(Event):
@@ -65,3 +76,4 @@ class HookFinished(Event):
     output_bytes: Bytes | None
     tail: Tail  # bounded and redacted
     message: Text | None
+    sandbox: SandboxRecord | None = None  # what its command could touch (None: it did not start, or before sandboxes)

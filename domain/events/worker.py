@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..values import MAX_SAFE_INT
+from ..sandbox import SandboxRecord
 from .base import AbsolutePath, Code, Event, Generation, Id, Position, Sha256, Tail, Text
 
 __all__ = [
@@ -73,6 +74,7 @@ class WorkerLaunchRequested(Event):
     log_path: AbsolutePath
     port: Annotated[int, Field(ge=1, le=65535)] | None
     lease_token: Position
+    sandbox: SandboxRecord | None = None  # what the agent may touch (None: recorded before docket had a sandbox)
 
 
 class WorkerLaunched(Event):

@@ -45,9 +45,20 @@ append greet.py: print("HELLO")
 DELIVERED = {"greet.py": 'print("hello")\nprint("HELLO")\n', "name.py": 'NAME = "docket"\n'}
 
 
+def _sandbox_off_without_landlock() -> str:
+    """Where the kernel has no Landlock, docket refuses to launch unless told sandbox = "off": these worlds test
+    everything but the sandbox (tests/attacks/ tests it, and says when it cannot)."""
+    from docket.adapters.world.landlock import abi_version
+
+    return "" if abi_version() >= 1 else 'sandbox = "off"\n'
+
+
+_SANDBOX_OFF_WITHOUT_LANDLOCK = _sandbox_off_without_landlock()
+
+
 def config(*, idle_timeout: str = "30s", extra: str = "", agent_extra: str = "") -> str:
     return f'''\
-agent = "scripted"
+{_SANDBOX_OFF_WITHOUT_LANDLOCK}agent = "scripted"
 
 [agents.scripted]
 command = ["{sys.executable}", "{AGENT}", "--prompt-file", "{{prompt_file}}"]

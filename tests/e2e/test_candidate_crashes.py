@@ -370,7 +370,8 @@ def test_docket_killed_while_its_check_runs_then_replay_leaves_it_and_reconcile_
     and removes its execution."""
     marker = tmp_path / "check-started"
     with (repo / "docket.toml").open("a") as config:
-        config.write(f'\n[checks.long]\ncommand = ["sh", "-c", "echo $$ > {marker}; exec sleep 60"]\n')
+        config.write(f'\n[checks.long]\ncommand = ["sh", "-c", "echo $$ > {marker}; exec sleep 60"]\n'
+                     f'write = ["{tmp_path}"]\n')  # its sandbox lets it write the marker
     binding = pinned_by_the_agent(world)["binding_id"]
     proc = background(docket, "check", "run", binding, "--check", "long")
     wait_for(lambda: marker.exists() and marker.read_text().strip(), "the check to start")

@@ -55,7 +55,7 @@ def test_parallel_n_runs_at_most_n_agents_at_once_and_does_run_n(tmp_path: Path)
     script = tmp_path / "counted_agent.py"
     script.write_text(COUNTED_AGENT)
     agent = (f'\n[agents.counted]\ncommand = {json.dumps([sys.executable, str(script), str(shared), "2", "5", "2"])}\n'
-             'prompt = "stdin"\nidle_timeout = "5m"\n')
+             f'prompt = "stdin"\nidle_timeout = "5m"\nwrite = ["{shared}"]\n')  # its sandbox lets it count there
     world = make_go_world(tmp_path, target="trunk", tasks=TASKS, extra_config=agent)
 
     done = world.go("r1", "--target", "trunk", "--agent", "counted", "--parallel", "2")

@@ -130,8 +130,8 @@ def test_hooks_fire_once_per_event_and_a_failing_hook_does_not_stop_the_run(tmp_
     log = tmp_path / "hooks.log"
     hooks = f'''
 [hooks]
-task-finished = ["sh", "-c", "cat >> {log}; echo >> {log}"]
-run-finished = ["sh", "-c", "echo run-finished \\"$DOCKET_EVENT\\" >> {log}"]
+task-finished = {{ command = ["sh", "-c", "cat >> {log}; echo >> {log}"], write = ["{tmp_path}"] }}
+run-finished = {{ command = ["sh", "-c", "echo run-finished \\"$DOCKET_EVENT\\" >> {log}"], write = ["{tmp_path}"] }}
 check-failed = ["sh", "-c", "exit 3"]
 '''
     world = make_go_world(tmp_path, target="trunk", extra_config=hooks)

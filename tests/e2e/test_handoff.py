@@ -93,13 +93,13 @@ def test_a_fenced_generation_cannot_offer_its_candidate(world):
 
 def test_a_worker_still_running_keeps_its_handoff_unconfirmed(world):
     docket = world
-    started = docket.cwd.parent / "started"
+    workers = docket.cwd / ".git" / "docket" / "workers"  # the marker goes to its TMPDIR: its sandbox allows it
     proc = subprocess.Popen([sys.executable, "-m", "docket", "worker", "launch", RUN, "--task", TASK, "--", "sh",
-                             "-c", f"echo x > x.txt; touch {started}; sleep 30"], cwd=docket.cwd, env=docket.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             "-c", 'echo x > x.txt; touch "$TMPDIR/started"; sleep 30'], cwd=docket.cwd,
+                            env=docket.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
-        while not started.exists():
+        while not list(workers.glob("*/*/tmp/started")):
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.05)
         key = docket("candidate", "pin", RUN, "--task", TASK, "--json").json()["binding_id"]

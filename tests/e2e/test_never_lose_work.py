@@ -140,9 +140,9 @@ def test_gc_removes_delivered_and_unchanged_worktrees_of_closed_runs_and_says_wh
 
 def test_a_worktree_is_not_removed_while_its_worker_runs(world):
     docket = world
-    started = docket.cwd.parent / "started"
+    started = worktree(docket) / ".started"  # in its worktree: its sandbox lets it write nowhere else
     proc = subprocess.Popen([sys.executable, "-m", "docket", "worker", "launch", RUN, "--task", TASK, "--", "sh",
-                             "-c", f"touch {started}; sleep 30"], cwd=docket.cwd, env=docket.env,
+                             "-c", "touch .started; sleep 30"], cwd=docket.cwd, env=docket.env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60

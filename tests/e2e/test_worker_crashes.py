@@ -214,6 +214,9 @@ def world(docket, repo, tmp_path):  # noqa: ANN001, ANN201
     """An initialised repository with run r1 and task t1; every process started for its ledger is killed after."""
     started: list[subprocess.Popen] = []
     docket("init")
+    # the marker agent records every run in a file outside its worktree, which a sandbox forbids: crash recovery,
+    # not the sandbox, is what these tests are about (tests/attacks/ has the sandbox's)
+    (repo / "docket.toml").write_text('sandbox = "off"\n')
     docket("run", "open", "--target", "main", "--goal", "g", "--id", RUN)
     docket("task", "plan", RUN, "--title", "t", "--id", TASK)
 

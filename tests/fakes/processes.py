@@ -139,6 +139,18 @@ class FakeProcesses:
             self.forced.pop(identity, None)
         return self.group_liveness(identity)
 
+    def stop_tree(self, identity: ProcessIdentity, *, grace: float = 2.0) -> Liveness:
+        state = self.group_liveness(identity)
+        return self.terminate_group(identity, grace=grace) if state == "alive" else state
+
+    def find_orphans_in(self, folders: list[Path]) -> list[ProcessIdentity]:
+        return []
+
+    def kill(self, identity: ProcessIdentity, *, wait: float = 10.0) -> Liveness:
+        if self.liveness(identity) == "alive":
+            self.exit(identity, -signal.SIGKILL)
+        return self.liveness(identity)
+
     def find_marked(self, name: str, value: str) -> list[tuple[ProcessIdentity, dict[str, str]]]:
         return [(identity, {k: v for k, v in self.environ[identity].items() if k.startswith("DOCKET_")})
                 for identity in self.running.values()

@@ -1,0 +1,225 @@
+"""Landlock, by direct system calls: a SandboxPolicy made into a ruleset here, enforced in the child before exec.
+
+Why not the ``landlock`` package on PyPI: its latest release (1.0.0.dev5) is a
+development pre-release that handles file-system rights only (up to ABI 5): no
+TCP port rules (ABI 4), no scoping of signals and abstract unix sockets (ABI 6),
+and its ``Ruleset.apply()`` restricts the calling process, while docket must
+build the ruleset in the parent and restrict only the child between fork and
+exec. The three system calls and their structs fit in this module.
+
+How a launch is confined:
+
+1. In docket (the parent): ``Ruleset(policy)`` creates a ruleset handling every
+   right the running kernel knows (its ABI, 1 to 7: rights a kernel lacks are
+   dropped, and ``effective`` says what the policy then means), opens each root
+   ``O_PATH`` and adds a rule for it (a root that does not exist is left out).
+2. In the child, after fork and before exec (Popen's ``preexec_fn``, which runs
+   before the descriptors are closed, so the ruleset's is still open):
+   ``prctl(PR_SET_NO_NEW_PRIVS)``, ``landlock_restrict_self`` and
+   ``prctl(PR_SET_CHILD_SUBREAPER)``, nothing else: docket has threads, so the
+   child does no allocation Python can avoid (the ctypes functions and their
+   arguments are bound in the parent).
+
+What the kernel then refuses the process and everything it starts: opening,
+creating, renaming or removing anything outside the roots (read roots: read and
+execute; write roots: everything), TCP connect and bind except to the allowed
+ports (ABI 4), signalling a process outside the sandbox or reaching its
+abstract unix sockets (ABI 6), and ptrace of, or reading ``/proc/<pid>/environ``
+or ``mem`` of, any process outside it (every ABI). Landlock does not cover UDP.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import sys
+from collections.abc import Callable
+
+from ...domain.sandbox import SandboxPolicy
+
+__all__ = ["Ruleset", "SandboxUnavailable", "abi_version"]
+
+_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same number on every architecture
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH, _RULE_NET_PORT = 1, 2
+_PR_SET_NO_NEW_PRIVS, _PR_SET_CHILD_SUBREAPER = 38, 36
+
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
+MAKE_REG, MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
+REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+_FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1, 5: (1 << 16) - 1}
+_FILE_ONLY = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # the rights a rule on a file may carry
+NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
+
+_READ = EXECUTE | READ_FILE | READ_DIR
+_DEVICE = READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV  # /dev/null and its kind: read, write, no execute
+# Global /proc files tools read (CPU count, memory, load): never /proc itself, which holds every process's environ.
+PROC_FILES = tuple(f"/proc/{name}" for name in ("cpuinfo", "meminfo", "stat", "loadavg", "uptime", "version",
+                                                  "filesystems", "sys", "mounts", "cgroups", "pressure"))
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+
+
+class SandboxUnavailable(OSError):
+    """This kernel (or system) cannot enforce a sandbox."""
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class _NetPortAttr(ctypes.Structure):
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+
+_libc: ctypes.CDLL | None = None
+_abi: int | None = None
+
+
+def _c() -> ctypes.CDLL:
+    global _libc
+    if _libc is None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        libc.prctl.restype = ctypes.c_int
+        libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+        _libc = libc
+    return _libc
+
+
+def abi_version() -> int:
+    """The Landlock ABI this kernel offers: 0 when it has none (not Linux, too old, or Landlock switched off)."""
+    global _abi
+    if _abi is None:
+        if not sys.platform.startswith("linux"):
+            _abi = 0
+        else:
+            version = _c().syscall(ctypes.c_long(_CREATE_RULESET), None, ctypes.c_size_t(0),
+                                   ctypes.c_uint32(_CREATE_RULESET_VERSION))
+            _abi = max(0, int(version))
+    return _abi
+
+
+def _fs_rights(abi: int) -> int:
+    return _FS_BY_ABI.get(abi, _FS_BY_ABI[5])
+
+
+def effective(policy: SandboxPolicy, abi: int) -> SandboxPolicy:
+    """What the policy means on a kernel of this ABI: a network restriction needs ABI 4, else it is "any"."""
+    if policy.enforced and abi < 4 and policy.network != "any":
+        return policy.model_copy(update={"network": "any"})
+    return policy
+
+
+class Ruleset:
+    """A policy's Landlock ruleset, open in this process; ``confine`` is the preexec function that enforces it."""
+
+    def __init__(self, policy: SandboxPolicy):
+        abi = abi_version()
+        if abi < 1:
+            raise SandboxUnavailable(errno.ENOSYS, "this kernel offers no Landlock (Linux 5.13 or later, with "
+                                                   "landlock in its lsm= list)")
+        self.policy = effective(policy, abi)
+        fs = _fs_rights(abi)
+        net = NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 and self.policy.network != "any" else 0
+        scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
+        attr = _RulesetAttr(fs, net, scoped)
+        size = 8 if abi < 4 else 16 if abi < 6 else 24
+        libc = _c()
+        fd = libc.syscall(ctypes.c_long(_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(size),
+                          ctypes.c_uint32(0))
+        if fd < 0:
+            raise SandboxUnavailable(ctypes.get_errno(), f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
+        self.fd: int | None = int(fd)
+        try:
+            for root in self.policy.write:
+                self._add_path(root, fs)
+            for root in self.policy.read:
+                self._add_path(root, _READ & fs)
+            for device in DEVICES:
+                self._add_path(device, _DEVICE & fs)
+            for entry in PROC_FILES:
+                self._add_path(entry, _READ & fs)
+            if net and isinstance(self.policy.network, tuple):
+                for port in self.policy.network:
+                    self._add_rule(_RULE_NET_PORT, _NetPortAttr(NET_CONNECT_TCP, port))
+        except BaseException:
+            self.close()
+            raise
+        self.confine = _confiner(self.fd, fs)
+
+    def _add_path(self, path: str, access: int) -> None:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return  # nothing there to allow; a root made later is not reachable, which is the safe way round
+        try:
+            if not os.path.isdir(f"/proc/self/fd/{fd}"):
+                access &= _FILE_ONLY
+            self._add_rule(_RULE_PATH_BENEATH, _PathBeneathAttr(access, fd))
+        finally:
+            os.close(fd)
+
+    def _add_rule(self, rule_type: int, attr: ctypes.Structure) -> None:
+        done = _c().syscall(ctypes.c_long(_ADD_RULE), ctypes.c_int(self.fd), ctypes.c_int(rule_type),
+                            ctypes.byref(attr), ctypes.c_uint32(0))
+        if done != 0:
+            number = ctypes.get_errno()
+            raise SandboxUnavailable(number, f"landlock_add_rule: {os.strerror(number)}")
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self) -> Ruleset:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def subreaper_only() -> None:
+    """preexec for an unsandboxed launch: still the subreaper of everything it starts."""
+    _c().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _confiner(ruleset_fd: int, fs: int) -> Callable[[], None]:
+    """The preexec function: its own /proc/<pid> readable, no new privileges, restrict, subreaper.
+
+    Every object it uses is made here, first. /proc as a whole is not a read
+    root: on this kernel family a sandboxed process may open another's
+    /proc/<pid>/environ (Landlock's ptrace check does not cover it), so only
+    global /proc files are allowed (PROC_FILES) and, added here in the child,
+    the launched process's own /proc/<pid> (the agent itself: the gate shell
+    execs it at the same pid), which tools read as /proc/self.
+    """
+    libc = _c()
+    prctl, syscall, open_, close = libc.prctl, libc.syscall, libc.open, libc.close
+    no_new_privs, subreaper = _PR_SET_NO_NEW_PRIVS, _PR_SET_CHILD_SUBREAPER
+    restrict, add_rule, fd, flags = (ctypes.c_long(_RESTRICT_SELF), ctypes.c_long(_ADD_RULE),
+                                     ctypes.c_int(ruleset_fd), ctypes.c_uint32(0))
+    proc_self, o_path = ctypes.c_char_p(b"/proc/self"), ctypes.c_int(os.O_PATH | os.O_CLOEXEC)
+    path_beneath = ctypes.c_int(_RULE_PATH_BENEATH)
+    own = _PathBeneathAttr(_READ & fs, -1)
+    own_ref = ctypes.byref(own)
+
+    def confine() -> None:
+        own.parent_fd = open_(proc_self, o_path)
+        if own.parent_fd >= 0:
+            syscall(add_rule, fd, path_beneath, own_ref, flags)
+            close(own.parent_fd)
+        if prctl(no_new_privs, 1, 0, 0, 0) != 0 or syscall(restrict, fd, flags) != 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
+        prctl(subreaper, 1, 0, 0, 0)
+
+    return confine
+

@@ -1,0 +1,63 @@
+"""The sandbox policy (domain/sandbox.py), its configuration, and what an older kernel makes of it."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from docket.adapters.world import landlock
+from docket.adapters.world.sandbox_roots import require_sandbox
+from docket.domain.codes import Code
+from docket.domain.config import Config
+from docket.domain.errors import Refused
+from docket.domain.sandbox import Confinement, SandboxPolicy, network_setting, unsandboxed
+
+
+def test_a_policy_sorts_its_roots_keeps_a_written_root_out_of_the_read_ones_and_has_a_stable_digest():
+    one = SandboxPolicy.of(write=["/w", "/t", "/w"], read=["/usr", "/w", "/etc"], network=(443,))
+    two = SandboxPolicy.of(write=["/t", "/w"], read=["/etc", "/usr"], network=(443,))
+    assert one == two and one.sha256() == two.sha256()
+    assert (one.write, one.read) == (("/t", "/w"), ("/etc", "/usr"))
+    assert one.sha256() != SandboxPolicy.of(write=["/t", "/w"], read=["/etc", "/usr"], network="any").sha256()
+    record = one.record()
+    assert (record.enforced, record.write_roots, record.network, record.policy_sha256) == (
+        True, ["/t", "/w"], [443], one.sha256())
+    assert unsandboxed().record().enforced is False
+
+
+def test_network_is_any_none_or_ports_and_a_host_is_refused_with_the_reason():
+    assert network_setting("none") == "none"
+    assert network_setting([443, 80, 443]) == (80, 443)
+    with pytest.raises(ValueError, match="knows ports, not hosts"):
+        network_setting(["api.anthropic.com:443"])
+    for bad in ([0], [70000], [True], "some"):
+        with pytest.raises(ValueError):
+            network_setting(bad)
+
+
+def test_the_configuration_defaults_agents_to_any_checks_to_none_and_the_sandbox_on():
+    config = Config.model_validate({"agents": {"a": {"command": ["a", "{prompt}"], "read": ["~/.claude"]}},
+                                    "checks": {"t": {"command": ["true"]}}})
+    assert config.sandbox == "landlock"
+    assert config.confinement(config.agents["a"]) == Confinement("landlock", ("~/.claude",), (), "any")
+    assert config.confinement(config.checks["t"]).network == "none"
+    off = Config.model_validate({"sandbox": "off"})
+    assert off.sandbox == "off"
+    for bad in ({"sandbox": "none"}, {"agents": {"a": {"command": ["a", "{prompt}"], "read": ["relative/path"]}}},
+                {"agents": {"a": {"command": ["a", "{prompt}"], "write": ["/x/../etc"]}}}):
+        with pytest.raises(ValidationError):
+            Config.model_validate(bad)
+
+
+def test_an_older_kernel_drops_what_it_lacks_and_the_policy_then_says_what_it_means():
+    policy = SandboxPolicy.of(write=["/w"], read=[], network="none")
+    assert landlock.effective(policy, 3).network == "any"  # no TCP rules before ABI 4: recorded as it is
+    assert landlock.effective(policy, 4) == policy
+
+
+def test_without_landlock_a_sandboxed_launch_is_refused_unless_the_configuration_says_off(monkeypatch):
+    monkeypatch.setattr(landlock, "_abi", 0)  # a kernel without Landlock (or macOS)
+    with pytest.raises(Refused) as refused:
+        require_sandbox(Confinement())
+    assert refused.value.code == Code.SANDBOX_UNAVAILABLE and 'sandbox = "off"' in refused.value.message
+    require_sandbox(Confinement(mode="off"))
