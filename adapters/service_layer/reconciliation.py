@@ -97,8 +97,7 @@ def reconcile_workers(ledger: Ledger, clock: Clock, effector: Any, running: Sequ
             after = processes.terminate_group(identity, grace=2.0)
             finding = applied(finding, "stopped" if after == "dead" else f"stop unknown ({after})")
         findings.append(finding)
-    docket_dir = ledger_path.parent
-    for identity in processes.find_orphans_in([docket_dir / folder for folder in LAUNCH_FOLDERS]):
+    for identity in processes.find_orphans_in(_launch_places(ledger_path)):
         finding = Finding("orphan", None, None, identity.pid, "a process left in a workspace, execution or worker "
                           "folder by a launch whose docket is gone (no DOCKET_* mark needed)")
         if apply:
@@ -106,6 +105,19 @@ def reconcile_workers(ledger: Ledger, clock: Clock, effector: Any, running: Sequ
             finding = applied(finding, "killed" if after == "dead" else f"kill unknown ({after})")
         findings.append(finding)
     return findings
+
+
+def _launch_places(ledger_path: Path) -> list[Path]:
+    """Where launches run: docket's own folders beside the ledger, and the repository's workspaces and executions
+    in the data folder (a [workspace] root elsewhere is not looked at: its launches' orphans are found by their
+    DOCKET_* marks only)."""
+    from ..world.paths import executions_root, workspaces_root
+
+    docket_dir = ledger_path.parent
+    places = [docket_dir / folder for folder in LAUNCH_FOLDERS]
+    if docket_dir.name == "docket":  # the default place, <git common dir>/docket: the repository is known
+        places += [workspaces_root(docket_dir.parent), executions_root(docket_dir.parent)]
+    return places
 
 
 def applied(finding: Finding, what: str) -> Finding:

@@ -77,17 +77,44 @@ class _DocketImportGuard:
             if spec is not None:
                 self.check(name, spec)
                 return spec
+        if path is None:  # found nowhere: a sandbox that hides the checkout makes its import fail, but not silently
+            for place in self.hidden(name):
+                if os.path.lexists(place):
+                    self.refuse(name, place)
         return None
+
+    def hidden(self, name):
+        """Where a top-level module would come from if the checkout could be read: sys.path entries in it (an
+        editable install's .pth), and the MAPPING of a setuptools editable finder."""
+        top = name.partition(".")[0]
+        for entry in sys.path:
+            if entry and self.denied_root(os.path.realpath(entry)) is not None:
+                yield os.path.join(entry, top, "__init__.py")
+                yield os.path.join(entry, top)
+                yield os.path.join(entry, top + ".py")
+        for finder in sys.meta_path:
+            mapping = getattr(sys.modules.get(getattr(finder, "__module__", "") or ""), "MAPPING", None)
+            if isinstance(mapping, dict) and isinstance(mapping.get(top), str):
+                yield mapping[top]
+
+    def denied_root(self, real):
+        root = next((r for r in self.denied if _inside(real, r)), None)
+        if root is None or any(_inside(real, a) for a in self.allowed):
+            return None
+        return root
 
     def check(self, name, spec):
         places = list(spec.submodule_search_locations or ())
         if spec.origin and spec.has_location:
             places.insert(0, spec.origin)
         for place in places:
-            real = os.path.realpath(place)
-            root = next((r for r in self.denied if _inside(real, r)), None)
-            if root is None or any(_inside(real, a) for a in self.allowed):
-                continue
+            self.refuse(name, place)
+
+    def refuse(self, name, place):
+        """ImportError (and a line on the check's first stderr) when place lies in the checkout, not allowed."""
+        real = os.path.realpath(place)
+        root = self.denied_root(real)
+        if root is not None:
             message = (f"module {name} resolves to {real}, inside the user's checkout {root}, not the check's "
                        f"execution: the check would test the checkout's files, not the candidate's")
             if self.report is not None:

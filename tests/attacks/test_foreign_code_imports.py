@@ -30,6 +30,7 @@ def _world(tmp_path: Path, env: str) -> GoWorld:
 [checks.tests]
 command = ["{repo_venv / "bin" / "python"}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]
 timeout = "2m"
+read = ["{sysconfig.get_path("purelib")}"]  # pytest, which the venv borrows from the interpreter running the tests
 {env}
 '''
     world = make_go_world(tmp_path, tasks=TASKS)
