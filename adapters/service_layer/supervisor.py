@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from ...domain import lease as lease_aggregate
@@ -153,6 +154,7 @@ async def _supervise_one(ledger: Ledger, clock: Clock, effector: Any, access: _L
         await stopping.wait()
     # it ended: what it left in its group, and every daemon it detached, is stopped before it is judged
     await anyio.to_thread.run_sync(lambda: processes.stop_tree(w.process))
+    await anyio.to_thread.run_sync(lambda: _stop_adopted_by_init(processes, w))
     faults.crash_point("supervise:before-exit")
     signal = -code if code < 0 else None
     exit_code = code if code >= 0 else None
@@ -197,6 +199,14 @@ def _stop(ledger: Ledger, clock: Clock, effector: Any, w: Launched, reason: str)
         return  # already exited
     if intent_id is not None:
         effector.run_pending(only={intent_id}, after=0)
+
+
+def _stop_adopted_by_init(processes: Any, w: Launched) -> None:
+    """A generation launched by a docket that died (supervised here after a resume) is not this process's
+    descendant: what it detached went to init when it ended, where stop_tree cannot see it. Whatever init adopted
+    that works in its workspace or its worker folder is killed before the generation is judged."""
+    for identity in processes.find_orphans_in([Path(w.worktree), Path(w.log_path).parent]):
+        processes.kill(identity)
 
 
 def _renew(ledger: Ledger, clock: Clock, w: Launched) -> None:

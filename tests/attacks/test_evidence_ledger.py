@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from tests.e2e.go_world import make_go_world
+from tests.e2e.go_world import make_go_world, unsandboxed
 
 TASKS = '[[tasks]]\nid = "t"\ntitle = "honest work"\nprompt = "write honest.txt"\n'
 
@@ -66,7 +66,7 @@ command = ["{sys.executable}", "{agent}", "{{prompt_file}}", {args}]
 prompt = "file"
 '''
     config = config.replace("[checks.compiles]", "[checks.compiles]\nrequired = false", 1)
-    (world.repo / "docket.toml").write_text(config)
+    (world.repo / "docket.toml").write_text(unsandboxed(config))
     git(world.repo, "commit", "-qam", "the tampering agent")
     return world
 

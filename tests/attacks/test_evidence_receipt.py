@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git, make_repo
-from tests.e2e.go_world import make_go_world
+from tests.e2e.go_world import make_go_world, unsandboxed
 
 TASKS = '[[tasks]]\nid = "t"\ntitle = "honest work"\nprompt = "write honest.py: X = 1"\n'
 
@@ -100,7 +100,7 @@ def test_an_agent_that_moves_the_target_is_named_in_the_receipt(tmp_path: Path):
     config = (world.repo / "docket.toml").read_text().replace('agent = "scripted"', 'agent = "mover"', 1)
     config += f'\n[agents.mover]\ncommand = ["{sys.executable}", "{agent}", "{{prompt_file}}", "{world.repo}"]\n' \
               'prompt = "file"\n'
-    (world.repo / "docket.toml").write_text(config)
+    (world.repo / "docket.toml").write_text(unsandboxed(config))
     git(world.repo, "commit", "-qam", "the moving agent")
     keys = _keys(world, tmp_path)
     done = world.go("r1", "--target", "main", "--key", f"{keys}.key")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import git
-from tests.e2e.go_world import GoWorld, make_go_world, wait_until
+from tests.e2e.go_world import GoWorld, make_go_world, unsandboxed, wait_until
 
 # the hostile agent: honest work in its own workspace (a file named after its task), then, when its prompt says
 # "attack", the backdoor onto the main checkout's branch; "attack after docket": only once docket has moved the
@@ -48,7 +48,7 @@ def _world(tmp_path: Path, tasks: str) -> GoWorld:
     agent.write_text(AGENT)
     world = make_go_world(tmp_path, tasks=tasks)
     config = (world.repo / "docket.toml").read_text().replace('agent = "scripted"', 'agent = "mallory"', 1)
-    (world.repo / "docket.toml").write_text(config + f'''
+    (world.repo / "docket.toml").write_text(unsandboxed(config) + f'''
 [agents.mallory]
 command = ["{sys.executable}", "{agent}", "{world.repo}"]
 prompt = "stdin"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from docket.adapters.world.workspaces import agent_roots
 from tests.conftest import git
-from tests.e2e.go_world import AGENT, make_go_world
+from tests.e2e.go_world import AGENT, make_go_world, unsandboxed
 
 TASKS = '''\
 [[tasks]]
@@ -67,8 +67,8 @@ command = ["{sys.executable}", "{intruder}", "{log}", "{{prompt_file}}", "{AGENT
 prompt = "file"
 '''
     world = make_go_world(tmp_path, tasks=TASKS, extra_config=agent)
-    (world.repo / "docket.toml").write_text((world.repo / "docket.toml").read_text()
-                                            .replace('agent = "scripted"', 'agent = "intruder"'))
+    (world.repo / "docket.toml").write_text(unsandboxed((world.repo / "docket.toml").read_text()
+                                            .replace('agent = "scripted"', 'agent = "intruder"')))
     git(world.repo, "commit", "-qam", "the intruding agent")
 
     done = world.go("r1", "--parallel", "2")

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import git
-from tests.e2e.go_world import AGENT, make_go_world
+from tests.e2e.go_world import AGENT, make_go_world, unsandboxed
 
 TASKS = '''\
 [[tasks]]
@@ -84,8 +84,8 @@ command = ["{sys.executable}", "{hostile}", "{marker}", "{{prompt_file}}", "{AGE
 prompt = "file"
 '''
     world = make_go_world(tmp_path, tasks=TASKS, extra_config=agent)
-    (world.repo / "docket.toml").write_text((world.repo / "docket.toml").read_text()
-                                            .replace('agent = "scripted"', 'agent = "hostile"'))
+    (world.repo / "docket.toml").write_text(unsandboxed((world.repo / "docket.toml").read_text()
+                                            .replace('agent = "scripted"', 'agent = "hostile"')))
     git(world.repo, "commit", "-qam", "the hostile agent")
     before = user_git_state(world.repo)
 

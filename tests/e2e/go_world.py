@@ -56,6 +56,12 @@ def _sandbox_off_without_landlock() -> str:
 _SANDBOX_OFF_WITHOUT_LANDLOCK = _sandbox_off_without_landlock()
 
 
+def unsandboxed(text: str) -> str:
+    """A docket.toml with sandbox = "off" (once): for attacks on what docket does when no sandbox stands in the way."""
+    return 'sandbox = "off"\n' + "".join(line for line in text.splitlines(keepends=True)
+                                        if line.strip() != 'sandbox = "off"')
+
+
 def config(*, idle_timeout: str = "30s", extra: str = "", agent_extra: str = "") -> str:
     return f'''\
 {_SANDBOX_OFF_WITHOUT_LANDLOCK}agent = "scripted"
