@@ -185,7 +185,23 @@ def _claims(receipt: dict[str, Any], workers: list[dict[str, Any]]) -> list[str]
     elif moved is not None:
         lines.append("the target moved only by docket's own merges")
     for w in workers:
-        sandbox = w["sandbox"]
-        said = "the receipt does not say" if sandbox is None else shown(json.dumps(sandbox, sort_keys=True))
-        lines.append(f"worker {shown(w['worker_id'])} generation {w['generation']} could touch: {said}")
+        lines.append(f"worker {shown(w['worker_id'])} generation {w['generation']} could touch: "
+                     f"{_could_touch(w['sandbox'])}")
     return lines
+
+
+def _could_touch(sandbox: dict[str, Any] | None) -> str:
+    """One worker's sandbox as the receipt records it, in words."""
+    import json
+
+    from .output import shown
+
+    if sandbox is None:
+        return "the receipt does not say"
+    if not isinstance(sandbox, dict) or not sandbox.get("enforced", False):
+        return "everything its user may (unsandboxed)" if isinstance(sandbox, dict) else shown(json.dumps(sandbox))
+    network = sandbox.get("network")
+    net = network if isinstance(network, str) else "TCP ports " + ", ".join(str(p) for p in network or [])
+    return (f"write {', '.join(shown(str(r)) for r in sandbox.get('write_roots', [])) or 'nothing'}; read "
+            f"{len(sandbox.get('read_roots', []))} root(s) more; network {net}; policy sha256 "
+            f"{shown(str(sandbox.get('policy_sha256', '')))[:16]}")

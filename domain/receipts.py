@@ -234,7 +234,10 @@ class _Contradictions:
                 found = self._find("WorkerLaunched", f"{where}'s generation {generation['generation']}", **match)
                 if {k: found.payload["process"].get(k) for k in generation["launched"]} != generation["launched"]:
                     self._fail(f"{where}'s generation {generation['generation']} was not launched as the receipt says")
-                if "sandbox" in generation and not _same(found.payload.get("sandbox", _ABSENT), generation["sandbox"]):
+            if "sandbox" in generation:
+                requested = self._find("WorkerLaunchRequested", f"{where}'s generation {generation['generation']}",
+                                       **match)
+                if not _same(requested.payload.get("sandbox", _ABSENT), generation["sandbox"]):
                     self._fail(f"{where}'s generation {generation['generation']} was not sandboxed as the receipt "
                                "says")
             if generation.get("exited") is not None:

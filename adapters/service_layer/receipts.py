@@ -259,8 +259,12 @@ class _Builder:
         for generation in numbers:
             launched = self.last(stream, ev.WorkerLaunched, generation=generation)
             exited = self.last(stream, ev.WorkerExited, generation=generation)
-            # what the worker could touch, as WorkerLaunched records it (its sandbox policy), when it does
-            sandbox = {"sandbox": launched.sandbox} if getattr(launched, "sandbox", None) is not None else {}
+            # what the worker could touch: the sandbox its launch intent recorded (none before docket had one)
+            requested = self.last(stream, ev.WorkerLaunchRequested, generation=generation, cite=False)
+            sandbox = {}
+            if isinstance(requested, ev.WorkerLaunchRequested) and requested.sandbox is not None:
+                self.last(stream, ev.WorkerLaunchRequested, generation=generation)  # cited
+                sandbox = {"sandbox": requested.sandbox}
             made.append({
                 "worker_id": worker_id, "generation": generation,
                 "launched": None if not isinstance(launched, ev.WorkerLaunched) else {

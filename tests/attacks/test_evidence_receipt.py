@@ -49,12 +49,18 @@ def test_the_receipt_names_its_repository_and_an_auditor_can_ask_for_it(delivere
     assert doc["format"] == 2
     assert doc["repository"] == {"id": repository_id, "roots": [root]}
     assert doc["moved_by_others"] == {"moved": False, "commits": [], "base_reached": True}
-    # what each worker could touch: the place for its sandbox, which this receipt's WorkerLaunched do not record
-    assert doc["workers"] == [{"task_id": "r1.t", "worker_id": "r1.t", "generation": 1, "sandbox": None}]
+    # what each worker could touch: the sandbox its launch recorded, cited
+    (worker,) = doc["workers"]
+    assert (worker["task_id"], worker["worker_id"], worker["generation"]) == ("r1.t", "r1.t", 1)
+    sandbox = worker["sandbox"]
+    assert sandbox["enforced"] is True and len(sandbox["policy_sha256"]) == 64
+    assert any(Path(root).name == "r1.t" for root in sandbox["write_roots"])  # its own workspace
+    assert not any(str(world.repo) == root or str(world.repo / ".git") == root for root in sandbox["write_roots"])
     text = _verify(world, bundle, keys).stdout
     assert f"repository: {repository_id}, root commit(s) {root}" in text
     assert "the target moved only by docket's own merges" in text
-    assert "worker r1.t generation 1 could touch: the receipt does not say" in text
+    assert "worker r1.t generation 1 could touch: write " in text
+    assert f"policy sha256 {sandbox['policy_sha256'][:16]}" in text
     final = git(world.repo, "rev-parse", "main")
     assert doc["subject"] == {"name": "refs/heads/main", "digest": {"gitCommit": final}}
     # the same repository by its id, by its path, and by a clone of it (which has no docket id of its own)

@@ -246,3 +246,20 @@ def test_any_one_byte_changed_anywhere_in_the_file_fails(exported, tmp_path):
         with pytest.raises(DocketError):
             verify_bundle(read_bundle(path), verifier)
         path.unlink()
+
+
+def test_a_workers_sandbox_claimed_wider_or_narrower_than_recorded_contradicts_its_launch(exported, tmp_path, capsys):
+    generations = [g for task in statement(exported["lines"][0])["predicate"]["receipt"]["tasks"]
+                   for g in task["generations"]]
+    assert generations and all(g["sandbox"]["enforced"] for g in generations)  # recorded by each launch, cited
+
+    def claim(key: str, value: object):  # noqa: ANN202
+        def change(statement_value: dict) -> None:
+            receipt = statement_value["predicate"]["receipt"]
+            receipt["tasks"][0]["generations"][0]["sandbox"][key] = value
+            statement_value["predicate"]["receipt_sha256"] = receipt_sha256(receipt)
+        return change
+
+    for key, value in (("write_roots", []), ("network", "none"), ("enforced", False), ("policy_sha256", "0" * 64)):
+        failed(verify(exported, with_receipt(exported, claim(key, value)), tmp_path, capsys),
+               "receipt-contradicts-event", "was not sandboxed as the receipt says")
