@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,19 @@ for _inherited in ("COLUMNS", "LINES"):
     os.environ.pop(_inherited, None)
 
 T0 = "2026-01-01T00:00:00.000Z"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The data folder of what runs before a test's own (module and session fixtures): never the user's."""
+    folder = tmp_path_factory.mktemp("session-data")
+    before = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(folder)
+    yield folder / "docket"
+    if before is None:
+        os.environ.pop("XDG_DATA_HOME", None)
+    else:
+        os.environ["XDG_DATA_HOME"] = before
 
 
 @pytest.fixture(autouse=True)
