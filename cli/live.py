@@ -178,7 +178,7 @@ def attention_lines(board: Board) -> list[str]:
 
 def _cells(board: Board) -> list[list[str]]:
     """Each task's cells, escaped: task, state, generation, elapsed, checks, candidate, note, last output line."""
-    return [[shown(t.task_id), t.state, "-" if t.generation is None else str(t.generation), _duration(t.elapsed_ms),
+    return [[shown(t.task_id), t.state + (" [unsandboxed]" if t.unsandboxed else ""), "-" if t.generation is None else str(t.generation), _duration(t.elapsed_ms),
              shown(t.checks or "-"), t.candidate or "-", shown(t.note or ""), shown(t.last_line or "")]
             for t in board.tasks]
 

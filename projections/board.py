@@ -63,6 +63,7 @@ class TaskLine:
     depends_on: tuple[str, ...]
     step: str | None  # its step in the merge queue, if it has one
     note: str | None = None  # why the state is what it is (a step's conflicting paths, why the target was not moved)
+    unsandboxed: bool = False  # its worker's current generation ran without a sandbox (sandbox = "off")
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,8 @@ def run_board(conn: ViewsConnection, run_id: str, now: str, *,
             cycles=t["cycles"] if t["cycles"] is not None else t["failed_cycles"], candidate=binding[:12] if binding
             else None, checks=_checks_summary(candidate_checks), depends_on=depends.get(task_id, ()),
             step=step["status"] if step else None,
-            note=step_note(step, integration, overlaps, delivered) if step else None))
+            note=step_note(step, integration, overlaps, delivered) if step else None,
+            unsandboxed=bool(worker) and worker.get("sandbox") == "off"))
     return Board(run_id=run_id, goal=run["goal"], status=run["status"], closed=closed,
                  target_branch=run["target_branch"], budget_ms=run["budget_ms"], used_ms=run["used_ms"],
                  remaining_ms=run["remaining_ms"], integration=integration_summary(integration),
