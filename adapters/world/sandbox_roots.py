@@ -57,7 +57,10 @@ def expand_home(path: str, home: Path) -> Path:
 
 
 def _install_root(real: Path, home: Path | None) -> Path:
-    """The install a resolved folder of programs belongs to."""
+    """The install a resolved folder of programs belongs to: a package's node_modules/.bin is its whole install (its
+    programs spawn binaries vendored in sibling packages)."""
+    if real.name == ".bin" and real.parent.name == "node_modules":
+        return real.parent.parent
     if home is not None and real.is_relative_to(home) and real != home:
         first = real.relative_to(home).parts[0]
         if first.startswith(".") and first not in _MIXED_HOME_FOLDERS:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git, make_repo
-from tests.e2e.go_world import GoWorld, docket_processes
+from tests.e2e.go_world import GoWorld, docket_processes, unsandboxed
 
 from ..agents.agents_doc import agent_toml, offline_agent
 
@@ -250,6 +250,13 @@ def test_codex_in_its_workspace_write_sandbox_commits_and_the_commit_is_delivere
     script = {"rules": [{"match": "greet.py", "command": command, "text": "Committed greet.py."}]}
     with ModelServer(script) as server:
         world = codex_world(tmp_path, codex_cli, server, tasks=ONE_TASK, checks=RUNS_CHECK)
+        # docket's sandbox off, Codex's own on, as the page says for that case
+        config = (world.repo / "docket.toml").read_text()
+        assert '"--sandbox", "danger-full-access"' in config
+        (world.repo / "docket.toml").write_text(unsandboxed(config.replace(
+            '"--sandbox", "danger-full-access"', '"--sandbox", "workspace-write", "-c", '
+            "'sandbox_workspace_write.writable_roots=[\"{worktree}/.git\"]'")))
+        git(world.repo, "commit", "-q", "-am", "codex in its own sandbox")
         done = world.go("r1", "--target", "trunk", "--cycles", "1")
     _, rows = delivered(world, done)
     (command_run,) = [e["item"] for e in codex_events(world, "greet") if e["type"] == "item.completed"

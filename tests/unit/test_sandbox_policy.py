@@ -61,3 +61,18 @@ def test_without_landlock_a_sandboxed_launch_is_refused_unless_the_configuration
         require_sandbox(Confinement())
     assert refused.value.code == Code.SANDBOX_UNAVAILABLE and 'sandbox = "off"' in refused.value.message
     require_sandbox(Confinement(mode="off"))
+
+
+def test_the_install_of_a_program_folder_is_what_its_programs_need(tmp_path):
+    from docket.adapters.world.sandbox_roots import install_roots
+
+    home = tmp_path / "home"
+    npm = home / ".cache" / "agents" / "codex-1" / "node_modules" / ".bin"  # an npm install under a mixed folder
+    venv = tmp_path / "venv" / "bin"
+    pyenv = home / ".pyenv" / "versions" / "3.11" / "bin"
+    for folder in (npm, venv, pyenv):
+        folder.mkdir(parents=True)
+    roots = install_roots([str(npm), str(venv), str(pyenv), "relative/bin", ""], [], home)
+    assert home / ".cache" / "agents" / "codex-1" in roots  # the package: its vendored binaries are beside .bin
+    assert tmp_path / "venv" in roots and home / ".pyenv" in roots  # a bin folder's parent; a tool manager's folder
+    assert home not in roots and home / ".cache" not in roots  # never the home folder nor a mixed folder whole
