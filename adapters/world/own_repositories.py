@@ -36,6 +36,7 @@ CONFIG = ("[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = fa
           "[gc]\n\tauto = 0\n")  # gc.auto = 0: the agent's git never repacks, so it never tries to prune borrowed objects
 _FOLDERS = ("objects", "objects/info", "objects/pack", "refs", "refs/heads", "refs/tags", "hooks", "info")
 _EXCLUDE_LIMIT = 1 << 20
+_THREADS, _BATCH, _QUEUED = 2, 64, 16  # checkout writers; files per batch; batches waiting (memory bound)
 
 
 @dataclass(frozen=True)
@@ -156,23 +157,79 @@ def _write_tree(store, tree_id: bytes, top: int, out: list) -> None:  # noqa: AN
             else:
                 kind = SYMLINK if stat.S_ISLNK(mode) else EXECUTABLE if mode & 0o100 else FILE
                 wanted.setdefault(child, []).append((rel, kind))
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    write, fstat, close = os.write, os.fstat, os.close
-    for blob in store.iterobjects_subset(list(wanted)):
-        data = blob.as_raw_string()
-        for rel, kind in wanted[blob.id]:
-            if kind == SYMLINK:
-                os.symlink(data, rel, dir_fd=top)
-                out.append((rel, kind, blob.id, os.stat(rel, dir_fd=top, follow_symlinks=False)))
-                continue
-            fd = os.open(rel, flags, 0o777 if kind == EXECUTABLE else 0o666, dir_fd=top)
+    with _Writers(top, out) as writers:
+        batch: list[tuple[bytes, int, bytes, bytes]] = []
+        for blob in store.iterobjects_subset(list(wanted)):
+            data, sha = blob.as_raw_string(), blob.id
+            batch.extend((rel, kind, sha, data) for rel, kind in wanted[sha])
+            if len(batch) >= _BATCH:
+                writers.put(batch)
+                batch = []
+        writers.put(batch)
+
+
+class _Writers:
+    """Threads writing the files while the object store is read: the system calls (``open``, ``write``,
+    ``fstat``) release the GIL, so the writes of two threads and the reading of the pack overlap. Every thread
+    appends (path, mode, hex sha, stat) to out; leaving the ``with`` waits for all of them and raises the first
+    error any met (after which the others stop writing)."""
+
+    def __init__(self, top: int, out: list) -> None:
+        import queue
+
+        self.top, self.out = top, out
+        self.queue: queue.Queue = queue.Queue(maxsize=_QUEUED)
+        self.errors: list[BaseException] = []
+        self.threads: list = []
+
+    def __enter__(self) -> "_Writers":
+        import threading
+
+        self.threads = [threading.Thread(target=self._run, name=f"docket-checkout-{i}", daemon=True)
+                        for i in range(_THREADS)]
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def put(self, batch: list[tuple[bytes, int, bytes, bytes]]) -> None:
+        if self.errors:
+            raise self.errors[0]
+        if batch:
+            self.queue.put(batch)
+
+    def __exit__(self, kind, error, trace) -> None:  # noqa: ANN001
+        if error is not None:
+            self.errors.append(error)  # the reader failed: the writers stop writing
+        for _ in self.threads:
+            self.queue.put(None)
+        for thread in self.threads:
+            thread.join()
+        if error is None and self.errors:
+            raise self.errors[0]
+
+    def _run(self) -> None:
+        top, out, errors, get = self.top, self.out, self.errors, self.queue.get
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        open_, write, fstat, close, lstat = os.open, os.write, os.fstat, os.close, os.stat
+        while (batch := get()) is not None:
+            if errors:
+                continue  # drained, not written: the checkout is being undone
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[write(fd, view):]
-                out.append((rel, kind, blob.id, fstat(fd)))
-            finally:
-                close(fd)
+                for rel, kind, sha, data in batch:
+                    if kind == SYMLINK:
+                        os.symlink(data, rel, dir_fd=top)
+                        out.append((rel, kind, sha, lstat(rel, dir_fd=top, follow_symlinks=False)))
+                        continue
+                    fd = open_(rel, flags, 0o777 if kind == EXECUTABLE else 0o666, dir_fd=top)
+                    try:
+                        view = memoryview(data)
+                        while view:
+                            view = view[write(fd, view):]
+                        out.append((rel, kind, sha, fstat(fd)))
+                    finally:
+                        close(fd)
+            except BaseException as e:  # noqa: BLE001  (raised again by __exit__ or the next put)
+                errors.append(e)
 
 
 def _write_index(path: Path, entries: list[tuple[bytes, int, bytes, os.stat_result]]) -> None:
