@@ -6,11 +6,12 @@ here, nothing copied from the user's) and an empty hooks folder. It borrows the 
 whatever its git commands write (objects, refs, config, hooks) stays inside it. Nothing an agent does there reaches
 the user's ``.git``.
 
-Made in-process: files written straight from the user's object store in a hidden staging folder beside the path,
-the index written from the stat data each file had when written (nothing is read back), then one rename into
-place, so it appears whole or not at all. No filter, hook or attribute of the repository runs: blobs are written as
-they are stored. The capture's stat cache (capture.py) is seeded with the same stat data, so the first capture of a
-workspace hashes only what changed since.
+Made in-process: files written straight from the user's object store in a hidden staging folder beside the path
+(by two threads while a third reads the pack: the system calls release the GIL), the index written from the stat
+data each file had when written (nothing is read back), then one rename into place, so it appears whole or not at
+all. No filter, hook or attribute of the repository runs: blobs are written as they are stored. The capture's stat
+cache (capture.py) is seeded with the same stat data, so the first capture of a workspace hashes only what changed
+since.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ CONFIG = ("[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = fa
           "[gc]\n\tauto = 0\n")  # gc.auto = 0: the agent's git never repacks, so it never tries to prune borrowed objects
 _FOLDERS = ("objects", "objects/info", "objects/pack", "refs", "refs/heads", "refs/tags", "hooks", "info")
 _EXCLUDE_LIMIT = 1 << 20
-_THREADS, _BATCH, _QUEUED = 2, 64, 16  # checkout writers; files per batch; batches waiting (memory bound)
+_THREADS, _BATCH, _QUEUED = 2, 64, 16  # checkout threads; files per batch; batches waiting (a memory bound)
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,9 @@ def _check_out(store, tree_id: bytes, root: Path) -> list[tuple[bytes, int, byte
     """Every entry of the tree written under root (folders made 0777 & ~umask, as git does); (path, mode, hex sha,
     stat) per file, symlink and gitlink, in index order.
 
-    The folders first, from the trees (read raw); then the blobs in the order the object store holds them (a pack
-    read front to back, each delta base at hand), each written to every path that names it.
+    The folders first, from the trees (read raw), each depth's split among threads; then the blobs in the order
+    the object store holds them (a pack read front to back, each delta base at hand), each written to every path
+    that names it by one of two threads while this one reads on.
     """
     out: list[tuple[bytes, int, bytes, os.stat_result]] = []
     top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)  # paths looked up from here
@@ -141,22 +143,28 @@ def _write_tree(store, tree_id: bytes, top: int, out: list) -> None:  # noqa: AN
     from dulwich.objects import parse_tree
 
     wanted: dict[bytes, list[tuple[bytes, int]]] = {}  # blob id -> (path, mode) of each file or symlink naming it
-    pending = [(b"", tree_id)]
+    levels: list[list[bytes]] = []  # the folders (and gitlinks) to make, by depth: each level's parents made before
+    gitlinks: list[tuple[bytes, bytes]] = []
+    pending = [(b"", tree_id, 0)]
     while pending:
-        prefix, sha = pending.pop()
+        prefix, sha, depth = pending.pop()
         for name, mode, child in parse_tree(store.get_raw(sha)[1], 20):
             if not validate_path_element_default(name) or name.lower() == b".git":
                 raise InvalidPathError(prefix + name)
             rel = prefix + name
-            if mode == TREE:
-                os.mkdir(rel, dir_fd=top)
-                pending.append((rel + b"/", child))
-            elif mode == GITLINK:
-                os.mkdir(rel, dir_fd=top)
-                out.append((rel, mode, child, os.stat(rel, dir_fd=top, follow_symlinks=False)))
+            if mode == TREE or mode == GITLINK:
+                if len(levels) == depth:
+                    levels.append([])
+                levels[depth].append(rel)
+                if mode == TREE:
+                    pending.append((rel + b"/", child, depth + 1))
+                else:
+                    gitlinks.append((rel, child))
             else:
                 kind = SYMLINK if stat.S_ISLNK(mode) else EXECUTABLE if mode & 0o100 else FILE
                 wanted.setdefault(child, []).append((rel, kind))
+    _make_folders(levels, top)
+    out.extend((rel, GITLINK, child, os.stat(rel, dir_fd=top, follow_symlinks=False)) for rel, child in gitlinks)
     with _Writers(top, out) as writers:
         batch: list[tuple[bytes, int, bytes, bytes]] = []
         for blob in store.iterobjects_subset(list(wanted)):
@@ -166,6 +174,32 @@ def _write_tree(store, tree_id: bytes, top: int, out: list) -> None:  # noqa: AN
                 writers.put(batch)
                 batch = []
         writers.put(batch)
+
+
+def _make_folders(levels: list[list[bytes]], top: int) -> None:
+    """Every folder made, one depth after another, each depth's folders split among threads (``mkdir`` releases the
+    GIL). The first error met is raised once every thread has stopped."""
+    def make(rels: list[bytes]) -> None:
+        for rel in rels:
+            os.mkdir(rel, dir_fd=top)
+
+    if sum(len(level) for level in levels) < _BATCH:
+        for level in levels:
+            make(level)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(_THREADS, thread_name_prefix="docket-folders") as pool:
+        for level in levels:
+            chunks = [level[i::_THREADS + 1] for i in range(_THREADS + 1)]  # the last one made here
+            futures = [pool.submit(make, chunk) for chunk in chunks[:-1]]
+            try:
+                make(chunks[-1])
+            finally:
+                for future in futures:
+                    future.exception()  # each thread done before anything else happens (or is undone)
+            for future in futures:
+                future.result()
 
 
 class _Writers:

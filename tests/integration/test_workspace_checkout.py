@@ -39,14 +39,18 @@ def test_many_files_in_nested_folders_are_checked_out_whole_and_clean(repo: Path
     git(path, "fsck", "--strict")
 
 
-def test_a_write_failing_in_a_writer_thread_undoes_the_creation(repo: Path) -> None:
-    """A tree naming 'clash' twice, once a folder and once a file (git refuses to make one; it can be stored): the
-    file cannot be written where the folder is, and nothing is left beside or at the path."""
+@pytest.mark.parametrize("clash", [b"file-and-folder", b"folder-twice"])
+def test_a_write_failing_in_a_thread_undoes_the_creation(repo: Path, clash: bytes) -> None:
+    """A tree naming 'clash' twice (git refuses to make one; it can be stored), among enough folders that threads
+    make them: the second cannot be written where the first is, and nothing is left beside or at the path."""
     blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, check=True, capture_output=True,
                           input="x\n", text=True).stdout.strip()
     inner = subprocess.run(["git", "mktree"], cwd=repo, check=True, capture_output=True,
                            input=f"100644 blob {blob}\tinside\n", text=True).stdout.strip()
-    body = (b"100644 clash\0" + bytes.fromhex(blob) + b"40000 clash\0" + bytes.fromhex(inner))
+    first = (b"100644 clash\0" + bytes.fromhex(blob) if clash == b"file-and-folder"
+             else b"40000 clash\0" + bytes.fromhex(inner))
+    folders = b"".join(b"40000 d%02d\0" % i + bytes.fromhex(inner) for i in range(100))
+    body = first + b"40000 clash\0" + bytes.fromhex(inner) + folders
     tree = subprocess.run(["git", "hash-object", "-w", "-t", "tree", "--literally", "--stdin"], cwd=repo, check=True,
                           capture_output=True, input=body).stdout.decode().strip()
     commit = git(repo, "commit-tree", tree, "-m", "clash")
