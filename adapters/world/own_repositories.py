@@ -6,11 +6,12 @@ here, nothing copied from the user's) and an empty hooks folder. It borrows the 
 whatever its git commands write (objects, refs, config, hooks) stays inside it. Nothing an agent does there reaches
 the user's ``.git``.
 
-Made in-process: files written straight from the user's object store in a hidden staging folder beside the path,
-the index written from the stat data each file had when written (nothing is read back), then one rename into
-place, so it appears whole or not at all. No filter, hook or attribute of the repository runs: blobs are written as
-they are stored. The capture's stat cache (capture.py) is seeded with the same stat data, so the first capture of a
-workspace hashes only what changed since.
+Made in-process: files written straight from the user's object store in a hidden staging folder beside the path
+(by two threads while a third reads the pack: the system calls release the GIL), the index written from the stat
+data each file had when written (nothing is read back), then one rename into place, so it appears whole or not at
+all. No filter, hook or attribute of the repository runs: blobs are written as they are stored. The capture's stat
+cache (capture.py) is seeded with the same stat data, so the first capture of a workspace hashes only what changed
+since.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ CONFIG = ("[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = fa
           "[gc]\n\tauto = 0\n")  # gc.auto = 0: the agent's git never repacks, so it never tries to prune borrowed objects
 _FOLDERS = ("objects", "objects/info", "objects/pack", "refs", "refs/heads", "refs/tags", "hooks", "info")
 _EXCLUDE_LIMIT = 1 << 20
+_THREADS, _BATCH, _QUEUED = 2, 64, 16  # checkout threads; files per batch; batches waiting (a memory bound)
 
 
 @dataclass(frozen=True)
@@ -122,8 +124,9 @@ def _check_out(store, tree_id: bytes, root: Path) -> list[tuple[bytes, int, byte
     """Every entry of the tree written under root (folders made 0777 & ~umask, as git does); (path, mode, hex sha,
     stat) per file, symlink and gitlink, in index order.
 
-    The folders first, from the trees (read raw); then the blobs in the order the object store holds them (a pack
-    read front to back, each delta base at hand), each written to every path that names it.
+    The folders first, from the trees (read raw), each depth's split among threads; then the blobs in the order
+    the object store holds them (a pack read front to back, each delta base at hand), each written to every path
+    that names it by one of two threads while this one reads on.
     """
     out: list[tuple[bytes, int, bytes, os.stat_result]] = []
     top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)  # paths looked up from here
@@ -140,39 +143,127 @@ def _write_tree(store, tree_id: bytes, top: int, out: list) -> None:  # noqa: AN
     from dulwich.objects import parse_tree
 
     wanted: dict[bytes, list[tuple[bytes, int]]] = {}  # blob id -> (path, mode) of each file or symlink naming it
-    pending = [(b"", tree_id)]
+    levels: list[list[bytes]] = []  # the folders (and gitlinks) to make, by depth: each level's parents made before
+    gitlinks: list[tuple[bytes, bytes]] = []
+    pending = [(b"", tree_id, 0)]
     while pending:
-        prefix, sha = pending.pop()
+        prefix, sha, depth = pending.pop()
         for name, mode, child in parse_tree(store.get_raw(sha)[1], 20):
             if not validate_path_element_default(name) or name.lower() == b".git":
                 raise InvalidPathError(prefix + name)
             rel = prefix + name
-            if mode == TREE:
-                os.mkdir(rel, dir_fd=top)
-                pending.append((rel + b"/", child))
-            elif mode == GITLINK:
-                os.mkdir(rel, dir_fd=top)
-                out.append((rel, mode, child, os.stat(rel, dir_fd=top, follow_symlinks=False)))
+            if mode == TREE or mode == GITLINK:
+                if len(levels) == depth:
+                    levels.append([])
+                levels[depth].append(rel)
+                if mode == TREE:
+                    pending.append((rel + b"/", child, depth + 1))
+                else:
+                    gitlinks.append((rel, child))
             else:
                 kind = SYMLINK if stat.S_ISLNK(mode) else EXECUTABLE if mode & 0o100 else FILE
                 wanted.setdefault(child, []).append((rel, kind))
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    write, fstat, close = os.write, os.fstat, os.close
-    for blob in store.iterobjects_subset(list(wanted)):
-        data = blob.as_raw_string()
-        for rel, kind in wanted[blob.id]:
-            if kind == SYMLINK:
-                os.symlink(data, rel, dir_fd=top)
-                out.append((rel, kind, blob.id, os.stat(rel, dir_fd=top, follow_symlinks=False)))
-                continue
-            fd = os.open(rel, flags, 0o777 if kind == EXECUTABLE else 0o666, dir_fd=top)
+    _make_folders(levels, top)
+    out.extend((rel, GITLINK, child, os.stat(rel, dir_fd=top, follow_symlinks=False)) for rel, child in gitlinks)
+    with _Writers(top, out) as writers:
+        batch: list[tuple[bytes, int, bytes, bytes]] = []
+        for blob in store.iterobjects_subset(list(wanted)):
+            data, sha = blob.as_raw_string(), blob.id
+            batch.extend((rel, kind, sha, data) for rel, kind in wanted[sha])
+            if len(batch) >= _BATCH:
+                writers.put(batch)
+                batch = []
+        writers.put(batch)
+
+
+def _make_folders(levels: list[list[bytes]], top: int) -> None:
+    """Every folder made, one depth after another, each depth's folders split among threads (``mkdir`` releases the
+    GIL). The first error met is raised once every thread has stopped."""
+    def make(rels: list[bytes]) -> None:
+        for rel in rels:
+            os.mkdir(rel, dir_fd=top)
+
+    if sum(len(level) for level in levels) < _BATCH:
+        for level in levels:
+            make(level)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(_THREADS, thread_name_prefix="docket-folders") as pool:
+        for level in levels:
+            chunks = [level[i::_THREADS + 1] for i in range(_THREADS + 1)]  # the last one made here
+            futures = [pool.submit(make, chunk) for chunk in chunks[:-1]]
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[write(fd, view):]
-                out.append((rel, kind, blob.id, fstat(fd)))
+                make(chunks[-1])
             finally:
-                close(fd)
+                for future in futures:
+                    future.exception()  # each thread done before anything else happens (or is undone)
+            for future in futures:
+                future.result()
+
+
+class _Writers:
+    """Threads writing the files while the object store is read: the system calls (``open``, ``write``,
+    ``fstat``) release the GIL, so the writes of two threads and the reading of the pack overlap. Every thread
+    appends (path, mode, hex sha, stat) to out; leaving the ``with`` waits for all of them and raises the first
+    error any met (after which the others stop writing)."""
+
+    def __init__(self, top: int, out: list) -> None:
+        import queue
+
+        self.top, self.out = top, out
+        self.queue: queue.Queue = queue.Queue(maxsize=_QUEUED)
+        self.errors: list[BaseException] = []
+        self.threads: list = []
+
+    def __enter__(self) -> "_Writers":
+        import threading
+
+        self.threads = [threading.Thread(target=self._run, name=f"docket-checkout-{i}", daemon=True)
+                        for i in range(_THREADS)]
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def put(self, batch: list[tuple[bytes, int, bytes, bytes]]) -> None:
+        if self.errors:
+            raise self.errors[0]
+        if batch:
+            self.queue.put(batch)
+
+    def __exit__(self, kind, error, trace) -> None:  # noqa: ANN001
+        if error is not None:
+            self.errors.append(error)  # the reader failed: the writers stop writing
+        for _ in self.threads:
+            self.queue.put(None)
+        for thread in self.threads:
+            thread.join()
+        if error is None and self.errors:
+            raise self.errors[0]
+
+    def _run(self) -> None:
+        top, out, errors, get = self.top, self.out, self.errors, self.queue.get
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        open_, write, fstat, close, lstat = os.open, os.write, os.fstat, os.close, os.stat
+        while (batch := get()) is not None:
+            if errors:
+                continue  # drained, not written: the checkout is being undone
+            try:
+                for rel, kind, sha, data in batch:
+                    if kind == SYMLINK:
+                        os.symlink(data, rel, dir_fd=top)
+                        out.append((rel, kind, sha, lstat(rel, dir_fd=top, follow_symlinks=False)))
+                        continue
+                    fd = open_(rel, flags, 0o777 if kind == EXECUTABLE else 0o666, dir_fd=top)
+                    try:
+                        view = memoryview(data)
+                        while view:
+                            view = view[write(fd, view):]
+                        out.append((rel, kind, sha, fstat(fd)))
+                    finally:
+                        close(fd)
+            except BaseException as e:  # noqa: BLE001  (raised again by __exit__ or the next put)
+                errors.append(e)
 
 
 def _write_index(path: Path, entries: list[tuple[bytes, int, bytes, os.stat_result]]) -> None:
