@@ -125,17 +125,19 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
         written = None if home is None else _home_store(home)
         try:
             store = repo.object_store if written is None else _WrittenHome(repo.object_store, written)
-            tracked, tracked_folders = _flattened(store, commit.tree)
+            tracked, tracked_folders, head_trees = _flattened(store, commit.tree)
             cache = StatCache(Path(repo.controldir()) / CACHE_NAME)
             walk = _Walk(worktree, store, tracked, tracked_folders, artifact, _ignores(repo), cache)
             walk.folder(b"")
             changes: dict[bytes, _Entry | None] = {p: e for p, e in walk.found.items() if tracked.get(p) != e}
             changes.update((p, None) for p in tracked if p not in walk.found)
-            tree = _apply(store, commit.tree, changes) or _write(store, _new_tree({}))
+            tree = _apply(store, head_trees, commit.tree, changes) or _write(store, _new_tree({}))
             cache.save(walk.stats)
             as_before = like is not None and (like.head, like.tree) == (head_hex, tree.decode("ascii"))
             return Capture(head_hex, tree.decode("ascii"),
-                           like.changed if as_before else _changed_paths(store, base_tree, tree),
+                           like.changed if as_before
+                           else _quoted(changes) if base_tree == commit.tree
+                           else _changed_paths(store, base_tree, tree),
                            os.path.realpath(repo.controldir()))
         finally:
             if written is not None:
@@ -190,16 +192,39 @@ class _Walk:
         self.stats: dict[bytes, bytes] = {}  # path -> its stat cache record
 
     def folder(self, rel: bytes) -> None:
+        """The folder's files and symlinks, then its subfolders; a folder holding a ``.git`` (a nested repository,
+        rel not the top) is left out whole. A folder's own kind is read from the listing (no stat call); every
+        other entry is lstat'ed, as its stat cache record needs."""
         prefix, tracked, found = (rel + b"/" if rel else b""), self.tracked, self.found
-        with self._reading(rel), os.scandir(os.path.join(self.root, rel) if rel else self.root) as listing:
-            entries = [(e.name, e.stat(follow_symlinks=False)) for e in listing if e.name != b".git"]
-        for name, st in entries:
+        folders: list[bytes] = []
+        files: list[tuple[bytes, os.stat_result]] = []
+        try:
+            with self._reading(rel), os.scandir(os.path.join(self.root, rel) if rel else self.root) as listing:
+                for e in listing:
+                    name = e.name
+                    if name == b".git":
+                        if rel:
+                            return  # a nested repository: never entered
+                        continue
+                    if rel and name.lower() == b".git" and os.path.lexists(os.path.join(self.root, rel, b".git")):
+                        return  # the same, where the file system ignores case
+                    if e.is_dir(follow_symlinks=False):
+                        folders.append(name)
+                    else:
+                        files.append((name, e.stat(follow_symlinks=False)))
+        except Refused:
+            if rel and os.path.lexists(os.path.join(self.root, rel, b".git")):
+                return  # a nested repository that cannot be listed: never entered either
+            raise
+        for name, st in files:
             path = prefix + name
             kind = stat.S_IFMT(st.st_mode)
-            if kind == stat.S_IFDIR:
-                self._subfolder(path)
+            if kind == stat.S_IFDIR:  # it became a folder after it was listed
+                folders.append(name)
             elif (kind == stat.S_IFREG or kind == stat.S_IFLNK) and (path in tracked or self._wanted(path)):
                 found[path] = self._entry(path, st)
+        for name in folders:
+            self._subfolder(prefix + name)
 
     @contextmanager
     def _reading(self, path: bytes) -> Iterator[None]:
@@ -216,8 +241,6 @@ class _Walk:
     def _subfolder(self, path: bytes) -> None:
         if self.tracked.get(path, (0,))[0] == GITLINK:  # a submodule keeps the commit HEAD records
             self.found[path] = self.tracked[path]
-            return
-        if os.path.lexists(os.path.join(self.root, path, b".git")):  # a nested repository: never entered
             return
         if path not in self.tracked_folders:
             if self._under_artifact(path) or self.ignores.may_prune_directory(os.fsdecode(path)):
@@ -323,11 +346,12 @@ def _tree_of(repo, base: str) -> bytes:  # noqa: ANN001
     raise NotFound("base-missing", f"the base {base} names a {obj.type_name.decode()}, not a commit")
 
 
-_FLATTENED: dict[bytes, tuple[dict[bytes, _Entry], set[bytes]]] = {}  # tree id -> _flatten's answer, last few
+_Flat = tuple[dict[bytes, _Entry], set[bytes], dict[bytes, list[tuple[bytes, int, bytes]]]]
+_FLATTENED: dict[bytes, _Flat] = {}  # tree id -> _flatten's answer, last few
 _FLATTENED_KEPT = 8
 
 
-def _flattened(store, tree_id: bytes) -> tuple[dict[bytes, _Entry], set[bytes]]:  # noqa: ANN001
+def _flattened(store, tree_id: bytes) -> _Flat:  # noqa: ANN001
     """_flatten, remembered by tree id for this process: a tree's content is fixed by its id (each tree read is hashed
     again, so no workspace's planted object can stand for another's tree), so the second capture
     of capture_twice (and every later pin on the same HEAD in `docket go`) reads no tree again. The caller must not
@@ -341,12 +365,14 @@ def _flattened(store, tree_id: bytes) -> tuple[dict[bytes, _Entry], set[bytes]]:
     return found
 
 
-def _flatten(store, tree_id: bytes) -> tuple[dict[bytes, _Entry], set[bytes]]:  # noqa: ANN001
-    """Every non-tree entry under tree_id (path -> (mode, sha)), and the folders that hold them."""
+def _flatten(store, tree_id: bytes) -> _Flat:  # noqa: ANN001
+    """Every non-tree entry under tree_id (path -> (mode, sha)), the folders that hold them, and each tree's own
+    entries (tree id -> [(name, mode, sha)], hashed again as read: what _apply starts from)."""
     from dulwich.objects import parse_tree
 
     out: dict[bytes, _Entry] = {}
     folders: set[bytes] = set()
+    trees: dict[bytes, list[tuple[bytes, int, bytes]]] = {}
     pending = [(b"", tree_id)]
     while pending:
         prefix, sha = pending.pop()
@@ -354,21 +380,24 @@ def _flatten(store, tree_id: bytes) -> tuple[dict[bytes, _Entry], set[bytes]]:  
         if kind != 2 or hashlib.sha1(b"tree %d\0" % len(raw) + raw).hexdigest().encode("ascii") != sha:
             # a workspace's own store is the agent's to write: what is remembered by id must be what the id names
             raise Refused("worktree-unreadable", f"tree {sha.decode()} in the object store is not that tree")
-        for name, mode, child in parse_tree(raw, 20):
+        trees[sha] = entries = list(parse_tree(raw, 20))
+        for name, mode, child in entries:
             path = prefix + name
             if mode == TREE:
                 folders.add(path)
                 pending.append((path + b"/", child))
             else:
                 out[path] = (mode, child)
-    return out, folders
+    return out, folders, trees
 
 
-def _apply(store, tree_id: bytes | None, changes: dict[bytes, _Entry | None]) -> bytes | None:  # noqa: ANN001
-    """tree_id with changes made (None: removed), writing only the trees on the way; None when it ends empty."""
-    entries = {name: (mode, sha) for name, mode, sha in store[tree_id].iteritems()} if tree_id else {}
+def _apply(store, trees: dict[bytes, list[tuple[bytes, int, bytes]]], tree_id: bytes | None,  # noqa: ANN001
+           changes: dict[bytes, _Entry | None]) -> bytes | None:
+    """tree_id with changes made (None: removed), writing only the trees on the way; None when it ends empty.
+    trees: HEAD's trees as _flatten read them (every tree_id this is asked about is one of them)."""
     if not changes:
         return tree_id
+    entries = {name: (mode, sha) for name, mode, sha in trees[tree_id]} if tree_id else {}
     here: dict[bytes, _Entry | None] = {}
     below: dict[bytes, dict[bytes, _Entry | None]] = {}
     for path, entry in changes.items():
@@ -379,7 +408,7 @@ def _apply(store, tree_id: bytes | None, changes: dict[bytes, _Entry | None]) ->
             here[name] = entry
     for name, inner in below.items():  # a file may turn into a folder and back: a removal only removes its own kind
         old = entries.get(name)
-        subtree = _apply(store, old[1] if old and old[0] == TREE else None, inner)
+        subtree = _apply(store, trees, old[1] if old and old[0] == TREE else None, inner)
         if subtree is not None:
             entries[name] = (TREE, subtree)
         elif old and old[0] == TREE:
@@ -390,6 +419,14 @@ def _apply(store, tree_id: bytes | None, changes: dict[bytes, _Entry | None]) ->
         elif name in entries and entries[name][0] != TREE:
             del entries[name]
     return _write(store, _new_tree(entries)) if entries else None
+
+
+def _quoted(changes: dict[bytes, _Entry | None]) -> tuple[str, ...]:
+    """The changed paths when the base is HEAD's own tree: exactly the paths the capture changed (each differs from
+    HEAD's entry or is gone), as _changed_paths would list them, without reading a tree again."""
+    from ...domain.binding import quote_path
+
+    return tuple(quote_path(p) for p in sorted(changes))
 
 
 def _changed_paths(store, old_tree: bytes, new_tree: bytes) -> tuple[str, ...]:  # noqa: ANN001
