@@ -69,11 +69,13 @@ def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artif
     bring_home). ``between`` runs between the two captures (tests use it to change a file). Raises as `capture`
     does.
     """
-    first = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir, home=repository)
+    stored: set[bytes] = set()  # ids the first capture found or wrote in the store: the second need not ask again
+    first = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir, home=repository,
+                    stored=stored)
     if between is not None:
         between()
     second = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir, home=repository,
-                     like=first)
+                     like=first, stored=stored)
     if first == second:
         if repository is not None:
             bring_home(Path(worktree), Path(repository), first)
@@ -82,7 +84,7 @@ def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artif
 
 
 def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_dir: str | None,
-            home: Path | None = None, like: Capture | None = None) -> Capture:
+            home: Path | None = None, like: Capture | None = None, stored: set[bytes] | None = None) -> Capture:
     """Write the tree of the worktree's HEAD plus its uncommitted changes; list the paths it changes against base.
 
     Raises Conflict ``head-moved`` when HEAD is not expected_head (None: any
@@ -96,8 +98,10 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
     git common dir a workspace borrows from, into home's own store, where a
     pin needs them, never into the workspace's). like: an earlier capture
     against the same base; when this one has its head and tree, its changed
-    paths are taken as they are (they depend on nothing else). OSError while
-    writing them propagates.
+    paths are taken as they are (they depend on nothing else). stored: ids
+    known to be in the store it writes to (an earlier capture of the same
+    call found or wrote them), not looked up again; what this one finds or
+    writes is added. OSError while writing them propagates.
     """
     from dulwich.errors import NotGitRepository
     from dulwich.objects import Commit
@@ -124,7 +128,8 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
         base_tree = _tree_of(repo, base)
         written = None if home is None else _home_store(home)
         try:
-            store = repo.object_store if written is None else _WrittenHome(repo.object_store, written)
+            store = _WrittenHome(repo.object_store, repo.object_store if written is None else written,
+                                 set() if stored is None else stored)
             tracked, tracked_folders, head_trees = _flattened(store, commit.tree)
             cache = StatCache(Path(repo.controldir()) / CACHE_NAME)
             walk = _Walk(worktree, store, tracked, tracked_folders, artifact, _ignores(repo), cache)
@@ -146,10 +151,11 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
 
 class _WrittenHome:
     """A workspace's object store that reads as itself (its own objects, then the ones it borrows) and writes into
-    the repository it borrows from: what a capture writes is where its pin needs it."""
+    the repository it borrows from: what a capture writes is where its pin needs it (without a home, it writes into
+    itself). Ids it found or wrote are remembered in stored, shared by the two captures of capture_twice."""
 
-    def __init__(self, read, write) -> None:  # noqa: ANN001
-        self.read, self.write, self.path = read, write, write.path
+    def __init__(self, read, write, stored: set[bytes]) -> None:  # noqa: ANN001
+        self.read, self.write, self.path, self.stored = read, write, write.path, stored
 
     def __getitem__(self, sha: bytes):  # noqa: ANN204
         return self.read[sha]
@@ -158,10 +164,16 @@ class _WrittenHome:
         return self.read.get_raw(sha)
 
     def __contains__(self, sha: bytes) -> bool:
-        return sha in self.write  # an object only the workspace has is still written home
+        if sha in self.stored:
+            return True
+        if sha in self.write:  # an object only the workspace has is still written home
+            self.stored.add(sha)
+            return True
+        return False
 
     def add_object(self, obj) -> None:  # noqa: ANN001
         self.write.add_object(obj)
+        self.stored.add(obj.id)
 
     def __getattr__(self, name: str):  # noqa: ANN204  anything else a reader asks (tree_changes, ...)
         return getattr(self.read, name)
