@@ -26,8 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,7 +136,8 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
             changes: dict[bytes, _Entry | None] = {p: e for p, e in walk.found.items() if tracked.get(p) != e}
             changes.update((p, None) for p in tracked if p not in walk.found)
             tree = _apply(store, head_trees, commit.tree, changes) or _write(store, _new_tree({}))
-            cache.save(walk.stats)
+            if walk.hashed or walk.stats != cache.records:  # else the same records, none racy: kept as they are
+                cache.save(walk.stats)
             as_before = like is not None and (like.head, like.tree) == (head_hex, tree.decode("ascii"))
             return Capture(head_hex, tree.decode("ascii"),
                            like.changed if as_before
@@ -202,6 +202,7 @@ class _Walk:
         self.cache, self.cache_written_ns = cache.records, cache.written_ns
         self.found: dict[bytes, _Entry] = {}
         self.stats: dict[bytes, bytes] = {}  # path -> its stat cache record
+        self.hashed = 0  # files and symlinks read (not taken from the cache)
 
     def folder(self, rel: bytes) -> None:
         """The folder's files and symlinks, then its subfolders; a folder holding a ``.git`` (a nested repository,
@@ -210,45 +211,52 @@ class _Walk:
         prefix, tracked, found = (rel + b"/" if rel else b""), self.tracked, self.found
         folders: list[bytes] = []
         files: list[tuple[bytes, os.stat_result]] = []
+        where = self.root + b"/" + rel if rel else self.root
         try:
-            with self._reading(rel), os.scandir(os.path.join(self.root, rel) if rel else self.root) as listing:
+            with os.scandir(where) as listing:
                 for e in listing:
                     name = e.name
                     if name == b".git":
                         if rel:
                             return  # a nested repository: never entered
                         continue
-                    if rel and name.lower() == b".git" and os.path.lexists(os.path.join(self.root, rel, b".git")):
+                    if rel and name.lower() == b".git" and os.path.lexists(where + b"/.git"):
                         return  # the same, where the file system ignores case
                     if e.is_dir(follow_symlinks=False):
                         folders.append(name)
                     else:
                         files.append((name, e.stat(follow_symlinks=False)))
-        except Refused:
-            if rel and os.path.lexists(os.path.join(self.root, rel, b".git")):
+        except OSError as e:
+            if rel and os.path.lexists(where + b"/.git"):
                 return  # a nested repository that cannot be listed: never entered either
-            raise
+            raise self._unreadable(rel, e) from None
+        cache, fresh_before, stats = self.cache, self.cache_written_ns, self.stats
         for name, st in files:
             path = prefix + name
-            kind = stat.S_IFMT(st.st_mode)
+            st_mode = st.st_mode
+            kind = stat.S_IFMT(st_mode)
             if kind == stat.S_IFDIR:  # it became a folder after it was listed
                 folders.append(name)
             elif (kind == stat.S_IFREG or kind == stat.S_IFLNK) and (path in tracked or self._wanted(path)):
-                found[path] = self._entry(path, st)
+                mode = SYMLINK if kind == stat.S_IFLNK else EXECUTABLE if st_mode & stat.S_IXUSR else FILE
+                key = b"%d %d %d %d %d %d " % (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st_mode, mode)
+                record = cache.get(path)  # as cached, unless it was racily clean when cached
+                if record is not None and len(record) == len(key) + 40 and record.startswith(key) and \
+                        st.st_mtime_ns < fresh_before:
+                    stats[path] = record
+                    found[path] = (mode, record[len(key):])
+                else:
+                    found[path] = self._hashed(path, mode, key)
         for name in folders:
             self._subfolder(prefix + name)
 
-    @contextmanager
-    def _reading(self, path: bytes) -> Iterator[None]:
+    def _unreadable(self, path: bytes, e: OSError) -> Refused:
         """A file or folder that cannot be read (permissions, or changed under the walk): the worktree is unreadable.
 
         A failure to write objects is an I/O failure, and propagates as it is.
         """
-        try:
-            yield
-        except OSError as e:
-            where = f"{os.fsdecode(path) or '.'} in {os.fsdecode(self.root)}"
-            raise Refused("worktree-unreadable", f"cannot read {where}: {e.strerror}") from None
+        where = f"{os.fsdecode(path) or '.'} in {os.fsdecode(self.root)}"
+        return Refused("worktree-unreadable", f"cannot read {where}: {e.strerror}")
 
     def _subfolder(self, path: bytes) -> None:
         if self.tracked.get(path, (0,))[0] == GITLINK:  # a submodule keeps the commit HEAD records
@@ -266,22 +274,19 @@ class _Walk:
         a = self.artifact
         return a is not None and (path == a or path.startswith(a + b"/"))
 
-    def _entry(self, path: bytes, st: os.stat_result) -> _Entry:
-        mode = SYMLINK if stat.S_ISLNK(st.st_mode) else EXECUTABLE if st.st_mode & stat.S_IXUSR else FILE
-        key = b"%d %d %d %d %d %d " % (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode, mode)
-        record = self.cache.get(path)  # as cached, unless it was racily clean when cached
-        if record is not None and len(record) == len(key) + 40 and record.startswith(key) and \
-                st.st_mtime_ns < self.cache_written_ns:
-            sha = record[len(key):]
-        else:
-            absolute = os.path.join(self.root, path)
-            with self._reading(path):
-                data = os.readlink(absolute) if mode == SYMLINK else _read_file(absolute)
-            digest = hashlib.sha1(b"blob %d\0" % len(data))
-            digest.update(data)
-            sha = digest.hexdigest().encode("ascii")
-            if self.tracked.get(path, (0, b""))[1] != sha:  # HEAD's blobs are in the store already
-                _write_blob(self.store, data)
+    def _hashed(self, path: bytes, mode: int, key: bytes) -> _Entry:
+        """The entry of a file or symlink read and hashed (its blob written when HEAD lacks it); its stat record."""
+        self.hashed += 1
+        absolute = self.root + b"/" + path
+        try:
+            data = os.readlink(absolute) if mode == SYMLINK else _read_file(absolute)
+        except OSError as e:
+            raise self._unreadable(path, e) from None
+        digest = hashlib.sha1(b"blob %d\0" % len(data))
+        digest.update(data)
+        sha = digest.hexdigest().encode("ascii")
+        if self.tracked.get(path, (0, b""))[1] != sha:  # HEAD's blobs are in the store already
+            _write_blob(self.store, data)
         self.stats[path] = key + sha
         return mode, sha
 
