@@ -220,7 +220,7 @@ class _Walk:
                         if rel:
                             return  # a nested repository: never entered
                         continue
-                    if rel and name.lower() == b".git" and os.path.lexists(where + b"/.git"):
+                    if len(name) == 4 and rel and name.lower() == b".git" and os.path.lexists(where + b"/.git"):
                         return  # the same, where the file system ignores case
                     if e.is_dir(follow_symlinks=False):
                         folders.append(name)
