@@ -26,8 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,11 +68,13 @@ def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artif
     bring_home). ``between`` runs between the two captures (tests use it to change a file). Raises as `capture`
     does.
     """
-    first = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir, home=repository)
+    stored: set[bytes] = set()  # ids the first capture found or wrote in the store: the second need not ask again
+    first = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir, home=repository,
+                    stored=stored)
     if between is not None:
         between()
     second = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir, home=repository,
-                     like=first)
+                     like=first, stored=stored)
     if first == second:
         if repository is not None:
             bring_home(Path(worktree), Path(repository), first)
@@ -82,7 +83,7 @@ def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artif
 
 
 def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_dir: str | None,
-            home: Path | None = None, like: Capture | None = None) -> Capture:
+            home: Path | None = None, like: Capture | None = None, stored: set[bytes] | None = None) -> Capture:
     """Write the tree of the worktree's HEAD plus its uncommitted changes; list the paths it changes against base.
 
     Raises Conflict ``head-moved`` when HEAD is not expected_head (None: any
@@ -96,8 +97,10 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
     git common dir a workspace borrows from, into home's own store, where a
     pin needs them, never into the workspace's). like: an earlier capture
     against the same base; when this one has its head and tree, its changed
-    paths are taken as they are (they depend on nothing else). OSError while
-    writing them propagates.
+    paths are taken as they are (they depend on nothing else). stored: ids
+    known to be in the store it writes to (an earlier capture of the same
+    call found or wrote them), not looked up again; what this one finds or
+    writes is added. OSError while writing them propagates.
     """
     from dulwich.errors import NotGitRepository
     from dulwich.objects import Commit
@@ -124,18 +127,22 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
         base_tree = _tree_of(repo, base)
         written = None if home is None else _home_store(home)
         try:
-            store = repo.object_store if written is None else _WrittenHome(repo.object_store, written)
-            tracked, tracked_folders = _flattened(store, commit.tree)
+            store = _WrittenHome(repo.object_store, repo.object_store if written is None else written,
+                                 set() if stored is None else stored)
+            tracked, tracked_folders, head_trees = _flattened(store, commit.tree)
             cache = StatCache(Path(repo.controldir()) / CACHE_NAME)
             walk = _Walk(worktree, store, tracked, tracked_folders, artifact, _ignores(repo), cache)
             walk.folder(b"")
             changes: dict[bytes, _Entry | None] = {p: e for p, e in walk.found.items() if tracked.get(p) != e}
             changes.update((p, None) for p in tracked if p not in walk.found)
-            tree = _apply(store, commit.tree, changes) or _write(store, _new_tree({}))
-            cache.save(walk.stats)
+            tree = _apply(store, head_trees, commit.tree, changes) or _write(store, _new_tree({}))
+            if walk.hashed or walk.stats != cache.records:  # else the same records, none racy: kept as they are
+                cache.save(walk.stats)
             as_before = like is not None and (like.head, like.tree) == (head_hex, tree.decode("ascii"))
             return Capture(head_hex, tree.decode("ascii"),
-                           like.changed if as_before else _changed_paths(store, base_tree, tree),
+                           like.changed if as_before
+                           else _quoted(changes) if base_tree == commit.tree
+                           else _changed_paths(store, base_tree, tree),
                            os.path.realpath(repo.controldir()))
         finally:
             if written is not None:
@@ -144,10 +151,11 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
 
 class _WrittenHome:
     """A workspace's object store that reads as itself (its own objects, then the ones it borrows) and writes into
-    the repository it borrows from: what a capture writes is where its pin needs it."""
+    the repository it borrows from: what a capture writes is where its pin needs it (without a home, it writes into
+    itself). Ids it found or wrote are remembered in stored, shared by the two captures of capture_twice."""
 
-    def __init__(self, read, write) -> None:  # noqa: ANN001
-        self.read, self.write, self.path = read, write, write.path
+    def __init__(self, read, write, stored: set[bytes]) -> None:  # noqa: ANN001
+        self.read, self.write, self.path, self.stored = read, write, write.path, stored
 
     def __getitem__(self, sha: bytes):  # noqa: ANN204
         return self.read[sha]
@@ -156,10 +164,16 @@ class _WrittenHome:
         return self.read.get_raw(sha)
 
     def __contains__(self, sha: bytes) -> bool:
-        return sha in self.write  # an object only the workspace has is still written home
+        if sha in self.stored:
+            return True
+        if sha in self.write:  # an object only the workspace has is still written home
+            self.stored.add(sha)
+            return True
+        return False
 
     def add_object(self, obj) -> None:  # noqa: ANN001
         self.write.add_object(obj)
+        self.stored.add(obj.id)
 
     def __getattr__(self, name: str):  # noqa: ANN204  anything else a reader asks (tree_changes, ...)
         return getattr(self.read, name)
@@ -188,36 +202,65 @@ class _Walk:
         self.cache, self.cache_written_ns = cache.records, cache.written_ns
         self.found: dict[bytes, _Entry] = {}
         self.stats: dict[bytes, bytes] = {}  # path -> its stat cache record
+        self.hashed = 0  # files and symlinks read (not taken from the cache)
 
     def folder(self, rel: bytes) -> None:
+        """The folder's files and symlinks, then its subfolders; a folder holding a ``.git`` (a nested repository,
+        rel not the top) is left out whole. A folder's own kind is read from the listing (no stat call); every
+        other entry is lstat'ed, as its stat cache record needs."""
         prefix, tracked, found = (rel + b"/" if rel else b""), self.tracked, self.found
-        with self._reading(rel), os.scandir(os.path.join(self.root, rel) if rel else self.root) as listing:
-            entries = [(e.name, e.stat(follow_symlinks=False)) for e in listing if e.name != b".git"]
-        for name, st in entries:
+        folders: list[bytes] = []
+        files: list[tuple[bytes, os.stat_result]] = []
+        where = self.root + b"/" + rel if rel else self.root
+        try:
+            with os.scandir(where) as listing:
+                for e in listing:
+                    name = e.name
+                    if name == b".git":
+                        if rel:
+                            return  # a nested repository: never entered
+                        continue
+                    if len(name) == 4 and rel and name.lower() == b".git" and os.path.lexists(where + b"/.git"):
+                        return  # the same, where the file system ignores case
+                    if e.is_dir(follow_symlinks=False):
+                        folders.append(name)
+                    else:
+                        files.append((name, e.stat(follow_symlinks=False)))
+        except OSError as e:
+            if rel and os.path.lexists(where + b"/.git"):
+                return  # a nested repository that cannot be listed: never entered either
+            raise self._unreadable(rel, e) from None
+        cache, fresh_before, stats = self.cache, self.cache_written_ns, self.stats
+        for name, st in files:
             path = prefix + name
-            kind = stat.S_IFMT(st.st_mode)
-            if kind == stat.S_IFDIR:
-                self._subfolder(path)
+            st_mode = st.st_mode
+            kind = stat.S_IFMT(st_mode)
+            if kind == stat.S_IFDIR:  # it became a folder after it was listed
+                folders.append(name)
             elif (kind == stat.S_IFREG or kind == stat.S_IFLNK) and (path in tracked or self._wanted(path)):
-                found[path] = self._entry(path, st)
+                mode = SYMLINK if kind == stat.S_IFLNK else EXECUTABLE if st_mode & stat.S_IXUSR else FILE
+                key = b"%d %d %d %d %d %d " % (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st_mode, mode)
+                record = cache.get(path)  # as cached, unless it was racily clean when cached
+                if record is not None and len(record) == len(key) + 40 and record.startswith(key) and \
+                        st.st_mtime_ns < fresh_before:
+                    stats[path] = record
+                    found[path] = (mode, record[len(key):])
+                else:
+                    found[path] = self._hashed(path, mode, key)
+        for name in folders:
+            self._subfolder(prefix + name)
 
-    @contextmanager
-    def _reading(self, path: bytes) -> Iterator[None]:
+    def _unreadable(self, path: bytes, e: OSError) -> Refused:
         """A file or folder that cannot be read (permissions, or changed under the walk): the worktree is unreadable.
 
         A failure to write objects is an I/O failure, and propagates as it is.
         """
-        try:
-            yield
-        except OSError as e:
-            where = f"{os.fsdecode(path) or '.'} in {os.fsdecode(self.root)}"
-            raise Refused("worktree-unreadable", f"cannot read {where}: {e.strerror}") from None
+        where = f"{os.fsdecode(path) or '.'} in {os.fsdecode(self.root)}"
+        return Refused("worktree-unreadable", f"cannot read {where}: {e.strerror}")
 
     def _subfolder(self, path: bytes) -> None:
         if self.tracked.get(path, (0,))[0] == GITLINK:  # a submodule keeps the commit HEAD records
             self.found[path] = self.tracked[path]
-            return
-        if os.path.lexists(os.path.join(self.root, path, b".git")):  # a nested repository: never entered
             return
         if path not in self.tracked_folders:
             if self._under_artifact(path) or self.ignores.may_prune_directory(os.fsdecode(path)):
@@ -231,22 +274,19 @@ class _Walk:
         a = self.artifact
         return a is not None and (path == a or path.startswith(a + b"/"))
 
-    def _entry(self, path: bytes, st: os.stat_result) -> _Entry:
-        mode = SYMLINK if stat.S_ISLNK(st.st_mode) else EXECUTABLE if st.st_mode & stat.S_IXUSR else FILE
-        key = b"%d %d %d %d %d %d " % (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode, mode)
-        record = self.cache.get(path)  # as cached, unless it was racily clean when cached
-        if record is not None and len(record) == len(key) + 40 and record.startswith(key) and \
-                st.st_mtime_ns < self.cache_written_ns:
-            sha = record[len(key):]
-        else:
-            absolute = os.path.join(self.root, path)
-            with self._reading(path):
-                data = os.readlink(absolute) if mode == SYMLINK else _read_file(absolute)
-            digest = hashlib.sha1(b"blob %d\0" % len(data))
-            digest.update(data)
-            sha = digest.hexdigest().encode("ascii")
-            if self.tracked.get(path, (0, b""))[1] != sha:  # HEAD's blobs are in the store already
-                _write_blob(self.store, data)
+    def _hashed(self, path: bytes, mode: int, key: bytes) -> _Entry:
+        """The entry of a file or symlink read and hashed (its blob written when HEAD lacks it); its stat record."""
+        self.hashed += 1
+        absolute = self.root + b"/" + path
+        try:
+            data = os.readlink(absolute) if mode == SYMLINK else _read_file(absolute)
+        except OSError as e:
+            raise self._unreadable(path, e) from None
+        digest = hashlib.sha1(b"blob %d\0" % len(data))
+        digest.update(data)
+        sha = digest.hexdigest().encode("ascii")
+        if self.tracked.get(path, (0, b""))[1] != sha:  # HEAD's blobs are in the store already
+            _write_blob(self.store, data)
         self.stats[path] = key + sha
         return mode, sha
 
@@ -323,11 +363,12 @@ def _tree_of(repo, base: str) -> bytes:  # noqa: ANN001
     raise NotFound("base-missing", f"the base {base} names a {obj.type_name.decode()}, not a commit")
 
 
-_FLATTENED: dict[bytes, tuple[dict[bytes, _Entry], set[bytes]]] = {}  # tree id -> _flatten's answer, last few
+_Flat = tuple[dict[bytes, _Entry], set[bytes], dict[bytes, list[tuple[bytes, int, bytes]]]]
+_FLATTENED: dict[bytes, _Flat] = {}  # tree id -> _flatten's answer, last few
 _FLATTENED_KEPT = 8
 
 
-def _flattened(store, tree_id: bytes) -> tuple[dict[bytes, _Entry], set[bytes]]:  # noqa: ANN001
+def _flattened(store, tree_id: bytes) -> _Flat:  # noqa: ANN001
     """_flatten, remembered by tree id for this process: a tree's content is fixed by its id (each tree read is hashed
     again, so no workspace's planted object can stand for another's tree), so the second capture
     of capture_twice (and every later pin on the same HEAD in `docket go`) reads no tree again. The caller must not
@@ -341,12 +382,14 @@ def _flattened(store, tree_id: bytes) -> tuple[dict[bytes, _Entry], set[bytes]]:
     return found
 
 
-def _flatten(store, tree_id: bytes) -> tuple[dict[bytes, _Entry], set[bytes]]:  # noqa: ANN001
-    """Every non-tree entry under tree_id (path -> (mode, sha)), and the folders that hold them."""
+def _flatten(store, tree_id: bytes) -> _Flat:  # noqa: ANN001
+    """Every non-tree entry under tree_id (path -> (mode, sha)), the folders that hold them, and each tree's own
+    entries (tree id -> [(name, mode, sha)], hashed again as read: what _apply starts from)."""
     from dulwich.objects import parse_tree
 
     out: dict[bytes, _Entry] = {}
     folders: set[bytes] = set()
+    trees: dict[bytes, list[tuple[bytes, int, bytes]]] = {}
     pending = [(b"", tree_id)]
     while pending:
         prefix, sha = pending.pop()
@@ -354,21 +397,24 @@ def _flatten(store, tree_id: bytes) -> tuple[dict[bytes, _Entry], set[bytes]]:  
         if kind != 2 or hashlib.sha1(b"tree %d\0" % len(raw) + raw).hexdigest().encode("ascii") != sha:
             # a workspace's own store is the agent's to write: what is remembered by id must be what the id names
             raise Refused("worktree-unreadable", f"tree {sha.decode()} in the object store is not that tree")
-        for name, mode, child in parse_tree(raw, 20):
+        trees[sha] = entries = list(parse_tree(raw, 20))
+        for name, mode, child in entries:
             path = prefix + name
             if mode == TREE:
                 folders.add(path)
                 pending.append((path + b"/", child))
             else:
                 out[path] = (mode, child)
-    return out, folders
+    return out, folders, trees
 
 
-def _apply(store, tree_id: bytes | None, changes: dict[bytes, _Entry | None]) -> bytes | None:  # noqa: ANN001
-    """tree_id with changes made (None: removed), writing only the trees on the way; None when it ends empty."""
-    entries = {name: (mode, sha) for name, mode, sha in store[tree_id].iteritems()} if tree_id else {}
+def _apply(store, trees: dict[bytes, list[tuple[bytes, int, bytes]]], tree_id: bytes | None,  # noqa: ANN001
+           changes: dict[bytes, _Entry | None]) -> bytes | None:
+    """tree_id with changes made (None: removed), writing only the trees on the way; None when it ends empty.
+    trees: HEAD's trees as _flatten read them (every tree_id this is asked about is one of them)."""
     if not changes:
         return tree_id
+    entries = {name: (mode, sha) for name, mode, sha in trees[tree_id]} if tree_id else {}
     here: dict[bytes, _Entry | None] = {}
     below: dict[bytes, dict[bytes, _Entry | None]] = {}
     for path, entry in changes.items():
@@ -379,7 +425,7 @@ def _apply(store, tree_id: bytes | None, changes: dict[bytes, _Entry | None]) ->
             here[name] = entry
     for name, inner in below.items():  # a file may turn into a folder and back: a removal only removes its own kind
         old = entries.get(name)
-        subtree = _apply(store, old[1] if old and old[0] == TREE else None, inner)
+        subtree = _apply(store, trees, old[1] if old and old[0] == TREE else None, inner)
         if subtree is not None:
             entries[name] = (TREE, subtree)
         elif old and old[0] == TREE:
@@ -390,6 +436,14 @@ def _apply(store, tree_id: bytes | None, changes: dict[bytes, _Entry | None]) ->
         elif name in entries and entries[name][0] != TREE:
             del entries[name]
     return _write(store, _new_tree(entries)) if entries else None
+
+
+def _quoted(changes: dict[bytes, _Entry | None]) -> tuple[str, ...]:
+    """The changed paths when the base is HEAD's own tree: exactly the paths the capture changed (each differs from
+    HEAD's entry or is gone), as _changed_paths would list them, without reading a tree again."""
+    from ...domain.binding import quote_path
+
+    return tuple(quote_path(p) for p in sorted(changes))
 
 
 def _changed_paths(store, old_tree: bytes, new_tree: bytes) -> tuple[str, ...]:  # noqa: ANN001
