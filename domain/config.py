@@ -421,7 +421,7 @@ DEFAULT_TOML = '''\
 # timeout = "45m"
 
 # [agents.codex]
-# command = ["codex", "exec", "--json", "--sandbox", "workspace-write", "-c", 'sandbox_workspace_write.writable_roots=["{worktree}/.git"]', "-"]
+# command = ["codex", "exec", "--json", "--sandbox", "danger-full-access", "-"]  # inside docket's sandbox (docs/agents.md)
 # prompt = "stdin"
 # report = "codex-jsonl"
 # env = { CODEX_HOME = "{worker_dir}" }
