@@ -127,6 +127,24 @@ def stop_orphans(wait: float = 10.0) -> bool:
         time.sleep(0.01)
 
 
+def _session(pid: int) -> int | None:
+    try:
+        stat = (Path("/proc") / str(pid) / "stat").read_bytes()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(b")") + 2:].split()[3])  # state, ppid, pgrp, session
+
+
+def _left_its_session(pid: int, ppid: int) -> bool:
+    """Whether pid is a daemon some other subreaper adopted (a supervisor, a container's init, a test runner): it is
+    in another session than its parent, and that session's leader is gone (it called setsid, then its leader
+    exited). A child of a user's shell shares the shell's session."""
+    session, parents = _session(pid), _session(ppid)
+    if session is None or parents is None or session == parents:
+        return False
+    return session != pid and _session(session) is None
+
+
 def adopted_by_init_in(folders: list[Path]) -> list[int]:
     """Processes of this user adopted by init (or a systemd user manager) whose working directory lies in one of
     folders: what a launch there left when the docket that supervised it died (a daemon that cleared its
@@ -141,7 +159,8 @@ def adopted_by_init_in(folders: list[Path]) -> list[int]:
             if process.info["uids"] is None or process.info["uids"].real != uid or process.pid == os.getpid():
                 continue
             ppid = process.info["ppid"]
-            if ppid != 1 and not (ppid and psutil.Process(ppid).name() == "systemd"):
+            if ppid != 1 and not (ppid and psutil.Process(ppid).name() == "systemd") and not _left_its_session(
+                    process.pid, ppid):
                 continue
             cwd = process.cwd()
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
