@@ -4,12 +4,14 @@ on the integration's stream). The Integration records it when its queue opens on
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from . import events as ev
 from .aggregate import next_event
-from .effects import MAX_FOREIGN_COMMITS, ForeignCommits
 from .streams import integration_stream
+
+if TYPE_CHECKING:  # the effect machinery is imported only where an effect is observed (a plan records none)
+    from .effects import ForeignCommits
 
 __all__ = ["moved_by_others_event"]
 
@@ -19,6 +21,8 @@ def moved_by_others_event(run_id: str, version: int, now: str, *, target_ref: st
                           foreign: ForeignCommits | None) -> ev.IntegrationTargetMovedByOthers:
     """The record following version: found instead of expected, and foreign, what found brought (None: not walked,
     nothing known beyond found itself, complete False)."""
+    from .effects import MAX_FOREIGN_COMMITS
+
     commits = foreign.commits[:MAX_FOREIGN_COMMITS] if foreign is not None else ()
     return next_event(ev.IntegrationTargetMovedByOthers, integration_stream(run_id), version, now, run_id=run_id,
                       target_ref=target_ref, expected_commit=expected, found=found, seen=seen,

@@ -78,9 +78,9 @@ def installed(request: pytest.FixtureRequest, name: str) -> tuple[Path, RealCli]
 
 def test_the_page_splits_each_command_into_subcommand_options_and_values(tmp_path):
     assert subcommands_and_options(page_agent(tmp_path, "codex").command) == (
-        ["exec"], ["--json", "--sandbox"], ["workspace-write"])
+        ["exec"], ["--json", "--sandbox"], ["danger-full-access"])
     assert subcommands_and_options(page_agent(tmp_path, "claude").command) == (
-        [], ["-p", "--permission-mode", "--output-format"], ["bypassPermissions", "json"])
+        [], ["-p", "--permission-mode", "--allowedTools", "--output-format"], ["acceptEdits", "Bash", "json"])
     _, options, values = subcommands_and_options(page_agent(tmp_path, "aider").command)
     assert "--message-file" in options and "--yes-always" in options and values == []
 
