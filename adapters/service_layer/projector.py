@@ -101,10 +101,11 @@ def views_anchor_break(ledger: LedgerReader, views: Views) -> VerificationFailed
         return VerificationFailed("ledger-cut", f"position {position}: the views saw the ledger reach it, but the "
                                                 f"ledger now ends at {head}; events were cut from its tail "
                                                 "(run 'docket replay' to rebuild the views from what is left)")
-    if ledger.digest_at(position) != digest:
-        return VerificationFailed("ledger-rewritten", f"position {position}: the ledger's digest differs from the "
-                                                      "one the views recorded there; the ledger was rewritten "
-                                                      "(run 'docket replay' to rebuild the views from it)")
+    if (found := ledger.digest_at(position)) != digest:
+        return VerificationFailed("ledger-rewritten", f"position {position}: the ledger's digest "
+                                                      f"({found[:16] or 'none'}) differs from the one the views "
+                                                      f"recorded there ({digest[:16] or 'none'}); the ledger was "
+                                                      "rewritten (run 'docket replay' to rebuild the views from it)")
     return None
 
 
