@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import threading
 from pathlib import Path
 
 from ...domain.errors import BadInput, VerificationFailed
@@ -99,51 +100,52 @@ def exposure_warnings(path: Path) -> list[tuple[str, str]]:
     return warnings
 
 
-# Files this process has checked already, by (device, inode, header): checked again from lstat alone.
-_CHECKED: set[tuple[int, int, bytes | None]] = set()
+# One descriptor of each file this process checked, by (device, inode), kept open for the process's life and never
+# closed: closing any descriptor of a file drops every POSIX lock this process holds on it, SQLite's included, and
+# another process then takes the database for unused, folds its write-ahead log into the file and deletes it under
+# this process's open connections, with every commit they make from then on (tests/integration/test_posix_locks.py).
+# Opened close-on-exec: no agent, check or hook inherits one.
+_KEPT: dict[tuple[int, int], int] = {}
+_KEPT_LOCK = threading.Lock()  # docket go checks files from several threads
 
 
 def _check_header_of(path: Path, *, header: bytes | None) -> bool:
-    """Open path without following a symlink and check it is a regular file.
+    """Check path is a regular file, without following a symlink, on a descriptor kept open (see _KEPT).
 
     With a header: True if the file starts with it, False if the file is empty,
     and not-a-ledger otherwise.
-
-    A file this process checked before (the same inode, not empty) is not opened again: closing any descriptor of
-    a file drops every POSIX lock this process holds on it, SQLite's included, and another process then takes the
-    database for unused and deletes its write-ahead log under this process's open connections (a long-lived
-    `docket go` opens the ledger and the views many times).
     """
+    with _KEPT_LOCK:
+        fd = _kept_descriptor(path)
+        start = os.pread(fd, len(header), 0) if header is not None else None
+    if header is None:
+        return True
+    if not start:
+        return False
+    if start != header:
+        raise BadInput("not-a-ledger", f"{path} is not an SQLite database, so not a docket ledger; refusing to touch it")
+    return True
+
+
+def _kept_descriptor(path: Path) -> int:
     try:
         seen = os.lstat(path)
     except OSError:
         seen = None
-    if seen is not None and stat.S_ISREG(seen.st_mode) and seen.st_size > 0 \
-            and (seen.st_dev, seen.st_ino, header) in _CHECKED:
-        return True
+    if seen is not None and stat.S_ISREG(seen.st_mode) and (kept := _KEPT.get((seen.st_dev, seen.st_ino))) is not None:
+        return kept
     try:
         fd = os.open(path, os.O_RDONLY | _NO_FOLLOW)
     except OSError as e:
         if os.path.islink(path):
             raise BadInput("symlink-refused", f"{path} is a symbolic link; docket opens only its own files") from None
         raise BadInput("unreadable-file", f"cannot open {path}: {e.strerror}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise BadInput("not-a-regular-file", f"{path} is not a regular file; docket keeps its ledger in one")
-        if header is None:
-            if st.st_size > 0:
-                _CHECKED.add((st.st_dev, st.st_ino, None))
-            return True
-        start = os.pread(fd, len(header), 0)
-    finally:
-        os.close(fd)
-    if not start:
-        return False
-    if start != header:
-        raise BadInput("not-a-ledger", f"{path} is not an SQLite database, so not a docket ledger; refusing to touch it")
-    _CHECKED.add((st.st_dev, st.st_ino, header))
-    return True
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)  # a device or a FIFO: no database this process holds locks on
+        raise BadInput("not-a-regular-file", f"{path} is not a regular file; docket keeps its ledger in one")
+    # replaced between the lstat and the open by a file already kept: this descriptor stays open too
+    return _KEPT.setdefault((st.st_dev, st.st_ino), fd)
 
 
 def _tables(path: Path) -> set[str]:
