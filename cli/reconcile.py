@@ -60,7 +60,7 @@ def reconcile(ctx: Context) -> int:
     for g in git_findings:
         lines.append(f"  unowned {g.kind}: {shown(g.path)}: {shown(g.detail)}" + (f" -> {g.applied}" if g.applied else ""))
     for f in planted:
-        lines.append(f"  unsafe-path: {shown(f.path)} is {shown(f.found)}, where docket makes a folder"
+        lines.append(f"  unsafe-path: {shown(f.path)} is {shown(f.found)}, where docket makes a {f.kind}"
                      + (f" -> {shown(f.applied)}" if f.applied else "; --apply moves it aside and makes the folder"))
     for u in unfinished:
         lines.append(f"  unfinished check: {shown(u['check_id'])} ({shown(u['check'])} on {u['binding_id'][:12]}): "
@@ -80,7 +80,7 @@ def _reconcile_folders(ctx: Context, *, apply: bool) -> list[Any]:
 
     docket_dir = ctx.paths.ledger.parent
     data = [(data_dir(), repository_key(ctx.repository))] if ctx.repository is not None else []
-    found = find_planted(docket_dir, data)
+    found = find_planted(docket_dir, data, files=(ctx.paths.views,))
     return [move_aside(f) for f in found] if apply else found
 
 

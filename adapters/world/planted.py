@@ -34,13 +34,18 @@ class Planted:
     path: str
     found: str  # what is there: "a symlink to <target>" or "a file, not a folder"
     root: str  # the folder below which docket makes path (path's own parents up to it are docket's)
+    kind: str = "folder"  # or "file": the views database, made again from the ledger on its next use
     applied: str | None = None  # with --apply: where it was moved
 
 
-def find_planted(docket_dir: Path, data_roots: list[tuple[Path, str]]) -> list[Planted]:
+def find_planted(docket_dir: Path, data_roots: list[tuple[Path, str]], files: tuple[Path, ...] = ()) -> list[Planted]:
     """Every symlink or non-folder where docket makes a folder: under docket_dir, and under each (data root,
-    repository key) at <root>/workspaces/<key> and <root>/executions/<key> (and the run folders in them)."""
+    repository key) at <root>/workspaces/<key> and <root>/executions/<key> (and the run folders in them); and a
+    symlink at any of files (files docket makes again when missing: the views)."""
     found: list[Planted] = []
+    for file in files:
+        if os.path.islink(file):
+            found.append(Planted(str(file), f"a symlink to {os.readlink(file)}", str(file.parent), kind="file"))
     for name in DOCKET_FOLDERS:
         folder = docket_dir / name
         found += _check(folder, docket_dir)
@@ -68,6 +73,8 @@ def move_aside(planted: Planted) -> Planted:
     else:
         return replace(planted, applied="not moved: no free name beside it")
     os.rename(path, aside)  # renames the link itself, never what it points to
+    if planted.kind == "file":
+        return replace(planted, applied=f"moved to {aside}; made again from the ledger when next used")
     own_folder(Path(planted.root), path)
     return replace(planted, applied=f"moved to {aside}; folder made again")
 

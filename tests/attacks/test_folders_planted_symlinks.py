@@ -102,3 +102,20 @@ def test_a_symlinked_log_folder_of_one_worker_is_refused_and_honest_work_still_l
     for path, text in DELIVERED.items():
         assert world.file_at("main", path) == text
     assert list(outside.iterdir()) == []
+
+
+def test_a_symlinked_views_database_is_never_written_and_reconcile_apply_moves_it_aside(tmp_path: Path):
+    world = make_go_world(tmp_path, tasks=ONE_TASK)
+    elsewhere = tmp_path / "elsewhere.sqlite"
+    views = world.ledger.parent / "views.sqlite"
+    views.unlink()
+    views.symlink_to(elsewhere)
+    assert not elsewhere.exists()
+    assert world.json("reconcile")["folders"][0]["path"] == str(views)
+    applied = world.json("reconcile", "--apply")["folders"]
+    assert [(f["path"], f["kind"]) for f in applied] == [(str(views), "file")]
+    assert os.path.islink(views.with_name("views.sqlite.planted-1"))
+    done = world.go("r1")
+    assert done.returncode == 0, done.stderr
+    assert views.is_file() and not views.is_symlink() and not elsewhere.exists()
+    assert world.file_at("main", "greet.py") == "print(1)\n"
