@@ -20,12 +20,48 @@ from ...domain.errors import BadInput, Refused, VerificationFailed
 from .ledger_rows import LEDGER_TABLES, connect_read_only
 
 __all__ = ["SQLITE_HEADER", "check_ledger_file", "create_private_file", "exposure_warnings", "own_data_folder", "own_folder",
-           "prepare_ledger_file", "unsafe_folder"]
+           "prepare_ledger_file", "read_named_file", "unsafe_folder"]
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 _NO_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # NONBLOCK: opening a FIFO must not hang
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def read_named_file(name: str | Path, limit: int, *, code: str, missing: Exception | None = None,
+                    too_large: Exception | None = None) -> bytes:
+    """The bytes of a file a user names (an anchor, a tasks or prompt file): opened non-blocking, so a FIFO never
+    hangs, refused unless it is a regular file (a device such as /dev/zero is not), at most limit bytes read.
+
+    BadInput ``code`` for anything that cannot be read as such; missing (when given) for a file that is not there,
+    too_large (when given) for one over limit.
+    A symlink is followed: the user named it.
+    """
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if missing is not None:
+            raise missing from None
+        raise BadInput(code, f"cannot read {name}: no such file") from None
+    except OSError as e:
+        raise BadInput(code, f"cannot read {name}: {e.strerror}") from None
+    except ValueError:  # a NUL in the name
+        raise BadInput(code, f"{name!r} is not a file name") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BadInput(code, f"{name} is not a regular file")
+        chunks, size = [], 0
+        while size <= limit and (chunk := os.read(fd, min(limit + 1 - size, 1 << 20))):
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as e:
+        raise BadInput(code, f"cannot read {name}: {e.strerror}") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise too_large or BadInput(code, f"{name} holds more than {limit} bytes")
+    return data
 
 
 def own_folder(root: Path, folder: Path) -> Path:
