@@ -134,9 +134,11 @@ def run_attempt(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec:
     check_id, execution_intent = new_id("check"), new_id("execution")
     chosen: dict[str, Any] = {}
     from ..world.files import own_data_folder
+    from ..world.paths import executions_root
 
-    # a symlink planted on the way is refused (unsafe-path) before the check is requested
-    own_data_folder(execution_path(repository, candidate.run_id, binding, spec.name, 1, root).parent, root)
+    # a symlink planted at <root>/executions/<key> is refused (unsafe-path) before the check is requested; below it
+    # (folders made and removed under the worktrees lock) the execution's own observation refuses one
+    own_data_folder(executions_root(repository, root), root)
 
     def decision(now: str) -> list[Event]:
         current = load_candidate(ledger, binding)

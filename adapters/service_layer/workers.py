@@ -235,7 +235,7 @@ def _task_worktree(ledger: Ledger, clock: Clock, effector: Any, task_id: str, re
     if task.worktree is None:
         if task.worktree_intent is None:
             path = task_worktree_path(repository, task.run_id, task.task_id, root)
-            own_data_folder(path.parent, root)  # a symlink planted on the way: unsafe-path, before any intent
+            own_data_folder(path.parents[1], root)  # <root>/workspaces/<key>: a planted symlink is unsafe-path
 
             def decision(now: str) -> list[Event]:
                 current = load_task(ledger, task_id)
