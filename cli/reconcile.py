@@ -79,9 +79,25 @@ def _reconcile_folders(ctx: Context, *, apply: bool) -> list[Any]:
     from ..adapters.world.planted import find_planted, move_aside
 
     docket_dir = ctx.paths.ledger.parent
-    data = [(data_dir(), repository_key(ctx.repository))] if ctx.repository is not None else []
+    roots = list(dict.fromkeys([data_dir(), *_workspace_root()]))
+    data = [(root, repository_key(ctx.repository)) for root in roots] if ctx.repository is not None else []
     found = find_planted(docket_dir, data, files=(ctx.paths.views,))
     return [move_aside(f) for f in found] if apply else found
+
+
+def _workspace_root() -> list[Any]:
+    """docket.toml's [workspace] root, when one is set and the file reads."""
+    from pathlib import Path
+
+    from ..adapters.service_layer.go_settings import workspace_root
+    from ..adapters.world.config_file import find_config, load_config
+    from ..domain.errors import DocketError
+
+    try:
+        root = workspace_root(load_config(find_config(Path.cwd())))
+    except DocketError:
+        return []  # a docket.toml that does not read: the data folder is still looked at
+    return [root] if root is not None else []
 
 
 def _unfinished_checks(ctx: Context) -> list[dict[str, Any]]:
