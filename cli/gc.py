@@ -16,8 +16,8 @@ __all__ = ["register"]
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p = command(nouns, "gc", gc, common,
                 "list candidate refs and task worktrees of closed runs whose work the target's history holds (or "
-                "that changed nothing), finished checks' executions and empty execution folders a crash left, and why everything else is kept; --apply "
-                "removes what can go",
+                "that changed nothing), finished checks' executions and empty execution folders a crash left, and "
+                "why everything else is kept; --apply removes what can go",
                 "docket gc\n  docket gc --apply --json")
     p.add_argument("--apply", action="store_true", help="remove what is proven kept elsewhere (candidate refs released, worktrees removed, on the record)")
 

@@ -24,7 +24,8 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
                    help="record gone processes as exited, stop unsupervised and unknown ones, end gone "
                         "supervisions at their last sign of life, finish abandoned check runs, delete unowned refs "
                         "(compare-and-swap), remove unowned worktrees that have no branch checked out, and move "
-                        "planted symlinks aside (renamed to <name>.planted-<n>, never deleted) and make the folder again")
+                        "planted symlinks aside (renamed to <name>.planted-<n>, never deleted) and make the folder "
+                        "again")
 
 
 def reconcile(ctx: Context) -> int:

@@ -19,8 +19,8 @@ from ...domain.codes import Code
 from ...domain.errors import BadInput, Refused, VerificationFailed
 from .ledger_rows import LEDGER_TABLES, connect_read_only
 
-__all__ = ["SQLITE_HEADER", "check_ledger_file", "create_private_file", "exposure_warnings", "own_data_folder", "own_folder",
-           "prepare_ledger_file", "read_named_file", "unsafe_folder"]
+__all__ = ["SQLITE_HEADER", "check_ledger_file", "create_private_file", "exposure_warnings", "own_data_folder",
+           "own_folder", "prepare_ledger_file", "read_named_file", "unsafe_folder"]
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -104,7 +104,10 @@ def own_data_folder(folder: Path, root: Path | None = None) -> Path:
 
 def unsafe_folder(path: Path) -> Refused:
     """The refusal of a folder docket would write into that is a symlink or not a folder."""
-    what = f"a symlink to {os.readlink(path)}" if os.path.islink(path) else "not a folder"
+    try:
+        what = f"a symlink to {os.readlink(path)}"
+    except OSError:  # not a symlink (or gone meanwhile)
+        what = "not a folder"
     return Refused(Code.UNSAFE_PATH, f"{path} is {what}; docket never writes through it: run 'docket reconcile "
                                      "--apply' to move it aside, then resume")
 
