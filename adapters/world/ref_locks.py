@@ -86,7 +86,11 @@ def claim_for(repo: Any, ref: str, identity: dict[str, Any] | None, *, thread: i
 
         own_folder(folder.parent, folder)
         path = folder / name
-        path.write_text(json.dumps(identity), encoding="utf-8")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, json.dumps(identity).encode("utf-8"))
+        finally:
+            os.close(fd)
         return path
     except (OSError, DocketError):  # a planted symlink (reconcile reports it), a full disk: no claim, no harm
         return None
