@@ -16,8 +16,8 @@ __all__ = ["register"]
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p = command(nouns, "gc", gc, common,
                 "list candidate refs and task worktrees of closed runs whose work the target's history holds (or "
-                "that changed nothing) and finished checks' executions, and why everything else is kept; --apply "
-                "removes what can go",
+                "that changed nothing), finished checks' executions and empty execution folders a crash left, and "
+                "why everything else is kept; --apply removes what can go",
                 "docket gc\n  docket gc --apply --json")
     p.add_argument("--apply", action="store_true", help="remove what is proven kept elsewhere (candidate refs released, worktrees removed, on the record)")
 
@@ -33,9 +33,24 @@ def gc(ctx: Context) -> int:
     found = collect(ctx.ledger, ctx.clock, ctx.effector, ctx.effector.ports.processes,
                     tasks=tasks.tasks_with_worktrees(conn), candidates=candidates.all_candidates(conn),
                     checks=checks.live_executions(conn), artifact_dir=artifact_dir(), apply=a.apply)
+    found += _empty_execution_folders(ctx, apply=a.apply)
     ctx.update_views()
     going = [k for k in found if k.action in ("remove", "removed")]
     lines = [f"{len(going)} to remove" if not a.apply else f"{sum(k.action == 'removed' for k in found)} removed"]
     lines += [f"  {k.action:<7} {k.kind} {k.name}: {k.path} ({k.reason})" for k in found]
     emit(ctx.json, {"applied": a.apply, "items": [asdict(k) for k in found]}, "\n".join(shown(line) for line in lines))
     return 0
+
+
+def _empty_execution_folders(ctx: Context, *, apply: bool) -> list[Any]:
+    """Empty <run>/<binding> folders a crash left under the repository's executions (in the data folder)."""
+    from ..adapters.service_layer.housekeeping import Kept
+    from ..adapters.world.executions import empty_execution_folders
+    from ..adapters.world.paths import executions_root
+
+    if ctx.repository is None:
+        return []
+    root = executions_root(ctx.repository)
+    return [Kept("folder", str(folder.relative_to(root)), str(folder), "removed" if apply else "remove",
+                 "empty: a crash left it between making it and an execution")
+            for folder in empty_execution_folders(ctx.repository, apply=apply)]

@@ -16,13 +16,16 @@ __all__ = ["register"]
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p = command(nouns, "reconcile", reconcile, common,
                 "report workers whose process is gone or unsupervised, processes the ledger does not know, "
-                "supervisions of runs whose docket process is gone, check runs nobody runs any more, and refs "
-                "under refs/docket/ and worktrees in docket's folders that no ledger record owns",
+                "supervisions of runs whose docket process is gone, check runs nobody runs any more, refs "
+                "under refs/docket/ and worktrees in docket's folders that no ledger record owns, and symlinks or "
+                "files planted where docket makes its own folders",
                 "docket reconcile --apply --json")
     p.add_argument("--apply", action="store_true",
                    help="record gone processes as exited, stop unsupervised and unknown ones, end gone "
                         "supervisions at their last sign of life, finish abandoned check runs, delete unowned refs "
-                        "(compare-and-swap) and remove unowned worktrees that have no branch checked out")
+                        "(compare-and-swap), remove unowned worktrees that have no branch checked out, and move "
+                        "planted symlinks aside (renamed to <name>.planted-<n>, never deleted) and make the folder "
+                        "again")
 
 
 def reconcile(ctx: Context) -> int:
@@ -33,6 +36,7 @@ def reconcile(ctx: Context) -> int:
     from ..projections.workers import active_workers
 
     a = ctx.args
+    planted = _reconcile_folders(ctx, apply=a.apply)  # first: what follows may write into those folders
     if a.apply:  # pending launches and stops first: an abandoned launch is resolved, a stop finished
         ctx.effector.run_pending(after=0)
     conn = ctx.views(writable=True).conn
@@ -48,7 +52,7 @@ def reconcile(ctx: Context) -> int:
     git_findings = _reconcile_git(ctx, apply=a.apply)
     ctx.update_views()
     unfinished = [] if a.apply else _unfinished_checks(ctx)
-    total = len(findings) + len(git_findings) + len(unfinished)
+    total = len(findings) + len(git_findings) + len(unfinished) + len(planted)
     lines = [f"{total} finding(s)" + ("" if a.apply or not total else "; --apply converges them")]
     for f in findings:
         who = f"worker {shown(f.worker_id)} generation {f.generation}" if f.worker_id else "a process"
@@ -56,6 +60,9 @@ def reconcile(ctx: Context) -> int:
                      + (f" -> {f.applied}" if f.applied else ""))
     for g in git_findings:
         lines.append(f"  unowned {g.kind}: {shown(g.path)}: {shown(g.detail)}" + (f" -> {g.applied}" if g.applied else ""))
+    for f in planted:
+        lines.append(f"  unsafe-path: {shown(f.path)} is {shown(f.found)}, where docket makes a {f.kind}"
+                     + (f" -> {shown(f.applied)}" if f.applied else "; --apply moves it aside and makes the folder"))
     for u in unfinished:
         lines.append(f"  unfinished check: {shown(u['check_id'])} ({shown(u['check'])} on {u['binding_id'][:12]}): "
                      f"{u['status']}, execution {u['execution_state']}")
@@ -63,8 +70,35 @@ def reconcile(ctx: Context) -> int:
         lines.append(f"  check {shown(s['check_id'])}: {shown(s['done'])}")
     emit(ctx.json, {"applied": a.apply, "findings": [asdict(f) for f in findings],
                     "git": [asdict(g) for g in git_findings], "unfinished_checks": unfinished,
-                    "settled_checks": settled}, "\n".join(lines))
+                    "settled_checks": settled, "folders": [asdict(f) for f in planted]}, "\n".join(lines))
     return 0
+
+
+def _reconcile_folders(ctx: Context, *, apply: bool) -> list[Any]:
+    """Symlinks or files planted where docket makes its folders (beside the ledger, in the data folder)."""
+    from ..adapters.world.paths import data_dir, repository_key
+    from ..adapters.world.planted import find_planted, move_aside
+
+    docket_dir = ctx.paths.ledger.parent
+    roots = list(dict.fromkeys([data_dir(), *_workspace_root()]))
+    data = [(root, repository_key(ctx.repository)) for root in roots] if ctx.repository is not None else []
+    found = find_planted(docket_dir, data, files=(ctx.paths.views,))
+    return [move_aside(f) for f in found] if apply else found
+
+
+def _workspace_root() -> list[Any]:
+    """docket.toml's [workspace] root, when one is set and the file reads."""
+    from pathlib import Path
+
+    from ..adapters.service_layer.go_settings import workspace_root
+    from ..adapters.world.config_file import find_config, load_config
+    from ..domain.errors import DocketError
+
+    try:
+        root = workspace_root(load_config(find_config(Path.cwd())))
+    except DocketError:
+        return []  # a docket.toml that does not read: the data folder is still looked at
+    return [root] if root is not None else []
 
 
 def _unfinished_checks(ctx: Context) -> list[dict[str, Any]]:

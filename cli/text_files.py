@@ -12,19 +12,16 @@ def read_text(name: str, *, limit: int, code: str, stdin: bool = False) -> str:
 
     from ..domain.errors import BadInput
 
-    try:
-        if stdin and name == "-":
-            data = sys.stdin.buffer.read(limit + 1)
-        else:
-            with open(name, "rb") as f:
-                data = f.read(limit + 1)
-    except OSError as e:
-        raise BadInput(code, f"cannot read {name}: {e.strerror}") from None
-    except ValueError:  # a NUL in the name
-        raise BadInput(code, f"{name!r} is not a file name") from None
-    if len(data) > limit:
-        raise BadInput("prompt-too-large" if code == "bad-prompt-file" else code,
-                       f"{name} holds more than {limit} bytes")
+    too_large = BadInput("prompt-too-large" if code == "bad-prompt-file" else code,
+                         f"{name} holds more than {limit} bytes")
+    if stdin and name == "-":
+        data = sys.stdin.buffer.read(limit + 1)
+        if len(data) > limit:
+            raise too_large
+    else:
+        from ..adapters.world.files import read_named_file
+
+        data = read_named_file(name, limit, code=code, too_large=too_large)  # a FIFO or device: refused at once
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["CanonicalJSONError", "canonical_json", "check_canonical_value"]
+__all__ = ["CanonicalJSONError", "DuplicateKey", "canonical_json", "check_canonical_value", "strict_json"]
 
 _encoder = json.JSONEncoder(
     ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
@@ -19,6 +19,25 @@ _encoder = json.JSONEncoder(
 
 class CanonicalJSONError(ValueError):
     """A value that has no canonical JSON form (a float, a non-string key...)."""
+
+
+class DuplicateKey(ValueError):
+    """A JSON object that names a key twice: parsers disagree on which value counts, so docket takes neither."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise DuplicateKey(f"the key {twice[:80]!r} is given twice in one object")
+    return value
+
+
+def strict_json(text: str | bytes) -> Any:
+    """json.loads for what docket checks (signed, chained or anchoring JSON): an object naming a key twice raises
+    DuplicateKey (a ValueError), whatever its depth."""
+    return json.loads(text, object_pairs_hook=_unique_keys)
 
 
 def check_canonical_value(value: Any, path: str = "$") -> None:

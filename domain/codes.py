@@ -210,6 +210,7 @@ class Code(StrEnum):
     UNPINNED_WORK = "unpinned-work"
     UNPRESERVED_CANDIDATE = "unpreserved-candidate"
     UNREADABLE_FILE = "unreadable-file"
+    UNSAFE_PATH = "unsafe-path"
     USAGE = "usage"
     VERIFY_INCOMPLETE = "verify-incomplete"
     WORKER_ALIVE = "worker-alive"

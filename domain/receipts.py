@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .canonical import CanonicalJSONError, canonical_json
+from .canonical import CanonicalJSONError, canonical_json, strict_json
 from .chain import chain_entry, next_digest
 from .errors import VerificationFailed
 from .merkle import verify_inclusion
@@ -140,7 +139,7 @@ def _check_event(event: Any, index: int | None, size: int, root: str) -> _Cited:
         raise VerificationFailed("bad-proof", f"the audit path of {named} does not prove its digest in the tree of "
                                               f"size {size} with root {root}")
     try:
-        body = json.loads(state)
+        body = strict_json(state)
         payload = body["payload"]
     except (ValueError, KeyError, TypeError, RecursionError):
         raise VerificationFailed("bad-statement", f"the state of {named} is not an event's JSON") from None

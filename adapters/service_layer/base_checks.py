@@ -80,7 +80,9 @@ def base_candidate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *,
     run = load_run(ledger, run_id)
     assert run.base_commit is not None, f"run {run_id} has no pinned base"
     output = integration_output_path(repository, run_id, BOUNDARY)  # where its checks' artifacts are copied back
-    output.mkdir(parents=True, exist_ok=True)
+    from ..world.files import own_folder
+
+    own_folder(repository / "docket", output)
     tree = effector.ports.capture.commit_tree(repository, run.base_commit)
     return pin_tree(ledger, clock, effector, run_id, run_id, repository=repository, parent=run.base_commit,
                     tree=tree, boundary=BOUNDARY, source=f"base of {run_id}", output=output)

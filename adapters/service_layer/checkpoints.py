@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...projections.views import Views, schema_signature
-from ..world.files import create_private_file
+from ..world.files import create_private_file, own_folder
 
 if TYPE_CHECKING:
     from .ports import LedgerReader
@@ -46,7 +46,7 @@ def clear(folder: Path) -> None:
 
 def keep(views: Views, folder: Path) -> int:
     """Copy the views' read models as they stand now into the folder; returns the position copied."""
-    folder.mkdir(mode=0o700, exist_ok=True)
+    own_folder(folder.parent, folder)
     partial = folder / f"partial-{os.getpid()}.sqlite"
     partial.unlink(missing_ok=True)
     create_private_file(partial)

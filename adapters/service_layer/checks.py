@@ -133,6 +133,12 @@ def run_attempt(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec:
     root = root_of_workspace(candidate.worktree)  # beside the task's workspace ([workspace] root), else the default
     check_id, execution_intent = new_id("check"), new_id("execution")
     chosen: dict[str, Any] = {}
+    from ..world.files import own_data_folder
+    from ..world.paths import executions_root
+
+    # a symlink planted at <root>/executions/<key> is refused (unsafe-path) before the check is requested; below it
+    # (folders made and removed under the worktrees lock) the execution's own observation refuses one
+    own_data_folder(executions_root(repository, root), root)
 
     def decision(now: str) -> list[Event]:
         current = load_candidate(ledger, binding)
@@ -173,7 +179,9 @@ def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
     run = candidate.check_run(check_id)
     launcher = effector.ports.launcher
     log_path = docket_dir / "checks" / binding / f"{spec.name}-{run.attempt}.{check_id}.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    from ..world.files import own_folder
+
+    own_folder(docket_dir, log_path.parent)
     intent_id = new_id("checklaunch")
     env, _ = scrub_environment(os.environ, spec.env_allow)
     env = {k: v for k, v in env.items() if not k.startswith("DOCKET_")}

@@ -125,8 +125,10 @@ def _export(d: RunDriver, sealed: Any, signer: Any) -> Path:
     from ..world.signing import write_bundle
     from .export import receipt_bundle
 
+    from ..world.files import own_folder
+
     path = receipt_path(d.docket_dir, sealed.event.run_id)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    own_folder(d.docket_dir, path.parent)  # a symlink planted there is refused: the receipt is never written out
     d.ledger.require_intact()  # the bundle proves events read from the ledger now: the one docket wrote
     try:
         write_bundle(path, receipt_bundle(d.reader(), sealed, signer))

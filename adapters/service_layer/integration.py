@@ -404,7 +404,9 @@ def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integ
 
     boundary = f"integration-{step.step}"
     output = integration_output_path(Path(integration.repository), integration.run_id, boundary)
-    output.mkdir(parents=True, exist_ok=True)
+    from ..world.files import own_folder
+
+    own_folder(Path(integration.repository) / "docket", output)
     candidate = pin_tree(ledger, clock, effector, integration.run_id, step.task_id,
                          repository=Path(integration.repository), parent=step.merge_commit, tree=step.tree,
                          boundary=boundary, source=integration.integration_ref, output=output)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...domain.canonical import strict_json
 from ...domain.errors import BadInput, NotFound, Refused, VerificationFailed
 from ...domain.merkle import verify_consistency
 from ...domain.streams import run_stream
@@ -75,7 +76,7 @@ def is_bundle(text: str) -> bool:
     """Whether a file's text looks like an exported bundle (JSON Lines of DSSE envelopes), not a JSON anchor."""
     first = text.split("\n", 1)[0]
     try:
-        value = json.loads(first)
+        value = strict_json(first)
     except (ValueError, RecursionError):
         return False
     return isinstance(value, dict) and "payloadType" in value
@@ -91,7 +92,7 @@ def sealed_head_of_bundle(path: str | Path) -> SealedHead:
     path = Path(path)
     try:
         envelopes = signing.read_bundle(path)
-        statement = json.loads(base64.b64decode(envelopes[0]["payload"], validate=True))
+        statement = strict_json(base64.b64decode(envelopes[0]["payload"], validate=True))
         if statement.get("predicateType") != PREDICATE_TYPE:
             raise BadInput("bad-anchor", f"the first line of {path.name} is not a docket receipt ({PREDICATE_TYPE})")
         ledger = statement["predicate"]["ledger"]

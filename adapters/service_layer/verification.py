@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...domain.canonical import strict_json
 from ...domain.chain import CHAIN_ALGORITHM, GENESIS_DIGEST, ChainBreak, ChainHead
 from ...domain.errors import BadInput, NotFound, VerificationFailed
 
@@ -39,11 +40,14 @@ class Anchor:
 def read_anchor(path: str | Path) -> Anchor:
     """An anchor file: JSON with the position and digest at its top or under 'head' (what `docket verify --json`
     prints), or a bundle from `docket export` (its receipt's ledger.tree_size, head_digest and root)."""
+    from ..world.files import read_named_file
+    from ..world.signing import MAX_BUNDLE_BYTES
+
+    data = read_named_file(path, MAX_BUNDLE_BYTES, code="bad-anchor",  # a FIFO or /dev/zero: refused at once
+                           missing=NotFound("anchor-not-found", f"no anchor file {path}"))
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise NotFound("anchor-not-found", f"no anchor file {path}") from None
-    except (OSError, ValueError) as e:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
         raise BadInput("bad-anchor", f"{path} is not a JSON anchor: {e}") from None
     from .proofs import is_bundle, sealed_head_of_bundle
 
@@ -51,7 +55,7 @@ def read_anchor(path: str | Path) -> Anchor:
         sealed = sealed_head_of_bundle(path)
         return Anchor(ChainHead(sealed.size, sealed.head_digest), sealed.root, f"the receipt in {Path(path).name}")
     try:
-        doc = json.loads(text)
+        doc = strict_json(text)
     except (ValueError, RecursionError) as e:
         raise BadInput("bad-anchor", f"{path} is not a JSON anchor: {e}") from None
     head = doc.get("head", doc) if isinstance(doc, dict) else None
@@ -120,7 +124,7 @@ def genesis_break(reader: LedgerReader) -> ChainBreak | None:
     genesis = None
     if topic in GENESIS_TYPES and stream == LEDGER_STREAM and version == 1:
         try:
-            body = json.loads(state)
+            body = strict_json(state)
             genesis = EVENT_TYPES[topic].model_validate(
                 {**body["payload"], "stream": stream, "version": version, "recorded_at": body["recorded_at"]})
         except (ValueError, KeyError, TypeError):  # pydantic's ValidationError is a ValueError

@@ -138,8 +138,10 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
 
     generation_dir = docket_dir / "workers" / request.worker_id / str(worker.generation)
     log_path = docket_dir / "logs" / request.worker_id / f"{worker.generation}.log"
+    from ..world.files import own_folder
+
     for folder in (generation_dir, log_path.parent):
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        own_folder(docket_dir, folder)
     port = _free_port() if request.ports else None
     prompt, prompt_file = _prompt(docket_dir, task)
     values = dict(worktree=str(worktree), worker_dir=str(generation_dir), port=port)
@@ -226,12 +228,14 @@ def _current_worker(ledger: Ledger, clock: Clock, processes: Any,
 
 def _task_worktree(ledger: Ledger, clock: Clock, effector: Any, task_id: str, repository: Path,
                    base: str | None = None, *, root: Path | None = None) -> task_aggregate.Task:
+    from ..world.files import own_data_folder
     from ..world.paths import task_worktree_path
 
     task = load_task(ledger, task_id)
     if task.worktree is None:
         if task.worktree_intent is None:
             path = task_worktree_path(repository, task.run_id, task.task_id, root)
+            own_data_folder(path.parents[1], root)  # <root>/workspaces/<key>: a planted symlink is unsafe-path
 
             def decision(now: str) -> list[Event]:
                 current = load_task(ledger, task_id)

@@ -23,8 +23,8 @@ from .own_repositories import borrows_from, make_own_repository, read_own_reposi
 from .paths import executions_root, repository_key
 from .repository import make_parents, making_worktrees, open_repo, remove_checkout, unsafe_parent
 
-__all__ = ["create_execution", "execution_path", "execution_remnants", "inspect_execution", "observe_execution",
-           "remove_execution"]
+__all__ = ["create_execution", "empty_execution_folders", "execution_path", "execution_remnants", "inspect_execution",
+           "observe_execution", "remove_execution"]
 
 _LINK_MODE, _GITLINK_MODE = 0o120000, 0o160000
 
@@ -184,6 +184,37 @@ def remove_execution(repository: Path, path: Path, *, group_alive: bool) -> None
                 os.rmdir(folder)
             except OSError:
                 break
+
+
+def empty_execution_folders(repository: Path, root: Path | None = None, *, apply: bool) -> list[Path]:
+    """The ``<run>/<binding>`` folders under the repository's executions root that hold nothing (a crash between
+    making one and renaming an execution into it leaves it); apply removes each, and its run folder once that is
+    empty too, under the worktrees lock (no execution is being made meanwhile). A symlink is never entered."""
+    base = executions_root(Path(repository), root)
+    found: list[Path] = []
+    with making_worktrees(Path(repository), exclusive=apply):
+        if unsafe_parent(base.parent.parent, base / "x") is not None or not _is_folder(base):
+            return []
+        for run in sorted(os.listdir(base)):
+            run_folder = base / run
+            if not _is_folder(run_folder):
+                continue
+            bindings = sorted(os.listdir(run_folder))
+            empty = [run_folder / b for b in bindings if _is_folder(run_folder / b) and not os.listdir(run_folder / b)]
+            found += empty if bindings else [run_folder]  # a run folder left empty itself
+            if apply:
+                for folder in empty:
+                    os.rmdir(folder)
+                if not os.listdir(run_folder):
+                    os.rmdir(run_folder)
+    return found
+
+
+def _is_folder(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _observe(repo, common: Path, path: Path, commit: str) -> ExecutionObservation:  # noqa: ANN001

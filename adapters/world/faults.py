@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import signal
 
-__all__ = ["CRASH_POINTS", "crash_point"]
+__all__ = ["CRASH_POINTS", "armed", "crash_point"]
 
 CRASH_POINTS = {
     "store:before-commit": "events and digests written, transaction not yet committed",
@@ -63,6 +63,9 @@ CRASH_POINTS = {
     "hook:after-claim": "a hook's started-marker made (it is claimed); its command not started",
     "hook:after-start": "a hook's command started (its gate opened); docket does not wait for it",
     "hook:after-exit": "a hook's command ended and its result file is written; HookFinished not recorded",
+    "ref:after-lock": "a ref under refs/docket/ locked (its <ref>.lock made, as dulwich does first) by a writer that "
+                      "recorded who it is (ref_locks.py); the ref not yet written. Scoped by the folder under "
+                      "refs/docket/ (ref:after-lock@candidates)",
     "effector:after-outcome": "outcome committed, projections not yet caught up",
     "projection:before-commit": "projection rows written, transaction not yet committed",
 }
@@ -70,7 +73,12 @@ CRASH_POINTS = {
 _ARMED = os.environ.get("DOCKET_FAULT")
 
 
-def crash_point(name: str, scope: str | None = None) -> None:
+def armed(name: str, scope: str | None = None) -> bool:
+    """Whether crash_point(name, scope) would kill this process (for a point that must first leave its trace)."""
     assert name in CRASH_POINTS, name
-    if _ARMED is not None and (_ARMED == name or (scope is not None and _ARMED == f"{name}@{scope}")):
+    return _ARMED is not None and (_ARMED == name or (scope is not None and _ARMED == f"{name}@{scope}"))
+
+
+def crash_point(name: str, scope: str | None = None) -> None:
+    if armed(name, scope):
         os.kill(os.getpid(), signal.SIGKILL)

@@ -9,20 +9,108 @@ file it did not create.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import stat
 import threading
 from pathlib import Path
 
-from ...domain.errors import BadInput, VerificationFailed
+from ...domain.codes import Code
+from ...domain.errors import BadInput, Refused, VerificationFailed
 from .ledger_rows import LEDGER_TABLES, connect_read_only
 
-__all__ = ["SQLITE_HEADER", "check_ledger_file", "create_private_file", "exposure_warnings", "prepare_ledger_file"]
+__all__ = ["SQLITE_HEADER", "check_ledger_file", "create_private_file", "exposure_warnings", "own_data_folder",
+           "own_folder", "prepare_ledger_file", "read_named_file", "unsafe_folder"]
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 _NO_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # NONBLOCK: opening a FIFO must not hang
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def read_named_file(name: str | Path, limit: int, *, code: str, missing: Exception | None = None,
+                    too_large: Exception | None = None) -> bytes:
+    """The bytes of a file a user names (an anchor, a tasks or prompt file): opened non-blocking, so a FIFO never
+    hangs, refused unless it is a regular file (a device such as /dev/zero is not), at most limit bytes read.
+
+    BadInput ``code`` for anything that cannot be read as such; missing (when given) for a file that is not there,
+    too_large (when given) for one over limit.
+    A symlink is followed: the user named it.
+    """
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if missing is not None:
+            raise missing from None
+        raise BadInput(code, f"cannot read {name}: no such file") from None
+    except OSError as e:
+        raise BadInput(code, f"cannot read {name}: {e.strerror}") from None
+    except ValueError:  # a NUL in the name
+        raise BadInput(code, f"{name!r} is not a file name") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BadInput(code, f"{name} is not a regular file")
+        chunks, size = [], 0
+        while size <= limit and (chunk := os.read(fd, min(limit + 1 - size, 1 << 20))):
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as e:
+        raise BadInput(code, f"cannot read {name}: {e.strerror}") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise too_large or BadInput(code, f"{name} holds more than {limit} bytes")
+    return data
+
+
+def own_folder(root: Path, folder: Path) -> Path:
+    """folder (root or inside it), each folder below root made 0700 where missing and opened without following a
+    symlink: the one way docket makes a folder it writes into under its own root (``<git dir>/docket``, the data
+    folder). root itself is the user's choice and is made as it is.
+
+    Refused ``unsafe-path`` when a folder on the way is a symlink or not a folder: nothing is made through it, and
+    `docket reconcile --apply` moves it aside (adapters/world/planted.py).
+    """
+    root, folder = Path(root), Path(folder)
+    parts = folder.relative_to(root).parts
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for i, part in enumerate(parts):
+            try:
+                os.mkdir(part, 0o700, dir_fd=fd)
+            except FileExistsError:
+                pass
+            try:
+                child = os.open(part, _FOLDER, dir_fd=fd)
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise unsafe_folder(root.joinpath(*parts[: i + 1])) from None
+                raise
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
+    return folder
+
+
+def own_data_folder(folder: Path, root: Path | None = None) -> Path:
+    """own_folder under root ([workspace] root), else under docket's data folder."""
+    from .paths import data_dir
+
+    return own_folder(root or data_dir(), folder)
+
+
+def unsafe_folder(path: Path) -> Refused:
+    """The refusal of a folder docket would write into that is a symlink or not a folder."""
+    try:
+        what = f"a symlink to {os.readlink(path)}"
+    except OSError:  # not a symlink (or gone meanwhile)
+        what = "not a folder"
+    return Refused(Code.UNSAFE_PATH, f"{path} is {what}; docket never writes through it: run 'docket reconcile "
+                                     "--apply' to move it aside, then resume")
 
 
 def create_private_file(path: Path) -> bool:

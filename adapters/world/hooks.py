@@ -117,7 +117,9 @@ def act(processes: Any, intent: HookRequested, observed: HookObservation) -> Non
         processes.terminate_group(ProcessIdentity.from_dict(command), grace=STOP_GRACE_SECONDS)
         return
     folder = Path(intent.directory)
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    from .files import own_folder
+
+    own_folder(folder.parent, folder)  # <docket>/hooks
     me = processes.identity(os.getpid())
     if me is None or not _create_with(_file(intent, "started"), canonical_json(me.as_dict())):
         return  # another process claimed it first: observe again

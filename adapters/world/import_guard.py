@@ -162,7 +162,9 @@ def guard_folder(docket_dir: Path) -> Path:
             return folder
     except OSError:
         pass
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    from .files import own_folder
+
+    own_folder(docket_dir, folder)
     partial = folder / f".sitecustomize.{os.getpid()}.partial"
     partial.write_text(SITECUSTOMIZE, encoding="utf-8")
     os.replace(partial, target)

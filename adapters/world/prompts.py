@@ -30,7 +30,9 @@ def store_prompt(docket_dir: Path, text: str) -> tuple[str, Path]:
         raise BadInput("bad-prompt", "a prompt cannot contain NUL characters")
     sha = hashlib.sha256(data).hexdigest()
     path = prompt_path(docket_dir, sha)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    from .files import own_folder
+
+    own_folder(docket_dir, path.parent)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except FileExistsError:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...domain.canonical import CanonicalJSONError, canonical_json
+from ...domain.canonical import CanonicalJSONError, DuplicateKey, canonical_json, strict_json
 from ...domain.errors import BadInput, NotFound, OutputExists, Refused, VerificationFailed
 
 if TYPE_CHECKING:
@@ -340,8 +340,10 @@ def verify_envelope(envelope: Any, verifier: SSlibKey) -> dict[str, Any]:
         raise VerificationFailed("bad-signature", f"the signature by key {keyid} does not match the envelope's "
                                                   "payload and payloadType") from None
     try:
-        value = json.loads(payload.decode("utf-8"))
+        value = strict_json(payload.decode("utf-8"))
         canonical = canonical_json(value) == payload
+    except DuplicateKey as e:
+        raise VerificationFailed("bad-statement", f"the payload is not canonical JSON: {e}") from None
     except (UnicodeDecodeError, ValueError, RecursionError, CanonicalJSONError):
         raise VerificationFailed("bad-statement", "the payload is not JSON (or nested too deeply)") from None
     if not canonical:
@@ -424,7 +426,9 @@ def read_bundle(path: str | Path, max_bytes: int = MAX_BUNDLE_BYTES) -> list[dic
     envelopes = []
     for number, line in enumerate(data[:-1].split(b"\n"), start=1):
         try:
-            value = json.loads(line.decode("utf-8"))
+            value = strict_json(line.decode("utf-8"))
+        except DuplicateKey as e:  # parsers disagree on which one counts: a signed line is read one way only
+            raise VerificationFailed("bad-bundle", f"line {number} of {_name(path)}: {e}") from None
         except (UnicodeDecodeError, ValueError, RecursionError):
             raise VerificationFailed("bad-bundle", f"line {number} of {_name(path)} is not JSON (or nested too "
                                                      "deeply)") from None

@@ -1,5 +1,6 @@
 """A ref's lock left by a docket process SIGKILLed mid-write: under refs/docket/ a stale one is removed and the write
-goes on; a fresh one, or any lock on a branch users share, is never broken and the write does nothing."""
+goes on, a fresh one nobody claims is waited out (tests/attacks/test_folders_resume_locks.py: claimed ones); any
+lock on a branch users share is never broken and the write does nothing."""
 
 from __future__ import annotations
 
@@ -43,12 +44,25 @@ def test_a_stale_lock_under_refs_docket_is_removed_and_the_ref_made(repo):
     assert tip(repo, ref) == head and not stale.exists()
 
 
-def test_a_fresh_lock_is_left_and_nothing_is_written(repo):
+def test_a_fresh_lock_nobody_claims_is_waited_out_within_the_write(repo, monkeypatch):
+    """Was: left, nothing written (a resume right after a kill then ended in outcome-unknown). Now the write waits
+    until the lock grows stale (each wait here ages the lock by as long instead of sleeping), then goes on."""
+    from docket.adapters.world import ref_locks
+
     head = git(repo, "rev-parse", "HEAD")
     ref = "refs/docket/integrations/r1"
     fresh = lock(repo, ref, 0)
-    advance_ref(repo / ".git", ref, None, head)  # no exception: observing again tells what happened
-    assert tip(repo, ref) is None and fresh.exists()
+    waits = []
+
+    def aging(seconds: float) -> None:
+        waits.append(seconds)
+        then = fresh.stat().st_mtime - seconds
+        os.utime(fresh, (then, then))
+
+    monkeypatch.setattr(ref_locks, "_sleep", aging)
+    advance_ref(repo / ".git", ref, None, head)
+    assert tip(repo, ref) == head and not fresh.exists()
+    assert sum(waits) >= STALE_LOCK_SECONDS - 1  # it did wait the window out rather than break the lock at once
 
 
 def test_a_lock_on_a_shared_branch_is_never_broken_however_old(repo):
