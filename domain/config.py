@@ -19,7 +19,7 @@ from .errors import BadInput
 from .events.base import Id
 from .names import check_branch_name, has_unsafe_characters
 from .sandbox import Confinement, extra_path, network_setting
-from .values import parse_duration, parse_size
+from .values import DEFAULT_MAX_FILE_SIZE, parse_duration, parse_size
 
 __all__ = ["AgentConfig", "CandidatesConfig", "CheckConfig", "Config", "DEFAULT_TOML", "HookConfig", "IntegrationConfig", "RunConfig", "WorktreeConfig",
            "check_artifact_dir", "check_config_sha256", "expand", "placeholders"]
@@ -279,9 +279,6 @@ class RunConfig(_Section):
 
     target: Branch | None = None
     budget_ms: Duration | None = Field(None, alias="budget")
-
-
-DEFAULT_MAX_FILE_SIZE = 100 * 2**20
 
 
 class CandidatesConfig(_Section):

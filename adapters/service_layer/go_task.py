@@ -220,6 +220,7 @@ def _pin(s: Session, settings: GoSettings, run: run_aggregate.Run, task: task_ag
 
     try:
         pinned = pin_task(s.ledger, s.clock, s.effector, run.run_id, task.task_id, artifact_dir=settings.artifact_dir,
+                          max_file_size=settings.max_file_size,
                           worker_id=task_worker_id(task.task_id), generation=generation)
     except RunClosed:
         return None

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...domain.values import DEFAULT_MAX_FILE_SIZE
 from ...domain.errors import BadInput, Conflict, NotFound, Refused
 from .repository import DulwichRepository, open_repo, same
 from .stat_cache import CACHE_NAME, StatCache, seed_stat_cache
@@ -60,7 +61,8 @@ class Unstable:
 
 
 def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artifact_dir: str | None,
-                  repository: Path | None = None, between: Callable[[], None] | None = None) -> Capture | Unstable:
+                  repository: Path | None = None, between: Callable[[], None] | None = None,
+                  max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> Capture | Unstable:
     """Capture the worktree twice; the capture when both agree (head, tree and changed paths), else Unstable.
 
     With repository (the git common dir a workspace borrows from), an agreed capture's objects (HEAD's history
@@ -70,11 +72,11 @@ def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artif
     """
     stored: set[bytes] = set()  # ids the first capture found or wrote in the store: the second need not ask again
     first = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir, home=repository,
-                    stored=stored)
+                    stored=stored, max_file_size=max_file_size)
     if between is not None:
         between()
     second = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir, home=repository,
-                     like=first, stored=stored)
+                     like=first, stored=stored, max_file_size=max_file_size)
     if first == second:
         if repository is not None:
             bring_home(Path(worktree), Path(repository), first)
@@ -83,7 +85,8 @@ def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artif
 
 
 def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_dir: str | None,
-            home: Path | None = None, like: Capture | None = None, stored: set[bytes] | None = None) -> Capture:
+            home: Path | None = None, like: Capture | None = None, stored: set[bytes] | None = None,
+            max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> Capture:
     """Write the tree of the worktree's HEAD plus its uncommitted changes; list the paths it changes against base.
 
     Raises Conflict ``head-moved`` when HEAD is not expected_head (None: any
@@ -100,7 +103,10 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
     paths are taken as they are (they depend on nothing else). stored: ids
     known to be in the store it writes to (an earlier capture of the same
     call found or wrote them), not looked up again; what this one finds or
-    writes is added. OSError while writing them propagates.
+    writes is added. OSError while writing them propagates. A file larger
+    than max_file_size whose content is not the base's blob at its path is
+    Refused ``file-too-large``, read without being held in memory and
+    before any object of it is written.
     """
     from dulwich.errors import NotGitRepository
     from dulwich.objects import Commit
@@ -131,7 +137,8 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
                                  set() if stored is None else stored)
             tracked, tracked_folders, head_trees = _flattened(store, commit.tree)
             cache = StatCache(Path(repo.controldir()) / CACHE_NAME)
-            walk = _Walk(worktree, store, tracked, tracked_folders, artifact, _ignores(repo), cache)
+            walk = _Walk(worktree, store, tracked, tracked_folders, artifact, _ignores(repo), cache,
+                         _Large(max_file_size, lambda: _flattened(store, base_tree)[0]))
             walk.folder(b"")
             changes: dict[bytes, _Entry | None] = {p: e for p, e in walk.found.items() if tracked.get(p) != e}
             changes.update((p, None) for p in tracked if p not in walk.found)
@@ -192,13 +199,14 @@ class _Walk:
     """The files and symlinks of a worktree that belong in its capture, hashed (or found unchanged in the cache)."""
 
     def __init__(self, root: Path, store, tracked: dict[bytes, _Entry], tracked_folders: set[bytes],  # noqa: ANN001
-                 artifact: bytes | None, ignores, cache: StatCache) -> None:  # noqa: ANN001
+                 artifact: bytes | None, ignores, cache: StatCache, large: _Large) -> None:  # noqa: ANN001
         self.root = os.fsencode(root)
         self.store = store
         self.tracked = tracked
         self.tracked_folders = tracked_folders
         self.artifact = artifact
         self.ignores = ignores
+        self.large = large
         self.cache, self.cache_written_ns = cache.records, cache.written_ns
         self.found: dict[bytes, _Entry] = {}
         self.stats: dict[bytes, bytes] = {}  # path -> its stat cache record
@@ -245,8 +253,10 @@ class _Walk:
                         st.st_mtime_ns < fresh_before:
                     stats[path] = record
                     found[path] = (mode, record[len(key):])
+                    if kind == stat.S_IFREG and st.st_size > self.large.limit:
+                        self.large.require_base_holds(path, found[path][1], st.st_size)
                 else:
-                    found[path] = self._hashed(path, mode, key)
+                    found[path] = self._hashed(path, mode, key, st.st_size if kind == stat.S_IFREG else 0)
         for name in folders:
             self._subfolder(prefix + name)
 
@@ -274,10 +284,21 @@ class _Walk:
         a = self.artifact
         return a is not None and (path == a or path.startswith(a + b"/"))
 
-    def _hashed(self, path: bytes, mode: int, key: bytes) -> _Entry:
-        """The entry of a file or symlink read and hashed (its blob written when HEAD lacks it); its stat record."""
+    def _hashed(self, path: bytes, mode: int, key: bytes, size: int) -> _Entry:
+        """The entry of a file or symlink read and hashed (its blob written when HEAD lacks it); its stat record.
+        A file over the size limit is hashed a chunk at a time and never written: the base must hold it."""
         self.hashed += 1
         absolute = self.root + b"/" + path
+        if size > self.large.limit:
+            try:
+                sha = _large_file_id(absolute, size)
+            except OSError as e:
+                raise self._unreadable(path, e) from None
+            except ValueError as e:
+                raise Refused("worktree-unreadable", f"{os.fsdecode(path)} in {os.fsdecode(self.root)} {e}") from None
+            self.large.require_base_holds(path, sha, size)
+            self.stats[path] = key + sha
+            return mode, sha
         try:
             data = os.readlink(absolute) if mode == SYMLINK else _read_file(absolute)
         except OSError as e:
@@ -289,6 +310,35 @@ class _Walk:
             _write_blob(self.store, data)
         self.stats[path] = key + sha
         return mode, sha
+
+
+class _Large:
+    """The size limit of a capture's files, and the base's entries a file over it must match (read once, if ever)."""
+
+    def __init__(self, limit: int, base_entries: Callable[[], dict[bytes, _Entry]]) -> None:
+        self.limit, self._base_entries = limit, base_entries
+
+    def require_base_holds(self, path: bytes, sha: bytes, size: int) -> None:
+        """Refused ``file-too-large`` unless the base holds exactly this content at path (the user's own file)."""
+        from ...domain.binding import quote_path
+        from ...domain.codes import Code
+        from ...domain.values import format_size
+
+        if self._base_entries().get(path, (0, b""))[1] == sha:
+            return
+        raise Refused(Code.FILE_TOO_LARGE, f"{quote_path(path)} is {size} bytes ({format_size(size)}), more than "
+                                           f"[candidates] max_file_size ({format_size(self.limit)}); nothing was "
+                                           "pinned: delete it or ignore it (.gitignore), or raise the limit")
+
+
+def _large_file_id(path: bytes, size: int) -> bytes:
+    from .blobs import file_blob_id
+
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        return file_blob_id(fd, size)
+    finally:
+        os.close(fd)
 
 
 def _read_file(path: bytes) -> bytes:
@@ -489,15 +539,26 @@ def bring_home(workspace: Path, repository: Path, captured: Capture) -> int:
         except (KeyError, ValueError, ChecksumMismatch) as e:
             raise Refused("worktree-unreadable", f"the workspace {workspace} cannot give the objects its capture "
                                                  f"needs: {e}") from None
+        except Exception as e:
+            from .blobs import is_too_large_to_read
+
+            if not is_too_large_to_read(e):
+                raise
+            from ...domain.codes import Code
+
+            raise Refused(Code.FILE_TOO_LARGE, f"the history of the workspace {workspace} holds an object larger "
+                                               "than docket reads into memory (a large file committed, then "
+                                               "deleted?); nothing was pinned") from None
 
 
 class DulwichCapture(DulwichRepository):
     """The CapturePort: worktrees captured into trees, commits' trees read (trees.py)."""
 
     def capture_twice(self, worktree: Path, *, expected_head: str | None, base: str,
-                      artifact_dir: str | None, repository: Path | None = None) -> Capture | Unstable:
+                      artifact_dir: str | None, repository: Path | None = None,
+                      max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> Capture | Unstable:
         return capture_twice(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir,
-                             repository=repository)
+                             repository=repository, max_file_size=max_file_size)
 
     def commit_tree(self, repository: Path, commit: str) -> str:
         return commit_tree(repository, commit)

@@ -18,6 +18,7 @@ from tests.conftest import git
 from tests.e2e.go_world import AGENT, GoWorld, make_go_world
 
 GIB = 1 << 30
+LARGE_BLOB = "4fce05a4e4ed8cefef2d99f32c519b2fd7841b74"  # a 1 GiB file of zeros, as git hashes it
 
 TASKS = '''\
 [[tasks]]
@@ -74,7 +75,7 @@ def _largest_object(repo: Path) -> int:
 
 
 def _feedback_texts(world: GoWorld) -> str:
-    return json.dumps(world.events("FeedbackRecorded") + world.events("TaskFailed"))
+    return json.dumps(world.events("TaskFeedbackRecorded"))
 
 
 def _refused_and_the_rest_delivers(world: GoWorld) -> None:
@@ -106,7 +107,8 @@ def test_a_large_file_the_user_committed_on_the_target_is_checked_out_and_the_ru
     world = _world(tmp_path, tasks=TASKS.replace("BIG\n", ""))
     with open(world.repo / "data.bin", "wb") as f:
         f.truncate(GIB)
-    git(world.repo, "add", "data.bin")
+    git(world.repo, "-c", "core.bigFileThreshold=2g", "add", "data.bin")  # a loose object, as dulwich reads them
+    assert (world.repo / ".git" / "objects" / LARGE_BLOB[:2] / LARGE_BLOB[2:]).is_file()
     git(world.repo, "commit", "-qm", "a large data file")
     done = world.go("r1", "--parallel", "2")
     assert done.returncode == 0, done.stderr
@@ -117,3 +119,17 @@ def test_a_large_file_the_user_committed_on_the_target_is_checked_out_and_the_ru
     assert (world.repo / "data.bin").stat().st_size == GIB
     assert world.run("verify").returncode == 0
     git(world.repo, "fsck", "--strict")
+
+
+def test_the_limit_is_the_one_docket_toml_sets(tmp_path: Path):
+    padded = TASKS.replace("BIG\n", "write pad.txt: " + "x" * 1500 + "\n")
+    world = _world(tmp_path, tasks=padded)
+    with open(world.repo / "docket.toml", "a") as f:
+        f.write('\n[candidates]\nmax_file_size = "1KiB"\n')
+    git(world.repo, "commit", "-qam", "a small limit")
+    done = world.go("r1", "--parallel", "2", "--cycles", "1")
+    assert done.returncode == 6, done.stderr
+    rows = {row["task"]: row for row in json.loads(done.stdout)["tasks"]}
+    assert rows["greet"]["result"] == "delivered" and rows["big"]["code"] == "pin-failed"
+    text = _feedback_texts(world)
+    assert "file-too-large" in text and "pad.txt is 1501 bytes" in text and "max_file_size (1 KiB)" in text
