@@ -49,4 +49,4 @@ def launch_request(ctx: Context, run_id: str, task_id: str, worker_id: str, agen
     common["confinement"] = config.confinement(chosen)
     return (LaunchRequest(agent=name, command=chosen.command, prompt_mode=chosen.prompt, env=chosen.env,
                           env_allow=chosen.env_allow, report=chosen.report, **common),
-            {"timeout_ms": chosen.timeout_ms, "idle_timeout_ms": chosen.idle_timeout_ms})
+            {"timeout_ms": chosen.timeout_ms, "idle_timeout_ms": chosen.idle_timeout_ms, "max_log": chosen.max_log})

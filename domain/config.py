@@ -19,7 +19,7 @@ from .errors import BadInput
 from .events.base import Id
 from .names import check_branch_name, has_unsafe_characters
 from .sandbox import Confinement, extra_path, network_setting
-from .values import DEFAULT_MAX_FILE_SIZE, parse_duration, parse_size
+from .values import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LOG, parse_duration, parse_size
 
 __all__ = ["AgentConfig", "CandidatesConfig", "CheckConfig", "Config", "DEFAULT_TOML", "HookConfig", "IntegrationConfig", "RunConfig", "WorktreeConfig",
            "check_artifact_dir", "check_config_sha256", "expand", "placeholders"]
@@ -168,6 +168,8 @@ class AgentConfig(_Section):
     read: list[ExtraPath] = []
     write: list[ExtraPath] = []
     network: NetworkValue = "any"  # its model API's port is not docket's to guess; narrow it with [443]
+    # Its log's cap: past it the middle is cut (head and tail kept, a line says how much), recorded in WorkerExited
+    max_log: Size = DEFAULT_MAX_LOG
 
     @model_validator(mode="after")
     def _prompt_reaches_the_agent(self) -> AgentConfig:

@@ -14,6 +14,7 @@ from .errors import BadInput
 
 __all__ = [
     "DEFAULT_MAX_FILE_SIZE",
+    "DEFAULT_MAX_LOG",
     "EARLIEST_TIME",
     "LATEST_TIME",
     "MAX_DURATION_MS",
@@ -100,6 +101,7 @@ def parse_duration(text: str) -> int:
 
 
 DEFAULT_MAX_FILE_SIZE = 100 * 2**20  # [candidates] max_file_size, unless docket.toml says otherwise
+DEFAULT_MAX_LOG = 100 * 10**6  # [agents.NAME] max_log, unless docket.toml says otherwise
 _SIZE = re.compile(r"([0-9]{1,16})\s*([kmgt]i?b|b)?", re.IGNORECASE)
 _SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
                "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}

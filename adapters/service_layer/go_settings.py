@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...domain.values import DEFAULT_MAX_FILE_SIZE
+from ...domain.values import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LOG
 from ...domain.sandbox import Confinement
 from ...domain.errors import BadInput, NotFound
 from .checks import CheckSpec
@@ -32,6 +32,7 @@ class Agent:
     idle_timeout_ms: int | None = None
     report: str = "none"
     confinement: Confinement = Confinement()
+    max_log: int = DEFAULT_MAX_LOG  # [agents.NAME] max_log
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def planned_agent(config: Config, name: str) -> Agent:
         raise NotFound("agent-not-found", f"docket.toml has no [agents.{name}], the agent this run was "
                                           "planned with")
     return Agent(name, tuple(chosen.command), chosen.prompt, dict(chosen.env), tuple(chosen.env_allow),
-                 chosen.timeout_ms, chosen.idle_timeout_ms, chosen.report, config.confinement(chosen))
+                 chosen.timeout_ms, chosen.idle_timeout_ms, chosen.report, config.confinement(chosen), chosen.max_log)
 
 
 def workspace_root(config: Config) -> Path | None:

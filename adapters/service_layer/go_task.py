@@ -123,7 +123,7 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
             finish_task(s, task.task_id, "failed", None, Code.SETUP_FAILED, e.message)
             return True
         raise
-    supervise(s.ledger, s.clock, s.effector, [(launched, Limits(agent.timeout_ms, agent.idle_timeout_ms))],
+    supervise(s.ledger, s.clock, s.effector, [(launched, Limits(agent.timeout_ms, agent.idle_timeout_ms, agent.max_log))],
               supervisions=launched.supervisions)
     faults.crash_point("go:after-agent")
     return True

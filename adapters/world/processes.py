@@ -405,7 +405,8 @@ def _require_program(spec: LaunchSpec) -> None:
 
 
 def _create_log(path: Path) -> int:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    # O_APPEND: each write lands at the file's end, so a log capped in place (log_cap.py) goes on from its new end
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_APPEND
     try:
         return os.open(path, flags, 0o600)
     except OSError as error:

@@ -58,3 +58,14 @@ def test_the_candidates_table_is_strict(tmp_path, text, expected):
     with pytest.raises(BadInput) as caught:
         load_config(_written(tmp_path, text))
     assert caught.value.code == Code.BAD_CONFIG and expected in caught.value.message, caught.value.message
+
+
+def test_max_log_defaults_to_100_mb_and_takes_a_size(tmp_path):
+    from docket.domain.values import DEFAULT_MAX_LOG
+
+    agent = '[agents.a]\ncommand = ["a", "{prompt}"]\n'
+    assert load_config(_written(tmp_path, agent)).agents["a"].max_log == DEFAULT_MAX_LOG == 100_000_000
+    assert load_config(_written(tmp_path, agent + 'max_log = "1MB"\n')).agents["a"].max_log == 1_000_000
+    with pytest.raises(BadInput) as caught:
+        load_config(_written(tmp_path, agent + 'max_log = "lots"\n'))
+    assert caught.value.code == Code.BAD_CONFIG and "agents.a.max_log" in caught.value.message
