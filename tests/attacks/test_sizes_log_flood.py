@@ -75,3 +75,44 @@ max_log = "1MB"
     assert exits["r1.flood"]["log_bytes"] == len(flood_log)
     assert exits["r1.greet"]["log_cut_bytes"] == 0 and b"bytes of output cut" not in logs["r1.greet"].read_bytes()
     assert world.run("verify").returncode == 0
+
+
+def test_the_log_is_capped_while_the_agent_still_runs(tmp_path: Path):
+    from tests.e2e.go_world import wait_until
+
+    flooder = tmp_path / "flooder.py"
+    flooder.write_text(FLOODER)
+    agent = f'''
+[agents.flooder]
+command = ["{sys.executable}", "{flooder}", "{{prompt_file}}", "{AGENT}"]
+prompt = "file"
+max_log = "1MB"
+'''
+    tasks = TASKS.replace("FLOOD\n", "FLOOD\nwait for go-on.txt\n")  # made in its workspace by this test
+    world = make_go_world(tmp_path, tasks=tasks, extra_config=agent)
+    (world.repo / "docket.toml").write_text((world.repo / "docket.toml").read_text()
+                                            .replace('agent = "scripted"', 'agent = "flooder"'))
+    git(world.repo, "commit", "-qm", "the flooding agent", "-a")
+    process = world.start("go", "--goal", "g", "--tasks", "tasks.toml", "--id", "r1", "--json")
+    try:
+        def flood_log() -> Path | None:
+            found = [Path(e["payload"]["log_path"]) for e in world.events("WorkerLaunchRequested")
+                     if e["payload"]["worker_id"] == "r1.flood"]
+            return found[0] if found and found[0].exists() else None
+
+        def capped() -> bool:
+            log = flood_log()
+            return log is not None and log.stat().st_size <= CAP + 200 and b"bytes of output cut here" in \
+                log.read_bytes()
+
+        assert wait_until(capped, 120)
+        # the agent is still running (it waits for go-on), and its log is already capped
+        assert not [e for e in world.events("WorkerExited") if e["payload"]["worker_id"] == "r1.flood"]
+    finally:
+        for e in world.events("WorktreeRequested"):
+            if e["payload"]["task_id"] == "r1.flood":
+                (Path(e["payload"]["path"]) / "go-on.txt").write_text("")
+    out, err = process.communicate(timeout=180)
+    assert process.returncode == 0, err
+    assert {row["task"]: row["result"] for row in json.loads(out)["tasks"]} == {"greet": "delivered",
+                                                                                "flood": "delivered"}
