@@ -13,7 +13,7 @@ import hashlib
 import os
 import zlib
 
-__all__ = ["CHUNK", "file_blob_id", "is_too_large_to_read", "write_loose_blob"]
+__all__ = ["CHUNK", "file_blob_id", "is_too_large_to_read", "oversized_blobs", "stored_size", "write_loose_blob"]
 
 CHUNK = 1 << 20
 _ZEROS = bytes(CHUNK)
@@ -104,3 +104,103 @@ class _Sink:
         if self.size != self.written or self.digest.hexdigest().encode("ascii") != self.sha:
             raise ValueError(f"object {self.sha.decode()} holds other bytes than its id names")
         return self.written
+
+
+_OFS_DELTA, _REF_DELTA = 6, 7
+_TREE_MODE, _GITLINK_MODE = 0o040000, 0o160000
+
+
+def stored_size(store, sha: bytes) -> int | None:  # noqa: ANN001
+    """The size of the object sha as store (or a store it borrows from) holds it, read from its header alone
+    (never inflated whole); None when no store has it."""
+    hex_id = sha.decode("ascii")
+    try:
+        for each in [store, *getattr(store, "alternates", [])]:
+            path = os.path.join(getattr(each, "path", ""), hex_id[:2], hex_id[2:])
+            if os.path.isfile(path):
+                return _loose_size(path)
+            for pack in getattr(each, "packs", []):
+                try:
+                    offset = pack.index.object_offset(sha)
+                except KeyError:
+                    continue
+                return _packed_size(pack._data_path, offset)
+    except (IndexError, zlib.error, ValueError) as e:
+        raise ValueError(f"object {hex_id} has a header that cannot be read: {e}") from None
+    return None
+
+
+def _loose_size(path: str) -> int:
+    with open(path, "rb") as f:
+        head = zlib.decompressobj().decompress(f.read(4096), 64)
+    kind_and_size = head.partition(b"\0")[0]
+    return int(kind_and_size.partition(b" ")[2])
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """A delta header's size (7 bits a byte, least significant first) at data[at:]; (value, where it ends)."""
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, at
+
+
+def _packed_size(path: str, offset: int) -> int:
+    """The size of the object at offset in a pack: its header's, or for a delta, the size the delta makes."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        data = f.read(8192)
+    byte, at = data[0], 1
+    kind, size, shift = (byte >> 4) & 7, byte & 0x0F, 4
+    while byte & 0x80:
+        byte = data[at]
+        at += 1
+        size |= (byte & 0x7F) << shift
+        shift += 7
+    if kind not in (_OFS_DELTA, _REF_DELTA):
+        return size
+    if kind == _OFS_DELTA:
+        while data[at] & 0x80:
+            at += 1
+        at += 1
+    else:
+        at += 20
+    delta = zlib.decompressobj().decompress(data[at:], 32)
+    _, after_source = _varint(delta, 0)
+    return _varint(delta, after_source)[0]
+
+
+def oversized_blobs(source, target, head: str, tree: str, limit: int) -> list[tuple[bytes, int]]:  # noqa: ANN001
+    """The blobs (id, size) over limit that head's history and tree would bring into target (which lacks them):
+    the walk import_objects makes, each blob's size read from its header alone."""
+    from dulwich.objects import Commit
+
+    trees, pending, seen = [tree.encode("ascii")], [head.encode("ascii")], set()
+    while pending:
+        sha = pending.pop()
+        if sha in seen or sha in target:
+            continue
+        seen.add(sha)
+        commit = source[sha]
+        if isinstance(commit, Commit):
+            trees.append(commit.tree)
+            pending.extend(commit.parents)
+    found = []
+    while trees:
+        sha = trees.pop()
+        if sha in seen or sha in target:
+            continue
+        seen.add(sha)
+        for _name, mode, child in source[sha].iteritems():
+            if mode == _TREE_MODE:
+                trees.append(child)
+            elif mode != _GITLINK_MODE and child not in seen and child not in target:
+                seen.add(child)
+                size = stored_size(source, child)
+                if size is not None and size > limit:
+                    found.append((child, size))
+    return found

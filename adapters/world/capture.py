@@ -33,6 +33,7 @@ from pathlib import Path
 from ...domain.values import DEFAULT_MAX_FILE_SIZE
 from ...domain.errors import BadInput, Conflict, NotFound, Refused
 from .repository import DulwichRepository, open_repo, same
+from .size_limit import SizeLimit, large_file_id, require_small_history
 from .stat_cache import CACHE_NAME, StatCache, seed_stat_cache
 from .trees import changed_paths, commit_tree, tree_paths
 
@@ -79,7 +80,7 @@ def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artif
                      like=first, stored=stored, max_file_size=max_file_size)
     if first == second:
         if repository is not None:
-            bring_home(Path(worktree), Path(repository), first)
+            bring_home(Path(worktree), Path(repository), first, max_file_size=max_file_size)
         return first
     return Unstable(first, second, _differing(Path(worktree), first, second))
 
@@ -138,7 +139,7 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
             tracked, tracked_folders, head_trees = _flattened(store, commit.tree)
             cache = StatCache(Path(repo.controldir()) / CACHE_NAME)
             walk = _Walk(worktree, store, tracked, tracked_folders, artifact, _ignores(repo), cache,
-                         _Large(max_file_size, lambda: _flattened(store, base_tree)[0]))
+                         SizeLimit(max_file_size, lambda: _flattened(store, base_tree)[0]))
             walk.folder(b"")
             changes: dict[bytes, _Entry | None] = {p: e for p, e in walk.found.items() if tracked.get(p) != e}
             changes.update((p, None) for p in tracked if p not in walk.found)
@@ -199,7 +200,7 @@ class _Walk:
     """The files and symlinks of a worktree that belong in its capture, hashed (or found unchanged in the cache)."""
 
     def __init__(self, root: Path, store, tracked: dict[bytes, _Entry], tracked_folders: set[bytes],  # noqa: ANN001
-                 artifact: bytes | None, ignores, cache: StatCache, large: _Large) -> None:  # noqa: ANN001
+                 artifact: bytes | None, ignores, cache: StatCache, large: SizeLimit) -> None:  # noqa: ANN001
         self.root = os.fsencode(root)
         self.store = store
         self.tracked = tracked
@@ -291,7 +292,7 @@ class _Walk:
         absolute = self.root + b"/" + path
         if size > self.large.limit:
             try:
-                sha = _large_file_id(absolute, size)
+                sha = large_file_id(absolute, size)
             except OSError as e:
                 raise self._unreadable(path, e) from None
             except ValueError as e:
@@ -310,35 +311,6 @@ class _Walk:
             _write_blob(self.store, data)
         self.stats[path] = key + sha
         return mode, sha
-
-
-class _Large:
-    """The size limit of a capture's files, and the base's entries a file over it must match (read once, if ever)."""
-
-    def __init__(self, limit: int, base_entries: Callable[[], dict[bytes, _Entry]]) -> None:
-        self.limit, self._base_entries = limit, base_entries
-
-    def require_base_holds(self, path: bytes, sha: bytes, size: int) -> None:
-        """Refused ``file-too-large`` unless the base holds exactly this content at path (the user's own file)."""
-        from ...domain.binding import quote_path
-        from ...domain.codes import Code
-        from ...domain.values import format_size
-
-        if self._base_entries().get(path, (0, b""))[1] == sha:
-            return
-        raise Refused(Code.FILE_TOO_LARGE, f"{quote_path(path)} is {size} bytes ({format_size(size)}), more than "
-                                           f"[candidates] max_file_size ({format_size(self.limit)}); nothing was "
-                                           "pinned: delete it or ignore it (.gitignore), or raise the limit")
-
-
-def _large_file_id(path: bytes, size: int) -> bytes:
-    from .blobs import file_blob_id
-
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        return file_blob_id(fd, size)
-    finally:
-        os.close(fd)
 
 
 def _read_file(path: bytes) -> bytes:
@@ -516,7 +488,8 @@ def _differing(worktree: Path, first: Capture, second: Capture) -> tuple[str, ..
     return tuple(sorted(paths | (set(first.changed) ^ set(second.changed))))
 
 
-def bring_home(workspace: Path, repository: Path, captured: Capture) -> int:
+def bring_home(workspace: Path, repository: Path, captured: Capture, *,
+               max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> int:
     """Copy into the repository's own object store what captured needs and it lacks (commits the agent made in its
     workspace, the blobs and trees the capture wrote there); the number of objects copied.
 
@@ -524,6 +497,8 @@ def bring_home(workspace: Path, repository: Path, captured: Capture) -> int:
     object is read through dulwich and hashed again (objects.import_objects). Refused
     ``worktree-unreadable`` when the workspace lacks an object the capture needs or holds one whose bytes do not
     match its id; OSError while writing propagates. Writing an object twice changes nothing: idempotent.
+    Refused ``file-too-large`` when the workspace's commits hold a blob over max_file_size that the repository
+    lacks (a large file committed, then deleted): its size is read from its header, nothing is copied.
     """
     from dulwich.errors import ChecksumMismatch, NotGitRepository
 
@@ -535,6 +510,8 @@ def bring_home(workspace: Path, repository: Path, captured: Capture) -> int:
         raise Refused("worktree-unreadable", f"cannot open the repository {repository}: {e}") from None
     with home, open_repo(workspace) as repo:
         try:
+            require_small_history(repo.object_store, home.object_store, captured.head, captured.tree,
+                                  max_file_size)
             return import_objects(repo.object_store, home.object_store, captured.head, captured.tree)
         except (KeyError, ValueError, ChecksumMismatch) as e:
             raise Refused("worktree-unreadable", f"the workspace {workspace} cannot give the objects its capture "

@@ -49,6 +49,10 @@ if "BIG" in prompt:
         subprocess.run(["git", "add", "big.bin"], check=True)
         subprocess.run(["git", "-c", "user.name=a", "-c", "user.email=a@example.invalid", "commit", "-qm", "big"],
                        check=True)
+    if "DELETE" in prompt:  # gone from the tree, still in the history the candidate would bring
+        subprocess.run(["git", "rm", "-q", "big.bin"], check=True)
+        subprocess.run(["git", "-c", "user.name=a", "-c", "user.email=a@example.invalid", "commit", "-qm", "gone"],
+                       check=True)
 sys.exit(done.returncode)
 '''
 
@@ -78,14 +82,14 @@ def _feedback_texts(world: GoWorld) -> str:
     return json.dumps(world.events("TaskFeedbackRecorded"))
 
 
-def _refused_and_the_rest_delivers(world: GoWorld) -> None:
+def _refused_and_the_rest_delivers(world: GoWorld, named: str = "big.bin") -> None:
     done = world.go("r1", "--parallel", "2", "--cycles", "1")
     assert done.returncode == 6, done.stderr
     rows = {row["task"]: row for row in json.loads(done.stdout)["tasks"]}
     assert rows["greet"]["result"] == "delivered"
     assert (rows["big"]["result"], rows["big"]["code"]) == ("failed", "pin-failed")
     text = _feedback_texts(world)
-    assert "file-too-large" in text and "big.bin" in text and str(GIB) in text
+    assert "file-too-large" in text and named in text and str(GIB) in text
     assert world.file_at("main", "greet.py") == 'print("hello")\n'
     assert "big.bin" not in git(world.repo, "ls-tree", "-r", "--name-only", "main")
     assert _largest_object(world.repo) < 100 << 20  # no object of the large file was written home
@@ -101,6 +105,11 @@ def test_an_agent_that_leaves_a_sparse_gigabyte_file_is_refused_and_the_run_deli
 
 def test_an_agent_that_commits_a_sparse_gigabyte_file_is_refused_too(tmp_path: Path):
     _refused_and_the_rest_delivers(_world(tmp_path, tasks=TASKS.replace("BIG\n", "BIG COMMIT\n")))
+
+
+def test_an_agent_that_commits_a_sparse_gigabyte_file_and_deletes_it_is_refused_too(tmp_path: Path):
+    _refused_and_the_rest_delivers(_world(tmp_path, tasks=TASKS.replace("BIG\n", "BIG COMMIT DELETE\n")),
+                                   named=LARGE_BLOB)
 
 
 def test_a_large_file_the_user_committed_on_the_target_is_checked_out_and_the_run_delivers(tmp_path: Path):

@@ -133,3 +133,53 @@ def test_a_large_loose_blob_is_written_out_streamed_sparse_and_checked(tmp_path:
                 write_loose_blob(repo.object_store, tree.encode(), fd)
         finally:
             os.close(fd)
+
+
+def test_an_objects_size_is_read_from_its_header_loose_packed_or_a_delta(tmp_path: Path):
+    from dulwich.repo import Repo
+
+    from docket.adapters.world.blobs import stored_size
+
+    git(tmp_path, "init", "-q", "-b", "main")
+    base = b"".join(b"line %d of a file that deltas well\n" % i for i in range(2000))
+    (tmp_path / "a.txt").write_bytes(base)
+    git(tmp_path, "add", "a.txt")
+    git(tmp_path, "commit", "-q", "-m", "one")
+    first = git(tmp_path, "rev-parse", "HEAD:a.txt")
+    (tmp_path / "a.txt").write_bytes(base + b"one more line\n")
+    git(tmp_path, "commit", "-q", "-am", "two")
+    second = git(tmp_path, "rev-parse", "HEAD:a.txt")
+    with Repo(str(tmp_path)) as repo:
+        assert stored_size(repo.object_store, second.encode()) == len(base) + 14  # loose
+    git(tmp_path, "gc", "-q", "--aggressive")
+    with Repo(str(tmp_path)) as repo:
+        assert not (tmp_path / ".git" / "objects" / second[:2] / second[2:]).exists()
+        sizes = {stored_size(repo.object_store, sha.encode()) for sha in (first, second)}
+        assert sizes == {len(base), len(base) + 14}  # one of them stored as a delta of the other
+        verify = subprocess.run(["git", "verify-pack", "-v", *map(str, (tmp_path / ".git/objects/pack").glob("*.idx"))],
+                                cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+        assert any(line.startswith((first, second)) and len(line.split()) > 5 for line in verify.splitlines())
+        assert stored_size(repo.object_store, b"0" * 40) is None
+
+
+def test_a_large_blob_only_the_history_holds_is_found_before_anything_is_copied(work: Path):
+    from dulwich.repo import Repo
+
+    from docket.adapters.world.blobs import oversized_blobs
+
+    home = work.parent / "home"
+    git(work.parent, "clone", "-q", "--bare", str(work), str(home))
+    (work / "big.bin").write_bytes(b"x" * (LIMIT + 1))
+    git(work, "add", "big.bin")
+    git(work, "commit", "-q", "-m", "big")
+    big = git(work, "rev-parse", "HEAD:big.bin")
+    git(work, "rm", "-q", "big.bin")
+    git(work, "commit", "-q", "-m", "gone")
+    head, tree = git(work, "rev-parse", "HEAD"), git(work, "rev-parse", "HEAD^{tree}")
+    with Repo(str(work)) as source, Repo(str(home)) as target:
+        assert oversized_blobs(source.object_store, target.object_store, head, tree, LIMIT) == [(big.encode(),
+                                                                                                LIMIT + 1)]
+        assert oversized_blobs(source.object_store, target.object_store, head, tree, LIMIT + 1) == []
+        # data.bin is the home's own already: never counted, however large
+        assert oversized_blobs(source.object_store, target.object_store, head, tree, 10) == [(big.encode(),
+                                                                                             LIMIT + 1)]
