@@ -30,6 +30,7 @@ def launch_request(ctx: Context, run_id: str, task_id: str, worker_id: str, agen
         argv = argv[1:]
     common = dict(run_id=run_id, task_id=task_id, worker_id=worker_id, setup=config.worktree.setup,
                   include=config.worktree.include, ports=config.worktree.ports, artifact_dir=config.artifact_dir,
+                  max_file_size=config.candidates.max_file_size,
                   workspace_root=workspace_root(config), confinement=Confinement(mode=config.sandbox))
     if argv:
         if agent is not None:

@@ -229,7 +229,7 @@ def _pin(ledger: Ledger, clock: Clock, effector: Any, w: Launched) -> Any:
     from .candidates import pin_task
 
     return pin_task(ledger, clock, effector, w.run_id, w.task_id, artifact_dir=w.artifact_dir,
-                    worker_id=w.worker_id, generation=w.generation)
+                    worker_id=w.worker_id, generation=w.generation, max_file_size=w.max_file_size)
 
 
 def _record_end(ledger: Ledger, clock: Clock, w: Launched, cause: str, exit_code: int | None,

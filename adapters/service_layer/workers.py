@@ -35,6 +35,7 @@ from ...domain.errors import OutcomeUnknown, Refused, WorkFailed
 from ...domain.events import Event, LeaseGranted
 from ...domain.processes import ProcessIdentity, bounded_tail, scrub_environment
 from ...domain.sandbox import Confinement
+from ...domain.values import DEFAULT_MAX_FILE_SIZE
 from ..world import faults
 from ..world.clock import Clock, new_id
 from ..world.log_cap import DEFAULT_MAX_LOG, cap_log
@@ -83,6 +84,7 @@ class LaunchRequest:
     report: str | None = None  # the agent's report format (AgentReported), if its block names one
     workspace_root: Path | None = None  # [workspace] root: where a new workspace is made (None: the data folder)
     confinement: Confinement = Confinement()  # its sandbox, as docket.toml asks it (sandboxes.py)
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # [candidates] max_file_size: the pin on exit refuses larger files
 
 
 @dataclass
@@ -104,6 +106,7 @@ class Launched:
     pin_on_exit: bool = True
     agent: str | None = None
     report: str | None = None
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
 
 
 def launch_worker(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request: LaunchRequest, *,
@@ -190,7 +193,7 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
     faults.crash_point("launch:after-gate")
     return Launched(request.worker_id, request.run_id, request.task_id, worker.generation, worker.process, gated,
                     log_path, worktree, resource, token, supervisions, request.artifact_dir, request.pin_on_exit,
-                    request.agent, None if request.report in (None, "none") else request.report)
+                    request.agent, None if request.report in (None, "none") else request.report, request.max_file_size)
 
 
 def _current_worker(ledger: Ledger, clock: Clock, processes: Any,
