@@ -26,12 +26,13 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...domain.values import DEFAULT_MAX_FILE_SIZE
 from ...domain.errors import BadInput, Conflict, NotFound, Refused
+from ...domain.values import DEFAULT_MAX_FILE_SIZE
 from .repository import DulwichRepository, open_repo, same
 from .size_limit import SizeLimit, large_file_id, require_small_history
 from .stat_cache import CACHE_NAME, StatCache, seed_stat_cache
@@ -516,16 +517,14 @@ def bring_home(workspace: Path, repository: Path, captured: Capture, *,
         except (KeyError, ValueError, ChecksumMismatch) as e:
             raise Refused("worktree-unreadable", f"the workspace {workspace} cannot give the objects its capture "
                                                  f"needs: {e}") from None
-        except Exception as e:
+        except zlib.error as e:  # a blob under max_file_size (set high) that dulwich will not hold in memory
+            from ...domain.codes import Code
             from .blobs import is_too_large_to_read
 
             if not is_too_large_to_read(e):
                 raise
-            from ...domain.codes import Code
-
-            raise Refused(Code.FILE_TOO_LARGE, f"the history of the workspace {workspace} holds an object larger "
-                                               "than docket reads into memory (a large file committed, then "
-                                               "deleted?); nothing was pinned") from None
+            raise Refused(Code.FILE_TOO_LARGE, f"the workspace {workspace} holds an object larger than docket "
+                                               "reads into memory; nothing was pinned") from None
 
 
 class DulwichCapture(DulwichRepository):

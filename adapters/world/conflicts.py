@@ -53,12 +53,6 @@ def _lines(repo, commit: str, path: str) -> list[str] | None:  # noqa: ANN001
         data = repo[sha].data
     except (KeyError, AttributeError, NotADirectoryError, ValueError):
         return None
-    except Exception as e:  # noqa: BLE001
-        from .blobs import is_too_large_to_read
-
-        if is_too_large_to_read(e):
-            return ["(a file too large to show)"]
-        raise
     if b"\0" in data[:8000]:
         return ["(binary file)"]
     return data.decode("utf-8", "replace").splitlines()

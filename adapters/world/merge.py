@@ -29,6 +29,7 @@ order.
 from __future__ import annotations
 
 import stat
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -232,7 +233,7 @@ class _TreeMerge:
 
         try:
             blobs = [self._read(e.sha) if e is not None else None for e in (base, ours, theirs)]
-        except Exception as e:  # noqa: BLE001
+        except zlib.error as e:
             from .blobs import is_too_large_to_read
 
             if not is_too_large_to_read(e):

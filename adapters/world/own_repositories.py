@@ -23,6 +23,7 @@ import secrets
 import shutil
 import stat
 import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -176,7 +177,7 @@ def _write_tree(store, tree_id: bytes, top: int, out: list) -> None:  # noqa: AN
                 if len(batch) >= _BATCH:
                     writers.put(batch)
                     batch = []
-        except Exception as e:  # noqa: BLE001  (a blob dulwich will not hold in memory: the rest one by one)
+        except zlib.error as e:  # a blob dulwich will not hold in memory: the rest one by one
             from .blobs import is_too_large_to_read
 
             if not is_too_large_to_read(e):
@@ -197,7 +198,7 @@ def _write_one(store, sha: bytes, places: list[tuple[bytes, int]], top: int, out
 
     try:
         data = store[sha].as_raw_string()
-    except Exception as e:  # noqa: BLE001
+    except zlib.error as e:
         if not is_too_large_to_read(e):
             raise
     else:
