@@ -30,6 +30,7 @@ def launch_request(ctx: Context, run_id: str, task_id: str, worker_id: str, agen
         argv = argv[1:]
     common = dict(run_id=run_id, task_id=task_id, worker_id=worker_id, setup=config.worktree.setup,
                   include=config.worktree.include, ports=config.worktree.ports, artifact_dir=config.artifact_dir,
+                  max_file_size=config.candidates.max_file_size,
                   workspace_root=workspace_root(config), confinement=Confinement(mode=config.sandbox))
     if argv:
         if agent is not None:
@@ -49,4 +50,4 @@ def launch_request(ctx: Context, run_id: str, task_id: str, worker_id: str, agen
     common["confinement"] = config.confinement(chosen)
     return (LaunchRequest(agent=name, command=chosen.command, prompt_mode=chosen.prompt, env=chosen.env,
                           env_allow=chosen.env_allow, report=chosen.report, **common),
-            {"timeout_ms": chosen.timeout_ms, "idle_timeout_ms": chosen.idle_timeout_ms})
+            {"timeout_ms": chosen.timeout_ms, "idle_timeout_ms": chosen.idle_timeout_ms, "max_log": chosen.max_log})

@@ -57,7 +57,9 @@ def candidate_pin(ctx: Context) -> int:
     a.task = ctx.task_id(a.run, a.task)
     task = load_task(ctx.ledger, a.task)
     worker_id, generation = _worker_of(ctx, task)
-    pinned = pin_task(ctx.ledger, ctx.clock, ctx.effector, a.run, a.task, artifact_dir=_config(ctx).artifact_dir,
+    config = _config(ctx)
+    pinned = pin_task(ctx.ledger, ctx.clock, ctx.effector, a.run, a.task, artifact_dir=config.artifact_dir,
+                      max_file_size=config.candidates.max_file_size,
                       worker_id=worker_id, generation=generation, wait=not a.no_wait)
     ctx.update_views()
     if pinned.result == "unstable":

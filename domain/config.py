@@ -19,9 +19,9 @@ from .errors import BadInput
 from .events.base import Id
 from .names import check_branch_name, has_unsafe_characters
 from .sandbox import Confinement, extra_path, network_setting
-from .values import parse_duration
+from .values import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LOG, parse_duration, parse_size
 
-__all__ = ["AgentConfig", "CheckConfig", "Config", "DEFAULT_TOML", "HookConfig", "IntegrationConfig", "RunConfig", "WorktreeConfig",
+__all__ = ["AgentConfig", "CandidatesConfig", "CheckConfig", "Config", "DEFAULT_TOML", "HookConfig", "IntegrationConfig", "RunConfig", "WorktreeConfig",
            "check_artifact_dir", "check_config_sha256", "expand", "placeholders"]
 
 # What each kind of template may name: an agent's argv, its environment; a check's argv and environment.
@@ -92,6 +92,13 @@ def _duration(value: Any) -> int:
         raise ValueError(e.message) from None
 
 
+def _size(value: Any) -> int:
+    try:
+        return parse_size(value)
+    except BadInput as e:
+        raise ValueError(e.message) from None
+
+
 def _branch(name: str) -> str:
     try:
         return check_branch_name(name)
@@ -132,6 +139,7 @@ EnvValue = Annotated[NoNul, _templates_using(ENV_PLACEHOLDERS)]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 EnvPattern = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_*?]+$")]  # a name, or a glob of names
 Duration = Annotated[int, BeforeValidator(_duration)]  # milliseconds
+Size = Annotated[int, BeforeValidator(_size)]  # bytes
 Branch = Annotated[str, AfterValidator(_branch)]
 RelativeGlob = Annotated[str, StringConstraints(min_length=1, pattern=r"^[^\x00]*$"), AfterValidator(_relative_glob)]
 Argv = Annotated[list[NoNul], Field(min_length=1)]
@@ -160,6 +168,8 @@ class AgentConfig(_Section):
     read: list[ExtraPath] = []
     write: list[ExtraPath] = []
     network: NetworkValue = "any"  # its model API's port is not docket's to guess; narrow it with [443]
+    # Its log's cap: past it the middle is cut (head and tail kept, a line says how much), recorded in WorkerExited
+    max_log: Size = DEFAULT_MAX_LOG
 
     @model_validator(mode="after")
     def _prompt_reaches_the_agent(self) -> AgentConfig:
@@ -273,6 +283,15 @@ class RunConfig(_Section):
     budget_ms: Duration | None = Field(None, alias="budget")
 
 
+class CandidatesConfig(_Section):
+    """[candidates]: what a capture of a task's worktree may hold."""
+
+    # A file larger than this that the base does not already hold at its path refuses the pin (file-too-large)
+    # before any object of it is written: git objects are held in memory whole, and a dataset or a build's output
+    # is rarely work to deliver.
+    max_file_size: Size = DEFAULT_MAX_FILE_SIZE
+
+
 class IntegrationConfig(_Section):
     """[integration]: how `docket integrate` merges a run's confirmed candidates."""
 
@@ -327,6 +346,7 @@ class Config(_Section):
     workspace: WorkspaceConfig = WorkspaceConfig()
     run: RunConfig = RunConfig()
     integration: IntegrationConfig = IntegrationConfig()
+    candidates: CandidatesConfig = CandidatesConfig()
     agents: dict[Id, AgentConfig] = {}
     default_agent: Id | None = Field(None, alias="agent")
     checks: dict[Id, CheckConfig] = {}
@@ -487,6 +507,12 @@ DEFAULT_TOML = '''\
 # index and files to the integrated commit with the branch when they are clean (nothing staged, changed or
 # untracked), and refuses (target-checked-out) otherwise; "refuse" never moves a checked-out branch.
 # checked_out_target = "update"
+
+# [candidates]
+# A file the agent leaves larger than this (and not already the base's at its path) refuses the pin
+# (file-too-large, naming the path and its size) before any object of it is written; the task's generation
+# fails with that feedback and the run goes on. Sizes: a number of bytes, or "100MB", "1GiB", "512KiB".
+# max_file_size = "100MiB"
 
 # [hooks]
 # A command run once for each matching event of a run that `docket go` supervises, with the event as

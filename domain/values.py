@@ -1,4 +1,4 @@
-"""Value conversions used by decisions: times, durations and positions. Pure functions.
+"""Value conversions used by decisions: times, durations, sizes and positions. Pure functions.
 
 Every number docket records must fit what every store and projection can hold,
 so all of them stay within MAX_SAFE_INT (JSON-safe, far below SQLite's 2**63),
@@ -13,15 +13,19 @@ from datetime import datetime, timedelta, timezone
 from .errors import BadInput
 
 __all__ = [
+    "DEFAULT_MAX_FILE_SIZE",
+    "DEFAULT_MAX_LOG",
     "EARLIEST_TIME",
     "LATEST_TIME",
     "MAX_DURATION_MS",
     "MAX_SAFE_INT",
     "add_ms",
     "format_duration",
+    "format_size",
     "from_ms",
     "parse_duration",
     "parse_position",
+    "parse_size",
     "parse_time",
     "to_ms",
 ]
@@ -94,6 +98,39 @@ def parse_duration(text: str) -> int:
     if ms > MAX_DURATION_MS:
         raise BadInput("bad-duration", f"{text!r} is longer than the maximum, {format_duration(MAX_DURATION_MS)}")
     return ms
+
+
+DEFAULT_MAX_FILE_SIZE = 100 * 2**20  # [candidates] max_file_size, unless docket.toml says otherwise
+DEFAULT_MAX_LOG = 100 * 10**6  # [agents.NAME] max_log, unless docket.toml says otherwise
+_SIZE = re.compile(r"([0-9]{1,16})\s*([kmgt]i?b|b)?", re.IGNORECASE)
+_SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_size(value: int | str) -> int:
+    """A number of bytes as docket.toml spells it: an integer, or a string like "100MB", "1GiB", "512KiB", "300B"
+    (KB MB GB TB are powers of 1000, KiB MiB GiB TiB of 1024; units in any case) -> bytes, at least one and at most
+    MAX_SAFE_INT."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise BadInput("bad-size", f"{value!r} is not a size like 100MB, 1GiB or a number of bytes")
+    match = None if isinstance(value, int) else _SIZE.fullmatch(value.strip())
+    if isinstance(value, str) and match is None:
+        raise BadInput("bad-size", f"{value!r} is not a size like 100MB, 1GiB or 300B (units B KB MB GB TB "
+                                   "KiB MiB GiB TiB)")
+    size = value if isinstance(value, int) else int(match.group(1)) * _SIZE_UNITS[(match.group(2) or "b").lower()]
+    if size <= 0:
+        raise BadInput("bad-size", f"{value!r} must be more than zero bytes")
+    if size > MAX_SAFE_INT:
+        raise BadInput("bad-size", f"{value!r} is more than the maximum, {MAX_SAFE_INT} bytes")
+    return size
+
+
+def format_size(size: int) -> str:
+    """bytes as a person reads them: '1 GiB', '100 MiB', '1.5 KiB', '300 B' (binary units, at most one decimal)."""
+    for unit, factor in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= factor:
+            return f"{size / factor:.1f}".removesuffix(".0") + f" {unit}"
+    return f"{size} B"
 
 
 def parse_position(text: str) -> int:

@@ -264,14 +264,14 @@ def stopped(outcome: ev.Event) -> ev.Event:
 
 def exited(worker: Worker, generation: int, *, cause: str, exit_code: int | None, signal: int | None,
            duration_ms: int | None, log_sha256: str | None, log_bytes: int | None, tail: str,
-           now: str) -> list[ev.Event]:
+           now: str, log_cut_bytes: int = 0) -> list[ev.Event]:
     """WorkerExited for this generation, once: nothing if it is already recorded (or the generation is not current)."""
     if generation != worker.generation or worker.status not in ACTIVE:
         return []
     return [next_event(ev.WorkerExited, stream_of(worker.worker_id), worker.version, now, run_id=worker.run_id,
                        worker_id=worker.worker_id, generation=generation, cause=cause, exit_code=exit_code,
                        signal=signal, duration_ms=duration_ms, log_sha256=log_sha256, log_bytes=log_bytes,
-                       tail=tail[-4000:])]
+                       tail=tail[-4000:], log_cut_bytes=log_cut_bytes)]
 
 
 def reported(worker: Worker, generation: int, agent: str, report: AgentReport, now: str,

@@ -20,6 +20,7 @@ from ...domain import task as task_aggregate
 from ...domain.aggregate import next_event
 from ...domain.errors import NotFound, OutcomeUnknown, Refused
 from ...domain.events import CandidateUnstable, Event
+from ...domain.values import DEFAULT_MAX_FILE_SIZE
 from ..world import faults
 from ..world.clock import Clock, new_id
 from .ledger import Ledger
@@ -76,7 +77,7 @@ def find_candidate(ledger: Ledger, views: Any, key: str) -> candidate_aggregate.
 
 def pin_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: str, *,
              artifact_dir: str | None, worker_id: str | None = None, generation: int | None = None,
-             wait: bool = True) -> Pinned:
+             wait: bool = True, max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> Pinned:
     """Capture the task's worktree twice and pin it; drive the pin to its outcome (unless not wait)."""
     from ...domain.binding import binding_id, binding_seed, candidate_ref, worktree_identity
 
@@ -91,7 +92,7 @@ def pin_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: 
     # what changed is measured from where the worktree started: a task that depends on others starts from their work
     captured = effector.ports.capture.capture_twice(Path(task.worktree), expected_head=None,
                                                     base=task.base or run.base_commit, artifact_dir=artifact_dir,
-                                                    repository=task_repository(task))
+                                                    repository=task_repository(task), max_file_size=max_file_size)
     boundary = boundary_of(generation)
     if not hasattr(captured, "tree"):  # Unstable
         def unstable(now: str) -> Event:

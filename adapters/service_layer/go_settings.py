@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ...domain.values import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LOG
 from ...domain.sandbox import Confinement
 from ...domain.errors import BadInput, NotFound
 from .checks import CheckSpec
@@ -31,6 +32,7 @@ class Agent:
     idle_timeout_ms: int | None = None
     report: str = "none"
     confinement: Confinement = Confinement()
+    max_log: int = DEFAULT_MAX_LOG  # [agents.NAME] max_log
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class GoSettings:
     ports: bool = False
     checked_out_target: str = "update"  # a target checked out in a clean worktree: update it with the branch
     workspace_root: Path | None = None  # [workspace] root; None: docket's data folder
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # [candidates] max_file_size
 
     @property
     def required(self) -> tuple[CheckSpec, ...]:
@@ -72,7 +75,7 @@ def planned_agent(config: Config, name: str) -> Agent:
         raise NotFound("agent-not-found", f"docket.toml has no [agents.{name}], the agent this run was "
                                           "planned with")
     return Agent(name, tuple(chosen.command), chosen.prompt, dict(chosen.env), tuple(chosen.env_allow),
-                 chosen.timeout_ms, chosen.idle_timeout_ms, chosen.report, config.confinement(chosen))
+                 chosen.timeout_ms, chosen.idle_timeout_ms, chosen.report, config.confinement(chosen), chosen.max_log)
 
 
 def workspace_root(config: Config) -> Path | None:
@@ -93,4 +96,4 @@ def settings_from_config(config: Config, agent: Agent, *, repository: Path, ledg
                       artifact_dir=config.artifact_dir, setup=tuple(tuple(argv) for argv in config.worktree.setup),
                       include=tuple(config.worktree.include), ports=config.worktree.ports,
                       checked_out_target=config.integration.checked_out_target,
-                      workspace_root=workspace_root(config))
+                      workspace_root=workspace_root(config), max_file_size=config.candidates.max_file_size)

@@ -123,7 +123,7 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
             finish_task(s, task.task_id, "failed", None, Code.SETUP_FAILED, e.message)
             return True
         raise
-    supervise(s.ledger, s.clock, s.effector, [(launched, Limits(agent.timeout_ms, agent.idle_timeout_ms))],
+    supervise(s.ledger, s.clock, s.effector, [(launched, Limits(agent.timeout_ms, agent.idle_timeout_ms, agent.max_log))],
               supervisions=launched.supervisions)
     faults.crash_point("go:after-agent")
     return True
@@ -220,6 +220,7 @@ def _pin(s: Session, settings: GoSettings, run: run_aggregate.Run, task: task_ag
 
     try:
         pinned = pin_task(s.ledger, s.clock, s.effector, run.run_id, task.task_id, artifact_dir=settings.artifact_dir,
+                          max_file_size=settings.max_file_size,
                           worker_id=task_worker_id(task.task_id), generation=generation)
     except RunClosed:
         return None

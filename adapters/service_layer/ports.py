@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ...domain.chain import ChainHead, ChainRow
+from ...domain.values import DEFAULT_MAX_FILE_SIZE
 from ...domain.effects import (
     BranchObservation,
     CandidateRefObservation,
@@ -54,11 +55,13 @@ class CapturePort(RepositoryPort, Protocol):
     """Content as git stores it: a worktree captured into a tree, and what commits' trees hold."""
 
     def capture_twice(self, worktree: Path, *, expected_head: str | None, base: str,
-                      artifact_dir: str | None, repository: Path | None = None) -> Capture | Unstable:
+                      artifact_dir: str | None, repository: Path | None = None,
+                      max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> Capture | Unstable:
         """The worktree's HEAD plus everything uncommitted, captured twice into a tree (written to the object store):
         the Capture when both agree, else Unstable; with repository, what the capture needs is brought into that
         repository's own object store (a workspace's commits and new files live only in the workspace's). Raises Conflict ``head-moved``, Refused ``worktree-unreadable``,
-        NotFound ``base-missing``, BadInput ``bad-artifact-dir`` (adapters/world/capture.py)."""
+        NotFound ``base-missing``, BadInput ``bad-artifact-dir`` (adapters/world/capture.py); Refused
+        ``file-too-large`` for a file over max_file_size that the base does not hold at its path."""
         ...
 
     def commit_tree(self, repository: Path, commit: str) -> str:

@@ -24,6 +24,7 @@ from ...domain.errors import DocketError, Refused
 from ...domain.worker import STOP_CAUSES
 from ..world import faults
 from ..world.clock import Clock
+from ..world.log_cap import DEFAULT_MAX_LOG, cap_log
 from ..world.logs import log_size
 from .ledger import Ledger
 from .runs import load_run
@@ -43,6 +44,7 @@ T = TypeVar("T")
 class Limits:
     timeout_ms: int | None = None
     idle_timeout_ms: int | None = None
+    max_log: int = DEFAULT_MAX_LOG  # the log's cap (log_cap.py), held while it runs and when its end is recorded
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,10 @@ async def _supervise_one(ledger: Ledger, clock: Clock, effector: Any, access: _L
     while (code := popen.poll()) is None:
         now = time.monotonic()
         size = log_size(w.log_path)
+        if size > limits.max_log + limits.max_log // 4:  # a flood: cut its middle now, not only at the end
+            await anyio.to_thread.run_sync(lambda: cap_log(w.log_path, limits.max_log))
+            size = log_size(w.log_path)
+            last_output = now
         if size != last_size:
             last_size, last_output = size, now
         if stop_reason is None:
@@ -159,7 +165,7 @@ async def _supervise_one(ledger: Ledger, clock: Clock, effector: Any, access: _L
     signal = -code if code < 0 else None
     exit_code = code if code >= 0 else None
     cause = "exited" if stop_reason is None else STOP_CAUSES[stop_reason]
-    await access.call(lambda: _record_end(ledger, clock, w, cause, exit_code, signal))
+    await access.call(lambda: _record_end(ledger, clock, w, cause, exit_code, signal, limits.max_log))
     pinned = pin_error = None
     if w.pin_on_exit:
         faults.crash_point("supervise:before-pin")
@@ -223,14 +229,14 @@ def _pin(ledger: Ledger, clock: Clock, effector: Any, w: Launched) -> Any:
     from .candidates import pin_task
 
     return pin_task(ledger, clock, effector, w.run_id, w.task_id, artifact_dir=w.artifact_dir,
-                    worker_id=w.worker_id, generation=w.generation)
+                    worker_id=w.worker_id, generation=w.generation, max_file_size=w.max_file_size)
 
 
 def _record_end(ledger: Ledger, clock: Clock, w: Launched, cause: str, exit_code: int | None,
-                signal: int | None) -> None:
+                signal: int | None, max_log: int = DEFAULT_MAX_LOG) -> None:
     worker = load_worker(ledger, w.worker_id)
     exit_worker(ledger, clock, w.worker_id, w.generation, cause=cause, exit_code=exit_code, signal=signal,
-                log_path=w.log_path, started_at=worker.launched_at, agent=w.agent, report=w.report)
+                log_path=w.log_path, started_at=worker.launched_at, agent=w.agent, report=w.report, max_log=max_log)
     lease = ledger.get(lease_aggregate.apply, lease_aggregate.stream_of(w.resource))
     if lease is not None and lease.token == w.lease_token and lease.status == "held":
         from .leases import release_lease

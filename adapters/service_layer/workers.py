@@ -35,8 +35,10 @@ from ...domain.errors import OutcomeUnknown, Refused, WorkFailed
 from ...domain.events import Event, LeaseGranted
 from ...domain.processes import ProcessIdentity, bounded_tail, scrub_environment
 from ...domain.sandbox import Confinement
+from ...domain.values import DEFAULT_MAX_FILE_SIZE
 from ..world import faults
 from ..world.clock import Clock, new_id
+from ..world.log_cap import DEFAULT_MAX_LOG, cap_log
 from ..world.logs import known_secrets, log_summary
 from .leases import worktree_resource
 from .ledger import Ledger
@@ -82,6 +84,7 @@ class LaunchRequest:
     report: str | None = None  # the agent's report format (AgentReported), if its block names one
     workspace_root: Path | None = None  # [workspace] root: where a new workspace is made (None: the data folder)
     confinement: Confinement = Confinement()  # its sandbox, as docket.toml asks it (sandboxes.py)
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # [candidates] max_file_size: the pin on exit refuses larger files
 
 
 @dataclass
@@ -103,6 +106,7 @@ class Launched:
     pin_on_exit: bool = True
     agent: str | None = None
     report: str | None = None
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
 
 
 def launch_worker(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request: LaunchRequest, *,
@@ -191,7 +195,7 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
     faults.crash_point("launch:after-gate")
     return Launched(request.worker_id, request.run_id, request.task_id, worker.generation, worker.process, gated,
                     log_path, worktree, resource, token, supervisions, request.artifact_dir, request.pin_on_exit,
-                    request.agent, None if request.report in (None, "none") else request.report)
+                    request.agent, None if request.report in (None, "none") else request.report, request.max_file_size)
 
 
 def _current_worker(ledger: Ledger, clock: Clock, processes: Any,
@@ -392,13 +396,17 @@ def request_stop(ledger: Ledger, clock: Clock, worker_id: str, reason: str) -> s
 
 def exit_worker(ledger: Ledger, clock: Clock, worker_id: str, generation: int, *, cause: str,
                 exit_code: int | None, signal: int | None, log_path: Path | None,
-                started_at: str | None, agent: str | None = None, report: str | None = None) -> bool:
+                started_at: str | None, agent: str | None = None, report: str | None = None,
+                max_log: int = DEFAULT_MAX_LOG) -> bool:
     """Record WorkerExited for the generation, once (False if it was already recorded); with a report format,
-    AgentReported in the same transaction when the agent's output holds one."""
+    AgentReported in the same transaction when the agent's output holds one. The log is capped to max_log first
+    (log_cap.py): what was cut is recorded with it."""
     from ...domain.agent_reports import parse_report
     from ...domain.processes import redact_values
     from ...domain.values import to_ms
 
+    if log_path is not None:
+        cap_log(Path(log_path), max_log)
     summary = log_summary(log_path)
     output = redact_values(summary.end.decode("utf-8", "replace"), known_secrets())  # a session id may not be one
     parsed = parse_report(report, output) if report and agent else None
@@ -408,7 +416,7 @@ def exit_worker(ledger: Ledger, clock: Clock, worker_id: str, generation: int, *
         worker = load_worker(ledger, worker_id)
         events: list[Event] = list(worker_aggregate.exited(
             worker, generation, cause=cause, exit_code=exit_code, signal=signal, duration_ms=duration,
-            log_sha256=summary.sha256, log_bytes=summary.size, tail=summary.tail, now=now))
+            log_sha256=summary.sha256, log_bytes=summary.size, tail=summary.tail, now=now, log_cut_bytes=summary.cut))
         if events and parsed is not None and agent is not None:
             events.append(worker_aggregate.reported(worker, generation, agent, parsed, now, version=events[-1].version))
         return events

@@ -26,12 +26,15 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...domain.errors import BadInput, Conflict, NotFound, Refused
+from ...domain.values import DEFAULT_MAX_FILE_SIZE
 from .repository import DulwichRepository, open_repo, same
+from .size_limit import SizeLimit, large_file_id, require_small_history
 from .stat_cache import CACHE_NAME, StatCache, seed_stat_cache
 from .trees import changed_paths, commit_tree, tree_paths
 
@@ -60,7 +63,8 @@ class Unstable:
 
 
 def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artifact_dir: str | None,
-                  repository: Path | None = None, between: Callable[[], None] | None = None) -> Capture | Unstable:
+                  repository: Path | None = None, between: Callable[[], None] | None = None,
+                  max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> Capture | Unstable:
     """Capture the worktree twice; the capture when both agree (head, tree and changed paths), else Unstable.
 
     With repository (the git common dir a workspace borrows from), an agreed capture's objects (HEAD's history
@@ -70,20 +74,21 @@ def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artif
     """
     stored: set[bytes] = set()  # ids the first capture found or wrote in the store: the second need not ask again
     first = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir, home=repository,
-                    stored=stored)
+                    stored=stored, max_file_size=max_file_size)
     if between is not None:
         between()
     second = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir, home=repository,
-                     like=first, stored=stored)
+                     like=first, stored=stored, max_file_size=max_file_size)
     if first == second:
         if repository is not None:
-            bring_home(Path(worktree), Path(repository), first)
+            bring_home(Path(worktree), Path(repository), first, max_file_size=max_file_size)
         return first
     return Unstable(first, second, _differing(Path(worktree), first, second))
 
 
 def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_dir: str | None,
-            home: Path | None = None, like: Capture | None = None, stored: set[bytes] | None = None) -> Capture:
+            home: Path | None = None, like: Capture | None = None, stored: set[bytes] | None = None,
+            max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> Capture:
     """Write the tree of the worktree's HEAD plus its uncommitted changes; list the paths it changes against base.
 
     Raises Conflict ``head-moved`` when HEAD is not expected_head (None: any
@@ -100,7 +105,10 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
     paths are taken as they are (they depend on nothing else). stored: ids
     known to be in the store it writes to (an earlier capture of the same
     call found or wrote them), not looked up again; what this one finds or
-    writes is added. OSError while writing them propagates.
+    writes is added. OSError while writing them propagates. A file larger
+    than max_file_size whose content is not the base's blob at its path is
+    Refused ``file-too-large``, read without being held in memory and
+    before any object of it is written.
     """
     from dulwich.errors import NotGitRepository
     from dulwich.objects import Commit
@@ -131,7 +139,8 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
                                  set() if stored is None else stored)
             tracked, tracked_folders, head_trees = _flattened(store, commit.tree)
             cache = StatCache(Path(repo.controldir()) / CACHE_NAME)
-            walk = _Walk(worktree, store, tracked, tracked_folders, artifact, _ignores(repo), cache)
+            walk = _Walk(worktree, store, tracked, tracked_folders, artifact, _ignores(repo), cache,
+                         SizeLimit(max_file_size, lambda: _flattened(store, base_tree)[0]))
             walk.folder(b"")
             changes: dict[bytes, _Entry | None] = {p: e for p, e in walk.found.items() if tracked.get(p) != e}
             changes.update((p, None) for p in tracked if p not in walk.found)
@@ -192,13 +201,14 @@ class _Walk:
     """The files and symlinks of a worktree that belong in its capture, hashed (or found unchanged in the cache)."""
 
     def __init__(self, root: Path, store, tracked: dict[bytes, _Entry], tracked_folders: set[bytes],  # noqa: ANN001
-                 artifact: bytes | None, ignores, cache: StatCache) -> None:  # noqa: ANN001
+                 artifact: bytes | None, ignores, cache: StatCache, large: SizeLimit) -> None:  # noqa: ANN001
         self.root = os.fsencode(root)
         self.store = store
         self.tracked = tracked
         self.tracked_folders = tracked_folders
         self.artifact = artifact
         self.ignores = ignores
+        self.large = large
         self.cache, self.cache_written_ns = cache.records, cache.written_ns
         self.found: dict[bytes, _Entry] = {}
         self.stats: dict[bytes, bytes] = {}  # path -> its stat cache record
@@ -245,8 +255,10 @@ class _Walk:
                         st.st_mtime_ns < fresh_before:
                     stats[path] = record
                     found[path] = (mode, record[len(key):])
+                    if kind == stat.S_IFREG and st.st_size > self.large.limit:
+                        self.large.require_base_holds(path, found[path][1], st.st_size)
                 else:
-                    found[path] = self._hashed(path, mode, key)
+                    found[path] = self._hashed(path, mode, key, st.st_size if kind == stat.S_IFREG else 0)
         for name in folders:
             self._subfolder(prefix + name)
 
@@ -274,10 +286,21 @@ class _Walk:
         a = self.artifact
         return a is not None and (path == a or path.startswith(a + b"/"))
 
-    def _hashed(self, path: bytes, mode: int, key: bytes) -> _Entry:
-        """The entry of a file or symlink read and hashed (its blob written when HEAD lacks it); its stat record."""
+    def _hashed(self, path: bytes, mode: int, key: bytes, size: int) -> _Entry:
+        """The entry of a file or symlink read and hashed (its blob written when HEAD lacks it); its stat record.
+        A file over the size limit is hashed a chunk at a time and never written: the base must hold it."""
         self.hashed += 1
         absolute = self.root + b"/" + path
+        if size > self.large.limit:
+            try:
+                sha = large_file_id(absolute, size)
+            except OSError as e:
+                raise self._unreadable(path, e) from None
+            except ValueError as e:
+                raise Refused("worktree-unreadable", f"{os.fsdecode(path)} in {os.fsdecode(self.root)} {e}") from None
+            self.large.require_base_holds(path, sha, size)
+            self.stats[path] = key + sha
+            return mode, sha
         try:
             data = os.readlink(absolute) if mode == SYMLINK else _read_file(absolute)
         except OSError as e:
@@ -466,7 +489,8 @@ def _differing(worktree: Path, first: Capture, second: Capture) -> tuple[str, ..
     return tuple(sorted(paths | (set(first.changed) ^ set(second.changed))))
 
 
-def bring_home(workspace: Path, repository: Path, captured: Capture) -> int:
+def bring_home(workspace: Path, repository: Path, captured: Capture, *,
+               max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> int:
     """Copy into the repository's own object store what captured needs and it lacks (commits the agent made in its
     workspace, the blobs and trees the capture wrote there); the number of objects copied.
 
@@ -474,6 +498,8 @@ def bring_home(workspace: Path, repository: Path, captured: Capture) -> int:
     object is read through dulwich and hashed again (objects.import_objects). Refused
     ``worktree-unreadable`` when the workspace lacks an object the capture needs or holds one whose bytes do not
     match its id; OSError while writing propagates. Writing an object twice changes nothing: idempotent.
+    Refused ``file-too-large`` when the workspace's commits hold a blob over max_file_size that the repository
+    lacks (a large file committed, then deleted): its size is read from its header, nothing is copied.
     """
     from dulwich.errors import ChecksumMismatch, NotGitRepository
 
@@ -485,19 +511,30 @@ def bring_home(workspace: Path, repository: Path, captured: Capture) -> int:
         raise Refused("worktree-unreadable", f"cannot open the repository {repository}: {e}") from None
     with home, open_repo(workspace) as repo:
         try:
+            require_small_history(repo.object_store, home.object_store, captured.head, captured.tree,
+                                  max_file_size)
             return import_objects(repo.object_store, home.object_store, captured.head, captured.tree)
         except (KeyError, ValueError, ChecksumMismatch) as e:
             raise Refused("worktree-unreadable", f"the workspace {workspace} cannot give the objects its capture "
                                                  f"needs: {e}") from None
+        except zlib.error as e:  # a blob under max_file_size (set high) that dulwich will not hold in memory
+            from ...domain.codes import Code
+            from .blobs import is_too_large_to_read
+
+            if not is_too_large_to_read(e):
+                raise
+            raise Refused(Code.FILE_TOO_LARGE, f"the workspace {workspace} holds an object larger than docket "
+                                               "reads into memory; nothing was pinned") from None
 
 
 class DulwichCapture(DulwichRepository):
     """The CapturePort: worktrees captured into trees, commits' trees read (trees.py)."""
 
     def capture_twice(self, worktree: Path, *, expected_head: str | None, base: str,
-                      artifact_dir: str | None, repository: Path | None = None) -> Capture | Unstable:
+                      artifact_dir: str | None, repository: Path | None = None,
+                      max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> Capture | Unstable:
         return capture_twice(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir,
-                             repository=repository)
+                             repository=repository, max_file_size=max_file_size)
 
     def commit_tree(self, repository: Path, commit: str) -> str:
         return commit_tree(repository, commit)

@@ -142,7 +142,7 @@ def act(processes: Any, intent: HookRequested, observed: HookObservation) -> Non
                          "message": "the hook's held process ended before its gate opened"})
         return
     faults.crash_point("hook:after-start")
-    code, timed_out = _wait(processes, gated, intent.timeout_ms)
+    code, timed_out = _wait(processes, gated, intent.timeout_ms, _file(intent, "log"))
     duration_ms = int((time.monotonic() - started_at) * 1000)
     exit_code, signal = (code, None) if code >= 0 else (None, -code)
     if timed_out:
@@ -196,11 +196,13 @@ def _spawn(processes: Any, intent: HookRequested) -> tuple[Any, dict[str, Any]]:
     return gated, sandbox.record().model_dump(mode="json")
 
 
-def _wait(processes: Any, gated: Any, timeout_ms: int) -> tuple[int, bool]:
-    """(returncode, whether it was stopped at its timeout); nothing of its group is left running after."""
+def _wait(processes: Any, gated: Any, timeout_ms: int, log_path: Path) -> tuple[int, bool]:
+    """(returncode, whether it was stopped at its timeout); nothing of its group is left running after; its log
+    kept under the default cap (log_cap.py)."""
     from .processes import wait_for_group
 
-    code, cause = wait_for_group(processes, gated, timeout_ms=timeout_ms, grace=STOP_GRACE_SECONDS, poll=POLL_SECONDS)
+    code, cause = wait_for_group(processes, gated, timeout_ms=timeout_ms, grace=STOP_GRACE_SECONDS, poll=POLL_SECONDS,
+                                 log_path=log_path)
     return code, cause is not None
 
 

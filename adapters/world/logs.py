@@ -55,6 +55,7 @@ class LogSummary:
     tail: str
     last_line: str
     end: bytes = b""  # its last 64 KiB, as written
+    cut: int = 0  # bytes cut from its middle to keep it under its cap (log_cap.py)
 
 
 def log_summary(log_path: Path | None) -> LogSummary:
@@ -71,8 +72,11 @@ def log_summary(log_path: Path | None) -> LogSummary:
             digest.update(chunk)
             size += len(chunk)
             end = (end + chunk)[-65536:]
+    from .log_cap import cut_so_far
+
     secrets = known_secrets()
-    return LogSummary(digest.hexdigest(), size, bounded_tail(end, secrets=secrets), last_line(end, secrets), end)
+    return LogSummary(digest.hexdigest(), size, bounded_tail(end, secrets=secrets), last_line(end, secrets), end,
+                      cut_so_far(Path(log_path)))
 
 
 def log_size(path: os.PathLike[str]) -> int:

@@ -29,6 +29,7 @@ order.
 from __future__ import annotations
 
 import stat
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -230,7 +231,14 @@ class _TreeMerge:
         from dulwich.merge import merge_blobs
         from dulwich.objects import Blob
 
-        blobs = [self._read(e.sha) if e is not None else None for e in (base, ours, theirs)]
+        try:
+            blobs = [self._read(e.sha) if e is not None else None for e in (base, ours, theirs)]
+        except zlib.error as e:
+            from .blobs import is_too_large_to_read
+
+            if not is_too_large_to_read(e):
+                raise
+            return self._conflict(path, base)  # too large to merge line by line: as a binary file, a conflict
         if any(b"\0" in blob.data[:_BINARY_SNIFF] for blob in blobs if blob is not None):
             if self.depth:  # git's virtual base keeps the merge base's content of a binary file
                 return self._write(Blob.from_string(blobs[0].data if blobs[0] is not None else b""))

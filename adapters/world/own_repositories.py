@@ -23,6 +23,7 @@ import secrets
 import shutil
 import stat
 import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,15 +166,54 @@ def _write_tree(store, tree_id: bytes, top: int, out: list) -> None:  # noqa: AN
                 wanted.setdefault(child, []).append((rel, kind))
     _make_folders(levels, top)
     out.extend((rel, GITLINK, child, os.stat(rel, dir_fd=top, follow_symlinks=False)) for rel, child in gitlinks)
+    written: set[bytes] = set()
     with _Writers(top, out) as writers:
         batch: list[tuple[bytes, int, bytes, bytes]] = []
-        for blob in store.iterobjects_subset(list(wanted)):
-            data, sha = blob.as_raw_string(), blob.id
-            batch.extend((rel, kind, sha, data) for rel, kind in wanted[sha])
-            if len(batch) >= _BATCH:
-                writers.put(batch)
-                batch = []
+        try:
+            for blob in store.iterobjects_subset(list(wanted)):
+                data, sha = blob.as_raw_string(), blob.id
+                batch.extend((rel, kind, sha, data) for rel, kind in wanted[sha])
+                written.add(sha)
+                if len(batch) >= _BATCH:
+                    writers.put(batch)
+                    batch = []
+        except zlib.error as e:  # a blob dulwich will not hold in memory: the rest one by one
+            from .blobs import is_too_large_to_read
+
+            if not is_too_large_to_read(e):
+                raise
+            writers.put(batch)
+            batch = []
+            for sha in wanted:
+                if sha not in written:
+                    _write_one(store, sha, wanted[sha], top, out, writers)
         writers.put(batch)
+
+
+def _write_one(store, sha: bytes, places: list[tuple[bytes, int]], top: int, out: list,  # noqa: ANN001
+               writers: _Writers) -> None:
+    """One blob written to every path that names it: through the writers when dulwich reads it, else inflated
+    a chunk at a time (blobs.write_loose_blob) here, straight to each file."""
+    from .blobs import is_too_large_to_read, write_loose_blob
+
+    try:
+        data = store[sha].as_raw_string()
+    except zlib.error as e:
+        if not is_too_large_to_read(e):
+            raise
+    else:
+        writers.put([(rel, kind, sha, data) for rel, kind in places])
+        return
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for rel, kind in places:
+        if kind == SYMLINK:
+            raise ValueError(f"the symlink {rel!r} names a target too large to read")
+        fd = os.open(rel, flags, 0o777 if kind == EXECUTABLE else 0o666, dir_fd=top)
+        try:
+            write_loose_blob(store, sha, fd)
+            out.append((rel, kind, sha, os.fstat(fd)))
+        finally:
+            os.close(fd)
 
 
 def _make_folders(levels: list[list[bytes]], top: int) -> None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...domain.processes import Liveness, ProcessIdentity, liveness_of
+from ...domain.values import DEFAULT_MAX_LOG
 from . import process_tree
 
 if TYPE_CHECKING:
@@ -405,7 +406,8 @@ def _require_program(spec: LaunchSpec) -> None:
 
 
 def _create_log(path: Path) -> int:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    # O_APPEND: each write lands at the file's end, so a log capped in place (log_cap.py) goes on from its new end
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_APPEND
     try:
         return os.open(path, flags, 0o600)
     except OSError as error:
@@ -417,21 +419,27 @@ def _create_log(path: Path) -> int:
 
 
 def wait_for_group(processes: Any, gated: Any, *, timeout_ms: int, idle_timeout_ms: int | None = None,
-                   log_path: Path | None = None, grace: float = 5.0, poll: float = 0.05) -> tuple[int, str | None]:
+                   log_path: Path | None = None, grace: float = 5.0, poll: float = 0.05,
+                   max_log: int = DEFAULT_MAX_LOG) -> tuple[int, str | None]:
     """Wait for a gated child (a check, a hook) to end; stop its whole group at its timeout, or after
     idle_timeout_ms without its log growing. (returncode, "timeout" | "idle-timeout" | None); nothing of its group
-    is left running after."""
+    is left running after. Its log (log_path) is kept under max_log as it grows and once it ended (log_cap.py)."""
+    from .log_cap import cap_log
+
     popen = gated.popen
     started = last_output = time.monotonic()
     last_size = 0
     cause = None
     while (code := popen.poll()) is None:
         now = time.monotonic()
-        if log_path is not None and idle_timeout_ms is not None:
+        if log_path is not None:
             try:
                 size = os.stat(log_path, follow_symlinks=False).st_size
             except OSError:
                 size = 0
+            if size > max_log + max_log // 4:  # a flood: its middle cut now, not only at the end
+                cap_log(log_path, max_log)
+                size, last_output = -1, now
             if size != last_size:
                 last_size, last_output = size, now
         if (now - started) * 1000 >= timeout_ms:
@@ -444,6 +452,8 @@ def wait_for_group(processes: Any, gated: Any, *, timeout_ms: int, idle_timeout_
             break
         time.sleep(poll)
     processes.stop_tree(gated.identity)  # it ended: nothing it started may outlive it
+    if log_path is not None:
+        cap_log(log_path, max_log)
     return code, cause
 
 

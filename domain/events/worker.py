@@ -117,6 +117,8 @@ class WorkerExited(Event):
     log_sha256: Sha256 | None
     log_bytes: Annotated[int, Field(ge=0, le=MAX_SAFE_INT)] | None
     tail: Tail
+    # bytes of output cut from the log's middle to keep it under the agent's max_log (0: the log is whole)
+    log_cut_bytes: Annotated[int, Field(ge=0, le=MAX_SAFE_INT)] = 0
 
 
 Count = Annotated[int, Field(ge=0, le=MAX_SAFE_INT)]

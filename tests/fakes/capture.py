@@ -7,6 +7,7 @@ from pathlib import Path
 
 from docket.adapters.world.capture import Capture, Unstable
 from docket.domain.errors import Conflict, Refused
+from docket.domain.values import DEFAULT_MAX_FILE_SIZE
 
 from .repository import FakeGitPort, FakeRepository, FakeWorld
 
@@ -20,10 +21,14 @@ class FakeCapture(FakeGitPort):
         super().__init__(world)
         self.captures: dict[Path, Capture | Unstable] = {}  # worktree -> what capture_twice returns
         self.tracked: dict[tuple[str, str], list[str]] = {}  # (commit, folder) -> files its tree holds there
+        self.limits: list[int] = []  # the max_file_size of each capture_twice, in order
 
     def capture_twice(self, worktree: Path, *, expected_head: str | None, base: str,
-                      artifact_dir: str | None, repository: Path | None = None) -> Capture | Unstable:
-        """What the test set in ``captures[worktree]``; raises as capture does when nothing is set or HEAD moved."""
+                      artifact_dir: str | None, repository: Path | None = None,
+                      max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> Capture | Unstable:
+        """What the test set in ``captures[worktree]``; raises as capture does when nothing is set or HEAD moved.
+        max_file_size is recorded in ``limits`` (the fake has no files to measure)."""
+        self.limits.append(max_file_size)
         found = self.captures.get(Path(worktree))
         if found is None:
             raise Refused("worktree-unreadable", f"{worktree} is not a git worktree (no capture set in the fake)")

@@ -23,6 +23,7 @@ from docket.domain import events as ev
 from docket.domain import task as task_aggregate
 
 from docket.adapters.world.paths import task_worktree_path
+from docket.domain.values import DEFAULT_MAX_FILE_SIZE
 
 RUN, TASK = "r1", "t1"
 
@@ -31,11 +32,13 @@ class WrittenBetweenCaptures(DulwichCapture):
     def __init__(self, change):  # noqa: ANN001
         self.change = change
 
-    def capture_twice(self, worktree, *, expected_head, base, artifact_dir, repository=None):  # noqa: ANN001, ANN201
+    def capture_twice(self, worktree, *, expected_head, base, artifact_dir, repository=None,  # noqa: ANN001, ANN201
+                      max_file_size=DEFAULT_MAX_FILE_SIZE):  # noqa: ANN001
         from docket.adapters.world.capture import capture_twice
 
         return capture_twice(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir,
-                             repository=repository, between=lambda: self.change(Path(worktree)))
+                             repository=repository, between=lambda: self.change(Path(worktree)),
+                             max_file_size=max_file_size)
 
 
 @pytest.fixture
