@@ -17,12 +17,14 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p = command(nouns, "reconcile", reconcile, common,
                 "report workers whose process is gone or unsupervised, processes the ledger does not know, "
                 "supervisions of runs whose docket process is gone, check runs nobody runs any more, and refs "
-                "under refs/docket/ and worktrees in docket's folders that no ledger record owns",
+                "under refs/docket/ and worktrees in docket's folders that no ledger record owns, and lock files a killed "
+                "writer left on loose objects or docket's refs",
                 "docket reconcile --apply --json")
     p.add_argument("--apply", action="store_true",
                    help="record gone processes as exited, stop unsupervised and unknown ones, end gone "
                         "supervisions at their last sign of life, finish abandoned check runs, delete unowned refs "
-                        "(compare-and-swap) and remove unowned worktrees that have no branch checked out")
+                        "(compare-and-swap), remove unowned worktrees that have no branch checked out and remove stale "
+                        "lock files")
 
 
 def reconcile(ctx: Context) -> int:
@@ -55,7 +57,8 @@ def reconcile(ctx: Context) -> int:
         lines.append(f"  {f.kind}: {who}, pid {f.pid}: {shown(f.detail)}"
                      + (f" -> {f.applied}" if f.applied else ""))
     for g in git_findings:
-        lines.append(f"  unowned {g.kind}: {shown(g.path)}: {shown(g.detail)}" + (f" -> {g.applied}" if g.applied else ""))
+        what = g.kind if g.kind == "stale-lock" else f"unowned {g.kind}"
+        lines.append(f"  {what}: {shown(g.path)}: {shown(g.detail)}" + (f" -> {g.applied}" if g.applied else ""))
     for u in unfinished:
         lines.append(f"  unfinished check: {shown(u['check_id'])} ({shown(u['check'])} on {u['binding_id'][:12]}): "
                      f"{u['status']}, execution {u['execution_state']}")

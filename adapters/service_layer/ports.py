@@ -229,6 +229,15 @@ class InventoryPort(RepositoryPort, Protocol):
         under refs/docket/; OSError only otherwise."""
         ...
 
+    def stale_locks(self, repository: Path) -> list[str]:
+        """The paths of the lock files a dead writer left on loose objects and on docket's refs (older than
+        adapters/world/stale_locks.py's threshold), sorted. Never raises."""
+        ...
+
+    def remove_stale_lock(self, repository: Path, lock: str) -> bool:
+        """Remove lock if it is still one of stale_locks; whether it is gone. Never raises."""
+        ...
+
 
 class GatedHandle(Protocol):
     """A started process held at the launch gate: it runs its command only once opened."""

@@ -8,7 +8,7 @@ FileLocked. Git itself then refuses until someone removes the lock by hand.
 
 Under ``refs/docket/`` only docket writes, each write holding its lock for
 milliseconds, so a lock there older than STALE_LOCK_SECONDS is a killed
-writer's: it is removed and the compare-and-swap tried once more. Elsewhere
+writer's (adapters/world/stale_locks.py): it is removed and the compare-and-swap tried once more. Elsewhere
 (branches users and their tools share) a lock is never broken. Either way a
 write that still finds a lock does nothing: the caller observes again, as
 after any act.
@@ -17,14 +17,14 @@ after any act.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .stale_locks import STALE_LOCK_SECONDS, remove_if_stale
+
 __all__ = ["STALE_LOCK_SECONDS", "write_ref"]
 
-STALE_LOCK_SECONDS = 10.0
 DOCKET_REFS = "refs/docket/"
 TASK_BRANCHES = "refs/heads/docket/"  # the branches docket makes for its task worktrees (docket/RUN/TASK)
 
@@ -66,14 +66,4 @@ def _stale_docket_lock(repo: Any, ref: str, locked: Any) -> bool:
     expected = Path(os.fsdecode(repo.refs.path)) / (ref + ".lock")
     if lock != expected:  # e.g. packed-refs.lock: shared with every git process, never broken
         return False
-    try:
-        age = time.time() - lock.lstat().st_mtime
-    except FileNotFoundError:
-        return True  # its writer finished or gave up meanwhile: try again
-    if age < STALE_LOCK_SECONDS:  # a clock set back only makes a lock look younger: left alone, safely
-        return False
-    try:
-        lock.unlink()
-    except FileNotFoundError:
-        pass
-    return True
+    return remove_if_stale(lock)  # gone meanwhile (its writer finished or gave up) also means: try again
