@@ -83,9 +83,19 @@ class CandidateRefsPort(RepositoryPort, Protocol):
         unreadable. Never raises."""
         ...
 
-    def pin_candidate(self, repository: Path, ref: str, parent: str, tree: str, message: str) -> None:
+    def pin_candidate(self, repository: Path, ref: str, parent: str, tree: str, message: str, *,
+                      worktree: Path | None = None, base: str | None = None) -> None:
         """From missing only: the commit of tree on parent (its id depends on parent, tree and message alone),
-        stored at ref create-only; never overwrites. Other states are left alone; observe again. OSError only."""
+        stored at ref create-only; never overwrites. Other states are left alone; observe again. OSError only.
+        What a prune deleted of parent's history (down to base) and tree is written again from the workspace at
+        worktree first, and what the ref reaches once more after it moved."""
+        ...
+
+    def complete_candidate(self, repository: Path, ref: str, parent: str, tree: str, message: str, *,
+                           worktree: Path | None, base: str | None) -> list[str]:
+        """Every object ref reaches (its commit of tree on parent, down to base) in the repository, what is missing
+        written again from the workspace at worktree; the ids still missing (empty: whole, or ref absent or another
+        commit's). OSError only."""
         ...
 
     def release_candidate(self, repository: Path, ref: str, expected_commit: str) -> None:
@@ -156,6 +166,12 @@ class MergePort(RepositoryPort, Protocol):
     def merge_candidate(self, repository: Path, head: str, candidate_commit: str, message: str) -> MergeResult:
         """candidate_commit merged into head in the object store, no ref moved: merged (a deterministic two-parent
         merge commit), already-merged, conflicted (paths; nothing written), unmergeable or unreadable. OSError only."""
+        ...
+
+    def missing_objects(self, repository: Path, tips: Sequence[str], complete: Sequence[str]) -> list[str]:
+        """The ids of the objects tips reach (commits through their parents, trees down to blobs; commits in complete
+        taken as whole) that the repository lacks, sorted: empty when the graph is whole. Never raises (an
+        unreadable repository lacks tips)."""
         ...
 
     def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str) -> None:

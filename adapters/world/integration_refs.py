@@ -31,6 +31,9 @@ class DulwichMerges(DulwichRepository):
     def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str) -> None:
         advance_ref(repository, ref, expected_old, new)
 
+    def missing_objects(self, repository: Path, tips, complete) -> list[str]:  # noqa: ANN001
+        return missing_in(repository, tips, complete)
+
     def observe_target(self, repository: Path, branch: str) -> TargetObservation:
         return observe_target(repository, branch)
 
@@ -194,3 +197,22 @@ def foreign_commits(repository: Path, expected: str, found: str, *,
             return ForeignCommits(tuple(commits), count, False, False, detail=f"cannot walk {found}: {e}")
         detail = "" if exclude else f"{expected} is not a commit in the repository any more"
         return ForeignCommits(tuple(commits), count, not detail, keeps, detail=detail)
+
+
+def missing_in(repository: Path, tips, complete) -> list[str]:  # noqa: ANN001
+    """The objects tips reach that the repository lacks (object_graphs.missing_objects); all tips when it cannot be
+    opened. Never raises."""
+    from dulwich.errors import NotGitRepository
+
+    from .object_graphs import missing_objects, wait_out_gc
+
+    try:
+        repo = open_repo(repository)
+    except (NotGitRepository, OSError):
+        return sorted(tips)
+    with repo:
+        wait_out_gc(Path(repo.controldir()))
+        try:
+            return missing_objects(repo.object_store, tips, complete=complete)
+        except (OSError, ValueError):
+            return sorted(tips)

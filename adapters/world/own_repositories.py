@@ -26,7 +26,10 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...domain.codes import Code
+from ...domain.errors import OutcomeUnknown
 from .faults import crash_point
+from .objects import keep_docket_made
 from .repository import read_text
 
 __all__ = ["OwnRepository", "alternates_of", "borrows_from", "make_own_repository",
@@ -75,7 +78,12 @@ def make_own_repository(common: Path, path: Path, *, head: str, commit: str, bra
             ref.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             _write_new(ref, f"{commit}\n")
         with Repo(str(common)) as user:
-            stats = _check_out(user.object_store, user[commit.encode("ascii")].tree, staging)
+            try:
+                stats = _check_out(user.object_store, user[commit.encode("ascii")].tree, staging)
+                keep_docket_made(user.object_store, git / "objects", commit.encode("ascii"))
+            except KeyError as e:  # a prune beside docket took an object: an observation, never a crash
+                raise OutcomeUnknown(Code.OBJECTS_MISSING, f"the repository {common} lacks object {e} of commit "
+                                                        f"{commit}; observe again once it is written") from None
         _write_index(git / "index", stats)
         _seed_capture_cache(git, stats)
         crash_point("workspace:before-rename")

@@ -42,6 +42,10 @@ class FakeMerges(FakeGitPort):
             return IntegrationObservation("merged", commit=oid)
         return IntegrationObservation("diverged", commit=oid, detail=f"{ref} names commit {oid}, not this step's")
 
+    def missing_objects(self, repository: Path, tips, complete) -> list[str]:  # noqa: ANN001
+        repo = self.repositories.get(Path(repository))
+        return sorted(t for t in tips if repo is None or t not in repo.objects)
+
     def merge_candidate(self, repository: Path, head: str, candidate_commit: str, message: str) -> MergeResult:
         """Merged, unless merge_conflicts names (head, candidate): its tree is a new tree named by both commits."""
         repo = self.repositories.get(Path(repository))
