@@ -337,7 +337,8 @@ def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integr
         return integration_aggregate.request_step(current, step.step, intent_id=intent_id,
                                                   head=current.ref_from() if current.rolling else head,
                                                   merge_commit=merged.commit, tree=merged.tree, merge=merged.state,
-                                                  now=now)
+                                                  now=now, merged_onto=head if merged.state == "merged" else None,
+                                                  merge_message=message if merged.state == "merged" else None)
 
     ledger.decide(decision, clock.now())
     current = load_integration(ledger, integration.run_id)

@@ -296,6 +296,13 @@ WORKTREE_REMOVAL: IntentKind[task_aggregate.Task, WorktreeRemovalRequested, task
 
 
 
+def _remerge(intent: IntegrationStepRequested) -> tuple[str, str, str] | None:
+    """(merged onto, candidate, message): what computes the step's merge commit again, when the intent recorded it."""
+    if intent.merge != "merged" or intent.merged_onto is None or intent.merge_message is None:
+        return None
+    return intent.merged_onto, intent.candidate_commit, intent.merge_message
+
+
 def _observe_integration(merges: MergePort, intent: IntegrationStepRequested,
                          repository_id: str | None) -> IntegrationObservation:
     repository = Path(intent.repository)
@@ -316,7 +323,7 @@ INTEGRATION_STEP: IntentKind[integration_aggregate.Integration, IntegrationStepR
         # the first step creates the ref (create-only); every later one moves it from the step's head
         act=lambda merges, intent, observed: merges.advance_ref(
             Path(intent.repository), intent.integration_ref, None if observed.state == "missing" else intent.head,
-            intent.merge_commit),
+            intent.merge_commit, remerge=_remerge(intent)),
         made=integration_aggregate.made,
     ))
 

@@ -174,9 +174,12 @@ class MergePort(RepositoryPort, Protocol):
         unreadable repository lacks tips)."""
         ...
 
-    def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str) -> None:
+    def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str, *,
+                    remerge: tuple[str, str, str] | None = None) -> None:
         """Compare-and-swap ref from expected_old (None: create-only) to the commit new; any other state is left
-        alone (observe again). BadInput ``bad-ref`` for a malformed name; OSError only otherwise."""
+        alone (observe again). With remerge (merged onto, candidate, message): new's merge is computed again where a
+        prune took its objects, before the ref moves and after. BadInput ``bad-ref`` for a malformed name; OSError
+        only otherwise."""
         ...
 
     def observe_target(self, repository: Path, branch: str) -> TargetObservation:

@@ -66,21 +66,24 @@ def missing_objects(store: Any, tips: Iterable[str | bytes], *, complete: Iterab
     """The ids reachable from tips (commits, trees or blobs) that store lacks, sorted; empty when the graph is whole.
 
     Commits are walked through their parents and trees down to every blob (gitlinks name other repositories and
-    are not followed); commits in complete are taken as whole and not entered (the run's base: the target has
-    reached it since before the run). An object store lacks is looked up in each of sources in turn and, when one
-    has it and its bytes hash to its id, stored (objects.add_object) and walked as if it had been there. Never
-    reads an object twice.
+    are not followed). Commits in complete are taken as whole and not entered (the run's base: the target has
+    reached it since before the run), and neither is what a tip's tree shares with the first one's tree at the same
+    path: a pin or merge that changes a few files of a big tree reads the trees on the way to them, not the rest.
+    An object store lacks is looked up in each of sources in turn and, when one has it and its bytes hash to its id,
+    stored (objects.add_object) and walked as if it had been there. Never reads an object twice.
     """
-    from dulwich.objects import Commit, ShaFile, Tree
+    from dulwich.objects import Commit, ShaFile, Tree, parse_tree
 
     from .objects import add_object
 
-    seen = {_raw(sha) for sha in complete}
+    complete = [_raw(sha) for sha in complete]
+    seen = set(complete)
     sources = list(sources)
-    pending = [_raw(sha) for sha in tips]
+    twin_root = _tree_of(store, complete[0]) if complete else None
+    pending: list[tuple[bytes, bytes | None]] = [(_raw(sha), twin_root) for sha in tips]
     missing: list[str] = []
     while pending:
-        sha = pending.pop()
+        sha, twin = pending.pop()
         if sha in seen:
             continue
         seen.add(sha)
@@ -96,21 +99,42 @@ def missing_objects(store: Any, tips: Iterable[str | bytes], *, complete: Iterab
             kind, raw = obj.type_num, obj.as_raw_string()
         if kind == Commit.type_num:
             commit = obj if obj is not None else ShaFile.from_raw_string(kind, raw, sha)
-            pending.append(commit.tree)
-            pending.extend(commit.parents)
+            pending.append((commit.tree, twin_root))
+            pending.extend((parent, None) for parent in commit.parents)
         elif kind == Tree.type_num:
-            from dulwich.objects import parse_tree
-
-            for _name, mode, child in parse_tree(raw, 20):
+            shared = _entries(store, twin)
+            for name, mode, child in parse_tree(raw, 20):
                 if mode == _GITLINK or child in seen:
                     continue
+                other = shared.get(name)
+                if other is not None and other[1] == child:
+                    continue  # the same as the complete tree's, at the same path: whole
                 if mode == _TREE:
-                    pending.append(child)
+                    pending.append((child, other[1] if other is not None and other[0] == _TREE else None))
                 elif child in store:
                     seen.add(child)
                 else:
-                    pending.append(child)
+                    pending.append((child, None))
     return sorted(missing)
+
+
+def _tree_of(store: Any, commit: bytes) -> bytes | None:
+    try:
+        return store[commit].tree
+    except (KeyError, AttributeError):
+        return None
+
+
+def _entries(store: Any, tree: bytes | None) -> dict[bytes, tuple[int, bytes]]:
+    """name -> (mode, id) of a tree taken as whole; {} for none (or one that cannot be read)."""
+    from dulwich.objects import parse_tree
+
+    if tree is None:
+        return {}
+    try:
+        return {name: (mode, child) for name, mode, child in parse_tree(store.get_raw(tree)[1], 20)}
+    except KeyError:
+        return {}
 
 
 def _from_sources(sources: list[Any], sha: bytes):  # noqa: ANN202

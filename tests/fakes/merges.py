@@ -64,7 +64,8 @@ class FakeMerges(FakeGitPort):
         commit = repo.add_commit((head, candidate_commit), tree, message)
         return MergeResult("merged", commit=commit, tree=tree)
 
-    def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str) -> None:
+    def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str, *,
+                    remerge: tuple[str, str, str] | None = None) -> None:
         if not ref.startswith("refs/") or ".." in ref or ref.endswith("/"):
             raise BadInput("bad-ref", f"{ref!r} is not a well-formed ref name under refs/")
         repo = self.repositories.get(Path(repository))

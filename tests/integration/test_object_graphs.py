@@ -50,3 +50,23 @@ def test_a_missing_object_a_source_holds_is_copied_back_and_git_finds_the_reposi
         assert missing_objects(repo.object_store, [head], sources=[source.object_store]) == []
     assert git(repo_path, "cat-file", "-p", blob) == "kept elsewhere"
     assert subprocess.run(["git", "fsck", "--strict", "--no-progress"], cwd=repo_path).returncode == 0
+
+
+def test_what_a_tip_shares_with_a_complete_commit_is_not_walked_but_what_it_changes_is(tmp_path):
+    repo_path = make_repo(tmp_path / "r")
+    (repo_path / "a").mkdir()
+    (repo_path / "a" / "old.txt").write_text("old\n")
+    git(repo_path, "add", "a")
+    git(repo_path, "commit", "-q", "-m", "base")
+    base = git(repo_path, "rev-parse", "HEAD")
+    shared = git(repo_path, "rev-parse", "HEAD:a/old.txt")
+    (repo_path / "a" / "new.txt").write_text("new\n")
+    git(repo_path, "add", "a")
+    git(repo_path, "commit", "-q", "-m", "tip")
+    tip = git(repo_path, "rev-parse", "HEAD")
+    new = git(repo_path, "rev-parse", "HEAD:a/new.txt")
+    _loose(repo_path, shared).unlink()  # the base's own: taken as whole
+    _loose(repo_path, new).unlink()
+    with open_repo(repo_path) as repo:
+        assert missing_objects(repo.object_store, [tip], complete=[base]) == [new]
+        assert missing_objects(repo.object_store, [tip]) == sorted([new, shared])
