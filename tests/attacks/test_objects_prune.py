@@ -69,13 +69,13 @@ def test_go_beside_a_pruning_loop_delivers_the_undisturbed_tree_and_leaves_git_w
     world = make_go_world(tmp_path, target="trunk", tasks=TASKS)
     exits = []
     with Pruner(world.repo) as pruner:
-        done = world.go("r1", "--target", "trunk", "--parallel", "3")
+        done = world.go("r1", "--target", "trunk", "--parallel", "3", "--debug")  # a traceback, should it crash
         exits.append(done.returncode)
         for _ in range(4):  # resuming is allowed; exit 70 never is
             if done.returncode == 0:
                 break
             assert done.returncode != 70, done.stderr
-            done = world.resume("r1")
+            done = world.resume("r1", "--debug")
             exits.append(done.returncode)
     assert pruner.rounds > 0
     assert 70 not in exits, (exits, done.stderr)
@@ -147,3 +147,22 @@ def test_reconcile_reports_a_candidate_ref_naming_a_missing_object_and_apply_mak
     done = world.go("r1", "--target", "trunk", "--parallel", "3")
     assert done.returncode == 0, done.stderr + done.stdout
     assert world.tree_of("trunk") == reference
+
+
+def test_a_prune_between_a_steps_intent_and_its_act_does_not_wedge_the_queue(tmp_path, reference):
+    """Killed with a step's intent recorded and its merge commit written but no ref naming it, a prune takes the
+    merge; resumed, the act used to find no commit to move the ref to, and the step stayed unknown on every resume."""
+    world = make_go_world(tmp_path, target="trunk", tasks=TASKS)
+    killed = world.go("r1", "--target", "trunk", "--parallel", "3",
+                      fault="effector:before-act@IntegrationStepRequested.v1")
+    assert killed.returncode == -9, killed.stderr
+    step = world.events("IntegrationStepRequested")[-1]["payload"]
+    assert subprocess.run(["git", "gc", "--prune=now", "--quiet"], cwd=world.repo).returncode == 0
+    gone = subprocess.run(["git", "cat-file", "-e", step["merge_commit"]], cwd=world.repo)
+    assert gone.returncode != 0  # the prune took the step's merge commit
+    done = world.resume("r1")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert world.tree_of("trunk") == reference
+    fsck = subprocess.run(["git", "fsck", "--strict", "--no-progress"], cwd=world.repo, capture_output=True, text=True)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+    assert world.json("reconcile")["git"] == []
