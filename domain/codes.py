@@ -148,7 +148,6 @@ class Code(StrEnum):
     NOTHING_TO_INTEGRATE = "nothing-to-integrate"
     OLD_AFTER_NEW = "old-after-new"
     OS_ERROR = "os-error"
-    OBJECTS_MISSING = "objects-missing"
     OUTCOME_UNKNOWN = "outcome-unknown"
     OUTPUT_EXISTS = "output-exists"
     PIN_CHANGED = "pin-changed"
