@@ -35,16 +35,28 @@ def write_ref(repo: Any, ref: str, write: Callable[[], Any]) -> bool:
 
     _reflog_folder(repo, ref)
     try:
-        write()
+        _through_vanishing_folders(repo, ref, write)
         return True
     except FileLocked as locked:
         if not _stale_docket_lock(repo, ref, locked):
             return False
     try:
-        write()
+        _through_vanishing_folders(repo, ref, write)
         return True
     except FileLocked:
         return False
+
+
+def _through_vanishing_folders(repo: Any, ref: str, write: Callable[[], Any], tries: int = 5) -> None:
+    """write, again when a folder on the ref's way vanished as dulwich made it (``git pack-refs``, run by ``git gc``,
+    removes the ref folders it empties)."""
+    for _ in range(tries - 1):
+        try:
+            write()
+            return
+        except FileNotFoundError:
+            _reflog_folder(repo, ref)
+    write()
 
 
 def _reflog_folder(repo: Any, ref: str) -> None:
