@@ -147,6 +147,8 @@ def replay(ctx: Context) -> int:
         doc.update(apply_pending(ctx.ledger, ctx.effector, after_driving=ctx.update_views,
                                  settle=lambda: settle_abandoned_checks(ctx.ledger, ctx.clock, ctx.effector,
                                                                         ctx.views().conn, stop_orphans=False)))
+    if ctx.repository is not None:  # what replay cannot converge, reconcile --apply removes
+        doc["stale_locks"] = ctx.effector.ports.inventory.stale_locks(ctx.repository)
     _render_replay(ctx, doc, checked)
     if doc.get("drift"):
         raise VerificationFailed("projection-drift", f"projections differed in {', '.join(doc['drift'])}; rebuilt from the ledger")
@@ -183,6 +185,8 @@ def _render_replay(ctx: Context, doc: dict[str, Any], checked: dict[str, Any]) -
     lines += [f"intent {r['intent_id']} (position {r['intent_position']}): {r['outcome']}" for r in doc.get("applied", [])]
     lines += [f"still pending: intent {p['intent_id']} (position {p['position']}): {shown(p['reason'] or 'not yet observed')}"
               for p in doc.get("pending", [])]
+    lines += [f"stale lock: {shown(lock)} (a writer killed mid-write left it; 'docket reconcile --apply' removes it)"
+              for lock in doc.get("stale_locks", [])]
     emit(ctx.json, doc, "\n".join(lines))
 
 

@@ -17,15 +17,17 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p = command(nouns, "reconcile", reconcile, common,
                 "report workers whose process is gone or unsupervised, processes the ledger does not know, "
                 "supervisions of runs whose docket process is gone, check runs nobody runs any more, refs "
-                "under refs/docket/ and worktrees in docket's folders that no ledger record owns, and symlinks or "
-                "files planted where docket makes its own folders",
+                "under refs/docket/ and worktrees in docket's folders that no ledger record owns, lock files a killed "
+                "writer left on loose objects or docket's refs, refs docket owns (or targets) that name objects "
+                "missing from the repository, and symlinks or files planted where docket makes its own folders",
                 "docket reconcile --apply --json")
     p.add_argument("--apply", action="store_true",
                    help="record gone processes as exited, stop unsupervised and unknown ones, end gone "
                         "supervisions at their last sign of life, finish abandoned check runs, delete unowned refs "
-                        "(compare-and-swap), remove unowned worktrees that have no branch checked out, and move "
-                        "planted symlinks aside (renamed to <name>.planted-<n>, never deleted) and make the folder "
-                        "again")
+                        "(compare-and-swap), remove unowned worktrees that have no branch checked out, remove stale "
+                        "lock files, make a ref naming missing objects whole again from the ledger's record or release "
+                        "it, and move planted symlinks aside (renamed to <name>.planted-<n>, never deleted) and make "
+                        "the folder again")
 
 
 def reconcile(ctx: Context) -> int:
@@ -59,7 +61,8 @@ def reconcile(ctx: Context) -> int:
         lines.append(f"  {f.kind}: {who}, pid {f.pid}: {shown(f.detail)}"
                      + (f" -> {f.applied}" if f.applied else ""))
     for g in git_findings:
-        lines.append(f"  unowned {g.kind}: {shown(g.path)}: {shown(g.detail)}" + (f" -> {g.applied}" if g.applied else ""))
+        what = g.kind if g.kind in ("stale-lock", "ref-incomplete") else f"unowned {g.kind}"
+        lines.append(f"  {what}: {shown(g.path)}: {shown(g.detail)}" + (f" -> {g.applied}" if g.applied else ""))
     for f in planted:
         lines.append(f"  unsafe-path: {shown(f.path)} is {shown(f.found)}, where docket makes a {f.kind}"
                      + (f" -> {shown(f.applied)}" if f.applied else "; --apply moves it aside and makes the folder"))
@@ -135,5 +138,9 @@ def _reconcile_git(ctx: Context, *, apply: bool) -> list[Any]:
                         for row in tasks.all_tasks(conn) if row["worktree"] or not row["worktree_removed"]}
     owned_worktrees |= {row["execution"] for row in checks.live_executions(conn)
                         if row["execution_state"] in ("requested", "ready", "removing")}
-    return reconcile_git(ctx.effector.ports.inventory, repository, owned_refs=owned_refs,
-                         owned_worktrees=owned_worktrees, apply=apply)
+    from ..adapters.service_layer.ref_graphs import reconcile_ref_graphs
+
+    found = reconcile_git(ctx.effector.ports.inventory, repository, owned_refs=owned_refs,
+                          owned_worktrees=owned_worktrees, apply=apply)
+    return found + reconcile_ref_graphs(ctx.ledger, ctx.clock, ctx.effector, ctx.views().conn, repository,
+                                        apply=apply)

@@ -422,7 +422,8 @@ def _pending(integration: Integration, number: int) -> StepState | None:
 
 
 def request_step(integration: Integration, number: int, *, intent_id: str, head: str, merge_commit: str, tree: str,
-                 merge: Literal["merged", "already-merged"], now: str) -> list[ev.Event]:
+                 merge: Literal["merged", "already-merged"], now: str, merged_onto: str | None = None,
+                 merge_message: str | None = None) -> list[ev.Event]:
     """The intent to move the integration ref from head to the step's computed merge; nothing while one is pending
     or the step is merged."""
     step = _pending(integration, number)
@@ -436,7 +437,7 @@ def request_step(integration: Integration, number: int, *, intent_id: str, head:
                        intent_id=intent_id, run_id=integration.run_id, step=number, task_id=step.task_id,
                        binding_id=step.binding_id, candidate_commit=step.commit, repository=integration.repository,
                        integration_ref=integration.integration_ref, head=head, merge_commit=merge_commit, tree=tree,
-                       merge=merge)]
+                       merge=merge, merged_onto=merged_onto, merge_message=merge_message)]
 
 
 def conflicted(integration: Integration, number: int, *, head: str, reason: Literal["conflicted", "unmergeable"],

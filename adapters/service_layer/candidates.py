@@ -128,7 +128,19 @@ def pin_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: 
         drive(effector, candidate.pin_intent or intent_id,
               lambda: load_candidate(ledger, binding).pin_intent is None)
         candidate = load_candidate(ledger, binding)
+    if candidate.status == "pinned":  # found pinned (no act ran), or a prune deleted objects after the act looked
+        complete_pinned(effector, candidate)
     return Pinned("pinned", task_id, settled(candidate), head=captured.head, tree=captured.tree)
+
+
+def complete_pinned(effector: Any, candidate: candidate_aggregate.Candidate) -> list[str]:
+    """Every object the pinned candidate's ref reaches in the repository, what a prune deleted written again from
+    its workspace; the ids still missing (empty: whole)."""
+    from .intents import pin_message
+
+    return effector.ports.candidate_refs.complete_candidate(
+        Path(candidate.repository), candidate.ref, candidate.parent, candidate.tree, pin_message(candidate),
+        worktree=Path(candidate.worktree), base=candidate.base)
 
 
 def _require_recordable(changed: tuple[str, ...], task_id: str) -> None:

@@ -93,6 +93,12 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
         base = repair or _start_commit(s, settings, run, task)
         if base is False:
             return True  # finished failed: its dependencies do not merge
+    elif task.worktree is None and repair is None and task.worktree_intent is not None:
+        # the merge its pending worktree starts from, written again (the same commit) if a prune took it, and the
+        # intent driven at once (not after its back-off): a prune that runs again meanwhile takes it again
+        if _start_commit(s, settings, run, task) is False:
+            return True
+        s.effector.run_pending(only={task.worktree_intent}, after=0, force=True)
     agent = settings.agent
     request = LaunchRequest(run_id=run.run_id, task_id=task.task_id, worker_id=task_worker_id(task.task_id),
                             agent=agent.name, command=agent.command, prompt_mode=agent.prompt_mode, env=agent.env,

@@ -278,7 +278,7 @@ def _candidate_item(ledger: Ledger, clock: Clock, effector: Any, in_target: Targ
 class GitFinding:
     """Something under refs/docket/ or docket's worktree folders that no ledger record owns."""
 
-    kind: str  # ref | worktree
+    kind: str  # ref | worktree | stale-lock | ref-incomplete (adapters/service_layer/ref_graphs.py)
     path: str  # the ref name or the worktree's path
     detail: str
     applied: str | None = None
@@ -286,8 +286,9 @@ class GitFinding:
 
 def reconcile_git(inventory: InventoryPort, repository: Path, *, owned_refs: set[str], owned_worktrees: set[str],
                   apply: bool) -> list[GitFinding]:
-    """Refs under refs/docket/ and worktrees in docket's folders that the ledger does not own; apply removes them
-    (a ref by compare-and-swap from what it names; a worktree only if it has no branch checked out)."""
+    """Refs under refs/docket/ and worktrees in docket's folders that the ledger does not own, and stale lock files on
+    loose objects and docket's refs; apply removes them (a ref by compare-and-swap from what it names; a worktree
+    only if it has no branch checked out; a lock only while it is still stale)."""
     findings = []
     for ref, oid in inventory.list_docket_refs(repository):
         if ref in owned_refs:
@@ -312,6 +313,13 @@ def reconcile_git(inventory: InventoryPort, repository: Path, *, owned_refs: set
             else:
                 inventory.remove_worktree(repository, Path(place.path), expected_head=place.head, branch=None)
                 finding = replace(finding, applied="removed")
+        findings.append(finding)
+    for lock in inventory.stale_locks(repository):
+        finding = GitFinding("stale-lock", lock, "a lock file a writer killed mid-write left behind (older than "
+                             "the stale-lock threshold): nothing writes what it locks while it stays")
+        if apply:
+            gone = inventory.remove_stale_lock(repository, lock)
+            finding = replace(finding, applied="removed" if gone else "kept: a writer took it again")
         findings.append(finding)
     return findings
 

@@ -337,7 +337,8 @@ def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integr
         return integration_aggregate.request_step(current, step.step, intent_id=intent_id,
                                                   head=current.ref_from() if current.rolling else head,
                                                   merge_commit=merged.commit, tree=merged.tree, merge=merged.state,
-                                                  now=now)
+                                                  now=now, merged_onto=head if merged.state == "merged" else None,
+                                                  merge_message=message if merged.state == "merged" else None)
 
     ledger.decide(decision, clock.now())
     current = load_integration(ledger, integration.run_id)
@@ -388,10 +389,46 @@ def _drive_step(ledger: Ledger, effector: Any, run_id: str, step: integration_ag
         assert current is not None
         return current.step(step.step)
 
+    integration = load_integration(ledger, run_id)
+    assert integration is not None and integration.repository is not None
+    merged_onto = integration.head()  # the head the merge was computed on (integration.head() moves with the step)
+    repository = Path(integration.repository)
+    _complete_merge(effector, repository, run_id, step, merged_onto)  # a prune may have taken it before the ref moves
     drive(effector, step.intent_id, lambda: step_now().status != "merging")
+    _complete_merge(effector, repository, run_id, step, merged_onto)  # or after, having looked before it moved
     if step_now().status == "merging":
         raise OutcomeUnknown("outcome-unknown", f"the move of {integration_ref(run_id)} for step {step.step} is not "
                                                 "known to have happened yet; 'docket integrate' observes again")
+
+
+def _complete_merge(effector: Any, repository: Path, run_id: str, step: integration_aggregate.StepState,
+                    head: str) -> list[str]:
+    """Every object the step's merge commit reaches in the repository: what a prune deleted (a merge's objects are
+    written before the integration ref names them) is computed again, byte for byte; the ids still missing."""
+    if step.merge != "merged" or step.merge_commit is None:
+        return []
+    merges = effector.ports.merges
+    parents = [head, step.commit]
+    missing = merges.missing_objects(repository, [step.merge_commit], parents)
+    if missing:
+        message = merge_message(f"docket: integrate task {step.task_id} of run {run_id}",
+                                trailers(run_id, step.task_id, step.worker_id, step.generation, step.binding_id))
+        merges.merge_candidate(repository, head, step.commit, message)
+        missing = merges.missing_objects(repository, [step.merge_commit], parents)
+    return missing
+
+
+def complete_merges(ledger: Ledger, effector: Any, run_id: str) -> list[str]:
+    """Every merged step's merge commit made whole again in the repository (computed again from its recorded head
+    and candidate); the ids still missing."""
+    integration = load_integration(ledger, run_id)
+    if integration is None or integration.repository is None:
+        return []
+    repository, left = Path(integration.repository), []
+    for step in integration.steps:
+        if step.head is not None:
+            left += _complete_merge(effector, repository, run_id, step, step.head)
+    return sorted(set(left))
 
 
 def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integration_aggregate.Integration,

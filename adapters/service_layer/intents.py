@@ -160,8 +160,9 @@ def _observe_pin(candidate_refs: CandidateRefsPort, intent: CandidatePinRequeste
     return candidate_refs.observe_candidate(repository, intent.ref, intent.parent, intent.tree)
 
 
-def pin_message(intent: CandidatePinRequested) -> str:
-    """The candidate commit's message: it names what the commit pins, so the commit alone says where it came from."""
+def pin_message(intent: CandidatePinRequested | candidate_aggregate.Candidate) -> str:
+    """The candidate commit's message: it names what the commit pins, so the commit alone says where it came from
+    (from the pin's intent, or the candidate it made: they hold the same fields)."""
     worker = f"\nDocket-Worker: {intent.worker_id}\nDocket-Generation: {intent.generation}" if intent.worker_id else ""
     return (f"docket candidate {intent.binding_id[:12]} of task {intent.task_id}\n\n"
             f"Docket-Run: {intent.run_id}\nDocket-Task: {intent.task_id}{worker}\n"
@@ -176,7 +177,8 @@ CANDIDATE_PIN: IntentKind[candidate_aggregate.Candidate, CandidatePinRequested, 
     observe=_observe_pin,
     decide=candidate_aggregate.decide_pin,
     act=lambda candidate_refs, intent, _: candidate_refs.pin_candidate(
-        Path(intent.repository), intent.ref, intent.parent, intent.tree, pin_message(intent)),
+        Path(intent.repository), intent.ref, intent.parent, intent.tree, pin_message(intent),
+        worktree=Path(intent.worktree), base=intent.base),
     made=candidate_aggregate.made,
 )
 
@@ -294,6 +296,13 @@ WORKTREE_REMOVAL: IntentKind[task_aggregate.Task, WorktreeRemovalRequested, task
 
 
 
+def _remerge(intent: IntegrationStepRequested) -> tuple[str, str, str] | None:
+    """(merged onto, candidate, message): what computes the step's merge commit again, when the intent recorded it."""
+    if intent.merge != "merged" or intent.merged_onto is None or intent.merge_message is None:
+        return None
+    return intent.merged_onto, intent.candidate_commit, intent.merge_message
+
+
 def _observe_integration(merges: MergePort, intent: IntegrationStepRequested,
                          repository_id: str | None) -> IntegrationObservation:
     repository = Path(intent.repository)
@@ -314,7 +323,7 @@ INTEGRATION_STEP: IntentKind[integration_aggregate.Integration, IntegrationStepR
         # the first step creates the ref (create-only); every later one moves it from the step's head
         act=lambda merges, intent, observed: merges.advance_ref(
             Path(intent.repository), intent.integration_ref, None if observed.state == "missing" else intent.head,
-            intent.merge_commit),
+            intent.merge_commit, remerge=_remerge(intent)),
         made=integration_aggregate.made,
     ))
 

@@ -86,9 +86,19 @@ class CandidateRefsPort(RepositoryPort, Protocol):
         unreadable. Never raises."""
         ...
 
-    def pin_candidate(self, repository: Path, ref: str, parent: str, tree: str, message: str) -> None:
+    def pin_candidate(self, repository: Path, ref: str, parent: str, tree: str, message: str, *,
+                      worktree: Path | None = None, base: str | None = None) -> None:
         """From missing only: the commit of tree on parent (its id depends on parent, tree and message alone),
-        stored at ref create-only; never overwrites. Other states are left alone; observe again. OSError only."""
+        stored at ref create-only; never overwrites. Other states are left alone; observe again. OSError only.
+        What a prune deleted of parent's history (down to base) and tree is written again from the workspace at
+        worktree first, and what the ref reaches once more after it moved."""
+        ...
+
+    def complete_candidate(self, repository: Path, ref: str, parent: str, tree: str, message: str, *,
+                           worktree: Path | None, base: str | None) -> list[str]:
+        """Every object ref reaches (its commit of tree on parent, down to base) in the repository, what is missing
+        written again from the workspace at worktree; the ids still missing (empty: whole, or ref absent or another
+        commit's). OSError only."""
         ...
 
     def release_candidate(self, repository: Path, ref: str, expected_commit: str) -> None:
@@ -161,9 +171,18 @@ class MergePort(RepositoryPort, Protocol):
         merge commit), already-merged, conflicted (paths; nothing written), unmergeable or unreadable. OSError only."""
         ...
 
-    def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str) -> None:
+    def missing_objects(self, repository: Path, tips: Sequence[str], complete: Sequence[str]) -> list[str]:
+        """The ids of the objects tips reach (commits through their parents, trees down to blobs; commits in complete
+        taken as whole) that the repository lacks, sorted: empty when the graph is whole. Never raises (an
+        unreadable repository lacks tips)."""
+        ...
+
+    def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str, *,
+                    remerge: tuple[str, str, str] | None = None) -> None:
         """Compare-and-swap ref from expected_old (None: create-only) to the commit new; any other state is left
-        alone (observe again). BadInput ``bad-ref`` for a malformed name; OSError only otherwise."""
+        alone (observe again). With remerge (merged onto, candidate, message): new's merge is computed again where a
+        prune took its objects, before the ref moves and after. BadInput ``bad-ref`` for a malformed name; OSError
+        only otherwise."""
         ...
 
     def observe_target(self, repository: Path, branch: str) -> TargetObservation:
@@ -230,6 +249,15 @@ class InventoryPort(RepositoryPort, Protocol):
     def delete_ref(self, repository: Path, ref: str, expected: str) -> None:
         """Delete ref only while it names expected (absent counts as deleted). BadInput ``bad-ref`` for a ref not
         under refs/docket/; OSError only otherwise."""
+        ...
+
+    def stale_locks(self, repository: Path) -> list[str]:
+        """The paths of the lock files a dead writer left on loose objects and on docket's refs (older than
+        adapters/world/stale_locks.py's threshold), sorted. Never raises."""
+        ...
+
+    def remove_stale_lock(self, repository: Path, lock: str) -> bool:
+        """Remove lock if it is still one of stale_locks; whether it is gone. Never raises."""
         ...
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...domain.effects import CandidateRefObservation, TargetHistory
+from .pin_objects import complete_pin, restore_pinned
 from .repository import DulwichRepository, open_repo
 
-__all__ = ["CANDIDATE_IDENTITY", "TARGET_WALK_LIMIT", "DulwichCandidateRefs", "observe_candidate",
+__all__ = ["CANDIDATE_IDENTITY", "TARGET_WALK_LIMIT", "DulwichCandidateRefs", "complete_candidate", "observe_candidate",
            "observe_target_history", "pin_candidate", "release_candidate"]
 
 CANDIDATE_IDENTITY = b"docket <docket@localhost>"
@@ -30,7 +31,8 @@ def observe_candidate(repository: Path, ref: str, parent: str, tree: str) -> Can
             return CandidateRefObservation("unreadable", detail=f"cannot read {ref} in {repository}: {e}")
 
 
-def pin_candidate(repository: Path, ref: str, parent: str, tree: str, message: str) -> None:
+def pin_candidate(repository: Path, ref: str, parent: str, tree: str, message: str, *,
+                  worktree: Path | None = None, base: str | None = None) -> None:
     """From missing only: write the commit of tree on parent and store it at ref create-only; never overwrites.
 
     The commit's author and committer are ``docket <docket@localhost>`` at the
@@ -39,6 +41,12 @@ def pin_candidate(repository: Path, ref: str, parent: str, tree: str, message: s
     written unless parent is a commit and tree a tree in the repository. Any
     other state of the world is left alone (observe again to learn the outcome);
     only OSError for real I/O failures propagates.
+
+    A prune (``git gc --prune=now``) may delete what the capture wrote before
+    the ref names it: with worktree (the workspace captured) and base (the
+    task's base, taken as whole), what is missing is written again from the
+    workspace before the commit is made, and once more after the ref moved
+    (pin_objects.py).
     """
     from dulwich.errors import NotGitRepository
 
@@ -49,16 +57,35 @@ def pin_candidate(repository: Path, ref: str, parent: str, tree: str, message: s
     with repo:
         if _observe(repo, ref, parent, tree).state != "missing":
             return
-        commit = candidate_commit(repo, parent, tree, message)
-        if commit is None:
-            return
         from .objects import add_object
         from .ref_locks import write_ref
 
+        restore_pinned(repo, Path(repository), worktree, parent, tree, base)
+        commit = candidate_commit(repo, parent, tree, message)
+        if commit is None:
+            return
         add_object(repo.object_store, commit)
         # a lock held now (another process making this ref): observing again tells what it made
-        write_ref(repo, ref, lambda: repo.refs.add_if_new(ref.encode(), commit.id, committer=CANDIDATE_IDENTITY,
-                                                          message=b"docket: pin candidate"))
+        if write_ref(repo, ref, lambda: repo.refs.add_if_new(ref.encode(), commit.id, committer=CANDIDATE_IDENTITY,
+                                                             message=b"docket: pin candidate")):
+            complete_pin(repo, Path(repository), ref, parent, tree, lambda: candidate_commit(repo, parent, tree, message),
+                         worktree=worktree, base=base)
+
+
+def complete_candidate(repository: Path, ref: str, parent: str, tree: str, message: str, *,
+                       worktree: Path | None, base: str | None) -> list[str]:
+    """Every object the candidate ref reaches (down to base) in the repository, written again from the workspace
+    where a prune deleted it; the ids still missing (empty: whole, or the ref is absent or another commit's).
+    Only OSError for real I/O failures propagates."""
+    from dulwich.errors import NotGitRepository
+
+    try:
+        repo = open_repo(repository)
+    except (NotGitRepository, OSError):
+        return []
+    with repo:
+        return complete_pin(repo, Path(repository), ref, parent, tree,
+                            lambda: candidate_commit(repo, parent, tree, message), worktree=worktree, base=base)
 
 
 def release_candidate(repository: Path, ref: str, expected_commit: str) -> None:
@@ -175,8 +202,13 @@ class DulwichCandidateRefs(DulwichRepository):
     def observe_candidate(self, repository: Path, ref: str, parent: str, tree: str) -> CandidateRefObservation:
         return observe_candidate(repository, ref, parent, tree)
 
-    def pin_candidate(self, repository: Path, ref: str, parent: str, tree: str, message: str) -> None:
-        pin_candidate(repository, ref, parent, tree, message)
+    def pin_candidate(self, repository: Path, ref: str, parent: str, tree: str, message: str, *,
+                      worktree: Path | None = None, base: str | None = None) -> None:
+        pin_candidate(repository, ref, parent, tree, message, worktree=worktree, base=base)
+
+    def complete_candidate(self, repository: Path, ref: str, parent: str, tree: str, message: str, *,
+                           worktree: Path | None, base: str | None) -> list[str]:
+        return complete_candidate(repository, ref, parent, tree, message, worktree=worktree, base=base)
 
     def release_candidate(self, repository: Path, ref: str, expected_commit: str) -> None:
         release_candidate(repository, ref, expected_commit)

@@ -88,7 +88,7 @@ def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artif
 
 def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_dir: str | None,
             home: Path | None = None, like: Capture | None = None, stored: set[bytes] | None = None,
-            max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> Capture:
+            max_file_size: int = DEFAULT_MAX_FILE_SIZE, rewrite: bool = False) -> Capture:
     """Write the tree of the worktree's HEAD plus its uncommitted changes; list the paths it changes against base.
 
     Raises Conflict ``head-moved`` when HEAD is not expected_head (None: any
@@ -105,10 +105,12 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
     paths are taken as they are (they depend on nothing else). stored: ids
     known to be in the store it writes to (an earlier capture of the same
     call found or wrote them), not looked up again; what this one finds or
-    writes is added. OSError while writing them propagates. A file larger
-    than max_file_size whose content is not the base's blob at its path is
-    Refused ``file-too-large``, read without being held in memory and
-    before any object of it is written.
+    writes is added. A file larger than max_file_size whose content is not
+    the base's blob at its path is Refused ``file-too-large``, read without
+    being held in memory and before any object of it is written. rewrite:
+    hash every file (no stat cache, none saved) and write every blob and tree
+    the capture is made of that the store lacks, HEAD's too (what a pin needs
+    again after a prune deleted it). OSError while writing them propagates.
     """
     from dulwich.errors import NotGitRepository
     from dulwich.objects import Commit
@@ -139,13 +141,16 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
                                  set() if stored is None else stored)
             tracked, tracked_folders, head_trees = _flattened(store, commit.tree)
             cache = StatCache(Path(repo.controldir()) / CACHE_NAME)
+            if rewrite:
+                cache.records = {}
             walk = _Walk(worktree, store, tracked, tracked_folders, artifact, _ignores(repo), cache,
                          SizeLimit(max_file_size, lambda: _flattened(store, base_tree)[0]))
+            walk.write_all = rewrite
             walk.folder(b"")
             changes: dict[bytes, _Entry | None] = {p: e for p, e in walk.found.items() if tracked.get(p) != e}
             changes.update((p, None) for p in tracked if p not in walk.found)
             tree = _apply(store, head_trees, commit.tree, changes) or _write(store, _new_tree({}))
-            if walk.hashed or walk.stats != cache.records:  # else the same records, none racy: kept as they are
+            if not rewrite and (walk.hashed or walk.stats != cache.records):  # else the same, none racy: kept
                 cache.save(walk.stats)
             as_before = like is not None and (like.head, like.tree) == (head_hex, tree.decode("ascii"))
             return Capture(head_hex, tree.decode("ascii"),
@@ -213,6 +218,7 @@ class _Walk:
         self.found: dict[bytes, _Entry] = {}
         self.stats: dict[bytes, bytes] = {}  # path -> its stat cache record
         self.hashed = 0  # files and symlinks read (not taken from the cache)
+        self.write_all = False  # write HEAD's blobs too (where the store lacks them)
 
     def folder(self, rel: bytes) -> None:
         """The folder's files and symlinks, then its subfolders; a folder holding a ``.git`` (a nested repository,
@@ -308,7 +314,7 @@ class _Walk:
         digest = hashlib.sha1(b"blob %d\0" % len(data))
         digest.update(data)
         sha = digest.hexdigest().encode("ascii")
-        if self.tracked.get(path, (0, b""))[1] != sha:  # HEAD's blobs are in the store already
+        if self.write_all or self.tracked.get(path, (0, b""))[1] != sha:  # HEAD's blobs are in the store already
             _write_blob(self.store, data)
         self.stats[path] = key + sha
         return mode, sha

@@ -28,8 +28,12 @@ class DulwichMerges(DulwichRepository):
     def merge_candidate(self, repository: Path, head: str, candidate_commit: str, message: str) -> MergeResult:
         return merge_candidate(repository, head, candidate_commit, message)
 
-    def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str) -> None:
-        advance_ref(repository, ref, expected_old, new)
+    def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str, *,
+                    remerge: tuple[str, str, str] | None = None) -> None:
+        advance_ref(repository, ref, expected_old, new, remerge=remerge)
+
+    def missing_objects(self, repository: Path, tips, complete) -> list[str]:  # noqa: ANN001
+        return missing_in(repository, tips, complete)
 
     def observe_target(self, repository: Path, branch: str) -> TargetObservation:
         return observe_target(repository, branch)
@@ -86,11 +90,16 @@ def _observe(repo, ref: str, parent: str, candidate: str) -> IntegrationObservat
     return IntegrationObservation("merged", commit=named)
 
 
-def advance_ref(repository: Path, ref: str, expected_old: str | None, new: str) -> None:
+def advance_ref(repository: Path, ref: str, expected_old: str | None, new: str, *,
+                remerge: tuple[str, str, str] | None = None) -> None:
     """Move ref to new only while it names expected_old (compare-and-swap); expected_old None: create it only if
     it is absent. Nothing happens unless new is a commit in the repository, when the ref names anything else, or
     while another writer's lock holds it (a killed docket's stale lock under refs/docket/ is removed first):
-    observe again to learn the outcome. BadInput ``bad-ref`` for a malformed ref name; OSError only otherwise."""
+    observe again to learn the outcome. BadInput ``bad-ref`` for a malformed ref name; OSError only otherwise.
+
+    remerge (the commit new was merged onto, the candidate, the message): a prune (``git gc --prune=now``) may take
+    new's objects before the ref names them, or, having looked before it moved, just after; they are computed again
+    (merge.py: the same bytes) before the move, and once more after it where still missing."""
     from dulwich.errors import NotGitRepository
     from dulwich.refs import check_ref_format
 
@@ -101,18 +110,29 @@ def advance_ref(repository: Path, ref: str, expected_old: str | None, new: str) 
     except (NotGitRepository, OSError):
         return
     with repo:
+        if remerge is not None:
+            _merge_again(repository, new, remerge)
         if not is_commit(repo, new):
             return
         from .ref_locks import write_ref
 
         message = b"docket: integrate"
         if expected_old is None:
-            write_ref(repo, ref, lambda: repo.refs.add_if_new(ref.encode(), new.encode("ascii"),
-                                                              committer=MERGE_IDENTITY, message=message))
+            moved = write_ref(repo, ref, lambda: repo.refs.add_if_new(ref.encode(), new.encode("ascii"),
+                                                                      committer=MERGE_IDENTITY, message=message))
         else:
-            write_ref(repo, ref, lambda: repo.refs.set_if_equals(ref.encode(), expected_old.encode("ascii"),
-                                                                 new.encode("ascii"), committer=MERGE_IDENTITY,
-                                                                 message=message))
+            moved = write_ref(repo, ref, lambda: repo.refs.set_if_equals(ref.encode(), expected_old.encode("ascii"),
+                                                                         new.encode("ascii"), committer=MERGE_IDENTITY,
+                                                                         message=message))
+    if moved and remerge is not None:
+        _merge_again(repository, new, remerge, after_move=True)
+
+
+def _merge_again(repository: Path, new: str, remerge: tuple[str, str, str], *, after_move: bool = False) -> None:
+    """Compute new's merge again where the repository lacks any object it reaches beyond its parents."""
+    onto, candidate, message = remerge
+    if missing_in(repository, [new], [onto, candidate], wait=after_move):
+        merge_candidate(repository, onto, candidate, message)
 
 
 def observe_target(repository: Path, branch: str) -> TargetObservation:
@@ -194,3 +214,23 @@ def foreign_commits(repository: Path, expected: str, found: str, *,
             return ForeignCommits(tuple(commits), count, False, False, detail=f"cannot walk {found}: {e}")
         detail = "" if exclude else f"{expected} is not a commit in the repository any more"
         return ForeignCommits(tuple(commits), count, not detail, keeps, detail=detail)
+
+
+def missing_in(repository: Path, tips, complete, *, wait: bool = True) -> list[str]:  # noqa: ANN001
+    """The objects tips reach that the repository lacks (object_graphs.missing_objects); all tips when it cannot be
+    opened. Never raises."""
+    from dulwich.errors import NotGitRepository
+
+    from .object_graphs import missing_objects, wait_out_gc
+
+    try:
+        repo = open_repo(repository)
+    except (NotGitRepository, OSError):
+        return sorted(tips)
+    with repo:
+        if wait:  # a gc that looked before a ref moved may still delete what it names: it is waited out first
+            wait_out_gc(Path(repo.controldir()))
+        try:
+            return missing_objects(repo.object_store, tips, complete=complete)
+        except (OSError, ValueError):
+            return sorted(tips)

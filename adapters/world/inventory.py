@@ -371,3 +371,14 @@ class DulwichInventory(DulwichRepository):
 
     def delete_ref(self, repository: Path, ref: str, expected: str) -> None:
         delete_ref(repository, ref, expected)
+
+    def stale_locks(self, repository: Path) -> list[str]:
+        from .stale_locks import stale_locks
+
+        return [str(lock) for lock in stale_locks(Path(repository))]
+
+    def remove_stale_lock(self, repository: Path, lock: str) -> bool:
+        from .stale_locks import remove_if_stale, stale_locks
+
+        path = Path(lock)
+        return path not in stale_locks(Path(repository)) or remove_if_stale(path)

@@ -36,6 +36,7 @@ from pathlib import Path
 from ...domain.binding import quote_path
 from ...domain.effects import MergeResult
 from .repository import commit_of, is_ancestor, open_repo
+from .objects import add_object
 
 __all__ = ["MERGE_IDENTITY", "merge_candidate"]
 
@@ -100,7 +101,7 @@ def _merge(repo, head: str, candidate: str, message: str) -> MergeResult:  # noq
     commit.author_timezone = commit.commit_timezone = 0
     commit.message = message.encode("utf-8") if message.endswith("\n") else (message + "\n").encode("utf-8")
     for obj in [*merge.written, commit]:  # the virtual merge base's own objects are not needed: none is stored
-        repo.object_store.add_object(obj)
+        add_object(repo.object_store, obj)
     return MergeResult("merged", commit=commit.id.decode("ascii"), tree=tree.decode("ascii"))
 
 

@@ -4,8 +4,12 @@ workspace's objects add (import_objects) into the user's repository.
 dulwich writes a loose object under a lock file; a second process writing the
 same object at the same moment (two pins of one worktree, two captures) finds
 the lock and raises FileLocked, and a writer SIGKILLed mid-write leaves its lock
-behind for good. An object's bytes are fixed by its id, so the loser writes its
-own temporary file and links it into place, never replacing anything.
+behind for good. An object's bytes are fixed by its id, so a lock old enough to
+be a dead writer's (adapters/world/stale_locks.py) is removed and the write
+tried again, and a young one's loser writes its own temporary file and links it
+into place, never replacing anything: neither waits, and neither fails.
+
+Every object docket writes goes through add_object.
 """
 
 from __future__ import annotations
@@ -13,9 +17,12 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+from pathlib import Path
 from typing import Any
 
-__all__ = ["add_object", "import_objects"]
+from .stale_locks import remove_if_stale
+
+__all__ = ["DOCKET_IDENTITY", "add_object", "import_objects", "keep_docket_made", "verified"]
 
 _TREE, _GITLINK = 0o040000, 0o160000
 
@@ -27,10 +34,85 @@ def add_object(store: Any, obj: Any) -> bytes:
     if obj.id in store:
         return obj.id
     try:
-        store.add_object(obj)
-    except FileLocked:
-        _link_into_place(store, obj)
+        _add_through_prunes(store, obj)
+        return obj.id
+    except FileLocked as locked:
+        lock = Path(os.fsdecode(locked.lockfilename))
+    if remove_if_stale(lock):
+        try:
+            store.add_object(obj)
+            return obj.id
+        except FileLocked:
+            pass  # another writer took the lock meanwhile
+    _link_into_place(store, obj)
     return obj.id
+
+
+def _add_through_prunes(store: Any, obj: Any, tries: int = 5) -> None:
+    """store.add_object, again when the object's folder vanished between dulwich making it and writing the file in
+    it (``git prune`` removes the loose-object folders it empties)."""
+    for _ in range(tries - 1):
+        try:
+            store.add_object(obj)
+            return
+        except FileNotFoundError:
+            continue
+    store.add_object(obj)
+
+
+DOCKET_IDENTITY = b"docket <docket@localhost>"  # the author of every commit docket makes (pins and merges)
+
+
+def keep_docket_made(source: Any, own: Path, commit: bytes) -> int:
+    """Copy into the object folder own what commit brings that no commit of someone else's holds: the commits
+    docket made on the way to it (candidate pins, merges; the author says which) and the trees and blobs each adds to
+    its parents. Such commits may be named by no ref of the repository source belongs to (the start of a task that
+    depends on others is a merge nothing else names), and ``git gc --prune=now`` there would take them from a
+    workspace that borrows them. Written straight into own (never found through its alternates); the count.
+    KeyError when source lacks one of them."""
+    from dulwich.object_store import DiskObjectStore
+    from dulwich.objects import Commit
+
+    target = DiskObjectStore(str(own))
+    pending, seen, copied = [commit], set(), 0
+    try:
+        while pending:
+            sha = pending.pop()
+            if sha in seen:
+                continue
+            seen.add(sha)
+            made = verified(source, sha)
+            if not isinstance(made, Commit) or made.author != DOCKET_IDENTITY:
+                continue
+            olds = [verified(source, parent).tree for parent in made.parents]
+            copied += _copy_new(source, target, made.tree, olds) + 1
+            target.add_object(made)
+            pending.extend(made.parents)
+    finally:
+        target.close()
+    return copied
+
+
+def _copy_new(source: Any, target: Any, tree_id: bytes, olds: list[bytes]) -> int:
+    """tree_id's tree and what in it none of the trees olds holds at the same name, copied into target."""
+    if tree_id in olds:
+        return 0
+    tree = verified(source, tree_id)
+    old_entries = [{name: (mode, sha) for name, mode, sha in verified(source, old).iteritems()} for old in olds]
+    copied = 0
+    for name, mode, sha in tree.iteritems():
+        if mode == _GITLINK:
+            continue
+        same = [entries.get(name) for entries in old_entries]
+        if any(entry is not None and entry[1] == sha for entry in same):
+            continue
+        if mode == _TREE:
+            copied += _copy_new(source, target, sha, [e[1] for e in same if e is not None and e[0] == _TREE])
+        else:
+            target.add_object(verified(source, sha))
+            copied += 1
+    target.add_object(tree)
+    return copied + 1
 
 
 def _link_into_place(store: Any, obj: Any) -> None:
@@ -72,7 +154,7 @@ def import_objects(source, target, head: str, tree: str) -> int:  # noqa: ANN001
         if sha in seen or sha in target:
             continue
         seen.add(sha)
-        commit = _verified(source, sha)
+        commit = verified(source, sha)
         if not isinstance(commit, Commit):
             raise ValueError(f"{sha.decode()} is no commit")
         commits.append(commit)
@@ -85,13 +167,13 @@ def import_objects(source, target, head: str, tree: str) -> int:  # noqa: ANN001
         if sha in seen or sha in target:
             continue
         seen.add(sha)
-        obj = _verified(source, sha)
+        obj = verified(source, sha)
         for _name, mode, child in obj.iteritems():
             if mode == _TREE:
                 stack.append(child)
             elif mode != _GITLINK and child not in seen and child not in target:
                 seen.add(child)
-                add_object(target, _verified(source, child))
+                add_object(target, verified(source, child))
                 copied += 1
         add_object(target, obj)
         copied += 1
@@ -101,7 +183,7 @@ def import_objects(source, target, head: str, tree: str) -> int:  # noqa: ANN001
     return copied
 
 
-def _verified(store, sha: bytes):  # noqa: ANN001, ANN202
+def verified(store, sha: bytes):  # noqa: ANN001, ANN202
     """The object store holds under sha, hashed again from its bytes: never taken on its file's name."""
     obj = store[sha]
     raw = obj.as_raw_string()

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .faults import crash_point
+from .objects import keep_docket_made
 from .repository import read_text
 
 __all__ = ["OwnRepository", "alternates_of", "borrows_from", "make_own_repository",
@@ -53,7 +54,8 @@ def make_own_repository(common: Path, path: Path, *, head: str, commit: str, bra
     """A repository of its own at path, checked out at commit (HEAD ``ref: refs/heads/<branch>`` at commit, or
     detached at commit), borrowing common's objects; appearing whole or not at all. path's parent must exist.
 
-    False (and nothing left) when something appeared at path meanwhile. dulwich's InvalidPathError for a tree
+    False (and nothing left) when something appeared at path meanwhile, or common lacks an object of commit (a
+    prune beside docket took it: the caller observes again). dulwich's InvalidPathError for a tree
     naming a path git would refuse to write ('..', '.git', an absolute path), after undoing; OSError for real I/O
     failures, after undoing.
     """
@@ -76,7 +78,12 @@ def make_own_repository(common: Path, path: Path, *, head: str, commit: str, bra
             ref.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             _write_new(ref, f"{commit}\n")
         with Repo(str(common)) as user:
-            stats = _check_out(user.object_store, user[commit.encode("ascii")].tree, staging)
+            try:
+                stats = _check_out(user.object_store, user[commit.encode("ascii")].tree, staging)
+                keep_docket_made(user.object_store, git / "objects", commit.encode("ascii"))
+            except KeyError:  # a prune beside docket took an object: nothing is made, observing again says so
+                shutil.rmtree(staging, ignore_errors=True)
+                return False
         _write_index(git / "index", stats)
         _seed_capture_cache(git, stats)
         crash_point("workspace:before-rename")

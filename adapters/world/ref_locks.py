@@ -8,7 +8,7 @@ FileLocked. Git itself then refuses until someone removes the lock by hand.
 
 Under ``refs/docket/`` only docket writes, each write holding its lock for
 milliseconds, so a lock there older than STALE_LOCK_SECONDS is a killed
-writer's: it is removed and the compare-and-swap tried once more. Elsewhere
+writer's (adapters/world/stale_locks.py): it is removed and the compare-and-swap tried once more. Elsewhere
 (branches users and their tools share) a lock is never broken. Either way a
 write that still finds a lock does nothing: the caller observes again, as
 after any act.
@@ -36,10 +36,10 @@ from typing import Any
 from ...domain.errors import DocketError
 from ...domain.processes import ProcessIdentity
 from . import faults
+from .stale_locks import STALE_LOCK_SECONDS
 
 __all__ = ["STALE_LOCK_SECONDS", "claim_for", "write_ref", "writer_identity"]
 
-STALE_LOCK_SECONDS = 10.0
 POLL_SECONDS = 0.05
 _sleep = time.sleep  # the one way this module waits
 DOCKET_REFS = "refs/docket/"
@@ -54,13 +54,13 @@ def write_ref(repo: Any, ref: str, write: Callable[[], Any]) -> bool:
     with _claimed(repo, ref):
         _crash_holding_the_lock(repo, ref)
         try:
-            write()
+            _through_vanishing_folders(repo, ref, write)
             return True
         except FileLocked as locked:
             if not _stale_docket_lock(repo, ref, locked):
                 return False
         try:
-            write()
+            _through_vanishing_folders(repo, ref, write)
             return True
         except FileLocked:
             return False
@@ -177,6 +177,18 @@ def _crash_holding_the_lock(repo: Any, ref: str) -> None:
 
 def _is_docket_ref(ref: str) -> bool:
     return ref.startswith(DOCKET_REFS) or ref.startswith(TASK_BRANCHES)
+
+
+def _through_vanishing_folders(repo: Any, ref: str, write: Callable[[], Any], tries: int = 5) -> None:
+    """write, again when a folder on the ref's way vanished as dulwich made it (``git pack-refs``, run by ``git gc``,
+    removes the ref folders it empties)."""
+    for _ in range(tries - 1):
+        try:
+            write()
+            return
+        except FileNotFoundError:
+            _reflog_folder(repo, ref)
+    write()
 
 
 def _reflog_folder(repo: Any, ref: str) -> None:

@@ -80,8 +80,8 @@ def _observe(repo, common: Path, path: Path, branch: str, base: str) -> Worktree
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        if not is_commit(repo, base):
-            return diverged(f"base {base} is not a commit in {common}")
+        if not is_commit(repo, base):  # e.g. a dependency's merge a prune took before the workspace held it
+            return WorktreeObservation("unreadable", detail=f"base {base} is not a commit in {common} (yet)")
         return WorktreeObservation("absent")
     if stat.S_ISLNK(st.st_mode):
         return diverged(f"{path} is a symlink to {os.readlink(path)} (not followed)")

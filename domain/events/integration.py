@@ -174,6 +174,8 @@ class IntegrationStepRequested(Event):
 
     merge: "merged" for a new two-parent merge commit; "already-merged" when the
     candidate is already in head's history (merge_commit is head: nothing to merge).
+    merged_onto and merge_message (absent in ledgers written before them): the commit the merge was computed on
+    and its message, so the act can compute the same merge commit again when a prune took it before the ref moved.
     """
 
     name = "IntegrationStepRequested"
@@ -190,6 +192,8 @@ class IntegrationStepRequested(Event):
     merge_commit: Commit
     tree: Commit
     merge: Literal["merged", "already-merged"]
+    merged_onto: Commit | None = None
+    merge_message: Text | None = None
 
 
 class IntegrationStepMerged(Event):

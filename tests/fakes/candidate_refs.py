@@ -35,7 +35,12 @@ class FakeCandidateRefs(FakeGitPort):
                                            detail=f"{ref} names commit {oid} of tree {named_tree}, not {tree}")
         return CandidateRefObservation("matching", commit=oid)
 
-    def pin_candidate(self, repository: Path, ref: str, parent: str, tree: str, message: str) -> None:
+    def complete_candidate(self, repository: Path, ref: str, parent: str, tree: str, message: str, *,
+                           worktree: Path | None, base: str | None) -> list[str]:
+        return []  # a fake repository's objects are never pruned
+
+    def pin_candidate(self, repository: Path, ref: str, parent: str, tree: str, message: str, *,
+                      worktree: Path | None = None, base: str | None = None) -> None:
         if self.observe_candidate(repository, ref, parent, tree).state != "missing":
             return
         repo = self.repositories[Path(repository)]

@@ -116,3 +116,9 @@ class FakeInventory(FakeGitPort):
         repo = self.repositories.get(Path(repository))
         if repo is not None and repo.readable and repo.refs.get(ref) == expected:
             del repo.refs[ref]
+
+    def stale_locks(self, repository: Path) -> list[str]:
+        return []  # a fake repository has no lock files
+
+    def remove_stale_lock(self, repository: Path, lock: str) -> bool:
+        return True

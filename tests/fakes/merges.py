@@ -42,6 +42,10 @@ class FakeMerges(FakeGitPort):
             return IntegrationObservation("merged", commit=oid)
         return IntegrationObservation("diverged", commit=oid, detail=f"{ref} names commit {oid}, not this step's")
 
+    def missing_objects(self, repository: Path, tips, complete) -> list[str]:  # noqa: ANN001
+        repo = self.repositories.get(Path(repository))
+        return sorted(t for t in tips if repo is None or t not in repo.objects)
+
     def merge_candidate(self, repository: Path, head: str, candidate_commit: str, message: str) -> MergeResult:
         """Merged, unless merge_conflicts names (head, candidate): its tree is a new tree named by both commits."""
         repo = self.repositories.get(Path(repository))
@@ -60,7 +64,8 @@ class FakeMerges(FakeGitPort):
         commit = repo.add_commit((head, candidate_commit), tree, message)
         return MergeResult("merged", commit=commit, tree=tree)
 
-    def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str) -> None:
+    def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str, *,
+                    remerge: tuple[str, str, str] | None = None) -> None:
         if not ref.startswith("refs/") or ".." in ref or ref.endswith("/"):
             raise BadInput("bad-ref", f"{ref!r} is not a well-formed ref name under refs/")
         repo = self.repositories.get(Path(repository))

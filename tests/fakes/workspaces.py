@@ -36,8 +36,8 @@ class FakeWorkspaces(FakeGitPort):
         if path in self.occupied:
             return diverged(f"{path} is {self.occupied[path]}")
         if path not in repo.worktrees:
-            return WorktreeObservation("absent") if repo.objects.get(base) == "commit" else diverged(
-                f"base {base} is not a commit in {repository}")
+            return WorktreeObservation("absent") if repo.objects.get(base) == "commit" else WorktreeObservation(
+                "unreadable", detail=f"base {base} is not a commit in {repository} (yet)")
         on = repo.worktrees[path]
         if on != branch:
             return diverged(f"the workspace at {path} is on {f'branch {on}' if on else 'a detached HEAD'}, "
