@@ -97,6 +97,7 @@ def build_receipt(ledger: Ledger, run_id: str, tasks: Sequence[str] = ()) -> dic
 class _Builder:
     def __init__(self, ledger: Ledger, run_id: str, tasks: Sequence[str] = ()):
         self.ledger, self.run_id, self.planned = ledger, run_id, tuple(tasks)
+        self.requeues: list[tuple[int, ev.IntegrationRequeued]] = []
         self.cited: set[int] = set()
         self._streams: dict[str, list[tuple[int, ev.Event]]] = {}
 
@@ -135,14 +136,22 @@ class _Builder:
         assert isinstance(prepared, ev.IntegrationPrepared | ev.IntegrationPreparedV2)
         queued = [(position, e) for position, e in self.history(stream) if isinstance(e, ev.IntegrationStepQueued)]
         self.cited.update(position for position, _ in queued)
-        planned = list(prepared.steps) + [ev.IntegrationStep(task_id=e.task_id, binding_id=e.binding_id,
-                                                             commit=e.commit, worker_id=e.worker_id,
-                                                             generation=e.generation) for _, e in queued]
+        self.requeues = [(position, e) for position, e in self.history(stream) if isinstance(e, ev.IntegrationRequeued)]
+        self.cited.update(position for position, _ in self.requeues)
+        planned = list(prepared.steps)
+        for _, e in sorted(queued + self.requeues, key=lambda pair: pair[0]):  # in step order: queued, or again
+            if isinstance(e, ev.IntegrationStepQueued):
+                planned.append(ev.IntegrationStep(task_id=e.task_id, binding_id=e.binding_id, commit=e.commit,
+                                                  worker_id=e.worker_id, generation=e.generation))
+            else:
+                planned.extend(planned[number - 1] for number in e.requeued)
         steps = [self.step(number, step) for number, step in enumerate(planned, start=1)]
         steps = [s for s in steps if s is not None]
         if isinstance(prepared, ev.IntegrationPreparedV2):  # a queue that went on: delivered means verified
-            for made, (_, e) in zip(steps, queued):
-                made["overlaps"] = [o.model_dump() for o in e.overlaps]
+            for _, e in queued:
+                made = next((s for s in steps if s["step"] == e.step), None)
+                if made is not None:
+                    made["overlaps"] = [o.model_dump() for o in e.overlaps]
             verified = {s["task_id"]: planned[s["step"] - 1] for s in steps if s["status"] == "verified"}
             tasks = [self.task(verified[t]) for t in self.planned if t in verified]
             undelivered = [self.undelivered(t, steps) for t in self.planned if t not in verified]
@@ -185,6 +194,7 @@ class _Builder:
         if base is None:
             return None
         made = {s["merge_commit"] for s in steps if s["merge_commit"] is not None}
+        made |= {c for _, e in self.requeues for c in e.docket_commits}  # other docket runs' merges, not foreign
         history = first_parents(Path(path), tip, base, FOREIGN_LIMIT + len(made) + 2)
         found = foreign_commits(history, base, made)
         return {"moved": bool(found.commits) or not found.base_reached, **found.as_dict()}
@@ -204,7 +214,11 @@ class _Builder:
     def target(self, prepared: ev.IntegrationPrepared | ev.IntegrationPreparedV2, steps: list[dict[str, Any]],
                base: str | None = None) -> dict[str, Any]:
         stream = integration_aggregate.stream_of(self.run_id)
-        ended = self.last(stream, ev.IntegrationCompleted, ev.IntegrationTargetMoved)
+        ended = self.last(stream, ev.IntegrationCompleted, ev.IntegrationTargetMoved, ev.IntegrationRequeued, cite=False)
+        if isinstance(ended, ev.IntegrationRequeued):  # went on from a moved target: its last move counts, if any
+            ended = self.last(stream, ev.IntegrationCompleted) or self.last(stream, ev.IntegrationTargetMoved)
+        elif ended is not None:
+            ended = self.last(stream, type(ended))  # cited
         outcome: dict[str, Any]
         if isinstance(ended, ev.IntegrationCompleted):
             final_commit, final_tree = ended.commit, ended.tree
@@ -214,7 +228,10 @@ class _Builder:
             stopped = next((s for s in steps if s["status"] in ("conflicted", "failed", "rejected")), None)
             code = stopped["code"] if stopped else getattr(ended, "code", "stopped")
             outcome = {"status": "stopped", "code": code, "step": stopped["step"] if stopped else None}
+        requeued = [{"round": e.round, "expected_commit": e.expected_commit, "onto": e.onto,
+                     "moved_by": list(e.moved_by), "steps": list(e.requeued)} for _, e in self.requeues]
         return {"ref": prepared.target_ref, "expected_commit": prepared.expected_commit,
+                "base": requeued[-1]["onto"] if requeued else prepared.expected_commit, "requeued": requeued,
                 "final_commit": final_commit, "final_tree": final_tree, "outcome": outcome,
                 "moved_by_others": self.foreign(prepared.repository, self.tip(prepared, final_commit, outcome), base,
                                                 steps)}
@@ -306,7 +323,8 @@ class _Builder:
         ended = self.last(stream, ev.IntegrationStepVerified, ev.IntegrationStepRejected, step=number)
         if isinstance(ended, ev.IntegrationStepVerified):
             check_ids = [c.check_id for c in ended.checks]
-            made |= {"status": "verified"}
+            again = any(number in e.requeued for _, e in self.requeues)
+            made |= {"status": "requeued" if again else "verified"}
         elif isinstance(ended, ev.IntegrationStepRejected):
             check_ids = [ended.check_id]
             made |= {"status": "rejected", "code": ended.code}

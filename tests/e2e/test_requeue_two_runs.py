@@ -1,0 +1,182 @@
+"""Two `docket go` runs on one target, in two processes, started together: the run whose target move finds the
+target moved by the other re-queues its verified work onto the moved target (re-merged, re-verified, the target
+moved by compare-and-swap) instead of stopping; both runs deliver, both receipts verify, and the target's history
+has every task's merge. Work that conflicts with the other run's is that task's conflict: the rest is delivered.
+
+The check makes the race certain rather than likely: run B's re-verification of a tree it has checked before (its
+merge onto the base it started from) waits until run A's work is on the target, and run A's checks wait until B's
+queue has moved its integration ref, so B's queue opened on the old target and A moves it first."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tests.conftest import git
+from tests.e2e.go_world import GoWorld, make_go_world, unsandboxed
+
+GATE = r'''
+import os, subprocess, sys, time
+repo, counts = sys.argv[1], sys.argv[2]
+b_alone = os.path.exists("beta.txt") and not os.path.exists("alpha.txt")
+seen = os.path.join(counts, "b-alone")
+again = b_alone and os.path.exists(seen)
+if b_alone:
+    open(seen, "a").close()
+
+def wait(argv):
+    end = time.monotonic() + 60
+    while subprocess.run(argv, cwd=repo, capture_output=True).returncode != 0:
+        if time.monotonic() > end:
+            sys.exit("gave up waiting for " + " ".join(argv))
+        time.sleep(0.1)
+
+if os.path.exists("alpha.txt"):  # run A's work: not before run B's queue has merged a step on the old target
+    wait(["git", "show-ref", "--verify", "-q", "refs/docket/integrations/rb"])
+elif again:  # run B re-verifying its merge onto the old target: not before run A has moved the target
+    wait(["git", "cat-file", "-e", "main:alpha.txt"])
+'''
+
+ALPHA = '''\
+[[tasks]]
+id = "alpha"
+title = "alpha"
+prompt = """write alpha.txt: alpha
+append notes.txt: alpha
+"""
+'''
+
+BETA = '''\
+[[tasks]]
+id = "beta"
+title = "beta"
+prompt = "write beta.txt: beta"
+
+[[tasks]]
+id = "gamma"
+title = "gamma"
+prompt = "write gamma.txt: gamma"
+'''
+
+BETA_CONFLICTING = '''\
+[[tasks]]
+id = "beta"
+title = "beta"
+prompt = """write beta.txt: beta
+append notes.txt: beta
+"""
+
+[[tasks]]
+id = "gamma"
+title = "gamma"
+prompt = "write gamma.txt: gamma"
+'''
+
+
+def _world(tmp_path: Path, beta: str) -> tuple[GoWorld, Path]:
+    counts = tmp_path / "counts"
+    counts.mkdir()
+    gate = tmp_path / "gate.py"
+    gate.write_text(GATE)
+    world = make_go_world(tmp_path, tasks=ALPHA, idle_timeout="2m")
+    (world.repo / "docket.toml").write_text(unsandboxed((world.repo / "docket.toml").read_text()) + f'''
+[checks.gate]
+command = ["{sys.executable}", "{gate}", "{world.repo}", "{counts}"]
+timeout = "2m"
+''')
+    (world.repo / "beta.toml").write_text(beta)
+    (world.repo / ".gitignore").write_text("tasks.toml\nbeta.toml\n")
+    (world.repo / "notes.txt").write_text("notes\n")
+    (world.repo / "m.py").write_text("x = 1\n")  # for the world's compiles check
+    git(world.repo, "add", "docket.toml", ".gitignore", "notes.txt", "m.py")
+    git(world.repo, "commit", "-q", "-m", "the gate")
+    keys = tmp_path / "keys" / "docket"
+    keys.parent.mkdir()
+    assert world.run("key", "generate", "--out", str(keys)).returncode == 0
+    return world, keys
+
+
+def _both(world: GoWorld, keys: Path) -> tuple[dict, dict]:
+    common = ("--target", "main", "--key", f"{keys}.key", "--json")
+    a = world.start("go", "--goal", "alpha", "--tasks", "tasks.toml", "--id", "ra", *common)
+    b = world.start("go", "--goal", "beta", "--tasks", "beta.toml", "--id", "rb", "--parallel", "1", *common)
+    try:
+        out_a, err_a = a.communicate(timeout=300)
+        out_b, err_b = b.communicate(timeout=300)
+    finally:
+        for process in (a, b):
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    assert a.returncode == 0, (out_a, err_a)
+    return json.loads(out_a), {"returncode": b.returncode, "stderr": err_b, **json.loads(out_b)}
+
+
+def _receipt_verifies(world: GoWorld, summary: dict, keys: Path) -> dict:
+    verified = world.run("verify-receipt", summary["receipt"]["path"], "--key", f"{keys}.pub", "--json")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    sealed = [e["payload"]["receipt"] for e in world.events("ReceiptSealed")
+              if e["payload"]["run_id"] == summary["run_id"]]
+    assert len(sealed) == 1
+    return sealed[0]
+
+
+def _merged_tasks(world: GoWorld) -> list[str]:
+    """The tasks whose merge the target's first-parent line has, oldest first."""
+    log = git(world.repo, "log", "--first-parent", "--format=%s", "main")
+    return [line.split("integrate task ")[1].split(" ")[0] for line in reversed(log.splitlines())
+            if "integrate task " in line]
+
+
+def test_two_runs_on_one_target_both_deliver_the_second_re_queued_onto_the_first(tmp_path):
+    world, keys = _world(tmp_path, BETA)
+    a, b = _both(world, keys)
+    assert b["returncode"] == 0, b
+    assert [row["result"] for row in a["tasks"]] == ["delivered"]
+    assert [row["result"] for row in b["tasks"]] == ["delivered", "delivered"]
+    for name in ("alpha", "beta", "gamma"):
+        assert world.file_at("main", f"{name}.txt") == f"{name}\n"
+    assert sorted(_merged_tasks(world)) == ["ra.alpha", "rb.beta", "rb.gamma"]
+    # B's move found the target moved by A, a docket run of this ledger: re-queued, not passed off as a stranger's
+    (requeued,) = [e["payload"] for e in world.events("IntegrationRequeued")]
+    alpha_at = world.events("IntegrationCompleted")[0]["payload"]
+    assert (requeued["run_id"], requeued["onto"], requeued["moved_by"]) == ("rb", alpha_at["commit"], ["ra"])
+    assert world.events("IntegrationTargetMovedByOthers") == []
+    receipt_a = _receipt_verifies(world, a, keys)
+    receipt_b = _receipt_verifies(world, b, keys)
+    assert receipt_a["target"]["base"] == receipt_a["target"]["expected_commit"]
+    assert receipt_b["target"]["base"] == alpha_at["commit"]  # where B's work was finally merged onto
+    assert receipt_b["target"]["moved_by_others"]["moved"] is False  # A's merges are docket's, not foreign
+    assert receipt_b["target"]["final_commit"] == git(world.repo, "rev-parse", "main")
+    assert world.run("verify").returncode == 0
+    fsck = world_fsck(world)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+
+
+def test_a_task_whose_work_conflicts_with_the_other_runs_ends_in_conflict_and_the_rest_is_delivered(tmp_path):
+    world, keys = _world(tmp_path, BETA_CONFLICTING)
+    a, b = _both(world, keys)
+    assert [row["result"] for row in a["tasks"]] == ["delivered"]
+    by_task = {row["task"]: row for row in b["tasks"]}
+    assert by_task["gamma"]["result"] == "delivered"
+    beta = by_task["beta"]
+    assert beta["result"] == "undelivered" and beta["code"] == "integration-conflict", beta
+    assert [c["paths"] for c in beta["conflicts"]] == [["notes.txt"]]
+    assert b["returncode"] == 6, b  # delivered in part
+    assert world.file_at("main", "notes.txt") == "notes\nalpha\n"
+    assert world.file_at("main", "gamma.txt") == "gamma\n"
+    receipt_b = _receipt_verifies(world, b, keys)
+    assert [t["task_id"] for t in receipt_b["undelivered"]] == ["rb.beta"]
+    assert receipt_b["undelivered"][0]["paths"] == ["notes.txt"]
+    assert [t["task_id"] for t in receipt_b["tasks"]] == ["rb.gamma"]
+    _receipt_verifies(world, a, keys)
+    assert world.run("verify").returncode == 0
+    fsck = world_fsck(world)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+
+
+def world_fsck(world: GoWorld):
+    import subprocess
+
+    return subprocess.run(["git", "fsck", "--strict"], cwd=world.repo, capture_output=True, text=True)
