@@ -180,3 +180,30 @@ def world_fsck(world: GoWorld):
     import subprocess
 
     return subprocess.run(["git", "fsck", "--strict"], cwd=world.repo, capture_output=True, text=True)
+
+
+def test_killed_once_the_target_was_found_moved_the_resumed_run_re_queues_and_delivers(tmp_path):
+    """SIGKILL right after IntegrationTargetMoved was recorded (before who moved it is): the resumed run records it
+    and re-queues, once, and delivers."""
+    world, keys = _world(tmp_path, BETA)
+    common = ("--target", "main", "--key", f"{keys}.key", "--json")
+    a = world.start("go", "--goal", "alpha", "--tasks", "tasks.toml", "--id", "ra", *common)
+    env = dict(world.env, DOCKET_FAULT="effector:after-outcome@IntegrationTargetRequested.v2")
+    import subprocess
+
+    b = subprocess.run(world.argv("go", "--goal", "beta", "--tasks", "beta.toml", "--id", "rb", "--parallel", "1",
+                                  *common), cwd=world.repo, env=env, capture_output=True, text=True, timeout=300)
+    out_a, err_a = a.communicate(timeout=300)
+    assert a.returncode == 0, (out_a, err_a)
+    assert b.returncode == -9, b.stdout + b.stderr
+    moved = [e["payload"] for e in world.events("IntegrationTargetMoved") if e["payload"]["run_id"] == "rb"]
+    assert [m["code"] for m in moved] == ["target-moved"] and world.events("IntegrationRequeued") == []
+    resumed = world.resume("rb")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert len(world.events("IntegrationRequeued")) == 1 and world.events("IntegrationTargetMovedByOthers") == []
+    for name in ("alpha", "beta", "gamma"):
+        assert world.file_at("main", f"{name}.txt") == f"{name}\n"
+    _receipt_verifies(world, json.loads(resumed.stdout), keys)
+    assert world.run("verify").returncode == 0
+    fsck = world_fsck(world)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
