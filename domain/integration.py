@@ -375,11 +375,12 @@ def prepare(existing: Integration | None, run: Run, *, repository: str, target_b
 
 def open_queue(existing: Integration | None, run: Run, *, repository: str, target_branch: str, expected_commit: str,
                integration_ref: str, required_checks: Sequence[ev.RequiredCheck], now: str,
-               foreign: ForeignCommits | None = None) -> list[ev.Event]:
+               foreign: ForeignCommits | None = None, moved_by_docket: bool = False) -> list[ev.Event]:
     """IntegrationPrepared v2, a queue that goes on from expected_commit (what the target names now), with no step
     yet; nothing when the run's queue is prepared. When expected_commit is not the run's base (someone moved the
     target while the agents worked), IntegrationTargetMovedByOthers with it, naming foreign (the commits docket
-    did not see come from the run): the queue goes on on top of them, and the ledger and the receipt say so."""
+    did not see come from the run): the queue goes on on top of them, and the ledger and the receipt say so; not
+    when moved_by_docket (other docket runs of this ledger moved it, as their own events say: domain/requeue.py)."""
     if existing is not None and existing.prepared:
         return []
     require_open(run)
@@ -389,7 +390,8 @@ def open_queue(existing: Integration | None, run: Run, *, repository: str, targe
         ev.IntegrationPreparedV2, stream_of(run.run_id), version, now, run_id=run.run_id, repository=repository,
         target_branch=target_branch, target_ref=target_ref, expected_commit=expected_commit,
         integration_ref=integration_ref, steps=[], required_checks=list(required_checks), overlaps=[], approved_by=[]),
-        *_moved_at_start(run, version + 1, now, target_ref=target_ref, found=expected_commit, foreign=foreign)]
+        *([] if moved_by_docket else _moved_at_start(run, version + 1, now, target_ref=target_ref,
+                                                      found=expected_commit, foreign=foreign))]
 
 
 def _moved_at_start(run: Run, version: int, now: str, *, target_ref: str, found: str,

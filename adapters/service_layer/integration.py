@@ -46,7 +46,7 @@ from .base_checks import run_check
 from .candidates import drive, load_candidate, pin_tree
 from .checks import CheckSpec
 from .handoff import confirm_handoff
-from .requeue import settle_moved_target
+from .requeue import docket_moves_between, settle_moved_target
 from .ledger import Ledger
 from .runs import load_run
 
@@ -176,13 +176,16 @@ def _open_queue(ledger: Ledger, clock: Clock, effector: Any, run_id: str, reposi
     required = [ev.RequiredCheck(check=s.name, config_sha256=s.config_sha256) for s in checks if s.required]
     # moved by someone else since the run was based (a human pushed, or an agent reset it): the queue goes on from
     # there, and the commits docket never saw are recorded with it
-    foreign = None
+    # (another docket run of this ledger that moved it is no stranger: its own events say so)
+    foreign, known = None, None
     if run.base_commit is not None and target.commit != run.base_commit:
-        foreign = effector.ports.merges.foreign_commits(repository, run.base_commit, target.commit)
+        known = docket_moves_between(ledger, repository, run_id, run.base_commit, target.commit)
+        if known is None:
+            foreign = effector.ports.merges.foreign_commits(repository, run.base_commit, target.commit)
     ledger.decide(lambda now: integration_aggregate.open_queue(
         load_integration(ledger, run_id), load_run(ledger, run_id), repository=str(repository),
         target_branch=run.target_branch, expected_commit=target.commit, integration_ref=integration_ref(run_id),
-        required_checks=required, now=now, foreign=foreign), clock.now())
+        required_checks=required, now=now, foreign=foreign, moved_by_docket=known is not None), clock.now())
     faults.crash_point("integrate:after-prepare")
 
 

@@ -186,15 +186,17 @@ class _Builder:
         return {"id": getattr(genesis, "repository_id", None), "roots": list(roots) if roots is not None else None}
 
     def foreign(self, path: str, tip: str, base: str | None, steps: list[dict[str, Any]]) -> dict[str, Any] | None:
-        """Commits on the target's first-parent line from tip back to the base that docket did not make (its step
-        merge commits): the target moved during the run by someone else's hand."""
+        """Commits on the target's first-parent line from tip back to the base that docket did not make (the step
+        merge commits of this run or another of this ledger): the target moved during the run by someone else's
+        hand."""
         from ...domain.receipt_claims import FOREIGN_LIMIT, foreign_commits
         from ..world.history import first_parents
 
         if base is None:
             return None
         made = {s["merge_commit"] for s in steps if s["merge_commit"] is not None}
-        made |= {c for _, e in self.requeues for c in e.docket_commits}  # other docket runs' merges, not foreign
+        # nor another docket run's of this ledger (two runs on one target): its own events say it made them
+        made |= {e.merge_commit for _, e in self.ledger.events_of(ev.IntegrationStepMerged)}  # type: ignore[attr-defined]
         history = first_parents(Path(path), tip, base, FOREIGN_LIMIT + len(made) + 2)
         found = foreign_commits(history, base, made)
         return {"moved": bool(found.commits) or not found.base_reached, **found.as_dict()}

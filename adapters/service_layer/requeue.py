@@ -14,7 +14,7 @@ from ...domain.target_move import moved_unrecorded
 from ..world.clock import Clock
 from .ledger import Ledger
 
-__all__ = ["settle_moved_target"]
+__all__ = ["docket_moves_between", "settle_moved_target"]
 
 # Commits read back along the target's first-parent line when telling other docket runs' moves from a stranger's:
 # a longer line than this between two moves of this run is someone else's (recorded as such, never trusted).
@@ -30,8 +30,8 @@ def settle_moved_target(ledger: Ledger, clock: Clock, effector: Any, run_id: str
         return False
     assert integration.repository is not None and integration.target_expected and integration.target_found
     repository = Path(integration.repository)
-    known = _docket_moves(ledger, repository, run_id, integration.target_expected, integration.target_found) if (
-        integration.rolling) else None
+    known = docket_moves_between(ledger, repository, run_id, integration.target_expected,
+                                 integration.target_found) if integration.rolling else None
     foreign = None if known is not None else effector.ports.merges.foreign_commits(
         repository, integration.target_expected, integration.target_found)
 
@@ -44,8 +44,9 @@ def settle_moved_target(ledger: Ledger, clock: Clock, effector: Any, run_id: str
     return any(isinstance(event, ev.IntegrationRequeued) for _, event in appended)
 
 
-def _docket_moves(ledger: Ledger, repository: Path, run_id: str, expected: str, found: str) -> DocketMoves | None:
-    """The other docket runs whose moves alone brought the target from expected to found, if so."""
+def docket_moves_between(ledger: Ledger, repository: Path, run_id: str, expected: str,
+                         found: str) -> DocketMoves | None:
+    """The other docket runs (not run_id) whose moves alone brought the target from expected to found, if so."""
     from ..world.history import first_parents
 
     completed: dict[str, str] = {}

@@ -14,11 +14,13 @@ import sys
 from pathlib import Path
 
 from tests.conftest import git
-from tests.e2e.go_world import GoWorld, make_go_world, unsandboxed
+from tests.e2e.go_world import GoWorld, make_go_world, unsandboxed, wait_until
 
 GATE = r'''
 import os, subprocess, sys, time
 repo, counts = sys.argv[1], sys.argv[2]
+if os.path.exists(os.path.join(counts, "open")):  # no race to make certain
+    sys.exit(0)
 b_alone = os.path.exists("beta.txt") and not os.path.exists("alpha.txt")
 seen = os.path.join(counts, "b-alone")
 again = b_alone and os.path.exists(seen)
@@ -207,3 +209,44 @@ def test_killed_once_the_target_was_found_moved_the_resumed_run_re_queues_and_de
     assert world.run("verify").returncode == 0
     fsck = world_fsck(world)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+
+
+def test_a_queue_opened_on_a_target_another_run_moved_since_its_base_is_not_passed_off_as_a_strangers(tmp_path):
+    world, keys = _world(tmp_path, "")
+    (tmp_path / "counts" / "open").write_text("")
+    (world.repo / "later.toml").write_text('''
+[[tasks]]
+id = "later"
+title = "later"
+prompt = """wait for go.flag
+delete go.flag
+write later.txt: later
+"""
+''')
+    common = ("--target", "main", "--key", f"{keys}.key", "--json")
+    base = git(world.repo, "rev-parse", "main")
+    b = world.start("go", "--goal", "later", "--tasks", "later.toml", "--id", "rb", *common)
+    try:
+        def worktree() -> str | None:
+            made = [e["payload"]["path"] for e in world.events("WorktreeCreated")
+                    if e["payload"]["task_id"] == "rb.later"]
+            return made[0] if made else None
+
+        assert wait_until(lambda: worktree() is not None, timeout=60)  # B's base is pinned: A may move the target
+        a = world.run("go", "--goal", "alpha", "--tasks", "tasks.toml", "--id", "ra", *common)
+        assert a.returncode == 0, a.stdout + a.stderr
+        (Path(worktree()) / "go.flag").write_text("go\n")
+        out, err = b.communicate(timeout=300)
+    finally:
+        if b.poll() is None:
+            b.kill()
+            b.communicate()
+    assert b.returncode == 0, out + err
+    (pinned,) = [e["payload"] for e in world.events("RunBasePinned") if e["payload"]["run_id"] == "rb"]
+    assert pinned["commit"] == base  # B was based before A moved the target
+    (opened,) = [e["payload"] for e in world.events("IntegrationPrepared") if e["payload"]["run_id"] == "rb"]
+    assert opened["expected_commit"] != base and git(world.repo, "show", f"{opened['expected_commit']}:alpha.txt")
+    assert world.events("IntegrationTargetMovedByOthers") == []  # A is a docket run of this ledger
+    receipt = _receipt_verifies(world, json.loads(out), keys)
+    assert receipt["target"]["moved_by_others"]["moved"] is False
+    assert world.file_at("main", "later.txt") == "later\n" and world.file_at("main", "alpha.txt") == "alpha\n"

@@ -122,3 +122,14 @@ def test_a_fixed_queue_found_moved_stops_as_it_always_did():
     (moved,) = requeue.requeue(state, known=None, foreign=ForeignCommits((OTHER,), 1, True, True), rounds=0, now=T0)
     assert isinstance(moved, ev.IntegrationTargetMovedByOthers)
     assert fold([moved], state).status == "stopped"
+
+
+def test_a_queue_opened_on_a_target_other_docket_runs_moved_records_no_stranger():
+    from docket.domain.effects import ForeignCommits as Foreign
+
+    common = dict(repository="/repo/.git", target_branch="release", expected_commit=THEIRS,
+                  integration_ref="refs/docket/integrations/r1", required_checks=[], now=T0)
+    (opened,) = integration.open_queue(None, RUN, **common, moved_by_docket=True)
+    assert isinstance(opened, ev.IntegrationPreparedV2) and opened.expected_commit == THEIRS
+    _, moved = integration.open_queue(None, RUN, **common, foreign=Foreign((THEIRS,), 1, True, True))
+    assert isinstance(moved, ev.IntegrationTargetMovedByOthers)
