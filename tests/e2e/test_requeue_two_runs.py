@@ -10,8 +10,11 @@ queue has moved its integration ref, so B's queue opened on the old target and A
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import git
 from tests.e2e.go_world import GoWorld, make_go_world, unsandboxed, wait_until
@@ -250,3 +253,51 @@ write later.txt: later
     receipt = _receipt_verifies(world, json.loads(out), keys)
     assert receipt["target"]["moved_by_others"]["moved"] is False
     assert world.file_at("main", "later.txt") == "later\n" and world.file_at("main", "alpha.txt") == "alpha\n"
+
+
+MOVER = r'''
+import os, subprocess, sys
+repo, counts = sys.argv[1], sys.argv[2]
+if os.path.exists(os.path.join(counts, "calm")):
+    sys.exit(0)
+n = len(os.listdir(counts))
+open(os.path.join(counts, f"run-{n}"), "w").close()
+git = lambda *a: subprocess.run(["git", "-C", repo, *a], capture_output=True, text=True, check=True).stdout.strip()
+old = git("rev-parse", "main")
+new = git("commit-tree", "main^{tree}", "-p", "main", "-m", f"someone else's commit {n}")
+git("update-ref", "refs/heads/main", new, old)
+'''
+
+
+@pytest.mark.slow  # a dozen re-verifications
+def test_a_target_that_keeps_moving_is_followed_a_bounded_number_of_times_then_the_run_waits_and_resumes(tmp_path):
+    """Someone commits on top of the target every time a check runs (here, the check itself): each target move finds
+    it moved, the queue re-queues onto it; after its rounds the run waits (target-keeps-moving, exit 8), and once the
+    target is left alone `docket go --resume` delivers on top of everything, every commit recorded as foreign."""
+    counts = tmp_path / "counts"
+    counts.mkdir()
+    mover = tmp_path / "mover.py"
+    mover.write_text(MOVER)
+    world = make_go_world(tmp_path, tasks='[[tasks]]\nid = "one"\ntitle = "one"\nprompt = "write one.py: ONE = 1"\n')
+    (world.repo / "docket.toml").write_text(unsandboxed((world.repo / "docket.toml").read_text()) + f'''
+[checks.mover]
+command = ["{sys.executable}", "{mover}", "{world.repo}", "{counts}"]
+''')
+    git(world.repo, "commit", "-q", "-am", "the mover")
+    done = world.run("go", "--goal", "one", "--tasks", "tasks.toml", "--id", "km", "--json")
+    assert done.returncode == 8, done.stdout + done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["waiting"]["code"] == "target-keeps-moving", summary["waiting"]
+    rounds = [e["payload"]["round"] for e in world.events("IntegrationRequeued")]
+    assert rounds == list(range(1, len(rounds) + 1)) and 5 <= len(rounds) <= 10  # bounded per command
+    assert world.events("ReceiptSealed") == []
+    (counts / "calm").write_text("")
+    resumed = world.resume("km")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert world.file_at("main", "one.py") == "ONE = 1\n"
+    moved = world.events("IntegrationTargetMovedByOthers")
+    assert len(moved) == len(world.events("IntegrationRequeued")) + 1  # each round's stranger, and the queue's opening
+    (sealed,) = [e["payload"]["receipt"] for e in world.events("ReceiptSealed")]
+    assert sealed["target"]["base"] == git(world.repo, "rev-parse", "main^")
+    assert len(sealed["target"]["moved_by_others"]["commits"]) == len(os.listdir(counts)) - 1
+    assert world.run("verify").returncode == 0
