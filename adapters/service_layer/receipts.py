@@ -195,10 +195,12 @@ class _Builder:
         if base is None:
             return None
         made = {s["merge_commit"] for s in steps if s["merge_commit"] is not None}
-        # nor another docket run's of this ledger (two runs on one target): its own events say it made them
-        made |= {e.merge_commit for _, e in self.ledger.events_of(ev.IntegrationStepMerged)}  # type: ignore[attr-defined]
         history = first_parents(Path(path), tip, base, FOREIGN_LIMIT + len(made) + 2)
         found = foreign_commits(history, base, made)
+        if found.commits:  # nor another docket run's of this ledger (two runs on one target): its events say so
+            made |= {e.merge_commit for _, e in self.ledger.events_of(ev.IntegrationStepMerged)}  # type: ignore[attr-defined]
+            history = first_parents(Path(path), tip, base, FOREIGN_LIMIT + len(made) + 2)
+            found = foreign_commits(history, base, made)
         return {"moved": bool(found.commits) or not found.base_reached, **found.as_dict()}
 
     @staticmethod

@@ -301,3 +301,32 @@ command = ["{sys.executable}", "{mover}", "{world.repo}", "{counts}"]
     assert sealed["target"]["base"] == git(world.repo, "rev-parse", "main^")
     assert len(sealed["target"]["moved_by_others"]["commits"]) == len(os.listdir(counts)) - 1
     assert world.run("verify").returncode == 0
+
+
+def test_a_run_starting_beside_another_leaves_the_others_launch_in_flight_alone(tmp_path):
+    """Found by the two-run test: a `docket go` that starts (or resumes) converges what a crash left of *its* run;
+    it drove every pending intent of the ledger, so another live run's launch, recorded and not yet started, was
+    found with no launcher here and recorded launcher-gone, failing that run's task."""
+    import signal
+    import subprocess
+
+    world, keys = _world(tmp_path, BETA)
+    (tmp_path / "counts" / "open").write_text("")
+    common = ("--target", "main", "--key", f"{keys}.key", "--json")
+    env = dict(world.env, DOCKET_FAULT="pause:effector:before-observe@WorkerLaunchRequested.v1")
+    a = subprocess.Popen(world.argv("go", "--goal", "alpha", "--tasks", "tasks.toml", "--id", "ra", *common),
+                         cwd=world.repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        import psutil
+
+        assert wait_until(lambda: psutil.Process(a.pid).status() == psutil.STATUS_STOPPED, timeout=60)
+        assert [e["payload"]["worker_id"] for e in world.events("WorkerLaunchRequested")] == ["ra.alpha"]
+        b = world.run("go", "--goal", "beta", "--tasks", "beta.toml", "--id", "rb", *common)
+        assert b.returncode == 0, b.stdout + b.stderr
+    finally:
+        a.send_signal(signal.SIGCONT)
+    out, err = a.communicate(timeout=300)
+    assert world.events("WorkerLaunchFailed") == []
+    assert a.returncode == 0, out + err
+    for name in ("alpha", "beta", "gamma"):
+        assert world.file_at("main", f"{name}.txt") == f"{name}\n"
