@@ -313,7 +313,13 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
                      + f": {moved['foreign_count']} commit(s) docket did not make"
                      + (f" ({commits}{f' and {more} more' if more > 0 else ''})" if commits else "")
                      + ("" if moved["keeps_expected"] else f"; {moved['expected_commit'][:12]} is no longer on it")
-                     + ("; integrated on top of them" if moved["seen"] == "queue-opened" else "; nothing moved"))
+                     + ("; integrated on top of them" if moved["seen"] == "queue-opened" or moved.get("requeued")
+                        else "; nothing moved"))
+    for again in doc.get("requeued", []):
+        if again["moved_by"]:  # someone else's move is said above
+            lines.append(f"  {shown(doc['target'])} was moved by run(s) {', '.join(shown(r) for r in again['moved_by'])}"
+                         f" meanwhile: the work not delivered yet was merged again onto {again['onto'][:12]}, checked "
+                         "again and delivered from there")
     if doc["unsandboxed"]:
         ran = ", ".join(f"{shown(u['worker'])} generation {u['generation']}" for u in doc["unsandboxed"][:10])
         message = (f"{len(doc['unsandboxed'])} worker generation(s) ran unsandboxed, with everything your user may "

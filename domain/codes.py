@@ -194,6 +194,7 @@ class Code(StrEnum):
     STEP_REJECTED = "step-rejected"
     SYMLINK_REFUSED = "symlink-refused"
     TARGET_CHECKED_OUT = "target-checked-out"
+    TARGET_KEEPS_MOVING = "target-keeps-moving"
     TARGET_MISSING = "target-missing"
     TARGET_MOVED = "target-moved"
     TARGET_UNREADABLE = "target-unreadable"

@@ -63,12 +63,13 @@ __all__ = [
     "verified",
 ]
 
-StepStatus = Literal["waiting", "merging", "merged", "verified", "conflicted", "failed", "rejected"]
+StepStatus = Literal["waiting", "merging", "merged", "verified", "conflicted", "failed", "rejected", "requeued"]
 IntegrationStatus = Literal["unprepared", "open", "merging", "verifying", "updating-target", "completed",
                             "stopped"]
 _STOPPING = ("conflicted", "failed", "rejected")
 DROPPED = ("conflicted", "rejected")  # in a queue that goes on: settled, the queue goes on without the step
-_SETTLED = ("verified", *DROPPED)
+REQUEUED = "requeued"  # queued again onto a moved target (IntegrationRequeued): its copy is the step that counts
+_SETTLED = ("verified", *DROPPED, REQUEUED)
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,10 @@ class Integration:
     target_at: str | None = None  # rolling: the commit the last move left the target at
     target_found: str | None = None  # IntegrationTargetMoved: what the target named instead of the expected commit
     moved_by_others: tuple[tuple[str, str], ...] = ()  # IntegrationTargetMovedByOthers: (expected, found) each
+    requeues: int = 0  # IntegrationRequeued: how many times the queue went on from a moved target
+    onto: str | None = None  # the commit the last IntegrationRequeued went on from
+    rebased_after: int = 0  # the steps numbered up to this one were verified before the last IntegrationRequeued
+    delivered_through: int = 0  # rolling: the last step whose merge a target move delivered
 
     @property
     def status(self) -> IntegrationStatus:
@@ -167,6 +172,13 @@ class Integration:
     def ended(self) -> bool:
         return self.status in ("completed", "stopped")
 
+    def moved_unrecorded(self) -> bool:
+        """The target move found the target moved by someone else, and who moved it is not recorded yet (the queue
+        may yet go on from there: domain/requeue.py)."""
+        expected, found = self.target_expected, self.target_found
+        return (self.target == "moved" and self.target_code == Code.TARGET_MOVED and expected is not None
+                and found is not None and (expected, found) not in self.moved_by_others)
+
     @property
     def target_expected(self) -> str | None:
         """The commit the target is expected to name now: where the last move left it, or where it was."""
@@ -187,8 +199,7 @@ class Integration:
             return False
         if not self.rolling:
             return self.target == "completed"
-        reached = [s.step for s in self.steps if s.status == "verified" and s.merge_commit == self.target_at]
-        return bool(reached) and step.step <= reached[-1]
+        return step.step <= self.delivered_through
 
     def last_of(self, task_id: str) -> StepState | None:
         """The task's last step, if it has one."""
@@ -202,15 +213,16 @@ class Integration:
         """Rolling: what the integration ref names now (the last step that moved it, a rejected one too), or the
         expected commit while no step moved it."""
         assert self.expected_commit is not None
-        moved = [s.merge_commit for s in self.steps if s.status in ("merged", "verified", "rejected")
+        moved = [s.merge_commit for s in self.steps if s.status in ("merged", "verified", "rejected", REQUEUED)
                  and s.merge_commit]
         return moved[-1] if moved else self.expected_commit
 
     def head(self) -> str:
-        """The integration head now: the last verified step's merge commit, or the expected commit."""
+        """The integration head now: the last verified step's merge commit (since the last IntegrationRequeued), or
+        the commit the queue went on from (the expected commit, or the moved target it was re-queued onto)."""
         assert self.expected_commit is not None
-        heads = [s.merge_commit for s in self.steps if s.status == "verified" and s.merge_commit]
-        return heads[-1] if heads else self.expected_commit
+        heads = [s.merge_commit for s in self.steps[self.rebased_after:] if s.status == "verified" and s.merge_commit]
+        return heads[-1] if heads else (self.onto or self.expected_commit)
 
     def approved(self) -> frozenset[str]:
         return frozenset(binding for approval in self.approvals for binding in approval.bindings)
@@ -264,8 +276,10 @@ def apply(integration: Integration | None, event: ev.Event, position: int) -> In
     if isinstance(event, ev.IntegrationTargetRequested | ev.IntegrationTargetRequestedV2):
         return replace(integration, target="requested", target_intent=event.intent_id)
     if isinstance(event, ev.IntegrationCompleted) and integration.rolling:  # one move of several
+        reached = [s.step for s in integration.steps if s.status == "verified" and s.merge_commit == event.commit]
         return replace(integration, target=None, target_intent=None, target_at=event.commit, final_commit=event.commit,
-                       final_tree=event.tree)
+                       final_tree=event.tree,
+                       delivered_through=max(reached[-1] if reached else 0, integration.delivered_through))
     if isinstance(event, ev.IntegrationCompleted):
         return replace(integration, target="completed", target_intent=None, final_commit=event.commit,
                        final_tree=event.tree)
@@ -277,11 +291,25 @@ def apply(integration: Integration | None, event: ev.Event, position: int) -> In
     if isinstance(event, ev.IntegrationTargetMovedByOthers):
         return replace(integration, moved_by_others=integration.moved_by_others + (
             (event.expected_commit, event.found),))
+    if isinstance(event, ev.IntegrationRequeued):
+        return _requeued(integration, event)
     if isinstance(event, ev.ReceiptSealed):
         return replace(integration, receipt_sha256=event.receipt_sha256, sealed_at=position)
     if isinstance(event, ev.IntentCancelled):
         return _cancelled(integration, event.intent_id)
     return integration
+
+
+def _requeued(integration: Integration, event: ev.IntegrationRequeued) -> Integration:
+    """The steps that had not reached the target, settled as requeued and queued again from the moved target."""
+    again = set(event.requeued)
+    settled = tuple(replace(s, status=REQUEUED, intent_id=None) if s.step in again else s for s in integration.steps)
+    copies = tuple(StepState(step=event.first_step + n, task_id=s.task_id, binding_id=s.binding_id, commit=s.commit,
+                             worker_id=s.worker_id, generation=s.generation)
+                   for n, s in enumerate(s for s in integration.steps if s.step in again))
+    return replace(integration, steps=settled + copies, target=None, target_intent=None, target_code=None,
+                   target_found=None, target_at=event.onto, requeues=event.round, onto=event.onto,
+                   rebased_after=max(event.requeued, default=integration.rebased_after))
 
 
 def _cancelled(integration: Integration, intent_id: str) -> Integration:
@@ -347,11 +375,12 @@ def prepare(existing: Integration | None, run: Run, *, repository: str, target_b
 
 def open_queue(existing: Integration | None, run: Run, *, repository: str, target_branch: str, expected_commit: str,
                integration_ref: str, required_checks: Sequence[ev.RequiredCheck], now: str,
-               foreign: ForeignCommits | None = None) -> list[ev.Event]:
+               foreign: ForeignCommits | None = None, moved_by_docket: bool = False) -> list[ev.Event]:
     """IntegrationPrepared v2, a queue that goes on from expected_commit (what the target names now), with no step
     yet; nothing when the run's queue is prepared. When expected_commit is not the run's base (someone moved the
     target while the agents worked), IntegrationTargetMovedByOthers with it, naming foreign (the commits docket
-    did not see come from the run): the queue goes on on top of them, and the ledger and the receipt say so."""
+    did not see come from the run): the queue goes on on top of them, and the ledger and the receipt say so; not
+    when moved_by_docket (other docket runs of this ledger moved it, as their own events say: domain/requeue.py)."""
     if existing is not None and existing.prepared:
         return []
     require_open(run)
@@ -361,7 +390,8 @@ def open_queue(existing: Integration | None, run: Run, *, repository: str, targe
         ev.IntegrationPreparedV2, stream_of(run.run_id), version, now, run_id=run.run_id, repository=repository,
         target_branch=target_branch, target_ref=target_ref, expected_commit=expected_commit,
         integration_ref=integration_ref, steps=[], required_checks=list(required_checks), overlaps=[], approved_by=[]),
-        *_moved_at_start(run, version + 1, now, target_ref=target_ref, found=expected_commit, foreign=foreign)]
+        *([] if moved_by_docket else _moved_at_start(run, version + 1, now, target_ref=target_ref,
+                                                      found=expected_commit, foreign=foreign))]
 
 
 def _moved_at_start(run: Run, version: int, now: str, *, target_ref: str, found: str,
@@ -385,6 +415,9 @@ def queue_step(integration: Integration, run: Run, step: ev.IntegrationStep, *, 
         return []
     if integration.closed:
         raise Refused("queue-closed", f"the merge queue of run {run.run_id} is closed")
+    if integration.moved_unrecorded():
+        raise DependenciesUnsettled(f"the target of run {run.run_id} was found moved; task {step.task_id} is queued "
+                                    "once the queue goes on from where it is")
     if integration.ended:
         raise Refused("queue-stopped", f"the merge queue of run {run.run_id} stopped ({integration.status}); "
                                        "nothing more is integrated")

@@ -191,6 +191,7 @@ class _Contradictions:
                 self._find("IntegrationTargetMoved", "target.outcome", code=outcome["code"])
         else:
             self._fail(f"target.outcome.status is {_shown(outcome['status'])}")
+        self._requeued(target)
         for task in receipt["tasks"]:
             self._task(task)
         delivered = {task["task_id"] for task in receipt["tasks"]}
@@ -205,6 +206,19 @@ class _Contradictions:
         for step in receipt["integration"]["steps"]:
             self._step(step)
         return target["final_commit"]
+
+    def _requeued(self, target: dict[str, Any]) -> None:
+        """Each time the queue went on from a moved target is a cited IntegrationRequeued, and the base the work was
+        finally merged onto is the last one's (the expected commit without one). Receipts before it say neither."""
+        if "base" not in target:
+            return
+        rounds = target.get("requeued", [])
+        for n, again in enumerate(rounds):
+            self._find("IntegrationRequeued", f"target.requeued[{n}]", round=again["round"],
+                       expected_commit=again["expected_commit"], onto=again["onto"], moved_by=again["moved_by"],
+                       requeued=again["steps"])
+        if target["base"] != (rounds[-1]["onto"] if rounds else target["expected_commit"]):
+            self._fail("target.base is neither the last re-queue's onto nor the expected commit")
 
     def _repository(self, repository: dict[str, Any]) -> None:
         """The repository id is the one the ledger's genesis event (position 1) records."""
@@ -264,10 +278,13 @@ class _Contradictions:
         if "overlaps" in step:  # queued as its task passed
             self._find("IntegrationStepQueued", where, **common, binding_id=step["binding_id"],
                        overlaps=step["overlaps"])
-        if status in ("merged", "verified", "rejected"):
+        if status in ("merged", "verified", "rejected", "requeued"):
             self._find("IntegrationStepMerged", where, **common, binding_id=step["binding_id"],
                        merge_commit=step["merge_commit"], tree=step["tree"], merge=step["merge"])
-        if status == "verified":
+        if status == "requeued" and not any(
+                e.type == "IntegrationRequeued" and step["step"] in e.payload.get("requeued", []) for e in self.cited):
+            self._fail(f"{where} is named requeued, but no cited IntegrationRequeued queued it again")
+        if status in ("verified", "requeued"):
             verified = self._find("IntegrationStepVerified", where, **common,
                                   verification_binding=step["verification_binding"], tree=step["tree"])
             if sorted(c["check_id"] for c in verified.payload["checks"]) != sorted(

@@ -155,9 +155,7 @@ def decide_target(integration: Integration, intent: TargetIntent, observed: Targ
 
 def moved_unrecorded(integration: Integration) -> bool:
     """The target move found the target moved by someone else, and which commits it brought is not recorded yet."""
-    expected, found = integration.target_expected, integration.target_found
-    return (integration.target == "moved" and integration.target_code == Code.TARGET_MOVED and expected is not None
-            and found is not None and (expected, found) not in integration.moved_by_others)
+    return integration.moved_unrecorded()
 
 
 def moved_by_others(integration: Integration, foreign: ForeignCommits | None, now: str) -> list[ev.Event]:

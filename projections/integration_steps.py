@@ -3,7 +3,8 @@
 ``status`` follows the Integration aggregate's steps: waiting, merging (its
 intent is pending), merged, verified, or what stopped the queue there:
 conflicted, failed or rejected (with ``code`` and ``message``; in a queue that
-goes on, conflicted and rejected steps are dropped and the queue went on). ``merge`` says
+goes on, conflicted and rejected steps are dropped and the queue went on), or
+requeued (verified, then queued again onto a moved target: its copy follows). ``merge`` says
 whether the step made a merge commit (merged) or found its candidate in the
 head's history already (already-merged); ``result`` whether the integration ref
 was moved now (created) or found moved (observed).
@@ -37,6 +38,19 @@ def _queued(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) ->
               "generation, status, position) VALUES (?, ?, ?, ?, ?, ?, ?, 'waiting', ?)",
               (p["run_id"], p["step"], p["task_id"], p["binding_id"], p["commit"], p["worker_id"], p["generation"],
                position))
+
+
+def _requeued(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    """Verified steps queued again onto a moved target: settled as requeued, their copies appended, waiting."""
+    for n, step in enumerate(p["requeued"]):
+        row = c.execute("SELECT task_id, binding_id, [commit], worker_id, generation FROM integration_steps "
+                        "WHERE run_id = ? AND step = ?", (p["run_id"], step)).fetchone()
+        c.execute("UPDATE integration_steps SET status = 'requeued', ended_at = ? WHERE run_id = ? AND step = ?",
+                  (at, p["run_id"], step))
+        if row is not None:
+            c.execute("INSERT OR IGNORE INTO integration_steps (run_id, step, task_id, binding_id, [commit], "
+                      "worker_id, generation, status, position) VALUES (?, ?, ?, ?, ?, ?, ?, 'waiting', ?)",
+                      (p["run_id"], p["first_step"] + n, *row, position))
 
 
 def _set(c: sqlite3.Connection, p: dict[str, Any], assignments: str, values: tuple[Any, ...]) -> None:
@@ -91,7 +105,8 @@ def handlers() -> dict[str, Any]:
             ev.IntegrationStepQueued.type_name(): _queued, ev.IntegrationStepRequested.type_name(): _requested,
             ev.IntegrationStepMerged.type_name(): _merged, ev.IntegrationStepFailed.type_name(): _failed,
             ev.IntegrationStepConflicted.type_name(): _conflicted, ev.IntegrationStepVerified.type_name(): _verified,
-            ev.IntegrationStepRejected.type_name(): _rejected, ev.IntentCancelled.type_name(): _cancelled}
+            ev.IntegrationStepRejected.type_name(): _rejected, ev.IntentCancelled.type_name(): _cancelled,
+            ev.IntegrationRequeued.type_name(): _requeued}
 
 
 def steps_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

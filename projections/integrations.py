@@ -121,6 +121,13 @@ def _target_moved(c: sqlite3.Connection, position: int, at: str, p: dict[str, An
                                           "target_message = ?, ended_at = ?", (p["code"], p["message"], at))
 
 
+def _requeued(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    """The queue went on from the moved target: the verified steps it queued again are steps once more."""
+    _update(c, position, p["run_id"], "steps = steps + ?, target = NULL, target_intent = NULL, target_code = NULL, "
+                                      "target_message = NULL, ended_at = NULL, target_behind = 0",
+            (len(p["requeued"]),))
+
+
 def _sealed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     _update(c, position, p["run_id"], "receipt_sha256 = COALESCE(receipt_sha256, ?), sealed_at = COALESCE(sealed_at, "
                                       "?), sealed_position = COALESCE(sealed_position, ?)",  # sealed once
@@ -146,7 +153,8 @@ def handlers() -> dict[str, Any]:
             ev.IntegrationTargetRequested.type_name(): _target_requested,
             ev.IntegrationTargetRequestedV2.type_name(): _target_requested,
             ev.IntegrationCompleted.type_name(): _completed, ev.IntegrationTargetMoved.type_name(): _target_moved,
-            ev.ReceiptSealed.type_name(): _sealed, ev.IntentCancelled.type_name(): _cancelled}
+            ev.ReceiptSealed.type_name(): _sealed, ev.IntentCancelled.type_name(): _cancelled,
+            ev.IntegrationRequeued.type_name(): _requeued}
 
 
 def integration_of(c: sqlite3.Connection, run_id: str) -> dict[str, Any]:

@@ -166,6 +166,10 @@ def _integrate_while_working(open_session: Callable[[], Session], settings: GoSe
                     pass  # observed again on the next pass
                 except TargetCheckedOut:
                     move_target = False  # the end of the run says so, and waits for the user
+                except Refused as e:
+                    if e.code != Code.TARGET_KEEPS_MOVING:
+                        raise
+                    # left recorded as found: the end of the run re-queues again, or waits
             time.sleep(TICK_SECONDS)
     except BaseException as e:  # the main loop re-raises it
         errors.append(e)

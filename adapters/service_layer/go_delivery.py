@@ -70,7 +70,7 @@ def deliver(d: RunDriver, settings: GoSettings, run_id: str, signer: Any) -> Non
     passed = {task.task_id: [task.finished_binding] for task in tasks if task.result == "passed"}
     integration = load_integration(d.ledger, run_id)
     queued = integration is not None and integration.rolling  # a queue that went on while the agents worked
-    if (passed or queued) and (integration is None or not integration.ended):
+    if (passed or queued) and (integration is None or not integration.ended or integration.moved_unrecorded()):
         faults.crash_point("go:before-integrate")
         try:
             integrate(d.ledger, d.clock, d.effector, run_id, tasks=list(run.plan.task_ids), candidates=passed,
@@ -81,6 +81,9 @@ def deliver(d: RunDriver, settings: GoSettings, run_id: str, signer: Any) -> Non
             _wait(d, run_id, e)
             return
         except Refused as e:
+            if e.code == Code.TARGET_KEEPS_MOVING:  # resumed, it goes on from where the target is then
+                _wait(d, run_id, e)
+                return
             if e.code != Code.NOTHING_TO_INTEGRATE:
                 raise
         d.update_views()
@@ -92,6 +95,8 @@ def deliver(d: RunDriver, settings: GoSettings, run_id: str, signer: Any) -> Non
         from .receipts import seal_run
 
         record_moved_target(d.ledger, d.clock, d.effector, run_id)  # recorded before the receipt is sealed
+        if not load_integration(d.ledger, run_id).ended:  # type: ignore[union-attr]
+            return  # re-queued onto the moved target after a crash: delivered by the next pass
 
         faults.crash_point("go:before-seal")
         sealed = seal_run(d.ledger, d.reader(), d.clock, run_id, list(run.plan.task_ids))

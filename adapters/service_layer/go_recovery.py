@@ -30,7 +30,7 @@ def end_gone_supervisions(d: RunDriver, run_id: str) -> None:
 
 
 def recover(d: RunDriver, run_id: str) -> list[str]:
-    """What a crash left of the run, converged: pending intents driven, its workers' processes settled (gone ones
+    """What a crash left of the run, converged: its pending intents driven, its workers' processes settled (gone ones
     recorded, unsupervised ones stopped), gone supervisions ended, abandoned check runs finished."""
     from ...projections import workers
     from .abandoned_checks import settle_abandoned_checks
@@ -38,7 +38,12 @@ def recover(d: RunDriver, run_id: str) -> list[str]:
     from .reconciliation import reconcile_workers
 
     done = []
-    d.effector.run_pending(after=0)
+    # this run's intents only: another `docket go` beside it drives its own (a launch it recorded and has not
+    # started yet would be found with no launcher here, and failed as abandoned)
+    mine = {p.intent.intent_id for p in d.ledger.pending_intents(after=0)
+            if getattr(p.intent, "run_id", None) == run_id}
+    if mine:
+        d.effector.run_pending(only=mine, after=0)
     conn = d.views(writable=True).conn
     running = [w["worker_id"] for w in workers.workers_of(conn, run_id) if w["status"] in ("launching", "running")]
     findings = reconcile_workers(d.ledger, d.clock, d.effector, running, d.ledger_path, apply=True)

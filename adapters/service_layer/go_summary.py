@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...domain.codes import Code
 from .go_delivery import receipt_path
 from .go_session import RunDriver
 from .runs import load_run
@@ -28,8 +29,12 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
     for task_id in (run.plan.task_ids if run.plan else ()):
         task = load_task(d.ledger, task_id)
         step = steps.get(task_id)  # its last
+        code = task.finished_code
         if task.result == "passed":  # delivered only once its work reached the target
             result = "delivered" if step is not None and integration.delivered(step) else "passed"
+            if step is not None and step.status in ("conflicted", "rejected"):  # re-queued onto a moved target
+                result, code = "undelivered", (Code.INTEGRATION_CONFLICT if step.status == "conflicted"
+                                               else Code.INTEGRATION_REJECTED)
         else:
             result = task.result or "unfinished"
         dropped = [{"step": s.step, "status": s.status, "code": s.code, "paths": list(s.paths[:100])}
@@ -45,7 +50,7 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
                         checks[check.check] = check.result
         rows.append({"task": short_id(run_id, task_id), "task_id": task_id, "title": task.title, "result": result,
                      "cycles": len(task.feedback) + (task.result == "passed"), "candidate": task.finished_binding,
-                     "code": task.finished_code, "checks": checks, "conflicts": dropped})
+                     "code": code, "checks": checks, "conflicts": dropped})
     path = receipt_path(d.docket_dir, run_id)
     sealed = integration.receipt_sha256 if integration is not None else None
     waiting = run.waiting if run.status == "active" else None
@@ -58,6 +63,7 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
                 completed or integration.rolling) else None,
             "overlaps": _overlaps(d, run_id),
             "moved_by_others": _moved_by_others(d, run_id),
+            "requeued": _requeued(d, run_id),
             "receipt_moved_by_others": _receipt_moved_by_others(d, run_id) if sealed else None,
             "unsandboxed": _unsandboxed(d, run.plan.task_ids if run.plan else ()),
             "receipt": {"sealed": sealed, "path": str(path) if path.exists() else None}}
@@ -106,8 +112,21 @@ def _moved_by_others(d: RunDriver, run_id: str) -> list[dict[str, Any]]:
     from ...domain import events as ev
     from ...domain import integration as integration_aggregate
 
+    history = [e for _, e in d.ledger.history(integration_aggregate.stream_of(run_id))]
+    onto = {(e.expected_commit, e.onto) for e in history if isinstance(e, ev.IntegrationRequeued)}
     return [{"seen": e.seen, "expected_commit": e.expected_commit, "found": e.found,
              "foreign_commits": list(e.foreign_commits), "foreign_count": e.foreign_count, "complete": e.complete,
-             "keeps_expected": e.keeps_expected}
+             "keeps_expected": e.keeps_expected, "requeued": (e.expected_commit, e.found) in onto}
+            for e in history if isinstance(e, ev.IntegrationTargetMovedByOthers)]
+
+
+def _requeued(d: RunDriver, run_id: str) -> list[dict[str, Any]]:
+    """Each time the queue went on from a target found moved (IntegrationRequeued): from which commit onto which,
+    and the other docket runs that moved it (none: someone else, said by moved_by_others too)."""
+    from ...domain import events as ev
+    from ...domain import integration as integration_aggregate
+
+    return [{"round": e.round, "expected_commit": e.expected_commit, "onto": e.onto, "moved_by": list(e.moved_by),
+             "steps": list(e.requeued)}
             for _, e in d.ledger.history(integration_aggregate.stream_of(run_id))
-            if isinstance(e, ev.IntegrationTargetMovedByOthers)]
+            if isinstance(e, ev.IntegrationRequeued)]

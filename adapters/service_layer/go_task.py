@@ -144,7 +144,7 @@ def queued_tasks(s: Session, run_id: str, generation: int | None = None) -> froz
     if integration is None or not integration.rolling or integration.ended:
         return frozenset()
     return frozenset(step.task_id for step in integration.steps
-                     if step.status not in ("verified", "conflicted", "rejected")
+                     if step.status not in ("verified", "conflicted", "rejected", "requeued")
                      and generation in (None, step.generation))
 
 

@@ -46,6 +46,7 @@ from .base_checks import run_check
 from .candidates import drive, load_candidate, pin_tree
 from .checks import CheckSpec
 from .handoff import confirm_handoff
+from .requeue import docket_moves_between, settle_moved_target
 from .ledger import Ledger
 from .runs import load_run
 
@@ -102,11 +103,12 @@ def advance(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, checks:
     """Take the prepared queue as far as it goes now: to its end, its first unknown outcome, or (a queue that goes
     on) until it waits for its next step; move_target False leaves the target where it is."""
     required = [spec for spec in checks if spec.required]
+    rounds = 0  # re-queues onto a moved target this pass made (bounded: domain/requeue.py)
     while True:
         integration = load_integration(ledger, run_id)
         assert integration is not None
         if target_move.moved_unrecorded(integration):
-            record_moved_target(ledger, clock, effector, run_id)
+            rounds += settle_moved_target(ledger, clock, effector, run_id, rounds=rounds)
             continue
         if integration.ended or integration.status == "open":
             return integration
@@ -174,13 +176,16 @@ def _open_queue(ledger: Ledger, clock: Clock, effector: Any, run_id: str, reposi
     required = [ev.RequiredCheck(check=s.name, config_sha256=s.config_sha256) for s in checks if s.required]
     # moved by someone else since the run was based (a human pushed, or an agent reset it): the queue goes on from
     # there, and the commits docket never saw are recorded with it
-    foreign = None
+    # (another docket run of this ledger that moved it is no stranger: its own events say so)
+    foreign, known = None, None
     if run.base_commit is not None and target.commit != run.base_commit:
-        foreign = effector.ports.merges.foreign_commits(repository, run.base_commit, target.commit)
+        known = docket_moves_between(ledger, repository, run_id, run.base_commit, target.commit)
+        if known is None:
+            foreign = effector.ports.merges.foreign_commits(repository, run.base_commit, target.commit)
     ledger.decide(lambda now: integration_aggregate.open_queue(
         load_integration(ledger, run_id), load_run(ledger, run_id), repository=str(repository),
         target_branch=run.target_branch, expected_commit=target.commit, integration_ref=integration_ref(run_id),
-        required_checks=required, now=now, foreign=foreign), clock.now())
+        required_checks=required, now=now, foreign=foreign, moved_by_docket=known is not None), clock.now())
     faults.crash_point("integrate:after-prepare")
 
 
@@ -551,22 +556,10 @@ def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integ
 
 
 def record_moved_target(ledger: Ledger, clock: Clock, effector: Any, run_id: str) -> None:
-    """When the target was found moved by someone else when it was to move: record the commits it names that
-    docket did not leave there (IntegrationTargetMovedByOthers), once; nothing otherwise. Also after a crash
-    between the two records, before the receipt is sealed."""
-    integration = load_integration(ledger, run_id)
-    if integration is None or not target_move.moved_unrecorded(integration):
-        return
-    assert integration.repository is not None and integration.target_expected and integration.target_found
-    foreign = effector.ports.merges.foreign_commits(Path(integration.repository), integration.target_expected,
-                                                    integration.target_found)
-
-    def decision(now: str) -> list[ev.Event]:
-        current = load_integration(ledger, integration.run_id)
-        assert current is not None
-        return target_move.moved_by_others(current, foreign, now)
-
-    ledger.decide(decision, clock.now())
+    """When the target was found moved when it was to move: record who moved it, once, and (a queue that goes on)
+    re-queue onto it (adapters/service_layer/requeue.py); nothing otherwise. Also after a crash between the
+    records, before the receipt is sealed."""
+    settle_moved_target(ledger, clock, effector, run_id)
 
 
 def _last_target_message(ledger: Ledger, run_id: str) -> str:

@@ -184,6 +184,11 @@ class Ledger(Application):
                                                  until_version=until_version)
         ]
 
+    def events_of(self, *types: type[Event]) -> list[tuple[int, Event]]:
+        """Every event of these types, of any stream, in ledger order, with its position."""
+        return [(n.id, decode_event(n.originator_id, n.originator_version, n.topic, n.state))
+                for n in self.recorder.select_topics([t.type_name() for t in types])]
+
     def get(self, apply: Callable[[S | None, Event, int], S], stream: str) -> S | None:
         """The aggregate of stream, or None if the stream has no events.
 

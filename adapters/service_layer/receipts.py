@@ -97,6 +97,7 @@ def build_receipt(ledger: Ledger, run_id: str, tasks: Sequence[str] = ()) -> dic
 class _Builder:
     def __init__(self, ledger: Ledger, run_id: str, tasks: Sequence[str] = ()):
         self.ledger, self.run_id, self.planned = ledger, run_id, tuple(tasks)
+        self.requeues: list[tuple[int, ev.IntegrationRequeued]] = []
         self.cited: set[int] = set()
         self._streams: dict[str, list[tuple[int, ev.Event]]] = {}
 
@@ -135,14 +136,22 @@ class _Builder:
         assert isinstance(prepared, ev.IntegrationPrepared | ev.IntegrationPreparedV2)
         queued = [(position, e) for position, e in self.history(stream) if isinstance(e, ev.IntegrationStepQueued)]
         self.cited.update(position for position, _ in queued)
-        planned = list(prepared.steps) + [ev.IntegrationStep(task_id=e.task_id, binding_id=e.binding_id,
-                                                             commit=e.commit, worker_id=e.worker_id,
-                                                             generation=e.generation) for _, e in queued]
+        self.requeues = [(position, e) for position, e in self.history(stream) if isinstance(e, ev.IntegrationRequeued)]
+        self.cited.update(position for position, _ in self.requeues)
+        planned = list(prepared.steps)
+        for _, e in sorted(queued + self.requeues, key=lambda pair: pair[0]):  # in step order: queued, or again
+            if isinstance(e, ev.IntegrationStepQueued):
+                planned.append(ev.IntegrationStep(task_id=e.task_id, binding_id=e.binding_id, commit=e.commit,
+                                                  worker_id=e.worker_id, generation=e.generation))
+            else:
+                planned.extend(planned[number - 1] for number in e.requeued)
         steps = [self.step(number, step) for number, step in enumerate(planned, start=1)]
         steps = [s for s in steps if s is not None]
         if isinstance(prepared, ev.IntegrationPreparedV2):  # a queue that went on: delivered means verified
-            for made, (_, e) in zip(steps, queued):
-                made["overlaps"] = [o.model_dump() for o in e.overlaps]
+            for _, e in queued:
+                made = next((s for s in steps if s["step"] == e.step), None)
+                if made is not None:
+                    made["overlaps"] = [o.model_dump() for o in e.overlaps]
             verified = {s["task_id"]: planned[s["step"] - 1] for s in steps if s["status"] == "verified"}
             tasks = [self.task(verified[t]) for t in self.planned if t in verified]
             undelivered = [self.undelivered(t, steps) for t in self.planned if t not in verified]
@@ -177,8 +186,9 @@ class _Builder:
         return {"id": getattr(genesis, "repository_id", None), "roots": list(roots) if roots is not None else None}
 
     def foreign(self, path: str, tip: str, base: str | None, steps: list[dict[str, Any]]) -> dict[str, Any] | None:
-        """Commits on the target's first-parent line from tip back to the base that docket did not make (its step
-        merge commits): the target moved during the run by someone else's hand."""
+        """Commits on the target's first-parent line from tip back to the base that docket did not make (the step
+        merge commits of this run or another of this ledger): the target moved during the run by someone else's
+        hand."""
         from ...domain.receipt_claims import FOREIGN_LIMIT, foreign_commits
         from ..world.history import first_parents
 
@@ -187,6 +197,10 @@ class _Builder:
         made = {s["merge_commit"] for s in steps if s["merge_commit"] is not None}
         history = first_parents(Path(path), tip, base, FOREIGN_LIMIT + len(made) + 2)
         found = foreign_commits(history, base, made)
+        if found.commits:  # nor another docket run's of this ledger (two runs on one target): its events say so
+            made |= {e.merge_commit for _, e in self.ledger.events_of(ev.IntegrationStepMerged)}  # type: ignore[attr-defined]
+            history = first_parents(Path(path), tip, base, FOREIGN_LIMIT + len(made) + 2)
+            found = foreign_commits(history, base, made)
         return {"moved": bool(found.commits) or not found.base_reached, **found.as_dict()}
 
     @staticmethod
@@ -204,7 +218,11 @@ class _Builder:
     def target(self, prepared: ev.IntegrationPrepared | ev.IntegrationPreparedV2, steps: list[dict[str, Any]],
                base: str | None = None) -> dict[str, Any]:
         stream = integration_aggregate.stream_of(self.run_id)
-        ended = self.last(stream, ev.IntegrationCompleted, ev.IntegrationTargetMoved)
+        ended = self.last(stream, ev.IntegrationCompleted, ev.IntegrationTargetMoved, ev.IntegrationRequeued, cite=False)
+        if isinstance(ended, ev.IntegrationRequeued):  # went on from a moved target: its last move counts, if any
+            ended = self.last(stream, ev.IntegrationCompleted) or self.last(stream, ev.IntegrationTargetMoved)
+        elif ended is not None:
+            ended = self.last(stream, type(ended))  # cited
         outcome: dict[str, Any]
         if isinstance(ended, ev.IntegrationCompleted):
             final_commit, final_tree = ended.commit, ended.tree
@@ -214,7 +232,10 @@ class _Builder:
             stopped = next((s for s in steps if s["status"] in ("conflicted", "failed", "rejected")), None)
             code = stopped["code"] if stopped else getattr(ended, "code", "stopped")
             outcome = {"status": "stopped", "code": code, "step": stopped["step"] if stopped else None}
+        requeued = [{"round": e.round, "expected_commit": e.expected_commit, "onto": e.onto,
+                     "moved_by": list(e.moved_by), "steps": list(e.requeued)} for _, e in self.requeues]
         return {"ref": prepared.target_ref, "expected_commit": prepared.expected_commit,
+                "base": requeued[-1]["onto"] if requeued else prepared.expected_commit, "requeued": requeued,
                 "final_commit": final_commit, "final_tree": final_tree, "outcome": outcome,
                 "moved_by_others": self.foreign(prepared.repository, self.tip(prepared, final_commit, outcome), base,
                                                 steps)}
@@ -306,7 +327,8 @@ class _Builder:
         ended = self.last(stream, ev.IntegrationStepVerified, ev.IntegrationStepRejected, step=number)
         if isinstance(ended, ev.IntegrationStepVerified):
             check_ids = [c.check_id for c in ended.checks]
-            made |= {"status": "verified"}
+            again = any(number in e.requeued for _, e in self.requeues)
+            made |= {"status": "requeued" if again else "verified"}
         elif isinstance(ended, ev.IntegrationStepRejected):
             check_ids = [ended.check_id]
             made |= {"status": "rejected", "code": ended.code}

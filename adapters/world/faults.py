@@ -3,7 +3,8 @@
 Tests crash at each point and prove that replay converges (DESIGN.md, promise 2).
 The effector's points are shared by every intent type; DOCKET_FAULT=<point>@<intent
 type name> (e.g. ``effector:before-act@WorkerLaunchRequested.v1``) crashes there
-only for that type.
+only for that type. DOCKET_FAULT=pause:<point> stops the process there instead (SIGSTOP), until a test
+continues it: another process can then be shown what it finds meanwhile.
 """
 
 from __future__ import annotations
@@ -82,3 +83,5 @@ def armed(name: str, scope: str | None = None) -> bool:
 def crash_point(name: str, scope: str | None = None) -> None:
     if armed(name, scope):
         os.kill(os.getpid(), signal.SIGKILL)
+    if _ARMED == f"pause:{name}" or (scope is not None and _ARMED == f"pause:{name}@{scope}"):
+        os.kill(os.getpid(), signal.SIGSTOP)  # DOCKET_FAULT=pause:<point>: stopped there until a SIGCONT (tests)

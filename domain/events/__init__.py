@@ -62,6 +62,7 @@ from .integration import (
     ReceiptSealed,
     RequiredCheck,
     IntegrationTargetMovedByOthers,
+    IntegrationRequeued,
 )
 from .effect import IntentCancelled, IntentOutcomeUnknown, IntentOutcomeUnknownV2
 from .lease import LeaseExpired, LeaseGranted, LeaseReleased, LeaseRenewed
@@ -140,6 +141,7 @@ __all__ = [
     "PathOverlapWarning",
     "ReceiptSealed",
     "IntegrationTargetMovedByOthers",
+    "IntegrationRequeued",
     "RequiredCheck",
     "ArtifactRecord",
     "CandidateDiverged",
@@ -299,6 +301,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         IntegrationCompleted,
         IntegrationTargetMoved,
         IntegrationTargetMovedByOthers,
+        IntegrationRequeued,
         ReceiptSealed,
         HookRequested,
         HookFinished,

@@ -46,6 +46,7 @@ __all__ = [
     "ReceiptSealed",
     "RequiredCheck",
     "IntegrationTargetMovedByOthers",
+    "IntegrationRequeued",
 ]
 
 MAX_STEPS = 10_000
@@ -352,6 +353,28 @@ class IntegrationTargetMovedByOthers(Event):
     foreign_count: Annotated[int, Field(ge=0, le=MAX_SAFE_INT)]
     complete: bool
     keeps_expected: bool
+
+
+class IntegrationRequeued(Event):
+    """A queue that goes on, whose target move found the target moved (IntegrationTargetMoved ``target-moved``),
+    goes on from where the target is now (onto) instead of stopping: the verified steps that had not reached the
+    target (requeued, by number) are settled as requeued and queued again, in order, from step first_step: each is
+    merged onto onto, re-verified and delivered by compare-and-swap as any step is, or conflicts there (that task's
+    conflict); a step still waiting to merge merges onto onto as it comes. moved_by: the other docket runs of this ledger whose target moves
+    brought the target from expected_commit to onto (docket_commits: their merge commits on its first-parent
+    line); empty when someone else moved it, recorded with IntegrationTargetMovedByOthers (only a move that kept
+    expected_commit is re-queued onto). round: how many times the queue was re-queued, this one included."""
+
+    name = "IntegrationRequeued"
+    run_id: Id
+    round: Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
+    target_ref: TargetRef
+    expected_commit: Commit
+    onto: Commit
+    moved_by: Annotated[list[Id], Field(max_length=1000)]
+    docket_commits: Annotated[list[Commit], Field(max_length=1000)]
+    requeued: Annotated[list[Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]], Field(max_length=10_000)]
+    first_step: Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
 
 
 class ReceiptSealed(Event):

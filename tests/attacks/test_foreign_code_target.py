@@ -109,15 +109,41 @@ prompt = "the second (attack after docket)"
 '''
 
 
-def test_a_target_moved_after_docket_moved_it_is_left_alone_and_its_commits_recorded(tmp_path):
+def test_a_target_moved_after_docket_moved_it_is_left_alone_its_commits_recorded_and_the_work_re_queued(tmp_path):
     world = _world(tmp_path, TWO)
     done = world.go("mv2")
-    assert done.returncode != 0, done.stdout + done.stderr  # not delivered: the second task's move was refused
+    assert done.returncode == 0, done.stdout + done.stderr
     backdoor = _backdoor(world)
-    assert git(world.repo, "rev-parse", "main") == backdoor  # docket reset and forced nothing
-    (moved,) = _moved_by_others(world)
     docket_left = git(world.repo, "rev-parse", f"{backdoor}^")
+    # docket reset and forced nothing: the backdoor stays on the target's line, the second task's merge on top
+    assert git(world.repo, "rev-parse", "main^") == backdoor
+    (moved,) = _moved_by_others(world)
     assert (moved["seen"], moved["expected_commit"], moved["found"], moved["foreign_commits"]) == (
         "target-moved", docket_left, backdoor, [backdoor])
     assert moved["keeps_expected"] is True
-    assert world.file_at("main", "first.py") == "print('honest work of first')\n"  # the honest task landed
+    # the move kept what docket left there: the queue went on from it, saying it was no docket run's
+    (requeued,) = [e["payload"] for e in world.events("IntegrationRequeued")]
+    assert (requeued["expected_commit"], requeued["onto"], requeued["moved_by"]) == (docket_left, backdoor, [])
+    assert world.file_at("main", "first.py") == "print('honest work of first')\n"
+    assert world.file_at("main", "second.py") == "print('honest work of second')\n"
+    # and the receipt names the commit docket did not make, and the base the second task was merged onto
+    (sealed,) = [e["payload"]["receipt"] for e in world.events("ReceiptSealed")]
+    assert sealed["target"]["moved_by_others"]["commits"] == [backdoor]
+    assert sealed["target"]["base"] == backdoor
+    shown = world.run("go", "--resume", "mv2")
+    assert "integrated on top of them" in shown.stdout, shown.stdout
+
+
+def test_a_target_reset_back_by_a_stranger_stops_the_queue_recorded(tmp_path):
+    """A move that drops what docket delivered (reset to an older commit) is no base to build on: recorded, and the
+    queue stops, nothing reset or forced."""
+    world = _world(tmp_path, TWO.replace("(attack after docket)", "(attack after docket, reset back)"))
+    agent = tmp_path / "mallory.py"
+    agent.write_text(agent.read_text().replace('"-p", "main"', '"-p", "main~1" if "reset back" in prompt else "main"'))
+    done = world.go("mv3")
+    assert done.returncode != 0, done.stdout + done.stderr
+    backdoor = _backdoor(world)
+    assert git(world.repo, "rev-parse", "main") == backdoor
+    (moved,) = _moved_by_others(world)
+    assert moved["seen"] == "target-moved" and moved["keeps_expected"] is False
+    assert world.events("IntegrationRequeued") == []
