@@ -141,13 +141,7 @@ def campaign(tmp_path: Path, reference: str, seed: int, *, housekeeping: bool) -
     assert git(world.repo, "rev-parse", "main") == done["target_commit"]
 
 
-# Seen on this branch before the gc/prune races are fixed (issue 21 item 3, another change): seed 1, a resume
-# exits 70 (KeyError on an object `git gc --prune=now` pruned); seed 2, a task's workspace lost the objects it
-# borrows from the repository ("has no commit at HEAD", "cannot give the objects its capture needs"), so the task
-# spent its cycles and the run ends 6 without the reference tree. Kills and a full disk alone converge (below).
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="git gc --prune=now beside docket go prunes objects docket still needs: "
-                                        "issue 21 item 3 (the gc/prune races), fixed in another change")
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_hostile_world_never_wedges_a_run(tmp_path: Path, reference: str, seed: int):
     campaign(tmp_path, reference, seed, housekeeping=True)
