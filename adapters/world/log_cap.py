@@ -6,8 +6,10 @@ line, and the file is truncated there; the process's next write lands at the new
 so far is kept beside the log (``<log>.cut``, docket's to write, never the process's), so a supervisor that
 takes over after a crash goes on counting, and the ledger records it (WorkerExited's ``log_cut_bytes``).
 
-Output written in the instant between reading the log's size and truncating it is lost uncounted (a few bytes
-of a flood); everything else is either kept or counted as cut.
+What the process writes while the tail is copied is copied after it (a few rounds, each shorter than the last);
+only what lands between the last look at the size and the truncate is lost uncounted: microseconds, a few KiB a
+cut of a flood as fast as the disk takes it.
+Everything else is either kept or counted as cut (tests/integration/test_sizes_log_cap.py).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ __all__ = ["DEFAULT_MAX_LOG", "MARKER_BYTES", "cap_log", "cut_so_far", "marker"]
 
 MARKER_BYTES = 96  # the marker line's fixed length: rewritten in place as the count grows
 _COPY = 1 << 20
+_CATCH_UP = 16  # rounds of catching up with a writer before the truncate
 
 
 def marker(cut: int) -> bytes:
@@ -78,8 +81,15 @@ def cap_log(log: Path, cap: int, *, slack: int = 0) -> int:
         size = os.fstat(fd).st_size
         cut = before + (size - keep - (body if before else head))
         _copy_down(fd, size - keep, body, keep)
+        end = body + keep
+        for _ in range(_CATCH_UP):  # what the process wrote while the tail was copied is kept too
+            now = os.fstat(fd).st_size
+            if now <= size:
+                break
+            _copy_down(fd, size, end, now - size)
+            end, size = end + now - size, now
         os.pwrite(fd, marker(cut), head)
-        os.ftruncate(fd, body + keep)
+        os.ftruncate(fd, end)
     finally:
         os.close(fd)
     _record_cut(log, cut)
