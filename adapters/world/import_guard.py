@@ -26,6 +26,7 @@ configured environment). Only Python is guarded; a process started with
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -165,7 +166,7 @@ def guard_folder(docket_dir: Path) -> Path:
     from .files import own_folder
 
     own_folder(docket_dir, folder)
-    partial = folder / f".sitecustomize.{os.getpid()}.partial"
+    partial = folder / f".sitecustomize.{os.getpid()}.{threading.get_ident()}.partial"  # tasks check at once
     partial.write_text(SITECUSTOMIZE, encoding="utf-8")
     os.replace(partial, target)
     return folder

@@ -28,7 +28,10 @@ def _delivered(world: GoWorld, done) -> None:  # noqa: ANN001
     assert docket_processes(world.ledger) == []
 
 
-@pytest.mark.parametrize("scope", ["candidates", "integrations"])
+REF_LOCK_POINTS = ["ref:after-lock@candidates", "ref:after-lock@integrations"]
+
+
+@pytest.mark.parametrize("scope", [p.split("@")[1] for p in REF_LOCK_POINTS])
 def test_a_resume_right_after_a_kill_holding_a_ref_lock_finishes_the_run(tmp_path: Path, scope: str):
     world = make_go_world(tmp_path)
     killed = world.go("r1", "--parallel", "3", fault=f"ref:after-lock@{scope}")

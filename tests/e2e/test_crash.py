@@ -22,6 +22,7 @@ BASE_PIN_POINTS = [
 
 
 def test_every_crash_point_is_exercised_here():  # or in test_worker_crashes.py, or in test_candidate_crashes.py
+    from ..attacks.test_folders_resume_locks import REF_LOCK_POINTS
     from .test_base_checks import BASE_CHECK_POINTS
     from .test_candidate_crashes import CANDIDATE_POINTS
     from .test_handoff_crashes import HANDOFF_POINTS
@@ -33,7 +34,8 @@ def test_every_crash_point_is_exercised_here():  # or in test_worker_crashes.py,
     from .test_worker_crashes import WORKER_POINTS
 
     elsewhere = {point.split("@")[0] for point in WORKER_POINTS + CANDIDATE_POINTS + HANDOFF_POINTS
-                 + INTEGRATION_POINTS + SEAL_POINTS + HOOK_POINTS + GO_POINTS + BASE_CHECK_POINTS + REPAIR_POINTS}
+                 + INTEGRATION_POINTS + SEAL_POINTS + HOOK_POINTS + GO_POINTS + BASE_CHECK_POINTS + REPAIR_POINTS
+                 + REF_LOCK_POINTS}
     assert set(BASE_PIN_POINTS) | elsewhere == set(CRASH_POINTS)
 
 
