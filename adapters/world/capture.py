@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ...domain.errors import BadInput, Conflict, NotFound, Refused
 from ...domain.values import DEFAULT_MAX_FILE_SIZE
+from .blobs import has_object
 from .repository import DulwichRepository, open_repo, same
 from .size_limit import SizeLimit, large_file_id, require_small_history
 from .stat_cache import CACHE_NAME, StatCache, seed_stat_cache
@@ -180,7 +181,7 @@ class _WrittenHome:
     def __contains__(self, sha: bytes) -> bool:
         if sha in self.stored:
             return True
-        if sha in self.write:  # an object only the workspace has is still written home
+        if has_object(self.write, sha):  # an object only the workspace has is still written home
             self.stored.add(sha)
             return True
         return False

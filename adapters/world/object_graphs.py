@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .blobs import has_object
+
 __all__ = ["GC_WAIT_SECONDS", "missing_objects", "wait_out_gc"]
 
 _TREE, _GITLINK = 0o040000, 0o160000
@@ -111,7 +113,7 @@ def missing_objects(store: Any, tips: Iterable[str | bytes], *, complete: Iterab
                     continue  # the same as the complete tree's, at the same path: whole
                 if mode == _TREE:
                     pending.append((child, other[1] if other is not None and other[0] == _TREE else None))
-                elif child in store:
+                elif has_object(store, child):
                     seen.add(child)
                 else:
                     pending.append((child, None))
