@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..values import MAX_SAFE_INT
-from .base import AbsolutePath, BranchName, Code, Commit, Event, Id, PositiveMs, RepositoryPath, Sha256, Text, Timestamp
-from .worker import ProcessIdentity
+from .base import (AbsolutePath, BranchName, Code, Commit, Event, Id, PositiveMs, ProcessIdentity, RepositoryPath, Sha256,
+                   Text, Timestamp)
 
 __all__ = [
     "RunAborted",
