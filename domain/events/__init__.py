@@ -13,6 +13,8 @@ resolve; an "unknown" observation leaves its intent pending.
 The submodules are imported on first use (PEP 562): a command that meets three event types builds only their
 modules (``docket task plan`` meets the run's and the task's), and ``EVENT_TYPES``, the whole catalogue, is built
 when something asks for it. ``tests/unit/test_event_catalogue.py`` checks the tables below against the modules.
+Every model defers its validator to first use (``defer_build``), and the event modules have no
+``from __future__ import annotations``: pydantic would evaluate each string annotation again when it builds the class.
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ Payloads hold canonical-JSON types only: no floats (durations are integer
 milliseconds, times UTC ISO-8601 strings, ids strings).
 """
 
-from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 

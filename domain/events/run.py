@@ -1,6 +1,5 @@
 """Events of the Run aggregate (stream ``run:<run_id>``), its base-pin intent and outcomes included."""
 
-from __future__ import annotations
 
 from typing import Annotated, Literal
 
@@ -136,7 +135,7 @@ class RunWaiting(Event):
 class PlannedTask(BaseModel):
     """One task of a supervised run, and the tasks whose delivered work it starts from."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
     task_id: Id
     depends_on: Annotated[list[Id], Field(max_length=1000)]
 
@@ -156,7 +155,7 @@ class ExportKey(BaseModel):
     """The private key a run's receipt is exported with: its key id (the public key's securesystemslib id) and
     the absolute path of its private key file, as given when the run was planned."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
     keyid: Sha256
     path: AbsolutePath
 

@@ -1,6 +1,5 @@
 """Events of the Worker aggregate (stream ``worker:<worker_id>``)."""
 
-from __future__ import annotations
 
 from typing import Annotated, Literal
 
