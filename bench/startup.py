@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .common import BIN, WORK, Row, log, median, remove, temp_dir
 
-GOAL = 1.3
+GOAL = 1.5
 FLOOR = [sys.executable, "-c", "from pydantic import BaseModel; import eventsourcing.sqlite"]
 # For information: the floor plus one model validated, which imports what any pydantic validator needs (and
 # the floor's lazy `BaseModel` does not): the share of a write command's start that is pydantic's, not docket's.

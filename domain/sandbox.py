@@ -82,7 +82,7 @@ def _roots(paths: Iterable[str]) -> tuple[str, ...]:
 class SandboxPolicy(BaseModel):
     """What one launch may touch. write implies read; read implies execute."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
     enforced: bool
     write: Annotated[tuple[Root, ...], Field(max_length=MAX_ROOTS)] = ()
     read: Annotated[tuple[Root, ...], Field(max_length=MAX_ROOTS)] = ()
@@ -112,7 +112,7 @@ def unsandboxed() -> SandboxPolicy:
 class SandboxRecord(BaseModel):
     """The sandbox a launch ran in, as the ledger keeps it (WorkerLaunched, CheckLaunched, HookRequested)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
     enforced: bool
     write_roots: Annotated[list[Root], Field(max_length=MAX_ROOTS)]
     read_roots: Annotated[list[Root], Field(max_length=MAX_ROOTS)]

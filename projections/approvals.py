@@ -35,7 +35,7 @@ def _recorded(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) 
 def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
-    return {ev.ApprovalRecorded.type_name(): _recorded}
+    return {ev.stored.ApprovalRecorded: _recorded}
 
 
 def approvals_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

@@ -68,13 +68,13 @@ def _handoff(state: str):  # noqa: ANN202
 def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
-    return {ev.CandidatePinRequested.type_name(): _pin_requested, ev.CandidatePinned.type_name(): _pinned,
-            ev.CandidateDiverged.type_name(): _diverged,
-            ev.CandidateReleaseRequested.type_name(): _status("releasing"),
-            ev.CandidateReleased.type_name(): _status("released", "released_at"),
-            ev.CandidateReleaseFailed.type_name(): _status("pinned"),
-            ev.HandoffOffered.type_name(): _handoff("offered"), ev.HandoffConfirmed.type_name(): _handoff("confirmed"),
-            ev.HandoffRejected.type_name(): _handoff("rejected")}
+    return {ev.stored.CandidatePinRequested: _pin_requested, ev.stored.CandidatePinned: _pinned,
+            ev.stored.CandidateDiverged: _diverged,
+            ev.stored.CandidateReleaseRequested: _status("releasing"),
+            ev.stored.CandidateReleased: _status("released", "released_at"),
+            ev.stored.CandidateReleaseFailed: _status("pinned"),
+            ev.stored.HandoffOffered: _handoff("offered"), ev.stored.HandoffConfirmed: _handoff("confirmed"),
+            ev.stored.HandoffRejected: _handoff("rejected")}
 
 
 def candidates_of(c: sqlite3.Connection, run_id: str, task_id: str | None = None) -> list[dict[str, Any]]:

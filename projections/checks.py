@@ -57,12 +57,12 @@ def _execution(state: str):  # noqa: ANN202
 def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
-    return {ev.CheckRequested.type_name(): _requested, ev.CheckLaunched.type_name(): _launched,
-            ev.CheckPassed.type_name(): _result("passed"), ev.CheckFailed.type_name(): _result("failed"),
-            ev.CheckTimedOut.type_name(): _result("timed-out"),
-            ev.ExecutionCreated.type_name(): _execution("ready"), ev.ExecutionFailed.type_name(): _execution("failed"),
-            ev.ExecutionRemovalRequested.type_name(): _execution("removing"),
-            ev.ExecutionRemoved.type_name(): _execution("removed")}
+    return {ev.stored.CheckRequested: _requested, ev.stored.CheckLaunched: _launched,
+            ev.stored.CheckPassed: _result("passed"), ev.stored.CheckFailed: _result("failed"),
+            ev.stored.CheckTimedOut: _result("timed-out"),
+            ev.stored.ExecutionCreated: _execution("ready"), ev.stored.ExecutionFailed: _execution("failed"),
+            ev.stored.ExecutionRemovalRequested: _execution("removing"),
+            ev.stored.ExecutionRemoved: _execution("removed")}
 
 
 def checks_of(c: sqlite3.Connection, binding_id: str) -> list[dict[str, Any]]:

@@ -101,12 +101,12 @@ def _cancelled(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any])
 def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
-    return {ev.IntegrationPrepared.type_name(): _prepared, ev.IntegrationPreparedV2.type_name(): _prepared,
-            ev.IntegrationStepQueued.type_name(): _queued, ev.IntegrationStepRequested.type_name(): _requested,
-            ev.IntegrationStepMerged.type_name(): _merged, ev.IntegrationStepFailed.type_name(): _failed,
-            ev.IntegrationStepConflicted.type_name(): _conflicted, ev.IntegrationStepVerified.type_name(): _verified,
-            ev.IntegrationStepRejected.type_name(): _rejected, ev.IntentCancelled.type_name(): _cancelled,
-            ev.IntegrationRequeued.type_name(): _requeued}
+    return {ev.stored.IntegrationPrepared: _prepared, ev.stored.IntegrationPreparedV2: _prepared,
+            ev.stored.IntegrationStepQueued: _queued, ev.stored.IntegrationStepRequested: _requested,
+            ev.stored.IntegrationStepMerged: _merged, ev.stored.IntegrationStepFailed: _failed,
+            ev.stored.IntegrationStepConflicted: _conflicted, ev.stored.IntegrationStepVerified: _verified,
+            ev.stored.IntegrationStepRejected: _rejected, ev.stored.IntentCancelled: _cancelled,
+            ev.stored.IntegrationRequeued: _requeued}
 
 
 def steps_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

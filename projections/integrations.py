@@ -144,17 +144,17 @@ def _cancelled(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any])
 def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
-    return {ev.ApprovalRecorded.type_name(): _approved, ev.IntegrationPrepared.type_name(): _prepared,
-            ev.IntegrationPreparedV2.type_name(): _prepared_v2, ev.IntegrationStepQueued.type_name(): _queued,
-            ev.IntegrationQueueClosed.type_name(): _closed,
-            ev.IntegrationStepMerged.type_name(): _merged, ev.IntegrationStepVerified.type_name(): _verified,
-            ev.IntegrationStepConflicted.type_name(): _stopped, ev.IntegrationStepFailed.type_name(): _stopped,
-            ev.IntegrationStepRejected.type_name(): _stopped,
-            ev.IntegrationTargetRequested.type_name(): _target_requested,
-            ev.IntegrationTargetRequestedV2.type_name(): _target_requested,
-            ev.IntegrationCompleted.type_name(): _completed, ev.IntegrationTargetMoved.type_name(): _target_moved,
-            ev.ReceiptSealed.type_name(): _sealed, ev.IntentCancelled.type_name(): _cancelled,
-            ev.IntegrationRequeued.type_name(): _requeued}
+    return {ev.stored.ApprovalRecorded: _approved, ev.stored.IntegrationPrepared: _prepared,
+            ev.stored.IntegrationPreparedV2: _prepared_v2, ev.stored.IntegrationStepQueued: _queued,
+            ev.stored.IntegrationQueueClosed: _closed,
+            ev.stored.IntegrationStepMerged: _merged, ev.stored.IntegrationStepVerified: _verified,
+            ev.stored.IntegrationStepConflicted: _stopped, ev.stored.IntegrationStepFailed: _stopped,
+            ev.stored.IntegrationStepRejected: _stopped,
+            ev.stored.IntegrationTargetRequested: _target_requested,
+            ev.stored.IntegrationTargetRequestedV2: _target_requested,
+            ev.stored.IntegrationCompleted: _completed, ev.stored.IntegrationTargetMoved: _target_moved,
+            ev.stored.ReceiptSealed: _sealed, ev.stored.IntentCancelled: _cancelled,
+            ev.stored.IntegrationRequeued: _requeued}
 
 
 def integration_of(c: sqlite3.Connection, run_id: str) -> dict[str, Any]:

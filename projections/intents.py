@@ -22,14 +22,20 @@ PK = "intent_id"
 
 
 @cache
-def _roles() -> dict[str, str]:
-    from ..domain.events import EVENT_TYPES  # the write path only: status on fresh views never needs pydantic
+def _role(type_: str) -> str | None:
+    """The stored type's role in the effect protocol; None for a fact or a type no class has. Imports only that
+    type's module (the write path only: status on fresh views never needs pydantic)."""
+    from ..domain.events import event_class
 
-    return {name: cls.effect_role for name, cls in EVENT_TYPES.items() if cls.effect_role != "fact"}
+    try:
+        role = event_class(type_).effect_role
+    except KeyError:
+        return None
+    return None if role == "fact" else role
 
 
 def apply_any(c: sqlite3.Connection, position: int, stream: str, type_: str, at: str, p: dict[str, Any]) -> None:
-    role = _roles().get(type_)
+    role = _role(type_)
     intent_id = p.get("intent_id")
     if role is None or intent_id is None:
         return

@@ -38,10 +38,10 @@ def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
     return {
-        ev.LeaseGranted.type_name(): _granted,
-        ev.LeaseRenewed.type_name(): _renewed,
-        ev.LeaseReleased.type_name(): _ended("released"),
-        ev.LeaseExpired.type_name(): _ended("expired"),
+        ev.stored.LeaseGranted: _granted,
+        ev.stored.LeaseRenewed: _renewed,
+        ev.stored.LeaseReleased: _ended("released"),
+        ev.stored.LeaseExpired: _ended("expired"),
     }
 
 

@@ -121,19 +121,19 @@ def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
     return {
-        ev.RunOpened.type_name(): _opened,
-        ev.RunBasePinned.type_name(): _base_pinned,
-        ev.RunBasePinFailed.type_name(): _base_failed,
-        ev.RunPaused.type_name(): _paused,
-        ev.RunResumed.type_name(): _resumed,
-        ev.RunAborted.type_name(): _aborted,
-        ev.RunCompleted.type_name(): _completed,
-        ev.RunSupervised.type_name(): _supervised,
-        ev.RunUnsupervised.type_name(): _unsupervised,
-        ev.RunBudgetExhausted.type_name(): _budget_exhausted,
-        ev.RunPlanned.type_name(): _planned,
-        ev.RunWaiting.type_name(): _waiting,
-        ev.RunPlannedV2.type_name(): _planned,
+        ev.stored.RunOpened: _opened,
+        ev.stored.RunBasePinned: _base_pinned,
+        ev.stored.RunBasePinFailed: _base_failed,
+        ev.stored.RunPaused: _paused,
+        ev.stored.RunResumed: _resumed,
+        ev.stored.RunAborted: _aborted,
+        ev.stored.RunCompleted: _completed,
+        ev.stored.RunSupervised: _supervised,
+        ev.stored.RunUnsupervised: _unsupervised,
+        ev.stored.RunBudgetExhausted: _budget_exhausted,
+        ev.stored.RunPlanned: _planned,
+        ev.stored.RunWaiting: _waiting,
+        ev.stored.RunPlannedV2: _planned,
     }
 
 

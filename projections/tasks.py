@@ -51,10 +51,10 @@ def _finished(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) 
 def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
-    return {ev.TaskPlanned.type_name(): _planned, ev.TaskPlannedV2.type_name(): _planned,
-            ev.WorktreeCreated.type_name(): _worktree_created, ev.WorktreeFailed.type_name(): _worktree_failed,
-            ev.WorktreeRemoved.type_name(): _worktree_removed, ev.TaskFeedbackRecorded.type_name(): _feedback,
-            ev.TaskFinished.type_name(): _finished}
+    return {ev.stored.TaskPlanned: _planned, ev.stored.TaskPlannedV2: _planned,
+            ev.stored.WorktreeCreated: _worktree_created, ev.stored.WorktreeFailed: _worktree_failed,
+            ev.stored.WorktreeRemoved: _worktree_removed, ev.stored.TaskFeedbackRecorded: _feedback,
+            ev.stored.TaskFinished: _finished}
 
 
 def tasks_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

@@ -81,10 +81,10 @@ def _reported(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) 
 def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
-    return {ev.WorkerRegistered.type_name(): _registered, ev.WorkerRelaunched.type_name(): _relaunched,
-            ev.WorkerLaunchRequested.type_name(): _launch_requested, ev.WorkerLaunched.type_name(): _launched,
-            ev.WorkerLaunchFailed.type_name(): _launch_failed, ev.WorkerExited.type_name(): _exited,
-            ev.AgentReported.type_name(): _reported}
+    return {ev.stored.WorkerRegistered: _registered, ev.stored.WorkerRelaunched: _relaunched,
+            ev.stored.WorkerLaunchRequested: _launch_requested, ev.stored.WorkerLaunched: _launched,
+            ev.stored.WorkerLaunchFailed: _launch_failed, ev.stored.WorkerExited: _exited,
+            ev.stored.AgentReported: _reported}
 
 
 def workers_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

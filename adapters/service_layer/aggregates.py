@@ -1,26 +1,41 @@
-"""Which fold and which state class belong to which stream: what snapshots need to know."""
+"""Which fold and which state class belong to which stream: what snapshots need to know.
+
+Each aggregate's domain module is imported when a stream of its kind is first met, not before: a command that only
+plans a task never imports the integration's or the hooks' (which would import most of the event catalogue).
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
-from ...domain import candidate, hooks, integration, lease, run, task, worker
+__all__ = ["AGGREGATES", "aggregate_of", "state_class_of"]
 
-__all__ = ["AGGREGATES", "state_class_of"]
-
-# stream prefix (before ':') -> (the aggregate's fold, the class of its state)
-AGGREGATES: dict[str, tuple[Callable[..., Any], type]] = {
-    "run": (run.apply, run.Run),
-    "task": (task.apply, task.Task),
-    "worker": (worker.apply, worker.Worker),
-    "lease": (lease.apply, lease.Lease),
-    "candidate": (candidate.apply, candidate.Candidate),
-    "integration": (integration.apply, integration.Integration),
-    "hooks": (hooks.apply, hooks.Hooks),
+# stream prefix (before ':') -> (the domain module with its fold, ``apply``, and the class of its state)
+AGGREGATES: dict[str, tuple[str, str]] = {
+    "run": ("run", "Run"),
+    "task": ("task", "Task"),
+    "worker": ("worker", "Worker"),
+    "lease": ("lease", "Lease"),
+    "candidate": ("candidate", "Candidate"),
+    "integration": ("integration", "Integration"),
+    "hooks": ("hooks", "Hooks"),
 }
-_CLASS_OF_FOLD = {fold: cls for fold, cls in AGGREGATES.values()}
+_DOMAIN = __name__.rsplit(".", 3)[0] + ".domain"  # docket.domain
+
+
+def aggregate_of(prefix: str) -> tuple[Callable[..., Any], type] | None:
+    """(fold, state class) of the streams named ``<prefix>:...``; None for a prefix no aggregate has."""
+    found = AGGREGATES.get(prefix)
+    if found is None:
+        return None
+    module = importlib.import_module(f"{_DOMAIN}.{found[0]}")
+    return module.apply, getattr(module, found[1])
 
 
 def state_class_of(fold: Callable[..., Any]) -> type | None:
-    return _CLASS_OF_FOLD.get(fold)
+    for module, cls in AGGREGATES.values():
+        if getattr(fold, "__module__", None) == f"{_DOMAIN}.{module}" and getattr(fold, "__name__", "") == "apply":
+            return getattr(importlib.import_module(f"{_DOMAIN}.{module}"), cls)
+    return None

@@ -29,7 +29,7 @@ from ...domain.errors import Conflict, NotFound
 from ...domain.canonical import canonical_json
 from ...domain.events import Event
 from ...domain.snapshot import from_value, to_value
-from .aggregates import AGGREGATES, state_class_of
+from .aggregates import aggregate_of, state_class_of
 from ..world.files import prepare_ledger_file
 from ..world.store import CanonicalMapper, ChainedSQLiteFactory, ChainedSQLiteProcessRecorder, LedgerBusy, decode_event
 
@@ -237,7 +237,7 @@ class Ledger(Application):
         drifted = []
         with self.recorder.write_transaction() as c:
             for stream, version, position, state in self.recorder.select_snapshots(c):
-                apply, _cls = AGGREGATES.get(stream.split(":", 1)[0], (None, None))
+                apply, _cls = aggregate_of(stream.split(":", 1)[0]) or (None, None)
                 events = self.recorder.select_stream(stream, c, until_version=version)
                 truth = fold(apply, [(n.id, decode_event(stream, n.originator_version, n.topic, n.state))
                                      for n in events]) if apply else None

@@ -39,7 +39,7 @@ from eventsourcing.sqlite import (
 
 from ...domain.canonical import canonical_json
 from ...domain.chain import GENESIS_DIGEST, ChainHead, chain_entry, next_digest
-from ...domain.events import EVENT_TYPES, Event
+from ...domain.events import Event, event_class
 from ...domain.merkle import Tree
 from . import faults
 from .ledger_rows import CHAIN_TABLE, MERKLE_BLOCK_HEIGHT, MERKLE_NODES_TABLE
@@ -431,7 +431,7 @@ class CanonicalMapper(Mapper):
 
 def decode_event(stream: Any, version: int, topic: str, state: bytes) -> Event:
     body = json.loads(state)
-    cls = EVENT_TYPES[topic]
+    cls = event_class(topic)
     return cls.model_validate(
         {**body["payload"], "stream": str(stream), "version": version, "recorded_at": body["recorded_at"]}
     )

@@ -9,308 +9,145 @@ field types they share (``base``). The catalogue is built here, in the order
 Each class declares its ``effect_role`` in the effect protocol: intents (named
 ``...Requested``) ask for an effect; outcomes carry the ``intent_id`` they
 resolve; an "unknown" observation leaves its intent pending.
+
+The submodules are imported on first use (PEP 562): a command that meets three event types builds only their
+modules (``docket task plan`` meets the run's and the task's), and ``EVENT_TYPES``, the whole catalogue, is built
+when something asks for it. ``tests/unit/test_event_catalogue.py`` checks the tables below against the modules.
+Every model defers its validator to first use (``defer_build``), and the event modules have no
+``from __future__ import annotations``: pydantic would evaluate each string annotation again when it builds the class.
 """
 
 from __future__ import annotations
 
-from .base import Event
-from .candidate import (
-    ArtifactRecord,
-    CandidateDiverged,
-    CandidatePinRequested,
-    CandidatePinned,
-    CandidateReleaseFailed,
-    CandidateReleaseRequested,
-    CandidateReleased,
-    CandidateUnstable,
-    CheckFailed,
-    CheckLaunchFailed,
-    CheckLaunchRequested,
-    CheckLaunched,
-    CheckPassed,
-    CheckRequested,
-    CheckTestsReported,
-    CheckTimedOut,
-    ExecutionCreated,
-    ExecutionFailed,
-    ExecutionRemovalRequested,
-    ExecutionRemoved,
-    ExecutionRequested,
-    TestFailureRecord,
-)
-from .handoff import CheckBinding, HandoffConfirmed, HandoffOffered, HandoffRejected
-from .hooks import HookFinished, HookRequested
-from .integration import (
-    ApprovalRecorded,
-    ApprovedCandidate,
-    IntegrationCompleted,
-    IntegrationPrepared,
-    IntegrationPreparedV2,
-    IntegrationQueueClosed,
-    IntegrationStep,
-    IntegrationStepConflicted,
-    IntegrationStepFailed,
-    IntegrationStepMerged,
-    IntegrationStepQueued,
-    IntegrationStepRejected,
-    IntegrationStepRequested,
-    IntegrationStepVerified,
-    IntegrationTargetMoved,
-    IntegrationTargetRequested,
-    IntegrationTargetRequestedV2,
-    PathOverlapWarning,
-    ReceiptSealed,
-    RequiredCheck,
-    IntegrationTargetMovedByOthers,
-    IntegrationRequeued,
-)
-from .effect import IntentCancelled, IntentOutcomeUnknown, IntentOutcomeUnknownV2
-from .lease import LeaseExpired, LeaseGranted, LeaseReleased, LeaseRenewed
-from .ledger import LedgerCreated, LedgerCreatedV2
-from .run import (
-    RunAborted,
-    RunBasePinFailed,
-    RunBasePinned,
-    RunBasePinRequested,
-    RunBudgetExhausted,
-    RunCompleted,
-    RunOpened,
-    RunPaused,
-    RunPlanned,
-    RunPlannedV2,
-    ExportKey,
-    RunResumed,
-    PlannedTask,
-    RunSupervised,
-    RunUnsupervised,
-    RunWaiting,
-)
-from .task import (
-    TaskFeedbackRecorded,
-    TaskFinished,
-    TaskPlanned,
-    TaskPlannedV2,
-    WorktreeCreated,
-    WorktreeFailed,
-    WorktreePrepared,
-    WorktreeRemovalFailed,
-    WorktreeRemovalRequested,
-    WorktreeRemoved,
-    WorktreeRequested,
-)
-from .worker import (
-    AgentReported,
-    ProcessIdentity,
-    WorkerActionRefused,
-    WorkerExited,
-    WorkerLaunched,
-    WorkerLaunchFailed,
-    WorkerLaunchRequested,
-    WorkerRegistered,
-    WorkerRelaunched,
-    WorkerStopped,
-    WorkerStopRequested,
-)
+import re
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "EVENT_TYPES",
-    "Event",
-    "CheckBinding",
-    "HandoffConfirmed",
-    "HandoffOffered",
-    "HandoffRejected",
-    "HookFinished",
-    "HookRequested",
-    "ApprovalRecorded",
-    "ApprovedCandidate",
-    "IntegrationCompleted",
-    "IntegrationPrepared",
-    "IntegrationPreparedV2",
-    "IntegrationQueueClosed",
-    "IntegrationStep",
-    "IntegrationStepConflicted",
-    "IntegrationStepFailed",
-    "IntegrationStepMerged",
-    "IntegrationStepQueued",
-    "IntegrationStepRejected",
-    "IntegrationStepRequested",
-    "IntegrationStepVerified",
-    "IntegrationTargetMoved",
-    "IntegrationTargetRequested",
-    "IntegrationTargetRequestedV2",
-    "PathOverlapWarning",
-    "ReceiptSealed",
-    "IntegrationTargetMovedByOthers",
-    "IntegrationRequeued",
-    "RequiredCheck",
-    "ArtifactRecord",
-    "CandidateDiverged",
-    "CandidatePinRequested",
-    "CandidatePinned",
-    "CandidateReleaseFailed",
-    "CandidateReleaseRequested",
-    "CandidateReleased",
-    "CandidateUnstable",
-    "CheckFailed",
-    "CheckLaunchFailed",
-    "CheckLaunchRequested",
-    "CheckLaunched",
-    "CheckPassed",
-    "CheckRequested",
-    "CheckTestsReported",
-    "CheckTimedOut",
-    "ExecutionCreated",
-    "ExecutionFailed",
-    "ExecutionRemovalRequested",
-    "ExecutionRemoved",
-    "ExecutionRequested",
-    "TestFailureRecord",
-    "IntentCancelled",
-    "IntentOutcomeUnknown",
-    "IntentOutcomeUnknownV2",
-    "LeaseExpired",
-    "LeaseGranted",
-    "LeaseReleased",
-    "LeaseRenewed",
-    "LedgerCreated",
-    "LedgerCreatedV2",
-    "RunAborted",
-    "RunBasePinFailed",
-    "RunBasePinRequested",
-    "RunBasePinned",
-    "RunBudgetExhausted",
-    "RunCompleted",
-    "RunOpened",
-    "RunPaused",
-    "RunPlanned",
-    "RunPlannedV2",
-    "ExportKey",
-    "PlannedTask",
-    "RunResumed",
-    "RunSupervised",
-    "RunUnsupervised",
-    "RunWaiting",
-    "ProcessIdentity",
-    "TaskFeedbackRecorded",
-    "TaskFinished",
-    "TaskPlanned",
-    "TaskPlannedV2",
-    "AgentReported",
-    "WorkerActionRefused",
-    "WorkerExited",
-    "WorkerLaunchFailed",
-    "WorkerLaunchRequested",
-    "WorkerLaunched",
-    "WorkerRegistered",
-    "WorkerRelaunched",
-    "WorkerStopRequested",
-    "WorkerStopped",
-    "WorktreeCreated",
-    "WorktreeFailed",
-    "WorktreePrepared",
-    "WorktreeRemovalFailed",
-    "WorktreeRemovalRequested",
-    "WorktreeRemoved",
-    "WorktreeRequested",
-    "event_class",
-]
+if TYPE_CHECKING:
+    from .base import Event
 
-EVENT_TYPES: dict[str, type[Event]] = {
-    cls.type_name(): cls
-    for cls in (
-        LedgerCreated,
-        LedgerCreatedV2,
-        RunOpened,
-        RunBasePinRequested,
-        RunBasePinned,
-        RunBasePinFailed,
-        IntentOutcomeUnknown,
-        IntentOutcomeUnknownV2,
-        IntentCancelled,
-        RunPaused,
-        RunResumed,
-        RunAborted,
-        RunCompleted,
-        RunSupervised,
-        RunUnsupervised,
-        RunWaiting,
-        RunPlanned,
-        RunPlannedV2,
-        RunBudgetExhausted,
-        TaskPlanned,
-        TaskPlannedV2,
-        WorktreeRequested,
-        WorktreeCreated,
-        WorktreeFailed,
-        WorktreePrepared,
-        WorktreeRemovalRequested,
-        WorktreeRemoved,
-        WorktreeRemovalFailed,
-        TaskFeedbackRecorded,
-        TaskFinished,
-        WorkerRegistered,
-        WorkerRelaunched,
-        WorkerLaunchRequested,
-        WorkerLaunched,
-        WorkerLaunchFailed,
-        WorkerStopRequested,
-        WorkerStopped,
-        WorkerExited,
-        AgentReported,
-        WorkerActionRefused,
-        LeaseGranted,
-        LeaseRenewed,
-        LeaseReleased,
-        LeaseExpired,
-        CandidatePinRequested,
-        CandidatePinned,
-        CandidateDiverged,
-        CandidateUnstable,
-        CandidateReleaseRequested,
-        CandidateReleased,
-        CandidateReleaseFailed,
-        CheckRequested,
-        ExecutionRequested,
-        ExecutionCreated,
-        ExecutionFailed,
-        CheckLaunchRequested,
-        CheckLaunched,
-        CheckLaunchFailed,
-        CheckTestsReported,
-        CheckPassed,
-        CheckFailed,
-        CheckTimedOut,
-        ExecutionRemovalRequested,
-        ExecutionRemoved,
-        HandoffOffered,
-        HandoffConfirmed,
-        HandoffRejected,
-        ApprovalRecorded,
-        IntegrationPrepared,
-        IntegrationPreparedV2,
-        IntegrationStepQueued,
-        IntegrationQueueClosed,
-        IntegrationStepRequested,
-        IntegrationStepMerged,
-        IntegrationStepFailed,
-        IntegrationStepConflicted,
-        IntegrationStepVerified,
-        IntegrationStepRejected,
-        IntegrationTargetRequested,
-        IntegrationTargetRequestedV2,
-        IntegrationCompleted,
-        IntegrationTargetMoved,
-        IntegrationTargetMovedByOthers,
-        IntegrationRequeued,
-        ReceiptSealed,
-        HookRequested,
-        HookFinished,
-    )
+# Each submodule and the names it gives the catalogue's users.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "base": (
+        "Event", "ProcessIdentity",
+    ),
+    "handoff": (
+        "CheckBinding", "HandoffConfirmed", "HandoffOffered", "HandoffRejected",
+    ),
+    "hooks": (
+        "HookFinished", "HookRequested",
+    ),
+    "integration": (
+        "ApprovalRecorded", "ApprovedCandidate", "IntegrationCompleted", "IntegrationPrepared",
+        "IntegrationPreparedV2", "IntegrationQueueClosed", "IntegrationStep", "IntegrationStepConflicted",
+        "IntegrationStepFailed", "IntegrationStepMerged", "IntegrationStepQueued", "IntegrationStepRejected",
+        "IntegrationStepRequested", "IntegrationStepVerified", "IntegrationTargetMoved",
+        "IntegrationTargetRequested", "IntegrationTargetRequestedV2", "PathOverlapWarning", "ReceiptSealed",
+        "IntegrationTargetMovedByOthers", "IntegrationRequeued", "RequiredCheck",
+    ),
+    "candidate": (
+        "ArtifactRecord", "CandidateDiverged", "CandidatePinRequested", "CandidatePinned", "CandidateReleaseFailed",
+        "CandidateReleaseRequested", "CandidateReleased", "CandidateUnstable", "CheckFailed", "CheckLaunchFailed",
+        "CheckLaunchRequested", "CheckLaunched", "CheckPassed", "CheckRequested", "CheckTestsReported",
+        "CheckTimedOut", "ExecutionCreated", "ExecutionFailed", "ExecutionRemovalRequested", "ExecutionRemoved",
+        "ExecutionRequested", "TestFailureRecord",
+    ),
+    "effect": (
+        "IntentCancelled", "IntentOutcomeUnknown", "IntentOutcomeUnknownV2",
+    ),
+    "lease": (
+        "LeaseExpired", "LeaseGranted", "LeaseReleased", "LeaseRenewed",
+    ),
+    "ledger": (
+        "LedgerCreated", "LedgerCreatedV2",
+    ),
+    "run": (
+        "RunAborted", "RunBasePinFailed", "RunBasePinRequested", "RunBasePinned", "RunBudgetExhausted",
+        "RunCompleted", "RunOpened", "RunPaused", "RunPlanned", "RunPlannedV2", "ExportKey", "PlannedTask",
+        "RunResumed", "RunSupervised", "RunUnsupervised", "RunWaiting",
+    ),
+    "worker": (
+        "AgentReported", "WorkerActionRefused", "WorkerExited", "WorkerLaunchFailed",
+        "WorkerLaunchRequested", "WorkerLaunched", "WorkerRegistered", "WorkerRelaunched", "WorkerStopRequested",
+        "WorkerStopped",
+    ),
+    "task": (
+        "TaskFeedbackRecorded", "TaskFinished", "TaskPlanned", "TaskPlannedV2", "WorktreeCreated", "WorktreeFailed",
+        "WorktreePrepared", "WorktreeRemovalFailed", "WorktreeRemovalRequested", "WorktreeRemoved",
+        "WorktreeRequested",
+    ),
 }
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+# Every event class, in the order docs/events.md lists them.
+_CATALOGUE: tuple[str, ...] = (
+    "LedgerCreated", "LedgerCreatedV2", "RunOpened", "RunBasePinRequested", "RunBasePinned", "RunBasePinFailed",
+    "IntentOutcomeUnknown", "IntentOutcomeUnknownV2", "IntentCancelled", "RunPaused", "RunResumed", "RunAborted",
+    "RunCompleted", "RunSupervised", "RunUnsupervised", "RunWaiting", "RunPlanned", "RunPlannedV2",
+    "RunBudgetExhausted", "TaskPlanned", "TaskPlannedV2", "WorktreeRequested", "WorktreeCreated", "WorktreeFailed",
+    "WorktreePrepared", "WorktreeRemovalRequested", "WorktreeRemoved", "WorktreeRemovalFailed",
+    "TaskFeedbackRecorded", "TaskFinished", "WorkerRegistered", "WorkerRelaunched", "WorkerLaunchRequested",
+    "WorkerLaunched", "WorkerLaunchFailed", "WorkerStopRequested", "WorkerStopped", "WorkerExited", "AgentReported",
+    "WorkerActionRefused", "LeaseGranted", "LeaseRenewed", "LeaseReleased", "LeaseExpired", "CandidatePinRequested",
+    "CandidatePinned", "CandidateDiverged", "CandidateUnstable", "CandidateReleaseRequested", "CandidateReleased",
+    "CandidateReleaseFailed", "CheckRequested", "ExecutionRequested", "ExecutionCreated", "ExecutionFailed",
+    "CheckLaunchRequested", "CheckLaunched", "CheckLaunchFailed", "CheckTestsReported", "CheckPassed", "CheckFailed",
+    "CheckTimedOut", "ExecutionRemovalRequested", "ExecutionRemoved", "HandoffOffered", "HandoffConfirmed",
+    "HandoffRejected", "ApprovalRecorded", "IntegrationPrepared", "IntegrationPreparedV2", "IntegrationStepQueued",
+    "IntegrationQueueClosed", "IntegrationStepRequested", "IntegrationStepMerged", "IntegrationStepFailed",
+    "IntegrationStepConflicted", "IntegrationStepVerified", "IntegrationStepRejected", "IntegrationTargetRequested",
+    "IntegrationTargetRequestedV2", "IntegrationCompleted", "IntegrationTargetMoved",
+    "IntegrationTargetMovedByOthers", "IntegrationRequeued", "ReceiptSealed", "HookRequested", "HookFinished",
+)
+
+__all__ = ["EVENT_TYPES", "event_class", "stored", *_MODULE_OF]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EVENT_TYPES":
+        catalogue = {cls.type_name(): cls for cls in (__getattr__(n) for n in _CATALOGUE)}
+        globals()["EVENT_TYPES"] = catalogue
+        return catalogue
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(__import__(f"{__name__}.{module}", fromlist=[name]), name)  # one of this package's modules
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+def _stored_name(class_name: str) -> str:
+    """The ``name`` part of a class's stored type: LedgerCreatedV2 -> LedgerCreated."""
+    return re.sub(r"V\d+$", "", class_name)
+
+
+class _StoredNames:
+    """``stored.RunOpened == "RunOpened.v1"``: an event class's stored type name (``type_name()``) without importing
+    its module, for tables keyed by type (the views' handlers). The class's name says its version: XV2 is X.v2."""
+
+    def __getattr__(self, class_name: str) -> str:
+        if class_name not in _CATALOGUE:
+            raise AttributeError(f"{class_name!r} is not an event class")
+        match = re.fullmatch(r"(.*?)(?:V(\d+))?", class_name)
+        assert match is not None
+        return f"{match[1]}.v{match[2] or 1}"
+
+
+stored = _StoredNames()
+
+_CLASSES_NAMED: dict[str, tuple[str, ...]] = {}
+for _class in _CATALOGUE:
+    _CLASSES_NAMED[_stored_name(_class)] = (*_CLASSES_NAMED.get(_stored_name(_class), ()), _class)
+del _class
 
 
 def event_class(type_name: str) -> type[Event]:
-    try:
-        return EVENT_TYPES[type_name]
-    except KeyError:
-        raise KeyError(f"unknown event type {type_name!r}") from None
+    """The class stored as type_name ("TaskPlanned.v2"), importing only its module; KeyError for an unknown one."""
+    for class_name in _CLASSES_NAMED.get(type_name.rsplit(".v", 1)[0], ()):
+        cls = __getattr__(class_name)
+        if cls.type_name() == type_name:
+            return cls
+    raise KeyError(f"unknown event type {type_name!r}")

@@ -7,7 +7,6 @@ Payloads hold canonical-JSON types only: no floats (durations are integer
 milliseconds, times UTC ISO-8601 strings, ids strings).
 """
 
-from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -102,3 +101,16 @@ class Event(BaseModel):
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 AbsolutePath = RepositoryPath  # an absolute path on the machine that recorded it
 Tail = Annotated[str, StringConstraints(max_length=4000, pattern=r"^[^\x00]*$")]  # a bounded, redacted log tail
+
+
+class ProcessIdentity(BaseModel):
+    """Who a process is, beyond its pid: a pid reused by another process has another start time."""
+
+    # defer_build, as Event: the validator is built on first use, not at import.
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
+
+    host: Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f]+$")]
+    boot_id: Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")]
+    pid: Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
+    pgid: Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
+    start_time: Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[0-9.]+$")]

@@ -7,7 +7,6 @@ CandidateUnstable has no binding id (nothing was pinned): it is recorded on the
 task's stream.
 """
 
-from __future__ import annotations
 
 from typing import Annotated, Literal
 

@@ -3,7 +3,6 @@
 Each is recorded on its intent's stream and names the intent by ``intent_id``.
 """
 
-from __future__ import annotations
 
 from typing import Annotated
 

@@ -2,7 +2,6 @@
 the run's integrator, and docket confirms it only when every condition holds, or rejects it naming the one that
 failed."""
 
-from __future__ import annotations
 
 from typing import Annotated
 

@@ -8,7 +8,6 @@ credential-looking argument, so none is recorded), its timeout, the variables
 let through the scrub, and where its marker, stdin document and log live.
 """
 
-from __future__ import annotations
 
 from typing import Annotated, Literal
 

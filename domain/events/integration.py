@@ -11,7 +11,6 @@ required checks run on it. After the last step, one intent moves the target
 branch from the expected commit. A run's receipt is sealed once, on this stream.
 """
 
-from __future__ import annotations
 
 from typing import Annotated, Literal
 

@@ -1,6 +1,5 @@
 """Events of the Lease aggregate (stream ``lease:<resource>``)."""
 
-from __future__ import annotations
 
 from .base import Event, Generation, Id, Position, PositiveMs, Resource, Timestamp
 

@@ -1,6 +1,5 @@
 """Events of the ledger itself: the genesis event at position 1."""
 
-from __future__ import annotations
 
 from typing import Annotated
 

@@ -1,14 +1,13 @@
 """Events of the Run aggregate (stream ``run:<run_id>``), its base-pin intent and outcomes included."""
 
-from __future__ import annotations
 
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..values import MAX_SAFE_INT
-from .base import AbsolutePath, BranchName, Code, Commit, Event, Id, PositiveMs, RepositoryPath, Sha256, Text, Timestamp
-from .worker import ProcessIdentity
+from .base import (AbsolutePath, BranchName, Code, Commit, Event, Id, PositiveMs, ProcessIdentity, RepositoryPath, Sha256,
+                   Text, Timestamp)
 
 __all__ = [
     "RunAborted",
@@ -136,7 +135,7 @@ class RunWaiting(Event):
 class PlannedTask(BaseModel):
     """One task of a supervised run, and the tasks whose delivered work it starts from."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
     task_id: Id
     depends_on: Annotated[list[Id], Field(max_length=1000)]
 
@@ -156,7 +155,7 @@ class ExportKey(BaseModel):
     """The private key a run's receipt is exported with: its key id (the public key's securesystemslib id) and
     the absolute path of its private key file, as given when the run was planned."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
     keyid: Sha256
     path: AbsolutePath
 

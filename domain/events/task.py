@@ -1,6 +1,5 @@
 """Events of the Task aggregate (stream ``task:<task_id>``): its plan and its worktree."""
 
-from __future__ import annotations
 
 from typing import Annotated, Literal
 

@@ -1,14 +1,13 @@
 """Events of the Worker aggregate (stream ``worker:<worker_id>``)."""
 
-from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import Field, StringConstraints
 
 from ..values import MAX_SAFE_INT
 from ..sandbox import SandboxRecord
-from .base import AbsolutePath, Code, Event, Generation, Id, Position, Sha256, Tail, Text
+from .base import AbsolutePath, Code, Event, Generation, Id, Position, ProcessIdentity, Sha256, Tail, Text
 
 __all__ = [
     "ProcessIdentity",
@@ -43,19 +42,6 @@ class WorkerRelaunched(Event):
     run_id: Id
     generation: Annotated[int, Field(ge=2, le=MAX_SAFE_INT)]
     fenced_generation: Generation
-
-
-class ProcessIdentity(BaseModel):
-    """Who a process is, beyond its pid: a pid reused by another process has another start time."""
-
-    # defer_build, as Event: the validator is built on first use, not at import.
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
-
-    host: Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f]+$")]
-    boot_id: Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")]
-    pid: Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
-    pgid: Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
-    start_time: Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[0-9.]+$")]
 
 
 class WorkerLaunchRequested(Event):

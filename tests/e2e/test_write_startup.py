@@ -14,6 +14,7 @@ from docket.cli.app import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     code = main(['task', 'plan', 'r1', '--title', 'a task', '--json'])
+event_modules = sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('docket.domain.events.'))
 from docket.domain import events
 print(json.dumps({
     'code': code,
@@ -22,6 +23,7 @@ print(json.dumps({
     'effect_machinery': sorted(m for m in sys.modules if m in EFFECT_MACHINERY),
     'validators_built': sorted(name for name, cls in events.EVENT_TYPES.items() if cls.__pydantic_complete__),
     'process_identity_built': events.ProcessIdentity.__pydantic_complete__,
+    'event_modules': event_modules,
 }))
 """
 HEAVY = {"dulwich", "sqlite_utils", "psutil", "anyio", "shtab"}
@@ -46,3 +48,5 @@ def test_task_plan_imports_its_own_command_and_builds_only_the_event_types_it_me
     met = {topic for (topic,) in genesis + run_stream} | set(done["appended"])
     assert set(done["validators_built"]) <= met
     assert done["process_identity_built"] is False
+    # Only the event modules of the types it met (read before the probe asks for the whole catalogue).
+    assert done["event_modules"] == ["base", "ledger", "run", "task"]
