@@ -44,10 +44,12 @@ def complete_pin(repo: Any, repository: Path, ref: str, parent: str, tree: str, 
     except KeyError:
         return []
     wait_out_gc(Path(repo.controldir()))
-    restore_pinned(repo, repository, worktree, parent, tree, base)
+    missing = restore_pinned(repo, repository, worktree, parent, tree, base)
     commit = make_commit()
     if commit is not None and commit.id == named:
         add_object(repo.object_store, commit)
+        if not missing:  # the commit's parent history and tree were just found whole: so is what it reaches
+            return []
     return missing_objects(repo.object_store, [named], complete=[base] if base else [])
 
 
