@@ -35,6 +35,8 @@ from ...domain.errors import BadInput, Conflict, NotFound, Refused
 from ...domain.values import DEFAULT_MAX_FILE_SIZE
 from .blobs import has_object
 from .change_watch import watch_of
+from .flat_trees import FLATTENED as _FLATTENED  # noqa: F401  (tests clear it)
+from .flat_trees import flattened as _flattened
 from .repository import DulwichRepository, open_repo, same
 from .size_limit import SizeLimit, large_file_id, require_small_history
 from .stat_cache import CACHE_NAME, StatCache, seed_stat_cache
@@ -94,12 +96,9 @@ def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artif
 
 
 def _quiet_since(watch, mark: int, head: str) -> bool:  # noqa: ANN001
-    """Whether the workspace's watch reported nothing since mark (taken before a capture began), still holds at
-    head, and has no folder to walk whole (inside one, a change is not reported): the capture is then stable."""
-    if watch.mark() != mark:
-        return False
-    reported = watch.changes(head)
-    return reported is not None and not reported[1]
+    """Whether the workspace's watch reported nothing since mark (taken before a capture began) and would have
+    reported any change to what the capture looked at (change_watch.Watch.settled_since): it is then stable."""
+    return watch.settled_since(mark, head)
 
 
 def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_dir: str | None,
@@ -467,51 +466,6 @@ def _tree_of(repo, base: str) -> bytes:  # noqa: ANN001
     if isinstance(obj, Tree):
         return obj.id
     raise NotFound("base-missing", f"the base {base} names a {obj.type_name.decode()}, not a commit")
-
-
-_Flat = tuple[dict[bytes, _Entry], set[bytes], dict[bytes, list[tuple[bytes, int, bytes]]]]
-_FLATTENED: dict[bytes, _Flat] = {}  # tree id -> _flatten's answer, last few
-_FLATTENED_KEPT = 8
-
-
-def _flattened(store, tree_id: bytes) -> _Flat:  # noqa: ANN001
-    """_flatten, remembered by tree id for this process: a tree's content is fixed by its id (each tree read is hashed
-    again, so no workspace's planted object can stand for another's tree), so the second capture
-    of capture_twice (and every later pin on the same HEAD in `docket go`) reads no tree again. The caller must not
-    change what it gets (capture only reads it)."""
-    found = _FLATTENED.get(tree_id)
-    if found is None:
-        found = _flatten(store, tree_id)
-        if len(_FLATTENED) >= _FLATTENED_KEPT:
-            _FLATTENED.pop(next(iter(_FLATTENED)))
-        _FLATTENED[tree_id] = found
-    return found
-
-
-def _flatten(store, tree_id: bytes) -> _Flat:  # noqa: ANN001
-    """Every non-tree entry under tree_id (path -> (mode, sha)), the folders that hold them, and each tree's own
-    entries (tree id -> [(name, mode, sha)], hashed again as read: what _apply starts from)."""
-    from dulwich.objects import parse_tree
-
-    out: dict[bytes, _Entry] = {}
-    folders: set[bytes] = set()
-    trees: dict[bytes, list[tuple[bytes, int, bytes]]] = {}
-    pending = [(b"", tree_id)]
-    while pending:
-        prefix, sha = pending.pop()
-        kind, raw = store.get_raw(sha)  # raw: no Tree object built per folder
-        if kind != 2 or hashlib.sha1(b"tree %d\0" % len(raw) + raw).hexdigest().encode("ascii") != sha:
-            # a workspace's own store is the agent's to write: what is remembered by id must be what the id names
-            raise Refused("worktree-unreadable", f"tree {sha.decode()} in the object store is not that tree")
-        trees[sha] = entries = list(parse_tree(raw, 20))
-        for name, mode, child in entries:
-            path = prefix + name
-            if mode == TREE:
-                folders.add(path)
-                pending.append((path + b"/", child))
-            else:
-                out[path] = (mode, child)
-    return out, folders, trees
 
 
 def _apply(store, trees: dict[bytes, list[tuple[bytes, int, bytes]]], tree_id: bytes | None,  # noqa: ANN001

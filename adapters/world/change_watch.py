@@ -38,7 +38,7 @@ IN_DELETE_SELF, IN_MOVE_SELF, IN_UNMOUNT, IN_Q_OVERFLOW, IN_IGNORED = 0x400, 0x8
 IN_ONLYDIR, IN_DONT_FOLLOW, IN_ISDIR = 0x1000000, 0x2000000, 0x40000000
 IN_NONBLOCK, IN_CLOEXEC = os.O_NONBLOCK, os.O_CLOEXEC
 
-_FOLDER_EVENTS = (IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF |
+_FOLDER_EVENTS = (IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF |
                   IN_ONLYDIR | IN_DONT_FOLLOW)
 _FILE_EVENTS = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_DONT_FOLLOW
 _HEADER = struct.Struct("iIII")
@@ -58,6 +58,8 @@ class Watch:
         self.paths: dict[int, tuple[bytes, bool]] = {}  # watch descriptor -> (path, a folder)
         self.dirty: set[bytes] = set()
         self.rewalk: set[bytes] = set()
+        self.unwatched: set[bytes] = set()  # paths made anew since (no watch of their own: a write through a hard
+        # link from outside to one of them is not reported, so a capture of them is never taken as stable on trust)
         self.broken: str | None = None
         self.events = 0  # events read so far: unchanged between two reads means nothing was reported between
         self.fast_captures = 0  # captures that used it (for tests and benchmarks)
@@ -81,6 +83,12 @@ class Watch:
         with self._lock:
             self._read()
             return None if self.broken is not None else self.events
+
+    def settled_since(self, mark: int, head: str) -> bool:
+        """Whether nothing was reported since mark and every path reported before is one the watch still sees change
+        from anywhere (a file of the workspace as made, written in place; no folder to walk whole, no path made
+        anew): then nothing a capture begun after mark looked at can have changed since."""
+        return self.changes(head) is not None and self.events == mark and not self.rewalk and not self.unwatched
 
     def close(self) -> None:
         with self._lock:
@@ -139,6 +147,8 @@ class Watch:
             self.rewalk.add(child)
         else:
             self.dirty.add(child)
+            if mask & (IN_CREATE | IN_MOVED_TO):
+                self.unwatched.add(child)
 
 
 def watch_workspace(path: Path, commit: str) -> None:
@@ -147,11 +157,11 @@ def watch_workspace(path: Path, commit: str) -> None:
     if not sys.platform.startswith("linux"):
         return
     try:
-        from .capture import _flattened
+        from .flat_trees import flattened
         from .repository import open_repo
 
         with open_repo(Path(path)) as repo:
-            tracked, folders, _trees = _flattened(repo.object_store, repo[commit.encode("ascii")].tree)
+            tracked, folders, _trees = flattened(repo.object_store, repo[commit.encode("ascii")].tree)
         start_watch(Path(path), commit, folders, tracked.items())
     except Exception:  # noqa: BLE001  an optimisation that failed: the capture walks as before
         forget_watches([Path(path)])

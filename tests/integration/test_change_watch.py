@@ -181,3 +181,34 @@ def test_a_change_inside_a_new_folder_between_the_two_captures_is_unstable(made)
     got = capture_twice(workspace, expected_head=None, base=base, artifact_dir=None, repository=common,
                         between=lambda: (workspace / "fresh" / "a.txt").write_text("two\n"))
     assert isinstance(got, Unstable) and got.differing == ("fresh/a.txt",)
+
+
+def test_a_new_file_written_between_the_two_captures_is_unstable(made):
+    """A file made after the workspace has no watch of its own: the second capture looks at it again."""
+    common, base, workspace = made
+    (workspace / "pkg0" / "new.txt").write_text("one\n")
+    got = capture_twice(workspace, expected_head=None, base=base, artifact_dir=None, repository=common,
+                        between=lambda: (workspace / "pkg0" / "new.txt").write_text("two\n"))
+    assert isinstance(got, Unstable) and got.differing == ("pkg0/new.txt",)
+
+
+def test_a_hard_link_made_in_and_written_from_outside_between_the_two_captures_is_unstable(made, tmp_path):
+    common, base, workspace = made
+    outside = tmp_path / "outside.txt"
+    outside.write_text("one\n")
+    os.link(outside, workspace / "pkg0" / "linked.txt")
+
+    def write_outside() -> None:
+        with open(outside, "a") as f:
+            f.write("two\n")
+
+    got = capture_twice(workspace, expected_head=None, base=base, artifact_dir=None, repository=common,
+                        between=write_outside)
+    assert isinstance(got, Unstable) and got.differing == ("pkg0/linked.txt",)
+
+
+def test_an_unchanged_second_capture_is_taken_from_the_watch(made):
+    common, base, workspace = made
+    (workspace / "pkg0" / "mod0" / "file0.txt").write_text("changed in place\n")
+    capture_twice(workspace, expected_head=None, base=base, artifact_dir=None, repository=common)
+    assert change_watch.watch_of(workspace).fast_captures == 1  # the second was not needed
