@@ -165,6 +165,7 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
             reported = None if watch is None else watch.changes(head_hex)
             if reported is not None:  # only what the workspace's watch reported since it was made is looked at
                 watch.fast_captures += 1
+                watch.watch_new_files()  # before they are read: a write after this is reported
                 changes = walk.watched(*reported)
             else:
                 walk.folder(b"")

@@ -21,6 +21,7 @@ the user's inotify watches (max_user_watches / SHARE), so parallel tasks leave w
 from __future__ import annotations
 
 import os
+import stat
 import struct
 import sys
 import threading
@@ -89,6 +90,27 @@ class Watch:
         from anywhere (a file of the workspace as made, written in place; no folder to walk whole, no path made
         anew): then nothing a capture begun after mark looked at can have changed since."""
         return self.changes(head) is not None and self.events == mark and not self.rewalk and not self.unwatched
+
+    def watch_new_files(self) -> None:
+        """Give each file made anew since (one reported as created or moved in) a watch of its own, so that from now
+        on a write to it from anywhere is reported; a capture calls this before it reads them. What cannot be
+        watched stays unwatched (its captures are then not taken as stable on trust)."""
+        with self._lock:
+            libc = _libc()
+            for rel in sorted(self.unwatched):
+                path = self.root + b"/" + rel
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    self.unwatched.discard(rel)  # gone: made again, it is reported again
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    self.unwatched.discard(rel)  # a symlink is never changed in place: replacing it is reported
+                elif stat.S_ISREG(st.st_mode) and self.fd >= 0 and libc is not None:
+                    wd = libc.inotify_add_watch(self.fd, path, _FILE_EVENTS)
+                    if wd >= 0:
+                        self.paths[wd] = (rel, False)
+                        self.unwatched.discard(rel)
 
     def close(self) -> None:
         with self._lock:

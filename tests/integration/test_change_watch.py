@@ -212,3 +212,24 @@ def test_an_unchanged_second_capture_is_taken_from_the_watch(made):
     (workspace / "pkg0" / "mod0" / "file0.txt").write_text("changed in place\n")
     capture_twice(workspace, expected_head=None, base=base, artifact_dir=None, repository=common)
     assert change_watch.watch_of(workspace).fast_captures == 1  # the second was not needed
+
+
+def test_a_new_file_watched_by_a_first_pin_is_seen_written_from_outside_between_the_captures_of_the_next(made,
+                                                                                                        tmp_path):
+    """A first pin gives a new file a watch of its own: the next pin's second capture may trust the watch for it,
+    and a write to it through a hard link from outside between that pin's captures is still reported."""
+    common, base, workspace = made
+    outside = tmp_path / "outside.txt"
+    outside.write_text("one\n")
+    os.link(outside, workspace / "pkg0" / "linked.txt")
+    pin_tree(common, base, workspace)
+    watch = change_watch.watch_of(workspace)
+    assert not watch.unwatched
+
+    def write_outside() -> None:
+        with open(outside, "a") as f:
+            f.write("two\n")
+
+    got = capture_twice(workspace, expected_head=None, base=base, artifact_dir=None, repository=common,
+                        between=write_outside)
+    assert isinstance(got, Unstable) and got.differing == ("pkg0/linked.txt",)
