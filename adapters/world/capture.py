@@ -37,6 +37,7 @@ from .blobs import has_object
 from .change_watch import watch_of
 from .flat_trees import FLATTENED as _FLATTENED  # noqa: F401  (tests clear it)
 from .flat_trees import flattened as _flattened
+from .flat_trees import remember_tree
 from .repository import DulwichRepository, open_repo, same
 from .size_limit import SizeLimit, large_file_id, require_small_history
 from .stat_cache import CACHE_NAME, StatCache, seed_stat_cache
@@ -47,6 +48,7 @@ __all__ = ["Capture", "DulwichCapture", "Unstable", "bring_home", "capture", "ca
 TREE, FILE, EXECUTABLE, SYMLINK, GITLINK = 0o040000, 0o100644, 0o100755, 0o120000, 0o160000
 
 _Entry = tuple[int, bytes]  # (git mode, blob id as 40 hex bytes)
+FEW_REPORTED = 1_000  # a watched capture of at most this many reported paths (and no folder to walk) reads them all
 
 
 @dataclass(frozen=True)
@@ -155,14 +157,14 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
             store = _WrittenHome(repo.object_store, repo.object_store if written is None else written,
                                  set() if stored is None else stored)
             tracked, tracked_folders, head_trees = _flattened(store, commit.tree)
-            cache = StatCache(Path(repo.controldir()) / CACHE_NAME)
-            if rewrite:
-                cache.records = {}
+            watch = None if rewrite else watch_of(worktree)
+            reported = None if watch is None else watch.changes(head_hex)
+            # a few paths reported: reading them costs less than reading the cache (a record per file)
+            few = reported is not None and not reported[1] and len(reported[0]) <= FEW_REPORTED
+            cache = StatCache(None if rewrite or few else Path(repo.controldir()) / CACHE_NAME)
             walk = _Walk(worktree, store, tracked, tracked_folders, artifact, _ignores(repo), cache,
                          SizeLimit(max_file_size, lambda: _flattened(store, base_tree)[0]))
             walk.write_all = rewrite
-            watch = None if rewrite else watch_of(worktree)
-            reported = None if watch is None else watch.changes(head_hex)
             if reported is not None:  # only what the workspace's watch reported since it was made is looked at
                 watch.fast_captures += 1
                 watch.watch_new_files()  # before they are read: a write after this is reported
@@ -443,6 +445,8 @@ def _write_blob(store, data: bytes) -> bytes:  # noqa: ANN001
 def _write(store, obj) -> bytes:  # noqa: ANN001
     from .objects import add_object
 
+    if obj.type_num == 2:  # a tree: a pin's check of what its ref reaches need not read it back (pin_objects.py)
+        remember_tree(obj.id, obj.as_raw_string())
     return add_object(store, obj)
 
 

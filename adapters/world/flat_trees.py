@@ -7,13 +7,22 @@ import hashlib
 
 from ...domain.errors import Refused
 
-__all__ = ["FLATTENED", "flattened"]
+__all__ = ["FLATTENED", "RAW_TREES", "flattened", "remember_tree"]
 
 TREE = 0o040000
 _Entry = tuple[int, bytes]  # (git mode, blob id as 40 hex bytes)
 _Flat = tuple[dict[bytes, _Entry], set[bytes], dict[bytes, list[tuple[bytes, int, bytes]]]]
 FLATTENED: dict[bytes, _Flat] = {}  # tree id -> _flatten's answer, last few
 FLATTENED_KEPT = 8
+RAW_TREES: dict[bytes, bytes] = {}  # tree id -> its raw content, only as built or read and hashed again
+RAW_TREES_KEPT = 50_000
+
+
+def remember_tree(sha: bytes, raw: bytes) -> None:
+    """Keep a tree's raw content by its id (the caller built it, or hashed it again as read)."""
+    if len(RAW_TREES) >= RAW_TREES_KEPT:
+        RAW_TREES.pop(next(iter(RAW_TREES)))
+    RAW_TREES[sha] = raw
 
 
 def flattened(store, tree_id: bytes) -> _Flat:  # noqa: ANN001
@@ -45,6 +54,7 @@ def _flatten(store, tree_id: bytes) -> _Flat:  # noqa: ANN001
         if kind != 2 or hashlib.sha1(b"tree %d\0" % len(raw) + raw).hexdigest().encode("ascii") != sha:
             # a workspace's own store is the agent's to write: what is remembered by id must be what the id names
             raise Refused("worktree-unreadable", f"tree {sha.decode()} in the object store is not that tree")
+        remember_tree(sha, raw)
         trees[sha] = entries = list(parse_tree(raw, 20))
         for name, mode, child in entries:
             path = prefix + name
