@@ -64,9 +64,17 @@ def prepare(layout: Layout, under: Path = WORK) -> tuple[Path, str]:
     """The layout's repository (made once, then reused) and its commit."""
     from .workspaces import prepare as make
 
+    from docket.adapters.world.object_graphs import wait_out_gc
+
     repo = under / f"workspaces-{layout.files}" if layout.name == "project" else \
         under / f"pin-nested-{layout.files}-{layout.dirs}"
-    return repo, make(repo, layout.files, layout.dirs)
+    base = make(repo, layout.files, layout.dirs)
+    packed = repo / ".git" / "docket-bench-packed"
+    if not packed.exists():  # the commit may have started git's gc --auto in the background: wait, then pack
+        wait_out_gc(repo / ".git", timeout=600)
+        git(repo, "gc", "-q")
+        packed.write_text("")
+    return repo, base
 
 
 def edit(root: Path, modified: list[str], added: list[str], round_: int) -> None:
