@@ -199,6 +199,7 @@ def start_watch(root: Path, commit: str, folders: Iterable[bytes], entries: Iter
         return None
     key = os.path.realpath(root)
     forget_watches([root])
+    _drop_broken()
     folders = [b"", *folders]
     files = [p for p, (mode, _sha) in entries if mode not in (_SYMLINK, _GITLINK, _TREE)]
     if len(folders) + len(files) > (_user_share() if limit is None else limit):
@@ -241,6 +242,18 @@ def forget_watches(roots: Iterable[Path] | None = None) -> None:
             watch = _WATCHES.pop(key, None)
             if watch is not None:
                 watch.close()
+
+
+def _drop_broken() -> None:
+    """Read what every kept watch has pending (a workspace removed breaks its watch, which closes it) and drop the
+    broken ones, so that finished workspaces give their watches back."""
+    with _LOCK:
+        watches = list(_WATCHES.items())
+    for key, watch in watches:
+        if watch.mark() is None:
+            with _LOCK:
+                if _WATCHES.get(key) is watch:
+                    del _WATCHES[key]
 
 
 def _identity(root: bytes) -> tuple[int, int]:

@@ -233,3 +233,24 @@ def test_a_new_file_watched_by_a_first_pin_is_seen_written_from_outside_between_
     got = capture_twice(workspace, expected_head=None, base=base, artifact_dir=None, repository=common,
                         between=write_outside)
     assert isinstance(got, Unstable) and got.differing == ("pkg0/linked.txt",)
+
+
+def test_a_removed_workspace_gives_its_watch_back_when_the_next_is_made(made, tmp_path):
+    import shutil
+
+    common, base, workspace = made
+    watch = change_watch.watch_of(workspace)
+    shutil.rmtree(workspace)
+    create_worktree(common, workspace.parent / "next", "docket/run/next", base)
+    assert watch.broken is not None and watch.fd == -1
+    assert change_watch.watch_of(workspace) is None and change_watch.watch_of(workspace.parent / "next") is not None
+
+
+def test_a_workspace_folder_replaced_at_the_same_path_is_walked(made, tmp_path):
+    common, base, workspace = made
+    moved = tmp_path / "moved"
+    workspace.rename(moved)
+    subprocess.run(["cp", "-a", str(moved), str(workspace)], check=True)
+    (workspace / "pkg0" / "mod0" / "file0.txt").write_text("in the copy\n")
+    assert pin_tree(common, base, workspace) == git_add_all(workspace, tmp_path / "index")
+    assert change_watch.watch_of(workspace) is None
