@@ -254,3 +254,49 @@ def test_a_workspace_folder_replaced_at_the_same_path_is_walked(made, tmp_path):
     (workspace / "pkg0" / "mod0" / "file0.txt").write_text("in the copy\n")
     assert pin_tree(common, base, workspace) == git_add_all(workspace, tmp_path / "index")
     assert change_watch.watch_of(workspace) is None
+
+
+EXCHANGE = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+a, b = (os.fsencode(p) for p in sys.argv[1:3])
+if libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) != 0:
+    raise OSError(ctypes.get_errno(), "renameat2")
+"""
+
+
+@pytest.mark.parametrize("pair", [("pkg0/mod0", "pkg1/mod2"), ("pkg0/mod1/file0.txt", "pkg2/mod2/file3.txt"),
+                                  ("pkg1/mod1", "pkg1/mod1/file1.txt")])
+def test_two_paths_swapped_in_one_call_are_both_seen(made, tmp_path, pair):
+    """renameat2(RENAME_EXCHANGE) swaps two entries (folders, files, or a folder and a file) at once."""
+    common, base, workspace = made
+    if pair == ("pkg1/mod1", "pkg1/mod1/file1.txt"):  # a folder and a file of another folder
+        pair = ("pkg1/mod1", "pkg2/mod0/file1.txt")
+    subprocess.run([sys.executable, "-c", EXCHANGE, *(str(workspace / p) for p in pair)], check=True)
+    tree = pin_tree(common, base, workspace)
+    assert change_watch.watch_of(workspace).fast_captures >= 1
+    assert tree == git_add_all(workspace, tmp_path / "index")
+
+
+def test_a_writer_still_running_makes_the_pin_unstable_or_right(made, tmp_path):
+    """A process left writing a file of the workspace while it is pinned: never a tree that was not there."""
+    common, base, workspace = made
+    target = workspace / "pkg0" / "mod0" / "file1.txt"
+    code = ("import sys, time\nend = time.time() + 3\ni = 0\nwhile time.time() < end:\n"
+            "    open(sys.argv[1], 'w').write(f'{i}\\n' * (i % 50))\n    i += 1\n")
+    writer = subprocess.Popen([sys.executable, "-c", code, str(target)])
+    try:
+        seen = set()
+        for _ in range(20):
+            got = capture_twice(workspace, expected_head=None, base=base, artifact_dir=None, repository=common)
+            if not isinstance(got, Unstable):
+                seen.add(got.tree)
+    finally:
+        writer.wait()
+    possible = {FILES["pkg0/mod0/file1.txt"].encode()} | {f"{i}\n".encode() * (i % 50) for i in range(200_000)}
+    for tree in seen:  # each pinned content is one the file held at some moment, never a mix of two
+        pinned = subprocess.run(["git", "cat-file", "blob", f"{tree}:pkg0/mod0/file1.txt"], cwd=workspace,
+                                check=True, capture_output=True).stdout
+        assert pinned in possible
+    assert pin_tree(common, base, workspace) == git_add_all(workspace, tmp_path / "index")
