@@ -6,7 +6,9 @@ are written anew (every other subtree is HEAD's own). A private stat cache
 (``<git dir of the worktree>/docket-capture.index``) maps each path to the stat
 fields and blob id it had when last hashed, so an unchanged file is not read
 again; as git's racy-git rule, an entry whose mtime is not older than the
-cache file's own is always hashed again.
+cache file's own is always hashed again. A workspace docket made in this
+process has a change watch (change_watch.py): its captures look only at the
+paths the watch reported since it was made, with the same answer.
 
 What is not captured, as git does: ignored untracked files (.gitignore files,
 ``info/exclude`` of the common git dir, ``core.excludesFile``), anything
