@@ -26,7 +26,14 @@ def is_too_large_to_read(error: BaseException) -> bool:
 
 def has_object(store, sha: bytes) -> bool:  # noqa: ANN001
     """``sha in store``: dulwich tells a loose object is there by reading it whole, and refuses one past its limit
-    (then it is there)."""
+    (then it is there). A disk store's loose object is found by its file alone (one stat, nothing read), as git
+    does; the rest (packs, alternates) is dulwich's lookup."""
+    from dulwich.object_store import DiskObjectStore
+
+    if type(store) is DiskObjectStore and len(sha) == 40:
+        hex_id = sha.decode("ascii")
+        if os.path.isfile(os.path.join(store.path, hex_id[:2], hex_id[2:])):
+            return True
     try:
         return sha in store
     except zlib.error as e:

@@ -6,7 +6,9 @@ are written anew (every other subtree is HEAD's own). A private stat cache
 (``<git dir of the worktree>/docket-capture.index``) maps each path to the stat
 fields and blob id it had when last hashed, so an unchanged file is not read
 again; as git's racy-git rule, an entry whose mtime is not older than the
-cache file's own is always hashed again.
+cache file's own is always hashed again. A workspace docket made in this
+process has a change watch (change_watch.py): its captures look only at the
+paths the watch reported since it was made, with the same answer.
 
 What is not captured, as git does: ignored untracked files (.gitignore files,
 ``info/exclude`` of the common git dir, ``core.excludesFile``), anything
@@ -34,6 +36,10 @@ from pathlib import Path
 from ...domain.errors import BadInput, Conflict, NotFound, Refused
 from ...domain.values import DEFAULT_MAX_FILE_SIZE
 from .blobs import has_object
+from .change_watch import watch_of
+from .flat_trees import FLATTENED as _FLATTENED  # noqa: F401  (tests clear it)
+from .flat_trees import flattened as _flattened
+from .flat_trees import remember_tree
 from .repository import DulwichRepository, open_repo, same
 from .size_limit import SizeLimit, large_file_id, require_small_history
 from .stat_cache import CACHE_NAME, StatCache, seed_stat_cache
@@ -44,6 +50,7 @@ __all__ = ["Capture", "DulwichCapture", "Unstable", "bring_home", "capture", "ca
 TREE, FILE, EXECUTABLE, SYMLINK, GITLINK = 0o040000, 0o100644, 0o100755, 0o120000, 0o160000
 
 _Entry = tuple[int, bytes]  # (git mode, blob id as 40 hex bytes)
+FEW_REPORTED = 1_000  # a watched capture of at most this many reported paths (and no folder to walk) reads them all
 
 
 @dataclass(frozen=True)
@@ -74,17 +81,28 @@ def capture_twice(worktree: Path, *, expected_head: str | None, base: str, artif
     does.
     """
     stored: set[bytes] = set()  # ids the first capture found or wrote in the store: the second need not ask again
+    watch = watch_of(worktree)
+    mark = None if watch is None else watch.mark()
     first = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir, home=repository,
                     stored=stored, max_file_size=max_file_size)
     if between is not None:
         between()
-    second = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir, home=repository,
-                     like=first, stored=stored, max_file_size=max_file_size)
+    if mark is not None and _quiet_since(watch, mark, first.head):
+        second = first
+    else:
+        second = capture(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir,
+                         home=repository, like=first, stored=stored, max_file_size=max_file_size)
     if first == second:
         if repository is not None:
             bring_home(Path(worktree), Path(repository), first, max_file_size=max_file_size)
         return first
     return Unstable(first, second, _differing(Path(worktree), first, second))
+
+
+def _quiet_since(watch, mark: int, head: str) -> bool:  # noqa: ANN001
+    """Whether the workspace's watch reported nothing since mark (taken before a capture began) and would have
+    reported any change to what the capture looked at (change_watch.Watch.settled_since): it is then stable."""
+    return watch.settled_since(mark, head)
 
 
 def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_dir: str | None,
@@ -141,18 +159,25 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
             store = _WrittenHome(repo.object_store, repo.object_store if written is None else written,
                                  set() if stored is None else stored)
             tracked, tracked_folders, head_trees = _flattened(store, commit.tree)
-            cache = StatCache(Path(repo.controldir()) / CACHE_NAME)
-            if rewrite:
-                cache.records = {}
+            watch = None if rewrite else watch_of(worktree)
+            reported = None if watch is None else watch.changes(head_hex)
+            # a few paths reported: reading them costs less than reading the cache (a record per file)
+            few = reported is not None and not reported[1] and len(reported[0]) <= FEW_REPORTED
+            cache = StatCache(None if rewrite or few else Path(repo.controldir()) / CACHE_NAME)
             walk = _Walk(worktree, store, tracked, tracked_folders, artifact, _ignores(repo), cache,
                          SizeLimit(max_file_size, lambda: _flattened(store, base_tree)[0]))
             walk.write_all = rewrite
-            walk.folder(b"")
-            changes: dict[bytes, _Entry | None] = {p: e for p, e in walk.found.items() if tracked.get(p) != e}
-            changes.update((p, None) for p in tracked if p not in walk.found)
+            if reported is not None:  # only what the workspace's watch reported since it was made is looked at
+                watch.fast_captures += 1
+                watch.watch_new_files()  # before they are read: a write after this is reported
+                changes = walk.watched(*reported)
+            else:
+                walk.folder(b"")
+                changes = {p: e for p, e in walk.found.items() if tracked.get(p) != e}
+                changes.update((p, None) for p in tracked if p not in walk.found)
             tree = _apply(store, head_trees, commit.tree, changes) or _write(store, _new_tree({}))
-            if not rewrite and (walk.hashed or walk.stats != cache.records):  # else the same, none racy: kept
-                cache.save(walk.stats)
+            if reported is None and not rewrite and (walk.hashed or walk.stats != cache.records):
+                cache.save(walk.stats)  # (else the same, none racy: kept; a watched capture saw only a part)
             as_before = like is not None and (like.head, like.tree) == (head_hex, tree.decode("ascii"))
             return Capture(head_hex, tree.decode("ascii"),
                            like.changed if as_before
@@ -247,27 +272,64 @@ class _Walk:
             if rel and os.path.lexists(where + b"/.git"):
                 return  # a nested repository that cannot be listed: never entered either
             raise self._unreadable(rel, e) from None
-        cache, fresh_before, stats = self.cache, self.cache_written_ns, self.stats
+        entry = self._entry
         for name, st in files:
-            path = prefix + name
-            st_mode = st.st_mode
-            kind = stat.S_IFMT(st_mode)
-            if kind == stat.S_IFDIR:  # it became a folder after it was listed
+            if entry(prefix + name, st):  # it became a folder after it was listed
                 folders.append(name)
-            elif (kind == stat.S_IFREG or kind == stat.S_IFLNK) and (path in tracked or self._wanted(path)):
-                mode = SYMLINK if kind == stat.S_IFLNK else EXECUTABLE if st_mode & stat.S_IXUSR else FILE
-                key = b"%d %d %d %d %d %d " % (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st_mode, mode)
-                record = cache.get(path)  # as cached, unless it was racily clean when cached
-                if record is not None and len(record) == len(key) + 40 and record.startswith(key) and \
-                        st.st_mtime_ns < fresh_before:
-                    stats[path] = record
-                    found[path] = (mode, record[len(key):])
-                    if kind == stat.S_IFREG and st.st_size > self.large.limit:
-                        self.large.require_base_holds(path, found[path][1], st.st_size)
-                else:
-                    found[path] = self._hashed(path, mode, key, st.st_size if kind == stat.S_IFREG else 0)
         for name in folders:
             self._subfolder(prefix + name)
+
+    def _entry(self, path: bytes, st: os.stat_result) -> bool:
+        """Take the file or symlink at path (its lstat st) into found when it belongs in the capture; whether it is
+        a folder (left to the caller)."""
+        st_mode = st.st_mode
+        kind = stat.S_IFMT(st_mode)
+        if kind == stat.S_IFDIR:
+            return True
+        if (kind == stat.S_IFREG or kind == stat.S_IFLNK) and (path in self.tracked or self._wanted(path)):
+            mode = SYMLINK if kind == stat.S_IFLNK else EXECUTABLE if st_mode & stat.S_IXUSR else FILE
+            key = b"%d %d %d %d %d %d " % (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st_mode, mode)
+            record = self.cache.get(path)  # as cached, unless it was racily clean when cached
+            if record is not None and len(record) == len(key) + 40 and record.startswith(key) and \
+                    st.st_mtime_ns < self.cache_written_ns:
+                self.stats[path] = record
+                self.found[path] = (mode, record[len(key):])
+                if kind == stat.S_IFREG and st.st_size > self.large.limit:
+                    self.large.require_base_holds(path, self.found[path][1], st.st_size)
+            else:
+                self.found[path] = self._hashed(path, mode, key, st.st_size if kind == stat.S_IFREG else 0)
+        return False
+
+    def watched(self, dirty: frozenset[bytes], rewalk: frozenset[bytes]) -> dict[bytes, _Entry | None]:
+        """What differs from the tracked entries, when the workspace held exactly them when its watch began and the
+        watch reported dirty (paths to look at again) and rewalk (folders to walk whole) since (change_watch.py):
+        the same answer as a walk of the whole worktree, from only those paths."""
+        roots = sorted(rewalk)
+        outer = [r for i, r in enumerate(roots) if not any(_inside(r, o) for o in roots[:i])]
+        for folder in outer:
+            self._again(folder)
+        covered = set(outer)
+        for path in sorted(dirty):
+            if not _under(path, covered):
+                self._again(path)
+        tracked, found = self.tracked, self.found
+        changes: dict[bytes, _Entry | None] = {p: e for p, e in found.items() if tracked.get(p) != e}
+        changes.update((p, None) for p in dirty if p in tracked and p not in found and not _under(p, covered))
+        if any(r in self.tracked_folders or r in tracked for r in outer):  # entries of HEAD's under them may be gone
+            changes.update((p, None) for p in tracked if p not in found and _under(p, covered))
+        return changes
+
+    def _again(self, path: bytes) -> None:
+        """Look at path again, as the walk of its folder would: a folder is walked whole, a file or symlink taken,
+        anything gone or else left out. Its folder must be one the walk enters (a folder of HEAD's, unmoved)."""
+        try:
+            st = os.lstat(self.root + b"/" + path)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError as e:
+            raise self._unreadable(path, e) from None
+        if self._entry(path, st):
+            self._subfolder(path)
 
     def _unreadable(self, path: bytes, e: OSError) -> Refused:
         """A file or folder that cannot be read (permissions, or changed under the walk): the worktree is unreadable.
@@ -321,6 +383,24 @@ class _Walk:
         return mode, sha
 
 
+def _inside(path: bytes, folder: bytes) -> bool:
+    return path.startswith(folder + b"/")
+
+
+def _under(path: bytes, folders: set[bytes]) -> bool:
+    """Whether path is one of folders or lies under one."""
+    if not folders:
+        return False
+    if path in folders:
+        return True
+    cut = path.rfind(b"/")
+    while cut > 0:
+        if path[:cut] in folders:
+            return True
+        cut = path.rfind(b"/", 0, cut)
+    return False
+
+
 def _read_file(path: bytes) -> bytes:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
@@ -367,6 +447,8 @@ def _write_blob(store, data: bytes) -> bytes:  # noqa: ANN001
 def _write(store, obj) -> bytes:  # noqa: ANN001
     from .objects import add_object
 
+    if obj.type_num == 2:  # a tree: a pin's check of what its ref reaches need not read it back (pin_objects.py)
+        remember_tree(obj.id, obj.as_raw_string())
     return add_object(store, obj)
 
 
@@ -391,51 +473,6 @@ def _tree_of(repo, base: str) -> bytes:  # noqa: ANN001
     if isinstance(obj, Tree):
         return obj.id
     raise NotFound("base-missing", f"the base {base} names a {obj.type_name.decode()}, not a commit")
-
-
-_Flat = tuple[dict[bytes, _Entry], set[bytes], dict[bytes, list[tuple[bytes, int, bytes]]]]
-_FLATTENED: dict[bytes, _Flat] = {}  # tree id -> _flatten's answer, last few
-_FLATTENED_KEPT = 8
-
-
-def _flattened(store, tree_id: bytes) -> _Flat:  # noqa: ANN001
-    """_flatten, remembered by tree id for this process: a tree's content is fixed by its id (each tree read is hashed
-    again, so no workspace's planted object can stand for another's tree), so the second capture
-    of capture_twice (and every later pin on the same HEAD in `docket go`) reads no tree again. The caller must not
-    change what it gets (capture only reads it)."""
-    found = _FLATTENED.get(tree_id)
-    if found is None:
-        found = _flatten(store, tree_id)
-        if len(_FLATTENED) >= _FLATTENED_KEPT:
-            _FLATTENED.pop(next(iter(_FLATTENED)))
-        _FLATTENED[tree_id] = found
-    return found
-
-
-def _flatten(store, tree_id: bytes) -> _Flat:  # noqa: ANN001
-    """Every non-tree entry under tree_id (path -> (mode, sha)), the folders that hold them, and each tree's own
-    entries (tree id -> [(name, mode, sha)], hashed again as read: what _apply starts from)."""
-    from dulwich.objects import parse_tree
-
-    out: dict[bytes, _Entry] = {}
-    folders: set[bytes] = set()
-    trees: dict[bytes, list[tuple[bytes, int, bytes]]] = {}
-    pending = [(b"", tree_id)]
-    while pending:
-        prefix, sha = pending.pop()
-        kind, raw = store.get_raw(sha)  # raw: no Tree object built per folder
-        if kind != 2 or hashlib.sha1(b"tree %d\0" % len(raw) + raw).hexdigest().encode("ascii") != sha:
-            # a workspace's own store is the agent's to write: what is remembered by id must be what the id names
-            raise Refused("worktree-unreadable", f"tree {sha.decode()} in the object store is not that tree")
-        trees[sha] = entries = list(parse_tree(raw, 20))
-        for name, mode, child in entries:
-            path = prefix + name
-            if mode == TREE:
-                folders.add(path)
-                pending.append((path + b"/", child))
-            else:
-                out[path] = (mode, child)
-    return out, folders, trees
 
 
 def _apply(store, trees: dict[bytes, list[tuple[bytes, int, bytes]]], tree_id: bytes | None,  # noqa: ANN001

@@ -24,12 +24,47 @@ def restore_pinned(repo: Any, repository: Path, worktree: Path | None, parent: s
     """Make parent's history (down to base) and tree whole in repo's object store, from the workspace at worktree
     while it still holds them; the ids still missing (empty: whole)."""
     tips, complete = [parent, tree], [base] if base else []
+    store = _KnownTrees(repo.object_store)
+    missing = missing_objects(store, tips, complete=complete)
+    if not missing:  # the usual case: nothing to take from the workspace, which is not even opened
+        return missing
     with _workspace_store(worktree) as source:
         sources = [] if source is None else [source]
-        missing = missing_objects(repo.object_store, tips, complete=complete, sources=sources)
+        missing = missing_objects(store, tips, complete=complete, sources=sources)
         if missing and worktree is not None and _recaptured(worktree, repository, parent, tree):
-            missing = missing_objects(repo.object_store, tips, complete=complete, sources=sources)
+            missing = missing_objects(store, tips, complete=complete, sources=sources)
     return missing
+
+
+class _KnownTrees:
+    """A repository's object store whose trees known by id in this process (flat_trees.RAW_TREES: built or read and
+    hashed again) are not read again, only found present (a stat of a loose object): what a walk needs to know."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def get_raw(self, sha: bytes) -> tuple[int, bytes]:
+        from .blobs import has_object
+        from .flat_trees import RAW_TREES
+
+        raw = RAW_TREES.get(sha)
+        if raw is not None and has_object(self.store, sha):
+            return 2, raw
+        return self.store.get_raw(sha)
+
+    def __contains__(self, sha: bytes) -> bool:
+        from .blobs import has_object
+
+        return has_object(self.store, sha)
+
+    def __getitem__(self, sha: bytes) -> Any:
+        return self.store[sha]
+
+    def add_object(self, obj: Any) -> None:
+        self.store.add_object(obj)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
 
 
 def complete_pin(repo: Any, repository: Path, ref: str, parent: str, tree: str, make_commit: Callable[[], Any], *,
@@ -44,11 +79,13 @@ def complete_pin(repo: Any, repository: Path, ref: str, parent: str, tree: str, 
     except KeyError:
         return []
     wait_out_gc(Path(repo.controldir()))
-    restore_pinned(repo, repository, worktree, parent, tree, base)
+    missing = restore_pinned(repo, repository, worktree, parent, tree, base)
     commit = make_commit()
     if commit is not None and commit.id == named:
         add_object(repo.object_store, commit)
-    return missing_objects(repo.object_store, [named], complete=[base] if base else [])
+        if not missing:  # the commit's parent history and tree were just found whole: so is what it reaches
+            return []
+    return missing_objects(_KnownTrees(repo.object_store), [named], complete=[base] if base else [])
 
 
 def _recaptured(worktree: Path, repository: Path, parent: str, tree: str) -> bool:

@@ -29,10 +29,13 @@ class StatCache:
     then the sha256 of all that. Written whole to a fresh file, then renamed over.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | None) -> None:
+        """The cache at path; None: an empty one, not to be saved."""
         self.path = path
         self.records: dict[bytes, bytes] = {}
         self.written_ns = 0
+        if path is None:
+            return
         try:
             with open(path, "rb") as f:
                 data = f.read()

@@ -15,6 +15,7 @@ import stat
 from pathlib import Path
 
 from ...domain.effects import WorktreeObservation
+from .change_watch import watch_workspace
 from .own_repositories import borrows_from, make_own_repository, read_own_repository
 from .repository import is_commit, make_parents, making_worktrees, open_repo, read_text, ref_tip, unsafe_parent
 
@@ -67,7 +68,8 @@ def create_worktree(repository: Path, path: Path, branch: str, base: str) -> Non
                 return
             for leftover in path.parent.glob(f".{path.name}.*.partial"):
                 shutil.rmtree(leftover, ignore_errors=True)
-            make_own_repository(repository, path, head=f"ref: refs/heads/{branch}", commit=base, branch=branch)
+            if make_own_repository(repository, path, head=f"ref: refs/heads/{branch}", commit=base, branch=branch):
+                watch_workspace(path, base)  # before any agent runs in it: its pins look only at what changed
 
 
 def _observe(repo, common: Path, path: Path, branch: str, base: str) -> WorktreeObservation:  # noqa: ANN001
