@@ -63,6 +63,9 @@ from .integration import (
     RequiredCheck,
     IntegrationTargetMovedByOthers,
     IntegrationRequeued,
+    IntegrationBatchVerified,
+    IntegrationBatchFailed,
+    IntegrationBatchRequeued,
 )
 from .effect import IntentCancelled, IntentOutcomeUnknown, IntentOutcomeUnknownV2
 from .lease import LeaseExpired, LeaseGranted, LeaseReleased, LeaseRenewed
@@ -142,6 +145,9 @@ __all__ = [
     "ReceiptSealed",
     "IntegrationTargetMovedByOthers",
     "IntegrationRequeued",
+    "IntegrationBatchVerified",
+    "IntegrationBatchFailed",
+    "IntegrationBatchRequeued",
     "RequiredCheck",
     "ArtifactRecord",
     "CandidateDiverged",
@@ -302,6 +308,9 @@ EVENT_TYPES: dict[str, type[Event]] = {
         IntegrationTargetMoved,
         IntegrationTargetMovedByOthers,
         IntegrationRequeued,
+        IntegrationBatchVerified,
+        IntegrationBatchFailed,
+        IntegrationBatchRequeued,
         ReceiptSealed,
         HookRequested,
         HookFinished,
