@@ -4,7 +4,10 @@
 intent is pending), merged, verified, or what stopped the queue there:
 conflicted, failed or rejected (with ``code`` and ``message``; in a queue that
 goes on, conflicted and rejected steps are dropped and the queue went on), or
-requeued (verified, then queued again onto a moved target: its copy follows). ``merge`` says
+requeued (verified, then queued again onto a moved target, or merged after a batch's rejected step: its copy
+follows). ``batch`` names the steps one check run verified together (``[integration] batch``: "first..last", the
+check ran on the last one's merge); ``bisect`` what a failed batch check said of a merged step while the batch is
+bisected. ``merge`` says
 whether the step made a merge commit (merged) or found its candidate in the
 head's history already (already-merged); ``result`` whether the integration ref
 was moved now (created) or found moved (observed).
@@ -21,7 +24,7 @@ TABLE = "integration_steps"
 COLUMNS = {"run_id": str, "step": int, "task_id": str, "binding_id": str, "commit": str, "worker_id": str,
            "generation": int, "status": str, "intent_id": str, "head": str, "merge_commit": str, "tree": str,
            "merge": str, "result": str, "verification_binding": str, "checks": str, "check": str, "code": str,
-           "message": str, "paths": str, "ended_at": str, "position": int}
+           "message": str, "paths": str, "ended_at": str, "position": int, "batch": str, "bisect": str}
 PK = ("run_id", "step")
 
 
@@ -92,6 +95,21 @@ def _rejected(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) 
          (p["verification_binding"], p["check"], p["code"], p["message"], at))
 
 
+def _batch_verified(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    from ..domain.canonical import canonical_json
+
+    c.execute("UPDATE integration_steps SET status = 'verified', verification_binding = ?, checks = ?, ended_at = ?, "
+              "batch = ?, bisect = NULL WHERE run_id = ? AND step BETWEEN ? AND ? AND status = 'merged'",
+              (p["verification_binding"], canonical_json(p["checks"]).decode(), at,
+               f"{p['first_step']}..{p['last_step']}", p["run_id"], p["first_step"], p["last_step"]))
+
+
+def _batch_failed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE integration_steps SET bisect = ? WHERE run_id = ? AND step BETWEEN ? AND ? AND status = 'merged'",
+              (f"check {p['check']} failed on steps {p['first_step']}..{p['last_step']} together: bisecting",
+               p["run_id"], p["first_step"], p["last_step"]))
+
+
 def _cancelled(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     """A step intent given up on ('docket reconcile --cancel'): the step waits again."""
     c.execute("UPDATE integration_steps SET status = 'waiting', intent_id = NULL WHERE intent_id = ?",
@@ -106,7 +124,9 @@ def handlers() -> dict[str, Any]:
             ev.IntegrationStepMerged.type_name(): _merged, ev.IntegrationStepFailed.type_name(): _failed,
             ev.IntegrationStepConflicted.type_name(): _conflicted, ev.IntegrationStepVerified.type_name(): _verified,
             ev.IntegrationStepRejected.type_name(): _rejected, ev.IntentCancelled.type_name(): _cancelled,
-            ev.IntegrationRequeued.type_name(): _requeued}
+            ev.IntegrationRequeued.type_name(): _requeued, ev.IntegrationBatchRequeued.type_name(): _requeued,
+            ev.IntegrationBatchVerified.type_name(): _batch_verified,
+            ev.IntegrationBatchFailed.type_name(): _batch_failed}
 
 
 def steps_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

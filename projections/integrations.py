@@ -88,6 +88,20 @@ def _verified(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) 
             + (", target_behind = 1" if _rolling(c, p["run_id"]) else ""), ())
 
 
+def _batch_verified(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    """Steps first..last verified by one check run ([integration] batch)."""
+    n = len(p["tasks"])
+    _update(c, position, p["run_id"], "steps_merged = MAX(steps_merged - ?, 0), steps_verified = steps_verified + ?"
+            + (", target_behind = 1" if _rolling(c, p["run_id"]) else ""), (n, n))
+
+
+def _batch_requeued(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    """The steps merged after a batch's rejected step: settled (as dropped ones are), their copies queued."""
+    n = len(p["requeued"])
+    _update(c, position, p["run_id"], "steps = steps + ?, steps_merged = MAX(steps_merged - ?, 0), "
+                                      "steps_dropped = steps_dropped + ?", (n, n, n))
+
+
 def _stopped(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     """Conflicted, failed or rejected: the queue stops at this step."""
     code = p.get("code", p.get("reason"))
@@ -154,7 +168,8 @@ def handlers() -> dict[str, Any]:
             ev.IntegrationTargetRequestedV2.type_name(): _target_requested,
             ev.IntegrationCompleted.type_name(): _completed, ev.IntegrationTargetMoved.type_name(): _target_moved,
             ev.ReceiptSealed.type_name(): _sealed, ev.IntentCancelled.type_name(): _cancelled,
-            ev.IntegrationRequeued.type_name(): _requeued}
+            ev.IntegrationRequeued.type_name(): _requeued, ev.IntegrationBatchVerified.type_name(): _batch_verified,
+            ev.IntegrationBatchRequeued.type_name(): _batch_requeued}
 
 
 def integration_of(c: sqlite3.Connection, run_id: str) -> dict[str, Any]:
