@@ -79,7 +79,8 @@ def _document(integration: Any, done: Any) -> dict[str, Any]:
         "steps": [{"step": s.step, "task_id": s.task_id, "binding_id": s.binding_id, "commit": s.commit,
                    "status": s.status, "merge": s.merge, "merge_commit": s.merge_commit, "tree": s.tree,
                    "verification_binding": s.verification_binding, "code": s.code, "message": s.message,
-                   "paths": list(s.paths)} for s in integration.steps],
+                   "paths": list(s.paths), "batch": list(s.batch) if s.batch else None}
+                  for s in integration.steps],
         "skipped": list(done.skipped),
         "overlaps": [o.model_dump() for o in done.overlaps],
     }
@@ -98,6 +99,10 @@ def _lines(integration: Any, done: Any) -> list[str]:
                 "rejected": f"merged as {s.merge_commit}, rejected by check: {s.message}",
                 "failed": f"not merged: {s.message}",
                 }.get(s.status, s.status)
+        if s.status == "verified" and s.batch:
+            what += f" (with steps {s.batch[0]}..{s.batch[1]}, by one check run on step {s.batch[1]}'s merge)"
+        elif s.status == "merged" and integration.failing is not None:
+            what = "merged, in a batch whose check failed: being bisected"
         lines.append(f"step {s.step} task {s.task_id} ({s.binding_id[:12]}): {what}")
     if integration.status == "completed":
         lines.append(f"{integration.target_branch} moved to {integration.final_commit} (tree {integration.final_tree})")
