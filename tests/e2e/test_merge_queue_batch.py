@@ -210,3 +210,14 @@ def test_killed_at_random_moments_during_batches_then_resumed_delivers_the_same_
         kills += 1
     assert_converged(world, reference)
     assert checks_after_results(world) == []
+
+
+def test_a_batch_that_a_dependent_task_waits_for_is_checked_without_waiting_to_fill(tmp_path):
+    """t3 depends on t1: it starts only once t1's step is verified, so a batch of 4 would wait for ever for it; the
+    batch is checked as soon as no task that could join it works."""
+    world = World(tmp_path, 4)
+    world.tasks.write_text(world.tasks.read_text().split('[[tasks]]\nid = "t4"')[0].replace(
+        'id = "t3"\n', 'id = "t3"\ndepends_on = ["t1"]\n'))
+    done = world.run(*world.go_args(), timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert ranges(world) == [(1, 2, "passed"), (3, 3, "passed")]
