@@ -224,3 +224,25 @@ def test_a_batch_that_a_dependent_task_waits_for_is_checked_without_waiting_to_f
     done = world.run(*world.go_args(), timeout=240)
     assert done.returncode == 0, done.stderr
     assert ranges(world) == [(1, 2, "passed"), (3, 3, "passed")]
+
+
+def test_a_step_that_conflicts_with_an_open_batch_waits_for_the_batch_check_and_conflicts_with_verified_work(
+        tmp_path):
+    """t3 writes the file t1 wrote: merged onto the open batch (t1, t2) it conflicts. It is not dropped against
+    unverified merges: the batch is checked first, then t3 is merged onto the verified head, conflicts there, and is
+    repaired from that head (never from a merge the checks did not pass on)."""
+    world = World(tmp_path, 4)
+    lines = ["printf x > same.txt", "printf '. ./lib.sh\\ntrue\\n' > t2.sh", "printf y > same.txt",
+             "printf '. ./lib.sh\\ntrue\\n' > t4.sh"]
+    world.tasks.write_text("\n".join(f'[[tasks]]\nid = "t{n}"\ntitle = "task {n}"\nprompt = {json.dumps(line)}\n'
+                                     for n, line in enumerate(lines, start=1)))
+    done = world.run(*world.go_args())
+    assert done.returncode == 0, done.stderr
+    assert ranges(world)[0] == (1, 2, "passed")
+    (conflict,) = world.events("IntegrationStepConflicted")
+    verified_head = [e["payload"]["merge_commit"] for e in world.events("IntegrationStepMerged")
+                     if e["payload"]["step"] == 2][0]
+    assert (conflict["payload"]["step"], conflict["payload"]["head"]) == (3, verified_head)
+    assert conflict["position"] > [e["position"] for e in world.events("IntegrationBatchVerified")][0]
+    assert subprocess.run(["git", "show", "main:same.txt"], cwd=world.repo, capture_output=True,
+                          text=True).stdout == "y"
