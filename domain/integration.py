@@ -516,11 +516,12 @@ def _pending(integration: Integration, number: int) -> StepState | None:
     return None
 
 
-def _to_merge(integration: Integration, number: int) -> StepState | None:
+def _to_merge(integration: Integration, number: int, batch_size: int) -> StepState | None:
     """The step, when it is the next to merge: the next to do, or the first to merge after an open batch (merged
-    steps not verified yet, [integration] batch) that is not being bisected."""
+    steps not verified yet) of fewer than batch_size steps ([integration] batch) that is not being bisected."""
     batch = integration.open_batch()
-    if batch and integration.failing is None and integration.status in ("merging", "verifying"):
+    if (batch and len(batch) < batch_size and integration.failing is None
+            and integration.status in ("merging", "verifying")):
         following = next((s for s in integration.steps if s.status in ("waiting", "merging")), None)
         if following is not None and following.step == number:
             return following
@@ -529,10 +530,10 @@ def _to_merge(integration: Integration, number: int) -> StepState | None:
 
 def request_step(integration: Integration, number: int, *, intent_id: str, head: str, merge_commit: str, tree: str,
                  merge: Literal["merged", "already-merged"], now: str, merged_onto: str | None = None,
-                 merge_message: str | None = None) -> list[ev.Event]:
+                 merge_message: str | None = None, batch_size: int = 1) -> list[ev.Event]:
     """The intent to move the integration ref from head to the step's computed merge; nothing while one is pending
-    or the step is merged."""
-    step = _to_merge(integration, number)
+    or the step is merged. batch_size: [integration] batch (a step may merge onto an open batch smaller than it)."""
+    step = _to_merge(integration, number, batch_size)
     if step is None or step.status != "waiting":
         return []
     assert integration.repository is not None and integration.integration_ref is not None
@@ -548,7 +549,7 @@ def request_step(integration: Integration, number: int, *, intent_id: str, head:
 
 def conflicted(integration: Integration, number: int, *, head: str, reason: Literal["conflicted", "unmergeable"],
                paths: Sequence[str], message: str, now: str) -> list[ev.Event]:
-    step = _to_merge(integration, number)
+    step = _pending(integration, number)
     if step is None or step.status != "waiting":
         return []
     return [next_event(ev.IntegrationStepConflicted, stream_of(integration.run_id), integration.version, now,

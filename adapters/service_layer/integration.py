@@ -138,7 +138,7 @@ def advance(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, checks:
                     _drive_step(ledger, effector, run_id, following)
                     continue
                 if following is not None:
-                    flush = not _merge_step(ledger, clock, effector, integration, following)
+                    flush = not _merge_step(ledger, clock, effector, integration, following, batch)
                     continue
                 if may_grow():
                     if move_target and _behind(integration):
@@ -341,7 +341,7 @@ def _require_target(branch: str, target: target_move.TargetObservation,
 
 
 def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integration_aggregate.Integration,
-                step: integration_aggregate.StepState) -> bool:
+                step: integration_aggregate.StepState, batch_size: int = 1) -> bool:
     """Compute the step's merge in the object store (onto the open batch's last merge, if any), then record its
     conflict or its intent, and drive it. False, with nothing recorded, when it conflicts with an open batch: the
     batch is checked first, and the step merged onto what of it is verified (its conflict, if any, is with
@@ -378,7 +378,8 @@ def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integr
                                                   head=current.ref_from() if current.rolling else head,
                                                   merge_commit=merged.commit, tree=merged.tree, merge=merged.state,
                                                   now=now, merged_onto=head if merged.state == "merged" else None,
-                                                  merge_message=message if merged.state == "merged" else None)
+                                                  merge_message=message if merged.state == "merged" else None,
+                                                  batch_size=batch_size)
 
     ledger.decide(decision, clock.now())
     current = load_integration(ledger, integration.run_id)

@@ -20,7 +20,8 @@ def merge_commit(n: int) -> str:
     return f"{n:040x}"
 
 
-def _merge(state: integration.Integration, number: int, holds: dict[str, frozenset[str]]) -> integration.Integration:
+def _merge(state: integration.Integration, number: int, holds: dict[str, frozenset[str]],
+           size: int = 1000) -> integration.Integration:
     """Merge the step onto the tip (the open batch's last merge, or the head), as the service layer does."""
     step = state.step(number)
     onto = state.tip()
@@ -28,7 +29,7 @@ def _merge(state: integration.Integration, number: int, holds: dict[str, frozens
     holds[commit] = holds.get(onto, frozenset()) | {step.task_id}
     head = state.ref_from() if state.rolling else state.tip()
     (intent,) = integration.request_step(state, number, intent_id=f"i{number}", head=head, merge_commit=commit,
-                                         tree=commit, merge="merged", now=T0)
+                                         tree=commit, merge="merged", now=T0, batch_size=size)
     state = fold([intent], state)
     return fold([integration.decide_step(state, intent, IntegrationObservation("merged", commit=commit), T0)], state)
 
@@ -167,8 +168,21 @@ def test_while_a_batch_is_bisected_no_step_joins_it():
                                           check="suite", check_id="c1", code="exit", message="m", now=T0), state)
     with pytest.raises(Refused) as refused:
         integration.request_step(state, 3, intent_id="i3", head=state.ref_from(), merge_commit=merge_commit(3),
-                                 tree=merge_commit(3), merge="merged", now=T0)
+                                 tree=merge_commit(3), merge="merged", now=T0, batch_size=8)
     assert refused.value.code == "step-not-next"
+
+
+def test_no_step_merges_onto_an_open_batch_that_is_full():
+    holds: dict[str, frozenset[str]] = {HEAD: frozenset()}
+    state = rolling(3)
+    state = _merge(state, 1, holds)
+    state = _merge(state, 2, holds, size=2)
+    for size in (1, 2):  # a batch of one step is full at once: one check per step, as before batches
+        with pytest.raises(Refused) as refused:
+            integration.request_step(state, 3, intent_id="i3", head=state.ref_from(),
+                                     merge_commit=merge_commit(3), tree=merge_commit(3), merge="merged", now=T0,
+                                     batch_size=size)
+        assert refused.value.code == "step-not-next"
 
 
 def test_the_batch_events_fold_from_their_json():
