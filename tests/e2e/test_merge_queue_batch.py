@@ -113,6 +113,48 @@ def test_a_batch_is_checked_once_and_a_failing_one_bisected_to_the_step_that_bre
     steps = {s["step"]: s for s in sealed["integration"]["steps"]}
     assert steps[2]["batch"]["first_step"] == 1 and steps[2]["batch"]["last_step"] == 4
     assert steps[6]["status"] == "requeued" and steps[6]["requeued_after"] == 5
+    assert_forged_batch_claims_are_caught(world, tmp_path / "r.jsonl", keys)
+
+
+def assert_forged_batch_claims_are_caught(world: World, bundle: Path, keys: Path) -> None:
+    """A forger holding the key re-signs the receipt with a batch claim changed: verify-receipt names the lie."""
+    import base64
+    import copy
+
+    from docket.adapters.world.signing import load_signer, sign_statement
+    from docket.domain.receipts import receipt_sha256
+
+    lines = bundle.read_bytes().splitlines()
+    original = json.loads(base64.b64decode(json.loads(lines[0])["payload"]))
+
+    def forged(change) -> subprocess.CompletedProcess[str]:  # noqa: ANN001
+        value = copy.deepcopy(original)
+        receipt = value["predicate"]["receipt"]
+        change({s["step"]: s for s in receipt["integration"]["steps"]})
+        value["predicate"]["receipt_sha256"] = receipt_sha256(receipt)
+        envelope = sign_statement(value, load_signer(Path(f"{keys}.key")))
+        path = bundle.with_name(f"forged-{random.random()}.jsonl")
+        path.write_bytes(b"\n".join([json.dumps(envelope, sort_keys=True, separators=(",", ":")).encode(),
+                                      *lines[1:]]) + b"\n")
+        return world.run("verify-receipt", str(path), "--key", f"{keys}.pub")
+
+    def unbatched(steps: dict) -> None:  # step 2 checked on its own merge: it was not
+        del steps[2]["batch"]
+
+    def widened(steps: dict) -> None:  # the batch check stretched over the rejected step
+        steps[2]["batch"]["last_step"] = 5
+
+    def culprit_verified(steps: dict) -> None:  # the rejected step claimed verified by the passing batch
+        steps[5].update(status="verified", code=None, batch=dict(steps[2]["batch"]),
+                        verification_binding=steps[2]["verification_binding"],
+                        verification_commit=steps[2]["verification_commit"], checks=steps[2]["checks"])
+
+    def requeued_elsewhere(steps: dict) -> None:
+        steps[6]["requeued_after"] = 4
+
+    for change in (unbatched, widened, culprit_verified, requeued_elsewhere):
+        done = forged(change)
+        assert done.returncode != 0 and "receipt-contradicts-event" in done.stderr, (change.__name__, done.stderr)
 
 
 def test_docket_integrate_checks_a_fixed_queue_in_batches(tmp_path):
