@@ -102,7 +102,9 @@ def _lines(integration: Any, done: Any) -> list[str]:
         if s.status == "verified" and s.batch:
             what += f" (with steps {s.batch[0]}..{s.batch[1]}, by one check run on step {s.batch[1]}'s merge)"
         elif s.status == "merged" and integration.failing is not None:
-            what = "merged, in a batch whose check failed: being bisected"
+            what = f"merged as {s.merge_commit}, in a batch whose check failed: being bisected"
+        elif s.status == "merged" and integration.ended:
+            what = f"merged as {s.merge_commit}, not checked: the queue stopped before its batch's check"
         lines.append(f"step {s.step} task {s.task_id} ({s.binding_id[:12]}): {what}")
     if integration.status == "completed":
         lines.append(f"{integration.target_branch} moved to {integration.final_commit} (tree {integration.final_tree})")

@@ -313,7 +313,7 @@ def apply(integration: Integration | None, event: ev.Event, position: int) -> In
         return replace(_with_step(integration, event.step, status="rejected",
                                   verification_binding=event.verification_binding, code=event.code,
                                   message=event.message, base=integration.head()),
-                       failing=None if integration.failing == event.step else integration.failing)
+                       failing=None)  # the step that breaks its batch is found: the bisection is over
     if isinstance(event, ev.IntegrationBatchVerified):
         steps = tuple(replace(s, status="verified", verification_binding=event.verification_binding,
                               batch=(event.first_step, event.last_step))

@@ -91,6 +91,7 @@ def _verified(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) 
 
 
 def _rejected(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE integration_steps SET bisect = NULL WHERE run_id = ?", (p["run_id"],))  # the culprit is found
     _set(c, p, "status = 'rejected', verification_binding = ?, [check] = ?, code = ?, message = ?, ended_at = ?",
          (p["verification_binding"], p["check"], p["code"], p["message"], at))
 

@@ -172,6 +172,10 @@ def test_docket_integrate_checks_a_fixed_queue_in_batches(tmp_path):
     document = json.loads(done.stdout)
     assert [s["status"] for s in document["steps"]] == ["verified"] * 4 + ["rejected", "merged"]
     assert document["steps"][0]["batch"] == [1, 3]
+    text = world.run("integrate", RUN).stdout
+    assert "checks passed (with steps 1..3, by one check run on step 3's merge)" in text
+    assert "not checked: the queue stopped before its batch's check" in text and "bisected" not in text
+    assert "bisecting" not in world.run("status", RUN).stdout  # the culprit was found
 
 
 def verdicts(world: World) -> list[dict]:
