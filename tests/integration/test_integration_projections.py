@@ -240,7 +240,9 @@ def test_a_batched_queue_s_rows_follow_the_aggregate_through_a_bisection(ledger_
 
         def merge(number: int) -> None:
             head = story.state("b1").ref_from()
-            story.request("b1", number, f"s{number}", head, merges[number - 1])
+            story.decide("b1", lambda i, now: aggregate.request_step(
+                i, number, intent_id=f"s{number}", head=head, merge_commit=merges[number - 1], tree=TREE,
+                merge="merged", now=now, batch_size=4))
             story.observe("b1", f"s{number}", IntegrationObservation("merged", commit=merges[number - 1]))
 
         def failed(first: int, last: int) -> None:
