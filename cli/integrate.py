@@ -53,7 +53,7 @@ def integrate(ctx: Context) -> int:
         done = run_queue(ctx.ledger, ctx.clock, ctx.effector, run_id, tasks=task_ids, candidates=by_task,
                          checks=specs, approval_required=approval, artifact_dir=config.artifact_dir,
                          docket_dir=ctx.paths.ledger.parent, ledger_path=ctx.paths.ledger,
-                         checked_out_target=config.integration.checked_out_target)
+                         checked_out_target=config.integration.checked_out_target, batch=config.integration.batch)
     finally:
         ctx.update_views()
     integration = done.integration
@@ -79,7 +79,8 @@ def _document(integration: Any, done: Any) -> dict[str, Any]:
         "steps": [{"step": s.step, "task_id": s.task_id, "binding_id": s.binding_id, "commit": s.commit,
                    "status": s.status, "merge": s.merge, "merge_commit": s.merge_commit, "tree": s.tree,
                    "verification_binding": s.verification_binding, "code": s.code, "message": s.message,
-                   "paths": list(s.paths)} for s in integration.steps],
+                   "paths": list(s.paths), "batch": list(s.batch) if s.batch else None}
+                  for s in integration.steps],
         "skipped": list(done.skipped),
         "overlaps": [o.model_dump() for o in done.overlaps],
     }
@@ -98,6 +99,12 @@ def _lines(integration: Any, done: Any) -> list[str]:
                 "rejected": f"merged as {s.merge_commit}, rejected by check: {s.message}",
                 "failed": f"not merged: {s.message}",
                 }.get(s.status, s.status)
+        if s.status == "verified" and s.batch:
+            what += f" (with steps {s.batch[0]}..{s.batch[1]}, by one check run on step {s.batch[1]}'s merge)"
+        elif s.status == "merged" and integration.failing is not None:
+            what = f"merged as {s.merge_commit}, in a batch whose check failed: being bisected"
+        elif s.status == "merged" and integration.ended:
+            what = f"merged as {s.merge_commit}, not checked: the queue stopped before its batch's check"
         lines.append(f"step {s.step} task {s.task_id} ({s.binding_id[:12]}): {what}")
     if integration.status == "completed":
         lines.append(f"{integration.target_branch} moved to {integration.final_commit} (tree {integration.final_tree})")

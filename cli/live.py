@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["LiveView", "board_lines", "board_table", "event_line", "latest_open_run"]
 
 # What an event line says of its payload, in this order (ids and hashes shortened).
-EVENT_FIELDS = ("task_id", "worker_id", "generation", "resource", "check", "step", "result", "cause", "code",
-                "exit_code", "reason", "binding_id", "commit")
+EVENT_FIELDS = ("task_id", "worker_id", "generation", "resource", "check", "step", "first_step", "last_step",
+                "rejected_step", "result", "cause", "code", "exit_code", "reason", "binding_id", "commit")
 SHORT = 12
 STATE_STYLES = {"delivered": "bold green", "passed": "green", "failed": "red", "stopped": "red",
                 "conflicted": "bold red", "unmergeable": "bold red", "rejected": "bold red", "merge failed": "bold red",

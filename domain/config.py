@@ -299,6 +299,9 @@ class IntegrationConfig(_Section):
     # A target branch checked out in a worktree: "update" moves that worktree's index and files with it when they
     # are clean (git's updateInstead); "refuse" never moves a checked-out branch (git's denyCurrentBranch).
     checked_out_target: Literal["update", "refuse"] = "update"
+    # The required checks run once on the merged result of up to this many queued steps (1: once per step); a
+    # batch that fails is bisected to the step that breaks it, which goes back to its task, and the rest land.
+    batch: Annotated[int, Field(ge=1, le=1000)] = 1
 
 
 def _check_hook_selector(selector: str) -> str:
@@ -507,6 +510,10 @@ DEFAULT_TOML = '''\
 # index and files to the integrated commit with the branch when they are clean (nothing staged, changed or
 # untracked), and refuses (target-checked-out) otherwise; "refuse" never moves a checked-out branch.
 # checked_out_target = "update"
+# Run the required checks once on the merged result of up to this many queued steps rather than on each step's
+# merge; a batch that fails is bisected (deterministically) to the first step whose merge fails, which goes back
+# to its task as feedback while the steps before it land and the steps after it are merged again. 1: each step.
+# batch = 1
 
 # [candidates]
 # A file the agent leaves larger than this (and not already the base's at its path) refuses the pin

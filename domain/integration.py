@@ -23,6 +23,15 @@ head); the target moves whenever verified steps lie beyond the commit it names
 (IntegrationCompleted of each move); IntegrationQueueClosed says no step comes
 any more, and the queue has ended once every step is settled and the target
 names the head. A v1 queue folds as it always did: its first dropped step stops it.
+
+With ``[integration] batch = N`` (N > 1) the steps are merged one on top of the other into an open batch (merged,
+not yet verified) of up to N steps, and the required checks run once, on the merged tree of its last step:
+IntegrationBatchVerified verifies all of them (IntegrationStepVerified when it holds one step). When it fails
+(IntegrationBatchFailed), the batch is bisected: the next check runs on the merge of the middle step of the part
+not known good (``probe``); one that passes verifies the steps up to it, one that fails narrows the search,
+until the first step whose merge fails is known: it is rejected (IntegrationStepRejected, with that check's
+reason), and (a queue that goes on) the steps merged after it are queued again (IntegrationBatchRequeued) onto the
+verified head. A failure that needs two steps ends at the later one.
 """
 
 from __future__ import annotations
@@ -48,6 +57,8 @@ __all__ = [
     "RequiredCheckState",
     "StepState",
     "apply",
+    "batch_failed",
+    "batch_verified",
     "close_queue",
     "conflicted",
     "decide_step",
@@ -58,6 +69,7 @@ __all__ = [
     "record_approval",
     "rejected",
     "request_step",
+    "requeue_after",
     "seal",
     "stream_of",
     "verified",
@@ -91,6 +103,7 @@ class StepState:
     message: str | None = None
     paths: tuple[str, ...] = ()
     base: str | None = None  # dropped from a queue that goes on: the integration head it did not go onto
+    batch: tuple[int, int] | None = None  # verified by the check on step batch[1]'s merge, covering batch[0]..[1]
 
 
 @dataclass(frozen=True)
@@ -134,6 +147,7 @@ class Integration:
     onto: str | None = None  # the commit the last IntegrationRequeued went on from
     rebased_after: int = 0  # the steps numbered up to this one were verified before the last IntegrationRequeued
     delivered_through: int = 0  # rolling: the last step whose merge a target move delivered
+    failing: int | None = None  # [integration] batch: the first step of the open batch whose merge is known to fail
 
     @property
     def status(self) -> IntegrationStatus:
@@ -192,6 +206,31 @@ class Integration:
             if step.status not in (_SETTLED if self.rolling else ("verified",)):
                 return step
         return None
+
+    def open_batch(self) -> tuple[StepState, ...]:
+        """The steps merged and not verified yet, in order: checked together by the next check run."""
+        return tuple(s for s in self.steps if s.status == "merged")
+
+    def tip(self) -> str:
+        """What the next step merges onto: the open batch's last merge, or the integration head."""
+        batch = self.open_batch()
+        if batch:
+            assert batch[-1].merge_commit is not None
+            return batch[-1].merge_commit
+        return self.head()
+
+    def probe(self) -> tuple[StepState, ...]:
+        """The steps the next check covers (it runs on the merge of the last of them): the whole open batch, or
+        while it is bisected (a failing merge is known) the first half of what lies before that failing step, which
+        is the failing step alone when it is the first (its recorded result rejects it)."""
+        batch = self.open_batch()
+        if self.failing is None:
+            return batch
+        numbers = [s.step for s in batch]
+        if self.failing not in numbers:
+            return batch
+        hi = numbers.index(self.failing)
+        return batch[:(hi - 1) // 2 + 1] if hi > 0 else batch[:1]
 
     def delivered(self, step: StepState) -> bool:
         """Whether the step's work reached the target: verified, and the target moved to its head or beyond."""
@@ -271,8 +310,21 @@ def apply(integration: Integration | None, event: ev.Event, position: int) -> In
     if isinstance(event, ev.IntegrationStepVerified):
         return _with_step(integration, event.step, status="verified", verification_binding=event.verification_binding)
     if isinstance(event, ev.IntegrationStepRejected):
-        return _with_step(integration, event.step, status="rejected", verification_binding=event.verification_binding,
-                          code=event.code, message=event.message, base=integration.head())
+        return replace(_with_step(integration, event.step, status="rejected",
+                                  verification_binding=event.verification_binding, code=event.code,
+                                  message=event.message, base=integration.head()),
+                       failing=None)  # the step that breaks its batch is found: the bisection is over
+    if isinstance(event, ev.IntegrationBatchVerified):
+        steps = tuple(replace(s, status="verified", verification_binding=event.verification_binding,
+                              batch=(event.first_step, event.last_step))
+                      if s.status == "merged" and event.first_step <= s.step <= event.last_step else s
+                      for s in integration.steps)
+        return replace(integration, steps=steps)
+    if isinstance(event, ev.IntegrationBatchFailed):
+        failing = event.last_step if integration.failing is None else min(integration.failing, event.last_step)
+        return replace(integration, failing=failing)
+    if isinstance(event, ev.IntegrationBatchRequeued):
+        return _batch_requeued(integration, event)
     if isinstance(event, ev.IntegrationTargetRequested | ev.IntegrationTargetRequestedV2):
         return replace(integration, target="requested", target_intent=event.intent_id)
     if isinstance(event, ev.IntegrationCompleted) and integration.rolling:  # one move of several
@@ -310,6 +362,16 @@ def _requeued(integration: Integration, event: ev.IntegrationRequeued) -> Integr
     return replace(integration, steps=settled + copies, target=None, target_intent=None, target_code=None,
                    target_found=None, target_at=event.onto, requeues=event.round, onto=event.onto,
                    rebased_after=max(event.requeued, default=integration.rebased_after))
+
+
+def _batch_requeued(integration: Integration, event: ev.IntegrationBatchRequeued) -> Integration:
+    """The steps merged after a batch's rejected step, settled as requeued and queued again onto the head."""
+    again = set(event.requeued)
+    settled = tuple(replace(s, status=REQUEUED, intent_id=None) if s.step in again else s for s in integration.steps)
+    copies = tuple(StepState(step=event.first_step + n, task_id=s.task_id, binding_id=s.binding_id, commit=s.commit,
+                             worker_id=s.worker_id, generation=s.generation)
+                   for n, s in enumerate(s for s in integration.steps if s.step in again))
+    return replace(integration, steps=settled + copies, failing=None)
 
 
 def _cancelled(integration: Integration, intent_id: str) -> Integration:
@@ -454,16 +516,28 @@ def _pending(integration: Integration, number: int) -> StepState | None:
     return None
 
 
+def _to_merge(integration: Integration, number: int, batch_size: int) -> StepState | None:
+    """The step, when it is the next to merge: the next to do, or the first to merge after an open batch (merged
+    steps not verified yet) of fewer than batch_size steps ([integration] batch) that is not being bisected."""
+    batch = integration.open_batch()
+    if (batch and len(batch) < batch_size and integration.failing is None
+            and integration.status in ("merging", "verifying")):
+        following = next((s for s in integration.steps if s.status in ("waiting", "merging")), None)
+        if following is not None and following.step == number:
+            return following
+    return _pending(integration, number)
+
+
 def request_step(integration: Integration, number: int, *, intent_id: str, head: str, merge_commit: str, tree: str,
                  merge: Literal["merged", "already-merged"], now: str, merged_onto: str | None = None,
-                 merge_message: str | None = None) -> list[ev.Event]:
+                 merge_message: str | None = None, batch_size: int = 1) -> list[ev.Event]:
     """The intent to move the integration ref from head to the step's computed merge; nothing while one is pending
-    or the step is merged."""
-    step = _pending(integration, number)
+    or the step is merged. batch_size: [integration] batch (a step may merge onto an open batch smaller than it)."""
+    step = _to_merge(integration, number, batch_size)
     if step is None or step.status != "waiting":
         return []
     assert integration.repository is not None and integration.integration_ref is not None
-    wanted = integration.ref_from() if integration.rolling else integration.head()
+    wanted = integration.ref_from() if integration.rolling else integration.tip()
     if head != wanted:
         raise Refused("stale-head", f"step {number} must move the integration ref from {wanted}, not {head}")
     return [next_event(ev.IntegrationStepRequested, stream_of(integration.run_id), integration.version, now,
@@ -532,6 +606,48 @@ def rejected(integration: Integration, number: int, *, verification_binding: str
                        run_id=integration.run_id, step=number, task_id=step.task_id,
                        verification_binding=verification_binding, check=check, check_id=check_id, code=code,
                        message=message[:4000])]
+
+
+def _probed(integration: Integration, first: int, last: int) -> bool:
+    """Whether first..last is what the next check covers (else another integrator recorded it already)."""
+    probe = integration.probe()
+    return bool(probe) and probe[0].step == first and probe[-1].step == last
+
+
+def batch_verified(integration: Integration, first: int, last: int, *, verification_binding: str, tree: str,
+                   checks: Sequence[ev.CheckBinding], now: str) -> list[ev.Event]:
+    """IntegrationBatchVerified of steps first..last (the next check's range), whose last merge's tree the checks
+    passed on; nothing when they are settled already."""
+    if not _probed(integration, first, last) or first == last:
+        return []
+    covered = [s for s in integration.open_batch() if first <= s.step <= last]
+    return [next_event(ev.IntegrationBatchVerified, stream_of(integration.run_id), integration.version, now,
+                       run_id=integration.run_id, first_step=first, last_step=last,
+                       tasks=[s.task_id for s in covered], verification_binding=verification_binding, tree=tree,
+                       checks=list(checks))]
+
+
+def batch_failed(integration: Integration, first: int, last: int, *, verification_binding: str, tree: str,
+                 check: str, check_id: str, code: str, message: str, now: str) -> list[ev.Event]:
+    """IntegrationBatchFailed of steps first..last (the next check's range, more than one step); nothing when
+    recorded already."""
+    if not _probed(integration, first, last) or first == last:
+        return []
+    return [next_event(ev.IntegrationBatchFailed, stream_of(integration.run_id), integration.version, now,
+                       run_id=integration.run_id, first_step=first, last_step=last,
+                       verification_binding=verification_binding, tree=tree, check=check, check_id=check_id,
+                       code=code, message=message[:4000])]
+
+
+def requeue_after(integration: Integration, rejected_step: int, now: str) -> list[ev.Event]:
+    """After a batch's step was rejected (integration: with the rejection applied), in a queue that goes on: the
+    steps merged on top of it, queued again onto the verified head (IntegrationBatchRequeued); nothing else."""
+    again = [s.step for s in integration.open_batch() if s.step > rejected_step]
+    if not integration.rolling or not again:
+        return []
+    return [next_event(ev.IntegrationBatchRequeued, stream_of(integration.run_id), integration.version, now,
+                       run_id=integration.run_id, rejected_step=rejected_step, requeued=again,
+                       first_step=len(integration.steps) + 1, onto=integration.head())]
 
 
 def made(outcome: ev.Event) -> ev.Event:

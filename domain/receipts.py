@@ -281,10 +281,34 @@ class _Contradictions:
         if status in ("merged", "verified", "rejected", "requeued"):
             self._find("IntegrationStepMerged", where, **common, binding_id=step["binding_id"],
                        merge_commit=step["merge_commit"], tree=step["tree"], merge=step["merge"])
+        if status == "requeued" and "requeued_after" in step:  # merged after a batch's rejected step, never verified
+            if not any(e.type == "IntegrationBatchRequeued" and step["step"] in e.payload.get("requeued", [])
+                       and e.payload.get("rejected_step") == step["requeued_after"] for e in self.cited):
+                self._fail(f"{where} is named requeued after step {step['requeued_after']}, but no cited "
+                           "IntegrationBatchRequeued queued it again")
+            if step["verification_binding"] is not None or step["checks"]:
+                self._fail(f"{where} is named requeued after a batch's rejected step, yet verified")
+            return
         if status == "requeued" and not any(
                 e.type == "IntegrationRequeued" and step["step"] in e.payload.get("requeued", []) for e in self.cited):
             self._fail(f"{where} is named requeued, but no cited IntegrationRequeued queued it again")
-        if status in ("verified", "requeued"):
+        batch = step.get("batch")
+        checked_tree = step["tree"]
+        if status in ("verified", "requeued") and batch is not None:
+            # verified by one check run on the merged tree of the batch's last step, which holds this step's merge
+            if not batch["first_step"] <= step["step"] <= batch["last_step"]:
+                self._fail(f"{where} is named verified with steps {batch['first_step']}..{batch['last_step']}, "
+                           "which do not include it")
+            verified = self._find("IntegrationBatchVerified", where, first_step=batch["first_step"],
+                                  last_step=batch["last_step"], verification_binding=step["verification_binding"],
+                                  tree=batch["tree"])
+            if step["task_id"] not in verified.payload["tasks"]:
+                self._fail(f"{where}'s task is not among the tasks its batch's check verified")
+            if sorted(c["check_id"] for c in verified.payload["checks"]) != sorted(
+                    c["check_id"] for c in step["checks"]):
+                self._fail(f"{where} was verified by other check runs than the receipt names")
+            checked_tree = batch["tree"]
+        elif status in ("verified", "requeued"):
             verified = self._find("IntegrationStepVerified", where, **common,
                                   verification_binding=step["verification_binding"], tree=step["tree"])
             if sorted(c["check_id"] for c in verified.payload["checks"]) != sorted(
@@ -302,7 +326,7 @@ class _Contradictions:
             self._fail(f"{where} has status {status!r}, which no sealed receipt has")
         if step["verification_binding"] is not None and step["checks"]:
             self._find("CandidatePinned", f"{where}'s re-verified tree", binding_id=step["verification_binding"],
-                       commit=step["verification_commit"], tree=step["tree"])
+                       commit=step["verification_commit"], tree=checked_tree)
         for check in step["checks"]:
             self._check(check, where, step["verification_binding"])
 

@@ -199,6 +199,10 @@ def step_note(step: dict[str, Any], integration: dict[str, Any], overlaps: list[
         return _bounded(step["message"] or code or "")
     if status == "rejected":
         return f"check {_name(step['check'] or '?')} failed on the merged tree ({code})"
+    if status == "merged" and step.get("bisect"):
+        return step["bisect"]
+    if status == "verified" and step.get("batch") and step["step"] in delivered:
+        return f"verified with steps {step['batch']} by one check run"
     if status == "verified" and step["step"] not in delivered:
         if integration["stopped_step"] is not None:
             return f"the queue stopped at step {integration['stopped_step']} ({integration['stop_code']})"

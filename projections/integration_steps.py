@@ -4,7 +4,10 @@
 intent is pending), merged, verified, or what stopped the queue there:
 conflicted, failed or rejected (with ``code`` and ``message``; in a queue that
 goes on, conflicted and rejected steps are dropped and the queue went on), or
-requeued (verified, then queued again onto a moved target: its copy follows). ``merge`` says
+requeued (verified, then queued again onto a moved target, or merged after a batch's rejected step: its copy
+follows). ``batch`` names the steps one check run verified together (``[integration] batch``: "first..last", the
+check ran on the last one's merge); ``bisect`` what a failed batch check said of a merged step while the batch is
+bisected. ``merge`` says
 whether the step made a merge commit (merged) or found its candidate in the
 head's history already (already-merged); ``result`` whether the integration ref
 was moved now (created) or found moved (observed).
@@ -21,7 +24,7 @@ TABLE = "integration_steps"
 COLUMNS = {"run_id": str, "step": int, "task_id": str, "binding_id": str, "commit": str, "worker_id": str,
            "generation": int, "status": str, "intent_id": str, "head": str, "merge_commit": str, "tree": str,
            "merge": str, "result": str, "verification_binding": str, "checks": str, "check": str, "code": str,
-           "message": str, "paths": str, "ended_at": str, "position": int}
+           "message": str, "paths": str, "ended_at": str, "position": int, "batch": str, "bisect": str}
 PK = ("run_id", "step")
 
 
@@ -88,8 +91,24 @@ def _verified(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) 
 
 
 def _rejected(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE integration_steps SET bisect = NULL WHERE run_id = ?", (p["run_id"],))  # the culprit is found
     _set(c, p, "status = 'rejected', verification_binding = ?, [check] = ?, code = ?, message = ?, ended_at = ?",
          (p["verification_binding"], p["check"], p["code"], p["message"], at))
+
+
+def _batch_verified(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    from ..domain.canonical import canonical_json
+
+    c.execute("UPDATE integration_steps SET status = 'verified', verification_binding = ?, checks = ?, ended_at = ?, "
+              "batch = ?, bisect = NULL WHERE run_id = ? AND step BETWEEN ? AND ? AND status = 'merged'",
+              (p["verification_binding"], canonical_json(p["checks"]).decode(), at,
+               f"{p['first_step']}..{p['last_step']}", p["run_id"], p["first_step"], p["last_step"]))
+
+
+def _batch_failed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE integration_steps SET bisect = ? WHERE run_id = ? AND step BETWEEN ? AND ? AND status = 'merged'",
+              (f"check {p['check']} failed on steps {p['first_step']}..{p['last_step']} together: bisecting",
+               p["run_id"], p["first_step"], p["last_step"]))
 
 
 def _cancelled(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
@@ -106,7 +125,9 @@ def handlers() -> dict[str, Any]:
             ev.stored.IntegrationStepMerged: _merged, ev.stored.IntegrationStepFailed: _failed,
             ev.stored.IntegrationStepConflicted: _conflicted, ev.stored.IntegrationStepVerified: _verified,
             ev.stored.IntegrationStepRejected: _rejected, ev.stored.IntentCancelled: _cancelled,
-            ev.stored.IntegrationRequeued: _requeued}
+            ev.stored.IntegrationRequeued: _requeued, ev.stored.IntegrationBatchRequeued: _requeued,
+            ev.stored.IntegrationBatchVerified: _batch_verified,
+            ev.stored.IntegrationBatchFailed: _batch_failed}
 
 
 def steps_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

@@ -88,6 +88,20 @@ def _verified(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) 
             + (", target_behind = 1" if _rolling(c, p["run_id"]) else ""), ())
 
 
+def _batch_verified(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    """Steps first..last verified by one check run ([integration] batch)."""
+    n = len(p["tasks"])
+    _update(c, position, p["run_id"], "steps_merged = MAX(steps_merged - ?, 0), steps_verified = steps_verified + ?"
+            + (", target_behind = 1" if _rolling(c, p["run_id"]) else ""), (n, n))
+
+
+def _batch_requeued(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    """The steps merged after a batch's rejected step: settled (as dropped ones are), their copies queued."""
+    n = len(p["requeued"])
+    _update(c, position, p["run_id"], "steps = steps + ?, steps_merged = MAX(steps_merged - ?, 0), "
+                                      "steps_dropped = steps_dropped + ?", (n, n, n))
+
+
 def _stopped(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     """Conflicted, failed or rejected: the queue stops at this step."""
     code = p.get("code", p.get("reason"))
@@ -154,7 +168,8 @@ def handlers() -> dict[str, Any]:
             ev.stored.IntegrationTargetRequestedV2: _target_requested,
             ev.stored.IntegrationCompleted: _completed, ev.stored.IntegrationTargetMoved: _target_moved,
             ev.stored.ReceiptSealed: _sealed, ev.stored.IntentCancelled: _cancelled,
-            ev.stored.IntegrationRequeued: _requeued}
+            ev.stored.IntegrationRequeued: _requeued, ev.stored.IntegrationBatchVerified: _batch_verified,
+            ev.stored.IntegrationBatchRequeued: _batch_requeued}
 
 
 def integration_of(c: sqlite3.Connection, run_id: str) -> dict[str, Any]:

@@ -161,7 +161,8 @@ def _integrate_while_working(open_session: Callable[[], Session], settings: GoSe
                     advance(s.ledger, s.clock, s.effector, run_id, checks=settings.checks,
                             artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
                             ledger_path=settings.ledger_path, checked_out_target=settings.checked_out_target,  # type: ignore[arg-type]
-                            move_target=move_target)
+                            move_target=move_target, batch=settings.batch,
+                            may_grow=lambda: _queue_may_grow(s, run_id))
                 except (OutcomeUnknown, RunClosed):
                     pass  # observed again on the next pass
                 except TargetCheckedOut:
@@ -176,6 +177,26 @@ def _integrate_while_working(open_session: Callable[[], Session], settings: GoSe
     finally:
         changed.set()
         s.close()
+
+
+def _queue_may_grow(s: Session, run_id: str) -> bool:
+    """Whether a step may yet join the merge queue's open batch while the agents work: some task not finished and
+    not queued has every task it depends on passed (it works, or may start). Else the batch is checked now: what
+    waits for it (a dependent task, the end of the run) would wait for ever."""
+    from .go_task import queued_tasks
+
+    run = load_run(s.ledger, run_id)
+    if run.plan is None or run.status != "active":
+        return False
+    queued = queued_tasks(s, run_id)
+    results: dict[str, str | None] = {}
+    for task_id, depends_on in run.plan.tasks:  # dependencies come first in the plan
+        results[task_id] = load_task(s.ledger, task_id).result
+        if task_id in queued or results[task_id] is not None:
+            continue
+        if all(results.get(d) == "passed" for d in depends_on):
+            return True
+    return False
 
 
 def _stop_integrator(integrating: threading.Event, integrator: threading.Thread | None) -> None:

@@ -76,7 +76,8 @@ def deliver(d: RunDriver, settings: GoSettings, run_id: str, signer: Any) -> Non
             integrate(d.ledger, d.clock, d.effector, run_id, tasks=list(run.plan.task_ids), candidates=passed,
                       checks=settings.checks, approval_required=settings.approval,
                       artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
-                      ledger_path=settings.ledger_path, checked_out_target=settings.checked_out_target)
+                      ledger_path=settings.ledger_path, checked_out_target=settings.checked_out_target,
+                      batch=settings.batch)
         except (TargetCheckedOut, AwaitingApproval) as e:  # refusals only the user can lift
             _wait(d, run_id, e)
             return

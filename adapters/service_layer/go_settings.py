@@ -51,6 +51,7 @@ class GoSettings:
     checked_out_target: str = "update"  # a target checked out in a clean worktree: update it with the branch
     workspace_root: Path | None = None  # [workspace] root; None: docket's data folder
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # [candidates] max_file_size
+    batch: int = 1  # [integration] batch: the merge queue's steps one check run covers at most
 
     @property
     def required(self) -> tuple[CheckSpec, ...]:
@@ -96,4 +97,5 @@ def settings_from_config(config: Config, agent: Agent, *, repository: Path, ledg
                       artifact_dir=config.artifact_dir, setup=tuple(tuple(argv) for argv in config.worktree.setup),
                       include=tuple(config.worktree.include), ports=config.worktree.ports,
                       checked_out_target=config.integration.checked_out_target,
-                      workspace_root=workspace_root(config), max_file_size=config.candidates.max_file_size)
+                      workspace_root=workspace_root(config), max_file_size=config.candidates.max_file_size,
+                      batch=config.integration.batch)

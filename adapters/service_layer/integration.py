@@ -15,7 +15,9 @@
    step's task (boundary ``integration-<step>``) and every required check runs
    on it (a result recorded there under the same configuration is reused, never
    run twice): IntegrationStepVerified, or IntegrationStepRejected which stops
-   the queue;
+   the queue; with ``[integration] batch = N`` the checks run once on the merge of
+   the last of up to N steps merged one on top of the other, and a batch that
+   fails is bisected (domain/integration.py: ``probe``);
 4. after the last step, the target's intent moves the target branch from the
    expected commit (IntegrationCompleted), or finds it moved or checked out
    (IntegrationTargetMoved): nothing is reset or forced. A worktree that has the
@@ -26,7 +28,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -75,12 +77,13 @@ def load_integration(ledger: Ledger, run_id: str) -> integration_aggregate.Integ
 def integrate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, tasks: Sequence[str],
               candidates: Mapping[str, Sequence[str]], checks: Sequence[CheckSpec], approval_required: bool,
               artifact_dir: str | None, docket_dir: Path, ledger_path: Path,
-              checked_out_target: target_move.CheckedOutTarget = "update") -> Integrated:
+              checked_out_target: target_move.CheckedOutTarget = "update", batch: int = 1) -> Integrated:
     """One pass of the queue, to its end (completed or stopped) or its first unknown outcome.
 
     tasks: the run's tasks in plan order; candidates: each task's candidates (binding ids) in pin order; checks:
     the configured checks, the required ones of which every merged step must pass again; checked_out_target:
-    [integration] checked_out_target, what to do with a target some worktree has checked out."""
+    [integration] checked_out_target, what to do with a target some worktree has checked out; batch: [integration]
+    batch, the steps one check run covers at most."""
     required = [spec for spec in checks if spec.required]
     skipped: tuple[str, ...] = ()
     existing = load_integration(ledger, run_id)
@@ -91,7 +94,8 @@ def integrate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, tasks
     elif existing.rolling:
         _close_queue(ledger, clock, effector, run_id, tasks, candidates, required)
     integration = advance(ledger, clock, effector, run_id, checks=checks, artifact_dir=artifact_dir,
-                          docket_dir=docket_dir, ledger_path=ledger_path, checked_out_target=checked_out_target)
+                          docket_dir=docket_dir, ledger_path=ledger_path, checked_out_target=checked_out_target,
+                          batch=batch)
     prepared = _prepared_event(ledger, run_id)
     return Integrated(integration, skipped, tuple(prepared.overlaps) if prepared else ())
 
@@ -99,11 +103,16 @@ def integrate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, tasks
 def advance(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, checks: Sequence[CheckSpec],
             artifact_dir: str | None, docket_dir: Path, ledger_path: Path,
             checked_out_target: target_move.CheckedOutTarget = "update",
-            move_target: bool = True) -> integration_aggregate.Integration:
+            move_target: bool = True, batch: int = 1,
+            may_grow: Callable[[], bool] = lambda: False) -> integration_aggregate.Integration:
     """Take the prepared queue as far as it goes now: to its end, its first unknown outcome, or (a queue that goes
-    on) until it waits for its next step; move_target False leaves the target where it is."""
+    on) until it waits for its next step; move_target False leaves the target where it is.
+
+    batch: the steps one check run covers at most ([integration] batch); an open batch of fewer is checked at once
+    unless may_grow says more steps may yet come to join it (docket go, while its agents work)."""
     required = [spec for spec in checks if spec.required]
     rounds = 0  # re-queues onto a moved target this pass made (bounded: domain/requeue.py)
+    flush = False  # the next step conflicts with the open batch's merges: the batch is checked first
     while True:
         integration = load_integration(ledger, run_id)
         assert integration is not None
@@ -122,10 +131,31 @@ def advance(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, checks:
             _merge_step(ledger, clock, effector, integration, step)
         elif step.status == "merging":
             _drive_step(ledger, effector, run_id, step)
-        else:  # merged: re-verify
+        else:  # merged: re-verify (with a batch: once the batch is full, or nothing more comes to join it now)
+            if batch > 1 and integration.failing is None and not flush and len(integration.open_batch()) < batch:
+                following = next((s for s in integration.steps if s.status in ("waiting", "merging")), None)
+                if following is not None and following.status == "merging":
+                    _drive_step(ledger, effector, run_id, following)
+                    continue
+                if following is not None:
+                    flush = not _merge_step(ledger, clock, effector, integration, following, batch)
+                    continue
+                if may_grow():
+                    if move_target and _behind(integration):
+                        _move_target(ledger, clock, effector, integration, checked_out_target)
+                        continue
+                    return integration
             faults.crash_point("integrate:after-step")
-            _verify_step(ledger, clock, effector, integration, step, required, artifact_dir=artifact_dir,
-                         docket_dir=docket_dir, ledger_path=ledger_path)
+            _verify_step(ledger, clock, effector, integration, integration.probe(), required,
+                         artifact_dir=artifact_dir, docket_dir=docket_dir, ledger_path=ledger_path, batched=batch > 1)
+            flush = False
+
+
+def _behind(integration: integration_aggregate.Integration) -> bool:
+    """A queue that goes on whose verified steps lie beyond the commit its target names, the target not asked for."""
+    return (integration.rolling and integration.target is None
+            and any(s.status == "verified" for s in integration.steps[integration.rebased_after:])
+            and integration.head() != integration.target_expected)
 
 
 # --- a queue that goes on ------------------------------------------------------------------------------------------
@@ -311,10 +341,13 @@ def _require_target(branch: str, target: target_move.TargetObservation,
 
 
 def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integration_aggregate.Integration,
-                step: integration_aggregate.StepState) -> None:
-    """Compute the step's merge in the object store, then record its conflict or its intent, and drive it."""
+                step: integration_aggregate.StepState, batch_size: int = 1) -> bool:
+    """Compute the step's merge in the object store (onto the open batch's last merge, if any), then record its
+    conflict or its intent, and drive it. False, with nothing recorded, when it conflicts with an open batch: the
+    batch is checked first, and the step merged onto what of it is verified (its conflict, if any, is with
+    verified work only)."""
     assert integration.repository is not None
-    head = integration.head()
+    head = integration.tip()
     message = merge_message(f"docket: integrate task {step.task_id} of run {integration.run_id}",
                             trailers(integration.run_id, step.task_id, step.worker_id, step.generation,
                                      step.binding_id))
@@ -322,6 +355,8 @@ def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integr
     faults.crash_point("integrate:after-merge-computed")
     if merged.state == "unreadable":
         raise OutcomeUnknown("repository-unreadable", f"step {step.step} cannot be merged: {merged.detail}")
+    if merged.state in ("conflicted", "unmergeable") and integration.open_batch():
+        return False
     intent_id = new_id("integrate")
     repair = ""
     if integration.rolling and merged.state in ("conflicted", "unmergeable"):
@@ -343,13 +378,15 @@ def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integr
                                                   head=current.ref_from() if current.rolling else head,
                                                   merge_commit=merged.commit, tree=merged.tree, merge=merged.state,
                                                   now=now, merged_onto=head if merged.state == "merged" else None,
-                                                  merge_message=message if merged.state == "merged" else None)
+                                                  merge_message=message if merged.state == "merged" else None,
+                                                  batch_size=batch_size)
 
     ledger.decide(decision, clock.now())
     current = load_integration(ledger, integration.run_id)
     assert current is not None
     if current.step(step.step).status == "merging":
         _drive_step(ledger, effector, integration.run_id, current.step(step.step))
+    return True
 
 
 def _conflict_feedback(repository: Path, head: str, step: integration_aggregate.StepState, merged: Any) -> str:
@@ -396,7 +433,7 @@ def _drive_step(ledger: Ledger, effector: Any, run_id: str, step: integration_ag
 
     integration = load_integration(ledger, run_id)
     assert integration is not None and integration.repository is not None
-    merged_onto = integration.head()  # the head the merge was computed on (integration.head() moves with the step)
+    merged_onto = integration.tip()  # the head the merge was computed on (integration.tip() moves with the step)
     repository = Path(integration.repository)
     _complete_merge(effector, repository, run_id, step, merged_onto)  # a prune may have taken it before the ref moves
     drive(effector, step.intent_id, lambda: step_now().status != "merging")
@@ -437,9 +474,12 @@ def complete_merges(ledger: Ledger, effector: Any, run_id: str) -> list[str]:
 
 
 def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integration_aggregate.Integration,
-                 step: integration_aggregate.StepState, required: Sequence[CheckSpec], *, artifact_dir: str | None,
-                 docket_dir: Path, ledger_path: Path) -> None:
-    """Pin the merged tree as a candidate of the step's task, run every required check on it, record the verdict."""
+                 probe: Sequence[integration_aggregate.StepState], required: Sequence[CheckSpec], *,
+                 artifact_dir: str | None, docket_dir: Path, ledger_path: Path, batched: bool = False) -> None:
+    """Pin the merged tree of the probe's last step as a candidate of its task, run every required check on it
+    (a result recorded there is reused, never run twice), and record the verdict on the probe's steps: verified,
+    or (one step) rejected, or (several: a batch) failed, to be bisected."""
+    step = probe[-1]
     assert integration.repository is not None and step.merge_commit is not None and step.tree is not None
     assert integration.integration_ref is not None
     from ..world.paths import integration_output_path
@@ -453,6 +493,7 @@ def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integ
                          repository=Path(integration.repository), parent=step.merge_commit, tree=step.tree,
                          boundary=boundary, source=integration.integration_ref, output=output)
     binding = candidate.binding_id
+    first = probe[0]
     passed: list[ev.CheckBinding] = []
     wanted = {c.check: c.config_sha256 for c in integration.required_checks}
     for spec in required:
@@ -468,22 +509,37 @@ def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integ
             done = load_candidate(ledger, binding).check_run(outcome.check_id)
         if done.result != "passed":
             run = done
+            faults.crash_point("integrate:before-rejected")
 
             def rejection(now: str) -> list[ev.Event]:
                 current = load_integration(ledger, integration.run_id)
                 assert current is not None
+                reason = run.result_code or run.result or "check-failed"
+                if len(probe) > 1:
+                    return integration_aggregate.batch_failed(
+                        current, first.step, step.step, verification_binding=binding, tree=step.tree,
+                        check=spec.name, check_id=run.check_id, code=reason,
+                        message=(f"check {spec.name} {run.result} on the merge of steps {first.step}..{step.step} "
+                                 f"(tasks {', '.join(s.task_id for s in probe)})"
+                                 + (f": {run.result_code}" if run.result_code else "")), now=now)
                 message = (f"check {spec.name} {run.result} on the merge of step {step.step} (task {step.task_id})"
                            + (f": {run.result_code}" if run.result_code else ""))
                 dropped = integration_aggregate.rejected(
                     current, step.step, verification_binding=binding, check=spec.name, check_id=run.check_id,
-                    code=run.result_code or run.result or "check-failed", message=message, now=now)
-                text = (f"{message}: your work passed on its own but not merged with the work integrated before it. "
-                        "Your worktree now starts from the integrated head: keep what it has and make your change "
-                        "again on top of it.")
-                return dropped + _repair(ledger, load_run(ledger, integration.run_id), step, "integration-rejected",
-                                         text, dropped, now)
+                    code=reason, message=message, now=now)
+                if not dropped:
+                    return []
+                after = integration_aggregate.apply(current, dropped[0], 0)
+                again = integration_aggregate.requeue_after(after, step.step, now)
+                text = (f"{message}: your work passed on its own but not merged with the work integrated before it"
+                        + (_merged_with(current) if batched else "") + ". Your worktree now starts from the "
+                        "integrated head: keep what it has and make your change again on top of it.")
+                return dropped + again + _repair(ledger, load_run(ledger, integration.run_id), step,
+                                                 "integration-rejected", text, dropped, now)
 
             ledger.decide(rejection, clock.now())
+            if len(probe) > 1:
+                faults.crash_point("integrate:after-batch-failed")
             return
         passed.append(ev.CheckBinding(check=spec.name, check_id=done.check_id, config_sha256=done.config_sha256,
                                       output_sha256=done.output_sha256))
@@ -496,11 +552,27 @@ def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integ
     def verification(now: str) -> list[ev.Event]:
         current = load_integration(ledger, integration.run_id)
         assert current is not None
-        made = integration_aggregate.verified(current, step.step, verification_binding=binding, tree=step.tree,
-                                              checks=passed, now=now)
-        return made + (_delivered_task(ledger, step, now) if made and current.rolling else [])
+        if len(probe) > 1:
+            made = integration_aggregate.batch_verified(current, first.step, step.step, verification_binding=binding,
+                                                        tree=step.tree, checks=passed, now=now)
+        else:
+            made = integration_aggregate.verified(current, step.step, verification_binding=binding, tree=step.tree,
+                                                  checks=passed, now=now)
+        if not made or not current.rolling:
+            return made
+        return made + [e for s in probe for e in _delivered_task(ledger, s, now)]
 
     ledger.decide(verification, clock.now())
+
+
+def _merged_with(integration: integration_aggregate.Integration) -> str:
+    """What a batch's rejected step was merged with: the integrated head it went onto (which passed the checks),
+    and the tasks whose work reached it last."""
+    head = integration.head()
+    landed = [s.task_id for s in integration.steps if s.status == "verified"]
+    recent = ", ".join(landed[-10:]) + (f" and {len(landed) - 10} earlier" if len(landed) > 10 else "")
+    return (f" (merged onto {head}, on which the checks passed" + (f", holding the work of tasks {recent}"
+                                                                    if landed else "") + ")")
 
 
 def _delivered_task(ledger: Ledger, step: integration_aggregate.StepState, now: str) -> list[ev.Event]:

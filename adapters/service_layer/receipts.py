@@ -98,6 +98,8 @@ class _Builder:
     def __init__(self, ledger: Ledger, run_id: str, tasks: Sequence[str] = ()):
         self.ledger, self.run_id, self.planned = ledger, run_id, tuple(tasks)
         self.requeues: list[tuple[int, ev.IntegrationRequeued]] = []
+        self.rebatched: list[tuple[int, ev.IntegrationBatchRequeued]] = []  # [integration] batch
+        self.batches: list[tuple[int, ev.IntegrationBatchVerified]] = []
         self.cited: set[int] = set()
         self._streams: dict[str, list[tuple[int, ev.Event]]] = {}
 
@@ -138,8 +140,13 @@ class _Builder:
         self.cited.update(position for position, _ in queued)
         self.requeues = [(position, e) for position, e in self.history(stream) if isinstance(e, ev.IntegrationRequeued)]
         self.cited.update(position for position, _ in self.requeues)
+        history = self.history(stream)
+        self.rebatched = [(position, e) for position, e in history if isinstance(e, ev.IntegrationBatchRequeued)]
+        self.cited.update(position for position, _ in self.rebatched)
+        self.batches = [(position, e) for position, e in history if isinstance(e, ev.IntegrationBatchVerified)]
         planned = list(prepared.steps)
-        for _, e in sorted(queued + self.requeues, key=lambda pair: pair[0]):  # in step order: queued, or again
+        again: list[tuple[int, ev.Event]] = [*queued, *self.requeues, *self.rebatched]
+        for _, e in sorted(again, key=lambda pair: pair[0]):  # in step order: queued, or again
             if isinstance(e, ev.IntegrationStepQueued):
                 planned.append(ev.IntegrationStep(task_id=e.task_id, binding_id=e.binding_id, commit=e.commit,
                                                   worker_id=e.worker_id, generation=e.generation))
@@ -325,7 +332,16 @@ class _Builder:
         assert isinstance(outcome, ev.IntegrationStepMerged)
         made |= {"merge_commit": outcome.merge_commit, "tree": outcome.tree, "merge": outcome.merge}
         ended = self.last(stream, ev.IntegrationStepVerified, ev.IntegrationStepRejected, step=number)
-        if isinstance(ended, ev.IntegrationStepVerified):
+        batched = next(((position, e) for position, e in reversed(self.batches)
+                        if e.first_step <= number <= e.last_step), None)
+        if ended is None and batched is not None:  # verified with the steps of its batch by one check run
+            self.cited.add(batched[0])
+            ended = batched[1]
+            made["batch"] = {"first_step": ended.first_step, "last_step": ended.last_step, "tree": ended.tree}
+        rebatched = next((e for _, e in self.rebatched if number in e.requeued), None)
+        if ended is None and rebatched is not None:  # merged after a batch's rejected step: queued again
+            return made | {"status": "requeued", "requeued_after": rebatched.rejected_step}
+        if isinstance(ended, ev.IntegrationStepVerified | ev.IntegrationBatchVerified):
             check_ids = [c.check_id for c in ended.checks]
             again = any(number in e.requeued for _, e in self.requeues)
             made |= {"status": "requeued" if again else "verified"}

@@ -44,6 +44,9 @@ CRASH_POINTS = {
                                       "not recorded",
     "integrate:after-step": "IntegrationStepMerged recorded; the merged tree not yet pinned for re-verification",
     "integrate:before-verified": "every required check ran on the merged tree; IntegrationStepVerified not recorded",
+    "integrate:before-rejected": "a required check did not pass on a merged tree; IntegrationStepRejected (or, for a "
+                                 "batch, IntegrationBatchFailed) not recorded",
+    "integrate:after-batch-failed": "IntegrationBatchFailed recorded; the batch's bisection not started",
     "integrate:before-target": "every step verified; the target's intent not yet recorded",
     "integrate:after-queued": "a passed task's step queued (IntegrationStepQueued); not merged yet",
     "go:before-repair": "a task's step was dropped from the queue; its worktree not yet made again at the "

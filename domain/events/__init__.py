@@ -42,7 +42,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "IntegrationStepFailed", "IntegrationStepMerged", "IntegrationStepQueued", "IntegrationStepRejected",
         "IntegrationStepRequested", "IntegrationStepVerified", "IntegrationTargetMoved",
         "IntegrationTargetRequested", "IntegrationTargetRequestedV2", "PathOverlapWarning", "ReceiptSealed",
-        "IntegrationTargetMovedByOthers", "IntegrationRequeued", "RequiredCheck",
+        "IntegrationTargetMovedByOthers", "IntegrationRequeued", "IntegrationBatchVerified",
+        "IntegrationBatchFailed", "IntegrationBatchRequeued", "RequiredCheck",
     ),
     "candidate": (
         "ArtifactRecord", "CandidateDiverged", "CandidatePinRequested", "CandidatePinned", "CandidateReleaseFailed",
@@ -96,7 +97,8 @@ _CATALOGUE: tuple[str, ...] = (
     "IntegrationQueueClosed", "IntegrationStepRequested", "IntegrationStepMerged", "IntegrationStepFailed",
     "IntegrationStepConflicted", "IntegrationStepVerified", "IntegrationStepRejected", "IntegrationTargetRequested",
     "IntegrationTargetRequestedV2", "IntegrationCompleted", "IntegrationTargetMoved",
-    "IntegrationTargetMovedByOthers", "IntegrationRequeued", "ReceiptSealed", "HookRequested", "HookFinished",
+    "IntegrationTargetMovedByOthers", "IntegrationRequeued", "IntegrationBatchVerified", "IntegrationBatchFailed",
+    "IntegrationBatchRequeued", "ReceiptSealed", "HookRequested", "HookFinished",
 )
 
 __all__ = ["EVENT_TYPES", "event_class", "stored", *_MODULE_OF]

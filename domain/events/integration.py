@@ -46,6 +46,9 @@ __all__ = [
     "RequiredCheck",
     "IntegrationTargetMovedByOthers",
     "IntegrationRequeued",
+    "IntegrationBatchVerified",
+    "IntegrationBatchFailed",
+    "IntegrationBatchRequeued",
 ]
 
 MAX_STEPS = 10_000
@@ -374,6 +377,53 @@ class IntegrationRequeued(Event):
     docket_commits: Annotated[list[Commit], Field(max_length=1000)]
     requeued: Annotated[list[Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]], Field(max_length=10_000)]
     first_step: Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
+
+
+class IntegrationBatchVerified(Event):
+    """``[integration] batch``: every required check passed on the merged tree of step last_step (pinned as
+    candidate verification_binding), which holds the merges of steps first_step..last_step (tasks, in order) on
+    top of the verified head: those steps are verified by this one check run. The merge commits of the steps
+    before last_step were not checked on their own."""
+
+    name = "IntegrationBatchVerified"
+    run_id: Id
+    first_step: Step
+    last_step: Step
+    tasks: Annotated[list[Id], Field(max_length=MAX_STEPS)]
+    verification_binding: Sha256
+    tree: Commit
+    checks: Annotated[list[CheckBinding], Field(max_length=1000)]
+
+
+class IntegrationBatchFailed(Event):
+    """``[integration] batch``: a required check did not pass on the merged tree of step last_step, which holds
+    the merges of steps first_step..last_step on top of the verified head: the step that breaks it is among them,
+    and the batch is bisected (the next check runs on the merge of step (first_step - 1 + last_step) // 2) until the
+    first step whose merge fails is found; that one is rejected (IntegrationStepRejected)."""
+
+    name = "IntegrationBatchFailed"
+    run_id: Id
+    first_step: Step
+    last_step: Step
+    verification_binding: Sha256
+    tree: Commit
+    check: Id
+    check_id: Id
+    code: Code
+    message: Text
+
+
+class IntegrationBatchRequeued(Event):
+    """``[integration] batch``: the steps merged after a rejected step of a batch (requeued, by number) were merged
+    on top of it; they are settled as requeued and queued again, in order, from step first_step, onto the
+    verified head onto."""
+
+    name = "IntegrationBatchRequeued"
+    run_id: Id
+    rejected_step: Step
+    requeued: Annotated[list[Step], Field(max_length=MAX_STEPS)]
+    first_step: Step
+    onto: Commit
 
 
 class ReceiptSealed(Event):

@@ -218,3 +218,59 @@ def test_the_rows_follow_the_aggregate_and_a_rebuild_gives_identical_rows(ledger
         catch_up(reader, rebuilt)
         assert rows(rebuilt) == rows(incremental)
         assert rows(incremental)["integration_steps"] and rows(incremental)["approvals"]
+
+
+def test_a_batched_queue_s_rows_follow_the_aggregate_through_a_bisection(ledger_path: Path, tmp_path: Path):
+    """[integration] batch: four steps merged one on top of the other, their check fails, the bisection verifies the
+    first, rejects the second and queues the last two again; each view row follows the aggregate, and rebuilds."""
+    ledger = Ledger(ledger_path)
+    ledger.initialise(T0)
+    clock = FixedClock(T0)
+    incremental = open_views(tmp_path / "incremental.sqlite")
+    merges = ["a%039d" % n for n in range(1, 7)]
+    bindings = ["%02d" % n * 32 for n in range(1, 5)]
+    with ledger_reader(ledger_path) as reader:
+        story = Story(ledger, clock, incremental, reader)
+        story.decide("b1", lambda i, now: aggregate.open_queue(
+            i, run("b1"), repository="/repo/.git", target_branch="release", expected_commit=EXPECTED,
+            integration_ref="refs/docket/integrations/b1", required_checks=[], now=now))
+        for step in steps(*bindings):
+            story.decide("b1", lambda i, now, step=step: aggregate.queue_step(i, run("b1"), step, waiting_for=[],
+                                                                               overlaps=[], now=now))
+
+        def merge(number: int) -> None:
+            head = story.state("b1").ref_from()
+            story.decide("b1", lambda i, now: aggregate.request_step(
+                i, number, intent_id=f"s{number}", head=head, merge_commit=merges[number - 1], tree=TREE,
+                merge="merged", now=now, batch_size=4))
+            story.observe("b1", f"s{number}", IntegrationObservation("merged", commit=merges[number - 1]))
+
+        def failed(first: int, last: int) -> None:
+            story.decide("b1", lambda i, now: aggregate.batch_failed(
+                i, first, last, verification_binding="8" * 64, tree=TREE, check="ok", check_id=f"c{last}",
+                code="exit", message="exit 1", now=now))
+
+        for number in range(1, 5):
+            merge(number)
+        assert story.row("b1")["steps_merged"] == 4
+        failed(1, 4)
+        assert [s["bisect"] for s in story.steps("b1")] == ["check ok failed on steps 1..4 together: bisecting"] * 4
+        failed(1, 2)
+        story.verify("b1", 1)
+        story.decide("b1", lambda i, now: aggregate.rejected(i, 2, verification_binding="7" * 64, check="ok",
+                                                             check_id="c2", code="exit", message="exit 1", now=now))
+        story.decide("b1", lambda i, now: aggregate.requeue_after(i, 2, now))
+        assert [(s["step"], s["status"]) for s in story.steps("b1")] == [
+            (1, "verified"), (2, "rejected"), (3, "requeued"), (4, "requeued"), (5, "waiting"), (6, "waiting")]
+        assert [s["task_id"] for s in story.steps("b1")[4:]] == ["t3", "t4"]
+        merge(5)
+        merge(6)
+        story.decide("b1", lambda i, now: aggregate.batch_verified(
+            i, 5, 6, verification_binding="6" * 64, tree=TREE, checks=[], now=now))
+        assert [(s["step"], s["status"], s["batch"]) for s in story.steps("b1")[4:]] == [
+            (5, "verified", "5..6"), (6, "verified", "5..6")]
+        row = story.row("b1")
+        assert (row["steps"], row["steps_merged"], row["steps_verified"], row["steps_dropped"]) == (6, 0, 3, 3)
+        rebuilt = open_views(tmp_path / "rebuilt.sqlite")
+        catch_up(reader, rebuilt)
+        assert rows(rebuilt) == rows(incremental)

@@ -66,3 +66,21 @@ def test_a_checked_out_target_is_updated_by_default_refused_when_configured_and_
     with pytest.raises(BadInput) as caught:
         load_config(written(tmp_path, '[integration]\nchecked_out_target = "force"\n'))
     assert caught.value.code == "bad-config" and "integration.checked_out_target" in caught.value.message
+
+
+def test_batch_is_one_by_default_and_in_the_commented_default_file(tmp_path):
+    assert Config().integration.batch == 1
+    assert "\n# batch = 1\n" in DEFAULT_TOML
+    assert load_config(written(tmp_path, "[integration]\nbatch = 8\n")).integration.batch == 8
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("[integration]\nbatch = 0\n", "line 2: integration.batch: Input should be greater than or equal to 1"),
+    ("[integration]\nbatch = 1001\n", "line 2: integration.batch: Input should be less than or equal to 1000"),
+    ('[integration]\nbatch = "8"\n', "line 2: integration.batch: Input should be a valid integer"),
+    ("[integration]\nbatch = 2.5\n", "line 2: integration.batch: Input should be a valid integer"),
+])
+def test_a_batch_size_out_of_range_is_bad_config(tmp_path, text, expected):
+    with pytest.raises(BadInput) as caught:
+        load_config(written(tmp_path, text))
+    assert caught.value.code == "bad-config" and expected in caught.value.message, caught.value.message
