@@ -40,7 +40,7 @@ from pathlib import Path
 
 from .faults import crash_point
 
-__all__ = ["Records", "discard_records", "give_back", "inspect_placed", "observe_placed", "place", "pool_of",
+__all__ = ["POOL", "Records", "discard_records", "give_back", "idle_only", "inspect_placed", "observe_placed", "place", "pool_of",
            "records_of"]
 
 POOL = ".pool"
@@ -90,18 +90,32 @@ def _entry_id(path: Path) -> str:
     return hashlib.sha256(os.fsencode(str(path))).hexdigest()[:24]
 
 
+_cache: dict[str, tuple[tuple[int, int, int], Records]] = {}  # records file -> (its ino, mtime, size; records)
+
+
+def _key(st: os.stat_result) -> tuple[int, int, int]:
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
 def _read(file: Path) -> Records | None:
     try:
         fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
     try:
+        key = _key(os.fstat(fd))
+        cached = _cache.get(str(file))
+        if cached is not None and cached[0] == key:
+            return cached[1]
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
     finally:
         os.close(fd)
-    return Records.load(b"".join(chunks))
+    records = Records.load(b"".join(chunks))
+    if records is not None:
+        _cache[str(file)] = (key, records)
+    return records
 
 
 def _write(file: Path, records: Records) -> None:
@@ -111,9 +125,13 @@ def _write(file: Path, records: Records) -> None:
         view = memoryview(records.dump())
         while view:
             view = view[os.write(fd, view):]
+        key = _key(os.fstat(fd))
     finally:
         os.close(fd)
     os.replace(partial, file)
+    if len(_cache) > 64:
+        _cache.clear()
+    _cache[str(file)] = (key, records)
 
 
 def records_of(path: Path) -> Records | None:
@@ -123,6 +141,17 @@ def records_of(path: Path) -> Records | None:
     if records is None or records.state != "placed" or records.path != str(path):
         return None
     return records
+
+
+def idle_only(pool: Path) -> bool:
+    """Whether every entry of the pool is idle, its records beside it (none placed, none half-way): what a pool
+    holds once every execution made from it is removed."""
+    if not os.path.lexists(pool):
+        return True
+    names = set(os.listdir(pool)) - {".clock"}
+    folders = {n for n in names if not n.endswith(".rec")}
+    records = {n[:-4]: _read(pool / n) for n in names if n.endswith(".rec")}
+    return folders == set(records) and all(r is not None and r.state == "idle" for r in records.values())
 
 
 def discard_records(path: Path) -> None:
@@ -150,13 +179,14 @@ def place(common: Path, path: Path, commit: str) -> bool:
         store = user.object_store
         try:
             tree = user[commit.encode("ascii")].tree.decode("ascii")
-            if _has_gitlink(store, tree):
-                return False
         except KeyError:
             return False
         entry = _idle_entry(pool)
         if entry is None:
-            entry = _fresh_entry(common, pool, commit, tree)
+            try:
+                entry = _fresh_entry(common, pool, commit, tree)
+            except Unusable:
+                return False
             if entry is None:
                 return False
         folder_id, records = entry
@@ -187,10 +217,6 @@ def place(common: Path, path: Path, commit: str) -> bool:
         raise
     crash_point("execution-pool:after-place")
     return True
-
-
-def _has_gitlink(store, tree: str) -> bool:  # noqa: ANN001
-    return any(e.mode == GITLINK for e in store.iter_tree_contents(tree.encode("ascii")))
 
 
 def _own_folder(pool: Path) -> None:
@@ -250,6 +276,9 @@ def _fresh_entry(common: Path, pool: Path, commit: str, tree: str) -> tuple[str,
     written: list = []
     if not make_own_repository(common, folder, head=commit, commit=commit, branch=None, written=written):
         return None
+    if any(mode == GITLINK for _, mode, _, _ in written):
+        _discard(pool, folder_id)
+        raise Unusable("a gitlink")  # submodules: the old way
     shutil.rmtree(folder / ".git")
     records = Records("idle", "", commit, tree, 0, 0)
     for name, mode, sha, st in written:
@@ -349,23 +378,47 @@ def _write_file(path: bytes, kind: int, data: bytes) -> os.stat_result:
 def _write_git(common: Path, store, folder: Path, commit: str, records: Records) -> None:  # noqa: ANN001
     """A fresh ``.git`` (whatever was there removed first): the own repository's git dir detached at commit, its
     index from the records; every entry of it recorded."""
-    from .own_repositories import make_git_dir, write_index
+    from .own_repositories import make_git_dir
 
     git = folder / ".git"
     if os.path.lexists(git):
         _remove(git)
-    make_git_dir(common, git, head=commit, commit=commit, branch=None, store=store)
-    write_index(git / "index", sorted((name, t[0], t[1].encode("ascii"), _StatOf(t))
-                                      for name, t in records.files.items()))
+    make_git_dir(common, git, head=commit, commit=commit, branch=None, store=store, keep=False)
+    _write_index(git / "index", records)
     records.git = _record_tree(git)
 
 
-class _StatOf:
-    """The stat fields an index entry takes, from a file's record."""
+_entries: dict[tuple[bytes, tuple], bytes] = {}  # (path, record) -> its index entry, packed
 
-    def __init__(self, record: tuple) -> None:
-        (_, _, self.st_ino, self.st_ctime_ns, self.st_size, self.st_mode, self.st_mtime_ns, self.st_dev, self.st_uid,
-         self.st_gid) = record
+
+def _write_index(path: Path, records: Records) -> None:
+    """A version 2 index of the records' files, each with its recorded stat data (own_repositories.write_index,
+    each entry packed once and reused while its record is unchanged)."""
+    import struct
+
+    if len(_entries) > 200_000:
+        _entries.clear()
+    mask = 0xFFFFFFFF
+    parts = [b"DIRC", struct.pack(">LL", 2, len(records.files))]
+    for name in sorted(records.files):
+        record = records.files[name]
+        entry = _entries.get((name, record))
+        if entry is None:
+            mode, sha, ino, ctime, size, _, mtime, dev, uid, gid = record
+            head = struct.pack(">LLLLLLLLLL", (ctime // 1_000_000_000) & mask, ctime % 1_000_000_000,
+                               (mtime // 1_000_000_000) & mask, mtime % 1_000_000_000, dev & mask, ino & mask, mode,
+                               uid & mask, gid & mask, size & mask)
+            entry = head + bytes.fromhex(sha) + struct.pack(">H", min(len(name), 0xFFF)) + name
+            entry = _entries[(name, record)] = entry + b"\0" * (8 - len(entry) % 8)
+        parts.append(entry)
+    body = b"".join(parts)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(body + hashlib.sha1(body).digest())
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 def _record_tree(root: Path) -> dict[bytes, tuple]:
@@ -456,8 +509,16 @@ def scan(path: Path, records: Records, *, untracked: bool, git: bool) -> Scan:
     return out
 
 
+_children_of: dict[str, dict[bytes, set[bytes]]] = {}  # tree id -> folder -> the names the tree has in it
+
+
 def _children(records: Records) -> dict[bytes, set[bytes]]:
-    children: dict[bytes, set[bytes]] = {}
+    cached = _children_of.get(records.tree)
+    if cached is not None:
+        return cached
+    if len(_children_of) > 16:
+        _children_of.clear()
+    children = _children_of[records.tree] = {}
     for name in (*records.files, *records.folders):
         parent, _, leaf = name.rpartition(b"/")
         children.setdefault(parent, set()).add(leaf)

@@ -92,10 +92,11 @@ def make_own_repository(common: Path, path: Path, *, head: str, commit: str, bra
     return True
 
 
-def make_git_dir(common: Path, git: Path, *, head: str, commit: str, branch: str | None, store) -> None:  # noqa: ANN001
+def make_git_dir(common: Path, git: Path, *, head: str, commit: str, branch: str | None, store,  # noqa: ANN001
+                 keep: bool = True) -> None:
     """The git dir of a repository of its own at git (made here; its parent must exist), index aside: config, HEAD,
-    the alternates naming common's objects, the user's info/exclude, the branch if any, and the objects docket made
-    on the way to commit (objects.keep_docket_made). KeyError when store lacks one of those."""
+    the alternates naming common's objects, the user's info/exclude, the branch if any, and (keep) the objects
+    docket made on the way to commit (objects.keep_docket_made). KeyError when store lacks one of those."""
     os.mkdir(git, 0o700)
     for folder in _FOLDERS:
         os.mkdir(git / folder, 0o700)
@@ -107,7 +108,8 @@ def make_git_dir(common: Path, git: Path, *, head: str, commit: str, branch: str
         ref = git / "refs" / "heads" / branch
         ref.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         _write_new(ref, f"{commit}\n")
-    keep_docket_made(store, git / "objects", commit.encode("ascii"))
+    if keep:
+        keep_docket_made(store, git / "objects", commit.encode("ascii"))
 
 
 def read_own_repository(path: Path) -> OwnRepository | None:

@@ -14,6 +14,7 @@ command then works again.
 
 from __future__ import annotations
 
+from docket.adapters.world.execution_pool import POOL, idle_only
 from docket.adapters.world.paths import executions_root, task_worktree_path
 import random
 import signal
@@ -130,7 +131,9 @@ def execution_leftovers(repo: Path) -> list[str]:
     registered = [line.split(" ", 1)[1] for line in listing.splitlines() if line.startswith("worktree ")]
     found = [path for path in registered if Path(path).resolve().is_relative_to(root)]
     if root.exists():
-        found += [str(p) for p in root.rglob("*") if p.is_symlink() or not p.is_dir()]
+        found += [str(p) for p in root.rglob("*") if (p.is_symlink() or not p.is_dir())
+                  and p.relative_to(root).parts[0] != POOL]
+        found += [] if idle_only(root / POOL) else [f"{root / POOL} holds an execution not given back"]
     return found
 
 
