@@ -243,12 +243,12 @@ def _sweep(pool: Path) -> None:
             records = _read(item)
             folder_id = name[:-4]
             if records is None:
-                os.unlink(item)
+                _unlink(item)
             elif records.state == "idle" and not _is_folder(pool / folder_id):
-                os.unlink(item)
+                _unlink(item)
             elif records.state == "placed":
                 if folder_id in names or not _is_folder(Path(records.path)):
-                    os.unlink(item)  # given back half-way, or its folder gone: nothing trustworthy
+                    _unlink(item)  # given back half-way, or its folder gone: nothing trustworthy
             continue
         if _is_folder(item):
             records = _read(pool / f"{name}.rec")
