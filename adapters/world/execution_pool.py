@@ -462,9 +462,10 @@ class Scan:
     git: str | None = None  # the first difference in .git
 
 
-def scan(path: Path, records: Records, *, untracked: bool, git: bool) -> Scan:
+def scan(path: Path, records: Records, *, untracked: bool, git: bool, folders: bool = True) -> Scan:
     """Compare the folder at path with its records by lstat alone (no file read); untracked: list the folders whose
-    ctime changed (and the top) for entries no record names; git: compare .git's entries too."""
+    ctime changed (and the top) for entries no record names; git: compare .git's entries too; folders: lstat every
+    recorded folder (without, a folder replaced shows only through the files under it, which then differ)."""
     out = Scan()
     top = os.fsencode(path) + b"/"
     try:
@@ -476,7 +477,7 @@ def scan(path: Path, records: Records, *, untracked: bool, git: bool) -> Scan:
         out.problem = f"{path} is not the folder docket placed"
         return out
     marker, lstat = records.marker, os.lstat
-    for name, (ino, ctime, mode) in records.folders.items():
+    for name, (ino, ctime, mode) in records.folders.items() if folders else ():
         try:
             st = lstat(top + name)
         except OSError:
@@ -487,15 +488,7 @@ def scan(path: Path, records: Records, *, untracked: bool, git: bool) -> Scan:
             return out
         if st.st_ctime_ns != ctime or st.st_mode != mode or ctime >= marker:
             out.changed_folders.append(name)
-    for name, record in records.files.items():
-        try:
-            st = lstat(top + name)
-        except OSError:
-            out.dirty.append(name)
-            continue
-        if (st.st_ino != record[2] or st.st_ctime_ns != record[3] or st.st_size != record[4]
-                or st.st_mode != record[5] or st.st_nlink != 1 or record[3] >= marker):
-            out.dirty.append(name)
+    out.dirty = _dirty_files(top, records)
     if untracked:
         children = _children(records)
         for folder in [b"", *out.changed_folders]:
@@ -507,6 +500,42 @@ def scan(path: Path, records: Records, *, untracked: bool, git: bool) -> Scan:
     if git:
         out.git = _git_difference(path, records)
     return out
+
+
+_SPLIT = 2048  # files at and above which the lstat calls are split between this thread and another
+_helper = None
+
+
+def _dirty_files(top: bytes, records: Records) -> list[bytes]:
+    """The recorded files whose lstat is not as recorded (one link, the same ino, ctime, size and mode; none
+    written at or after the marker) or that cannot be read. lstat releases the GIL: a large tree's files are
+    split between two threads."""
+    global _helper
+    items = list(records.files.items())
+    if len(items) < _SPLIT:
+        return _compare(top, items, records.marker)
+    if _helper is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _helper = ThreadPoolExecutor(1, thread_name_prefix="docket-pool-scan")
+    half = len(items) // 2
+    other = _helper.submit(_compare, top, items[half:], records.marker)
+    mine = _compare(top, items[:half], records.marker)
+    return mine + other.result()
+
+
+def _compare(top: bytes, items: list, marker: int) -> list[bytes]:
+    lstat, dirty = os.lstat, []
+    for name, record in items:
+        try:
+            st = lstat(top + name)
+        except OSError:
+            dirty.append(name)
+            continue
+        if (st.st_ino != record[2] or st.st_ctime_ns != record[3] or st.st_size != record[4]
+                or st.st_mode != record[5] or st.st_nlink != 1 or record[3] >= marker):
+            dirty.append(name)
+    return dirty
 
 
 _children_of: dict[str, dict[bytes, set[bytes]]] = {}  # tree id -> folder -> the names the tree has in it
@@ -568,16 +597,17 @@ def inspect_placed(repo, path: Path, records: Records, commit: str) -> str | Non
     head = read_text(Path(path) / ".git" / "HEAD")
     if head != commit:
         return f"HEAD is {head}, not detached at {commit}"
-    found = scan(path, records, untracked=False, git=False)
-    if found.problem and "replaced" not in found.problem:
+    found = scan(path, records, untracked=False, git=False)  # folders too: a folder renamed away and a symlink
+    if found.problem and "replaced" not in found.problem:  # put in its place leaves its files' stat as it was
         return found.problem
-    if found.problem:  # a folder replaced: every file the records put under it is compared by content
+    if found.problem:  # a folder replaced: every file is compared by content, then where it lies
         found.dirty = list(records.files)
     for name in found.dirty:
         if not _same_content(path, name, records.files[name]):
             return f"tracked {os.fsdecode(name)} was changed"
-    if found.problem and _symlinked_folder(path, records):
-        return found.problem
+    replaced = _replaced_folder(path, records, found.dirty)
+    if replaced is not None:
+        return f"folder {os.fsdecode(replaced)} was replaced by a symlink or a file"
     index = records.git.get(b"index")
     try:
         st = os.lstat(Path(path) / ".git" / "index")
@@ -588,15 +618,21 @@ def inspect_placed(repo, path: Path, records: Records, commit: str) -> str | Non
     return None
 
 
-def _symlinked_folder(path: Path, records: Records) -> bool:
+def _replaced_folder(path: Path, records: Records, dirty: list[bytes]) -> bytes | None:
+    """The first folder above one of the files that is no longer a real folder."""
     top = os.fsencode(path) + b"/"
-    for name in records.folders:
-        try:
-            if not stat.S_ISDIR(os.lstat(top + name).st_mode):
-                return True
-        except OSError:
-            return True
-    return False
+    seen: set[bytes] = set()
+    for name in dirty:
+        parent = name.rpartition(b"/")[0]
+        while parent and parent not in seen:
+            seen.add(parent)
+            try:
+                if not stat.S_ISDIR(os.lstat(top + parent).st_mode):
+                    return parent
+            except OSError:
+                return parent
+            parent = parent.rpartition(b"/")[0]
+    return None
 
 
 def _index_difference(index_path: Path, records: Records) -> str | None:
