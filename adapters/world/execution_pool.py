@@ -40,8 +40,8 @@ from pathlib import Path
 
 from .faults import crash_point
 
-__all__ = ["POOL", "Records", "discard_records", "give_back", "idle_only", "inspect_placed", "observe_placed", "place", "pool_of",
-           "records_of"]
+__all__ = ["POOL", "Records", "discard_records", "give_back", "idle_only", "inspect_placed", "observe_placed", "place",
+           "pool_of", "records_of", "remnant", "sweep"]
 
 POOL = ".pool"
 KEEP_IDLE = 4  # idle entries kept per repository; more given back are removed
@@ -152,6 +152,27 @@ def idle_only(pool: Path) -> bool:
     folders = {n for n in names if not n.endswith(".rec")}
     records = {n[:-4]: _read(pool / n) for n in names if n.endswith(".rec")}
     return folders == set(records) and all(r is not None and r.state == "idle" for r in records.values())
+
+
+def remnant(path: Path) -> bool:
+    """Whether the pool holds what a give back of the execution at path killed half-way left: its folder renamed
+    back but not recorded idle (the next sweep discards it). Never raises."""
+    path = Path(path)
+    try:
+        folder_id = _entry_id(path)
+        records = _read(pool_of(path) / f"{folder_id}.rec")
+        if _is_folder(pool_of(path) / folder_id):
+            return records is None or records.state != "idle"
+        return records is not None and records.state == "placed" and not os.path.lexists(path)
+    except OSError:
+        return False
+
+
+def sweep(path: Path) -> None:
+    """Discard what no trustworthy record describes in the pool of the execution at path (hold the worktrees lock)."""
+    pool = pool_of(Path(path))
+    if _is_folder(pool):
+        _sweep(pool)
 
 
 def discard_records(path: Path) -> None:

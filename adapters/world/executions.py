@@ -21,7 +21,8 @@ from pathlib import Path
 from ...domain.effects import ExecutionInspection, ExecutionObservation
 from ...domain.errors import BadInput, Refused
 from ...domain.names import has_unsafe_characters
-from .execution_pool import discard_records, give_back, inspect_placed, observe_placed, place, records_of
+from .execution_pool import (discard_records, give_back, inspect_placed, observe_placed, place, records_of, remnant,
+                             sweep)
 from .own_repositories import borrows_from, make_own_repository, read_own_repository
 from .paths import executions_root, repository_key
 from .repository import make_parents, making_worktrees, open_repo, remove_checkout, unsafe_parent
@@ -164,11 +165,12 @@ def inspect_execution(repository: Path, path: Path, commit: str) -> ExecutionIns
 
 def execution_remnants(repository: Path, path: Path) -> bool:
     """Whether a removal killed half-way left something of the execution at path: its folder set aside and not yet
-    deleted. (observe_execution calls the path absent then: a new execution may be
+    deleted, or given back to the pool and not yet recorded idle there. (observe_execution calls the path absent then: a new execution may be
     made there, but the removal is not finished.) Never raises."""
     repository, path = Path(repository), Path(path)
     try:
-        return any(path.parent.glob(f".{path.name}.*.removing"))
+        return any(path.parent.glob(f".{path.name}.*.removing")) or (is_execution_place(repository, path)
+                                                                     and remnant(path))
     except OSError:
         return False
 
@@ -194,6 +196,7 @@ def remove_execution(repository: Path, path: Path, *, group_alive: bool) -> None
         else:
             discard_records(path)
         remove_checkout(repository, path)
+        sweep(path)  # what a give back killed half-way left in the pool
         for folder in (path.parent, path.parent.parent):  # <binding>, then <run>, once nothing is left in them
             try:
                 os.rmdir(folder)

@@ -59,6 +59,10 @@ CHECK_CASES = {
     "effector:after-act@ExecutionRequested.v1": ("interrupted", True),
     "effector:after-outcome@ExecutionRequested.v1": ("interrupted", True),
     "check:after-request": ("interrupted", False),
+    # the execution made from the pool (execution_pool.py): an entry taken, then placed, then in place
+    "execution-pool:after-take": ("interrupted", True),
+    "execution-pool:before-place": ("interrupted", True),
+    "execution-pool:after-place": ("interrupted", True),
     **{point: ("interrupted", True) for point in effector_points("CheckLaunchRequested.v1")},
     "check:before-gate": ("interrupted", True),
     "check:after-exit": ("interrupted", True),  # the command ran and ended; nobody saw how
@@ -68,6 +72,7 @@ CHECK_CASES = {
     "effector:after-observe@ExecutionRemovalRequested.v1": ("passed", True),
     "effector:before-act@ExecutionRemovalRequested.v1": ("passed", True),
     "effector:after-act@ExecutionRemovalRequested.v1": ("passed", False),
+    "execution-pool:after-give-back": ("passed", True),  # the folder renamed into the pool, not recorded idle
     "effector:after-outcome@ExecutionRemovalRequested.v1": ("passed", False),
 }
 for _intent in ("ExecutionRequested.v1", "CheckLaunchRequested.v1", "ExecutionRemovalRequested.v1"):
