@@ -262,3 +262,33 @@ def test_kills_at_random_moments_never_leave_a_wrong_execution(world: World) -> 
             exactly(path, commit)
             remove_execution(world.common, path, group_alive=False)
         assert idle_only(world.pool())
+
+
+@pytest.mark.parametrize("name", ["..", ".git", ".GIT"])
+def test_a_crafted_tree_brought_from_the_pool_is_refused_and_writes_nothing(world: World, tmp_path: Path,
+                                                                           name: str) -> None:
+    """The diff of a warm entry to a commit whose tree names '..' or '.git' (git refuses both) is refused whole."""
+    from docket.domain.errors import Refused
+
+    warm = world.create(world.a)
+    remove_execution(world.common, warm, group_alive=False)  # the next creation brings this entry, not a checkout
+
+    def run(*args: str, stdin: str) -> str:
+        return subprocess.run(["git", *args], cwd=world.checkout, input=stdin, check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    blob = run("hash-object", "-w", "--stdin", stdin="escaped\n")
+    evil = run("mktree", stdin=f"100644 blob {blob}\tescaped.txt\n")
+    base = git(world.checkout, "rev-parse", f"{world.a}^{{tree}}")
+    entries = git(world.checkout, "ls-tree", base)
+    crafted = run("mktree", "--missing", stdin=f"{entries}\n040000 tree {evil}\t{name}\n")
+    commit = run("commit-tree", crafted, "-m", "crafted", stdin="")
+    path = world.path()
+    with pytest.raises(Refused) as caught:
+        create_execution(world.common, path, commit)
+    assert caught.value.code == "execution-unsafe-tree"
+    assert not os.path.lexists(path)
+    assert not list(executions_root(world.common).parent.parent.rglob("escaped.txt"))  # the whole data folder
+    assert idle_only(world.pool())
+    again = world.create(world.b)  # the pool still works
+    exactly(again, world.b)
