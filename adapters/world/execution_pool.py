@@ -511,16 +511,22 @@ def scan(path: Path, records: Records, *, untracked: bool, git: bool, folders: b
             out.changed_folders.append(name)
     out.dirty = _dirty_files(top, records)
     if untracked:
-        children = _children(records)
-        for folder in [b"", *out.changed_folders]:
-            known = children.get(folder, set())
-            prefix = folder + b"/" if folder else b""
-            for name in os.listdir(top + folder if folder else top):
-                if name not in known and not (not folder and name == b".git"):
-                    out.extra.append(prefix + name)
+        out.extra = _untracked(top, records, out.changed_folders)
     if git:
         out.git = _git_difference(path, records)
     return out
+
+
+def _untracked(top: bytes, records: Records, changed_folders: list[bytes]) -> list[bytes]:
+    """What the top and the folders whose ctime moved hold that no record names (.git at the top aside)."""
+    children, extra = _children(records), []
+    for folder in [b"", *changed_folders]:
+        known = children.get(folder, set())
+        prefix = folder + b"/" if folder else b""
+        for name in os.listdir(top + folder if folder else top):
+            if name not in known and not (not folder and name == b".git"):
+                extra.append(prefix + name)
+    return extra
 
 
 _SPLIT = 2048  # files at and above which the lstat calls are split between this thread and another
@@ -726,14 +732,14 @@ def _repair(common: Path, folder: Path, records: Records) -> None:
 
     os.chmod(folder, 0o700, follow_symlinks=False)
     top = os.fsencode(folder) + b"/"
-    for name, (_, _, mode) in records.folders.items():  # modes first: what a check made unreadable is read again
-        try:
-            st = os.lstat(top + name)
-        except OSError as e:
-            raise Unusable(f"folder {os.fsdecode(name)}: {e}") from e
-        if stat.S_ISDIR(st.st_mode) and st.st_mode != mode:
-            os.chmod(top + name, stat.S_IMODE(mode), follow_symlinks=False)
-    found = scan(folder, records, untracked=True, git=False)
+    found = scan(folder, records, untracked=False, git=False)
+    modes = [name for name in found.changed_folders if os.lstat(top + name).st_mode != records.folders[name][2]]
+    for name in modes:  # what a check made unreadable or unwritable is read and repaired again
+        os.chmod(top + name, stat.S_IMODE(records.folders[name][2]), follow_symlinks=False)
+    if modes or found.problem:
+        found = scan(folder, records, untracked=True, git=False)
+    else:
+        found.extra = _untracked(top, records, found.changed_folders)
     if found.problem:
         raise Unusable(found.problem)
     _remove(folder / ".git")
