@@ -709,7 +709,8 @@ def give_back(common: Path, path: Path, records: Records) -> None:
     pool = pool_of(path)
     folder_id = _entry_id(path)
     folder = pool / folder_id
-    idle = sum(1 for name in os.listdir(pool) if name.endswith(".rec")) - 1
+    idle = sum(1 for name in os.listdir(pool) if name.endswith(".rec") and name != f"{folder_id}.rec"
+               and (_read(pool / name) or records).state == "idle")
     os.rename(path, folder)  # the execution is gone from its path; the records say placed: unknown until rewritten
     crash_point("execution-pool:after-give-back")
     try:

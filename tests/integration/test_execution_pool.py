@@ -292,3 +292,20 @@ def test_a_crafted_tree_brought_from_the_pool_is_refused_and_writes_nothing(worl
     assert idle_only(world.pool())
     again = world.create(world.b)  # the pool still works
     exactly(again, world.b)
+
+
+def test_the_pool_keeps_a_few_idle_entries_and_removes_the_rest(world: World) -> None:
+    from docket.adapters.world.execution_pool import KEEP_IDLE
+
+    placed = [world.create(world.a) for _ in range(KEEP_IDLE + 2)]  # as many checks at once
+    for path in placed[:2]:  # given back while the others still run: kept (only idle entries count)
+        remove_execution(world.common, path, group_alive=False)
+    assert len([p for p in world.pool().iterdir() if p.is_dir()]) == 2
+    for path in placed[2:]:
+        remove_execution(world.common, path, group_alive=False)
+    assert idle_only(world.pool())
+    assert len(list(world.pool().glob("*.rec"))) == KEEP_IDLE
+    again = [world.create(world.b) for _ in range(KEEP_IDLE)]  # all brought, none made afresh
+    assert len(list(world.pool().glob("*.rec"))) == KEEP_IDLE
+    for path in again:
+        exactly(path, world.b)
