@@ -13,8 +13,8 @@ docket places at an execution's path comes from it and goes back to it:
   what it wrote or deleted is written again from the object store, its ``.git`` is dropped; it is idle again. A
   folder replaced, a symlink where a folder was, anything that cannot be read: the entry is discarded.
 
-**The records** (path -> ino, ctime, size, mode, blob id, for every file, folder and ``.git`` entry) are kept beside
-the folder in the pool, never inside it: a check (untrusted code) can write anything in its execution, but not
+**The records** (execution_records.py: path -> ino, ctime, size, mode, blob id, for every file, folder and ``.git``
+entry) are kept beside the folder in the pool, never inside it: a check (untrusted code) can write anything in its execution, but not
 there. ctime cannot be set by an unprivileged process, so a file whose (ino, ctime, size, mode) are as recorded, with
 one link, has not been written since; before an entry is placed, the file system's clock is made to pass every
 recorded ctime (``_tick``), so a later write cannot share one. Anything else is put back, removed or the entry
@@ -29,15 +29,15 @@ pool is unknown): an unknown entry is discarded by the next sweep. Every step ru
 from __future__ import annotations
 
 import hashlib
-import marshal
 import os
 import secrets
 import shutil
 import stat
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from .execution_records import (EXECUTABLE, FILE, GITLINK, SYMLINK, Records, file_record, folder_record,
+                                read_records, record_tree, same_content, scan, untracked_entries, write_records)
 from .faults import crash_point
 
 __all__ = ["POOL", "Records", "discard_records", "give_back", "idle_only", "inspect_placed", "observe_placed", "place",
@@ -45,40 +45,10 @@ __all__ = ["POOL", "Records", "discard_records", "give_back", "idle_only", "insp
 
 POOL = ".pool"
 KEEP_IDLE = 4  # idle entries kept per repository; more given back are removed
-_VERSION = 1
-TREE, FILE, EXECUTABLE, SYMLINK, GITLINK = 0o040000, 0o100644, 0o100755, 0o120000, 0o160000
 
 
 class Unusable(Exception):
     """The pool cannot make this execution (a gitlink in the tree, an unreadable object): make it the old way."""
-
-
-@dataclass
-class Records:
-    state: str  # idle | placed
-    path: str  # where placed ("" while idle)
-    commit: str
-    tree: str
-    top_ino: int
-    marker: int  # the file system's time after every recorded write: each recorded ctime is below it
-    files: dict[bytes, tuple] = field(default_factory=dict)  # rel -> (git mode, hex sha, ino, ctime, size, st_mode,
-    #                                                                   mtime, dev, uid, gid)
-    folders: dict[bytes, tuple] = field(default_factory=dict)  # rel -> (ino, ctime, st_mode), top excluded
-    git: dict[bytes, tuple] = field(default_factory=dict)  # rel under .git ("" is .git) -> (ino, ctime, size, mode)
-
-    def dump(self) -> bytes:
-        return marshal.dumps((_VERSION, self.state, self.path, self.commit, self.tree, self.top_ino, self.marker,
-                              self.files, self.folders, self.git))
-
-    @classmethod
-    def load(cls, data: bytes) -> Records | None:
-        try:
-            value = marshal.loads(data)
-            if not isinstance(value, tuple) or len(value) != 10 or value[0] != _VERSION:
-                return None
-            return cls(*value[1:])
-        except (EOFError, ValueError, TypeError):
-            return None
 
 
 def pool_of(path: Path) -> Path:
@@ -90,54 +60,10 @@ def _entry_id(path: Path) -> str:
     return hashlib.sha256(os.fsencode(str(path))).hexdigest()[:24]
 
 
-_cache: dict[str, tuple[tuple[int, int, int], Records]] = {}  # records file -> (its ino, mtime, size; records)
-
-
-def _key(st: os.stat_result) -> tuple[int, int, int]:
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-def _read(file: Path) -> Records | None:
-    try:
-        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        key = _key(os.fstat(fd))
-        cached = _cache.get(str(file))
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    records = Records.load(b"".join(chunks))
-    if records is not None:
-        _cache[str(file)] = (key, records)
-    return records
-
-
-def _write(file: Path, records: Records) -> None:
-    partial = file.with_name(f"{file.name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        view = memoryview(records.dump())
-        while view:
-            view = view[os.write(fd, view):]
-        key = _key(os.fstat(fd))
-    finally:
-        os.close(fd)
-    os.replace(partial, file)
-    if len(_cache) > 64:
-        _cache.clear()
-    _cache[str(file)] = (key, records)
-
-
 def records_of(path: Path) -> Records | None:
     """The records of the entry placed at path (None: no pooled execution is placed there)."""
     path = Path(path)
-    records = _read(pool_of(path) / f"{_entry_id(path)}.rec")
+    records = read_records(pool_of(path) / f"{_entry_id(path)}.rec")
     if records is None or records.state != "placed" or records.path != str(path):
         return None
     return records
@@ -150,7 +76,7 @@ def idle_only(pool: Path) -> bool:
         return True
     names = set(os.listdir(pool)) - {".clock"}
     folders = {n for n in names if not n.endswith(".rec")}
-    records = {n[:-4]: _read(pool / n) for n in names if n.endswith(".rec")}
+    records = {n[:-4]: read_records(pool / n) for n in names if n.endswith(".rec")}
     return folders == set(records) and all(r is not None and r.state == "idle" for r in records.values())
 
 
@@ -160,7 +86,7 @@ def remnant(path: Path) -> bool:
     path = Path(path)
     try:
         folder_id = _entry_id(path)
-        records = _read(pool_of(path) / f"{folder_id}.rec")
+        records = read_records(pool_of(path) / f"{folder_id}.rec")
         if _is_folder(pool_of(path) / folder_id):
             return records is None or records.state != "idle"
         return records is not None and records.state == "placed" and not os.path.lexists(path)
@@ -228,7 +154,7 @@ def place(common: Path, path: Path, commit: str) -> bool:
     records.marker = _tick(pool, max([t[3] for t in records.files.values()] + [t[1] for t in records.folders.values()]
                                      + [t[1] for t in records.git.values()] + [0]))
     placed = pool / f"{_entry_id(path)}.rec"
-    _write(placed, records)
+    write_records(placed, records)
     crash_point("execution-pool:before-place")
     try:
         os.rename(folder, path)
@@ -261,7 +187,7 @@ def _sweep(pool: Path) -> None:
         if name == ".clock":
             continue
         if name.endswith(".rec"):
-            records = _read(item)
+            records = read_records(item)
             folder_id = name[:-4]
             if records is None:
                 _unlink(item)
@@ -272,7 +198,7 @@ def _sweep(pool: Path) -> None:
                     _unlink(item)  # given back half-way, or its folder gone: nothing trustworthy
             continue
         if _is_folder(item):
-            records = _read(pool / f"{name}.rec")
+            records = read_records(pool / f"{name}.rec")
             if records is None or records.state != "idle":
                 _discard(pool, name)
         else:
@@ -282,7 +208,7 @@ def _sweep(pool: Path) -> None:
 def _idle_entry(pool: Path) -> tuple[str, Records] | None:
     for name in sorted(os.listdir(pool)):
         if name.endswith(".rec"):
-            records = _read(pool / name)
+            records = read_records(pool / name)
             if records is not None and records.state == "idle" and _is_folder(pool / name[:-4]):
                 return name[:-4], records
     return None
@@ -303,20 +229,11 @@ def _fresh_entry(common: Path, pool: Path, commit: str, tree: str) -> tuple[str,
     shutil.rmtree(folder / ".git")
     records = Records("idle", "", commit, tree, 0, 0)
     for name, mode, sha, st in written:
-        records.files[name] = _file_record(mode, sha.decode("ascii"), st)
+        records.files[name] = file_record(mode, sha.decode("ascii"), st)
     for name in _parents(records.files):
-        records.folders[name] = _folder_record(os.lstat(folder / os.fsdecode(name)))
-    _write(pool / f"{folder_id}.rec", records)
+        records.folders[name] = folder_record(os.lstat(folder / os.fsdecode(name)))
+    write_records(pool / f"{folder_id}.rec", records)
     return folder_id, records
-
-
-def _file_record(mode: int, sha: str, st: os.stat_result) -> tuple:
-    return (mode, sha, st.st_ino, st.st_ctime_ns, st.st_size, st.st_mode, st.st_mtime_ns, st.st_dev, st.st_uid,
-            st.st_gid)
-
-
-def _folder_record(st: os.stat_result) -> tuple:
-    return (st.st_ino, st.st_ctime_ns, st.st_mode)
 
 
 def _parents(files: dict[bytes, tuple]) -> list[bytes]:
@@ -374,11 +291,11 @@ def _bring(store, folder: Path, records: Records, tree: str) -> None:  # noqa: A
         except Exception as e:  # noqa: BLE001  (too large for dulwich, or missing: the old way says which)
             raise Unusable(str(e)) from e
         kind = SYMLINK if stat.S_ISLNK(mode) else EXECUTABLE if mode & 0o100 else FILE
-        records.files[name] = _file_record(kind, sha.decode("ascii"), _write_file(top + name, kind, data))
+        records.files[name] = file_record(kind, sha.decode("ascii"), _write_file(top + name, kind, data))
         touched.add(name.rpartition(b"/")[0])
     for name in touched:
         if name in records.folders:
-            records.folders[name] = _folder_record(os.lstat(top + name))
+            records.folders[name] = folder_record(os.lstat(top + name))
 
 
 def _write_file(path: bytes, kind: int, data: bytes) -> os.stat_result:
@@ -406,7 +323,7 @@ def _write_git(common: Path, store, folder: Path, commit: str, records: Records)
         _remove(git)
     make_git_dir(common, git, head=commit, commit=commit, branch=None, store=store, keep=False)
     _write_index(git / "index", records)
-    records.git = _record_tree(git)
+    records.git = record_tree(git)
 
 
 _entries: dict[tuple[bytes, tuple], bytes] = {}  # (path, record) -> its index entry, packed
@@ -442,22 +359,6 @@ def _write_index(path: Path, records: Records) -> None:
         os.close(fd)
 
 
-def _record_tree(root: Path) -> dict[bytes, tuple]:
-    out: dict[bytes, tuple] = {}
-    base = os.fsencode(root)
-
-    def visit(rel: bytes) -> None:
-        full = base + (b"/" + rel if rel else b"")
-        st = os.lstat(full)
-        out[rel] = (st.st_ino, st.st_ctime_ns, st.st_size, st.st_mode)
-        if stat.S_ISDIR(st.st_mode):
-            for name in os.listdir(full):
-                visit(rel + b"/" + name if rel else name)
-
-    visit(b"")
-    return out
-
-
 def _tick(pool: Path, latest: int) -> int:
     """The file system's time once it is past latest (the last recorded ctime): a write after this can never
     share a recorded ctime. Immediate where timestamps are fine-grained; at most a clock tick elsewhere."""
@@ -474,130 +375,6 @@ def _tick(pool: Path, latest: int) -> int:
 # Observe and inspect ---------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Scan:
-    problem: str | None = None  # a folder replaced or gone, the top not the entry: not repairable
-    dirty: list[bytes] = field(default_factory=list)  # tracked files whose stat is not as recorded (or gone)
-    extra: list[bytes] = field(default_factory=list)  # entries no record names (untracked), top-most only
-    changed_folders: list[bytes] = field(default_factory=list)
-    git: str | None = None  # the first difference in .git
-
-
-def scan(path: Path, records: Records, *, untracked: bool, git: bool, folders: bool = True) -> Scan:
-    """Compare the folder at path with its records by lstat alone (no file read); untracked: list the folders whose
-    ctime changed (and the top) for entries no record names; git: compare .git's entries too; folders: lstat every
-    recorded folder (without, a folder replaced shows only through the files under it, which then differ)."""
-    out = Scan()
-    top = os.fsencode(path) + b"/"
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        out.problem = f"nothing at {path}"
-        return out
-    if not stat.S_ISDIR(st.st_mode) or st.st_ino != records.top_ino:
-        out.problem = f"{path} is not the folder docket placed"
-        return out
-    marker, lstat = records.marker, os.lstat
-    for name, (ino, ctime, mode) in records.folders.items() if folders else ():
-        try:
-            st = lstat(top + name)
-        except OSError:
-            out.problem = f"folder {os.fsdecode(name)} was removed or cannot be read"
-            return out
-        if st.st_ino != ino or not stat.S_ISDIR(st.st_mode):
-            out.problem = f"folder {os.fsdecode(name)} was replaced"
-            return out
-        if st.st_ctime_ns != ctime or st.st_mode != mode or ctime >= marker:
-            out.changed_folders.append(name)
-    out.dirty = _dirty_files(top, records)
-    if untracked:
-        out.extra = _untracked(top, records, out.changed_folders)
-    if git:
-        out.git = _git_difference(path, records)
-    return out
-
-
-def _untracked(top: bytes, records: Records, changed_folders: list[bytes]) -> list[bytes]:
-    """What the top and the folders whose ctime moved hold that no record names (.git at the top aside)."""
-    children, extra = _children(records), []
-    for folder in [b"", *changed_folders]:
-        known = children.get(folder, set())
-        prefix = folder + b"/" if folder else b""
-        for name in os.listdir(top + folder if folder else top):
-            if name not in known and not (not folder and name == b".git"):
-                extra.append(prefix + name)
-    return extra
-
-
-_SPLIT = 2048  # files at and above which the lstat calls are split between this thread and another
-_helper = None
-
-
-def _dirty_files(top: bytes, records: Records) -> list[bytes]:
-    """The recorded files whose lstat is not as recorded (one link, the same ino, ctime, size and mode; none
-    written at or after the marker) or that cannot be read. lstat releases the GIL: a large tree's files are
-    split between two threads."""
-    global _helper
-    items = list(records.files.items())
-    if len(items) < _SPLIT:
-        return _compare(top, items, records.marker)
-    if _helper is None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _helper = ThreadPoolExecutor(1, thread_name_prefix="docket-pool-scan")
-    half = len(items) // 2
-    other = _helper.submit(_compare, top, items[half:], records.marker)
-    mine = _compare(top, items[:half], records.marker)
-    return mine + other.result()
-
-
-def _compare(top: bytes, items: list, marker: int) -> list[bytes]:
-    lstat, dirty = os.lstat, []
-    for name, record in items:
-        try:
-            st = lstat(top + name)
-        except OSError:
-            dirty.append(name)
-            continue
-        if (st.st_ino != record[2] or st.st_ctime_ns != record[3] or st.st_size != record[4]
-                or st.st_mode != record[5] or st.st_nlink != 1 or record[3] >= marker):
-            dirty.append(name)
-    return dirty
-
-
-_children_of: dict[str, dict[bytes, set[bytes]]] = {}  # tree id -> folder -> the names the tree has in it
-
-
-def _children(records: Records) -> dict[bytes, set[bytes]]:
-    cached = _children_of.get(records.tree)
-    if cached is not None:
-        return cached
-    if len(_children_of) > 16:
-        _children_of.clear()
-    children = _children_of[records.tree] = {}
-    for name in (*records.files, *records.folders):
-        parent, _, leaf = name.rpartition(b"/")
-        children.setdefault(parent, set()).add(leaf)
-    return children
-
-
-def _git_difference(path: Path, records: Records) -> str | None:
-    try:
-        now = _record_tree(Path(path) / ".git")
-    except OSError as e:
-        return f".git cannot be read: {e}"
-    for name in sorted(set(now) | set(records.git)):
-        if name not in records.git:
-            return f".git/{os.fsdecode(name)} appeared"
-        if name not in now:
-            return f".git/{os.fsdecode(name)} was removed"
-        if now[name] != records.git[name] and name != b"":  # .git's own ctime moves with the entries checked here
-            return f".git/{os.fsdecode(name)} was written"
-        if records.git[name][1] >= records.marker:
-            return f".git/{os.fsdecode(name)} cannot be told from a later write"
-    return None
-
-
 def observe_placed(path: Path, records: Records, commit: str) -> str | None:
     """None when the placed entry at path is exactly commit with nothing untracked (compared by stat with its
     records; a file whose stat moved, by its content), else what differs."""
@@ -609,7 +386,7 @@ def observe_placed(path: Path, records: Records, commit: str) -> str | None:
     if found.git:
         return found.git
     for name in found.dirty:
-        if not _same_content(path, name, records.files[name]):
+        if not same_content(path, name, records.files[name]):
             return f"tracked {os.fsdecode(name)} was changed"
     if found.extra:
         return f"untracked {os.fsdecode(found.extra[0])} appeared"
@@ -630,7 +407,7 @@ def inspect_placed(repo, path: Path, records: Records, commit: str) -> str | Non
     if found.problem:  # a folder replaced: every file is compared by content, then where it lies
         found.dirty = list(records.files)
     for name in found.dirty:
-        if not _same_content(path, name, records.files[name]):
+        if not same_content(path, name, records.files[name]):
             return f"tracked {os.fsdecode(name)} was changed"
     replaced = _replaced_folder(path, records, found.dirty)
     if replaced is not None:
@@ -678,26 +455,6 @@ def _index_difference(index_path: Path, records: Records) -> str | None:
     return None
 
 
-def _same_content(path: Path, name: bytes, record: tuple) -> bool:
-    """Whether the entry at path/name is a regular file or symlink with the recorded git mode and blob id (read
-    without following a symlink; a symlinked parent folder makes it differ)."""
-    full = os.fsencode(path) + b"/" + name
-    try:
-        st = os.lstat(full)
-        if stat.S_ISLNK(st.st_mode):
-            data, mode = os.readlink(full), SYMLINK
-        elif stat.S_ISREG(st.st_mode):
-            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            with os.fdopen(fd, "rb") as f:
-                data = f.read()
-            mode = EXECUTABLE if st.st_mode & 0o100 else FILE
-        else:
-            return False
-    except OSError:
-        return False
-    return (mode, hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()) == (record[0], record[1])
-
-
 # Give back -------------------------------------------------------------------------------------------------------
 
 
@@ -710,7 +467,7 @@ def give_back(common: Path, path: Path, records: Records) -> None:
     folder_id = _entry_id(path)
     folder = pool / folder_id
     idle = sum(1 for name in os.listdir(pool) if name.endswith(".rec") and name != f"{folder_id}.rec"
-               and (_read(pool / name) or records).state == "idle")
+               and (read_records(pool / name) or records).state == "idle")
     os.rename(path, folder)  # the execution is gone from its path; the records say placed: unknown until rewritten
     crash_point("execution-pool:after-give-back")
     try:
@@ -724,7 +481,7 @@ def give_back(common: Path, path: Path, records: Records) -> None:
         _discard(pool, folder_id)
         raise
     records.state, records.path, records.git = "idle", "", {}
-    _write(pool / f"{folder_id}.rec", records)
+    write_records(pool / f"{folder_id}.rec", records)
 
 
 def _repair(common: Path, folder: Path, records: Records) -> None:
@@ -740,7 +497,7 @@ def _repair(common: Path, folder: Path, records: Records) -> None:
     if modes or found.problem:
         found = scan(folder, records, untracked=True, git=False)
     else:
-        found.extra = _untracked(top, records, found.changed_folders)
+        found.extra = untracked_entries(top, records, found.changed_folders)
     if found.problem:
         raise Unusable(found.problem)
     _remove(folder / ".git")
@@ -751,19 +508,19 @@ def _repair(common: Path, folder: Path, records: Records) -> None:
         with Repo(str(common)) as user:
             for name in found.dirty:
                 record = records.files[name]
-                if _same_content(folder, name, record) and os.lstat(top + name).st_nlink == 1:
-                    records.files[name] = _file_record(record[0], record[1], os.lstat(top + name))
+                if same_content(folder, name, record) and os.lstat(top + name).st_nlink == 1:
+                    records.files[name] = file_record(record[0], record[1], os.lstat(top + name))
                     continue
                 _remove_bytes(top + name)
                 try:
                     data = user.object_store[record[1].encode("ascii")].as_raw_string()
                 except Exception as e:  # noqa: BLE001  (too large for dulwich, or pruned: discarded)
                     raise Unusable(str(e)) from e
-                records.files[name] = _file_record(record[0], record[1], _write_file(top + name, record[0], data))
+                records.files[name] = file_record(record[0], record[1], _write_file(top + name, record[0], data))
                 touched.add(name.rpartition(b"/")[0])
     for name in {*touched, *found.changed_folders}:
         if name:
-            records.folders[name] = _folder_record(os.lstat(top + name))
+            records.folders[name] = folder_record(os.lstat(top + name))
 
 
 def _discard(pool: Path, folder_id: str) -> None:
