@@ -144,24 +144,35 @@ def scan(path: Path, records: Records, *, untracked: bool, git: bool, folders: b
     if not stat.S_ISDIR(st.st_mode) or st.st_ino != records.top_ino:
         out.problem = f"{path} is not the folder docket placed"
         return out
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)  # names looked up from here:
+    try:                                                                          # a shorter walk, no parent swapped
+        if os.fstat(fd).st_ino != records.top_ino:
+            out.problem = f"{path} is not the folder docket placed"
+            return out
+        _scan_below(fd, top, records, out, untracked=untracked, folders=folders)
+    finally:
+        os.close(fd)
+    if git and out.problem is None:
+        out.git = _git_difference(path, records)
+    return out
+
+
+def _scan_below(fd: int, top: bytes, records: Records, out: Scan, *, untracked: bool, folders: bool) -> None:
     marker, lstat = records.marker, os.lstat
     for name, (ino, ctime, mode) in records.folders.items() if folders else ():
         try:
-            st = lstat(top + name)
+            st = lstat(name, dir_fd=fd)
         except OSError:
             out.problem = f"folder {os.fsdecode(name)} was removed or cannot be read"
-            return out
+            return
         if st.st_ino != ino or not stat.S_ISDIR(st.st_mode):
             out.problem = f"folder {os.fsdecode(name)} was replaced"
-            return out
+            return
         if st.st_ctime_ns != ctime or st.st_mode != mode or ctime >= marker:
             out.changed_folders.append(name)
-    out.dirty = _dirty_files(top, records)
+    out.dirty = _dirty_files(fd, records)
     if untracked:
         out.extra = untracked_entries(top, records, out.changed_folders)
-    if git:
-        out.git = _git_difference(path, records)
-    return out
 
 
 def untracked_entries(top: bytes, records: Records, changed_folders: list[bytes]) -> list[bytes]:
@@ -180,29 +191,29 @@ _SPLIT = 2048  # files at and above which the lstat calls are split between this
 _helper = None
 
 
-def _dirty_files(top: bytes, records: Records) -> list[bytes]:
+def _dirty_files(fd: int, records: Records) -> list[bytes]:
     """The recorded files whose lstat is not as recorded (one link, the same ino, ctime, size and mode; none
     written at or after the marker) or that cannot be read. lstat releases the GIL: a large tree's files are
     split between two threads."""
     global _helper
     items = list(records.files.items())
     if len(items) < _SPLIT:
-        return _compare(top, items, records.marker)
+        return _compare(fd, items, records.marker)
     if _helper is None:
         from concurrent.futures import ThreadPoolExecutor
 
         _helper = ThreadPoolExecutor(1, thread_name_prefix="docket-pool-scan")
     half = len(items) // 2
-    other = _helper.submit(_compare, top, items[half:], records.marker)
-    mine = _compare(top, items[:half], records.marker)
+    other = _helper.submit(_compare, fd, items[half:], records.marker)
+    mine = _compare(fd, items[:half], records.marker)
     return mine + other.result()
 
 
-def _compare(top: bytes, items: list, marker: int) -> list[bytes]:
+def _compare(fd: int, items: list, marker: int) -> list[bytes]:
     lstat, dirty = os.lstat, []
     for name, record in items:
         try:
-            st = lstat(top + name)
+            st = lstat(name, dir_fd=fd)
         except OSError:
             dirty.append(name)
             continue
