@@ -3,8 +3,10 @@
 An execution lives at ``<root>/executions/<repository key>/<run>/<binding>/<check>-<attempt>`` (paths.py: root is
 [workspace] root, else docket's data folder), outside the user's repository and outside every agent's workspace:
 made in-process like a task's workspace (own_repositories.py: its own git dir borrowing the user's objects, a
-checkout in a staging folder, one rename into place), with a detached HEAD. Nothing here follows a symlink inside
-the execution.
+checkout in a staging folder, one rename into place), with a detached HEAD. Its folder comes from the repository's
+pool of executions and goes back to it (execution_pool.py): brought to the commit by writing only the paths that
+differ, observed and inspected by stat against records kept outside it. Nothing here follows a symlink inside the
+execution.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from pathlib import Path
 from ...domain.effects import ExecutionInspection, ExecutionObservation
 from ...domain.errors import BadInput, Refused
 from ...domain.names import has_unsafe_characters
+from .execution_pool import (discard_records, give_back, inspect_placed, observe_placed, place, records_of, remnant,
+                             sweep)
 from .own_repositories import borrows_from, make_own_repository, read_own_repository
 from .paths import executions_root, repository_key
 from .repository import make_parents, making_worktrees, open_repo, remove_checkout, unsafe_parent
@@ -106,6 +110,8 @@ def create_execution(repository: Path, path: Path, commit: str) -> None:
             for leftover in path.parent.glob(f".{path.name}.*.partial"):
                 shutil.rmtree(leftover, ignore_errors=True)
             try:
+                if is_execution_place(repository, path) and place(repository, path, commit):
+                    return
                 make_own_repository(repository, path, head=commit, commit=commit, branch=None)
             except InvalidPathError as e:  # undone already: nothing is left at the path
                 raise Refused("execution-unsafe-tree",
@@ -144,6 +150,11 @@ def inspect_execution(repository: Path, path: Path, commit: str) -> ExecutionIns
                 return ExecutionInspection("missing", detail=f"{path} is no execution of {repository}")
             if own.head != commit:
                 return ExecutionInspection("mutated", detail=f"HEAD is {own.head}, not detached at {commit}")
+            records = records_of(path) if is_execution_place(repository, path) else None
+            if records is not None and records.commit == commit:
+                change = inspect_placed(repo, path, records, commit)
+                return ExecutionInspection("matching") if change is None else ExecutionInspection("mutated",
+                                                                                                  detail=change)
             change = _first_change(repo, path, path / ".git", commit, untracked_count=False)
             if change is not None:
                 return ExecutionInspection("mutated", detail=change)
@@ -154,11 +165,12 @@ def inspect_execution(repository: Path, path: Path, commit: str) -> ExecutionIns
 
 def execution_remnants(repository: Path, path: Path) -> bool:
     """Whether a removal killed half-way left something of the execution at path: its folder set aside and not yet
-    deleted. (observe_execution calls the path absent then: a new execution may be
+    deleted, or given back to the pool and not yet recorded idle there. (observe_execution calls the path absent then: a new execution may be
     made there, but the removal is not finished.) Never raises."""
     repository, path = Path(repository), Path(path)
     try:
-        return any(path.parent.glob(f".{path.name}.*.removing"))
+        return any(path.parent.glob(f".{path.name}.*.removing")) or (is_execution_place(repository, path)
+                                                                     and remnant(path))
     except OSError:
         return False
 
@@ -178,7 +190,13 @@ def remove_execution(repository: Path, path: Path, *, group_alive: bool) -> None
     with making_worktrees(repository, exclusive=True):
         if unsafe_parent(_anchor(path), path) is not None:
             return  # a symlinked parent was planted: removing through it would reach outside docket's folders
+        records = records_of(path)
+        if records is not None and _is_folder(path) and os.lstat(path).st_ino == records.top_ino:
+            give_back(repository, path, records)  # reused by the next execution, not removed file by file
+        else:
+            discard_records(path)
         remove_checkout(repository, path)
+        sweep(path)  # what a give back killed half-way left in the pool
         for folder in (path.parent, path.parent.parent):  # <binding>, then <run>, once nothing is left in them
             try:
                 os.rmdir(folder)
@@ -196,6 +214,8 @@ def empty_execution_folders(repository: Path, root: Path | None = None, *, apply
         if unsafe_parent(base.parent.parent, base / "x") is not None or not _is_folder(base):
             return []
         for run in sorted(os.listdir(base)):
+            if run.startswith("."):
+                continue  # the pool (execution_pool.py), not a run's
             run_folder = base / run
             if not _is_folder(run_folder):
                 continue
@@ -237,6 +257,11 @@ def _observe(repo, common: Path, path: Path, commit: str) -> ExecutionObservatio
         return diverged(f"{path} is not an execution of {common}")
     if own.head != commit:
         return diverged(f"the execution at {path} has HEAD {own.head}, not detached at {commit}")
+    records = records_of(path) if is_execution_place(common, path) else None
+    if records is not None:
+        change = observe_placed(path, records, commit)
+        return ExecutionObservation("ready") if change is None else diverged(
+            f"the execution at {path} is not clean: {change}")
     change = _first_change(repo, path, path / ".git", commit, untracked_count=True)
     if change is not None:
         return diverged(f"the execution at {path} is not clean: {change}")

@@ -30,6 +30,13 @@ CRASH_POINTS = {
     "workspace:before-rename": "a workspace's (or an execution's) files, index and git dir are written in its staging "
                                "folder; not renamed into place",
     "workspace:after-rename": "a workspace (or an execution) is in place; its creation not yet observed",
+    "execution-pool:after-take": "an idle pooled execution's records deleted to bring it to a new commit; its folder "
+                                 "not yet changed (execution_pool.py)",
+    "execution-pool:before-place": "a pooled execution brought to its commit and recorded as placed; not yet renamed "
+                                   "to the execution's path",
+    "execution-pool:after-place": "a pooled execution renamed to the execution's path; its creation not yet observed",
+    "execution-pool:after-give-back": "an execution renamed back into the pool; not yet compared with its records, "
+                                      "repaired and recorded idle",
     "check:after-request": "CheckRequested and its execution intent recorded; the execution not yet made",
     "check:before-gate": "the check's process identity is recorded; its gate is not opened yet",
     "check:after-exit": "the check's process ended; its execution not inspected, no result recorded",

@@ -31,8 +31,8 @@ from .faults import crash_point
 from .objects import keep_docket_made
 from .repository import read_text
 
-__all__ = ["OwnRepository", "alternates_of", "borrows_from", "make_own_repository",
-           "read_own_repository"]
+__all__ = ["OwnRepository", "alternates_of", "borrows_from", "make_git_dir", "make_own_repository",
+           "read_own_repository", "write_index"]
 
 TREE, FILE, EXECUTABLE, SYMLINK, GITLINK = 0o040000, 0o100644, 0o100755, 0o120000, 0o160000
 CONFIG = ("[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n"
@@ -50,14 +50,15 @@ class OwnRepository:
     alternates: tuple[str, ...]  # the object folders it borrows from, as written
 
 
-def make_own_repository(common: Path, path: Path, *, head: str, commit: str, branch: str | None) -> bool:
+def make_own_repository(common: Path, path: Path, *, head: str, commit: str, branch: str | None,
+                        written: list | None = None) -> bool:
     """A repository of its own at path, checked out at commit (HEAD ``ref: refs/heads/<branch>`` at commit, or
     detached at commit), borrowing common's objects; appearing whole or not at all. path's parent must exist.
 
     False (and nothing left) when something appeared at path meanwhile, or common lacks an object of commit (a
     prune beside docket took it: the caller observes again). dulwich's InvalidPathError for a tree
     naming a path git would refuse to write ('..', '.git', an absolute path), after undoing; OSError for real I/O
-    failures, after undoing.
+    failures, after undoing. written, when given, receives (path, mode, hex sha, stat) of every file written.
     """
     from dulwich.repo import Repo
 
@@ -65,26 +66,14 @@ def make_own_repository(common: Path, path: Path, *, head: str, commit: str, bra
     try:
         os.mkdir(staging, 0o700)
         git = staging / ".git"
-        os.mkdir(git, 0o700)
-        for folder in _FOLDERS:
-            os.mkdir(git / folder, 0o700)
-        _write_new(git / "config", CONFIG)
-        _write_new(git / "HEAD", f"{head}\n")
-        _write_new(git / "objects" / "info" / "alternates", os.path.realpath(common / "objects") + "\n")
-        exclude = _read_exclude(common / "info" / "exclude")
-        _write_new(git / "info" / "exclude", exclude)
-        if branch is not None:
-            ref = git / "refs" / "heads" / branch
-            ref.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            _write_new(ref, f"{commit}\n")
         with Repo(str(common)) as user:
             try:
+                make_git_dir(common, git, head=head, commit=commit, branch=branch, store=user.object_store)
                 stats = _check_out(user.object_store, user[commit.encode("ascii")].tree, staging)
-                keep_docket_made(user.object_store, git / "objects", commit.encode("ascii"))
             except KeyError:  # a prune beside docket took an object: nothing is made, observing again says so
                 shutil.rmtree(staging, ignore_errors=True)
                 return False
-        _write_index(git / "index", stats)
+        write_index(git / "index", stats)
         _seed_capture_cache(git, stats)
         crash_point("workspace:before-rename")
     except BaseException:
@@ -98,7 +87,29 @@ def make_own_repository(common: Path, path: Path, *, head: str, commit: str, bra
             return False
         raise
     crash_point("workspace:after-rename")
+    if written is not None:
+        written.extend(stats)
     return True
+
+
+def make_git_dir(common: Path, git: Path, *, head: str, commit: str, branch: str | None, store,  # noqa: ANN001
+                 keep: bool = True) -> None:
+    """The git dir of a repository of its own at git (made here; its parent must exist), index aside: config, HEAD,
+    the alternates naming common's objects, the user's info/exclude, the branch if any, and (keep) the objects
+    docket made on the way to commit (objects.keep_docket_made). KeyError when store lacks one of those."""
+    os.mkdir(git, 0o700)
+    for folder in _FOLDERS:
+        os.mkdir(git / folder, 0o700)
+    _write_new(git / "config", CONFIG)
+    _write_new(git / "HEAD", f"{head}\n")
+    _write_new(git / "objects" / "info" / "alternates", os.path.realpath(common / "objects") + "\n")
+    _write_new(git / "info" / "exclude", _read_exclude(common / "info" / "exclude"))
+    if branch is not None:
+        ref = git / "refs" / "heads" / branch
+        ref.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _write_new(ref, f"{commit}\n")
+    if keep:
+        keep_docket_made(store, git / "objects", commit.encode("ascii"))
 
 
 def read_own_repository(path: Path) -> OwnRepository | None:
@@ -313,7 +324,7 @@ class _Writers:
                 errors.append(e)
 
 
-def _write_index(path: Path, entries: list[tuple[bytes, int, bytes, os.stat_result]]) -> None:
+def write_index(path: Path, entries: list[tuple[bytes, int, bytes, os.stat_result]]) -> None:
     """A version 2 index of entries, each with the stat data its file had when written."""
     parts = [b"DIRC", struct.pack(">LL", 2, len(entries))]
     mask = 0xFFFFFFFF

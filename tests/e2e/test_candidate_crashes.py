@@ -14,6 +14,7 @@ command then works again.
 
 from __future__ import annotations
 
+from docket.adapters.world.execution_pool import POOL, idle_only
 from docket.adapters.world.paths import executions_root, task_worktree_path
 import random
 import signal
@@ -58,6 +59,10 @@ CHECK_CASES = {
     "effector:after-act@ExecutionRequested.v1": ("interrupted", True),
     "effector:after-outcome@ExecutionRequested.v1": ("interrupted", True),
     "check:after-request": ("interrupted", False),
+    # the execution made from the pool (execution_pool.py): an entry taken, then placed, then in place
+    "execution-pool:after-take": ("interrupted", True),
+    "execution-pool:before-place": ("interrupted", True),
+    "execution-pool:after-place": ("interrupted", True),
     **{point: ("interrupted", True) for point in effector_points("CheckLaunchRequested.v1")},
     "check:before-gate": ("interrupted", True),
     "check:after-exit": ("interrupted", True),  # the command ran and ended; nobody saw how
@@ -67,6 +72,7 @@ CHECK_CASES = {
     "effector:after-observe@ExecutionRemovalRequested.v1": ("passed", True),
     "effector:before-act@ExecutionRemovalRequested.v1": ("passed", True),
     "effector:after-act@ExecutionRemovalRequested.v1": ("passed", False),
+    "execution-pool:after-give-back": ("passed", True),  # the folder renamed into the pool, not recorded idle
     "effector:after-outcome@ExecutionRemovalRequested.v1": ("passed", False),
 }
 for _intent in ("ExecutionRequested.v1", "CheckLaunchRequested.v1", "ExecutionRemovalRequested.v1"):
@@ -130,7 +136,9 @@ def execution_leftovers(repo: Path) -> list[str]:
     registered = [line.split(" ", 1)[1] for line in listing.splitlines() if line.startswith("worktree ")]
     found = [path for path in registered if Path(path).resolve().is_relative_to(root)]
     if root.exists():
-        found += [str(p) for p in root.rglob("*") if p.is_symlink() or not p.is_dir()]
+        found += [str(p) for p in root.rglob("*") if (p.is_symlink() or not p.is_dir())
+                  and p.relative_to(root).parts[0] != POOL]
+        found += [] if idle_only(root / POOL) else [f"{root / POOL} holds an execution not given back"]
     return found
 
 

@@ -4,6 +4,7 @@ safely; afterwards real git agrees that nothing is left (`git worktree list`, `g
 
 from __future__ import annotations
 
+from docket.adapters.world.execution_pool import POOL, idle_only
 from docket.adapters.world.paths import executions_root
 import hashlib
 import json
@@ -73,7 +74,9 @@ class Checks(Workers):
         repo = self.docket.cwd
         assert "/docket/executions/" not in git(repo, "worktree", "list", "--porcelain")
         executions = executions_root(repo / ".git")
-        left = sorted(executions.rglob("*")) if executions.exists() else []
+        left = sorted(p for p in executions.rglob("*") if p.relative_to(executions).parts[0] != POOL) \
+            if executions.exists() else []
+        assert idle_only(executions / POOL)  # executions given back to the pool, none left placed
         # parents <run>/<binding> may stay, empty; an execution <run>/<binding>/<check>-<attempt> may not
         assert all(p.is_dir() and not p.is_symlink() and len(p.relative_to(executions).parts) <= 2 for p in left), left
         assert all(not any(p.is_file() for p in d.iterdir()) for d in left)

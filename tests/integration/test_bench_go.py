@@ -26,3 +26,10 @@ def test_parallel_and_serial_runs_deliver_the_same_tree(tmp_path):
     sides = measure_parallel(tmp_path, tasks=2, sleep=0.1, parallel=2, rounds=1)
 
     assert [len(sides.wall_s[side]) for side in ("parallel", "serial")] == [1, 1]
+
+
+def test_go_and_the_shell_loop_deliver_the_same_tree_on_the_nested_layout(tmp_path):
+    sides = measure_overhead(tmp_path, tasks=2, rounds=1, layout="nested", nested=(60, 20))
+
+    assert [len(sides.wall_s[side]) for side in ("go", "loop")] == [1, 1]
+    assert len(list(tmp_path.glob("docket-bench-*/repo/pkg00"))) == 2  # both sides on the generated layout
