@@ -30,6 +30,7 @@ from ...domain.canonical import canonical_json
 from ...domain.events import Event
 from ...domain.snapshot import from_value, to_value
 from .aggregates import AGGREGATES, state_class_of
+from .stream_cache import Folded, StreamCache
 from ..world.files import prepare_ledger_file
 from ..world.store import CanonicalMapper, ChainedSQLiteFactory, ChainedSQLiteProcessRecorder, LedgerBusy, decode_event
 
@@ -53,11 +54,15 @@ class PendingIntent:
 class Ledger(Application):
     name = "docket"
 
-    def __init__(self, path: Path, *, lock_timeout: int = DEFAULT_LOCK_TIMEOUT):
+    def __init__(self, path: Path, *, lock_timeout: int = DEFAULT_LOCK_TIMEOUT, streams: StreamCache | None = None):
         self.path = path
         self.lock_timeout = lock_timeout
         self._cursor: Any = None  # the write transaction's cursor while a decision runs
-        self._folded: dict[str, tuple[Callable[..., Any], Any]] = {}  # streams the running decision folded
+        # streams the running decision folded: stream -> (fold, state, version)
+        self._folded: dict[str, tuple[Callable[..., Any], Any, int]] = {}
+        self._stored: dict[int, bytes] = {}  # position -> stored bytes of what the running decision appended
+        # what this process already folded of each stream (shared by the connections of one docket go)
+        self.streams = streams if streams is not None else StreamCache()
         # docket go's watch over the file (adapters/world/ledger_watch.py): told each head this connection wrote,
         # and asked before the target moves or a receipt is sealed. None: no watch (short-lived commands).
         self.watch: Any = None
@@ -105,15 +110,17 @@ class Ledger(Application):
         """
         try:
             with self.recorder.write_transaction() as c:
-                self._cursor, self._folded = c, {}
+                self._cursor, self._folded, self._stored = c, {}, {}
                 try:
                     floor = self._head_time(c)
                     decided = decision(max(now, floor or now))
                     appended = self._insert(c, [decided] if isinstance(decided, Event) else list(decided), floor)
-                    self._keep_snapshots(c, appended)
+                    folded = self._keep_snapshots(c, appended)
                     written = self._written_head(c, appended)
                 finally:
-                    self._cursor, self._folded = None, {}
+                    self._cursor, self._folded, self._stored = None, {}, {}
+            for stream, entry in folded.items():  # committed: what the decision folded, with what it appended
+                self.streams.put(stream, entry)
             self._tell_watch(written)
             return appended
         except LedgerBusy as e:
@@ -161,6 +168,8 @@ class Ledger(Application):
         events = in_order
         stored = [self.mapper.to_stored_event(e) for e in events]
         positions = self.recorder._insert_events(c, stored)
+        if self._cursor is c:
+            self._stored.update(zip(positions or [], (s.state for s in stored)))
         return list(zip(positions or [], events))
 
     def _head_time(self, c: Any) -> str | None:
@@ -192,14 +201,41 @@ class Ledger(Application):
     def get(self, apply: Callable[[S | None, Event, int], S], stream: str) -> S | None:
         """The aggregate of stream, or None if the stream has no events.
 
-        Folded from the stream's snapshot, when it has a usable one, so a long
-        stream costs no more than a short one.
+        Folded on from what this process already folded of the stream (see
+        stream_cache), else from the stream's snapshot when it has a usable one,
+        so a long stream costs no more than a short one: only the events
+        appended since are read and folded.
         """
-        state, version = self._snapshot(apply, stream)
-        state = fold(apply, self.history(stream, after_version=version), state)
+        state, version, rows = self._fold_from_cache(apply, stream)
+        if rows is None:
+            state, version = self._snapshot(apply, stream)
+            rows = self.recorder.select_stream(stream, self._cursor, after_version=max(version - 1, 0))
+            if version and (not rows or rows[0].originator_version != version):
+                state, version = None, 0  # the snapshot's own event is not there: fold the stream from its start
+                rows = self.recorder.select_stream(stream, self._cursor)
+        last = rows[-1] if rows else None
+        state = fold(apply, [(n.id, decode_event(stream, n.originator_version, n.topic, n.state))
+                             for n in rows if n.originator_version > version], state)
+        if last is not None and state is not None:
+            version = last.originator_version
+            self.streams.put(stream, Folded(apply, version, last.id, last.state, state))
         if self._cursor is not None:
-            self._folded[stream] = (apply, state)
+            self._folded[stream] = (apply, state, version)
         return state
+
+    def _fold_from_cache(self, apply: Callable[..., Any], stream: str) -> tuple[Any, int, list[Any] | None]:
+        """(state, version, the stream's events from that version on) from what this process folded of the
+        stream; rows None when it folded nothing of it or the ledger no longer holds what it folded."""
+        cached = self.streams.get(stream, apply)
+        if cached is None:
+            return None, 0, None
+        rows = self.recorder.select_stream(stream, self._cursor, after_version=cached.version - 1)
+        first = rows[0] if rows else None
+        if (first is None or first.originator_version != cached.version or first.id != cached.position
+                or first.state != cached.stored):
+            self.streams.forget(stream)
+            return None, 0, None
+        return cached.state, cached.version, rows
 
     def _snapshot(self, apply: Callable[..., Any], stream: str) -> tuple[Any, int]:
         """(state, version) from stream's snapshot, or (None, 0) when it has none it can use."""
@@ -220,10 +256,12 @@ class Ledger(Application):
             return None, 0
         return (restored, version) if getattr(restored, "version", None) == version else (None, 0)
 
-    def _keep_snapshots(self, c: Any, appended: list[tuple[int, Event]]) -> None:
+    def _keep_snapshots(self, c: Any, appended: list[tuple[int, Event]]) -> dict[str, Folded]:
         """After a decision's append: snapshot each stream it folded whose version crossed a multiple of
-        SNAPSHOT_EVERY, so the next command on it folds at most that many events."""
-        for stream, (apply, state) in self._folded.items():
+        SNAPSHOT_EVERY, so the next command on it folds at most that many events. Returns each stream the
+        decision folded and appended to, folded on with what it appended (for the cache, once committed)."""
+        folded: dict[str, Folded] = {}
+        for stream, (apply, state, version) in self._folded.items():
             new = [(position, event) for position, event in appended if event.stream == stream]
             if not new:
                 continue
@@ -231,6 +269,10 @@ class Ledger(Application):
             state = fold(apply, new, state)
             if state is not None and state.version // SNAPSHOT_EVERY > before // SNAPSHOT_EVERY:
                 self.recorder.save_snapshot(c, stream, state.version, new[-1][0], canonical_json(to_value(state)))
+            follows = [event.version for _, event in new] == list(range(version + 1, version + 1 + len(new)))
+            if state is not None and follows and new[-1][0] in self._stored:
+                folded[stream] = Folded(apply, new[-1][1].version, new[-1][0], self._stored[new[-1][0]], state)
+        return folded
 
     def snapshot_drift(self, *, repair: bool) -> list[str]:
         """Streams whose snapshot differs from folding their events (repaired if asked); replay's check."""
