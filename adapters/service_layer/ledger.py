@@ -13,7 +13,7 @@ the last recorded event's time, inside that transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -121,6 +121,7 @@ class Ledger(Application):
                     self._cursor, self._folded, self._stored = None, {}, {}
             for stream, entry in folded.items():  # committed: what the decision folded, with what it appended
                 self.streams.put(stream, entry)
+            self._remember_intents(appended)
             self._tell_watch(written)
             return appended
         except LedgerBusy as e:
@@ -137,10 +138,16 @@ class Ledger(Application):
             with self.recorder.write_transaction() as c:
                 appended = self._insert(c, list(events), self._head_time(c))
                 written = self._written_head(c, appended)
+            self._remember_intents(appended)
             self._tell_watch(written)
             return [position for position, _ in appended]
         except LedgerBusy as e:
             raise self._busy(e) from None
+
+    def _remember_intents(self, appended: list[tuple[int, Event]]) -> None:
+        intents = {e.intent_id: p for p, e in appended if e.effect_role == "intent"}  # type: ignore[attr-defined]
+        if intents:
+            self.streams.remember_intents(intents)
 
     def _written_head(self, c: Any, appended: list[tuple[int, Event]]) -> Any:
         """The chain head this transaction wrote, when a watch wants to know it (read before the commit)."""
@@ -302,17 +309,41 @@ class Ledger(Application):
             return self.recorder.head_position(self._cursor)
         return self.recorder.max_notification_id() or 0
 
-    def pending_intents(self, *, after: int | None = None) -> list[PendingIntent]:
-        """Intents after a position that have no outcome in the chain, in ledger order.
+    def pending_intents(self, *, after: int | None = None, only: Collection[str] | None = None
+                        ) -> list[PendingIntent]:
+        """Intents after a position that have no outcome in the chain, in ledger order (only those named, if given).
 
         By default the search starts at the effector's cursor, which only says
         where to start looking (every intent at or below it was resolved when it
-        was moved); ``after=0`` reads the whole chain, as replay does.
+        was moved); ``after=0`` reads the whole chain, as replay does. Named
+        intents this process appended are looked for from where it appended
+        them: an intent's outcomes follow it, so nothing before it can matter.
         """
         if self._cursor is not None:
-            return self._pending(self._cursor, after)
+            return self._only(self._pending(self._cursor, self._start(self._cursor, after, only)), only)
         with self.recorder.datastore.transaction(commit=False) as c:
-            return self._pending(c, after)
+            return self._only(self._pending(c, self._start(c, after, only)), only)
+
+    def _start(self, c: Any, after: int | None, only: Collection[str] | None) -> int | None:
+        """Where to look for the named intents: from the earliest of them, when this process appended each one and
+        the ledger still holds it there; else from after."""
+        if after is None or not only:
+            return after
+        named = list(only)
+        positions = [self.streams.intent_position(intent_id) for intent_id in named]
+        if any(p is None or p <= after for p in positions):
+            return after
+        for intent_id, position in zip(named, positions):
+            c.execute(f"SELECT json_extract(state, '$.payload.intent_id') FROM {self.recorder.events_table_name} "
+                      "WHERE rowid = ?", (position,))
+            row = c.fetchone()
+            if row is None or row[0] != intent_id:
+                return after
+        return min(p for p in positions if p is not None) - 1
+
+    @staticmethod
+    def _only(pending: list[PendingIntent], only: Collection[str] | None) -> list[PendingIntent]:
+        return pending if only is None else [p for p in pending if p.intent.intent_id in only]
 
     def _pending(self, c: Any, after: int | None) -> list[PendingIntent]:
         from ...domain.effects import INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES  # not on a plain command's path

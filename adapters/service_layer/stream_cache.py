@@ -10,6 +10,10 @@ rewritten or replaced under the process is then folded again from its start
 simply the events after v, read like any others, so a decision inside the
 write transaction still sees the latest version.
 
+It also remembers where the process appended each intent, so that driving one
+named intent starts looking at its position instead of the chain's start (the
+row there is checked to still be that intent before it is trusted).
+
 One cache is shared by every connection of a process to the same ledger file
 (docket go's threads); entries are immutable tuples swapped whole, so threads
 need no lock to read, and the cache holds at most ``limit`` streams (the
@@ -44,6 +48,7 @@ class StreamCache:
     def __init__(self, limit: int = DEFAULT_LIMIT):
         self.limit = limit
         self._entries: OrderedDict[str, Folded] = OrderedDict()
+        self._intents: OrderedDict[str, int] = OrderedDict()  # intent id -> the position this process appended it at
         self._lock = threading.Lock()
 
     def get(self, stream: str, apply: Callable[..., Any]) -> Folded | None:
@@ -60,6 +65,18 @@ class StreamCache:
             self._entries[stream] = entry
             while len(self._entries) > self.limit:
                 self._entries.popitem(last=False)
+
+    def remember_intents(self, positions: dict[str, int]) -> None:
+        """Where this process appended intents (intent id -> ledger position)."""
+        with self._lock:
+            for intent_id, position in positions.items():
+                self._intents.pop(intent_id, None)
+                self._intents[intent_id] = position
+            while len(self._intents) > self.limit:
+                self._intents.popitem(last=False)
+
+    def intent_position(self, intent_id: str) -> int | None:
+        return self._intents.get(intent_id)
 
     def forget(self, stream: str) -> None:
         with self._lock:

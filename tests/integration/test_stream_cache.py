@@ -153,3 +153,54 @@ def test_the_cache_keeps_at_most_its_limit_of_streams(repo, ledger_path):
     assert small.get(lease.apply, STREAM) == truth(ledger_path)
     small.close()
     ledger.close()
+
+
+def _spy_intent_scans(ledger: Ledger) -> list[int]:
+    starts: list[int] = []
+    select = ledger.recorder.select_intent_events
+
+    def spied(c, after, *types):
+        starts.append(after)
+        return select(c, after, *types)
+
+    ledger.recorder.select_intent_events = spied  # type: ignore[method-assign]
+    return starts
+
+
+def test_a_named_intent_this_process_appended_is_looked_for_from_its_position(repo, ledger_path):
+    from docket.adapters.service_layer.runs import open_run
+    from docket.adapters.world.clock import FixedClock
+
+    ledger, clock, token = leased_ledger(ledger_path, repo, renewals=20)
+    open_run(ledger, clock, run_id="r2", intent_id="pin-r2", goal="g", target_branch="main", budget_ms=None,
+             repository=str(repo / ".git"), wait=False)
+    position = ledger.head()
+    other = Ledger(ledger_path)  # another process's connection: it did not append the intent
+    open_run(other, FixedClock(clock.now()), run_id="r3", intent_id="pin-r3", goal="g", target_branch="main",
+             budget_ms=None, repository=str(repo / ".git"), wait=False)
+    starts = _spy_intent_scans(ledger)
+    assert [p.intent.intent_id for p in ledger.pending_intents(after=0, only={"pin-r2"})] == ["pin-r2"]
+    assert starts == [position - 1]
+    assert [p.intent.intent_id for p in ledger.pending_intents(after=0, only={"pin-r2", "pin-r3"})] == \
+        ["pin-r2", "pin-r3"]
+    assert starts[-1] == 0  # one of them is not this process's: the whole chain
+    conn = sqlite3.connect(ledger_path)
+    with conn:  # the row at the remembered position no longer holds that intent: it is not trusted
+        conn.execute("UPDATE stored_events SET state = replace(state, 'pin-r2', 'pin-rX') WHERE rowid = ?",
+                     (position,))
+    conn.close()
+    assert ledger.pending_intents(after=0, only={"pin-r2"}) == [] and starts[-1] == 0
+    other.close()
+    ledger.close()
+
+
+def test_a_named_intent_resolved_since_is_not_pending(repo, ledger_path):
+    from docket.adapters.service_layer.effector import Effector
+    from docket.adapters.service_layer.runs import open_run
+
+    ledger, clock, token = leased_ledger(ledger_path, repo, renewals=2)
+    open_run(ledger, clock, run_id="r2", intent_id="pin-r2", goal="g", target_branch="main", budget_ms=None,
+             repository=str(repo / ".git"), wait=False)
+    assert len(Effector(ledger, clock).run_pending(only={"pin-r2"}, after=0)) == 1
+    assert ledger.pending_intents(after=0, only={"pin-r2"}) == []
+    ledger.close()
