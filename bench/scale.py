@@ -192,7 +192,7 @@ def scale_run(folder: Path, tasks: int, parallel: int, *, probe: bool) -> ScaleR
     docket_dir = repo / ".git" / "docket"
     out.ledger_bytes = sum(p.stat().st_size for p in docket_dir.glob("ledger.sqlite*"))
     out.docket_files = sum(1 for p in docket_dir.rglob("*") if p.is_file())
-    out.outcome = json.loads(_docket(repo, "status", RUN_ID, "--json").stdout).get("status", "?")
+    out.outcome = json.loads(_docket(repo, "status", RUN_ID, "--json").stdout)["run"]["status"]
     remove(where)
     if len(out.finished_at) != tasks:
         raise RuntimeError(f"{len(out.finished_at)} of {tasks} tasks finished")
