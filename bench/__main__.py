@@ -11,14 +11,14 @@ import argparse
 import json
 import time
 
-from . import (append, go, growth, idle, launch, merkle, pin, real_aider, rebuild, receipts, sandbox, startup,
-               status, streams, verify, workspaces)
+from . import (append, go, growth, idle, launch, merkle, pin, real_aider, rebuild, receipts, sandbox, scale,
+               startup, status, streams, verify, workspaces)
 from .common import WORK, machine, table
 
 BENCHMARKS = {"append": append, "verify": verify, "rebuild": rebuild, "status": status, "growth": growth,
               "streams": streams, "startup": startup, "idle": idle, "launch": launch,
               "pin": pin, "workspaces": workspaces, "sandbox": sandbox, "merkle": merkle, "receipts": receipts, "go": go,
-              "real_aider": real_aider}
+              "real_aider": real_aider, "scale": scale}
 
 
 def main() -> None:
