@@ -129,9 +129,10 @@ def _watch_lines(process: subprocess.Popen[str], out: ScaleRun) -> None:
         out.watch_lag.append((_stamp(parts[1]), read - _stamp(parts[1])))
 
 
-def scale_run(folder: Path, tasks: int, parallel: int, *, probe: bool) -> ScaleRun:
+def scale_run(folder: Path, tasks: int, parallel: int, *, probe: bool, status_every_s: float = STATUS_EVERY_S
+              ) -> ScaleRun:
     """docket go of `tasks` one-line tasks at --parallel `parallel` in a fresh tiny repository; with probe, docket
-    status every 2 s and docket watch beside it."""
+    status every status_every_s and docket watch beside it (started once the run exists)."""
     where = temp_dir(folder)
     repo = make_repository(where / "repo", ONE_LINE_CONFIG, with_ledger=True)
     tasks_toml = tasks_file(where / "tasks.toml", tasks)
@@ -143,7 +144,7 @@ def scale_run(folder: Path, tasks: int, parallel: int, *, probe: bool) -> ScaleR
                           text=True)
     watcher: subprocess.Popen[str] | None = None
     reader: threading.Thread | None = None
-    next_status = time.time() + STATUS_EVERY_S
+    next_status = time.time() + status_every_s
     try:
         while go.poll() is None:
             sample = _proc(go.pid)
@@ -161,7 +162,7 @@ def scale_run(folder: Path, tasks: int, parallel: int, *, probe: bool) -> ScaleR
                                                    stderr=subprocess.DEVNULL, text=True)
                         reader = threading.Thread(target=_watch_lines, args=(watcher, out), daemon=True)
                         reader.start()
-                next_status = time.time() + STATUS_EVERY_S
+                next_status = time.time() + status_every_s
             time.sleep(SAMPLE_S)
         out.wall_s = time.perf_counter() - t0
         stderr = go.stderr.read() if go.stderr else ""
