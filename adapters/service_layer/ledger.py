@@ -32,12 +32,12 @@ from ...domain.snapshot import from_value, to_value
 from .aggregates import AGGREGATES, state_class_of
 from .stream_cache import Folded, StreamCache
 from ..world.files import prepare_ledger_file
+from ..world.ledger_rows import DEFAULT_LOCK_TIMEOUT
 from ..world.store import CanonicalMapper, ChainedSQLiteFactory, ChainedSQLiteProcessRecorder, LedgerBusy, decode_event
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "Ledger", "PendingIntent"]
 
 S = TypeVar("S")
-DEFAULT_LOCK_TIMEOUT = 60
 SNAPSHOT_EVERY = 10  # versions between two snapshots of a stream: a command folds at most this many events
 EFFECTOR_CURSOR = "effector"  # tracking row: every intent at or below it has its outcome (a cursor, not the truth)
 
