@@ -30,7 +30,7 @@ from ...domain.canonical import canonical_json
 from ...domain.events import Event
 from ...domain.snapshot import from_value, to_value
 from .aggregates import AGGREGATES, state_class_of
-from .stream_cache import Folded, StreamCache
+from .stream_cache import Folded, PendingScan, StreamCache
 from ..world.files import prepare_ledger_file
 from ..world.ledger_rows import DEFAULT_LOCK_TIMEOUT
 from ..world.store import CanonicalMapper, ChainedSQLiteFactory, ChainedSQLiteProcessRecorder, LedgerBusy, decode_event
@@ -348,11 +348,13 @@ class Ledger(Application):
     def _pending(self, c: Any, after: int | None) -> list[PendingIntent]:
         from ...domain.effects import INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES  # not on a plain command's path
 
-        if after is None:
-            after = self.recorder.tracked(c, EFFECTOR_CURSOR)
+        if after is None:  # from the cursor: folded on from what this process already scanned
+            rows = self._unresolved_since_cursor(c, INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES)
+        else:
+            rows = self.recorder.select_intent_events(c, after, INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES)
         intents: dict[str, tuple[int, Event]] = {}
         unknown: dict[str, Event] = {}
-        for n in self.recorder.select_intent_events(c, after, INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES):
+        for n in rows:
             event = decode_event(n.originator_id, n.originator_version, n.topic, n.state)
             intent_id = event.intent_id  # type: ignore[attr-defined]
             if event.effect_role == "intent":
@@ -361,6 +363,48 @@ class Ledger(Application):
                 unknown[intent_id] = event
         return [PendingIntent(position, intent, unknown.get(intent_id))
                 for intent_id, (position, intent) in intents.items()]
+
+    def _unresolved_since_cursor(self, c: Any, intents: Sequence[str], outcomes: Sequence[str],
+                                 unknowns: Sequence[str]) -> list[Any]:
+        """What select_intent_events(c, cursor, ...) returns, reading only the events after the last scan.
+
+        An intent whose outcome stays unknown holds the effector's cursor back (it is observed again later, and
+        holds no other intent back): scanning from the cursor each time would read every intent and outcome
+        recorded since, ever more as the run goes on. The process keeps which intents were unresolved as of the
+        head it last scanned to, from a start at or below the cursor, and reads only what was appended since; a
+        cursor put back (replay) or a head this transaction does not see yet starts the scan afresh.
+        """
+        from eventsourcing.persistence import Notification
+
+        table = self.recorder.events_table_name
+        cursor = self.recorder.tracked(c, EFFECTOR_CURSOR)
+        head = self.recorder.head_position(c)
+        types = (*intents, *outcomes, *unknowns)
+        outcome_types = set(outcomes)
+        with self.streams.pending_lock:
+            scan = self.streams.pending_scan
+            if scan is None or scan.start > cursor or scan.scanned_to > head:
+                scan = PendingScan(cursor, cursor, {})
+            unresolved = {intent_id: [p for p in ps if p > cursor] for intent_id, ps in scan.unresolved.items()}
+            c.execute(f"SELECT rowid, topic, json_extract(state, '$.payload.intent_id') FROM {table} "
+                      f"WHERE rowid > ? AND rowid <= ? AND topic IN ({','.join('?' * len(types))}) ORDER BY rowid",
+                      (scan.scanned_to, head, *types))
+            for position, topic, intent_id in c.fetchall():
+                if topic in outcome_types:
+                    unresolved.pop(intent_id, None)
+                else:
+                    unresolved.setdefault(intent_id, []).append(position)
+            unresolved = {intent_id: ps for intent_id, ps in unresolved.items() if ps}
+            self.streams.pending_scan = PendingScan(cursor, head, unresolved)
+        positions = sorted(p for ps in unresolved.values() for p in ps)
+        found: list[Any] = []
+        for start in range(0, len(positions), 500):
+            chunk = positions[start:start + 500]
+            c.execute(f"SELECT rowid, originator_id, originator_version, topic, state FROM {table} "
+                      f"WHERE rowid IN ({','.join('?' * len(chunk))}) ORDER BY rowid", chunk)
+            found += [Notification(id=r[0], originator_id=r[1], originator_version=r[2], topic=r[3], state=r[4])
+                      for r in c.fetchall()]
+        return found
 
     def effector_cursor(self) -> int:
         with self.recorder.datastore.transaction(commit=False) as c:

@@ -10,7 +10,8 @@ rewritten or replaced under the process is then folded again from its start
 simply the events after v, read like any others, so a decision inside the
 write transaction still sees the latest version.
 
-It also remembers where the process appended each intent, so that driving one
+It also keeps which intents were unresolved as of the head the effector last
+scanned to (Ledger._unresolved_since_cursor), and remembers where the process appended each intent, so that driving one
 named intent starts looking at its position instead of the chain's start (the
 row there is checked to still be that intent before it is trusted).
 
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Folded", "StreamCache"]
+__all__ = ["Folded", "PendingScan", "StreamCache"]
 
 DEFAULT_LIMIT = 20_000  # streams; a 1,000-task run has about 5 per task
 
@@ -44,11 +45,23 @@ class Folded:
     state: Any
 
 
+@dataclass(frozen=True)
+class PendingScan:
+    """The intents unresolved as of ledger position scanned_to, among those after start (each intent id with the
+    positions of the intent and its unknowns)."""
+
+    start: int
+    scanned_to: int
+    unresolved: dict[str, list[int]]
+
+
 class StreamCache:
     def __init__(self, limit: int = DEFAULT_LIMIT):
         self.limit = limit
         self._entries: OrderedDict[str, Folded] = OrderedDict()
         self._intents: OrderedDict[str, int] = OrderedDict()  # intent id -> the position this process appended it at
+        self.pending_scan: PendingScan | None = None  # the effector's last scan for unresolved intents
+        self.pending_lock = threading.Lock()
         self._lock = threading.Lock()
 
     def get(self, stream: str, apply: Callable[..., Any]) -> Folded | None:

@@ -204,3 +204,43 @@ def test_a_named_intent_resolved_since_is_not_pending(repo, ledger_path):
     assert len(Effector(ledger, clock).run_pending(only={"pin-r2"}, after=0)) == 1
     assert ledger.pending_intents(after=0, only={"pin-r2"}) == []
     ledger.close()
+
+
+def _pending_as_data(pending):
+    return [(p.position, p.intent.intent_id, p.last_unknown.intent_id if p.last_unknown else None) for p in pending]
+
+
+def test_pending_intents_behind_a_stuck_cursor_are_folded_on_not_rescanned(repo, ledger_path):
+    """An intent that stays pending holds the effector's cursor back; each search for pending intents reads only
+    what was appended since the last one, and finds exactly what a fresh process scanning from the cursor finds."""
+    from docket.adapters.service_layer.effector import Effector
+    from docket.adapters.service_layer.runs import open_run
+    from docket.adapters.world.clock import FixedClock
+
+    ledger, clock, token = leased_ledger(ledger_path, repo, renewals=2)
+    open_run(ledger, clock, run_id="stuck", intent_id="pin-stuck", goal="g", target_branch="main", budget_ms=None,
+             repository=str(repo / ".git"), wait=False)
+    other = Ledger(ledger_path)  # another process: its appends are found too
+    for i in range(12):
+        clock.advance(1_000)
+        renew_lease(ledger, clock, "wt", token, 60_000)
+        owner = other if i % 3 == 0 else ledger
+        open_run(owner, FixedClock(clock.now()), run_id=f"q{i}", intent_id=f"pin-q{i}", goal="g",
+                 target_branch="main", budget_ms=None, repository=str(repo / ".git"), wait=False)
+        if i % 2:  # resolved: an outcome after it
+            Effector(ledger, clock).run_pending(only={f"pin-q{i}"}, after=0)
+        ledger.advance_effector_cursor()  # stays below pin-stuck
+        fresh = Ledger(ledger_path)  # scans from the cursor, knowing nothing
+        expected = _pending_as_data(fresh.pending_intents())
+        fresh.close()
+        assert _pending_as_data(ledger.pending_intents()) == expected
+        assert "pin-stuck" in {intent_id for _, intent_id, _ in expected}
+        scan = ledger.streams.pending_scan
+        assert scan is not None and scan.start == ledger.effector_cursor() and scan.scanned_to == ledger.head()
+    ledger.rewind_effector_cursor(0)  # replay puts it back: the scan starts afresh from there
+    fresh = Ledger(ledger_path)
+    assert _pending_as_data(ledger.pending_intents()) == _pending_as_data(fresh.pending_intents())
+    assert ledger.streams.pending_scan.start == 0
+    fresh.close()
+    other.close()
+    ledger.close()
