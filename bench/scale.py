@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import sqlite3
 import subprocess
 import threading
 import time
@@ -197,7 +198,10 @@ def scale_run(folder: Path, tasks: int, parallel: int, *, probe: bool, status_ev
             out.finished_at.append(_stamp(event["recorded_at"]))
     out.run_positions = max((e["position"] for e in events), default=0)
     docket_dir = repo / ".git" / "docket"
-    out.ledger_bytes = sum(p.stat().st_size for p in docket_dir.glob("ledger.sqlite*"))
+    with sqlite3.connect(docket_dir / "ledger.sqlite") as conn:  # what the WAL holds goes into the file first
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    out.ledger_bytes = (docket_dir / "ledger.sqlite").stat().st_size
     out.docket_files = sum(1 for p in docket_dir.rglob("*") if p.is_file())
     out.outcome = json.loads(_docket(repo, "status", RUN_ID, "--json").stdout)["run"]["status"]
     remove(where)
