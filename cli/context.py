@@ -61,7 +61,7 @@ class Context:
     @cached_property
     def lock_timeout(self) -> int:
         """Seconds to wait for the ledger's write lock: DOCKET_LOCK_TIMEOUT, else 60."""
-        from ..adapters.service_layer.ledger import DEFAULT_LOCK_TIMEOUT
+        from ..adapters.world.ledger_rows import DEFAULT_LOCK_TIMEOUT  # not the ledger's module: status catching up
 
         text = os.environ.get("DOCKET_LOCK_TIMEOUT", "").strip()
         if not text:

@@ -245,7 +245,7 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
             signal.signal(sig, handler)
         hooks.fire(final=True)
         driver.update_views()  # the hooks' last records too
-        view.update()  # the run's last events (integration, receipt) before the summary
+        view.update(final=True)  # the run's last events (integration, receipt) before the summary
         view.close()
     return _summarise(ctx, run_summary(driver, run_id), interrupted=interrupted.is_set(), show=show)
 
@@ -267,7 +267,7 @@ def _view(ctx: Context, run_id: str) -> Any:
 
 
 class _NoView:
-    def update(self) -> None:
+    def update(self, *, final: bool = False) -> None:
         pass
 
     def close(self) -> None:

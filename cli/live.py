@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..domain.values import format_duration
@@ -24,6 +25,9 @@ __all__ = ["LiveView", "board_lines", "board_table", "event_line", "latest_open_
 EVENT_FIELDS = ("task_id", "worker_id", "generation", "resource", "check", "step", "first_step", "last_step",
                 "rejected_step", "result", "cause", "code", "exit_code", "reason", "binding_id", "commit")
 SHORT = 12
+# A table redrawn in place costs what the board costs, which grows with the run: it is rebuilt no sooner than this
+# many times its last build took after that build started, so a run of a thousand tasks is not slowed by its view.
+BOARD_COST_SHARE = 10
 STATE_STYLES = {"delivered": "bold green", "passed": "green", "failed": "red", "stopped": "red",
                 "conflicted": "bold red", "unmergeable": "bold red", "rejected": "bold red", "merge failed": "bold red",
                 "merged (target not moved)": "bold yellow", "running": "yellow", "checking": "cyan",
@@ -45,9 +49,11 @@ class LiveView:
         self._events_after = 0  # event lines: the last position printed
         self._live: Any = None
         self._warned: set[str] = set()
+        self._drawn: tuple[float, Board] | None = None  # (when the table's board was built, that board)
+        self._build_s = 0.0  # how long building that board took
 
-    def board(self) -> Board | None:
-        """The run's board at the ledger's head (None: no such run)."""
+    def board(self, *, with_tasks: bool = True) -> Board | None:
+        """The run's board at the ledger's head (None: no such run); without with_tasks, its run line alone."""
         from ..adapters.world.logs import last_output_line
         from ..projections.board import run_board
 
@@ -55,14 +61,29 @@ class LiveView:
         try:
             self.views_position = views.position()
             return run_board(views.conn, self.run_id, self.ctx.clock.now(), tail=last_output_line,
-                             approval_required=lambda: self.ctx.approval_required)
+                             approval_required=lambda: self.ctx.approval_required, with_tasks=with_tasks)
         finally:
             views.conn.close()
 
-    def update(self) -> Board | None:
+    def update(self, *, final: bool = False) -> Board | None:
+        """Catch up: on a pipe, a line per new event (the board's run line says whether the run closed); on a
+        terminal, the table redrawn (rebuilt at most once per BOARD_COST_SHARE times its last build's cost, unless
+        final: the last drawing)."""
+        if not self.interactive:
+            board = self.board(with_tasks=False)
+            if board is not None:
+                self._guarded(self._print_new_events)
+            return board
+        started = time.monotonic()
+        if self._drawn is not None and self._drawn[1] is not None and not final:
+            built_at, last = self._drawn
+            if started < built_at + BOARD_COST_SHARE * self._build_s:
+                return last
         board = self.board()
+        self._build_s = time.monotonic() - started
+        self._drawn = (started, board)
         if board is not None:
-            self._guarded(lambda: self._draw_live(board) if self.interactive else self._print_new_events())
+            self._guarded(lambda: self._draw_live(board))
         return board
 
     def draw_once(self, board: Board) -> None:

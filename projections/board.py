@@ -89,16 +89,25 @@ class Board:
 
 def run_board(conn: ViewsConnection, run_id: str, now: str, *,
               tail: Callable[[str], str | None] | None = None,
-              approval_required: Callable[[], bool] = lambda: False) -> Board | None:
+              approval_required: Callable[[], bool] = lambda: False, with_tasks: bool = True) -> Board | None:
     """The run's board as of now from the views' tables (None: no such run). ``tail(log_path)`` reads a running
     worker's last line of output from its log (default: none is read; the line the views recorded is shown);
     ``approval_required()`` says whether docket.toml requires approval (asked only when a candidate could await
-    it)."""
+    it). Without ``with_tasks``, the run's line alone (no task lines, no attention): what costs the same for a run of
+    ten tasks and of a thousand, for a caller that only follows the run's status."""
     run = runs.get_run(conn, run_id)
     if run is None:
         return None
     run = runs.with_budget(run, now)
     closed = run["status"] in CLOSED
+    if not with_tasks:
+        integration = integrations.integration_of(conn, run_id)
+        return Board(run_id=run_id, goal=run["goal"], status=run["status"], closed=closed,
+                     target_branch=run["target_branch"], budget_ms=run["budget_ms"], used_ms=run["used_ms"],
+                     remaining_ms=run["remaining_ms"], integration=integration_summary(integration),
+                     target_commit=integration["final_commit"],
+                     receipt_sealed=integration["receipt_sha256"] is not None,
+                     receipt_sha256=integration["receipt_sha256"], tasks=())
     depends = {t["task_id"]: tuple(t.get("depends_on") or ()) for t in json.loads(run["plan"] or "{}").get("tasks", [])}
     task_rows = tasks.tasks_of(conn, run_id)
     results = {t["task_id"]: t["result"] for t in task_rows}

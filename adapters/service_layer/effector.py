@@ -70,7 +70,7 @@ class Effector:
         """
         results: list[IntentResult] = []
         now = self.clock.now()
-        for pending in self.ledger.pending_intents(after=after):
+        for pending in self.ledger.pending_intents(after=after, only=only):
             intent = pending.intent
             if only is not None and intent.intent_id not in only:
                 continue

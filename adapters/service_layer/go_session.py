@@ -52,6 +52,7 @@ class RunDriver:
         """A new connection to the ledger, for another thread."""
         from .effector import Effector
 
-        ledger = Ledger(self.ledger_path, lock_timeout=self.lock_timeout)
+        # one stream cache per process: what one thread folded, another folds on from
+        ledger = Ledger(self.ledger_path, lock_timeout=self.lock_timeout, streams=self.ledger.streams)
         ledger.watch = self.ledger.watch  # one watch per process: each connection tells it what it wrote
         return Session(ledger, self.clock, Effector(ledger, self.clock), ledger.close)

@@ -13,7 +13,7 @@ the last recorded event's time, inside that transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -30,13 +30,14 @@ from ...domain.canonical import canonical_json
 from ...domain.events import Event
 from ...domain.snapshot import from_value, to_value
 from .aggregates import aggregate_of, state_class_of
+from .stream_cache import Folded, PendingScan, StreamCache
 from ..world.files import prepare_ledger_file
+from ..world.ledger_rows import DEFAULT_LOCK_TIMEOUT
 from ..world.store import CanonicalMapper, ChainedSQLiteFactory, ChainedSQLiteProcessRecorder, LedgerBusy, decode_event
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "Ledger", "PendingIntent"]
 
 S = TypeVar("S")
-DEFAULT_LOCK_TIMEOUT = 60
 SNAPSHOT_EVERY = 10  # versions between two snapshots of a stream: a command folds at most this many events
 EFFECTOR_CURSOR = "effector"  # tracking row: every intent at or below it has its outcome (a cursor, not the truth)
 
@@ -53,11 +54,15 @@ class PendingIntent:
 class Ledger(Application):
     name = "docket"
 
-    def __init__(self, path: Path, *, lock_timeout: int = DEFAULT_LOCK_TIMEOUT):
+    def __init__(self, path: Path, *, lock_timeout: int = DEFAULT_LOCK_TIMEOUT, streams: StreamCache | None = None):
         self.path = path
         self.lock_timeout = lock_timeout
         self._cursor: Any = None  # the write transaction's cursor while a decision runs
-        self._folded: dict[str, tuple[Callable[..., Any], Any]] = {}  # streams the running decision folded
+        # streams the running decision folded: stream -> (fold, state, version)
+        self._folded: dict[str, tuple[Callable[..., Any], Any, int]] = {}
+        self._stored: dict[int, bytes] = {}  # position -> stored bytes of what the running decision appended
+        # what this process already folded of each stream (shared by the connections of one docket go)
+        self.streams = streams if streams is not None else StreamCache()
         # docket go's watch over the file (adapters/world/ledger_watch.py): told each head this connection wrote,
         # and asked before the target moves or a receipt is sealed. None: no watch (short-lived commands).
         self.watch: Any = None
@@ -105,15 +110,18 @@ class Ledger(Application):
         """
         try:
             with self.recorder.write_transaction() as c:
-                self._cursor, self._folded = c, {}
+                self._cursor, self._folded, self._stored = c, {}, {}
                 try:
                     floor = self._head_time(c)
                     decided = decision(max(now, floor or now))
                     appended = self._insert(c, [decided] if isinstance(decided, Event) else list(decided), floor)
-                    self._keep_snapshots(c, appended)
+                    folded = self._keep_snapshots(c, appended)
                     written = self._written_head(c, appended)
                 finally:
-                    self._cursor, self._folded = None, {}
+                    self._cursor, self._folded, self._stored = None, {}, {}
+            for stream, entry in folded.items():  # committed: what the decision folded, with what it appended
+                self.streams.put(stream, entry)
+            self._remember_intents(appended)
             self._tell_watch(written)
             return appended
         except LedgerBusy as e:
@@ -130,10 +138,16 @@ class Ledger(Application):
             with self.recorder.write_transaction() as c:
                 appended = self._insert(c, list(events), self._head_time(c))
                 written = self._written_head(c, appended)
+            self._remember_intents(appended)
             self._tell_watch(written)
             return [position for position, _ in appended]
         except LedgerBusy as e:
             raise self._busy(e) from None
+
+    def _remember_intents(self, appended: list[tuple[int, Event]]) -> None:
+        intents = {e.intent_id: p for p, e in appended if e.effect_role == "intent"}  # type: ignore[attr-defined]
+        if intents:
+            self.streams.remember_intents(intents)
 
     def _written_head(self, c: Any, appended: list[tuple[int, Event]]) -> Any:
         """The chain head this transaction wrote, when a watch wants to know it (read before the commit)."""
@@ -161,6 +175,8 @@ class Ledger(Application):
         events = in_order
         stored = [self.mapper.to_stored_event(e) for e in events]
         positions = self.recorder._insert_events(c, stored)
+        if self._cursor is c:
+            self._stored.update(zip(positions or [], (s.state for s in stored)))
         return list(zip(positions or [], events))
 
     def _head_time(self, c: Any) -> str | None:
@@ -192,14 +208,41 @@ class Ledger(Application):
     def get(self, apply: Callable[[S | None, Event, int], S], stream: str) -> S | None:
         """The aggregate of stream, or None if the stream has no events.
 
-        Folded from the stream's snapshot, when it has a usable one, so a long
-        stream costs no more than a short one.
+        Folded on from what this process already folded of the stream (see
+        stream_cache), else from the stream's snapshot when it has a usable one,
+        so a long stream costs no more than a short one: only the events
+        appended since are read and folded.
         """
-        state, version = self._snapshot(apply, stream)
-        state = fold(apply, self.history(stream, after_version=version), state)
+        state, version, rows = self._fold_from_cache(apply, stream)
+        if rows is None:
+            state, version = self._snapshot(apply, stream)
+            rows = self.recorder.select_stream(stream, self._cursor, after_version=max(version - 1, 0))
+            if version and (not rows or rows[0].originator_version != version):
+                state, version = None, 0  # the snapshot's own event is not there: fold the stream from its start
+                rows = self.recorder.select_stream(stream, self._cursor)
+        last = rows[-1] if rows else None
+        state = fold(apply, [(n.id, decode_event(stream, n.originator_version, n.topic, n.state))
+                             for n in rows if n.originator_version > version], state)
+        if last is not None and state is not None:
+            version = last.originator_version
+            self.streams.put(stream, Folded(apply, version, last.id, last.state, state))
         if self._cursor is not None:
-            self._folded[stream] = (apply, state)
+            self._folded[stream] = (apply, state, version)
         return state
+
+    def _fold_from_cache(self, apply: Callable[..., Any], stream: str) -> tuple[Any, int, list[Any] | None]:
+        """(state, version, the stream's events from that version on) from what this process folded of the
+        stream; rows None when it folded nothing of it or the ledger no longer holds what it folded."""
+        cached = self.streams.get(stream, apply)
+        if cached is None:
+            return None, 0, None
+        rows = self.recorder.select_stream(stream, self._cursor, after_version=cached.version - 1)
+        first = rows[0] if rows else None
+        if (first is None or first.originator_version != cached.version or first.id != cached.position
+                or first.state != cached.stored):
+            self.streams.forget(stream)
+            return None, 0, None
+        return cached.state, cached.version, rows
 
     def _snapshot(self, apply: Callable[..., Any], stream: str) -> tuple[Any, int]:
         """(state, version) from stream's snapshot, or (None, 0) when it has none it can use."""
@@ -220,10 +263,12 @@ class Ledger(Application):
             return None, 0
         return (restored, version) if getattr(restored, "version", None) == version else (None, 0)
 
-    def _keep_snapshots(self, c: Any, appended: list[tuple[int, Event]]) -> None:
+    def _keep_snapshots(self, c: Any, appended: list[tuple[int, Event]]) -> dict[str, Folded]:
         """After a decision's append: snapshot each stream it folded whose version crossed a multiple of
-        SNAPSHOT_EVERY, so the next command on it folds at most that many events."""
-        for stream, (apply, state) in self._folded.items():
+        SNAPSHOT_EVERY, so the next command on it folds at most that many events. Returns each stream the
+        decision folded and appended to, folded on with what it appended (for the cache, once committed)."""
+        folded: dict[str, Folded] = {}
+        for stream, (apply, state, version) in self._folded.items():
             new = [(position, event) for position, event in appended if event.stream == stream]
             if not new:
                 continue
@@ -231,6 +276,10 @@ class Ledger(Application):
             state = fold(apply, new, state)
             if state is not None and state.version // SNAPSHOT_EVERY > before // SNAPSHOT_EVERY:
                 self.recorder.save_snapshot(c, stream, state.version, new[-1][0], canonical_json(to_value(state)))
+            follows = [event.version for _, event in new] == list(range(version + 1, version + 1 + len(new)))
+            if state is not None and follows and new[-1][0] in self._stored:
+                folded[stream] = Folded(apply, new[-1][1].version, new[-1][0], self._stored[new[-1][0]], state)
+        return folded
 
     def snapshot_drift(self, *, repair: bool) -> list[str]:
         """Streams whose snapshot differs from folding their events (repaired if asked); replay's check."""
@@ -260,26 +309,52 @@ class Ledger(Application):
             return self.recorder.head_position(self._cursor)
         return self.recorder.max_notification_id() or 0
 
-    def pending_intents(self, *, after: int | None = None) -> list[PendingIntent]:
-        """Intents after a position that have no outcome in the chain, in ledger order.
+    def pending_intents(self, *, after: int | None = None, only: Collection[str] | None = None
+                        ) -> list[PendingIntent]:
+        """Intents after a position that have no outcome in the chain, in ledger order (only those named, if given).
 
         By default the search starts at the effector's cursor, which only says
         where to start looking (every intent at or below it was resolved when it
-        was moved); ``after=0`` reads the whole chain, as replay does.
+        was moved); ``after=0`` reads the whole chain, as replay does. Named
+        intents this process appended are looked for from where it appended
+        them: an intent's outcomes follow it, so nothing before it can matter.
         """
         if self._cursor is not None:
-            return self._pending(self._cursor, after)
+            return self._only(self._pending(self._cursor, self._start(self._cursor, after, only)), only)
         with self.recorder.datastore.transaction(commit=False) as c:
-            return self._pending(c, after)
+            return self._only(self._pending(c, self._start(c, after, only)), only)
+
+    def _start(self, c: Any, after: int | None, only: Collection[str] | None) -> int | None:
+        """Where to look for the named intents: from the earliest of them, when this process appended each one and
+        the ledger still holds it there; else from after."""
+        if after is None or not only:
+            return after
+        named = list(only)
+        positions = [self.streams.intent_position(intent_id) for intent_id in named]
+        if any(p is None or p <= after for p in positions):
+            return after
+        for intent_id, position in zip(named, positions):
+            c.execute(f"SELECT json_extract(state, '$.payload.intent_id') FROM {self.recorder.events_table_name} "
+                      "WHERE rowid = ?", (position,))
+            row = c.fetchone()
+            if row is None or row[0] != intent_id:
+                return after
+        return min(p for p in positions if p is not None) - 1
+
+    @staticmethod
+    def _only(pending: list[PendingIntent], only: Collection[str] | None) -> list[PendingIntent]:
+        return pending if only is None else [p for p in pending if p.intent.intent_id in only]
 
     def _pending(self, c: Any, after: int | None) -> list[PendingIntent]:
         from ...domain.effects import INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES  # not on a plain command's path
 
-        if after is None:
-            after = self.recorder.tracked(c, EFFECTOR_CURSOR)
+        if after is None:  # from the cursor: folded on from what this process already scanned
+            rows = self._unresolved_since_cursor(c, INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES)
+        else:
+            rows = self.recorder.select_intent_events(c, after, INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES)
         intents: dict[str, tuple[int, Event]] = {}
         unknown: dict[str, Event] = {}
-        for n in self.recorder.select_intent_events(c, after, INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES):
+        for n in rows:
             event = decode_event(n.originator_id, n.originator_version, n.topic, n.state)
             intent_id = event.intent_id  # type: ignore[attr-defined]
             if event.effect_role == "intent":
@@ -288,6 +363,48 @@ class Ledger(Application):
                 unknown[intent_id] = event
         return [PendingIntent(position, intent, unknown.get(intent_id))
                 for intent_id, (position, intent) in intents.items()]
+
+    def _unresolved_since_cursor(self, c: Any, intents: Sequence[str], outcomes: Sequence[str],
+                                 unknowns: Sequence[str]) -> list[Any]:
+        """What select_intent_events(c, cursor, ...) returns, reading only the events after the last scan.
+
+        An intent whose outcome stays unknown holds the effector's cursor back (it is observed again later, and
+        holds no other intent back): scanning from the cursor each time would read every intent and outcome
+        recorded since, ever more as the run goes on. The process keeps which intents were unresolved as of the
+        head it last scanned to, from a start at or below the cursor, and reads only what was appended since; a
+        cursor put back (replay) or a head this transaction does not see yet starts the scan afresh.
+        """
+        from eventsourcing.persistence import Notification
+
+        table = self.recorder.events_table_name
+        cursor = self.recorder.tracked(c, EFFECTOR_CURSOR)
+        head = self.recorder.head_position(c)
+        types = (*intents, *outcomes, *unknowns)
+        outcome_types = set(outcomes)
+        with self.streams.pending_lock:
+            scan = self.streams.pending_scan
+            if scan is None or scan.start > cursor or scan.scanned_to > head:
+                scan = PendingScan(cursor, cursor, {})
+            unresolved = {intent_id: [p for p in ps if p > cursor] for intent_id, ps in scan.unresolved.items()}
+            c.execute(f"SELECT rowid, topic, json_extract(state, '$.payload.intent_id') FROM {table} "
+                      f"WHERE rowid > ? AND rowid <= ? AND topic IN ({','.join('?' * len(types))}) ORDER BY rowid",
+                      (scan.scanned_to, head, *types))
+            for position, topic, intent_id in c.fetchall():
+                if topic in outcome_types:
+                    unresolved.pop(intent_id, None)
+                else:
+                    unresolved.setdefault(intent_id, []).append(position)
+            unresolved = {intent_id: ps for intent_id, ps in unresolved.items() if ps}
+            self.streams.pending_scan = PendingScan(cursor, head, unresolved)
+        positions = sorted(p for ps in unresolved.values() for p in ps)
+        found: list[Any] = []
+        for start in range(0, len(positions), 500):
+            chunk = positions[start:start + 500]
+            c.execute(f"SELECT rowid, originator_id, originator_version, topic, state FROM {table} "
+                      f"WHERE rowid IN ({','.join('?' * len(chunk))}) ORDER BY rowid", chunk)
+            found += [Notification(id=r[0], originator_id=r[1], originator_version=r[2], topic=r[3], state=r[4])
+                      for r in c.fetchall()]
+        return found
 
     def effector_cursor(self) -> int:
         with self.recorder.datastore.transaction(commit=False) as c:

@@ -1,7 +1,8 @@
 """Supervising launched workers until their processes end: timeouts, stop requests, budget, lease heartbeats.
 
 One anyio task per worker polls its process (a child of this process) and its
-log's size (output resets the idle timer). Once a second it reads the ledger:
+log's size (output resets the idle timer); its exit wakes the wait at once
+(a pidfd, where the system has them), not at the next tick. Once a second it reads the ledger:
 a stop asked for from another terminal (WorkerStopRequested), a run aborted or
 out of budget. A stop is an intent like any other, driven by the effector (TERM
 to the whole group, KILL after a grace period, until the group is positively
@@ -12,6 +13,7 @@ lease released. Ledger work runs in a worker thread, one call at a time.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -110,8 +112,43 @@ def supervise(ledger: Ledger, clock: Clock, effector: Any, workers: Sequence[tup
     return ended
 
 
+class ExitSignal:
+    """Wakes a wait as soon as a child process ends (a Linux pidfd turns readable), instead of at the next tick;
+    where there is none (an old kernel, another system, a child already reaped), the wait is a plain sleep."""
+
+    def __init__(self, pid: int):
+        try:
+            self.fd: int | None = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            self.fd = None
+
+    async def sleep(self, seconds: float) -> None:
+        import anyio
+
+        if self.fd is None:
+            await anyio.sleep(seconds)
+            return
+        with anyio.move_on_after(seconds):
+            await anyio.wait_readable(self.fd)
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)
+
+
 async def _supervise_one(ledger: Ledger, clock: Clock, effector: Any, access: _Ledger, w: Launched,
                          limits: Limits, ended: list[Ended], group: Any) -> None:
+    popen = w.gated.popen
+    exit_signal = ExitSignal(popen.pid)
+    try:
+        await _supervise_until_ended(ledger, clock, effector, access, w, limits, ended, group, exit_signal)
+    finally:
+        exit_signal.close()
+
+
+async def _supervise_until_ended(ledger: Ledger, clock: Clock, effector: Any, access: _Ledger, w: Launched,
+                                 limits: Limits, ended: list[Ended], group: Any, exit_signal: ExitSignal) -> None:
     import anyio
 
     processes = effector.ports.processes
@@ -153,7 +190,7 @@ async def _supervise_one(ledger: Ledger, clock: Clock, effector: Any, access: _L
                     done.set()
 
             group.start_soon(stop)  # a stop takes seconds; supervision goes on meanwhile
-        await anyio.sleep(TICK_SECONDS)
+        await exit_signal.sleep(TICK_SECONDS)
     if stop_reason is None:  # a stop from another terminal may have ended it before this loop saw the request
         stop_reason = await access.call(lambda: _stop_requested(ledger, w))
     if stopping is not None:

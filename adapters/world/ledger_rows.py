@@ -17,7 +17,7 @@ from typing import Any
 
 from ...domain.chain import ChainHead, ChainRow
 
-__all__ = ['CHAIN_TABLE', 'LEDGER_TABLES', 'MAX_SAFE_POSITION', 'MERKLE_BLOCK_HEIGHT', 'MERKLE_NODES_TABLE', 'Row', 'chain_head', 'connect_read_only', 'digest_at', 'has_stream', 'head_position', 'is_on_read_only_filesystem', 'last_event_and_chain_end', 'missing_tables', 'orphan_digest_after', 'read_chain_rows', 'read_events', 'read_events_at', 'read_only', 'state_at']
+__all__ = ['CHAIN_TABLE', 'DEFAULT_LOCK_TIMEOUT', 'LEDGER_TABLES', 'MAX_SAFE_POSITION', 'MERKLE_BLOCK_HEIGHT', 'MERKLE_NODES_TABLE', 'Row', 'chain_head', 'connect_read_only', 'digest_at', 'has_stream', 'head_position', 'is_on_read_only_filesystem', 'last_event_and_chain_end', 'missing_tables', 'orphan_digest_after', 'read_chain_rows', 'read_events', 'read_events_at', 'read_only', 'state_at']
 
 Row = tuple[int, str, int, str, bytes]  # position, stream, version, type, state
 
@@ -25,6 +25,7 @@ CHAIN_TABLE = "chain"
 MERKLE_NODES_TABLE = "merkle_nodes"  # made by the store (adapters/world/store.py), which says what it holds
 MERKLE_BLOCK_HEIGHT = 10  # the store keeps the Merkle hash of each complete block of 2**10 positions
 LEDGER_TABLES = ("stored_events", CHAIN_TABLE, "tracking")
+DEFAULT_LOCK_TIMEOUT = 60  # seconds to wait for the ledger's write lock; here, where a read-only command finds it cheaply
 
 
 @contextmanager

@@ -154,11 +154,12 @@ def adopted_by_init_in(folders: list[Path]) -> list[int]:
 
     uid, found = os.getuid(), []
     roots = [str(folder) for folder in folders]
-    for process in psutil.process_iter(["uids", "ppid"]):
+    for process in psutil.process_iter():  # not process_iter(attrs): its `info` is shared with other threads' scans
         try:
-            if process.info["uids"] is None or process.info["uids"].real != uid or process.pid == os.getpid():
+            info = process.as_dict(["uids", "ppid"])
+            if info["uids"] is None or info["uids"].real != uid or process.pid == os.getpid():
                 continue
-            ppid = process.info["ppid"]
+            ppid = info["ppid"]
             if ppid != 1 and not (ppid and psutil.Process(ppid).name() == "systemd") and not _left_its_session(
                     process.pid, ppid):
                 continue

@@ -367,9 +367,10 @@ class PsutilProcesses:
 
         uid = os.getuid()
         found = []
-        for process in psutil.process_iter(["uids"]):
+        for process in psutil.process_iter():  # not process_iter(attrs): its `info` is shared with other threads'
             try:
-                if process.info["uids"] is None or process.info["uids"].real != uid or process.pid == os.getpid():
+                uids = process.as_dict(["uids"])["uids"]
+                if uids is None or uids.real != uid or process.pid == os.getpid():
                     continue
                 environ = process.environ()
             except (psutil.NoSuchProcess, psutil.AccessDenied):

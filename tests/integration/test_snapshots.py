@@ -104,9 +104,14 @@ def test_a_forged_snapshot_is_found_by_the_drift_check_and_repaired(repo, ledger
     real = ledger.get(lease.apply, stream)
     _forge(ledger_path, "UPDATE snapshots SET state = replace(state, ?, ?) WHERE stream = ?",
            b'"status":"held"', b'"status":"released"', stream)
-    assert ledger.get(lease.apply, stream) != real  # what the forgery would make a decision see...
+    assert ledger.get(lease.apply, stream) == real  # a process that already folded the stream folds on from that
+    fresh = Ledger(ledger_path)  # a new process starts from the snapshot:
+    assert fresh.get(lease.apply, stream) != real  # what the forgery would make a decision see...
+    fresh.close()
     assert ledger.snapshot_drift(repair=True) == [stream]  # ...until replay's check finds and repairs it
-    assert ledger.get(lease.apply, stream) == real
+    fresh = Ledger(ledger_path)
+    assert fresh.get(lease.apply, stream) == real
+    fresh.close()
     assert ledger.snapshot_drift(repair=False) == []
     ledger.close()
 

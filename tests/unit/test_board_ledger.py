@@ -231,3 +231,23 @@ def test_same_path_warnings_recorded_at_prepare_are_worded_and_bounded():
     assert len(lines) == 11 and lines[-1].startswith("and 2 more pair(s) of tasks")
     assert lines[0] == f"t0 and t1 both change {'x' * 119}\u2026, b, c and 1 more"
 
+
+
+def test_the_run_line_alone_is_the_full_boards_without_its_task_lines():
+    """What a piped live view follows (docket go, docket watch): the same run line, no per-task work."""
+    from dataclasses import replace
+
+    book, r = passed_run()
+    checked = []
+    for step in range(3):
+        if step == 1:
+            i = prepared(book, r)
+        if step == 2:
+            merged(book, i, 1)
+        now = book.now()
+        full = run_board(book.views.conn, "r1", now, tail=lambda path: None)
+        alone = run_board(book.views.conn, "r1", now, tail=lambda path: None, with_tasks=False)
+        assert alone == replace(full, tasks=(), attention=())
+        checked.append(alone.integration)
+    assert checked == ["unprepared", "merging, 0/2 step(s) verified", "merging, 1/2 step(s) verified"]
+    assert run_board(book.views.conn, "r2", book.now(), with_tasks=False) is None

@@ -83,7 +83,7 @@ class FixedView(LiveView):
     def __init__(self, stream: io.StringIO, interactive: bool):
         super().__init__(ctx=None, run_id="r1", stream=stream, interactive=interactive)  # type: ignore[arg-type]
 
-    def board(self) -> Board:
+    def board(self, *, with_tasks: bool = True) -> Board:
         return board()
 
     def _new_event_lines(self) -> list[str]:
@@ -131,3 +131,41 @@ def test_notes_and_what_needs_the_user_are_drawn_escaped_under_the_run_line():
     table = out.getvalue()
     assert_escaped(table)
     assert "action needed: task t3 not delivered" in table and "t1 changed the same paths" in table
+
+
+class CountedView(FixedView):
+    """A FixedView that says which boards it was asked for, each build taking a second of a fake clock."""
+
+    def __init__(self, stream: io.StringIO, interactive: bool, clock: list[float]):
+        super().__init__(stream, interactive)
+        self.asked: list[bool] = []
+        self.clock = clock
+
+    def board(self, *, with_tasks: bool = True) -> Board:
+        self.asked.append(with_tasks)
+        self.clock[0] += 1.0
+        return board()
+
+
+def test_a_piped_view_follows_the_run_line_alone_never_the_task_lines():
+    view = CountedView(io.StringIO(), interactive=False, clock=[0.0])
+    for _ in range(3):
+        view.update()
+    assert view.asked == [False, False, False]
+
+
+def test_a_table_is_rebuilt_no_sooner_than_its_cost_allows_and_always_at_the_end(monkeypatch):
+    from docket.cli import live
+
+    clock = [100.0]
+    monkeypatch.setattr(live.time, "monotonic", lambda: clock[0])
+    view = CountedView(io.StringIO(), interactive=True, clock=clock)
+    view._draw_live = lambda board: None  # type: ignore[method-assign]
+    view.update()  # built in 1 s (the fake clock's)
+    clock[0] += live.BOARD_COST_SHARE - 1.5
+    assert view.update() == board() and view.asked == [True]  # too soon: the last board
+    clock[0] += 1.0
+    view.update()
+    assert view.asked == [True, True]
+    view.update(final=True)
+    assert view.asked == [True, True, True]
