@@ -9,7 +9,6 @@ effector looks again on its own.
 from __future__ import annotations
 
 import sqlite3
-from functools import cache
 from typing import Any
 
 from .query import as_dicts
@@ -21,16 +20,11 @@ INDEXES = ("run_id",)
 PK = "intent_id"
 
 
-@cache
 def _role(type_: str) -> str | None:
-    """The stored type's role in the effect protocol; None for a fact or a type no class has. Imports only that
-    type's module (the write path only: status on fresh views never needs pydantic)."""
-    from ..domain.events import event_class
+    """The stored type's role in the effect protocol; None for a fact or a type no class has (imports no class)."""
+    from ..domain.events import role_of
 
-    try:
-        role = event_class(type_).effect_role
-    except KeyError:
-        return None
+    role = role_of(type_)
     return None if role == "fact" else role
 
 

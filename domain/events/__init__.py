@@ -101,7 +101,26 @@ _CATALOGUE: tuple[str, ...] = (
     "IntegrationBatchRequeued", "ReceiptSealed", "HookRequested", "HookFinished",
 )
 
-__all__ = ["EVENT_TYPES", "event_class", "stored", *_MODULE_OF]
+# Each event class's role in the effect protocol (its ``effect_role``; every other class is a fact), so the intents
+# view tells an intent from its outcome without importing a class (status catching up its views imports none).
+_ROLES: dict[str, tuple[str, ...]] = {
+    "intent": (
+        "RunBasePinRequested", "WorktreeRequested", "WorktreeRemovalRequested", "WorkerLaunchRequested",
+        "WorkerStopRequested", "CandidatePinRequested", "CandidateReleaseRequested", "ExecutionRequested",
+        "CheckLaunchRequested", "ExecutionRemovalRequested", "IntegrationStepRequested", "IntegrationTargetRequested",
+        "IntegrationTargetRequestedV2", "HookRequested",
+    ),
+    "outcome": (
+        "RunBasePinned", "RunBasePinFailed", "IntentCancelled", "WorktreeCreated", "WorktreeFailed", "WorktreeRemoved",
+        "WorktreeRemovalFailed", "WorkerLaunched", "WorkerLaunchFailed", "WorkerStopped", "CandidatePinned",
+        "CandidateDiverged", "CandidateReleased", "CandidateReleaseFailed", "ExecutionCreated", "ExecutionFailed",
+        "CheckLaunched", "CheckLaunchFailed", "ExecutionRemoved", "IntegrationStepMerged", "IntegrationStepFailed",
+        "IntegrationCompleted", "IntegrationTargetMoved", "HookFinished",
+    ),
+    "unknown": ("IntentOutcomeUnknown", "IntentOutcomeUnknownV2"),
+}
+
+__all__ = ["EVENT_TYPES", "event_class", "role_of", "stored", *_MODULE_OF]
 
 
 def __getattr__(name: str) -> Any:
@@ -153,3 +172,16 @@ def event_class(type_name: str) -> type[Event]:
         if cls.type_name() == type_name:
             return cls
     raise KeyError(f"unknown event type {type_name!r}")
+
+
+def role_of(type_name: str) -> str | None:
+    """The stored type's role in the effect protocol ("intent", "outcome", "unknown", "fact"), importing nothing;
+    None for a type no class has."""
+    if not _ROLE_OF_STORED:
+        _ROLE_OF_STORED.update({getattr(stored, name): role for role, names in _ROLES.items() for name in names})
+        _ROLE_OF_STORED.update({getattr(stored, name): "fact" for name in _CATALOGUE
+                                if getattr(stored, name) not in _ROLE_OF_STORED})
+    return _ROLE_OF_STORED.get(type_name)
+
+
+_ROLE_OF_STORED: dict[str, str] = {}

@@ -85,3 +85,9 @@ def test_every_model_of_the_events_defers_its_validator_to_first_use():
               if inspect.isclass(obj) and issubclass(obj, BaseModel) and obj.__module__ == module.__name__]
     assert len(models) > len(ev._CATALOGUE)
     assert [m.__name__ for m in models if not m.model_config.get("defer_build")] == []
+
+
+def test_each_event_types_role_is_known_without_importing_it():
+    for type_name, cls in ev.EVENT_TYPES.items():
+        assert ev.role_of(type_name) == cls.effect_role, type_name
+    assert ev.role_of("NoSuchEvent.v1") is None
