@@ -354,24 +354,26 @@ def apply(integration: Integration | None, event: ev.Event, position: int) -> In
 
 def _requeued(integration: Integration, event: ev.IntegrationRequeued) -> Integration:
     """The steps that had not reached the target, settled as requeued and queued again from the moved target."""
-    again = set(event.requeued)
-    settled = tuple(replace(s, status=REQUEUED, intent_id=None) if s.step in again else s for s in integration.steps)
-    copies = tuple(StepState(step=event.first_step + n, task_id=s.task_id, binding_id=s.binding_id, commit=s.commit,
-                             worker_id=s.worker_id, generation=s.generation)
-                   for n, s in enumerate(s for s in integration.steps if s.step in again))
-    return replace(integration, steps=settled + copies, target=None, target_intent=None, target_code=None,
-                   target_found=None, target_at=event.onto, requeues=event.round, onto=event.onto,
-                   rebased_after=max(event.requeued, default=integration.rebased_after))
+    return replace(integration, steps=_queued_again(integration.steps, event.requeued, event.first_step),
+                   target=None, target_intent=None, target_code=None, target_found=None, target_at=event.onto,
+                   requeues=event.round, onto=event.onto, rebased_after=max(event.requeued, default=integration.rebased_after))
 
 
 def _batch_requeued(integration: Integration, event: ev.IntegrationBatchRequeued) -> Integration:
     """The steps merged after a batch's rejected step, settled as requeued and queued again onto the head."""
-    again = set(event.requeued)
-    settled = tuple(replace(s, status=REQUEUED, intent_id=None) if s.step in again else s for s in integration.steps)
-    copies = tuple(StepState(step=event.first_step + n, task_id=s.task_id, binding_id=s.binding_id, commit=s.commit,
+    return replace(integration, steps=_queued_again(integration.steps, event.requeued, event.first_step),
+                   failing=None)
+
+
+def _queued_again(steps: tuple[StepState, ...], requeued: Sequence[int], first_step: int) -> tuple[StepState, ...]:
+    """steps with those numbered in requeued settled as requeued, and a copy of each appended, numbered from
+    first_step on, waiting to be merged again."""
+    again = set(requeued)
+    settled = tuple(replace(s, status=REQUEUED, intent_id=None) if s.step in again else s for s in steps)
+    copies = tuple(StepState(step=first_step + n, task_id=s.task_id, binding_id=s.binding_id, commit=s.commit,
                              worker_id=s.worker_id, generation=s.generation)
-                   for n, s in enumerate(s for s in integration.steps if s.step in again))
-    return replace(integration, steps=settled + copies, failing=None)
+                   for n, s in enumerate(s for s in steps if s.step in again))
+    return settled + copies
 
 
 def _cancelled(integration: Integration, intent_id: str) -> Integration:
