@@ -30,6 +30,7 @@ __all__ = [
 Liveness = Literal["alive", "dead", "unknown"]
 
 REDACTED = "[redacted]"
+_HIDDEN = "[hidden]"  # the marker for a secret value that is part of REDACTED itself ("[redacte", "redacted")
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,7 @@ def redact_values(text: str, secrets: Collection[str]) -> str:
     """text with every one of secrets (values known to be secret, longest first) replaced by "[redacted]"."""
     for value in secrets:
         if value and value in text:
-            text = text.replace(value, REDACTED)
+            text = text.replace(value, _HIDDEN if value in REDACTED else REDACTED)
     return text
 
 

@@ -101,3 +101,11 @@ def test_env_allow_everything_is_a_warning():
     assert [(code, message.split()[0]) for code, message in config.warnings()] == [
         ("env-allow-everything", "[agents.a]"), ("env-allow-everything", "[checks.t]")]
     assert Config().warnings() == []
+
+
+def test_a_secret_value_that_is_part_of_the_marker_does_not_survive_in_it():
+    """Found by the property above: the secret "[redacte" replaced by "[redacted]" was still in the tail."""
+    for secret in ("[redacte", "redacted", "[redacted]", "edacted]"):
+        tail = bounded_tail(f"x {secret} y".encode(), max_chars=4000, max_lines=1000,
+                            secrets=secret_values({"MY_SECRET": secret}))
+        assert secret not in tail, (secret, tail)
