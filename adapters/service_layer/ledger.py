@@ -334,10 +334,7 @@ class Ledger(Application):
         if any(p is None or p <= after for p in positions):
             return after
         for intent_id, position in zip(named, positions):
-            c.execute(f"SELECT json_extract(state, '$.payload.intent_id') FROM {self.recorder.events_table_name} "
-                      "WHERE rowid = ?", (position,))
-            row = c.fetchone()
-            if row is None or row[0] != intent_id:
+            if self.recorder.intent_id_at(c, position) != intent_id:
                 return after
         return min(p for p in positions if p is not None) - 1
 

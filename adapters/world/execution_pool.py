@@ -260,7 +260,11 @@ def _bring(store, folder: Path, records: Records, tree: str) -> None:  # noqa: A
         return
     removed: list[bytes] = []
     wanted: list[tuple[bytes, int, bytes]] = []
-    for change in tree_changes(store, records.tree.encode("ascii"), tree.encode("ascii")):
+    try:
+        changes = list(tree_changes(store, records.tree.encode("ascii"), tree.encode("ascii")))
+    except KeyError as e:  # the tree the entry last held is gone (a killed integration's merge, pruned since)
+        raise Unusable(f"an object of the trees to compare is missing: {e}") from None
+    for change in changes:
         if change.old is not None and change.old.path is not None:
             removed.append(change.old.path)
         if change.new is not None and change.new.path is not None:

@@ -220,6 +220,13 @@ class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorde
         return [*super().construct_create_table_statements(), self.create_chain_table_statement,
                 CREATE_SNAPSHOTS_TABLE, CREATE_TOPIC_INDEX, CREATE_MERKLE_NODES_TABLE]
 
+    def intent_id_at(self, c: SQLiteCursor, position: int) -> str | None:
+        """The intent_id of the event at position (None when there is none, or it names no intent)."""
+        c.execute(f"SELECT json_extract(state, '$.payload.intent_id') FROM {self.events_table_name} WHERE rowid = ?",
+                  (position,))
+        row = c.fetchone()
+        return None if row is None else row[0]
+
     def select_snapshot(self, c: SQLiteCursor, stream: str) -> tuple[int, int, bytes] | None:
         """(version, position, state) of stream's snapshot, if it has one and the chain still holds
         the digest it was taken at (a snapshot of a rewritten or another ledger is not used)."""

@@ -309,3 +309,22 @@ def test_the_pool_keeps_a_few_idle_entries_and_removes_the_rest(world: World) ->
     assert len(list(world.pool().glob("*.rec"))) == KEEP_IDLE
     for path in again:
         exactly(path, world.b)
+
+
+def test_an_entry_whose_last_tree_is_gone_from_the_store_is_not_used(world: World) -> None:
+    """An idle entry holds a tree the store no longer has (a killed integration's merge, pruned since): the next
+    execution is made whole, not brought from that tree (`docket integrate` ended at exit 70 with the KeyError)."""
+    def git_in(*args: str, given: str) -> str:
+        return subprocess.run(["git", *args], cwd=world.checkout, input=given, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    blob = git_in("hash-object", "-w", "--stdin", given="only here\n")
+    gone_tree = git_in("mktree", given=f"100644 blob {blob}\tonly.txt\n")
+    gone = git(world.checkout, "commit-tree", "-m", "gone", gone_tree)
+    first = world.create(gone)
+    remove_execution(world.common, first, group_alive=False)
+    assert idle_only(world.pool())
+    for sha in (gone, gone_tree):
+        (world.common / "objects" / sha[:2] / sha[2:]).unlink()
+    second = world.create(world.b)
+    exactly(second, world.b)
