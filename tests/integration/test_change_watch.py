@@ -198,12 +198,8 @@ def test_a_hard_link_made_in_and_written_from_outside_between_the_two_captures_i
     outside.write_text("one\n")
     os.link(outside, workspace / "pkg0" / "linked.txt")
 
-    def write_outside() -> None:
-        with open(outside, "a") as f:
-            f.write("two\n")
-
     got = capture_twice(workspace, expected_head=None, base=base, artifact_dir=None, repository=common,
-                        between=write_outside)
+                        between=lambda: _append(outside, "two\n"))
     assert isinstance(got, Unstable) and got.differing == ("pkg0/linked.txt",)
 
 
@@ -226,12 +222,8 @@ def test_a_new_file_watched_by_a_first_pin_is_seen_written_from_outside_between_
     watch = change_watch.watch_of(workspace)
     assert not watch.unwatched
 
-    def write_outside() -> None:
-        with open(outside, "a") as f:
-            f.write("two\n")
-
     got = capture_twice(workspace, expected_head=None, base=base, artifact_dir=None, repository=common,
-                        between=write_outside)
+                        between=lambda: _append(outside, "two\n"))
     assert isinstance(got, Unstable) and got.differing == ("pkg0/linked.txt",)
 
 
@@ -300,3 +292,8 @@ def test_a_writer_still_running_makes_the_pin_unstable_or_right(made, tmp_path):
                                 check=True, capture_output=True).stdout
         assert pinned in possible
     assert pin_tree(common, base, workspace) == git_add_all(workspace, tmp_path / "index")
+
+
+def _append(path: Path, text: str) -> None:
+    with open(path, "a") as f:
+        f.write(text)
