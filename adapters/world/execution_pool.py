@@ -128,7 +128,7 @@ def place(common: Path, path: Path, commit: str) -> bool:
             tree = user[commit.encode("ascii")].tree.decode("ascii")
         except KeyError:
             return False
-        entry = _idle_entry(pool)
+        entry = _idle_entry(pool, _entry_id(path))
         if entry is None:
             try:
                 entry = _fresh_entry(common, pool, commit, tree)
@@ -205,8 +205,10 @@ def _sweep(pool: Path) -> None:
             _unlink(item)
 
 
-def _idle_entry(pool: Path) -> tuple[str, Records] | None:
-    for name in sorted(os.listdir(pool)):
+def _idle_entry(pool: Path, own: str) -> tuple[str, Records] | None:
+    """An idle entry, the one named own first: the placed records are named own, and the give back renames the
+    folder to own, so an idle entry of that name must be the one taken, or its name would be taken twice."""
+    for name in sorted(os.listdir(pool), key=lambda n: (n != f"{own}.rec", n)):
         if name.endswith(".rec"):
             records = read_records(pool / name)
             if records is not None and records.state == "idle" and _is_folder(pool / name[:-4]):
@@ -472,6 +474,8 @@ def give_back(common: Path, path: Path, records: Records) -> None:
     folder = pool / folder_id
     idle = sum(1 for name in os.listdir(pool) if name.endswith(".rec") and name != f"{folder_id}.rec"
                and (read_records(pool / name) or records).state == "idle")
+    if os.path.lexists(folder):  # nothing trustworthy: the records of that name say placed, at path
+        _remove(folder)
     os.rename(path, folder)  # the execution is gone from its path; the records say placed: unknown until rewritten
     crash_point("execution-pool:after-give-back")
     try:

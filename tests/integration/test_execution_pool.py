@@ -328,3 +328,19 @@ def test_an_entry_whose_last_tree_is_gone_from_the_store_is_not_used(world: Worl
         (world.common / "objects" / sha[:2] / sha[2:]).unlink()
     second = world.create(world.b)
     exactly(second, world.b)
+
+
+def test_an_execution_placed_again_at_a_path_whose_entry_is_idle_gives_back(world: World) -> None:
+    """Two paths given back leave two idle entries, each named after its path; placing at one of the paths again
+    must not take the other entry and write its records over the idle one's (the give back then found the pool's
+    folder of that name taken: ``docket integrate`` ended at exit 2, "Directory not empty", in CI)."""
+    first, second = world.create(world.a), world.create(world.a)
+    for path in (first, second):
+        remove_execution(world.common, path, group_alive=False)
+    assert idle_only(world.pool())
+    for path in (first, second):  # whichever entry sorts first, each path is placed again and given back
+        create_execution(world.common, path, world.b)
+        exactly(path, world.b)
+        remove_execution(world.common, path, group_alive=False)
+        assert not os.path.lexists(path) and idle_only(world.pool())
+    assert len([p for p in world.pool().iterdir() if p.is_dir()]) == 2
