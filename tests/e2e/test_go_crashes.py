@@ -5,6 +5,7 @@ process left in a docket process group."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import time
@@ -64,7 +65,9 @@ def finish(world: GoWorld, run_id: str) -> dict:
     return json.loads(done.stdout)
 
 
-def assert_converged(world: GoWorld, reference: str, summary: dict) -> None:
+def assert_converged(world: GoWorld, reference: str, summary: dict, planted: Path | None = None) -> None:
+    """planted: a stale lock the test left in the user's repository: reconcile reports it and leaves it alone;
+    nothing else may be found."""
     assert summary["outcome"] == "delivered"
     assert world.tree_of("trunk") == reference
     assert len(world.events("ReceiptSealed")) == 1
@@ -76,7 +79,10 @@ def assert_converged(world: GoWorld, reference: str, summary: dict) -> None:
     assert verified.returncode == 0, verified.stderr
     assert wait_until(lambda: docket_processes(world.ledger) == [], timeout=20), docket_processes(world.ledger)
     reconcile = world.json("reconcile")
-    assert reconcile["findings"] == [] and reconcile["git"] == [] and reconcile["unfinished_checks"] == []
+    found_in_git = [f for f in reconcile["git"] if planted is None or f.get("path") != str(planted)]
+    if planted is not None:  # reported once older than the stale-lock threshold, never removed
+        assert [f["applied"] for f in reconcile["git"] if f.get("path") == str(planted)] in ([], [None])
+    assert reconcile["findings"] == [] and found_in_git == [] and reconcile["unfinished_checks"] == []
     # one merge commit per task on the target, each task judged once per generation
     finished = world.events("TaskFinished")
     assert sorted(e["payload"]["task_id"] for e in finished) == ["r1.greet", "r1.name", "r1.shout"]
@@ -128,7 +134,8 @@ def test_a_check_execution_half_removed_by_a_killed_docket_is_removed_whole_on_r
     assert not execution.parent.exists() or not list(execution.parent.glob(".*.removing"))
 
 
-def test_a_lock_on_a_task_branch_in_the_users_repository_blocks_nothing(tmp_path: Path, reference: str):
+@pytest.mark.parametrize("age", [0, 3600], ids=["fresh", "stale"])
+def test_a_lock_on_a_task_branch_in_the_users_repository_blocks_nothing(tmp_path: Path, reference: str, age: int):
     """Task branches used to be made in the user's repository, where a docket killed while making one left
     refs/heads/docket/RUN/TASK.lock (found by the random kills: it kept the worktree from being made). A task's
     branch now lives only in its workspace, a repository of its own made whole in a staging folder (a kill there is
@@ -137,8 +144,9 @@ def test_a_lock_on_a_task_branch_in_the_users_repository_blocks_nothing(tmp_path
     world = make_go_world(tmp_path, target="trunk")
     lock = world.repo / ".git" / "refs" / "heads" / "docket" / "r1" / "r1.greet.lock"
     lock.parent.mkdir(parents=True)
-    lock.write_text("")  # as a writer killed a moment ago leaves it
+    lock.write_text("")  # as a writer killed a moment ago, or long ago, leaves it
+    os.utime(lock, (time.time() - age, time.time() - age))
     done = world.go("r1", "--target", "trunk", "--parallel", "3")
     assert done.returncode == 0, done.stderr + done.stdout
-    assert_converged(world, reference, json.loads(done.stdout))
+    assert_converged(world, reference, json.loads(done.stdout), planted=lock)
     assert lock.exists()  # not docket's: left alone
