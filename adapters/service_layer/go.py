@@ -129,6 +129,7 @@ def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupt
             deliver(driver, settings, run_id, signer)
     finally:
         if interrupted.is_set():
+            integrating.clear()  # the queue stops at its next step, while the agents are stopped
             _stop_workers(s, threads)
         for thread in threads.values():
             thread.join()
@@ -162,7 +163,7 @@ def _integrate_while_working(open_session: Callable[[], Session], settings: GoSe
                             artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
                             ledger_path=settings.ledger_path, checked_out_target=settings.checked_out_target,  # type: ignore[arg-type]
                             move_target=move_target, batch=settings.batch,
-                            may_grow=lambda: _queue_may_grow(s, run_id))
+                            may_grow=lambda: _queue_may_grow(s, run_id), going_on=integrating.is_set)
                 except (OutcomeUnknown, RunClosed):
                     pass  # observed again on the next pass
                 except TargetCheckedOut:

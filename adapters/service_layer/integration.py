@@ -104,9 +104,11 @@ def advance(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, checks:
             artifact_dir: str | None, docket_dir: Path, ledger_path: Path,
             checked_out_target: target_move.CheckedOutTarget = "update",
             move_target: bool = True, batch: int = 1,
-            may_grow: Callable[[], bool] = lambda: False) -> integration_aggregate.Integration:
+            may_grow: Callable[[], bool] = lambda: False,
+            going_on: Callable[[], bool] = lambda: True) -> integration_aggregate.Integration:
     """Take the prepared queue as far as it goes now: to its end, its first unknown outcome, or (a queue that goes
-    on) until it waits for its next step; move_target False leaves the target where it is.
+    on) until it waits for its next step; move_target False leaves the target where it is. going_on is asked
+    before each effect: once it says no (docket go stopping), the queue is left where it is, to go on later.
 
     batch: the steps one check run covers at most ([integration] batch); an open batch of fewer is checked at once
     unless may_grow says more steps may yet come to join it (docket go, while its agents work)."""
@@ -116,6 +118,8 @@ def advance(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, checks:
     while True:
         integration = load_integration(ledger, run_id)
         assert integration is not None
+        if not going_on():
+            return integration
         if target_move.moved_unrecorded(integration):
             rounds += settle_moved_target(ledger, clock, effector, run_id, rounds=rounds)
             continue

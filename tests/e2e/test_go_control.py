@@ -232,3 +232,27 @@ def test_a_hook_whose_command_cannot_start_is_recorded_and_go_warns(tmp_path: Pa
     assert [e["payload"]["result"] for e in world.events("HookFinished")] == ["not-started"]
     warning = [line for line in done.stderr.splitlines() if "hook-not-started" in line]
     assert len(warning) == 1 and "run-finished" in warning[0], done.stderr
+
+
+def test_a_signal_stops_the_merge_queue_at_its_next_step_and_a_resume_takes_it_on(tmp_path: Path):
+    """Was: the integrator went on through every queued step (each re-checked) before docket go exited; with a
+    thousand tasks' queue, a SIGTERM was not obeyed for minutes. The queue now stops at its next step."""
+    tasks = "".join(f'[[tasks]]\nid = "t{i}"\ntitle = "file {i}"\nprompt = """write f{i}.py: X = {i}\n"""\n\n'
+                    for i in range(1, 13))
+    world = make_go_world(tmp_path, target="trunk", tasks=tasks,
+                          extra_config='\n[checks.slow]\ncommand = ["sleep", "0.4"]\n')
+    process = world.start("go", "--goal", "many", "--tasks", "tasks.toml", "--id", "r1", "--target", "trunk",
+                          "--parallel", "12", "--json")
+    queued = lambda: len(world.events("IntegrationStepQueued"))  # noqa: E731
+    assert wait_until(lambda: queued() >= 8 and world.events("IntegrationStepVerified"), timeout=120)
+    verified_before = len(world.events("IntegrationStepVerified"))
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 7, err
+    verified_after = len(world.events("IntegrationStepVerified"))
+    assert verified_after - verified_before <= 2  # the step under way (and one begun as the signal came)
+    assert verified_after < queued()  # the rest wait in the queue
+    done = world.resume("r1", "--target", "trunk")
+    assert done.returncode == 0, done.stderr
+    assert len(world.events("IntegrationStepVerified")) == 12
+    assert all(world.file_at("trunk", f"f{i}.py") == f"X = {i}\n" for i in range(1, 13))
