@@ -175,7 +175,7 @@ def queue_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id
         _open_queue(ledger, clock, effector, run_id, Path(candidate.repository), checks)
     integration = load_integration(ledger, run_id)
     assert integration is not None
-    changed = {s.task_id: load_candidate(ledger, s.binding_id).changed_paths for s in integration.steps
+    changed = {s.task_id: _changed_paths(ledger, s) for s in integration.steps
                if s.status not in integration_aggregate.DROPPED and s.task_id != task_id}
     overlaps = []
     for other, paths in changed.items():
@@ -198,6 +198,21 @@ def queue_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id
     current = load_integration(ledger, run_id)
     assert current is not None
     return current
+
+
+_pinned_paths: dict[tuple[str, str, str], tuple[str, ...]] = {}  # (ledger, binding, commit) -> the paths changed
+
+
+def _changed_paths(ledger: Ledger, step: integration_aggregate.StepState) -> tuple[str, ...]:
+    """The paths a queued step's candidate changed: fixed once it is pinned, so each is read once per process
+    (every task queued compared itself with every step by reading each step's candidate: O(N) reads per task)."""
+    key = (str(ledger.path), step.binding_id, step.commit)
+    paths = _pinned_paths.get(key)
+    if paths is None:
+        if len(_pinned_paths) > 100_000:
+            _pinned_paths.clear()
+        paths = _pinned_paths[key] = tuple(load_candidate(ledger, step.binding_id).changed_paths)
+    return paths
 
 
 def _open_queue(ledger: Ledger, clock: Clock, effector: Any, run_id: str, repository: Path,
