@@ -25,6 +25,7 @@ own code cannot be told apart from one. With the sandbox on, no agent can open t
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,8 @@ from ...domain.errors import LedgerTampered
 from .ledger_rows import chain_head, digest_at, read_chain_rows, read_only, state_at
 
 __all__ = ["FileIdentity", "LedgerWatch", "watch_ledger"]
+
+WRITES_PER_CHECK = 256  # heads kept at most between two checks
 
 
 @dataclass(frozen=True)
@@ -60,48 +63,64 @@ class LedgerWatch:
         self._verified = head  # every event up to here chains from what this process knew
         self._verified_time = head_time
         self._written: list[ChainHead] = []  # the head each of this process's writes left, since the last check
+        self._found: LedgerTampered | None = None  # what a check made while writing found: raised by every check
         self._lock = threading.Lock()
 
     def wrote(self, head: ChainHead) -> None:
-        """This process appended events up to head (its digest as computed in the appending transaction)."""
+        """This process appended events up to head (its digest as computed in the appending transaction). Every
+        WRITES_PER_CHECK writes, the heads kept so far are checked and let go (a run that never checks would keep
+        one per event); what that finds is raised by the next check, never by the write that succeeded."""
         with self._lock:
             self._written.append(head)
+            if len(self._written) >= WRITES_PER_CHECK and self._found is None:
+                try:
+                    self._check()
+                except LedgerTampered as e:
+                    self._found = e
+                except (OSError, sqlite3.Error):
+                    pass  # unreadable for now: the heads are kept for the next check
 
     def check(self) -> ChainHead:
         """The verified head now; LedgerTampered (ledger-vanished, ledger-replaced, ledger-rewritten) when the
         file is not the one docket opened or its events are not the ones docket wrote."""
         with self._lock:
-            found = _identity(self.path)
-            if found is None:
-                raise LedgerTampered(Code.LEDGER_VANISHED, f"the ledger {self.path} vanished during the run; "
-                                                           "nothing is delivered")
-            if found != self.identity:
-                raise LedgerTampered(Code.LEDGER_REPLACED, f"the ledger {self.path} was replaced during the run "
-                                     f"(inode {found.inode}, not the {self.identity.inode} docket opened); "
+            if self._found is not None:
+                raise self._found
+            return self._check()
+
+    def _check(self) -> ChainHead:
+        """check(), the lock held."""
+        found = _identity(self.path)
+        if found is None:
+            raise LedgerTampered(Code.LEDGER_VANISHED, f"the ledger {self.path} vanished during the run; "
+                                                       "nothing is delivered")
+        if found != self.identity:
+            raise LedgerTampered(Code.LEDGER_REPLACED, f"the ledger {self.path} was replaced during the run "
+                                 f"(inode {found.inode}, not the {self.identity.inode} docket opened); "
+                                 "nothing is delivered")
+        with read_only(self.path) as conn:
+            if _identity(self.path) != self.identity:  # swapped between the stat and the open
+                raise LedgerTampered(Code.LEDGER_REPLACED, f"the ledger {self.path} was replaced during the "
+                                                           "run; nothing is delivered")
+            for known in (self._verified, *self._written):
+                digest = digest_at(conn, known.position)
+                if known.position and digest != known.digest:
+                    raise LedgerTampered(Code.LEDGER_REWRITTEN, _rewritten(self.path, known, digest))
+            head, broken = verify_chain(read_chain_rows(conn, after=self._verified.position),
+                                        start=self._verified, start_time=self._verified_time)
+            if broken is not None:
+                raise LedgerTampered(Code.LEDGER_REWRITTEN, f"the ledger {self.path} was changed during the "
+                                     f"run: position {broken.position}: {broken.reason}; nothing is delivered")
+            last_written = max((h.position for h in self._written), default=0)
+            if head.position < last_written:
+                raise LedgerTampered(Code.LEDGER_REWRITTEN, f"the ledger {self.path} ends at position "
+                                     f"{head.position}, before the {last_written} docket wrote; "
                                      "nothing is delivered")
-            with read_only(self.path) as conn:
-                if _identity(self.path) != self.identity:  # swapped between the stat and the open
-                    raise LedgerTampered(Code.LEDGER_REPLACED, f"the ledger {self.path} was replaced during the "
-                                                               "run; nothing is delivered")
-                for known in (self._verified, *self._written):
-                    digest = digest_at(conn, known.position)
-                    if known.position and digest != known.digest:
-                        raise LedgerTampered(Code.LEDGER_REWRITTEN, _rewritten(self.path, known, digest))
-                head, broken = verify_chain(read_chain_rows(conn, after=self._verified.position),
-                                            start=self._verified, start_time=self._verified_time)
-                if broken is not None:
-                    raise LedgerTampered(Code.LEDGER_REWRITTEN, f"the ledger {self.path} was changed during the "
-                                         f"run: position {broken.position}: {broken.reason}; nothing is delivered")
-                last_written = max((h.position for h in self._written), default=0)
-                if head.position < last_written:
-                    raise LedgerTampered(Code.LEDGER_REWRITTEN, f"the ledger {self.path} ends at position "
-                                         f"{head.position}, before the {last_written} docket wrote; "
-                                         "nothing is delivered")
-                if head.position > self._verified.position:
-                    state = state_at(conn, head.position)
-                    self._verified_time = recorded_time(state) if state else self._verified_time
-                self._verified, self._written = head, []
-            return head
+            if head.position > self._verified.position:
+                state = state_at(conn, head.position)
+                self._verified_time = recorded_time(state) if state else self._verified_time
+            self._verified, self._written = head, []
+        return head
 
 
 def _rewritten(path: Path, known: ChainHead, digest: str | None) -> str:

@@ -126,3 +126,30 @@ def test_another_repositorys_ledger_swapped_in_is_found(watched: Ledger, ledger_
     shutil.copyfile(elsewhere / "ledger.sqlite", ledger_path.with_name("new.sqlite"))
     os.replace(ledger_path.with_name("new.sqlite"), ledger_path)
     _refused(watched, Code.LEDGER_REPLACED)
+
+
+
+def test_the_watch_keeps_a_bounded_number_of_heads_and_still_finds_an_early_write_edited(watched: Ledger,
+                                                                                         ledger_path: Path):
+    """Was: one chain head kept per event written, for a whole run that never moved its target, each read again
+    at the check: a thousand-task run kept 40,000 and grew docket go's memory. Every WRITES_PER_CHECK writes the
+    heads are checked and let go; an edit of one of them is still found."""
+    from docket.adapters.world.ledger_watch import WRITES_PER_CHECK
+
+    for i in range(2, 2 + 3 * WRITES_PER_CHECK):
+        watched.append([task_event(i)])
+        assert len(watched.watch._written) < WRITES_PER_CHECK
+    _edit(ledger_path, 5, b'"title":"task', b'"title":"TASK', recompute=True)
+    watched.append([task_event(10_000)])
+    assert "was rewritten during the run" in _refused(watched, Code.LEDGER_REWRITTEN)  # at the head last verified
+
+
+def test_an_edit_a_check_made_while_writing_found_is_raised_by_every_later_check(watched: Ledger, ledger_path: Path):
+    from docket.adapters.world.ledger_watch import WRITES_PER_CHECK
+
+    watched.append([task_event(2)])  # position 3
+    _edit(ledger_path, 3, b'"title":"task', b'"title":"TASK', recompute=True)
+    for i in range(3, 3 + WRITES_PER_CHECK):  # the check made while writing finds the edit, and writing goes on
+        watched.append([task_event(i)])
+    for _ in range(2):
+        assert "position 3" in _refused(watched, Code.LEDGER_REWRITTEN)
