@@ -267,10 +267,14 @@ def commit_of(repo, sha: str):  # noqa: ANN001, ANN201
 
 
 def is_ancestor(repo, ancestor: str, descendant: str) -> bool:  # noqa: ANN001
-    """ancestor is descendant or one of its ancestors (both commits in the repository)."""
+    """ancestor is descendant or one of its ancestors (both commits in the repository). A parent of descendant
+    (a merge step's observation: its merge commit's two parents) is answered without walking the history."""
     from dulwich.graph import can_fast_forward
 
-    return can_fast_forward(repo, ancestor.encode("ascii"), descendant.encode("ascii"))
+    wanted, start = ancestor.encode("ascii"), descendant.encode("ascii")
+    if wanted == start or wanted in getattr(repo[start], "parents", ()):
+        return True
+    return can_fast_forward(repo, wanted, start)
 
 
 def is_commit(repo, sha: str) -> bool:  # noqa: ANN001

@@ -681,3 +681,22 @@ def test_fake_and_real_ports_observe_the_target_alike(world: str, empty: Path, t
     assert port.observe_target(repository, "absent").state == "missing"
     assert port.observe_target(tmp_path / "nowhere", "release").state == "unreadable"
     assert port.merge_candidate(repository, tip, "f" * 40, MESSAGE).state == "unreadable"
+
+
+def test_is_ancestor_agrees_with_git_on_parents_ancestors_siblings_and_itself(empty: Path) -> None:
+    """A merge commit's parents are answered without a walk (an integration of a thousand steps walked its whole
+    history at each observation); everything else as git's merge-base --is-ancestor says."""
+    from docket.adapters.world.repository import is_ancestor, open_repo
+
+    a = commit(empty, {b"a": ("100644", b"a")})
+    b = commit(empty, {b"b": ("100644", b"b")}, a, when=1_767_225_700)
+    side = commit(empty, {b"s": ("100644", b"s")}, a, when=1_767_225_800)
+    merged = commit(empty, {b"b": ("100644", b"b"), b"s": ("100644", b"s")}, b, side, when=1_767_225_900)
+    later = commit(empty, {b"c": ("100644", b"c")}, merged, when=1_767_226_000)
+    with open_repo(empty) as repo:
+        for ancestor, descendant in itertools.product([a, b, side, merged, later], repeat=2):
+            expected = _git(empty, "merge-base", "--is-ancestor", ancestor, descendant, check=False).returncode == 0
+            assert is_ancestor(repo, ancestor, descendant) is expected, (ancestor, descendant)
+    (empty / ".git" / "objects" / a[:2] / a[2:]).unlink()  # history beyond the parents unreadable: not walked
+    with open_repo(empty) as repo:
+        assert is_ancestor(repo, b, merged) and is_ancestor(repo, side, merged)
