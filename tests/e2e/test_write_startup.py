@@ -31,8 +31,9 @@ print(json.dumps({
 HEAVY = {"dulwich", "sqlite_utils", "psutil", "anyio", "shtab"}
 # pydantic's plugin loader finds plugins through importlib.metadata, which imports email, zipfile and csv:
 # docket loads no pydantic plugins (docket/pydantic_plugins.py), so a write command imports none of them. Nor
-# strptime's module (calendar, the locale's regular expressions): docket's own timestamps are read without it.
-ABSENT = {"importlib.metadata", "email", "zipfile", "csv", "_strptime", "calendar"}
+# strptime's module (calendar, the locale's regular expressions): docket's own timestamps are read without it. Nor
+# shutil (with zlib, bz2, lzma), which argparse imports to learn the terminal's width (cli/parsing.py).
+ABSENT = {"importlib.metadata", "email", "zipfile", "csv", "_strptime", "calendar", "shutil", "bz2", "lzma"}
 EFFECT_MACHINERY = {"docket.domain.effects", "docket.adapters.service_layer.effector", "docket.adapters.service_layer.intents"}
 
 
