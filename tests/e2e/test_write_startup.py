@@ -33,7 +33,10 @@ HEAVY = {"dulwich", "sqlite_utils", "psutil", "anyio", "shtab"}
 # docket loads no pydantic plugins (docket/pydantic_plugins.py), so a write command imports none of them. Nor
 # strptime's module (calendar, the locale's regular expressions): docket's own timestamps are read without it. Nor
 # shutil (with zlib, bz2, lzma), which argparse imports to learn the terminal's width (cli/parsing.py).
-ABSENT = {"importlib.metadata", "email", "zipfile", "csv", "_strptime", "calendar", "shutil", "bz2", "lzma"}
+# Nor the catalogue of every error code (a StrEnum of some 200 members, imported where a code is raised) nor the
+# redaction's patterns (domain/processes.py; the run aggregate needs only domain/process_identity.py).
+ABSENT = {"importlib.metadata", "email", "zipfile", "csv", "_strptime", "calendar", "shutil", "bz2", "lzma",
+          "docket.domain.codes", "docket.domain.processes"}
 EFFECT_MACHINERY = {"docket.domain.effects", "docket.adapters.service_layer.effector", "docket.adapters.service_layer.intents"}
 
 
