@@ -8,22 +8,25 @@ changing the input it is handed, alter) what docket records, by declaring an
 entry point and without anyone importing it: the events are valid because
 docket's models say so, not because of what else is installed. Finding the
 plugins also imports ``importlib.metadata`` (with ``email``, ``zipfile``,
-``csv``) and reads every distribution's metadata, a sixth of a write command's
+``csv``) and reads every distribution's metadata: about 15 ms of a write command's
 start.
 
-So docket puts its own ``pydantic.plugin._loader`` in ``sys.modules`` before
-pydantic first asks for it, one that finds no plugins. This is done in the
-process, not by setting ``PYDANTIC_DISABLE_PLUGINS``: the environment docket
-gives agents and checks stays as it was (a user's test suite may rely on its own
-pydantic plugins). A process that loaded pydantic's plugin loader before
+So docket gives pydantic its own ``pydantic.plugin._loader``, one that finds no
+plugins: a finder first on ``sys.meta_path`` answers for that one module name
+when pydantic first imports it (until then nothing of it is loaded: ``docket
+status``, which never imports pydantic, holds no pydantic module). This is done
+in the process, not by setting ``PYDANTIC_DISABLE_PLUGINS``: the environment
+docket gives agents and checks stays as it was (a user's test suite may rely on
+its own pydantic plugins). A process that loaded pydantic's plugin loader before
 importing docket keeps it.
 """
 
 from __future__ import annotations
 
 import sys
-import types
 from collections.abc import Iterable
+from importlib.machinery import ModuleSpec
+from types import ModuleType
 from typing import Any
 
 __all__ = ["LOADER", "install"]
@@ -36,14 +39,26 @@ def get_plugins() -> Iterable[Any]:
     return ()
 
 
-def install() -> bool:
-    """Stand in for pydantic's plugin loader; False if the real one was loaded first (it stays)."""
-    if LOADER in sys.modules:
-        return sys.modules[LOADER].get_plugins is get_plugins
-    loader = types.ModuleType(LOADER, "docket's stand-in for pydantic's plugin loader: no plugins (docket.pydantic_plugins)")
-    loader.get_plugins = get_plugins  # type: ignore[attr-defined]
-    loader.PYDANTIC_ENTRY_POINT_GROUP = "pydantic"  # type: ignore[attr-defined]
-    loader._plugins = {}  # type: ignore[attr-defined]
-    loader._loading_plugins = False  # type: ignore[attr-defined]
-    sys.modules[LOADER] = loader
-    return True
+class _NoPlugins:
+    """Finder and loader of the one module LOADER names: docket's stand-in."""
+
+    @staticmethod
+    def find_spec(name: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
+        return ModuleSpec(name, _NoPlugins, origin=__file__) if name == LOADER else None
+
+    @staticmethod
+    def create_module(spec: ModuleSpec) -> None:
+        return None  # the default module
+
+    @staticmethod
+    def exec_module(module: ModuleType) -> None:
+        module.get_plugins = get_plugins  # type: ignore[attr-defined]
+        module.PYDANTIC_ENTRY_POINT_GROUP = "pydantic"  # type: ignore[attr-defined]
+        module._plugins = {}  # type: ignore[attr-defined]
+        module._loading_plugins = False  # type: ignore[attr-defined]
+
+
+def install() -> None:
+    """Answer for pydantic's plugin loader from now on (a loader already imported stays)."""
+    if _NoPlugins not in sys.meta_path:
+        sys.meta_path.insert(0, _NoPlugins)  # type: ignore[arg-type]
