@@ -6,6 +6,8 @@ Standard library only: building a command's parser must not import what its hand
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -18,8 +20,29 @@ class UsageError(Exception):
     pass
 
 
+def terminal_width() -> int:
+    """The width argparse gives its help (shutil.get_terminal_size's columns, less 2), found without shutil.
+
+    argparse imports shutil for it whenever a parser is made or an argument added, and shutil imports the
+    compression modules (zlib, bz2, lzma): a few ms of every command's start, for help that is not printed.
+    """
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return (columns or 80) - 2
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit code 2."""
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        return self.formatter_class(prog=self.prog, width=terminal_width())  # type: ignore[call-arg]
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (see '{self.prog} --help')")
@@ -27,7 +50,7 @@ class Parser(argparse.ArgumentParser):
 
 def common_options() -> argparse.ArgumentParser:
     """The options every command takes, built once and shared as a parent."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print exactly one JSON document on stdout")
     common.add_argument("--ledger", metavar="PATH", default=argparse.SUPPRESS,

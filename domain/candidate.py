@@ -22,7 +22,7 @@ from . import events as ev
 from .aggregate import next_event
 from .errors import Refused
 from .junit import TestFailure
-from .processes import ProcessIdentity as Process
+from .process_identity import ProcessIdentity as Process
 from .run import Run, require_open
 from .streams import candidate_stream as stream_of
 from .worker import process_of

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
+
+from .process_identity import ProcessIdentity
 
 __all__ = [
     "SECRET_NAME",
@@ -31,26 +32,6 @@ Liveness = Literal["alive", "dead", "unknown"]
 
 REDACTED = "[redacted]"
 _HIDDEN = "[hidden]"  # the marker for a secret value that is part of REDACTED itself ("[redacte", "redacted")
-
-
-@dataclass(frozen=True)
-class ProcessIdentity:
-    """A process for sure: a pid alone can be reused, (boot, pid, start time) cannot."""
-
-    host: str  # socket.gethostname() of the machine it runs on
-    boot_id: str  # Linux: /proc/sys/kernel/random/boot_id; elsewhere "boot-<boot time>"
-    pid: int
-    pgid: int
-    start_time: str  # Linux: field 22 of /proc/<pid>/stat (clock ticks since boot); elsewhere psutil's create_time
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"host": self.host, "boot_id": self.boot_id, "pid": self.pid, "pgid": self.pgid,
-                "start_time": self.start_time}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ProcessIdentity:
-        return cls(host=str(d["host"]), boot_id=str(d["boot_id"]), pid=int(d["pid"]), pgid=int(d["pgid"]),
-                   start_time=str(d["start_time"]))
 
 
 def liveness_of(identity: ProcessIdentity, *, host: str, boot_id: str, start_time_now: str | None,

@@ -21,7 +21,7 @@ from . import events as ev
 from .aggregate import next_event
 from .errors import BadInput, Refused, RunClosed
 from .names import check_branch_name
-from .processes import ProcessIdentity as Process
+from .process_identity import ProcessIdentity as Process
 from .streams import run_stream as stream_of
 from .values import format_duration
 

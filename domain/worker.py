@@ -17,7 +17,7 @@ from . import events as ev
 from .agent_reports import AgentReport
 from .aggregate import next_event
 from .errors import Refused, StaleGeneration
-from .processes import ProcessIdentity as Process
+from .process_identity import ProcessIdentity as Process
 from .sandbox import SandboxRecord
 from .run import Run, require_open
 from .streams import worker_stream as stream_of

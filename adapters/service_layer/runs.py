@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...domain import run as run_aggregate
-from ...domain.codes import Code
 from ...domain.errors import NotFound, OutcomeUnknown, Refused
 from ...domain.events import Event
 from ..world import faults
@@ -49,6 +48,8 @@ def open_run(ledger: Ledger, clock: Clock, *, run_id: str, intent_id: str, goal:
         effector.run_pending(only={intent_id}, after=intent_position - 1)
     run = load_run(ledger, run_id)
     if run.status == "failed":
+        from ...domain.codes import Code  # here, not at import: every code's StrEnum is a few ms of a command's start
+
         failed = NotFound if run.failure_code == Code.UNKNOWN_BRANCH else Refused
         raise failed(run.failure_code or "base-pin-failed", run.failure_message or "the base could not be pinned")
     if wait and intent_id in run.pending_intents:
