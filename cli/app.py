@@ -299,6 +299,10 @@ def _require_unicode(argv: Sequence[str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .. import pydantic_plugins
+
+    # the command's models are validated by pydantic alone (a process importing docket as a library keeps its own)
+    pydantic_plugins.install()
     argv = list(sys.argv[1:] if argv is None else argv)
     options = argv[:argv.index("--")] if "--" in argv else argv  # what follows -- is the worker's, not docket's
     as_json = "--json" in options

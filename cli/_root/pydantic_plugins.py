@@ -17,8 +17,9 @@ when pydantic first imports it (until then nothing of it is loaded: ``docket
 status``, which never imports pydantic, holds no pydantic module). This is done
 in the process, not by setting ``PYDANTIC_DISABLE_PLUGINS``: the environment
 docket gives agents and checks stays as it was (a user's test suite may rely on
-its own pydantic plugins). A process that loaded pydantic's plugin loader before
-importing docket keeps it.
+its own pydantic plugins). It is installed when the docket command starts
+(cli/app.py, main), not on import: a process that imports docket as a library, or
+loaded pydantic's plugin loader before, keeps its own.
 """
 
 from __future__ import annotations
