@@ -82,7 +82,8 @@ def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupt
     s = open_session()
     threads: dict[str, threading.Thread] = {}
     errors: list[BaseException] = []
-    changed = threading.Event()
+    changed = threading.Event()  # wakes the main loop: a task's thread ended, or the merge queue moved
+    queue_changed = threading.Event()  # wakes the integrator: a task's thread ended (its step may be queued)
     finished: dict[str, str] = {}  # task id -> result, once read
     supervisions = begin_supervision(s.ledger, s.clock, s.effector.ports.processes, {run_id})
     token = None
@@ -96,11 +97,13 @@ def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupt
         if not settings.approval:
             integrating.set()
             integrator = threading.Thread(target=_integrate_while_working,
-                                          args=(open_session, settings, run_id, integrating, errors, changed),
+                                          args=(open_session, settings, run_id, integrating, errors, changed,
+                                                queue_changed),
                                           name=f"docket-integrator-{run_id}", daemon=True)
             integrator.start()
         renew_at = time.monotonic() + DRIVER_TTL_MS / 3000
         while not interrupted.is_set():
+            changed.clear()  # before the ledger is read: what changes it from now on wakes the wait below
             run = load_run(s.ledger, run_id)
             if run.status not in ("active", "paused") or (run.remaining_ms(s.clock.now()) == 0
                                                           and _out_of_budget(s, run_id)):
@@ -112,17 +115,16 @@ def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupt
             if errors:
                 raise errors[0]
             if run.status == "active" and not _start_work(open_session, settings, s, run, threads, errors,
-                                                          parallel or run.plan.parallel, interrupted, changed,
-                                                          finished):
+                                                          parallel or run.plan.parallel, interrupted,
+                                                          (changed, queue_changed), finished):
                 if not threads:
                     break
             on_tick()
-            changed.wait(TICK_SECONDS)  # a task's thread ending wakes the loop at once
-            changed.clear()
+            changed.wait(TICK_SECONDS)  # a task's thread ending, or the queue moving, wakes the loop at once
         if not interrupted.is_set():  # every task finished, or the run stopped: its agents stop themselves
             for thread in threads.values():
                 thread.join()
-            _stop_integrator(integrating, integrator)
+            _stop_integrator(integrating, queue_changed, integrator)
             if errors:
                 raise errors[0]
         if not interrupted.is_set():  # still the driver: no other supervisor integrates, seals or completes the run
@@ -133,7 +135,7 @@ def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupt
             _stop_workers(s, threads)
         for thread in threads.values():
             thread.join()
-        _stop_integrator(integrating, integrator)
+        _stop_integrator(integrating, queue_changed, integrator)
         if token is not None:
             _release_driver(s, run_id, token)
         end_supervision(s.ledger, s.clock, supervisions)
@@ -145,9 +147,11 @@ def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupt
 
 def _integrate_while_working(open_session: Callable[[], Session], settings: GoSettings, run_id: str,
                              integrating: threading.Event, errors: list[BaseException],
-                             changed: threading.Event) -> None:
+                             changed: threading.Event, queue_changed: threading.Event) -> None:
     """The integrator: while the run's agents work, merge and re-verify each queued step and move the target as
-    verified steps accumulate (a target whose checkout is in the way is left for the end)."""
+    verified steps accumulate (a target whose checkout is in the way is left for the end). A task's thread ending
+    (``queue_changed``) wakes it at once; each pass wakes the main loop (``changed``): a verified step finished its
+    task, a dropped one sends its task back to work."""
     from ...domain.errors import OutcomeUnknown
     from .integration import advance, load_integration
 
@@ -155,6 +159,7 @@ def _integrate_while_working(open_session: Callable[[], Session], settings: GoSe
     move_target = True
     try:
         while integrating.is_set():
+            queue_changed.clear()  # before the queue is read: a step queued from now on wakes the wait below
             integration = load_integration(s.ledger, run_id)
             if (integration is not None and integration.rolling and not integration.ended
                     and load_run(s.ledger, run_id).status == "active"):
@@ -172,7 +177,8 @@ def _integrate_while_working(open_session: Callable[[], Session], settings: GoSe
                     if e.code != Code.TARGET_KEEPS_MOVING:
                         raise
                     # left recorded as found: the end of the run re-queues again, or waits
-            time.sleep(TICK_SECONDS)
+                changed.set()
+            queue_changed.wait(TICK_SECONDS)
     except BaseException as e:  # the main loop re-raises it
         errors.append(e)
     finally:
@@ -200,8 +206,10 @@ def _queue_may_grow(s: Session, run_id: str) -> bool:
     return False
 
 
-def _stop_integrator(integrating: threading.Event, integrator: threading.Thread | None) -> None:
+def _stop_integrator(integrating: threading.Event, queue_changed: threading.Event,
+                     integrator: threading.Thread | None) -> None:
     integrating.clear()
+    queue_changed.set()  # its wait ends now, not at its next tick
     if integrator is not None:
         integrator.join()
 
@@ -275,7 +283,7 @@ def _release_driver(s: Session, run_id: str, token: int) -> None:
 
 def _start_work(open_session: Callable[[], Session], settings: GoSettings, s: Session, run: run_aggregate.Run,
                 threads: dict[str, threading.Thread], errors: list[BaseException], parallel: int,
-                interrupted: threading.Event, changed: threading.Event, finished: dict[str, str]) -> bool:
+                interrupted: threading.Event, wakes: tuple[threading.Event, ...], finished: dict[str, str]) -> bool:
     """Start the work each ready task may start; whether any task is still unfinished.
 
     ``finished`` keeps the results already read (a finished task stays finished), so a pass reads only the tasks
@@ -304,7 +312,7 @@ def _start_work(open_session: Callable[[], Session], settings: GoSettings, s: Se
         if None in results:
             continue
         thread = threading.Thread(target=_guarded, args=(open_session, settings, run.run_id, task_id, errors,
-                                                         interrupted, changed),
+                                                         interrupted, wakes),
                                   name=f"docket-task-{task_id}", daemon=True)
         threads[task_id] = thread
         thread.start()
@@ -332,10 +340,11 @@ def _stop_workers(s: Session, threads: Mapping[str, threading.Thread]) -> None:
 
 
 def _guarded(open_session: Callable[[], Session], settings: GoSettings, run_id: str, task_id: str,
-             errors: list[BaseException], interrupted: threading.Event, changed: threading.Event) -> None:
+             errors: list[BaseException], interrupted: threading.Event, wakes: tuple[threading.Event, ...]) -> None:
     try:
         work_on(open_session, settings, run_id, task_id, interrupted)
     except BaseException as e:  # the main loop re-raises it: a bug must not pass for a finished task
         errors.append(e)
     finally:
-        changed.set()
+        for wake in wakes:  # the main loop (a slot is free) and the integrator (its step may be queued)
+            wake.set()

@@ -425,6 +425,22 @@ def wait_for_group(processes: Any, gated: Any, *, timeout_ms: int, idle_timeout_
     """Wait for a gated child (a check, a hook) to end; stop its whole group at its timeout, or after
     idle_timeout_ms without its log growing. (returncode, "timeout" | "idle-timeout" | None); nothing of its group
     is left running after. Its log (log_path) is kept under max_log as it grows and once it ended (log_cap.py)."""
+    from .child_exit import ChildExit
+    from .log_cap import cap_log
+
+    popen = gated.popen
+    with ChildExit(popen) as child_exit:  # its exit ends a poll's wait at once
+        code, cause = _watch(processes, gated, child_exit, timeout_ms=timeout_ms, idle_timeout_ms=idle_timeout_ms,
+                             log_path=log_path, grace=grace, poll=poll, max_log=max_log)
+    processes.stop_tree(gated.identity)  # it ended: nothing it started may outlive it
+    if log_path is not None:
+        cap_log(log_path, max_log)
+    return code, cause
+
+
+def _watch(processes: Any, gated: Any, child_exit: Any, *, timeout_ms: int, idle_timeout_ms: int | None,
+           log_path: Path | None, grace: float, poll: float, max_log: int) -> tuple[int, str | None]:
+    """wait_for_group's loop until the child ended: (returncode, the timeout that stopped its group, or None)."""
     from .log_cap import cap_log
 
     popen = gated.popen
@@ -451,10 +467,7 @@ def wait_for_group(processes: Any, gated: Any, *, timeout_ms: int, idle_timeout_
             processes.terminate_group(gated.identity, grace=grace)
             code = popen.wait()
             break
-        time.sleep(poll)
-    processes.stop_tree(gated.identity)  # it ended: nothing it started may outlive it
-    if log_path is not None:
-        cap_log(log_path, max_log)
+        child_exit.wait(poll)
     return code, cause
 
 

@@ -30,6 +30,7 @@ from eventsourcing.persistence import (
     Tracking,
 )
 from eventsourcing.sqlite import (
+    SQLITE3_DEFAULT_LOCK_TIMEOUT,
     SQLiteApplicationRecorder,
     SQLiteCursor,
     SQLiteFactory,
@@ -191,6 +192,22 @@ def _begin_immediate(cursor: sqlite3.Cursor) -> None:
         raise
 
 
+@contextmanager
+def _in_process_turn(datastore: Any) -> Iterator[None]:
+    """This thread's turn at the ledger's write lock among this process's threads (writer_lock.py); LedgerBusy when
+    it does not come within the lock timeout, as SQLite's own lock says it."""
+    from .writer_lock import writer_lock
+
+    lock = writer_lock(datastore)
+    timeout = getattr(datastore.pool, "lock_timeout", None)
+    if not lock.acquire(timeout=float(SQLITE3_DEFAULT_LOCK_TIMEOUT if timeout is None else timeout)):
+        raise LedgerBusy("database is locked (by another thread of this process)")
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def _rollback_quietly(connection: Any) -> None:
     try:
         connection.rollback()
@@ -260,7 +277,7 @@ class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorde
         """A cursor holding the ledger's write lock: what is read through it cannot change
         before what is written through it commits (decisions run here). A stream version taken
         raises IntegrityError, as the library's own recorders report it."""
-        with self.datastore.get_connection(commit=True) as conn:
+        with _in_process_turn(self.datastore), self.datastore.get_connection(commit=True) as conn:
             cursor = conn.cursor()
             _begin_immediate(cursor.sqlite_cursor)
             try:
@@ -285,7 +302,8 @@ class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorde
         return None if row is None else row[0]
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        with self.datastore.get_connection(commit=True) as conn, _ImmediateTransaction(conn, commit=True) as c:
+        with _in_process_turn(self.datastore), self.datastore.get_connection(commit=True) as conn, \
+                _ImmediateTransaction(conn, commit=True) as c:
             return self._insert_events(c, stored_events, **kwargs)
 
     def _insert_events(self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **_: Any) -> Sequence[int] | None:
@@ -372,7 +390,8 @@ class ChainedSQLiteProcessRecorder(SQLiteTrackingRecorder, ChainedSQLiteApplicat
         with self.datastore.transaction(commit=False) as c:
             if self._tables_exist(c):
                 return
-        with self.datastore.get_connection(commit=True) as conn, _ImmediateTransaction(conn, commit=True) as c:
+        with _in_process_turn(self.datastore), self.datastore.get_connection(commit=True) as conn, \
+                _ImmediateTransaction(conn, commit=True) as c:
             c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tracking'")
             self.tracking_table_exists = c.fetchone() is not None
             if self.tracking_table_exists:
