@@ -344,3 +344,74 @@ def test_an_execution_placed_again_at_a_path_whose_entry_is_idle_gives_back(worl
         remove_execution(world.common, path, group_alive=False)
         assert not os.path.lexists(path) and idle_only(world.pool())
     assert len([p for p in world.pool().iterdir() if p.is_dir()]) == 2
+
+
+# A process that outlived its check (setsid, docket killed before it could stop it) --------------------------------
+
+
+def _idle_folder(world: World) -> Path:
+    folders = [p for p in world.pool().iterdir() if p.is_dir()]
+    assert len(folders) == 1
+    return folders[0]
+
+
+def test_a_folder_swapped_for_a_symlink_in_an_idle_entry_is_never_written_through(world: World,
+                                                                                   tmp_path: Path) -> None:
+    """A process left running past its check keeps a handle into the folder it ran in, which is now an idle entry:
+    it swaps src/ for a symlink to a folder of the user's. The next placement brings B (src/app.py changed) and
+    must write nothing there: it writes only through folders it opened itself, never following a symlink."""
+    outside = tmp_path / "users-folder"
+    outside.mkdir()
+    (outside / "app.py").write_text("the user's own file\n")
+    first = world.create(world.a)
+    assert inspect_execution(world.common, first, world.a).state == "matching"
+    remove_execution(world.common, first, group_alive=False)
+    idle = _idle_folder(world)
+    os.rename(idle / "src", tmp_path / "src-moved")
+    os.symlink(outside, idle / "src")
+    path = world.path()
+    try:
+        create_execution(world.common, path, world.b)
+    except OSError:
+        pass  # refusing is fine; writing through the symlink is not
+    assert (outside / "app.py").read_text() == "the user's own file\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["app.py"]
+    if os.path.lexists(path):
+        assert observe_execution(world.common, path, world.b).state != "ready" or exactly(path, world.b) is None
+    again = world.create(world.b)
+    exactly(again, world.b)
+
+
+@pytest.mark.parametrize("how", ["tracked-written", "tracked-same-size-time-put-back", "hard-linked",
+                                 "symlink-for-folder", "untracked", "top-level"])
+def test_what_changes_between_inspection_and_give_back_is_gone_before_the_next_check(world: World,
+                                                                                     how: str) -> None:
+    """The inspection found the execution matching; then a process that escaped the check's group changes it
+    before the give back: the next execution is still exactly its commit (or not ready, never wrong)."""
+    first = world.create(world.a)
+    assert inspect_execution(world.common, first, world.a).state == "matching"
+    _plant(first, how)
+    remove_execution(world.common, first, group_alive=False)
+    assert not os.path.lexists(first) and idle_only(world.pool())
+    for commit in (world.a, world.b):
+        path = world.create(commit)
+        exactly(path, commit)
+        assert inspect_execution(world.common, path, commit).state == "matching"
+        remove_execution(world.common, path, group_alive=False)
+
+
+@pytest.mark.parametrize("how", ["tracked-written", "tracked-same-size-time-put-back", "untracked",
+                                 "symlink-for-folder"])
+def test_what_changes_in_an_idle_entry_is_never_observed_ready(world: World, how: str) -> None:
+    """An escaped process writes into an idle entry (after the give back): the next placement is observed
+    diverged or is exactly its commit, never ready and wrong."""
+    first = world.create(world.a)
+    remove_execution(world.common, first, group_alive=False)
+    _plant(_idle_folder(world), how)
+    path = world.path()
+    try:
+        create_execution(world.common, path, world.a)
+    except OSError:
+        return
+    if observe_execution(world.common, path, world.a).state == "ready":
+        exactly(path, world.a)
