@@ -36,7 +36,7 @@ import stat
 import time
 from pathlib import Path
 
-from .execution_records import (EXECUTABLE, FILE, GITLINK, SYMLINK, Records, file_record, folder_record,
+from .execution_records import (EXECUTABLE, FILE, GITLINK, SYMLINK, Records, Scan, file_record, folder_record,
                                 read_records, record_tree, same_content, scan, untracked_entries, write_records)
 from .faults import crash_point
 
@@ -276,47 +276,113 @@ def _bring(store, folder: Path, records: Records, tree: str) -> None:  # noqa: A
                 if not validate_path_element_default(part) or part.lower() == b".git":
                     raise InvalidPathError(change.new.path)
             wanted.append((change.new.path, change.new.mode, change.new.sha))
-    top = os.fsencode(folder) + b"/"
     touched: set[bytes] = set()  # folders whose entries changed
-    for name in removed:
-        _unlink(top + name)
-        records.files.pop(name, None)
-        touched.add(name.rpartition(b"/")[0])
-    needed = set(_parents({name: () for name in records.files} | {name: () for name, _, _ in wanted}))
-    for name in sorted((f for f in records.folders if f not in needed), key=lambda p: -p.count(b"/")):
-        os.rmdir(top + name)  # emptied by the removals (a file of the new tree may take its name)
-        del records.folders[name]
-        touched.add(name.rpartition(b"/")[0])
-    for name in sorted(needed - set(records.folders), key=lambda p: p.count(b"/")):
-        os.mkdir(top + name)
-        records.folders[name] = ()
-        touched.add(name.rpartition(b"/")[0])
-    for name, mode, sha in wanted:
+    with _Folders(folder) as at:  # every write through a folder opened here, never through a symlink
         try:
-            data = store[sha].as_raw_string()
-        except Exception as e:  # noqa: BLE001  (too large for dulwich, or missing: the old way says which)
-            raise Unusable(str(e)) from e
-        kind = SYMLINK if stat.S_ISLNK(mode) else EXECUTABLE if mode & 0o100 else FILE
-        records.files[name] = file_record(kind, sha.decode("ascii"), _write_file(top + name, kind, data))
-        touched.add(name.rpartition(b"/")[0])
-    for name in touched:
-        if name in records.folders:
-            records.folders[name] = folder_record(os.lstat(top + name))
+            for name in removed:
+                fd, leaf = at.parent(name)
+                _unlink_at(fd, leaf)
+                records.files.pop(name, None)
+                touched.add(name.rpartition(b"/")[0])
+            for name in _folders_emptied(records, removed, wanted):
+                fd, leaf = at.parent(name)
+                at.forget(name)
+                os.rmdir(leaf, dir_fd=fd)  # emptied by the removals (a file of the new tree may take its name)
+                del records.folders[name]
+                touched.add(name.rpartition(b"/")[0])
+            for name in sorted(_parents({n: () for n, _, _ in wanted}), key=lambda p: p.count(b"/")):
+                if name not in records.folders:
+                    fd, leaf = at.parent(name)
+                    os.mkdir(leaf, dir_fd=fd)
+                    records.folders[name] = ()
+                    touched.add(name.rpartition(b"/")[0])
+            for name, mode, sha in wanted:
+                try:
+                    data = store[sha].as_raw_string()
+                except Exception as e:  # noqa: BLE001  (too large for dulwich, or missing: the old way says which)
+                    raise Unusable(str(e)) from e
+                kind = SYMLINK if stat.S_ISLNK(mode) else EXECUTABLE if mode & 0o100 else FILE
+                fd, leaf = at.parent(name)
+                records.files[name] = file_record(kind, sha.decode("ascii"), _write_file_at(fd, leaf, kind, data))
+                touched.add(name.rpartition(b"/")[0])
+            for name in touched:
+                if name in records.folders:
+                    records.folders[name] = folder_record(os.fstat(at.fd(name)))
+        except OSError as e:  # a folder that is not the recorded one (a symlink, a file): the entry is not used
+            raise Unusable(f"the entry cannot be brought: {e}") from None
 
 
-def _write_file(path: bytes, kind: int, data: bytes) -> os.stat_result:
+def _folders_emptied(records: Records, removed: list[bytes], wanted: list[tuple[bytes, int, bytes]]) -> list[bytes]:
+    """The recorded folders that hold nothing once removed are gone and wanted written, deepest first: only the
+    parents of removed files can have emptied (records.files no longer names the removed)."""
+    candidates = set(_parents({name: () for name in removed}))
+    if not candidates:
+        return []
+    holding = {name.rpartition(b"/")[0] for name in records.files}
+    holding |= {name.rpartition(b"/")[0] for name, _, _ in wanted} | set(_parents({n: () for n, _, _ in wanted}))
+    holding |= {name.rpartition(b"/")[0] for name in records.folders if name not in candidates}
+    emptied = []
+    for name in sorted(candidates, key=lambda p: -p.count(b"/")):
+        if name in records.folders and name not in holding:
+            emptied.append(name)
+        else:
+            holding.add(name.rpartition(b"/")[0])
+    return emptied
+
+
+class _Folders:
+    """Folders of an entry opened one name at a time from its top (O_PATH, never following a symlink): a folder a
+    process swapped for a symlink cannot lead a write outside the entry."""
+
+    _FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+    def __init__(self, folder: Path) -> None:
+        self.fds: dict[bytes, int] = {b"": os.open(folder, self._FLAGS)}
+
+    def __enter__(self) -> "_Folders":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+
+    def fd(self, rel: bytes) -> int:
+        fd = self.fds.get(rel)
+        if fd is None:
+            parent, _, leaf = rel.rpartition(b"/")
+            fd = self.fds[rel] = os.open(leaf, self._FLAGS, dir_fd=self.fd(parent))
+        return fd
+
+    def parent(self, name: bytes) -> tuple[int, bytes]:
+        parent, _, leaf = name.rpartition(b"/")
+        return self.fd(parent), leaf
+
+    def forget(self, rel: bytes) -> None:
+        for name in [n for n in self.fds if n == rel or n.startswith(rel + b"/")]:
+            os.close(self.fds.pop(name))
+
+
+def _unlink_at(fd: int, leaf: bytes) -> None:
+    try:
+        os.unlink(leaf, dir_fd=fd)
+    except FileNotFoundError:
+        pass
+
+
+def _write_file_at(fd: int, leaf: bytes, kind: int, data: bytes) -> os.stat_result:
     if kind == SYMLINK:
-        os.symlink(data, path)
-        return os.lstat(path)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o777 if kind == EXECUTABLE else 0o666)
+        os.symlink(data, leaf, dir_fd=fd)
+        return os.lstat(leaf, dir_fd=fd)
+    out = os.open(leaf, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                  0o777 if kind == EXECUTABLE else 0o666, dir_fd=fd)
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
-        return os.fstat(fd)
+            view = view[os.write(out, view):]
+        return os.fstat(out)
     finally:
-        os.close(fd)
+        os.close(out)
 
 
 def _write_git(common: Path, store, folder: Path, commit: str, records: Records) -> None:  # noqa: ANN001
@@ -424,8 +490,34 @@ def inspect_placed(repo, path: Path, records: Records, commit: str) -> str | Non
     except FileNotFoundError:
         return "the worktree has no index"
     if index is None or (st.st_ino, st.st_ctime_ns, st.st_size, st.st_mode) != index:
-        return _index_difference(Path(path) / ".git" / "index", records)
+        difference = _index_difference(Path(path) / ".git" / "index", records)
+        if difference is not None:
+            return difference
+    if not found.problem:
+        _remember_inspection(path, records, found)
     return None
+
+
+_inspections: dict[str, tuple[tuple[int, int, str], Scan]] = {}  # path -> (its placement; its matching scan)
+
+
+def _placement(records: Records) -> tuple[int, int, str]:
+    return (records.top_ino, records.marker, records.commit)  # the marker is the file system's time: one placement
+
+
+def _remember_inspection(path: Path, records: Records, found: Scan) -> None:
+    if len(_inspections) > 64:
+        _inspections.clear()
+    _inspections[str(path)] = (_placement(records), Scan(dirty=list(found.dirty),
+                                                          changed_folders=list(found.changed_folders)))
+
+
+def _inspection_of(path: Path, records: Records) -> Scan | None:
+    """The scan of this placement's matching inspection in this process, once (None: none, or another placement)."""
+    remembered = _inspections.pop(str(path), None)
+    if remembered is None or remembered[0] != _placement(records):
+        return None
+    return remembered[1]
 
 
 def _replaced_folder(path: Path, records: Records, dirty: list[bytes]) -> bytes | None:
@@ -472,6 +564,7 @@ def give_back(common: Path, path: Path, records: Records) -> None:
     pool = pool_of(path)
     folder_id = _entry_id(path)
     folder = pool / folder_id
+    inspected = _inspection_of(path, records)
     idle = sum(1 for name in os.listdir(pool) if name.endswith(".rec") and name != f"{folder_id}.rec"
                and (read_records(pool / name) or records).state == "idle")
     if os.path.lexists(folder):  # nothing trustworthy: the records of that name say placed, at path
@@ -481,7 +574,7 @@ def give_back(common: Path, path: Path, records: Records) -> None:
     try:
         if idle >= KEEP_IDLE:
             raise Unusable("the pool is full")
-        _repair(common, folder, records)
+        _repair(common, folder, records, inspected)
     except Unusable:
         _discard(pool, folder_id)
         return
@@ -492,13 +585,16 @@ def give_back(common: Path, path: Path, records: Records) -> None:
     write_records(pool / f"{folder_id}.rec", records)
 
 
-def _repair(common: Path, folder: Path, records: Records) -> None:
-    """The folder made to hold records.tree exactly again (records updated); Unusable when it cannot be."""
+def _repair(common: Path, folder: Path, records: Records, inspected: Scan | None = None) -> None:
+    """The folder made to hold records.tree exactly again (records updated); Unusable when it cannot be.
+
+    inspected: the scan of this placement's inspection, which found it matching; used instead of scanning again
+    (see the module's docstring: what changed since is seen by the next placement's observation)."""
     from dulwich.repo import Repo
 
     os.chmod(folder, 0o700, follow_symlinks=False)
     top = os.fsencode(folder) + b"/"
-    found = scan(folder, records, untracked=False, git=False)
+    found = inspected if inspected is not None else scan(folder, records, untracked=False, git=False)
     modes = [name for name in found.changed_folders if os.lstat(top + name).st_mode != records.folders[name][2]]
     for name in modes:  # what a check made unreadable or unwritable is read and repaired again
         os.chmod(top + name, stat.S_IMODE(records.folders[name][2]), follow_symlinks=False)
@@ -509,26 +605,75 @@ def _repair(common: Path, folder: Path, records: Records) -> None:
     if found.problem:
         raise Unusable(found.problem)
     _remove(folder / ".git")
-    for name in found.extra:
-        _remove_bytes(top + name)
     touched = {name.rpartition(b"/")[0] for name in found.extra}
-    if found.dirty:
-        with Repo(str(common)) as user:
-            for name in found.dirty:
-                record = records.files[name]
-                if same_content(folder, name, record) and os.lstat(top + name).st_nlink == 1:
-                    records.files[name] = file_record(record[0], record[1], os.lstat(top + name))
-                    continue
-                _remove_bytes(top + name)
-                try:
-                    data = user.object_store[record[1].encode("ascii")].as_raw_string()
-                except Exception as e:  # noqa: BLE001  (too large for dulwich, or pruned: discarded)
-                    raise Unusable(str(e)) from e
-                records.files[name] = file_record(record[0], record[1], _write_file(top + name, record[0], data))
-                touched.add(name.rpartition(b"/")[0])
-    for name in {*touched, *found.changed_folders}:
-        if name:
-            records.folders[name] = folder_record(os.lstat(top + name))
+    with _Folders(folder) as at:  # every write through a folder opened here, never through a symlink
+        try:
+            for name in found.extra:
+                fd, leaf = at.parent(name)
+                if stat.S_ISDIR(os.lstat(leaf, dir_fd=fd).st_mode):
+                    shutil.rmtree(leaf, dir_fd=fd)  # fd-based: a symlink inside is removed, never followed
+                else:
+                    os.unlink(leaf, dir_fd=fd)
+            if found.dirty:
+                with Repo(str(common)) as user:
+                    for name in found.dirty:
+                        record = records.files[name]
+                        fd, leaf = at.parent(name)
+                        st = _verified_at(fd, leaf, record)
+                        if st is not None and st.st_nlink == 1:
+                            records.files[name] = file_record(record[0], record[1], st)
+                            continue
+                        _remove_at(fd, leaf)
+                        try:
+                            data = user.object_store[record[1].encode("ascii")].as_raw_string()
+                        except Exception as e:  # noqa: BLE001  (too large for dulwich, or pruned: discarded)
+                            raise Unusable(str(e)) from e
+                        records.files[name] = file_record(record[0], record[1],
+                                                          _write_file_at(fd, leaf, record[0], data))
+                        touched.add(name.rpartition(b"/")[0])
+            for name in {*touched, *found.changed_folders}:
+                if name:
+                    records.folders[name] = folder_record(os.fstat(at.fd(name)))
+        except OSError as e:  # what a check left that cannot be undone here (an unwritable folder in what it
+            raise Unusable(f"the entry cannot be repaired: {e}") from None  # added, a folder swapped): discarded
+
+
+def _verified_at(fd: int, leaf: bytes, record: tuple) -> os.stat_result | None:
+    """The stat of the entry leaf in the folder fd when its content is the record's mode and blob (the stat taken
+    of what was read, so a swap between the two cannot pair one file's stat with another's content); else None."""
+    try:
+        before = os.lstat(leaf, dir_fd=fd)
+        if stat.S_ISLNK(before.st_mode):
+            data, mode = os.readlink(leaf, dir_fd=fd), SYMLINK
+            st = os.lstat(leaf, dir_fd=fd)
+            if (st.st_ino, st.st_ctime_ns) != (before.st_ino, before.st_ctime_ns):
+                return None
+        elif stat.S_ISREG(before.st_mode):
+            opened = os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            with os.fdopen(opened, "rb") as f:
+                st = os.fstat(f.fileno())
+                data = f.read()
+                if os.fstat(f.fileno()).st_ctime_ns != st.st_ctime_ns:
+                    return None  # written while read
+            mode = EXECUTABLE if st.st_mode & 0o100 else FILE
+        else:
+            return None
+    except OSError:
+        return None
+    if (mode, hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()) != (record[0], record[1]):
+        return None
+    return st
+
+
+def _remove_at(fd: int, leaf: bytes) -> None:
+    try:
+        st = os.lstat(leaf, dir_fd=fd)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(leaf, dir_fd=fd)
+    else:
+        os.unlink(leaf, dir_fd=fd)
 
 
 def _discard(pool: Path, folder_id: str) -> None:
