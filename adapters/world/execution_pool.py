@@ -40,8 +40,8 @@ from .execution_records import (EXECUTABLE, FILE, GITLINK, SYMLINK, Records, Sca
                                 read_records, record_tree, same_content, scan, untracked_entries, write_records)
 from .faults import crash_point
 
-__all__ = ["POOL", "Records", "discard_records", "give_back", "idle_only", "inspect_placed", "observe_placed", "place",
-           "pool_of", "records_of", "remnant", "sweep"]
+__all__ = ["KEEP_IDLE", "POOL", "Records", "clear_idle", "discard_records", "give_back", "idle_only", "inspect_placed",
+           "observe_placed", "place", "pool_of", "records_of", "remnant", "sweep", "untrusted"]
 
 POOL = ".pool"
 KEEP_IDLE = 4  # idle entries kept per repository; more given back are removed
@@ -178,10 +178,12 @@ def _own_folder(pool: Path) -> None:
         os.close(os.open(clock, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
 
 
-def _sweep(pool: Path) -> None:
+def _sweep(pool: Path, *, apply: bool = True) -> list[str]:
     """Discard what no trustworthy record describes: a folder without idle records, records whose folder is
-    elsewhere than they say, leftovers of a write or a checkout cut short."""
+    elsewhere than they say, leftovers of a write or a checkout cut short. The names discarded (apply) or that
+    would be."""
     names = set(os.listdir(pool))
+    found: list[str] = []
     for name in sorted(names):
         item = pool / name
         if name == ".clock":
@@ -190,19 +192,51 @@ def _sweep(pool: Path) -> None:
             records = read_records(item)
             folder_id = name[:-4]
             if records is None:
-                _unlink(item)
+                found.append(name)
             elif records.state == "idle" and not _is_folder(pool / folder_id):
-                _unlink(item)
+                found.append(name)
             elif records.state == "placed":
                 if folder_id in names or not _is_folder(Path(records.path)):
-                    _unlink(item)  # given back half-way, or its folder gone: nothing trustworthy
+                    found.append(name)  # given back half-way, or its folder gone: nothing trustworthy
+            if apply and found and found[-1] == name:
+                _unlink(item)
             continue
         if _is_folder(item):
             records = read_records(pool / f"{name}.rec")
             if records is None or records.state != "idle":
-                _discard(pool, name)
+                found.append(name)
+                if apply:
+                    _discard(pool, name)
         else:
-            _unlink(item)
+            found.append(name)
+            if apply:
+                _unlink(item)
+    return found
+
+
+def untrusted(pool: Path, *, apply: bool) -> list[str]:
+    """What the pool holds that no trustworthy record describes (a give back or a placement killed half-way, a
+    write cut short); apply discards it. Hold the worktrees lock."""
+    return _sweep(pool, apply=apply) if _is_folder(pool) else []
+
+
+def clear_idle(pool: Path, *, keep: int, apply: bool) -> list[str]:
+    """The idle entries beyond the newest keep (by when each was given back); apply removes them. Placed entries
+    are never touched. Hold the worktrees lock."""
+    if not _is_folder(pool):
+        return []
+    idle = []
+    for name in os.listdir(pool):
+        if name.endswith(".rec"):
+            records = read_records(pool / name)
+            if records is not None and records.state == "idle" and _is_folder(pool / name[:-4]):
+                idle.append((os.lstat(pool / name).st_mtime_ns, name[:-4]))
+    going = [folder_id for _, folder_id in sorted(idle, reverse=True)[keep:]]
+    if apply:
+        for folder_id in going:
+            _unlink(pool / f"{folder_id}.rec")  # unknown from here: a crash leaves it to the next sweep
+            _remove(pool / folder_id)
+    return going
 
 
 def _idle_entry(pool: Path, own: str) -> tuple[str, Records] | None:
