@@ -11,7 +11,9 @@ docket places at an execution's path comes from it and goes back to it:
 - **give back** (``remove_execution``, once the check's process group is gone): the folder is renamed back into the
   pool at once (the execution's path is free), then compared with its records: what the check added is removed,
   what it wrote or deleted is written again from the object store, its ``.git`` is dropped; it is idle again. A
-  folder replaced, a symlink where a folder was, anything that cannot be read: the entry is discarded.
+  folder replaced, a symlink where a folder was, anything that cannot be read: the entry is discarded. When this
+  process inspected the same placement and found it matching, the give back takes that inspection's scan instead of
+  scanning again (see below why that is sound).
 
 **The records** (execution_records.py: path -> ino, ctime, size, mode, blob id, for every file, folder and ``.git``
 entry) are kept beside the folder in the pool, never inside it: a check (untrusted code) can write anything in its execution, but not
@@ -20,10 +22,29 @@ one link, has not been written since; before an entry is placed, the file system
 recorded ctime (``_tick``), so a later write cannot share one. Anything else is put back, removed or the entry
 discarded. The records of a placed entry are named after its path, so its observation and inspection find them.
 
+**What the trust rests on.** Only two comparisons vouch for an execution: the observation after it is placed
+(``observe_placed``: ready) and the inspection after its check (``inspect_placed``: matching), both against records
+docket wrote outside the sandbox, whose every stat docket read of content it wrote or read and hashed itself. A
+write after such a stat moves the entry's ctime (or, for a folder, the ctime of the folder it changed) and is seen
+by the next comparison. Placing and giving back only make an entry likely to be found clean; neither vouches.
+So the give back may reuse its placement's matching inspection: docket stops every process the check left before
+it inspects (process_tree.py: subreapers, every orphan killed and reaped), so in the normal course nothing changes
+between the two; and if something did (a process that outlived a docket killed earlier), the entry's records
+then name a stat the change moved, and the next placement is observed diverged, never ready and wrong (it is
+given back with a full scan and repaired). The inspection is reused only in the process that made it, for the same
+placement (top folder, marker, commit).
+
+**Writes never follow a symlink.** An escaped process that still holds a folder of an idle entry can swap a folder
+for a symlink at any moment, so every write into an entry (placing, repairing) goes through folders opened one name
+at a time from the entry's top with ``O_NOFOLLOW`` (``_Folders``), never through a path; a swapped folder fails the
+open, and the entry is discarded. A repaired file's stat is taken of the very file whose content was hashed.
+
 **Crash safety.** An entry is trusted only as its records say: ``idle`` with its folder in the pool, or ``placed``
 with its folder at the recorded path. A take first deletes the idle records (an entry without records is unknown),
 a give back renames the folder into the pool before rewriting the records (a placed record whose folder is in the
-pool is unknown): an unknown entry is discarded by the next sweep. Every step runs under the worktrees lock.
+pool is unknown): an unknown entry is discarded by the next sweep, or by ``docket reconcile --apply``. Every step
+runs under the worktrees lock. ``docket gc`` removes idle entries (all once no run is open, else beyond the newest
+``KEEP_IDLE``); a placed one never.
 """
 
 from __future__ import annotations
@@ -420,11 +441,26 @@ def _write_file_at(fd: int, leaf: bytes, kind: int, data: bytes) -> os.stat_resu
 
 
 def _write_git(common: Path, store, folder: Path, commit: str, records: Records) -> None:  # noqa: ANN001
-    """A fresh ``.git`` (whatever was there removed first): the own repository's git dir detached at commit, its
-    index from the records; every entry of it recorded."""
-    from .own_repositories import make_git_dir
+    """The own repository's git dir detached at commit, its index from the records; every entry of it recorded.
+    The ``.git`` the entry kept (exactly as recorded: docket wrote each entry and nothing wrote it since) has only
+    HEAD, the index and, when the user's changed, info/exclude replaced; any other is removed and made afresh."""
+    from .own_repositories import _read_exclude, make_git_dir
 
     git = folder / ".git"
+    if _git_kept(folder, records):
+        try:
+            with _Folders(folder) as at:  # written through folders opened here: a swapped .git is never followed
+                if os.fstat(at.fd(b".git")).st_ino != records.git[b""][0]:
+                    raise OSError(f"{git} is not the recorded folder")
+                _replace_at(at.fd(b".git"), b"HEAD", f"{commit}\n".encode("ascii"))
+                _replace_at(at.fd(b".git"), b"index", _index_bytes(records))
+                exclude = _read_exclude(Path(common) / "info" / "exclude").encode("utf-8")
+                if _read_at(at.fd(b".git/info"), b"exclude") != exclude:
+                    _replace_at(at.fd(b".git/info"), b"exclude", exclude)
+            records.git = record_tree(git)
+            return
+        except OSError:
+            pass  # made afresh below
     if os.path.lexists(git):
         _remove(git)
     make_git_dir(common, git, head=commit, commit=commit, branch=None, store=store, keep=False)
@@ -432,10 +468,43 @@ def _write_git(common: Path, store, folder: Path, commit: str, records: Records)
     records.git = record_tree(git)
 
 
+def _git_kept(folder: Path, records: Records) -> bool:
+    """Whether the entry's ``.git`` is exactly as recorded (every entry's ino, ctime, size and mode, none added or
+    removed, each recorded before the marker): nothing has written it since docket did."""
+    if not records.git:
+        return False
+    try:
+        now = record_tree(folder / ".git")
+    except OSError:
+        return False
+    return now == records.git and all(t[1] < records.marker for t in records.git.values())
+
+
+def _replace_at(fd: int, leaf: bytes, data: bytes) -> None:
+    partial = leaf + b"." + secrets.token_hex(4).encode("ascii") + b".tmp"
+    out = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=fd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out, view):]
+    finally:
+        os.close(out)
+    os.replace(partial, leaf, src_dir_fd=fd, dst_dir_fd=fd)
+
+
+def _read_at(fd: int, leaf: bytes) -> bytes | None:
+    try:
+        opened = os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+    except OSError:
+        return None
+    with os.fdopen(opened, "rb") as f:
+        return f.read(1 << 21)
+
+
 _entries: dict[tuple[bytes, tuple], bytes] = {}  # (path, record) -> its index entry, packed
 
 
-def _write_index(path: Path, records: Records) -> None:
+def _index_bytes(records: Records) -> bytes:
     """A version 2 index of the records' files, each with its recorded stat data (own_repositories.write_index,
     each entry packed once and reused while its record is unchanged)."""
     import struct
@@ -456,9 +525,13 @@ def _write_index(path: Path, records: Records) -> None:
             entry = _entries[(name, record)] = entry + b"\0" * (8 - len(entry) % 8)
         parts.append(entry)
     body = b"".join(parts)
+    return body + hashlib.sha1(body).digest()
+
+
+def _write_index(path: Path, records: Records) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     try:
-        view = memoryview(body + hashlib.sha1(body).digest())
+        view = memoryview(_index_bytes(records))
         while view:
             view = view[os.write(fd, view):]
     finally:
@@ -615,7 +688,7 @@ def give_back(common: Path, path: Path, records: Records) -> None:
     except BaseException:
         _discard(pool, folder_id)
         raise
-    records.state, records.path, records.git = "idle", "", {}
+    records.state, records.path = "idle", ""
     write_records(pool / f"{folder_id}.rec", records)
 
 
@@ -638,7 +711,9 @@ def _repair(common: Path, folder: Path, records: Records, inspected: Scan | None
         found.extra = untracked_entries(top, records, found.changed_folders)
     if found.problem:
         raise Unusable(found.problem)
-    _remove(folder / ".git")
+    if not _git_kept(folder, records):  # kept as recorded: the next placement replaces only HEAD and the index
+        _remove(folder / ".git")
+        records.git = {}
     touched = {name.rpartition(b"/")[0] for name in found.extra}
     with _Folders(folder) as at:  # every write through a folder opened here, never through a symlink
         try:

@@ -420,3 +420,45 @@ def test_what_changes_in_an_idle_entry_is_never_observed_ready(world: World, how
         return
     if observe_execution(world.common, path, world.a).state == "ready":
         exactly(path, world.a)
+
+
+def test_a_given_back_git_dir_is_kept_and_only_its_head_index_and_exclude_replaced(world: World) -> None:
+    first = world.create(world.a)
+    kept = os.lstat(first / ".git").st_ino
+    assert inspect_execution(world.common, first, world.a).state == "matching"
+    remove_execution(world.common, first, group_alive=False)
+    (world.common / "info").mkdir(exist_ok=True)
+    (world.common / "info" / "exclude").write_text("*.log\n")  # the user changed theirs meanwhile
+    second = world.create(world.b)
+    assert os.lstat(second / ".git").st_ino == kept
+    exactly(second, world.b)
+    assert (second / ".git" / "info" / "exclude").read_text() == "*.log\n"
+    assert not [p for p in (second / ".git").rglob("*.tmp")]
+
+
+@pytest.mark.parametrize("how", ["hook", "head", "config", "exclude-symlink", "git-symlink"])
+def test_a_git_dir_written_in_an_idle_entry_is_made_afresh(world: World, tmp_path: Path, how: str) -> None:
+    """A process that outlived its check writes the idle entry's .git: the next placement does not keep it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    first = world.create(world.a)
+    remove_execution(world.common, first, group_alive=False)
+    git_dir = _idle_folder(world) / ".git"
+    if how == "hook":
+        (git_dir / "hooks" / "post-checkout").write_text("#!/bin/sh\ntouch /tmp/owned\n")
+    elif how == "head":
+        (git_dir / "HEAD").write_text("ref: refs/heads/evil\n")
+    elif how == "config":
+        with open(git_dir / "config", "a") as f:
+            f.write("[core]\n\tfsmonitor = evil\n")
+    elif how == "exclude-symlink":
+        (git_dir / "info" / "exclude").unlink()
+        os.symlink(outside / "exclude", git_dir / "info" / "exclude")
+    else:
+        os.rename(git_dir, tmp_path / "moved-git")
+        os.symlink(outside, git_dir)
+    second = world.create(world.b)
+    exactly(second, world.b)
+    assert not (second / ".git" / "hooks" / "post-checkout").exists()
+    assert "evil" not in (second / ".git" / "config").read_text()
+    assert list(outside.iterdir()) == []
