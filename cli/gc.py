@@ -16,7 +16,8 @@ __all__ = ["register"]
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p = command(nouns, "gc", gc, common,
                 "list candidate refs and task worktrees of closed runs whose work the target's history holds (or "
-                "that changed nothing), finished checks' executions and empty execution folders a crash left, and "
+                "that changed nothing), finished checks' executions, empty execution folders a crash left, idle "
+                "executions kept for reuse (all once no run is open, else beyond the newest few), and "
                 "why everything else is kept; --apply removes what can go",
                 "docket gc\n  docket gc --apply --json")
     p.add_argument("--apply", action="store_true", help="remove what is proven kept elsewhere (candidate refs released, worktrees removed, on the record)")
@@ -34,6 +35,7 @@ def gc(ctx: Context) -> int:
                     tasks=tasks.tasks_with_worktrees(conn), candidates=candidates.all_candidates(conn),
                     checks=checks.live_executions(conn), artifact_dir=artifact_dir(), apply=a.apply)
     found += _empty_execution_folders(ctx, apply=a.apply)
+    found += _idle_executions(ctx, apply=a.apply)
     ctx.update_views()
     going = [k for k in found if k.action in ("remove", "removed")]
     lines = [f"{len(going)} to remove" if not a.apply else f"{sum(k.action == 'removed' for k in found)} removed"]
@@ -54,3 +56,21 @@ def _empty_execution_folders(ctx: Context, *, apply: bool) -> list[Any]:
     return [Kept("folder", str(folder.relative_to(root)), str(folder), "removed" if apply else "remove",
                  "empty: a crash left it between making it and an execution")
             for folder in empty_execution_folders(ctx.repository, apply=apply)]
+
+
+def _idle_executions(ctx: Context, *, apply: bool) -> list[Any]:
+    """Idle folders of the repository's pool of executions: all once no run of this ledger is open, else those
+    beyond the newest few the pool keeps for reuse. A placed one (a check runs there) is never among them."""
+    from ..adapters.service_layer.housekeeping import Kept
+    from ..adapters.world.execution_pool import KEEP_IDLE
+    from ..adapters.world.executions import idle_executions
+    from ..projections import runs
+
+    if ctx.repository is None:
+        return []
+    open_runs = [r["run_id"] for r in runs.list_runs(ctx.views().conn) if r["status"] in ("active", "paused")]
+    keep = KEEP_IDLE if open_runs else 0
+    reason = (f"idle, beyond the newest {keep} kept for reuse while run {open_runs[0]} is open" if open_runs
+              else "idle, kept for reuse, and no run is open")
+    return [Kept("execution", folder.name, str(folder), "removed" if apply else "remove", reason)
+            for folder in idle_executions(ctx.repository, keep=keep, apply=apply)]

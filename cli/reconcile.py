@@ -17,14 +17,16 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p = command(nouns, "reconcile", reconcile, common,
                 "report workers whose process is gone or unsupervised, processes the ledger does not know, "
                 "supervisions of runs whose docket process is gone, check runs nobody runs any more, refs "
-                "under refs/docket/ and worktrees in docket's folders that no ledger record owns, lock files a killed "
+                "under refs/docket/ and worktrees in docket's folders that no ledger record owns, what a killed give "
+                "back or placement left in the pool of executions, lock files a killed "
                 "writer left on loose objects or docket's refs, refs docket owns (or targets) that name objects "
                 "missing from the repository, and symlinks or files planted where docket makes its own folders",
                 "docket reconcile --apply --json")
     p.add_argument("--apply", action="store_true",
                    help="record gone processes as exited, stop unsupervised and unknown ones, end gone "
                         "supervisions at their last sign of life, finish abandoned check runs, delete unowned refs "
-                        "(compare-and-swap), remove unowned worktrees that have no branch checked out, remove stale "
+                        "(compare-and-swap), remove unowned worktrees that have no branch checked out, discard the "
+                        "pool's untrusted executions, remove stale "
                         "lock files, make a ref naming missing objects whole again from the ledger's record or release "
                         "it, and move planted symlinks aside (renamed to <name>.planted-<n>, never deleted) and make "
                         "the folder again")
@@ -61,7 +63,7 @@ def reconcile(ctx: Context) -> int:
         lines.append(f"  {f.kind}: {who}, pid {f.pid}: {shown(f.detail)}"
                      + (f" -> {f.applied}" if f.applied else ""))
     for g in git_findings:
-        what = g.kind if g.kind in ("stale-lock", "ref-incomplete") else f"unowned {g.kind}"
+        what = g.kind if g.kind in ("stale-lock", "ref-incomplete", "pool-entry") else f"unowned {g.kind}"
         lines.append(f"  {what}: {shown(g.path)}: {shown(g.detail)}" + (f" -> {g.applied}" if g.applied else ""))
     for f in planted:
         lines.append(f"  unsafe-path: {shown(f.path)} is {shown(f.found)}, where docket makes a {f.kind}"
@@ -142,5 +144,17 @@ def _reconcile_git(ctx: Context, *, apply: bool) -> list[Any]:
 
     found = reconcile_git(ctx.effector.ports.inventory, repository, owned_refs=owned_refs,
                           owned_worktrees=owned_worktrees, apply=apply)
+    found += _untrusted_pool_entries(repository, apply=apply)
     return found + reconcile_ref_graphs(ctx.ledger, ctx.clock, ctx.effector, ctx.views().conn, repository,
                                         apply=apply)
+
+
+def _untrusted_pool_entries(repository: Any, *, apply: bool) -> list[Any]:
+    """What the pool of executions holds that no trustworthy record describes (a give back or a placement killed
+    half-way): the next execution made would discard it too; reconcile does it without one."""
+    from ..adapters.service_layer.housekeeping import GitFinding
+    from ..adapters.world.executions import untrusted_pool_entries
+
+    return [GitFinding("pool-entry", str(path), "in the pool of executions, no trustworthy record describes it",
+                       "discarded" if apply else None)
+            for path in untrusted_pool_entries(repository, apply=apply)]

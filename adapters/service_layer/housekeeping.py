@@ -278,7 +278,7 @@ def _candidate_item(ledger: Ledger, clock: Clock, effector: Any, in_target: Targ
 class GitFinding:
     """Something under refs/docket/ or docket's worktree folders that no ledger record owns."""
 
-    kind: str  # ref | worktree | stale-lock | ref-incomplete (adapters/service_layer/ref_graphs.py)
+    kind: str  # ref | worktree | stale-lock | ref-incomplete (adapters/service_layer/ref_graphs.py) | pool-entry
     path: str  # the ref name or the worktree's path
     detail: str
     applied: str | None = None

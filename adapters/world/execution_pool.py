@@ -11,7 +11,9 @@ docket places at an execution's path comes from it and goes back to it:
 - **give back** (``remove_execution``, once the check's process group is gone): the folder is renamed back into the
   pool at once (the execution's path is free), then compared with its records: what the check added is removed,
   what it wrote or deleted is written again from the object store, its ``.git`` is dropped; it is idle again. A
-  folder replaced, a symlink where a folder was, anything that cannot be read: the entry is discarded.
+  folder replaced, a symlink where a folder was, anything that cannot be read: the entry is discarded. When this
+  process inspected the same placement and found it matching, the give back takes that inspection's scan instead of
+  scanning again (see below why that is sound).
 
 **The records** (execution_records.py: path -> ino, ctime, size, mode, blob id, for every file, folder and ``.git``
 entry) are kept beside the folder in the pool, never inside it: a check (untrusted code) can write anything in its execution, but not
@@ -20,10 +22,29 @@ one link, has not been written since; before an entry is placed, the file system
 recorded ctime (``_tick``), so a later write cannot share one. Anything else is put back, removed or the entry
 discarded. The records of a placed entry are named after its path, so its observation and inspection find them.
 
+**What the trust rests on.** Only two comparisons vouch for an execution: the observation after it is placed
+(``observe_placed``: ready) and the inspection after its check (``inspect_placed``: matching), both against records
+docket wrote outside the sandbox, whose every stat docket read of content it wrote or read and hashed itself. A
+write after such a stat moves the entry's ctime (or, for a folder, the ctime of the folder it changed) and is seen
+by the next comparison. Placing and giving back only make an entry likely to be found clean; neither vouches.
+So the give back may reuse its placement's matching inspection: docket stops every process the check left before
+it inspects (process_tree.py: subreapers, every orphan killed and reaped), so in the normal course nothing changes
+between the two; and if something did (a process that outlived a docket killed earlier), the entry's records
+then name a stat the change moved, and the next placement is observed diverged, never ready and wrong (it is
+given back with a full scan and repaired). The inspection is reused only in the process that made it, for the same
+placement (top folder, marker, commit).
+
+**Writes never follow a symlink.** An escaped process that still holds a folder of an idle entry can swap a folder
+for a symlink at any moment, so every write into an entry (placing, repairing) goes through folders opened one name
+at a time from the entry's top with ``O_NOFOLLOW`` (``_Folders``), never through a path; a swapped folder fails the
+open, and the entry is discarded. A repaired file's stat is taken of the very file whose content was hashed.
+
 **Crash safety.** An entry is trusted only as its records say: ``idle`` with its folder in the pool, or ``placed``
 with its folder at the recorded path. A take first deletes the idle records (an entry without records is unknown),
 a give back renames the folder into the pool before rewriting the records (a placed record whose folder is in the
-pool is unknown): an unknown entry is discarded by the next sweep. Every step runs under the worktrees lock.
+pool is unknown): an unknown entry is discarded by the next sweep, or by ``docket reconcile --apply``. Every step
+runs under the worktrees lock. ``docket gc`` removes idle entries (all once no run is open, else beyond the newest
+``KEEP_IDLE``); a placed one never.
 """
 
 from __future__ import annotations
@@ -36,12 +57,12 @@ import stat
 import time
 from pathlib import Path
 
-from .execution_records import (EXECUTABLE, FILE, GITLINK, SYMLINK, Records, file_record, folder_record,
+from .execution_records import (EXECUTABLE, FILE, GITLINK, SYMLINK, Records, Scan, file_record, folder_record,
                                 read_records, record_tree, same_content, scan, untracked_entries, write_records)
 from .faults import crash_point
 
-__all__ = ["POOL", "Records", "discard_records", "give_back", "idle_only", "inspect_placed", "observe_placed", "place",
-           "pool_of", "records_of", "remnant", "sweep"]
+__all__ = ["KEEP_IDLE", "POOL", "Records", "clear_idle", "discard_records", "give_back", "idle_only", "inspect_placed",
+           "observe_placed", "place", "pool_of", "records_of", "remnant", "sweep", "untrusted"]
 
 POOL = ".pool"
 KEEP_IDLE = 4  # idle entries kept per repository; more given back are removed
@@ -178,10 +199,12 @@ def _own_folder(pool: Path) -> None:
         os.close(os.open(clock, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
 
 
-def _sweep(pool: Path) -> None:
+def _sweep(pool: Path, *, apply: bool = True) -> list[str]:
     """Discard what no trustworthy record describes: a folder without idle records, records whose folder is
-    elsewhere than they say, leftovers of a write or a checkout cut short."""
+    elsewhere than they say, leftovers of a write or a checkout cut short. The names discarded (apply) or that
+    would be."""
     names = set(os.listdir(pool))
+    found: list[str] = []
     for name in sorted(names):
         item = pool / name
         if name == ".clock":
@@ -190,19 +213,51 @@ def _sweep(pool: Path) -> None:
             records = read_records(item)
             folder_id = name[:-4]
             if records is None:
-                _unlink(item)
+                found.append(name)
             elif records.state == "idle" and not _is_folder(pool / folder_id):
-                _unlink(item)
+                found.append(name)
             elif records.state == "placed":
                 if folder_id in names or not _is_folder(Path(records.path)):
-                    _unlink(item)  # given back half-way, or its folder gone: nothing trustworthy
+                    found.append(name)  # given back half-way, or its folder gone: nothing trustworthy
+            if apply and found and found[-1] == name:
+                _unlink(item)
             continue
         if _is_folder(item):
             records = read_records(pool / f"{name}.rec")
             if records is None or records.state != "idle":
-                _discard(pool, name)
+                found.append(name)
+                if apply:
+                    _discard(pool, name)
         else:
-            _unlink(item)
+            found.append(name)
+            if apply:
+                _unlink(item)
+    return found
+
+
+def untrusted(pool: Path, *, apply: bool) -> list[str]:
+    """What the pool holds that no trustworthy record describes (a give back or a placement killed half-way, a
+    write cut short); apply discards it. Hold the worktrees lock."""
+    return _sweep(pool, apply=apply) if _is_folder(pool) else []
+
+
+def clear_idle(pool: Path, *, keep: int, apply: bool) -> list[str]:
+    """The idle entries beyond the newest keep (by when each was given back); apply removes them. Placed entries
+    are never touched. Hold the worktrees lock."""
+    if not _is_folder(pool):
+        return []
+    idle = []
+    for name in os.listdir(pool):
+        if name.endswith(".rec"):
+            records = read_records(pool / name)
+            if records is not None and records.state == "idle" and _is_folder(pool / name[:-4]):
+                idle.append((os.lstat(pool / name).st_mtime_ns, name[:-4]))
+    going = [folder_id for _, folder_id in sorted(idle, reverse=True)[keep:]]
+    if apply:
+        for folder_id in going:
+            _unlink(pool / f"{folder_id}.rec")  # unknown from here: a crash leaves it to the next sweep
+            _remove(pool / folder_id)
+    return going
 
 
 def _idle_entry(pool: Path, own: str) -> tuple[str, Records] | None:
@@ -276,55 +331,136 @@ def _bring(store, folder: Path, records: Records, tree: str) -> None:  # noqa: A
                 if not validate_path_element_default(part) or part.lower() == b".git":
                     raise InvalidPathError(change.new.path)
             wanted.append((change.new.path, change.new.mode, change.new.sha))
-    top = os.fsencode(folder) + b"/"
     touched: set[bytes] = set()  # folders whose entries changed
-    for name in removed:
-        _unlink(top + name)
-        records.files.pop(name, None)
-        touched.add(name.rpartition(b"/")[0])
-    needed = set(_parents({name: () for name in records.files} | {name: () for name, _, _ in wanted}))
-    for name in sorted((f for f in records.folders if f not in needed), key=lambda p: -p.count(b"/")):
-        os.rmdir(top + name)  # emptied by the removals (a file of the new tree may take its name)
-        del records.folders[name]
-        touched.add(name.rpartition(b"/")[0])
-    for name in sorted(needed - set(records.folders), key=lambda p: p.count(b"/")):
-        os.mkdir(top + name)
-        records.folders[name] = ()
-        touched.add(name.rpartition(b"/")[0])
-    for name, mode, sha in wanted:
+    with _Folders(folder) as at:  # every write through a folder opened here, never through a symlink
         try:
-            data = store[sha].as_raw_string()
-        except Exception as e:  # noqa: BLE001  (too large for dulwich, or missing: the old way says which)
-            raise Unusable(str(e)) from e
-        kind = SYMLINK if stat.S_ISLNK(mode) else EXECUTABLE if mode & 0o100 else FILE
-        records.files[name] = file_record(kind, sha.decode("ascii"), _write_file(top + name, kind, data))
-        touched.add(name.rpartition(b"/")[0])
-    for name in touched:
-        if name in records.folders:
-            records.folders[name] = folder_record(os.lstat(top + name))
+            for name in removed:
+                fd, leaf = at.parent(name)
+                _unlink_at(fd, leaf)
+                records.files.pop(name, None)
+                touched.add(name.rpartition(b"/")[0])
+            for name in _folders_emptied(records, removed, wanted):
+                fd, leaf = at.parent(name)
+                at.forget(name)
+                os.rmdir(leaf, dir_fd=fd)  # emptied by the removals (a file of the new tree may take its name)
+                del records.folders[name]
+                touched.add(name.rpartition(b"/")[0])
+            for name in sorted(_parents({n: () for n, _, _ in wanted}), key=lambda p: p.count(b"/")):
+                if name not in records.folders:
+                    fd, leaf = at.parent(name)
+                    os.mkdir(leaf, dir_fd=fd)
+                    records.folders[name] = ()
+                    touched.add(name.rpartition(b"/")[0])
+            for name, mode, sha in wanted:
+                try:
+                    data = store[sha].as_raw_string()
+                except Exception as e:  # noqa: BLE001  (too large for dulwich, or missing: the old way says which)
+                    raise Unusable(str(e)) from e
+                kind = SYMLINK if stat.S_ISLNK(mode) else EXECUTABLE if mode & 0o100 else FILE
+                fd, leaf = at.parent(name)
+                records.files[name] = file_record(kind, sha.decode("ascii"), _write_file_at(fd, leaf, kind, data))
+                touched.add(name.rpartition(b"/")[0])
+            for name in touched:
+                if name in records.folders:
+                    records.folders[name] = folder_record(os.fstat(at.fd(name)))
+        except OSError as e:  # a folder that is not the recorded one (a symlink, a file): the entry is not used
+            raise Unusable(f"the entry cannot be brought: {e}") from None
 
 
-def _write_file(path: bytes, kind: int, data: bytes) -> os.stat_result:
+def _folders_emptied(records: Records, removed: list[bytes], wanted: list[tuple[bytes, int, bytes]]) -> list[bytes]:
+    """The recorded folders that hold nothing once removed are gone and wanted written, deepest first: only the
+    parents of removed files can have emptied (records.files no longer names the removed)."""
+    candidates = set(_parents({name: () for name in removed}))
+    if not candidates:
+        return []
+    holding = {name.rpartition(b"/")[0] for name in records.files}
+    holding |= {name.rpartition(b"/")[0] for name, _, _ in wanted} | set(_parents({n: () for n, _, _ in wanted}))
+    holding |= {name.rpartition(b"/")[0] for name in records.folders if name not in candidates}
+    emptied = []
+    for name in sorted(candidates, key=lambda p: -p.count(b"/")):
+        if name in records.folders and name not in holding:
+            emptied.append(name)
+        else:
+            holding.add(name.rpartition(b"/")[0])
+    return emptied
+
+
+class _Folders:
+    """Folders of an entry opened one name at a time from its top (O_PATH, never following a symlink): a folder a
+    process swapped for a symlink cannot lead a write outside the entry."""
+
+    _FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+    def __init__(self, folder: Path) -> None:
+        self.fds: dict[bytes, int] = {b"": os.open(folder, self._FLAGS)}
+
+    def __enter__(self) -> "_Folders":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+
+    def fd(self, rel: bytes) -> int:
+        fd = self.fds.get(rel)
+        if fd is None:
+            parent, _, leaf = rel.rpartition(b"/")
+            fd = self.fds[rel] = os.open(leaf, self._FLAGS, dir_fd=self.fd(parent))
+        return fd
+
+    def parent(self, name: bytes) -> tuple[int, bytes]:
+        parent, _, leaf = name.rpartition(b"/")
+        return self.fd(parent), leaf
+
+    def forget(self, rel: bytes) -> None:
+        for name in [n for n in self.fds if n == rel or n.startswith(rel + b"/")]:
+            os.close(self.fds.pop(name))
+
+
+def _unlink_at(fd: int, leaf: bytes) -> None:
+    try:
+        os.unlink(leaf, dir_fd=fd)
+    except FileNotFoundError:
+        pass
+
+
+def _write_file_at(fd: int, leaf: bytes, kind: int, data: bytes) -> os.stat_result:
     if kind == SYMLINK:
-        os.symlink(data, path)
-        return os.lstat(path)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o777 if kind == EXECUTABLE else 0o666)
+        os.symlink(data, leaf, dir_fd=fd)
+        return os.lstat(leaf, dir_fd=fd)
+    out = os.open(leaf, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                  0o777 if kind == EXECUTABLE else 0o666, dir_fd=fd)
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
-        return os.fstat(fd)
+            view = view[os.write(out, view):]
+        return os.fstat(out)
     finally:
-        os.close(fd)
+        os.close(out)
 
 
 def _write_git(common: Path, store, folder: Path, commit: str, records: Records) -> None:  # noqa: ANN001
-    """A fresh ``.git`` (whatever was there removed first): the own repository's git dir detached at commit, its
-    index from the records; every entry of it recorded."""
-    from .own_repositories import make_git_dir
+    """The own repository's git dir detached at commit, its index from the records; every entry of it recorded.
+    The ``.git`` the entry kept (exactly as recorded: docket wrote each entry and nothing wrote it since) has only
+    HEAD, the index and, when the user's changed, info/exclude replaced; any other is removed and made afresh."""
+    from .own_repositories import _read_exclude, make_git_dir
 
     git = folder / ".git"
+    if _git_kept(folder, records):
+        try:
+            with _Folders(folder) as at:  # written through folders opened here: a swapped .git is never followed
+                if os.fstat(at.fd(b".git")).st_ino != records.git[b""][0]:
+                    raise OSError(f"{git} is not the recorded folder")
+                _replace_at(at.fd(b".git"), b"HEAD", f"{commit}\n".encode("ascii"))
+                _replace_at(at.fd(b".git"), b"index", _index_bytes(records))
+                exclude = _read_exclude(Path(common) / "info" / "exclude").encode("utf-8")
+                if _read_at(at.fd(b".git/info"), b"exclude") != exclude:
+                    _replace_at(at.fd(b".git/info"), b"exclude", exclude)
+            records.git = record_tree(git)
+            return
+        except OSError:
+            pass  # made afresh below
     if os.path.lexists(git):
         _remove(git)
     make_git_dir(common, git, head=commit, commit=commit, branch=None, store=store, keep=False)
@@ -332,10 +468,43 @@ def _write_git(common: Path, store, folder: Path, commit: str, records: Records)
     records.git = record_tree(git)
 
 
+def _git_kept(folder: Path, records: Records) -> bool:
+    """Whether the entry's ``.git`` is exactly as recorded (every entry's ino, ctime, size and mode, none added or
+    removed, each recorded before the marker): nothing has written it since docket did."""
+    if not records.git:
+        return False
+    try:
+        now = record_tree(folder / ".git")
+    except OSError:
+        return False
+    return now == records.git and all(t[1] < records.marker for t in records.git.values())
+
+
+def _replace_at(fd: int, leaf: bytes, data: bytes) -> None:
+    partial = leaf + b"." + secrets.token_hex(4).encode("ascii") + b".tmp"
+    out = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=fd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out, view):]
+    finally:
+        os.close(out)
+    os.replace(partial, leaf, src_dir_fd=fd, dst_dir_fd=fd)
+
+
+def _read_at(fd: int, leaf: bytes) -> bytes | None:
+    try:
+        opened = os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+    except OSError:
+        return None
+    with os.fdopen(opened, "rb") as f:
+        return f.read(1 << 21)
+
+
 _entries: dict[tuple[bytes, tuple], bytes] = {}  # (path, record) -> its index entry, packed
 
 
-def _write_index(path: Path, records: Records) -> None:
+def _index_bytes(records: Records) -> bytes:
     """A version 2 index of the records' files, each with its recorded stat data (own_repositories.write_index,
     each entry packed once and reused while its record is unchanged)."""
     import struct
@@ -356,9 +525,13 @@ def _write_index(path: Path, records: Records) -> None:
             entry = _entries[(name, record)] = entry + b"\0" * (8 - len(entry) % 8)
         parts.append(entry)
     body = b"".join(parts)
+    return body + hashlib.sha1(body).digest()
+
+
+def _write_index(path: Path, records: Records) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     try:
-        view = memoryview(body + hashlib.sha1(body).digest())
+        view = memoryview(_index_bytes(records))
         while view:
             view = view[os.write(fd, view):]
     finally:
@@ -424,8 +597,34 @@ def inspect_placed(repo, path: Path, records: Records, commit: str) -> str | Non
     except FileNotFoundError:
         return "the worktree has no index"
     if index is None or (st.st_ino, st.st_ctime_ns, st.st_size, st.st_mode) != index:
-        return _index_difference(Path(path) / ".git" / "index", records)
+        difference = _index_difference(Path(path) / ".git" / "index", records)
+        if difference is not None:
+            return difference
+    if not found.problem:
+        _remember_inspection(path, records, found)
     return None
+
+
+_inspections: dict[str, tuple[tuple[int, int, str], Scan]] = {}  # path -> (its placement; its matching scan)
+
+
+def _placement(records: Records) -> tuple[int, int, str]:
+    return (records.top_ino, records.marker, records.commit)  # the marker is the file system's time: one placement
+
+
+def _remember_inspection(path: Path, records: Records, found: Scan) -> None:
+    if len(_inspections) > 64:
+        _inspections.clear()
+    _inspections[str(path)] = (_placement(records), Scan(dirty=list(found.dirty),
+                                                          changed_folders=list(found.changed_folders)))
+
+
+def _inspection_of(path: Path, records: Records) -> Scan | None:
+    """The scan of this placement's matching inspection in this process, once (None: none, or another placement)."""
+    remembered = _inspections.pop(str(path), None)
+    if remembered is None or remembered[0] != _placement(records):
+        return None
+    return remembered[1]
 
 
 def _replaced_folder(path: Path, records: Records, dirty: list[bytes]) -> bytes | None:
@@ -472,6 +671,7 @@ def give_back(common: Path, path: Path, records: Records) -> None:
     pool = pool_of(path)
     folder_id = _entry_id(path)
     folder = pool / folder_id
+    inspected = _inspection_of(path, records)
     idle = sum(1 for name in os.listdir(pool) if name.endswith(".rec") and name != f"{folder_id}.rec"
                and (read_records(pool / name) or records).state == "idle")
     if os.path.lexists(folder):  # nothing trustworthy: the records of that name say placed, at path
@@ -481,24 +681,27 @@ def give_back(common: Path, path: Path, records: Records) -> None:
     try:
         if idle >= KEEP_IDLE:
             raise Unusable("the pool is full")
-        _repair(common, folder, records)
+        _repair(common, folder, records, inspected)
     except Unusable:
         _discard(pool, folder_id)
         return
     except BaseException:
         _discard(pool, folder_id)
         raise
-    records.state, records.path, records.git = "idle", "", {}
+    records.state, records.path = "idle", ""
     write_records(pool / f"{folder_id}.rec", records)
 
 
-def _repair(common: Path, folder: Path, records: Records) -> None:
-    """The folder made to hold records.tree exactly again (records updated); Unusable when it cannot be."""
+def _repair(common: Path, folder: Path, records: Records, inspected: Scan | None = None) -> None:
+    """The folder made to hold records.tree exactly again (records updated); Unusable when it cannot be.
+
+    inspected: the scan of this placement's inspection, which found it matching; used instead of scanning again
+    (see the module's docstring: what changed since is seen by the next placement's observation)."""
     from dulwich.repo import Repo
 
     os.chmod(folder, 0o700, follow_symlinks=False)
     top = os.fsencode(folder) + b"/"
-    found = scan(folder, records, untracked=False, git=False)
+    found = inspected if inspected is not None else scan(folder, records, untracked=False, git=False)
     modes = [name for name in found.changed_folders if os.lstat(top + name).st_mode != records.folders[name][2]]
     for name in modes:  # what a check made unreadable or unwritable is read and repaired again
         os.chmod(top + name, stat.S_IMODE(records.folders[name][2]), follow_symlinks=False)
@@ -508,27 +711,78 @@ def _repair(common: Path, folder: Path, records: Records) -> None:
         found.extra = untracked_entries(top, records, found.changed_folders)
     if found.problem:
         raise Unusable(found.problem)
-    _remove(folder / ".git")
-    for name in found.extra:
-        _remove_bytes(top + name)
+    if not _git_kept(folder, records):  # kept as recorded: the next placement replaces only HEAD and the index
+        _remove(folder / ".git")
+        records.git = {}
     touched = {name.rpartition(b"/")[0] for name in found.extra}
-    if found.dirty:
-        with Repo(str(common)) as user:
-            for name in found.dirty:
-                record = records.files[name]
-                if same_content(folder, name, record) and os.lstat(top + name).st_nlink == 1:
-                    records.files[name] = file_record(record[0], record[1], os.lstat(top + name))
-                    continue
-                _remove_bytes(top + name)
-                try:
-                    data = user.object_store[record[1].encode("ascii")].as_raw_string()
-                except Exception as e:  # noqa: BLE001  (too large for dulwich, or pruned: discarded)
-                    raise Unusable(str(e)) from e
-                records.files[name] = file_record(record[0], record[1], _write_file(top + name, record[0], data))
-                touched.add(name.rpartition(b"/")[0])
-    for name in {*touched, *found.changed_folders}:
-        if name:
-            records.folders[name] = folder_record(os.lstat(top + name))
+    with _Folders(folder) as at:  # every write through a folder opened here, never through a symlink
+        try:
+            for name in found.extra:
+                fd, leaf = at.parent(name)
+                if stat.S_ISDIR(os.lstat(leaf, dir_fd=fd).st_mode):
+                    shutil.rmtree(leaf, dir_fd=fd)  # fd-based: a symlink inside is removed, never followed
+                else:
+                    os.unlink(leaf, dir_fd=fd)
+            if found.dirty:
+                with Repo(str(common)) as user:
+                    for name in found.dirty:
+                        record = records.files[name]
+                        fd, leaf = at.parent(name)
+                        st = _verified_at(fd, leaf, record)
+                        if st is not None and st.st_nlink == 1:
+                            records.files[name] = file_record(record[0], record[1], st)
+                            continue
+                        _remove_at(fd, leaf)
+                        try:
+                            data = user.object_store[record[1].encode("ascii")].as_raw_string()
+                        except Exception as e:  # noqa: BLE001  (too large for dulwich, or pruned: discarded)
+                            raise Unusable(str(e)) from e
+                        records.files[name] = file_record(record[0], record[1],
+                                                          _write_file_at(fd, leaf, record[0], data))
+                        touched.add(name.rpartition(b"/")[0])
+            for name in {*touched, *found.changed_folders}:
+                if name:
+                    records.folders[name] = folder_record(os.fstat(at.fd(name)))
+        except OSError as e:  # what a check left that cannot be undone here (an unwritable folder in what it
+            raise Unusable(f"the entry cannot be repaired: {e}") from None  # added, a folder swapped): discarded
+
+
+def _verified_at(fd: int, leaf: bytes, record: tuple) -> os.stat_result | None:
+    """The stat of the entry leaf in the folder fd when its content is the record's mode and blob (the stat taken
+    of what was read, so a swap between the two cannot pair one file's stat with another's content); else None."""
+    try:
+        before = os.lstat(leaf, dir_fd=fd)
+        if stat.S_ISLNK(before.st_mode):
+            data, mode = os.readlink(leaf, dir_fd=fd), SYMLINK
+            st = os.lstat(leaf, dir_fd=fd)
+            if (st.st_ino, st.st_ctime_ns) != (before.st_ino, before.st_ctime_ns):
+                return None
+        elif stat.S_ISREG(before.st_mode):
+            opened = os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            with os.fdopen(opened, "rb") as f:
+                st = os.fstat(f.fileno())
+                data = f.read()
+                if os.fstat(f.fileno()).st_ctime_ns != st.st_ctime_ns:
+                    return None  # written while read
+            mode = EXECUTABLE if st.st_mode & 0o100 else FILE
+        else:
+            return None
+    except OSError:
+        return None
+    if (mode, hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()) != (record[0], record[1]):
+        return None
+    return st
+
+
+def _remove_at(fd: int, leaf: bytes) -> None:
+    try:
+        st = os.lstat(leaf, dir_fd=fd)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(leaf, dir_fd=fd)
+    else:
+        os.unlink(leaf, dir_fd=fd)
 
 
 def _discard(pool: Path, folder_id: str) -> None:

@@ -176,14 +176,15 @@ def _scan_below(fd: int, top: bytes, records: Records, out: Scan, *, untracked: 
 
 
 def untracked_entries(top: bytes, records: Records, changed_folders: list[bytes]) -> list[bytes]:
-    """What the top and the folders whose ctime moved hold that no record names (.git at the top aside)."""
-    children, extra = _children(records), []
+    """What the top and the folders whose ctime moved hold that no record names (.git at the top aside): each name
+    listed looked up in the records, so only the listed folders cost."""
+    files, folders, extra = records.files, records.folders, []
     for folder in [b"", *changed_folders]:
-        known = children.get(folder, set())
         prefix = folder + b"/" if folder else b""
         for name in os.listdir(top + folder if folder else top):
-            if name not in known and not (not folder and name == b".git"):
-                extra.append(prefix + name)
+            full = prefix + name
+            if full not in files and full not in folders and not (not folder and name == b".git"):
+                extra.append(full)
     return extra
 
 
@@ -221,22 +222,6 @@ def _compare(fd: int, items: list, marker: int) -> list[bytes]:
                 or st.st_mode != record[5] or st.st_nlink != 1 or record[3] >= marker):
             dirty.append(name)
     return dirty
-
-
-_children_of: dict[str, dict[bytes, set[bytes]]] = {}  # tree id -> folder -> the names the tree has in it
-
-
-def _children(records: Records) -> dict[bytes, set[bytes]]:
-    cached = _children_of.get(records.tree)
-    if cached is not None:
-        return cached
-    if len(_children_of) > 16:
-        _children_of.clear()
-    children = _children_of[records.tree] = {}
-    for name in (*records.files, *records.folders):
-        parent, _, leaf = name.rpartition(b"/")
-        children.setdefault(parent, set()).add(leaf)
-    return children
 
 
 def _git_difference(path: Path, records: Records) -> str | None:

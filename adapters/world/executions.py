@@ -21,14 +21,14 @@ from pathlib import Path
 from ...domain.effects import ExecutionInspection, ExecutionObservation
 from ...domain.errors import BadInput, Refused
 from ...domain.names import has_unsafe_characters
-from .execution_pool import (discard_records, give_back, inspect_placed, observe_placed, place, records_of, remnant,
-                             sweep)
+from .execution_pool import (POOL, clear_idle, discard_records, give_back, inspect_placed, observe_placed, place,
+                             records_of, remnant, sweep, untrusted)
 from .own_repositories import borrows_from, make_own_repository, read_own_repository
 from .paths import executions_root, repository_key
 from .repository import make_parents, making_worktrees, open_repo, remove_checkout, unsafe_parent
 
-__all__ = ["create_execution", "empty_execution_folders", "execution_path", "execution_remnants", "inspect_execution",
-           "observe_execution", "remove_execution"]
+__all__ = ["create_execution", "empty_execution_folders", "execution_path", "execution_remnants", "idle_executions",
+           "inspect_execution", "observe_execution", "remove_execution", "untrusted_pool_entries"]
 
 _LINK_MODE, _GITLINK_MODE = 0o120000, 0o160000
 
@@ -228,6 +228,27 @@ def empty_execution_folders(repository: Path, root: Path | None = None, *, apply
                 if not os.listdir(run_folder):
                     os.rmdir(run_folder)
     return found
+
+
+def idle_executions(repository: Path, root: Path | None = None, *, keep: int, apply: bool) -> list[Path]:
+    """The idle folders of the repository's pool of executions beyond the newest keep (execution_pool.py); apply
+    removes them, under the worktrees lock. A placed execution is never one of them."""
+    return _in_pool(repository, root, apply, lambda pool: clear_idle(pool, keep=keep, apply=apply))
+
+
+def untrusted_pool_entries(repository: Path, root: Path | None = None, *, apply: bool) -> list[Path]:
+    """What the repository's pool of executions holds that no trustworthy record describes (a give back or a
+    placement killed half-way); apply discards it, under the worktrees lock."""
+    return _in_pool(repository, root, apply, lambda pool: untrusted(pool, apply=apply))
+
+
+def _in_pool(repository: Path, root: Path | None, apply: bool, found) -> list[Path]:  # noqa: ANN001
+    base = executions_root(Path(repository), root)
+    pool = base / POOL
+    with making_worktrees(Path(repository), exclusive=apply):
+        if unsafe_parent(base.parent.parent, pool) is not None or not _is_folder(pool):
+            return []
+        return [pool / name for name in found(pool)]
 
 
 def _is_folder(path: Path) -> bool:

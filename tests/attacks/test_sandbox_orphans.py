@@ -59,3 +59,27 @@ def test_a_daemon_left_when_docket_was_killed_is_found_and_stopped_when_the_run_
     assert resumed.returncode == 0, resumed.stderr
     assert not _alive(daemon)
     assert world.file_at("main", "a.py") == "X = 1\n"
+
+
+def test_a_daemon_a_check_detached_never_writes_its_execution_or_the_pool(tmp_path: Path):
+    """A check leaves a setsid daemon that would write a tracked file of its execution half a second later: docket
+    stops it before it inspects (so the give back may trust the inspection's scan), and nothing in the pool of
+    executions is ever written by it."""
+    from docket.adapters.world.paths import executions_root
+
+    world = make_go_world(tmp_path)
+    daemon = "setsid sh -c 'sleep 0.5; echo tampered >> README.md' </dev/null >/dev/null 2>&1 & true"
+    config = (world.repo / "docket.toml").read_text()
+    start = config.index("[checks.compiles]")
+    end = config.index('timeout = "1m"', start)
+    config = config[:start] + f'[checks.compiles]\ncommand = ["{daemon}"]\nshell = true\n' + config[end:]
+    (world.repo / "docket.toml").write_text(config)
+    git(world.repo, "commit", "-q", "-am", "a check that leaves a daemon")
+
+    done = world.go("r1")
+    assert done.returncode == 0, done.stdout[-3000:]
+    time.sleep(1.5)  # a daemon that survived has written by now
+    root = executions_root(world.repo / ".git")
+    tampered = [p for p in root.rglob("README.md") if "tampered" in p.read_text()]
+    assert tampered == []
+    assert "tampered" not in git(world.repo, "show", "main:README.md")

@@ -344,3 +344,121 @@ def test_an_execution_placed_again_at_a_path_whose_entry_is_idle_gives_back(worl
         remove_execution(world.common, path, group_alive=False)
         assert not os.path.lexists(path) and idle_only(world.pool())
     assert len([p for p in world.pool().iterdir() if p.is_dir()]) == 2
+
+
+# A process that outlived its check (setsid, docket killed before it could stop it) --------------------------------
+
+
+def _idle_folder(world: World) -> Path:
+    folders = [p for p in world.pool().iterdir() if p.is_dir()]
+    assert len(folders) == 1
+    return folders[0]
+
+
+def test_a_folder_swapped_for_a_symlink_in_an_idle_entry_is_never_written_through(world: World,
+                                                                                   tmp_path: Path) -> None:
+    """A process left running past its check keeps a handle into the folder it ran in, which is now an idle entry:
+    it swaps src/ for a symlink to a folder of the user's. The next placement brings B (src/app.py changed) and
+    must write nothing there: it writes only through folders it opened itself, never following a symlink."""
+    outside = tmp_path / "users-folder"
+    outside.mkdir()
+    (outside / "app.py").write_text("the user's own file\n")
+    first = world.create(world.a)
+    assert inspect_execution(world.common, first, world.a).state == "matching"
+    remove_execution(world.common, first, group_alive=False)
+    idle = _idle_folder(world)
+    os.rename(idle / "src", tmp_path / "src-moved")
+    os.symlink(outside, idle / "src")
+    path = world.path()
+    try:
+        create_execution(world.common, path, world.b)
+    except OSError:
+        pass  # refusing is fine; writing through the symlink is not
+    assert (outside / "app.py").read_text() == "the user's own file\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["app.py"]
+    if os.path.lexists(path):
+        assert observe_execution(world.common, path, world.b).state != "ready" or exactly(path, world.b) is None
+    again = world.create(world.b)
+    exactly(again, world.b)
+
+
+@pytest.mark.parametrize("how", ["tracked-written", "tracked-same-size-time-put-back", "hard-linked",
+                                 "symlink-for-folder", "untracked", "top-level", "folder-unreadable"])
+def test_what_changes_between_inspection_and_give_back_is_never_observed_ready(world: World, how: str) -> None:
+    """The inspection found the execution matching; then a process that escaped the check's group (none can, while
+    docket stops every orphan before it inspects) changes it before the give back, which trusts the inspection's
+    scan: the next placement is observed diverged or is exactly its commit, never ready and wrong; given back
+    again without an inspection, the pool is whole."""
+    first = world.create(world.a)
+    assert inspect_execution(world.common, first, world.a).state == "matching"
+    _plant(first, how)
+    remove_execution(world.common, first, group_alive=False)
+    assert not os.path.lexists(first) and idle_only(world.pool())
+    for commit in (world.a, world.b, world.a):
+        path = world.path()
+        create_execution(world.common, path, commit)
+        if observe_execution(world.common, path, commit).state == "ready":
+            exactly(path, commit)
+            assert inspect_execution(world.common, path, commit).state == "matching"
+        remove_execution(world.common, path, group_alive=False)
+    path = world.create(world.b)
+    exactly(path, world.b)
+
+
+@pytest.mark.parametrize("how", ["tracked-written", "tracked-same-size-time-put-back", "untracked",
+                                 "symlink-for-folder"])
+def test_what_changes_in_an_idle_entry_is_never_observed_ready(world: World, how: str) -> None:
+    """An escaped process writes into an idle entry (after the give back): the next placement is observed
+    diverged or is exactly its commit, never ready and wrong."""
+    first = world.create(world.a)
+    remove_execution(world.common, first, group_alive=False)
+    _plant(_idle_folder(world), how)
+    path = world.path()
+    try:
+        create_execution(world.common, path, world.a)
+    except OSError:
+        return
+    if observe_execution(world.common, path, world.a).state == "ready":
+        exactly(path, world.a)
+
+
+def test_a_given_back_git_dir_is_kept_and_only_its_head_index_and_exclude_replaced(world: World) -> None:
+    first = world.create(world.a)
+    kept = os.lstat(first / ".git").st_ino
+    assert inspect_execution(world.common, first, world.a).state == "matching"
+    remove_execution(world.common, first, group_alive=False)
+    (world.common / "info").mkdir(exist_ok=True)
+    (world.common / "info" / "exclude").write_text("*.log\n")  # the user changed theirs meanwhile
+    second = world.create(world.b)
+    assert os.lstat(second / ".git").st_ino == kept
+    exactly(second, world.b)
+    assert (second / ".git" / "info" / "exclude").read_text() == "*.log\n"
+    assert not [p for p in (second / ".git").rglob("*.tmp")]
+
+
+@pytest.mark.parametrize("how", ["hook", "head", "config", "exclude-symlink", "git-symlink"])
+def test_a_git_dir_written_in_an_idle_entry_is_made_afresh(world: World, tmp_path: Path, how: str) -> None:
+    """A process that outlived its check writes the idle entry's .git: the next placement does not keep it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    first = world.create(world.a)
+    remove_execution(world.common, first, group_alive=False)
+    git_dir = _idle_folder(world) / ".git"
+    if how == "hook":
+        (git_dir / "hooks" / "post-checkout").write_text("#!/bin/sh\ntouch /tmp/owned\n")
+    elif how == "head":
+        (git_dir / "HEAD").write_text("ref: refs/heads/evil\n")
+    elif how == "config":
+        with open(git_dir / "config", "a") as f:
+            f.write("[core]\n\tfsmonitor = evil\n")
+    elif how == "exclude-symlink":
+        (git_dir / "info" / "exclude").unlink()
+        os.symlink(outside / "exclude", git_dir / "info" / "exclude")
+    else:
+        os.rename(git_dir, tmp_path / "moved-git")
+        os.symlink(outside, git_dir)
+    second = world.create(world.b)
+    exactly(second, world.b)
+    assert not (second / ".git" / "hooks" / "post-checkout").exists()
+    assert "evil" not in (second / ".git" / "config").read_text()
+    assert list(outside.iterdir()) == []
