@@ -85,6 +85,10 @@ def test_replay_and_reconcile_report_stale_object_locks_and_apply_removes_only_t
     then = time.time() - STALE_LOCK_SECONDS - 30
     os.utime(ref_lock, (then, then))
 
+    def writing(lock: Path) -> None:  # another writer holds it right now (was: planted once, it grew stale when
+        os.utime(lock, None)          # the commands below took longer than the threshold on a loaded machine)
+
+    writing(fresh)
     replayed = world.run("replay", "--json")
     assert replayed.returncode == 0, replayed.stderr
     locks = json.loads(replayed.stdout)["stale_locks"]
@@ -94,13 +98,16 @@ def test_replay_and_reconcile_report_stale_object_locks_and_apply_removes_only_t
     assert applied.returncode == 0, applied.stderr
     assert stale.exists() and ref_lock.exists()
 
+    writing(fresh)
     found = world.json("reconcile")
     stale_found = sorted(g["path"] for g in found["git"] if g["kind"] == "stale-lock")
     assert stale_found == sorted([str(stale), str(ref_lock)])
     assert stale.exists()
+    writing(fresh)
     removed = world.json("reconcile", "--apply")
     assert sorted(g["path"] for g in removed["git"] if g["applied"] == "removed") == stale_found
     assert not stale.exists() and not ref_lock.exists()
     assert fresh.exists()  # another writer's, right now: never broken
+    writing(fresh)
     text = world.run("reconcile")
     assert "stale-lock" not in text.stdout
