@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -95,18 +96,34 @@ def test_a_second_supervisor_stands_by_and_takes_over_when_the_first_is_killed(t
     first = world.start("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", "r1", "--target", "trunk", "--json")
     assert wait_until(lambda: launched(world))
     second = world.start("go", "--resume", "r1", "--json")
+    lines: list[str] = []
+    standing = threading.Event()
+
+    def read_stderr() -> None:  # the second's stderr as it comes (was: a 2 s sleep, shorter than its start-up
+        for line in second.stderr:  # at load 12, so it took over after the kill without ever standing by)
+            lines.append(line)
+            if "standing by" in line:
+                standing.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
     try:
-        time.sleep(2)
+        assert standing.wait(120), "".join(lines)
         assert second.poll() is None  # standing by: the first holds the run's live driver lease
         assert len(world.events("WorkerLaunched")) == 1
         kill(first)
-        out, err = second.communicate(timeout=60)
+        watchdog = threading.Timer(120, second.kill)  # a second that never ends fails the test, never hangs it
+        watchdog.start()
+        out = second.stdout.read()
+        watchdog.cancel()
+        second.wait(timeout=60)
+        reader.join(timeout=10)
     finally:
         for p in (first, second):
             if p.poll() is None:
                 kill(p)
+    err = "".join(lines)
     assert second.returncode == 0, err
-    assert "standing by" in err
     assert json.loads(out)["outcome"] == "delivered"
     grants = [e["payload"] for e in world.events("LeaseGranted") if e["payload"]["resource"] == "driver/r1"]
     assert len(grants) == 2 and grants[1]["supersedes_token"] is not None
