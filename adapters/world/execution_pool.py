@@ -432,9 +432,7 @@ def _write_file_at(fd: int, leaf: bytes, kind: int, data: bytes) -> os.stat_resu
     out = os.open(leaf, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                   0o777 if kind == EXECUTABLE else 0o666, dir_fd=fd)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(out, view):]
+        _write_all(out, data)
         return os.fstat(out)
     finally:
         os.close(out)
@@ -484,9 +482,7 @@ def _replace_at(fd: int, leaf: bytes, data: bytes) -> None:
     partial = leaf + b"." + secrets.token_hex(4).encode("ascii") + b".tmp"
     out = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=fd)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(out, view):]
+        _write_all(out, data)
     finally:
         os.close(out)
     os.replace(partial, leaf, src_dir_fd=fd, dst_dir_fd=fd)
@@ -531,9 +527,7 @@ def _index_bytes(records: Records) -> bytes:
 def _write_index(path: Path, records: Records) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     try:
-        view = memoryview(_index_bytes(records))
-        while view:
-            view = view[os.write(fd, view):]
+        _write_all(fd, _index_bytes(records))
     finally:
         os.close(fd)
 
@@ -794,6 +788,12 @@ def _discard(pool: Path, folder_id: str) -> None:
 
 
 # Small helpers -------------------------------------------------------------------------------------------------------
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _is_folder(path: Path) -> bool:
