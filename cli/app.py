@@ -334,14 +334,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         emit_error("interrupted", "stopped by the user", as_json)
         return 130
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError as e:
+        if not _stdout_gone():  # a pipe of docket's own (a child's gate, a hook's input): a failure like any other
+            _print_traceback_if(debug)
+            emit_error("os-error", str(e), as_json)
+            return 2
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # `docket log | head`: its reader is done
         return 0
     except Exception as e:  # noqa: BLE001
         _print_traceback_if(debug)
         code, message, exit_code = _describe(e)
         emit_error(code, message, as_json)
         return exit_code
+
+
+def _stdout_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (poll says POLLERR on its write end then)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _fd, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _print_traceback_if(debug: bool) -> None:

@@ -67,7 +67,10 @@ class Launcher:
         if gated is None:
             return None
         if recorded is not None and gated.identity == recorded:
-            gated.open()
+            try:
+                gated.open()
+            except BrokenPipeError:
+                pass  # it ended (or was killed) at its gate: its supervision records how, as for any end
             return gated
         gated.close_without_opening()  # another launcher's process won: ours never runs the agent
         return None

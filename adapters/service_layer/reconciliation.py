@@ -85,12 +85,16 @@ def reconcile_workers(ledger: Ledger, clock: Clock, effector: Any, running: Sequ
                 result = finish_stop(ledger, clock, effector, worker_id, intent_id) if intent_id else "unknown"
                 finding = applied(finding, f"stop {result}")
             findings.append(finding)
+    # the processes first, the ledger after: a process found was started before the ledger is read, so a launch
+    # recorded meanwhile (its intent, then its worker's process) is read as the ledger now has it
+    marked = [(identity, env) for identity, env in processes.find_marked("DOCKET_LEDGER", str(ledger_path))
+              if env.get(LAUNCH_MARK) is not None and (identity.boot_id, identity.pgid) not in known_groups]
     pending_launches = {pending.intent.intent_id for pending in ledger.pending_intents(after=0)
-                        if pending.intent.type_name().startswith("WorkerLaunchRequested")}
-    for identity, env in processes.find_marked("DOCKET_LEDGER", str(ledger_path)):
-        launch = env.get(LAUNCH_MARK)
-        if launch is None or (identity.boot_id, identity.pgid) in known_groups or launch in pending_launches:
-            continue  # not an agent docket started, or one the ledger accounts for (or is launching now)
+                        if pending.intent.type_name().startswith("WorkerLaunchRequested")} if marked else set()
+    for identity, env in marked:
+        launch = env[LAUNCH_MARK]
+        if launch in pending_launches or _accounted_for(ledger, env, identity):
+            continue  # a launch under way, or another run's running worker: its own supervisor's, not ours
         finding = Finding("unknown-process", env.get("DOCKET_WORKER"), _int(env.get("DOCKET_GENERATION")),
                           identity.pid, f"launch {launch}, process group {identity.pgid}")
         if apply:
@@ -105,6 +109,24 @@ def reconcile_workers(ledger: Ledger, clock: Clock, effector: Any, running: Sequ
             finding = applied(finding, "killed" if after == "dead" else f"kill unknown ({after})")
         findings.append(finding)
     return findings
+
+
+def _accounted_for(ledger: Ledger, env: dict[str, str], identity: Any) -> bool:
+    """Whether the ledger has the worker the process names running (or launching) in that very process group: a
+    worker of a run this reconcile was not asked about. A mark naming a worker of another group accounts for
+    nothing."""
+    worker_id = env.get("DOCKET_WORKER")
+    if not worker_id:
+        return False
+    try:
+        worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(worker_id))
+    except ValueError:  # a mark is the process's word: a name docket never gives accounts for nothing
+        return False
+    if worker is None or worker.status not in ("launching", "running") or str(worker.generation) != env.get(
+            "DOCKET_GENERATION"):
+        return False
+    return worker.process is None or (worker.process.boot_id, worker.process.pgid) == (identity.boot_id,
+                                                                                       identity.pgid)
 
 
 def _launch_places(ledger_path: Path) -> list[Path]:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -142,6 +143,28 @@ def test_the_gate_holds_the_command_until_opened(spawn, tmp_path: Path, procs: P
     assert finished(gated) == 0 and marker.exists()
     with pytest.raises(ValueError):
         gated.open()
+
+
+def test_a_launch_whose_held_process_was_killed_at_its_gate_is_released_for_its_supervision_to_record(
+        tmp_path: Path, procs: PsutilProcesses):
+    """The ledger already holds the process (WorkerLaunched) when its gate opens: if something killed it at the
+    gate, the release hands it over all the same and its supervision records how it ended. It used to raise
+    BrokenPipeError, which ended the whole `docket go` as if its stdout had been closed (exit 0, nothing said)."""
+    from docket.adapters.service_layer.launcher import Launcher
+
+    marker = tmp_path / "ran"
+    launcher = Launcher(procs)
+    intent = types.SimpleNamespace(intent_id="launch-killed")
+    launcher.expect(intent.intent_id, LaunchSpec(argv=("touch", str(marker)), cwd=tmp_path, log_path=tmp_path / "log",
+                                                 env={"PATH": os.environ["PATH"]}))
+    launcher.start(intent)
+    held = launcher.observe(intent)
+    assert held.state == "held" and held.identity is not None
+    identity = held.identity
+    os.killpg(identity.pgid, signal.SIGKILL)
+    eventually(lambda: stat_fields(identity.pid)[0] == "Z", "the killed shell is gone (its gate's reader too)")
+    released = launcher.release(intent.intent_id, identity)
+    assert released is not None and released.popen.wait(PATIENCE) == -signal.SIGKILL and not marker.exists()
 
 
 def test_a_gate_closed_unopened_never_runs_the_command(spawn, tmp_path: Path, procs: PsutilProcesses):
