@@ -72,10 +72,14 @@ class TargetHistories:
         self._read: dict[tuple[str, str, str], TargetHistory] = {}
 
     def __call__(self, candidate: candidate_aggregate.Candidate) -> tuple[bool, str]:
-        target = load_run(self.ledger, candidate.run_id).target_branch
-        key = (candidate.repository, target, candidate.base)
+        run = load_run(self.ledger, candidate.run_id)
+        # walked down to the run's base, which every candidate's base of the run descends from (a merge step's
+        # verification has the integration head it merged onto): one walk per run, not one per step
+        since = run.base_commit or candidate.base
+        key = (candidate.repository, run.target_branch, since)
         if key not in self._read:
-            self._read[key] = self.candidate_refs.observe_target_history(Path(candidate.repository), target, candidate.base)
+            self._read[key] = self.candidate_refs.observe_target_history(Path(candidate.repository),
+                                                                         run.target_branch, since)
         return candidate_aggregate.preserved_by_target(candidate, self._read[key])
 
 

@@ -510,7 +510,8 @@ def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integ
     own_folder(Path(integration.repository) / "docket", output)
     candidate = pin_tree(ledger, clock, effector, integration.run_id, step.task_id,
                          repository=Path(integration.repository), parent=step.merge_commit, tree=step.tree,
-                         boundary=boundary, source=integration.integration_ref, output=output)
+                         boundary=boundary, source=integration.integration_ref, output=output,
+                         changed_since=probe[0].head)
     binding = candidate.binding_id
     first = probe[0]
     passed: list[ev.CheckBinding] = []

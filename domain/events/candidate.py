@@ -75,7 +75,9 @@ class CandidatePinRequested(Event):
     ref: CandidateRef
     parent: Commit  # the worktree's HEAD when it was captured
     tree: Commit
-    base: Commit  # the task's base commit: changed_paths are against its tree
+    # the task's base commit (a merge step's verification: the integration head its steps merged onto):
+    # changed_paths are against its tree
+    base: Commit
     changed_paths: ChangedPaths
 
 

@@ -95,7 +95,10 @@ def test_two_clean_candidates_are_merged_reverified_and_the_target_moved_by_comp
             f"integration-{step['step']}", step["merge_commit"], step["tree"])
         (check,) = event["checks"]
         assert check["check"] == "ok" and passed[binding]["check_id"] == check["check_id"]
-    assert sorted(pins[verified[1]["verification_binding"]]["changed_paths"]) == ["a.txt", "b.txt"]
+    # each pin lists what its step changed on the integration, against the head it merged onto
+    first, second = (pins[v["verification_binding"]] for v in verified)
+    assert (first["changed_paths"], first["base"]) == (["a.txt"], expected)
+    assert (second["changed_paths"], second["base"]) == (["b.txt"], done["steps"][0]["merge_commit"])
     assert tip(docket, f"refs/docket/integrations/{RUN}") == done["final_commit"]
     fsck(docket)
     docket("verify")
