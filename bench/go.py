@@ -24,8 +24,8 @@ target tree (checked). Figures: the ratio, and docket's overhead per task,
 (go - loop) / 8. Goal (issue 22, goal 1): at most 100 ms per task, on each layout. For information: the CPU time
 (user + system) of docket go and every process it waited for, per task; and
 where docket go's time goes, from the timestamps its ledger recorded: each gap
-between consecutive events is charged to the phase of the later one (PHASES),
-from the process's start to its exit.
+between consecutive events is charged to the phase of the event that ends it (PHASES, phase_labels),
+from the process's start to its exit. The merge queue runs beside the agents, so these phases overlap in time.
 
 Parallelism. 8 tasks whose agent is the scripted agent of examples/ sleeping
 2 s, then writing its file (``sleep: 2`` / ``write FILE: ...``);
@@ -188,9 +188,43 @@ PHASES = (
                                            ev.WorktreePrepared, ev.LeaseGranted, ev.WorkerLaunchRequested,
                                            ev.WorkerLaunched)),
 )
-INTEGRATING = "integrating in task order (each step re-checked)"
-DELIVERING = "moving the target, seal, complete, exit"
+INTEGRATING = "integrating in task order (each step merged and re-checked)"
+MOVING = "moving the target after each step"
+DELIVERING = "seal, complete, exit"
 PLANNING = "pin the base, plan"
+# The queue runs beside the agents (a step is merged while the next task's agent works), so a phase is found from
+# the event that ends each gap, not from where the run is: a check's events inside a step (between its request and
+# its verdict) are the step's; the target moves after each step; only what follows the queue's end is delivery.
+_STEP_OPENED = {ev.IntegrationStepRequested.__name__}
+_STEP_CLOSED = {cls.__name__ for cls in (ev.IntegrationStepVerified, ev.IntegrationStepFailed,
+                                         ev.IntegrationStepConflicted, ev.IntegrationStepRejected,
+                                         ev.IntegrationBatchVerified, ev.IntegrationBatchFailed)}
+_QUEUE = {cls.__name__ for cls in (ev.IntegrationPrepared, ev.IntegrationStepQueued, ev.IntegrationStepRequested,
+                                   ev.IntegrationStepMerged, ev.IntegrationBatchRequeued, ev.IntegrationRequeued)}
+_MOVES = {cls.__name__ for cls in (ev.IntegrationTargetRequested, ev.IntegrationTargetMoved)}
+_ENDS = {cls.__name__ for cls in (ev.IntegrationCompleted, ev.IntegrationQueueClosed, ev.ReceiptSealed,
+                                  ev.RunCompleted)}
+
+
+def phase_labels(names: list[str]) -> list[str]:
+    """The phase of each gap, named by the event type (or "exit") that ends it, in a run's order (see above)."""
+    of_type = {cls.__name__: label for label, classes in PHASES for cls in classes}
+    launching = {cls.__name__ for label, classes in PHASES if label.startswith("launching") for cls in classes}
+    labels, in_step, ended = [], False, False
+    for name in names:
+        if ended or name in _ENDS or name == "exit":
+            ended = ended or name in (ev.IntegrationQueueClosed.__name__, ev.RunCompleted.__name__)
+            labels.append(DELIVERING)
+        elif name in _MOVES:
+            labels.append(MOVING)
+        elif name in launching:
+            labels.append(of_type[name])
+        elif name in _QUEUE or name in _STEP_CLOSED or in_step:
+            labels.append(INTEGRATING)
+        else:
+            labels.append(of_type.get(name, PLANNING))
+        in_step = (in_step or name in _STEP_OPENED) and name not in _STEP_CLOSED
+    return labels
 
 
 def phases_of(repo: Path, started: float, ended: float) -> dict[str, float]:
@@ -199,15 +233,10 @@ def phases_of(repo: Path, started: float, ended: float) -> dict[str, float]:
                               capture_output=True, text=True).stdout
     events = [(datetime.fromisoformat(e["recorded_at"].replace("Z", "+00:00")).timestamp(), e["type"].split(".")[0])
               for e in json.loads(log_json)["events"]]
-    of_type = {cls.__name__: label for label, classes in PHASES for cls in classes}
+    gaps = [*events[1:], (ended, "exit")]  # the first is the ledger's genesis, made before the run
     spent: dict[str, float] = {}
-    previous, stage = started, "run"
-    for at, name in [*events[1:], (ended, "exit")]:  # the first is the ledger's genesis, made before the run
-        if name == ev.IntegrationPrepared.__name__:
-            stage = "integration"
-        if name in (ev.IntegrationTargetRequested.__name__, "exit"):
-            stage = "delivery"
-        label = {"integration": INTEGRATING, "delivery": DELIVERING}.get(stage) or of_type.get(name, PLANNING)
+    previous = started
+    for (at, _), label in zip(gaps, phase_labels([name for _, name in gaps])):
         spent[label] = spent.get(label, 0.0) + max(0.0, at - previous)
         previous = max(previous, at)
     return spent

@@ -59,7 +59,8 @@ def prepare(folder: Path, files: int, dirs: int) -> str:
         for i in range(files):
             (folder / places[i % len(places)] / f"module{i:05d}.py").write_text(f"# file {i}\n" + line * 12)
         git(folder, "add", "-A")
-        git(folder, "commit", "-q", "-m", "generated")
+        # no auto gc: one detached after this commit would hold gc's lock while go.py packs the copy's source
+        git(folder, "-c", "gc.auto=0", "commit", "-q", "-m", "generated")
         (folder / ".git" / "docket-bench-ready").write_text("")
     return git(folder, "rev-parse", "HEAD")
 
