@@ -334,14 +334,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         emit_error("interrupted", "stopped by the user", as_json)
         return 130
-    except BrokenPipeError as e:
-        if not _stdout_gone():  # a pipe of docket's own (a child's gate, a hook's input): a failure like any other
-            _print_traceback_if(debug)
-            emit_error("os-error", str(e), as_json)
-            return 2
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # `docket log | head`: its reader is done
+    except BrokenPipeError if _stdout_gone() else ():  # `docket log | head`: its reader is done
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:  # noqa: BLE001  (a broken pipe of docket's own, a child's gate, is a failure like any other)
         _print_traceback_if(debug)
         code, message, exit_code = _describe(e)
         emit_error(code, message, as_json)

@@ -42,6 +42,8 @@ class Context:
         from ..adapters.world.files import check_ledger_file, exposure_warnings
         from .output import warn
 
+        if self.paths.url is not None:
+            return  # a database: the reader finds whether it holds a ledger
         if not os.path.lexists(self.paths.ledger):
             raise NotFound("no-ledger", f"no docket ledger at {self.paths.ledger}; run 'docket init' first")
         if not self._ledger_file_checked:
@@ -78,9 +80,29 @@ class Context:
         chosen = getattr(self.args, "ledger", None) or os.environ.get("DOCKET_LEDGER")
         if chosen and not self.paths.ledger.parent.is_dir():  # docket makes only its own folder, in the repository
             raise BadInput("bad-ledger-path", f"the folder of {self.paths.ledger} does not exist; make it first")
-        ledger = Ledger(self.paths.ledger, lock_timeout=self.lock_timeout)
+        if self.paths.url is not None:
+            ledger = self._open_database(Ledger)
+        else:
+            ledger = Ledger(self.paths.ledger, lock_timeout=self.lock_timeout)
         self._resources.callback(ledger.close)
         return ledger
+
+    def _open_database(self, ledger_class: type[Ledger]) -> Ledger:
+        """The PostgreSQL ledger, this machine's docket folder made for its views; an unreachable database is
+        StorageFailed naming it (never its password)."""
+        from ..adapters.world.files import own_folder
+        from ..domain.errors import StorageFailed
+
+        docket_folder = self.paths.ledger.parent
+        own_folder(docket_folder.parent, docket_folder)
+        try:
+            return ledger_class(self.paths.ledger, url=self.paths.url, lock_timeout=self.lock_timeout)
+        except ValueError as e:
+            raise BadInput("bad-database-url", str(e)) from None
+        except Exception as e:
+            if type(e).__module__.startswith(("eventsourcing", "psycopg")):
+                raise StorageFailed(f"cannot open the ledger's database {self.paths.where}: {e}".strip()) from e
+            raise
 
     @cached_property
     def ledger(self) -> Ledger:
@@ -99,7 +121,7 @@ class Context:
             return  # outside any repository (an auditor's copy), or a ledger bound to none
         mismatch = identity_mismatch(common, ledger.repository_id)
         if mismatch:
-            raise Refused("foreign-ledger", f"{mismatch}: {self.paths.ledger} was not made for this repository "
+            raise Refused("foreign-ledger", f"{mismatch}: {self.paths.where} was not made for this repository "
                                             "(pass --ledger for this repository's own ledger)")
 
     @cached_property
@@ -156,9 +178,16 @@ class Context:
     @cached_property
     def ledger_reader(self) -> SqliteLedgerReader:
         """The ledger read through the LedgerReader port, over a read-only connection kept for the command's life."""
+        self.require_ledger_file()
+        if self.paths.url is not None:
+            from ..adapters.world.postgres_reader import postgres_reader
+
+            reader = self._resources.enter_context(postgres_reader(self.paths.url))
+            if "stored_events" in reader.missing_tables():
+                raise NotFound("no-ledger", f"no docket ledger in {self.paths.where}; run 'docket init' first")
+            return reader  # type: ignore[return-value]  (the same LedgerReader port)
         from ..adapters.world.reader import ledger_reader
 
-        self.require_ledger_file()
         reader = self._resources.enter_context(ledger_reader(self.paths.ledger))
         if "stored_events" in reader.missing_tables():
             raise NotFound("no-ledger", f"{self.paths.ledger} is not a docket ledger; run 'docket init' first")

@@ -53,11 +53,12 @@ def init(ctx: Context) -> int:
     from .config import write_default_config
 
     config, config_created = write_default_config()
-    doc = {"created": created, "ledger": str(ctx.paths.ledger), "views": str(ctx.paths.views),
+    where = ctx.paths.where if ctx.paths.url is not None else str(ctx.paths.ledger)
+    doc = {"created": created, "ledger": where, "views": str(ctx.paths.views),
            "repository_id": ledger.repository_id, "config": str(config) if config else None,
            "config_created": config_created}
     wrote = f"\nwrote a commented default configuration {shown(config)}" if config_created else ""
-    emit(ctx.json, doc, f"{'created' if created else 'already have'} ledger {shown(ctx.paths.ledger)}{wrote}")
+    emit(ctx.json, doc, f"{'created' if created else 'already have'} ledger {shown(ctx.paths.ledger) if ctx.paths.url is None else shown(where)}{wrote}")
     return 0
 
 

@@ -54,8 +54,12 @@ class PendingIntent:
 class Ledger(Application):
     name = "docket"
 
-    def __init__(self, path: Path, *, lock_timeout: int = DEFAULT_LOCK_TIMEOUT, streams: StreamCache | None = None):
+    def __init__(self, path: Path, *, lock_timeout: int = DEFAULT_LOCK_TIMEOUT, streams: StreamCache | None = None,
+                 url: str | None = None):
+        """The ledger file at path, or, with url (postgresql://...), the PostgreSQL database it names (path is then
+        only where this machine's docket folder is)."""
         self.path = path
+        self.url = url
         self.lock_timeout = lock_timeout
         self._cursor: Any = None  # the write transaction's cursor while a decision runs
         # streams the running decision folded: stream -> (fold, state, version)
@@ -66,25 +70,38 @@ class Ledger(Application):
         # docket go's watch over the file (adapters/world/ledger_watch.py): told each head this connection wrote,
         # and asked before the target moves or a receipt is sealed. None: no watch (short-lived commands).
         self.watch: Any = None
-        if str(path) != ":memory:":  # SQLite never names a file ":memory:": an in-memory ledger (tests)
-            prepare_ledger_file(path)
+        if url is not None:
+            from ..world.postgres_store import postgres_env
+
+            env = postgres_env(url, lock_timeout=lock_timeout)
+        else:
+            if str(path) != ":memory:":  # SQLite never names a file ":memory:": an in-memory ledger (tests)
+                prepare_ledger_file(path)
+            env = {"SQLITE_DBNAME": str(path), "SQLITE_LOCK_TIMEOUT": str(lock_timeout), "ORIGINATOR_ID_TYPE": "text"}
         try:
-            super().__init__(
-                env={
-                    "SQLITE_DBNAME": str(path),
-                    "SQLITE_LOCK_TIMEOUT": str(lock_timeout),
-                    "ORIGINATOR_ID_TYPE": "text",
-                }
-            )
+            super().__init__(env=env)
         except (OperationalError, LedgerBusy) as e:
             raise self._busy(e) from None
         self.recorder: ChainedSQLiteProcessRecorder
+
+    @property
+    def where(self) -> str:
+        """The ledger's place for messages: its file, or its database's URL without a password."""
+        if self.url is None:
+            return str(self.path)
+        from ..world.postgres_store import redacted
+
+        return redacted(self.url)
 
     # Configuration is built here, explicitly; os.environ is not consulted.
     def construct_env(self, name: str, env: Any = None) -> Environment:
         return Environment(name, dict(env or {}))
 
-    def construct_factory(self, env: Environment) -> ChainedSQLiteFactory:
+    def construct_factory(self, env: Environment) -> Any:
+        if self.url is not None:
+            from ..world.postgres_store import ChainedPostgresFactory
+
+            return ChainedPostgresFactory(env)
         return ChainedSQLiteFactory(env)
 
     def construct_mapper(self) -> CanonicalMapper:
@@ -95,7 +112,7 @@ class Ledger(Application):
 
     def _busy(self, error: Exception) -> Exception:
         if "locked" in str(error) or "busy" in str(error) or isinstance(error, LedgerBusy):
-            return Conflict("ledger-busy", f"another process holds the ledger's write lock ({self.path}); "
+            return Conflict("ledger-busy", f"another process holds the ledger's write lock ({self.where}); "
                                            f"gave up after {self.lock_timeout}s (DOCKET_LOCK_TIMEOUT)")
         return error
 
@@ -252,7 +269,7 @@ class Ledger(Application):
         if self._cursor is not None:
             row = self.recorder.select_snapshot(self._cursor, stream)
         else:
-            with self.recorder.datastore.transaction(commit=False) as c:
+            with self.recorder.read_transaction() as c:
                 row = self.recorder.select_snapshot(c, stream)
         if row is None:
             return None, 0
@@ -321,7 +338,7 @@ class Ledger(Application):
         """
         if self._cursor is not None:
             return self._only(self._pending(self._cursor, self._start(self._cursor, after, only)), only)
-        with self.recorder.datastore.transaction(commit=False) as c:
+        with self.recorder.read_transaction() as c:
             return self._only(self._pending(c, self._start(c, after, only)), only)
 
     def _start(self, c: Any, after: int | None, only: Collection[str] | None) -> int | None:
@@ -371,9 +388,6 @@ class Ledger(Application):
         head it last scanned to, from a start at or below the cursor, and reads only what was appended since; a
         cursor put back (replay) or a head this transaction does not see yet starts the scan afresh.
         """
-        from eventsourcing.persistence import Notification
-
-        table = self.recorder.events_table_name
         cursor = self.recorder.tracked(c, EFFECTOR_CURSOR)
         head = self.recorder.head_position(c)
         types = (*intents, *outcomes, *unknowns)
@@ -383,28 +397,17 @@ class Ledger(Application):
             if scan is None or scan.start > cursor or scan.scanned_to > head:
                 scan = PendingScan(cursor, cursor, {})
             unresolved = {intent_id: [p for p in ps if p > cursor] for intent_id, ps in scan.unresolved.items()}
-            c.execute(f"SELECT rowid, topic, json_extract(state, '$.payload.intent_id') FROM {table} "
-                      f"WHERE rowid > ? AND rowid <= ? AND topic IN ({','.join('?' * len(types))}) ORDER BY rowid",
-                      (scan.scanned_to, head, *types))
-            for position, topic, intent_id in c.fetchall():
+            for position, topic, intent_id in self.recorder.intent_rows(c, scan.scanned_to, head, types):
                 if topic in outcome_types:
                     unresolved.pop(intent_id, None)
                 else:
                     unresolved.setdefault(intent_id, []).append(position)
             unresolved = {intent_id: ps for intent_id, ps in unresolved.items() if ps}
             self.streams.pending_scan = PendingScan(cursor, head, unresolved)
-        positions = sorted(p for ps in unresolved.values() for p in ps)
-        found: list[Any] = []
-        for start in range(0, len(positions), 500):
-            chunk = positions[start:start + 500]
-            c.execute(f"SELECT rowid, originator_id, originator_version, topic, state FROM {table} "
-                      f"WHERE rowid IN ({','.join('?' * len(chunk))}) ORDER BY rowid", chunk)
-            found += [Notification(id=r[0], originator_id=r[1], originator_version=r[2], topic=r[3], state=r[4])
-                      for r in c.fetchall()]
-        return found
+        return self.recorder.notifications_at(c, sorted(p for ps in unresolved.values() for p in ps))
 
     def effector_cursor(self) -> int:
-        with self.recorder.datastore.transaction(commit=False) as c:
+        with self.recorder.read_transaction() as c:
             return self.recorder.tracked(c, EFFECTOR_CURSOR)
 
     def advance_effector_cursor(self) -> int:
@@ -448,7 +451,7 @@ class Ledger(Application):
 
     def require_initialised(self) -> None:
         if not self.is_initialised():
-            raise NotFound("no-ledger", f"no docket ledger at {self.path}; run 'docket init' first")
+            raise NotFound("no-ledger", f"no docket ledger at {self.where}; run 'docket init' first")
 
     def initialise(self, now: str, repository_id: str | None = None, repository: str | None = None) -> bool:
         """Append LedgerCreated at position 1 unless it is there; True if created now."""
@@ -457,7 +460,7 @@ class Ledger(Application):
         def decision(now: str) -> list[Event]:
             if self.head() != 0:
                 if self.genesis() is None:
-                    raise NotFound("no-ledger", f"{self.path} holds events but no LedgerCreated at position 1")
+                    raise NotFound("no-ledger", f"{self.where} holds events but no LedgerCreated at position 1")
                 return []
             created.append(True)
             return [ledger_aggregate.create(now, repository_id, repository)]

@@ -112,9 +112,9 @@ def reconcile_workers(ledger: Ledger, clock: Clock, effector: Any, running: Sequ
 
 
 def _accounted_for(ledger: Ledger, env: dict[str, str], identity: Any) -> bool:
-    """Whether the ledger has the worker the process names running (or launching) in that very process group: a
-    worker of a run this reconcile was not asked about. A mark naming a worker of another group accounts for
-    nothing."""
+    """Whether the ledger has the worker the process names running (or launching) in that very process group, as
+    its WorkerLaunched recorded it: a worker of a run this reconcile was not asked about. A mark naming a worker of
+    another group, or one with no process recorded, accounts for nothing."""
     worker_id = env.get("DOCKET_WORKER")
     if not worker_id:
         return False
@@ -125,8 +125,9 @@ def _accounted_for(ledger: Ledger, env: dict[str, str], identity: Any) -> bool:
     if worker is None or worker.status not in ("launching", "running") or str(worker.generation) != env.get(
             "DOCKET_GENERATION"):
         return False
-    return worker.process is None or (worker.process.boot_id, worker.process.pgid) == (identity.boot_id,
-                                                                                       identity.pgid)
+    # a launch not yet recorded is a pending launch intent (above): without a recorded process nothing accounts
+    return worker.process is not None and (worker.process.boot_id, worker.process.pgid) == (identity.boot_id,
+                                                                                           identity.pgid)
 
 
 def _launch_places(ledger_path: Path) -> list[Path]:

@@ -31,8 +31,21 @@ __all__ = [
 
 @dataclass(frozen=True)
 class LedgerPaths:
+    """Where the ledger is, and this machine's views of it. With ``url`` the ledger is that PostgreSQL database and
+    ``ledger`` only names the docket folder it is read from on this machine (its parent; no file is made there)."""
+
     ledger: Path
     views: Path
+    url: str | None = None
+
+    @property
+    def where(self) -> str:
+        """The ledger's place for messages: its file, or its database's URL without a password."""
+        if self.url is None:
+            return str(self.ledger)
+        from .postgres_store import redacted
+
+        return redacted(self.url)
 
 
 def find_git_common_dir(start: Path) -> Path | None:
@@ -67,12 +80,22 @@ def repository_root(start: Path) -> Path | None:
 
 
 def resolve_paths(ledger_option: str | None, cwd: Path | None = None) -> LedgerPaths:
-    """--ledger, then DOCKET_LEDGER, then the repository's default location."""
+    """--ledger, then DOCKET_DATABASE_URL or DOCKET_LEDGER (not both), then docket.toml's ``[ledger] url``, then the
+    repository's default file."""
+    where = (cwd or Path.cwd()).absolute()
+    url = None if ledger_option else os.environ.get("DOCKET_DATABASE_URL", "").strip() or None
     chosen = ledger_option or os.environ.get("DOCKET_LEDGER")
+    if url and chosen:
+        raise BadInput("bad-environment", "DOCKET_DATABASE_URL and DOCKET_LEDGER are both set; a ledger is one or the "
+                                          "other (--ledger FILE chooses a file whatever is set)")
+    if url is None and not chosen:
+        url = _configured_url(where)
+    if url is not None:
+        return _database_paths(url, find_git_common_dir(where))
     if chosen:
         ledger = Path(chosen).expanduser().absolute()
     else:
-        common = find_git_common_dir((cwd or Path.cwd()).absolute())
+        common = find_git_common_dir(where)
         if common is None:
             raise NotFound(
                 "not-a-repository",
@@ -83,6 +106,50 @@ def resolve_paths(ledger_option: str | None, cwd: Path | None = None) -> LedgerP
         raise BadInput("ledger-is-a-directory", f"{ledger} is a directory; --ledger names the ledger file itself")
     views_name = "views.sqlite" if ledger.name == "ledger.sqlite" else ledger.stem + ".views.sqlite"
     return LedgerPaths(ledger=ledger, views=ledger.with_name(views_name))
+
+
+def _database_paths(url: str, common: Path | None) -> LedgerPaths:
+    """A PostgreSQL ledger's paths on this machine: views of their own per database, in the repository's docket
+    folder (outside a repository, an auditor's: the data folder's), never those of the repository's file ledger."""
+    import hashlib
+
+    from .postgres_store import redacted
+
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise BadInput("bad-database-url", f"{redacted(url)[:200]!r} is not a PostgreSQL URL "
+                                           "(postgresql://user@host:port/database)")
+    key = hashlib.sha256(redacted(url).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    folder = common / "docket" if common is not None else data_dir() / "databases"
+    return LedgerPaths(ledger=folder / f"ledger.{key}.postgres", views=folder / f"views.{key}.sqlite", url=url)
+
+
+def _configured_url(cwd: Path) -> str | None:
+    """docket.toml's ``[ledger] url`` at the repository's top, read only when the file mentions it. A password in
+    it is refused: the file is committed with the repository (PGPASSWORD or ~/.pgpass hold one)."""
+    root = repository_root(cwd)
+    config = root / "docket.toml" if root is not None else None
+    try:
+        text = config.read_text(encoding="utf-8") if config is not None else ""
+    except (OSError, UnicodeDecodeError):
+        return None  # the commands that need docket.toml report what is wrong with it
+    if "[ledger]" not in text:
+        return None
+    import tomllib
+
+    try:
+        url = tomllib.loads(text).get("ledger", {}).get("url")
+    except (tomllib.TOMLDecodeError, AttributeError):
+        return None
+    if url is None:
+        return None
+    if not isinstance(url, str) or not url.strip():
+        raise BadInput("bad-config", "docket.toml: [ledger] url must be a postgresql:// URL")
+    from urllib.parse import urlsplit
+
+    if urlsplit(url).password:
+        raise BadInput("bad-config", "docket.toml: [ledger] url holds a password, and docket.toml is committed with "
+                                     "the repository; give it in PGPASSWORD or ~/.pgpass instead")
+    return url.strip()
 
 
 def data_dir() -> Path:

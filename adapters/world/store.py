@@ -347,20 +347,21 @@ class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorde
         their payload's intent_id without being decoded; only the unresolved
         ones are read whole.
         """
-        types = (*intents, *outcomes, *unknowns)
+        positions = unresolved_positions(self.intent_rows(c, after, None, (*intents, *outcomes, *unknowns)), outcomes)
+        return self.notifications_at(c, positions)
+
+    def intent_rows(self, c: SQLiteCursor, after: int, until: int | None,
+                    types: Sequence[str]) -> list[tuple[int, str, Any]]:
+        """(position, type, intent_id) of the events of these types after a position (up to one), in order."""
         c.execute(
             f"SELECT rowid, topic, json_extract(state, '$.payload.intent_id') FROM {self.events_table_name} "
-            f"WHERE rowid > ? AND topic IN ({','.join('?' * len(types))}) ORDER BY rowid",
-            (after, *types),
+            f"WHERE rowid > ? AND rowid <= ? AND topic IN ({','.join('?' * len(types))}) ORDER BY rowid",
+            (after, 2**63 - 1 if until is None else until, *types),
         )
-        outcome_types = set(outcomes)
-        unresolved: dict[Any, list[int]] = {}
-        for position, topic, intent_id in c.fetchall():
-            if topic in outcome_types:
-                unresolved.pop(intent_id, None)
-            else:
-                unresolved.setdefault(intent_id, []).append(position)
-        positions = sorted(p for ps in unresolved.values() for p in ps)
+        return c.fetchall()
+
+    def notifications_at(self, c: SQLiteCursor, positions: Sequence[int]) -> list[Notification]:
+        """The events at these positions, in ledger order."""
         found: list[Notification] = []
         for start in range(0, len(positions), 500):
             chunk = positions[start:start + 500]
@@ -370,6 +371,25 @@ class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorde
             found += [Notification(id=r[0], originator_id=r[1], originator_version=r[2], topic=r[3], state=r[4])
                       for r in c.fetchall()]
         return found
+
+    @contextmanager
+    def read_transaction(self) -> Iterator[SQLiteCursor]:
+        """A cursor in a transaction that writes nothing."""
+        with self.datastore.transaction(commit=False) as c:
+            yield c
+
+
+def unresolved_positions(rows: Sequence[tuple[int, str, Any]], outcomes: Sequence[str]) -> list[int]:
+    """The positions, in order, of the intents (and their unknowns) among (position, type, intent_id) rows in ledger
+    order that no later outcome of the same intent_id resolves."""
+    outcome_types = set(outcomes)
+    unresolved: dict[Any, list[int]] = {}
+    for position, topic, intent_id in rows:
+        if topic in outcome_types:
+            unresolved.pop(intent_id, None)
+        else:
+            unresolved.setdefault(intent_id, []).append(position)
+    return sorted(p for ps in unresolved.values() for p in ps)
 
 
 class ChainedSQLiteProcessRecorder(SQLiteTrackingRecorder, ChainedSQLiteApplicationRecorder, ProcessRecorder):
