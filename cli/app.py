@@ -61,6 +61,11 @@ def _replay(nouns: Nouns, common: Common) -> None:
     add_replay(nouns, common)
 
 
+def _ledger(nouns: Nouns, common: Common) -> None:
+    from .ledger import add_ledger
+    add_ledger(nouns, common)
+
+
 def _schema(nouns: Nouns, common: Common) -> None:
     from .ledger import add_schema
     add_schema(nouns, common)
@@ -182,6 +187,7 @@ COMMANDS = {
     "verify": _verify,
     "replay": _replay,
     "schema": _schema,
+    "ledger": _ledger,
     "run": _run,
     "task": _task,
     "worker": _worker,
@@ -223,6 +229,8 @@ environment:
   DOCKET_LEDGER        the ledger file, as --ledger
   DOCKET_LOCK_TIMEOUT  seconds to wait for the ledger's write lock (default 60)
   DOCKET_NOW           pin the clock to an ISO-8601 time; honoured only with DOCKET_TESTING=1 (tests, demos)
+  DOCKET_DATABASE_URL  postgresql://user@host:port/database: the ledger is that PostgreSQL database (several
+                       machines share it); views stay a file on each machine. Or docket.toml's [ledger] url
   DOCKET_FAULT         SIGKILL the process at a named crash point (crash tests)"""
 
 

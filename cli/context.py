@@ -88,10 +88,8 @@ class Context:
         return ledger
 
     def _open_database(self, ledger_class: type[Ledger]) -> Ledger:
-        """The PostgreSQL ledger, this machine's docket folder made for its views; an unreachable database is
-        StorageFailed naming it (never its password)."""
+        """The PostgreSQL ledger, this machine's docket folder made for its views."""
         from ..adapters.world.files import own_folder
-        from ..domain.errors import StorageFailed
 
         docket_folder = self.paths.ledger.parent
         own_folder(docket_folder.parent, docket_folder)
@@ -99,10 +97,6 @@ class Context:
             return ledger_class(self.paths.ledger, url=self.paths.url, lock_timeout=self.lock_timeout)
         except ValueError as e:
             raise BadInput("bad-database-url", str(e)) from None
-        except Exception as e:
-            if type(e).__module__.startswith(("eventsourcing", "psycopg")):
-                raise StorageFailed(f"cannot open the ledger's database {self.paths.where}: {e}".strip()) from e
-            raise
 
     @cached_property
     def ledger(self) -> Ledger:

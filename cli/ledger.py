@@ -9,9 +9,9 @@ from typing import Any
 from ..domain.errors import BadInput, NotFound, OutcomeUnknown, VerificationFailed
 from .context import Context
 from .output import Progress, emit, shown
-from .parsing import command, position
+from .parsing import command, group, position
 
-__all__ = ["add_init", "add_replay", "add_schema", "add_verify"]
+__all__ = ["add_init", "add_ledger", "add_replay", "add_schema", "add_verify"]
 
 
 def add_init(nouns: Any, common: argparse.ArgumentParser) -> None:
@@ -30,6 +30,71 @@ def add_replay(nouns: Any, common: argparse.ArgumentParser) -> None:
                 "verify, rebuild every projection and compare; --apply drives pending intents", "docket replay --apply")
     p.add_argument("--until", metavar="POSITION", type=position, help="stop at this position")
     p.add_argument("--apply", action="store_true", help="drive every pending intent to its outcome")
+
+
+def add_ledger(nouns: Any, common: argparse.ArgumentParser) -> None:
+    ledger = group(nouns, "ledger", "move the ledger between stores", "docket ledger copy --to ledger-copy.sqlite")
+    p = command(ledger, "copy", ledger_copy, common,
+                "copy this ledger, every event as stored, into an empty PostgreSQL database (postgresql://...) or "
+                "SQLite file; the chain is verified on both sides, and a stopped copy resumes",
+                "docket ledger copy --to ledger-copy.sqlite")
+    p.add_argument("--to", metavar="URL_OR_FILE", required=True,
+                   help="a postgresql:// URL, or the path of a new SQLite ledger file")
+
+
+def ledger_copy(ctx: Context) -> int:
+    """Copy the ledger this command reads (--ledger, DOCKET_DATABASE_URL ...) to --to."""
+    from pathlib import Path
+
+    from ..adapters.service_layer.ledger import Ledger
+    from ..adapters.service_layer.ledger_copy import copy_ledger
+    from ..adapters.world.paths import LedgerPaths
+    from ..adapters.world.database_url import redacted
+
+    to = ctx.args.to
+    url = to if to.startswith(("postgresql://", "postgres://")) else None
+    if url is None:
+        path = Path(to).expanduser().absolute()
+        if path.is_dir() or not path.parent.is_dir():
+            raise BadInput("bad-ledger-path", f"{shown(path)} must name a file in a folder that exists")
+        target_paths = LedgerPaths(ledger=path, views=path.with_name(path.stem + ".views.sqlite"))
+    else:
+        from ..adapters.world.database_url import postgres_env
+
+        try:
+            postgres_env(url, lock_timeout=0)
+        except ValueError as e:
+            raise BadInput("bad-database-url", str(e)[:300]) from None
+        target_paths = LedgerPaths(ledger=ctx.paths.ledger, views=ctx.paths.views, url=url)
+    if target_paths.where == ctx.paths.where:
+        raise BadInput("same-ledger", "the ledger cannot be copied onto itself")
+    source = ctx.ledger_reader
+    target = Ledger(target_paths.ledger, url=url, lock_timeout=ctx.lock_timeout)
+    try:
+        progress = Progress("copied", total=source.head_position()) if not ctx.json else None
+        copied = copy_ledger(source, target, lambda: _reader_of(target_paths),
+                             progress=progress)
+        if progress is not None:
+            progress.close()
+    finally:
+        target.close()
+    doc = {"source": ctx.paths.where, "target": target_paths.where, "copied": copied.copied,
+           "resumed_from": copied.resumed_from,
+           "head": {"position": copied.head.position, "digest": copied.head.digest}}
+    resumed = f" (resumed after position {copied.resumed_from})" if copied.resumed_from else ""
+    emit(ctx.json, doc, f"copied {copied.copied} events to {shown(redacted(target_paths.where))}{resumed}; chain "
+                        f"verified on both sides: head {copied.head.position} {copied.head.digest}")
+    return 0
+
+
+def _reader_of(paths: Any) -> Any:
+    if paths.url is not None:
+        from ..adapters.world.postgres_reader import postgres_reader
+
+        return postgres_reader(paths.url)
+    from ..adapters.world.reader import ledger_reader
+
+    return ledger_reader(paths.ledger)
 
 
 def add_schema(nouns: Any, common: argparse.ArgumentParser) -> None:

@@ -71,7 +71,7 @@ class Ledger(Application):
         # and asked before the target moves or a receipt is sealed. None: no watch (short-lived commands).
         self.watch: Any = None
         if url is not None:
-            from ..world.postgres_store import postgres_env
+            from ..world.database_url import postgres_env
 
             env = postgres_env(url, lock_timeout=lock_timeout)
         else:
@@ -82,6 +82,12 @@ class Ledger(Application):
             super().__init__(env=env)
         except (OperationalError, LedgerBusy) as e:
             raise self._busy(e) from None
+        except Exception as e:
+            if url is not None and type(e).__module__.startswith(("eventsourcing", "psycopg")):
+                from ...domain.errors import StorageFailed
+
+                raise StorageFailed(f"cannot open the ledger's database {self.where}: {e}".strip()) from e
+            raise
         self.recorder: ChainedSQLiteProcessRecorder
 
     @property
@@ -89,7 +95,7 @@ class Ledger(Application):
         """The ledger's place for messages: its file, or its database's URL without a password."""
         if self.url is None:
             return str(self.path)
-        from ..world.postgres_store import redacted
+        from ..world.database_url import redacted
 
         return redacted(self.url)
 
@@ -114,6 +120,10 @@ class Ledger(Application):
         if "locked" in str(error) or "busy" in str(error) or isinstance(error, LedgerBusy):
             return Conflict("ledger-busy", f"another process holds the ledger's write lock ({self.where}); "
                                            f"gave up after {self.lock_timeout}s (DOCKET_LOCK_TIMEOUT)")
+        if self.url is not None:
+            from ...domain.errors import StorageFailed
+
+            return StorageFailed(f"cannot open the ledger's database {self.where}: {error}".strip())
         return error
 
     # Deciding and appending -------------------------------------------------
@@ -160,6 +170,32 @@ class Ledger(Application):
             return [position for position, _ in appended]
         except LedgerBusy as e:
             raise self._busy(e) from None
+
+    def copy_stored(self, rows: Sequence[tuple[int, str, int, str, bytes, str | None]]) -> None:
+        """Append another ledger's chain rows (position, stream, version, type, stored bytes, digest) exactly as
+        stored, in one transaction: they must land at the same positions and this store's chain must reach the same
+        digest at the last of them, else nothing of them is kept (ledger_copy.py)."""
+        from eventsourcing.persistence import StoredEvent
+
+        from ...domain.errors import VerificationFailed
+
+        stored = [StoredEvent(originator_id=stream, originator_version=version, topic=topic, state=bytes(state))
+                  for _position, stream, version, topic, state, _digest in rows]
+        try:
+            with self.recorder.write_transaction() as c:
+                positions = self.recorder._insert_chained(c, stored)
+                head = self.recorder._chain_head(c)
+                if positions != [row[0] for row in rows] or head.digest != rows[-1][5]:
+                    raise VerificationFailed("chain-broken", f"the copy parts from the source at positions "
+                                                             f"{rows[0][0]}..{rows[-1][0]}: nothing of them was kept")
+        except LedgerBusy as e:
+            raise self._busy(e) from None
+
+    def digest_at(self, position: int) -> str | None:
+        """The chain's digest at position (None: none recorded)."""
+        with self.recorder.read_transaction() as c:
+            digests = self.recorder.chain_digests_between(c, position - 1, position)
+        return digests[0] if digests else None
 
     def _remember_intents(self, appended: list[tuple[int, Event]]) -> None:
         intents = {e.intent_id: p for p, e in appended if e.effect_role == "intent"}  # type: ignore[attr-defined]

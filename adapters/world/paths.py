@@ -43,7 +43,7 @@ class LedgerPaths:
         """The ledger's place for messages: its file, or its database's URL without a password."""
         if self.url is None:
             return str(self.ledger)
-        from .postgres_store import redacted
+        from .database_url import redacted
 
         return redacted(self.url)
 
@@ -113,11 +113,12 @@ def _database_paths(url: str, common: Path | None) -> LedgerPaths:
     folder (outside a repository, an auditor's: the data folder's), never those of the repository's file ledger."""
     import hashlib
 
-    from .postgres_store import redacted
+    from .database_url import postgres_env, redacted
 
-    if not url.startswith(("postgresql://", "postgres://")):
-        raise BadInput("bad-database-url", f"{redacted(url)[:200]!r} is not a PostgreSQL URL "
-                                           "(postgresql://user@host:port/database)")
+    try:
+        postgres_env(url, lock_timeout=0)
+    except ValueError as e:
+        raise BadInput("bad-database-url", f"{str(e)[:300]} (postgresql://user@host:port/database)") from None
     key = hashlib.sha256(redacted(url).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     folder = common / "docket" if common is not None else data_dir() / "databases"
     return LedgerPaths(ledger=folder / f"ledger.{key}.postgres", views=folder / f"views.{key}.sqlite", url=url)

@@ -18,7 +18,8 @@ from psycopg.rows import tuple_row
 from ...domain.chain import ChainBreak, ChainHead, ChainRow, verify_chain
 from ...domain.errors import StorageFailed, VerificationFailed
 from .ledger_rows import CHAIN_TABLE, LEDGER_TABLES, MAX_SAFE_POSITION, MERKLE_NODES_TABLE, Row
-from .postgres_store import EVENTS_TABLE, postgres_env, redacted
+from .database_url import postgres_env, redacted
+from .postgres_store import EVENTS_TABLE
 
 __all__ = ["PostgresLedgerReader", "postgres_reader"]
 
@@ -27,8 +28,13 @@ _EVENT_COLUMNS = "notification_id, originator_id, originator_version, topic, sta
 EXPECTED_TABLES = frozenset({EVENTS_TABLE, CHAIN_TABLE, "tracking", "snapshots", MERKLE_NODES_TABLE})
 
 
+def _stream_name(originator_id: Any) -> str:
+    """A stream's name as the chain holds it: docket's are text; a uuid column's ids are chained by their hex."""
+    return originator_id if isinstance(originator_id, str) else originator_id.hex
+
+
 def _row(r: tuple[Any, ...]) -> Row:
-    return r[0], r[1], r[2], r[3], bytes(r[4])
+    return r[0], _stream_name(r[1]), r[2], r[3], bytes(r[4])
 
 
 class PostgresLedgerReader:
@@ -70,7 +76,7 @@ class PostgresLedgerReader:
                f"FROM {self.events_sql} e LEFT JOIN {self.chain_sql} c ON c.position = e.notification_id "
                "WHERE e.notification_id > %s AND e.notification_id <= %s ORDER BY e.notification_id")
         for r in self._stream(sql, (after, MAX_SAFE_POSITION if until is None else until)):
-            yield r[0], r[1], r[2], r[3], bytes(r[4]), r[5]  # type: ignore[misc]
+            yield r[0], _stream_name(r[1]), r[2], r[3], bytes(r[4]), r[5]  # type: ignore[misc]
 
     def events(self, *, after: int = 0, until: int | None = None, topics: Sequence[str] = ()) -> Iterator[Row]:
         sql = (f"SELECT {_EVENT_COLUMNS} FROM {self.events_sql} WHERE notification_id > %s AND notification_id <= %s"
@@ -106,10 +112,11 @@ class PostgresLedgerReader:
     def verify_chain(self, *, anchor: ChainHead | None = None, until: int | None = None,
                      progress: Callable[[int], None] | None = None) -> tuple[ChainHead, ChainBreak | None]:
         """The chain verified in one pass over the server-side cursor (domain.chain.verify_chain)."""
-        rows: Iterable[Any] = self.chain_rows(until=until)
-        if progress is not None:
-            rows = _counted(rows, progress)
-        return verify_chain(rows, anchor=anchor)
+        rows = self.chain_rows(until=until)
+        try:
+            return verify_chain(_counted(rows, progress) if progress is not None else rows, anchor=anchor)
+        finally:
+            rows.close()  # a break ends the read early: its cursor and connection go now, not when collected
 
     def chain_digests(self, *, after: int = 0, until: int | None = None) -> Iterator[bytes]:
         sql = f"SELECT digest FROM {self.chain_sql} WHERE position > %s AND position <= %s ORDER BY position"

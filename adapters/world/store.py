@@ -160,6 +160,11 @@ class ChainedRecorder:
         """Insert (position, stream, version, topic, state) rows at exactly those positions."""
         raise NotImplementedError
 
+    def chain_digests_between(self, c: Any, after: int, until: int) -> list[str]:
+        """The chain's digests of positions (after, until], in order, read on the caller's cursor."""
+        c.execute(self.select_digests_statement, (after, until))
+        return [row[0] for row in c.fetchall()]
+
 
 class LedgerBusy(PersistenceError):
     """The ledger's write lock stayed taken by another process past the lock timeout."""

@@ -1,0 +1,260 @@
+"""The ledger's promises on both stores: the SQLite file and a PostgreSQL database (a real cluster, see conftest).
+
+The same chain for the same events on either store; gapless positions that a failed append does not skip; appends
+and decisions from several processes at once, none lost, none forked; a row changed by UPDATE and a cut tail found
+(the tail with an anchor); an append killed before its commit leaves nothing; an object docket did not make in the
+ledger's schema (a trigger rewriting inserts) named by the schema check.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eventsourcing.persistence import IntegrityError
+
+from docket.adapters.service_layer.ledger import Ledger
+from docket.domain.chain import ChainHead, verify_chain
+from docket.domain.errors import VerificationFailed
+from docket.domain.events import TaskPlanned
+
+T0 = "2026-01-01T00:00:00.000Z"
+
+
+def task_event(i: int, version: int = 1, stream: str | None = None) -> TaskPlanned:
+    return TaskPlanned(stream=stream or f"task:t{i}", version=version, recorded_at=T0, task_id=f"t{i}", run_id="r",
+                       title=f"task {i}")
+
+
+@dataclass
+class Store:
+    """One ledger on one store: open it, read it through the reader port, and change its rows behind docket's back
+    (as someone with the database's password could)."""
+
+    kind: str
+    path: Path
+    url: str | None
+
+    def open(self, **kwargs: Any) -> Ledger:
+        return Ledger(self.path, url=self.url, **kwargs)
+
+    @contextmanager
+    def reader(self) -> Iterator[Any]:
+        if self.url is None:
+            from docket.adapters.world.reader import ledger_reader
+
+            with ledger_reader(self.path) as reader:
+                yield reader
+        else:
+            from docket.adapters.world.postgres_reader import postgres_reader
+
+            with postgres_reader(self.url) as reader:
+                yield reader
+
+    @property
+    def position(self) -> str:
+        return "rowid" if self.url is None else "notification_id"
+
+    def tamper(self, sql: str, params: tuple[Any, ...] = ()) -> None:
+        sql = sql.replace("{position}", self.position)
+        if self.url is None:
+            with sqlite3.connect(self.path) as conn:
+                conn.execute(sql.replace("%s", "?"), params)
+        else:
+            import psycopg
+
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                conn.execute(sql, params)
+
+    def verified(self, anchor: ChainHead | None = None) -> tuple[ChainHead, Any]:
+        with self.reader() as reader:
+            return reader.verify_chain(anchor=anchor)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    return Store(request.param, tmp_path / "ledger.sqlite", url)
+
+
+def test_the_same_events_give_the_same_chain_on_either_store(tmp_path, postgres_url):
+    heads = []
+    for store in (Store("sqlite", tmp_path / "ledger.sqlite", None), Store("postgres", tmp_path / "x", postgres_url)):
+        ledger = store.open()
+        ledger.append([task_event(i) for i in range(1, 6)])
+        ledger.append([task_event(1, version=2)])
+        ledger.close()
+        head, broken = store.verified()
+        assert broken is None
+        with store.reader() as reader:
+            rows = [row[:5] for row in reader.chain_rows()]
+        heads.append((head, rows))
+    assert heads[0] == heads[1]  # every position, stream, version, type, stored byte and the head digest
+    assert heads[0][0].position == 6
+
+
+def test_positions_are_gapless_even_after_a_failed_append(store):
+    ledger = store.open()
+    assert ledger.append([task_event(1), task_event(2)]) == [1, 2]
+    with pytest.raises(IntegrityError):
+        ledger.append([task_event(3), task_event(1)])  # the second collides: the whole batch rolls back
+    assert ledger.append([task_event(3)]) == [3]  # PostgreSQL's sequence moved on; docket's positions did not
+    ledger.close()
+    head, broken = store.verified()
+    assert broken is None and head.position == 3
+
+
+def test_a_genesis_and_a_reopen_find_the_same_ledger(store):
+    ledger = store.open()
+    assert ledger.initialise(T0) is True
+    ledger.close()
+    again = store.open()
+    assert again.initialise(T0) is False and again.is_initialised()
+    assert [p for p, _ in again.history("ledger")] == [1]
+    again.close()
+
+
+def _append_many(kind: str, path: str, url: str | None, worker: int, count: int) -> None:
+    ledger = Ledger(Path(path), url=url)
+    for i in range(count):
+        ledger.append([task_event(worker * 1000 + i)])
+    ledger.close()
+
+
+def test_appends_from_four_processes_at_once_lose_nothing_and_never_fork(store):
+    store.open().close()  # the tables, made once
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_append_many, args=(store.kind, str(store.path), store.url, w, 25))
+               for w in range(4)]
+    for p in workers:
+        p.start()
+    for p in workers:
+        p.join(120)
+    assert [p.exitcode for p in workers] == [0] * 4
+    head, broken = store.verified()
+    assert broken is None and head.position == 100
+    with store.reader() as reader:
+        assert sorted(row[1] for row in reader.events()) == sorted(
+            f"task:t{w * 1000 + i}" for w in range(4) for i in range(25))
+
+
+def _count_up(path: str, url: str | None, times: int) -> None:
+    """Read the counter stream's version, append the next: a decision that loses an update if not serialised."""
+    ledger = Ledger(Path(path), url=url)
+    for _ in range(times):
+        def decision(now: str) -> TaskPlanned:
+            version = len(ledger.history("task:counter"))
+            return task_event(version + 1, version=version + 1, stream="task:counter")
+        ledger.decide(decision, T0)
+    ledger.close()
+
+
+def test_decisions_from_several_processes_are_serialised(store):
+    store.open().close()
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_count_up, args=(str(store.path), store.url, 15)) for _ in range(3)]
+    for p in workers:
+        p.start()
+    for p in workers:
+        p.join(120)
+    assert [p.exitcode for p in workers] == [0] * 3  # not one decision met a version another had taken
+    ledger = store.open()
+    assert [e.version for _, e in ledger.history("task:counter")] == list(range(1, 46))
+    ledger.close()
+
+
+def test_a_row_changed_by_update_breaks_the_chain_there(store):
+    ledger = store.open()
+    ledger.append([task_event(i) for i in range(1, 5)])
+    ledger.close()
+    store.tamper("UPDATE stored_events SET state = %s WHERE {position} = 3",
+                 (b'{"payload":{"run_id":"r","task_id":"t3","title":"forged"},"recorded_at":"2026-01-01T00:00:00.000Z"}',))
+    head, broken = store.verified()
+    assert broken is not None and broken.position == 3
+    assert head.position == 2
+
+
+def test_a_deleted_tail_is_caught_with_an_anchor(store):
+    ledger = store.open()
+    ledger.append([task_event(i) for i in range(1, 6)])
+    ledger.close()
+    anchor, _ = store.verified()
+    store.tamper("DELETE FROM stored_events WHERE {position} > 3")
+    store.tamper("DELETE FROM chain WHERE position > 3")
+    head, broken = store.verified()
+    assert broken is None and head.position == 3  # a cut tail is a shorter, intact chain ...
+    _, broken = store.verified(anchor=anchor)
+    assert broken is not None  # ... which the anchor taken before the cut refuses
+    with store.reader() as reader:
+        assert reader.last_event_and_chain_end() == (3, 3)
+
+
+def test_a_cut_tail_without_its_digests_is_named_by_the_orphan_digest(store):
+    ledger = store.open()
+    ledger.append([task_event(i) for i in range(1, 5)])
+    ledger.close()
+    store.tamper("DELETE FROM stored_events WHERE {position} = 4")
+    with store.reader() as reader:
+        assert reader.orphan_digest_after(reader.head_position()) == 4
+    with pytest.raises(Exception, match="chain ends at 4"):
+        store.open().append([task_event(9)])  # refused: an append would chain onto a damaged head
+
+
+def _append_then_killed(path: str, url: str | None) -> None:
+    os.environ["DOCKET_FAULT"] = "store:before-commit"
+    import importlib
+
+    from docket.adapters.world import faults
+
+    importlib.reload(faults)
+    ledger = Ledger(Path(path), url=url)
+    ledger.append([task_event(99)])
+
+
+def test_an_append_killed_before_its_commit_leaves_nothing(store):
+    ledger = store.open()
+    ledger.append([task_event(1)])
+    ledger.close()
+    code = ("import sys; from tests.integration.test_ledger_stores import _append_then_killed; "
+            "_append_then_killed(sys.argv[1], sys.argv[2] or None)")
+    killed = subprocess.run([sys.executable, "-c", code, str(store.path), store.url or ""],
+                            cwd=Path(__file__).parents[2], capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    head, broken = store.verified()
+    assert broken is None and head.position == 1
+    again = store.open()
+    assert again.append([task_event(2)]) == [2]  # the lock the killed append held was given back
+    again.close()
+
+
+def test_a_trigger_in_the_ledger_is_named_by_the_schema_check(store):
+    ledger = store.open()
+    ledger.append([task_event(1)])
+    ledger.close()
+    if store.url is None:
+        store.tamper("CREATE TRIGGER rewrite AFTER INSERT ON stored_events BEGIN SELECT 1; END")
+    else:
+        store.tamper("CREATE FUNCTION rewrite() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$")
+        store.tamper("CREATE TRIGGER rewrite BEFORE INSERT ON stored_events FOR EACH ROW EXECUTE FUNCTION rewrite()")
+    with store.reader() as reader, pytest.raises(VerificationFailed, match="rewrite"):
+        reader.check_schema()
+
+
+def test_an_untouched_ledger_passes_the_schema_check(store):
+    ledger = store.open()
+    ledger.initialise(T0)
+    ledger.append([task_event(1)])
+    ledger.close()
+    with store.reader() as reader:
+        reader.check_schema()
+        assert reader.missing_tables() == []
