@@ -85,9 +85,9 @@ def go(ctx: Context) -> int:
 def _watch_ledger(ctx: Context) -> None:
     """From here on, this process knows its ledger file's identity and the chain head it wrote: the target moves
     and the receipt is sealed only while both are as it knows them (adapters/world/ledger_watch.py)."""
-    from ..adapters.world.ledger_watch import watch_ledger
+    from ..adapters.world.ledger_watch import watch_database, watch_ledger
 
-    ctx.ledger.watch = watch_ledger(ctx.paths.ledger)
+    ctx.ledger.watch = watch_ledger(ctx.paths.ledger) if ctx.paths.url is None else watch_database(ctx.paths.url)
 
 
 def _exists(ctx: Context, run_id: str) -> bool:

@@ -53,6 +53,7 @@ class RunDriver:
         from .effector import Effector
 
         # one stream cache per process: what one thread folded, another folds on from
-        ledger = Ledger(self.ledger_path, lock_timeout=self.lock_timeout, streams=self.ledger.streams)
+        ledger = Ledger(self.ledger_path, url=self.ledger.url, lock_timeout=self.lock_timeout,
+                        streams=self.ledger.streams)
         ledger.watch = self.ledger.watch  # one watch per process: each connection tells it what it wrote
         return Session(ledger, self.clock, Effector(ledger, self.clock), ledger.close)

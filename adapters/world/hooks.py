@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ...domain.canonical import canonical_json
-from ...domain.errors import Refused
+from ...domain.errors import Refused, StorageFailed
 from ...domain.events import HookRequested
 from ...domain.hooks import HookObservation
 from ...domain.processes import ProcessIdentity, bounded_tail, scrub_environment
@@ -127,7 +127,7 @@ def act(processes: Any, intent: HookRequested, observed: HookObservation) -> Non
     started_at = time.monotonic()
     try:
         gated, sandbox = _spawn(processes, intent)
-    except (OSError, ValueError, Refused) as e:
+    except (OSError, ValueError, Refused, StorageFailed) as e:
         _finish(intent, {"result": "not-started", "started": False,
                          "message": f"the hook's command could not be started: {e}"[:4000]})
         return
@@ -157,15 +157,31 @@ def act(processes: Any, intent: HookRequested, observed: HookObservation) -> Non
     faults.crash_point("hook:after-exit")
 
 
+def _reader_of(ledger: str) -> Any:
+    """The reader of the ledger a hook's intent names: its file, or, for the name a PostgreSQL ledger has on this
+    machine (paths.py), the database this process's DOCKET_DATABASE_URL names when that is the same one."""
+    path = Path(ledger)
+    if not path.name.endswith(".postgres"):
+        from .reader import ledger_reader
+
+        return ledger_reader(path)
+    from .paths import configured_database_url, database_paths
+    from .postgres_reader import postgres_reader
+
+    url = configured_database_url(Path.cwd())
+    if not url or database_paths(url, None).ledger.name != path.name:
+        raise ValueError(f"the hook's ledger is the database {path.name}, which this process is not given "
+                         "(DOCKET_DATABASE_URL)")
+    return postgres_reader(url)
+
+
 def _spawn(processes: Any, intent: HookRequested) -> tuple[Any, dict[str, Any]]:
     """The hook's command started in its own process group, held at the launch gate, the event on its stdin; and
     the record of the sandbox it runs in (HookFinished keeps it)."""
     from .processes import LaunchSpec
-    from .ledger_rows import read_only
-    from .reader import SqliteLedgerReader
 
-    with read_only(Path(intent.ledger)) as conn:
-        row = SqliteLedgerReader(conn).event_at(intent.position)
+    with _reader_of(intent.ledger) as reader:
+        row = reader.event_at(intent.position)
     if row is None:
         raise ValueError(f"the ledger {intent.ledger} has no event at position {intent.position}")
     _, stream, _, type_name, state = row

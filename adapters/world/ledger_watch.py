@@ -1,4 +1,4 @@
-"""What the long-lived `docket go` process knows of its ledger file, checked before it delivers or seals.
+"""What the long-lived `docket go` process knows of its ledger, checked before it delivers or seals.
 
 Without a sandbox an agent runs as the user and can open the ledger file: delete it, put another repository's
 ledger in its place, or edit an event and recompute the chain with the documented formula (DESIGN.md, "The
@@ -20,6 +20,8 @@ Events appended after docket's last write by another process that chain correctl
 command (`docket run stop`, `docket approve`) appends those, and without a sandbox an agent running docket's
 own code cannot be told apart from one. With the sandbox on, no agent can open the ledger at all (README,
 "What docket promises").
+
+A ledger in PostgreSQL has no file to swap: its watch checks the chain alone, through the same reader port.
 """
 
 from __future__ import annotations
@@ -27,17 +29,21 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ...domain.chain import GENESIS_DIGEST, ChainHead, recorded_time, verify_chain
 from ...domain.codes import Code
-from ...domain.errors import LedgerTampered
-from .ledger_rows import chain_head, digest_at, read_chain_rows, read_only, state_at
+from ...domain.errors import LedgerTampered, StorageFailed
 
-__all__ = ["FileIdentity", "LedgerWatch", "watch_ledger"]
+__all__ = ["FileIdentity", "LedgerWatch", "watch_database", "watch_ledger"]
 
 WRITES_PER_CHECK = 256  # heads kept at most between two checks
+
+Readers = Callable[[], AbstractContextManager[Any]]  # opens a LedgerReader (adapters/service_layer/ports.py)
 
 
 @dataclass(frozen=True)
@@ -55,9 +61,13 @@ def _identity(path: Path) -> FileIdentity | None:
 
 
 class LedgerWatch:
-    """The ledger file's identity and the chain heads this process wrote and verified; thread-safe."""
+    """The ledger's chain heads this process wrote and verified, and its file's identity when it is a file;
+    thread-safe."""
 
-    def __init__(self, path: Path, identity: FileIdentity, head: ChainHead, head_time: str | None):
+    def __init__(self, where: str, readers: Readers, head: ChainHead, head_time: str | None, *,
+                 path: Path | None = None, identity: FileIdentity | None = None):
+        self.where = where
+        self.readers = readers
         self.path = path
         self.identity = identity
         self._verified = head  # every event up to here chains from what this process knew
@@ -77,7 +87,7 @@ class LedgerWatch:
                     self._check()
                 except LedgerTampered as e:
                     self._found = e
-                except (OSError, sqlite3.Error):
+                except (OSError, sqlite3.Error, StorageFailed):
                     pass  # unreadable for now: the heads are kept for the next check
 
     def check(self) -> ChainHead:
@@ -88,53 +98,73 @@ class LedgerWatch:
                 raise self._found
             return self._check()
 
-    def _check(self) -> ChainHead:
-        """check(), the lock held."""
+    def _check_file(self) -> None:
+        if self.path is None:
+            return
         found = _identity(self.path)
         if found is None:
-            raise LedgerTampered(Code.LEDGER_VANISHED, f"the ledger {self.path} vanished during the run; "
+            raise LedgerTampered(Code.LEDGER_VANISHED, f"the ledger {self.where} vanished during the run; "
                                                        "nothing is delivered")
         if found != self.identity:
-            raise LedgerTampered(Code.LEDGER_REPLACED, f"the ledger {self.path} was replaced during the run "
+            raise LedgerTampered(Code.LEDGER_REPLACED, f"the ledger {self.where} was replaced during the run "
                                  f"(inode {found.inode}, not the {self.identity.inode} docket opened); "
                                  "nothing is delivered")
-        with read_only(self.path) as conn:
-            if _identity(self.path) != self.identity:  # swapped between the stat and the open
-                raise LedgerTampered(Code.LEDGER_REPLACED, f"the ledger {self.path} was replaced during the "
-                                                           "run; nothing is delivered")
+
+    def _check(self) -> ChainHead:
+        """check(), the lock held."""
+        self._check_file()
+        with self.readers() as reader:
+            self._check_file()  # swapped between the stat and the open
             for known in (self._verified, *self._written):
-                digest = digest_at(conn, known.position)
+                digest = reader.digest_at(known.position) or None
                 if known.position and digest != known.digest:
-                    raise LedgerTampered(Code.LEDGER_REWRITTEN, _rewritten(self.path, known, digest))
-            head, broken = verify_chain(read_chain_rows(conn, after=self._verified.position),
-                                        start=self._verified, start_time=self._verified_time)
+                    raise LedgerTampered(Code.LEDGER_REWRITTEN, _rewritten(self.where, known, digest))
+            rows = reader.chain_rows(after=self._verified.position)
+            try:
+                head, broken = verify_chain(rows, start=self._verified, start_time=self._verified_time)
+            finally:
+                getattr(rows, "close", lambda: None)()
             if broken is not None:
-                raise LedgerTampered(Code.LEDGER_REWRITTEN, f"the ledger {self.path} was changed during the "
+                raise LedgerTampered(Code.LEDGER_REWRITTEN, f"the ledger {self.where} was changed during the "
                                      f"run: position {broken.position}: {broken.reason}; nothing is delivered")
             last_written = max((h.position for h in self._written), default=0)
             if head.position < last_written:
-                raise LedgerTampered(Code.LEDGER_REWRITTEN, f"the ledger {self.path} ends at position "
+                raise LedgerTampered(Code.LEDGER_REWRITTEN, f"the ledger {self.where} ends at position "
                                      f"{head.position}, before the {last_written} docket wrote; "
                                      "nothing is delivered")
             if head.position > self._verified.position:
-                state = state_at(conn, head.position)
-                self._verified_time = recorded_time(state) if state else self._verified_time
+                row = reader.event_at(head.position)
+                self._verified_time = recorded_time(row[4]) if row else self._verified_time
             self._verified, self._written = head, []
         return head
 
 
-def _rewritten(path: Path, known: ChainHead, digest: str | None) -> str:
+def _rewritten(where: str, known: ChainHead, digest: str | None) -> str:
     found = "is gone" if digest is None else f"has digest {digest[:16]}…"
-    return (f"the ledger {path} was rewritten during the run: the event at position {known.position} {found}, "
+    return (f"the ledger {where} was rewritten during the run: the event at position {known.position} {found}, "
             f"not the {known.digest[:16]}… docket wrote or verified; nothing is delivered")
+
+
+def _watch(where: str, readers: Readers, **file: Any) -> LedgerWatch:
+    with readers() as reader:
+        head = reader.chain_head() or ChainHead(0, GENESIS_DIGEST)
+        row = reader.event_at(head.position) if head.position else None
+    return LedgerWatch(where, readers, head, recorded_time(row[4]) if row else None, **file)
 
 
 def watch_ledger(path: Path) -> LedgerWatch:
     """The watch over the ledger file at path as it is now: its identity and its chain head."""
+    from .reader import ledger_reader
+
     identity = _identity(path)
     if identity is None:
         raise FileNotFoundError(path)
-    with read_only(path) as conn:
-        head = chain_head(conn) or ChainHead(0, GENESIS_DIGEST)
-        state = state_at(conn, head.position)
-    return LedgerWatch(path, identity, head, recorded_time(state) if state else None)
+    return _watch(str(path), lambda: ledger_reader(path), path=path, identity=identity)
+
+
+def watch_database(url: str) -> LedgerWatch:
+    """The watch over the PostgreSQL ledger at url as it is now: its chain head."""
+    from .database_url import redacted
+    from .postgres_reader import postgres_reader
+
+    return _watch(redacted(url), lambda: postgres_reader(url))

@@ -15,6 +15,8 @@ from ...domain.names import task_branch
 
 __all__ = [
     "LedgerPaths",
+    "configured_database_url",
+    "database_paths",
     "find_git_common_dir",
     "data_dir",
     "executions_root",
@@ -91,7 +93,7 @@ def resolve_paths(ledger_option: str | None, cwd: Path | None = None) -> LedgerP
     if url is None and not chosen:
         url = _configured_url(where)
     if url is not None:
-        return _database_paths(url, find_git_common_dir(where))
+        return database_paths(url, find_git_common_dir(where))
     if chosen:
         ledger = Path(chosen).expanduser().absolute()
     else:
@@ -108,7 +110,7 @@ def resolve_paths(ledger_option: str | None, cwd: Path | None = None) -> LedgerP
     return LedgerPaths(ledger=ledger, views=ledger.with_name(views_name))
 
 
-def _database_paths(url: str, common: Path | None) -> LedgerPaths:
+def database_paths(url: str, common: Path | None) -> LedgerPaths:
     """A PostgreSQL ledger's paths on this machine: views of their own per database, in the repository's docket
     folder (outside a repository, an auditor's: the data folder's), never those of the repository's file ledger."""
     import hashlib
@@ -122,6 +124,11 @@ def _database_paths(url: str, common: Path | None) -> LedgerPaths:
     key = hashlib.sha256(redacted(url).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     folder = common / "docket" if common is not None else data_dir() / "databases"
     return LedgerPaths(ledger=folder / f"ledger.{key}.postgres", views=folder / f"views.{key}.sqlite", url=url)
+
+
+def configured_database_url(cwd: Path) -> str | None:
+    """The PostgreSQL ledger's URL this process is given: DOCKET_DATABASE_URL, else docket.toml's [ledger] url."""
+    return os.environ.get("DOCKET_DATABASE_URL", "").strip() or _configured_url(cwd)
 
 
 def _configured_url(cwd: Path) -> str | None:

@@ -153,3 +153,61 @@ def test_an_edit_a_check_made_while_writing_found_is_raised_by_every_later_check
         watched.append([task_event(i)])
     for _ in range(2):
         assert "position 3" in _refused(watched, Code.LEDGER_REWRITTEN)
+
+
+# The same watch over a PostgreSQL ledger: no file to swap, the chain checked through the reader port.
+
+@pytest.fixture
+def watched_database(ledger_path: Path, postgres_url: str):
+    from docket.adapters.world.ledger_watch import watch_database
+
+    ledger = Ledger(ledger_path, url=postgres_url)
+    ledger.initialise(T0)
+    ledger.append([task_event(1)])
+    ledger.watch = watch_database(postgres_url)
+    yield ledger
+    ledger.close()
+
+
+def _edit_database(url: str, position: int, old: bytes, new: bytes) -> None:
+    """What someone with the database's password can do: change an event and recompute the chain from there."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as db:
+        state = bytes(db.execute("SELECT state FROM stored_events WHERE notification_id = %s",
+                                 (position,)).fetchone()[0])
+        db.execute("UPDATE stored_events SET state = %s WHERE notification_id = %s",
+                   (state.replace(old, new), position))
+        digest = GENESIS_DIGEST
+        for row in db.execute("SELECT notification_id, originator_id, originator_version, topic, state "
+                              "FROM stored_events ORDER BY notification_id").fetchall():
+            digest = next_digest(digest, chain_entry(row[0], row[1], row[2], row[3], bytes(row[4])))
+            db.execute("UPDATE chain SET digest = %s WHERE position = %s", (digest, row[0]))
+
+
+def test_on_postgres_what_other_writers_append_is_intact(watched_database: Ledger, ledger_path: Path,
+                                                        postgres_url: str):
+    watched_database.append([task_event(2)])
+    other = Ledger(ledger_path, url=postgres_url)  # another machine's docket, on the same chain
+    other.append([task_event(3)])
+    other.close()
+    watched_database.append([task_event(4)])
+    watched_database.require_intact()
+    assert watched_database.watch.check().position == 5
+
+
+def test_on_postgres_an_event_edited_and_the_chain_recomputed_is_found(watched_database: Ledger,
+                                                                       postgres_url: str):
+    watched_database.append([task_event(2)])
+    _edit_database(postgres_url, 2, b"task 1", b"task X")
+    assert "was rewritten during the run" in _refused(watched_database, Code.LEDGER_REWRITTEN)
+
+
+def test_on_postgres_a_cut_tail_is_found(watched_database: Ledger, postgres_url: str):
+    import psycopg
+
+    watched_database.append([task_event(2)])
+    with psycopg.connect(postgres_url, autocommit=True) as db:
+        db.execute("DELETE FROM stored_events WHERE notification_id = 3")
+        db.execute("DELETE FROM chain WHERE position = 3")
+    _refused(watched_database, Code.LEDGER_REWRITTEN)
