@@ -6,9 +6,12 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -139,6 +142,49 @@ def tmpfs(tmp_path: Path) -> Path:
         yield point
     finally:
         subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url() -> Iterator[str]:
+    """A PostgreSQL server for this session (each xdist worker is a session): DOCKET_TEST_POSTGRES_URL's (CI starts
+    one for the whole run), else a throwaway cluster of the session's own, else the test is skipped saying why."""
+    given = os.environ.get("DOCKET_TEST_POSTGRES_URL")
+    if given:
+        yield given
+        return
+    from tests import postgres_cluster
+
+    why = postgres_cluster.available()
+    if why:
+        pytest.skip(f"PostgreSQL: {why}")
+    # The system temp folder, not pytest's: as root the server runs as the postgres user, which cannot enter
+    # pytest's 0700 folders; and a short path leaves room for the unix socket's.
+    folder = tempfile.mkdtemp(prefix="docket-pg-")
+    try:
+        yield postgres_cluster.start(folder)
+    finally:
+        postgres_cluster.stop(folder)
+
+
+@pytest.fixture
+def postgres_url(postgres_server_url: str) -> Iterator[str]:
+    """A fresh, empty database of this test's own on the session's server (made from template0, so nothing a
+    server's template1 holds leaks in), dropped afterwards even if the test left sessions open on it."""
+    try:
+        import psycopg
+        from psycopg import sql
+    except ImportError:
+        pytest.skip("PostgreSQL: psycopg is not installed (the postgres extra)")
+    name = f"docket_test_{uuid.uuid4().hex}"  # unique across xdist workers sharing one server
+    create = sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'")
+    with psycopg.connect(postgres_server_url, autocommit=True) as admin:
+        admin.execute(create.format(sql.Identifier(name)))
+    try:
+        yield urlunsplit(urlsplit(postgres_server_url)._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(postgres_server_url, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 # The real agent CLIs (aider, Codex CLI, Claude Code), pinned and installed into a cache on first use.
