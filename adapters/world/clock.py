@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import time
 from typing import Protocol
 
@@ -54,5 +53,5 @@ _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 
 def new_id(prefix: str) -> str:
     """A short random id such as 'run-7k2m9x4q' (40 bits: unique within a ledger)."""
-    n = secrets.randbits(40)
+    n = int.from_bytes(os.urandom(5), "big")  # the source secrets draws from, without importing random
     return prefix + "-" + "".join(_ALPHABET[(n >> (5 * i)) & 31] for i in range(8))

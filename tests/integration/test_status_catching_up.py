@@ -1,7 +1,8 @@
 """docket status while a run goes on: the views are behind the ledger, and status catches them up. That needs
 neither the ledger's application module nor eventsourcing (the lock timeout's default no longer comes with them:
 it did, and cost a status during a run about half its CPU), nor the event models and pydantic: the views' handlers
-name event types by their stored names and the intents view knows each type's role from the catalogue's table."""
+name event types by their stored names and the intents view knows each type's role from the catalogue's table. Nor
+random and secrets, which the clock's id source took (about 5 ms of every status), nor PostgreSQL's driver."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ PROBE = ("import sys, io, contextlib\n"
          "from docket.cli.app import main\n"
          "with contextlib.redirect_stdout(io.StringIO()):\n"
          "    code = main(['status', 'r1', '--json'])\n"
-         "heavy = {'eventsourcing', 'dulwich', 'sqlite_utils', 'psutil', 'anyio', 'pydantic'}\n"
+         "heavy = {'eventsourcing', 'dulwich', 'sqlite_utils', 'psutil', 'anyio', 'pydantic', 'psycopg', 'random',\n"
+         "         'secrets'}\n"
          "print(code, sorted({m.split('.')[0] for m in sys.modules} & heavy),\n"
          "      'docket.adapters.service_layer.ledger' in sys.modules)\n")
 
