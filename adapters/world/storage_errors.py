@@ -20,9 +20,11 @@ _STORE_ERRORS = ("OperationalError", "DatabaseError", "InterfaceError")
 
 
 def storage_failure(error: BaseException) -> StorageFailed | None:
-    """StorageFailed for a failure of the database (SQLite's own error, or the event store's translation of one)."""
+    """StorageFailed for a failure of the database (SQLite's or PostgreSQL's driver's own error, or the event store's
+    translation of one)."""
     if isinstance(error, StorageFailed):
         return error
-    if isinstance(error, sqlite3.DatabaseError) or type(error).__name__ in _STORE_ERRORS:
+    if isinstance(error, sqlite3.DatabaseError) or type(error).__name__ in _STORE_ERRORS or (
+            type(error).__module__.startswith(("psycopg.", "psycopg_pool")) and type(error).__name__ != "Warning"):
         return StorageFailed(str(error))
     return None

@@ -258,3 +258,91 @@ def test_an_untouched_ledger_passes_the_schema_check(store):
     with store.reader() as reader:
         reader.check_schema()
         assert reader.missing_tables() == []
+
+
+def _open_and_append(path: str, url: str | None, worker: int) -> None:
+    ledger = Ledger(Path(path), url=url)
+    ledger.initialise(T0)
+    ledger.append([task_event(worker)])
+    ledger.close()
+
+
+def test_four_processes_opening_a_new_ledger_at_once_agree_on_one(store):
+    """The first open creates the tables (on PostgreSQL under an advisory lock): racing first opens must neither
+    fail nor make two genesis events."""
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_open_and_append, args=(str(store.path), store.url, w)) for w in range(4)]
+    for p in workers:
+        p.start()
+    for p in workers:
+        p.join(120)
+    assert [p.exitcode for p in workers] == [0] * 4
+    head, broken = store.verified()
+    assert broken is None and head.position == 5  # one genesis, four appends
+    ledger = store.open()
+    assert [p for p, _ in ledger.history("ledger")] == [1]
+    ledger.close()
+
+
+@contextmanager
+def _holding_the_write_lock(store: Store) -> Iterator[None]:
+    """Another process's transaction that holds the append lock (a writer stuck mid-decision)."""
+    if store.url is None:
+        conn = sqlite3.connect(store.path, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            conn.rollback()
+            conn.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(store.url) as conn, conn.transaction():
+            conn.execute("LOCK TABLE stored_events IN EXCLUSIVE MODE")
+            yield
+
+
+def test_a_writer_holding_the_lock_gives_ledger_busy_not_a_hang(store):
+    from docket.domain.errors import Conflict
+
+    ledger = store.open()
+    ledger.append([task_event(1)])
+    ledger.close()
+    waiting = store.open(lock_timeout=1)
+    with _holding_the_write_lock(store), pytest.raises(Conflict) as raised:
+        waiting.append([task_event(2)])
+    assert raised.value.code == "ledger-busy" and "DOCKET_LOCK_TIMEOUT" in raised.value.message
+    assert waiting.append([task_event(2)]) == [2]  # the lock given back, the same connection appends
+    waiting.close()
+
+
+def test_a_database_restarted_under_an_open_ledger_loses_nothing_and_is_used_again(tmp_path):
+    """The server goes away (a restart, a failover): an append while it is down fails clearly and records nothing;
+    once it is back, the same open ledger appends again on an intact chain."""
+    import tempfile
+
+    from tests import postgres_cluster
+
+    why = postgres_cluster.available()
+    if why:
+        pytest.skip(f"PostgreSQL: {why}")
+    folder = tempfile.mkdtemp(prefix="docket-pg-")
+    try:
+        url = postgres_cluster.start(folder) + "?connect_timeout=2"  # how long a connection is waited for
+        ledger = Ledger(tmp_path / "ledger.sqlite", url=url, lock_timeout=5)
+        ledger.append([task_event(1)])
+        postgres_cluster.stop(folder, keep=True)
+        with pytest.raises(Exception) as failed:
+            ledger.append([task_event(2)])
+        from docket.adapters.world.storage_errors import storage_failure
+
+        assert storage_failure(failed.value) is not None  # the CLI says `docket: error: database: ...`, exit 2
+        postgres_cluster.start(folder)
+        assert ledger.append([task_event(2)]) == [2]  # nothing of the failed append was kept
+        ledger.close()
+        store = Store("postgres", tmp_path / "x", url)
+        head, broken = store.verified()
+        assert broken is None and head.position == 2
+    finally:
+        postgres_cluster.stop(folder)
