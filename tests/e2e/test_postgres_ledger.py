@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import sqlite3
+import subprocess
 
 import pytest
 
@@ -136,3 +137,35 @@ def test_crash_then_replay_on_postgres_leaves_exactly_one_outcome(pg_docket, rep
         return
     assert [e["type"] for e in outcomes] == ["RunBasePinRequested.v1", "RunBasePinned.v1"]
     assert pg_docket("status", "r1", "--json").json()["run"]["base_commit"] == git(repo, "rev-parse", "main")
+
+
+def test_docket_go_on_postgres_delivers_and_its_receipt_verifies_offline(tmp_path, postgres_url):
+    """The whole supervisor on a PostgreSQL ledger: three tasks, a dependency and a repair cycle delivered, the
+    receipt exported and verified offline (no database), replay finding nothing to redo, no file ledger written."""
+    import json
+    from pathlib import Path
+
+    from tests.e2e.go_world import DELIVERED, make_go_world
+
+    world = make_go_world(tmp_path)  # its `docket init` made the file ledger: it must stay as it is
+    world.env["DOCKET_DATABASE_URL"] = postgres_url
+    assert world.run("init").returncode == 0
+    keys = tmp_path / "keys" / "docket"
+    keys.parent.mkdir()
+    assert world.run("key", "generate", "--out", str(keys)).returncode == 0
+    done = world.go("r1", "--parallel", "3", "--key", f"{keys}.key")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["outcome"] == "delivered"
+    assert {row["task"]: row["cycles"] for row in summary["tasks"]} == {"greet": 1, "name": 2, "shout": 1}
+    for path, text in DELIVERED.items():
+        assert world.file_at("main", path) == text
+    offline = {k: v for k, v in world.env.items() if k != "DOCKET_DATABASE_URL"}
+    verified = subprocess.run(world.argv("verify-receipt", summary["receipt"]["path"], "--key", f"{keys}.pub"),
+                              cwd=tmp_path, env=offline, capture_output=True, text=True, timeout=120)
+    assert verified.returncode == 0, verified.stderr
+    replay = json.loads(world.run("replay", "--json").stdout)
+    assert replay["drift"] == [] and replay["verified"]["ok"] is True
+    with sqlite3.connect(world.ledger) as file_ledger:  # nothing went to the file: its genesis alone
+        assert file_ledger.execute("SELECT COUNT(*) FROM stored_events").fetchone()[0] == 1
+    assert Path(summary["receipt"]["path"]).exists()
