@@ -1,0 +1,128 @@
+"""A shared git remote through dulwich, in-process: read its refs, push one ref create-only or by compare-and-swap,
+fetch what a ref names (issue 23: several machines meet at one remote).
+
+A push names the value it expects the ref to have on the remote (absent, for create-only) and moves nothing
+otherwise: the expectation is checked against the refs the remote advertises, and the remote checks it again as it
+writes (a git server refuses an update whose old value is not the ref's; dulwich's local transport writes with
+``set_if_equals``). So a remote that moved between the two is still not overwritten, and nothing is ever forced.
+Every outcome is a value, not an exception: ``pushed``, ``already`` (the ref names that commit already: an earlier
+push, or another machine's, counts), ``moved`` (it names another commit, given), ``unreachable`` (with why). What
+the remote said is kept for the record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PushOutcome", "fetch_commit", "push_ref", "remote_refs", "remote_url"]
+
+ZERO = b"0" * 40
+
+
+@dataclass(frozen=True)
+class PushOutcome:
+    state: str  # pushed | already | moved | unreachable
+    found: str | None = None  # moved: the commit the remote's ref names (None: absent)
+    detail: str = ""
+
+
+def remote_url(repository: Path, remote: str) -> str:
+    """The URL of the remote named in the repository's own config (``remote.<name>.url``); ValueError if none."""
+    from .repository import open_repo
+
+    with open_repo(repository) as repo:
+        try:
+            url = repo.get_config().get((b"remote", remote.encode()), b"url")
+        except KeyError:
+            raise ValueError(f"the repository has no remote {remote!r} (git remote add {remote} URL)") from None
+    return url.decode("utf-8", "surrogateescape")
+
+
+def _client(url: str) -> tuple[Any, str]:
+    from dulwich.client import get_transport_and_path
+
+    return get_transport_and_path(url)
+
+
+def remote_refs(url: str, prefix: str | None = None) -> dict[str, str]:
+    """The refs the remote advertises (under prefix, if given): name -> commit. OSError and dulwich's errors
+    propagate (an unreachable remote)."""
+    client, path = _client(url)
+    result = client.get_refs(path)
+    refs = getattr(result, "refs", result)
+    return {name.decode("utf-8", "surrogateescape"): sha.decode("ascii") for name, sha in refs.items()
+            if sha is not None and (prefix is None or name.startswith(prefix.encode()))
+            and not name.endswith(b"^{}")}
+
+
+def push_ref(repository: Path, url: str, ref: str, commit: str, *, expected: str | None) -> PushOutcome:
+    """Set ref on the remote to commit, with commit's objects, only while it has expected (None: only while it is
+    absent). Never raises for the remote's answer or its absence: the outcome says."""
+    from dulwich.errors import GitProtocolError, HangupException, NotGitRepository, SendPackError
+    from dulwich.file import FileLocked
+
+    from .repository import open_repo
+
+    name, new = ref.encode(), commit.encode("ascii")
+    want_old = ZERO if expected is None else expected.encode("ascii")
+    seen: dict[str, Any] = {}
+
+    def update_refs(advertised: dict[bytes, bytes]) -> dict[bytes, bytes]:
+        current = advertised.get(name, ZERO)
+        seen["current"] = current
+        if current == new or current != want_old:
+            return {}  # nothing to send: already there, or moved
+        return {name: new}
+
+    try:
+        client, path = _client(url)
+        with open_repo(repository) as repo:
+            result = client.send_pack(path, update_refs, repo.generate_pack_data)
+    except FileLocked:  # a process of the remote's own holds the ref (dulwich's local transport says so)
+        return PushOutcome("unreachable", detail=f"the remote refused the update: {ref} is locked there")
+    except (OSError, GitProtocolError, HangupException, SendPackError, NotGitRepository, ValueError) as e:
+        return PushOutcome("unreachable", detail=f"{type(e).__name__}: {e}"[:2000])
+    current = seen.get("current")
+    if current == new:
+        return PushOutcome("already")
+    if current is not None and current != want_old:
+        return PushOutcome("moved", None if current == ZERO else current.decode("ascii"))
+    refused = (getattr(result, "ref_status", None) or {}).get(name)
+    if refused:  # the remote's own check: it moved between its advertisement and the write
+        return _after_refusal(url, ref, commit, expected, str(refused))
+    return PushOutcome("pushed")
+
+
+def _after_refusal(url: str, ref: str, commit: str, expected: str | None, said: str) -> PushOutcome:
+    """What a refused update means, read again: someone else's push (already, moved), or the remote's own trouble
+    (a lock held, a full disk) with the ref still as expected: unreachable for now, to be tried again."""
+    try:
+        now = remote_refs(url).get(ref)
+    except Exception as e:  # noqa: BLE001  (the remote went away meanwhile: what it said is the record)
+        return PushOutcome("unreachable", detail=f"the remote refused ({said}) and then could not be read: {e}")
+    if now == commit:
+        return PushOutcome("already", detail=said)
+    if now != expected:
+        return PushOutcome("moved", now, detail=said)
+    return PushOutcome("unreachable", detail=f"the remote refused the update: {said}"[:2000])
+
+
+def fetch_commit(repository: Path, url: str, ref: str, commit: str) -> bool:
+    """Bring the objects of commit, which the remote's ref must name, into the repository's object store; True when
+    the commit is there afterwards. Names nothing locally (the caller's ref writes do). OSError and dulwich's errors
+    propagate."""
+    from .repository import open_repo
+
+    client, path = _client(url)
+    wanted = commit.encode("ascii")
+    with open_repo(repository) as repo:
+        if wanted in repo.object_store:
+            return True
+
+        def determine_wants(refs: dict[bytes, bytes], depth: int | None = None) -> list[bytes]:
+            return [wanted] if refs.get(ref.encode()) == wanted else []
+
+        client.fetch(path, repo, determine_wants=determine_wants)
+        return wanted in repo.object_store

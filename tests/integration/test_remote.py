@@ -1,0 +1,148 @@
+"""A shared git remote through dulwich (adapters/world/remote.py), on real repositories: a bare remote on disk, and
+the same remote served by `git daemon` (git's own server checks the old value of every update it takes)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from docket.adapters.world.remote import fetch_commit, push_ref, remote_refs, remote_url
+from tests.conftest import git, make_repo
+
+REF = "refs/docket/candidates/r1/t1/1"
+
+
+@pytest.fixture
+def world(tmp_path: Path):
+    """A repository with two commits on main, and an empty bare remote named origin."""
+    repo = make_repo(tmp_path / "repo")
+    (repo / "a.txt").write_text("a\n")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-q", "-m", "second")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    return repo, remote, git(repo, "rev-parse", "main~1"), git(repo, "rev-parse", "main")
+
+
+def _served(remote: Path) -> tuple[subprocess.Popen[bytes], str]:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    daemon = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
+                               f"--base-path={remote.parent}", f"--port={port}", "--listen=127.0.0.1",
+                               str(remote.parent)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.05)
+    return daemon, f"git://127.0.0.1:{port}/{remote.name}"
+
+
+@pytest.fixture(params=["file", "git-daemon"])
+def url(request, world):
+    _repo, remote, _first, _second = world
+    if request.param == "file":
+        yield str(remote)
+        return
+    daemon, served = _served(remote)
+    try:
+        yield served
+    finally:
+        daemon.terminate()
+        daemon.wait(10)
+
+
+def test_the_remote_is_read_from_the_repositorys_own_config(world):
+    repo, remote, _, _ = world
+    assert remote_url(repo / ".git", "origin") == str(remote)
+    with pytest.raises(ValueError, match="no remote 'upstream'"):
+        remote_url(repo / ".git", "upstream")
+
+
+def test_a_create_only_push_creates_then_finds_it_there_and_never_overwrites(world, url):
+    repo, remote, first, second = world
+    assert push_ref(repo, url, REF, second, expected=None).state == "pushed"
+    assert git(remote, "rev-parse", REF) == second
+    assert push_ref(repo, url, REF, second, expected=None).state == "already"  # a repeat, or after a crash
+    other = push_ref(repo, url, REF, first, expected=None)
+    assert (other.state, other.found) == ("moved", second)  # create-only: another commit there is not replaced
+    assert git(remote, "rev-parse", REF) == second
+    assert remote_refs(url, "refs/docket/") == {REF: second}
+
+
+def test_a_compare_and_swap_moves_only_from_the_expected_commit(world, url):
+    repo, remote, first, second = world
+    assert push_ref(repo, url, "refs/heads/main", first, expected=None).state == "pushed"
+    stale = push_ref(repo, url, "refs/heads/main", second, expected="1" * 40)
+    assert (stale.state, stale.found) == ("moved", first)  # nothing forced
+    assert git(remote, "rev-parse", "main") == first
+    assert push_ref(repo, url, "refs/heads/main", second, expected=first).state == "pushed"
+    assert git(remote, "rev-parse", "main") == second
+    assert push_ref(repo, url, "refs/heads/main", second, expected=first).state == "already"
+
+
+def test_a_remote_that_moves_after_its_advertisement_is_still_not_overwritten(world, monkeypatch):
+    """Another machine pushes between the refs the remote advertised and the write: the remote's own
+    compare-and-swap refuses, and the outcome names what is there now."""
+    repo, remote, first, second = world
+    push_ref(repo, str(remote), "refs/heads/main", first, expected=None)
+    from dulwich.client import LocalGitClient
+
+    real = LocalGitClient.send_pack
+
+    def racing(self, path, update_refs, generate_pack_data, *args, **kwargs):  # noqa: ANN001, ANN202
+        def update_then_race(advertised):  # noqa: ANN001, ANN202
+            wanted = update_refs(advertised)
+            git(repo, "push", "-q", "--force", str(remote), "main~1:refs/heads/racer")  # another machine's push
+            racer = git(remote, "rev-parse", "racer")
+            git(remote, "update-ref", "refs/heads/main", git(remote, "commit-tree", f"{racer}^{{tree}}", "-m", "x"))
+            return wanted
+        return real(self, path, update_then_race, generate_pack_data, *args, **kwargs)
+
+    monkeypatch.setattr(LocalGitClient, "send_pack", racing)
+    raced = push_ref(repo, str(remote), "refs/heads/main", second, expected=first)
+    now = git(remote, "rev-parse", "main")
+    assert now not in (first, second)
+    assert (raced.state, raced.found) == ("moved", now)
+
+
+def test_a_refusal_with_the_ref_still_as_expected_is_unreachable_for_now(world):
+    repo, remote, first, second = world
+    push_ref(repo, str(remote), "refs/heads/main", first, expected=None)
+    lock = remote / "refs" / "heads" / "main.lock"
+    lock.write_text("")  # a git process of the remote's own holds the ref
+    held = push_ref(repo, str(remote), "refs/heads/main", second, expected=first)
+    lock.unlink()
+    assert held.state == "unreachable" and "refused" in held.detail
+    assert git(remote, "rev-parse", "main") == first
+    assert push_ref(repo, str(remote), "refs/heads/main", second, expected=first).state == "pushed"
+
+
+def test_a_commit_another_machine_pushed_is_fetched_by_its_ref(world, url, tmp_path):
+    repo, remote, _first, _second = world
+    other = make_repo(tmp_path / "other")  # another machine's clone, with a commit this one has never seen
+    (other / "b.txt").write_text("b\n")
+    git(other, "add", "b.txt")
+    git(other, "commit", "-q", "-m", "theirs")
+    theirs = git(other, "rev-parse", "HEAD")
+    assert push_ref(other, url, REF, theirs, expected=None).state == "pushed"
+    assert subprocess.run(["git", "cat-file", "-e", theirs], cwd=repo).returncode != 0
+    assert fetch_commit(repo, url, REF, theirs) is True
+    assert git(repo, "cat-file", "-t", theirs) == "commit"
+    assert fetch_commit(repo, url, REF, "2" * 40) is False  # the ref does not name it: nothing fetched
+
+
+@pytest.mark.parametrize("unreachable", ["{tmp}/no-such-remote.git", "git://127.0.0.1:1/none.git"])
+def test_an_unreachable_remote_is_an_outcome_not_a_crash(world, unreachable, tmp_path):
+    repo, _remote, _first, second = world
+    outcome = push_ref(repo, unreachable.format(tmp=tmp_path), REF, second, expected=None)
+    assert outcome.state == "unreachable" and outcome.detail
