@@ -6,6 +6,7 @@ The standard library only: every command given DOCKET_DATABASE_URL checks it bef
 from __future__ import annotations
 
 import os
+import re
 from urllib.parse import parse_qs, unquote, urlsplit
 
 __all__ = ["postgres_env", "redacted"]
@@ -28,13 +29,16 @@ def postgres_env(url: str, *, lock_timeout: int) -> dict[str, str]:
         port = parts.port
     except ValueError:
         raise ValueError(f"the URL's port is not a port number: {redacted(url)}") from None
+    schema = query.get("schema", "")
+    if schema and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", schema):
+        raise ValueError(f"the URL's schema must be a plain name (letters, digits, _): {redacted(url)}")
     return {
         "POSTGRES_DBNAME": dbname,
         "POSTGRES_HOST": query.get("host") or parts.hostname or "localhost",
         "POSTGRES_PORT": str(port or query.get("port") or 5432),
         "POSTGRES_USER": unquote(parts.username or "") or os.environ.get("PGUSER", "") or "postgres",
         "POSTGRES_PASSWORD": unquote(parts.password or "") or os.environ.get("PGPASSWORD", ""),
-        "POSTGRES_SCHEMA": query.get("schema", ""),
+        "POSTGRES_SCHEMA": schema,
         "POSTGRES_LOCK_TIMEOUT": str(lock_timeout),
         "POSTGRES_CONNECT_TIMEOUT": query.get("connect_timeout", "10"),
         "POSTGRES_POOL_SIZE": "1",

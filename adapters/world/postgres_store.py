@@ -89,6 +89,7 @@ class ChainedPostgresProcessRecorder(ChainedRecorder, PostgresProcessRecorder, P
         with self.datastore.get_connection() as conn, conn.transaction():
             c = conn.cursor(row_factory=tuple_row)
             c.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_LOCK,))
+            c.execute(SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(self.datastore.schema)))
             if not self._tables_exist(c):
                 for statement in self.sql_create_statements:
                     text = statement.as_string(None)

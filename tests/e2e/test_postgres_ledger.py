@@ -104,7 +104,8 @@ def test_a_source_whose_chain_is_broken_is_not_copied(docket, repo, postgres_url
     assert on_database("verify", check=False).returncode == 5  # nothing copied
 
 
-@pytest.mark.parametrize("to", ["mysql://db/x", "postgresql://db:port/x", "postgresql://db/"])
+@pytest.mark.parametrize("to", ["mysql://db/x", "postgresql://db:port/x", "postgresql://db/",
+                                'postgresql://db/x?schema=a"b'])
 def test_a_bad_url_is_a_clear_error(docket, pg_docket, to):
     docket("init")
     copied = docket("ledger", "copy", "--to", to, check=False)

@@ -346,3 +346,23 @@ def test_a_database_restarted_under_an_open_ledger_loses_nothing_and_is_used_aga
         assert broken is None and head.position == 2
     finally:
         postgres_cluster.stop(folder)
+
+
+def test_a_ledger_in_a_schema_of_its_own_beside_other_tables(postgres_url, tmp_path):
+    """`?schema=docket`: the ledger's tables in that schema (made if missing); what else the database holds in
+    public is not the ledger's, and the schema check looks at the ledger's schema only."""
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as db:
+        db.execute("CREATE TABLE public.unrelated (x int)")
+    store = Store("postgres", tmp_path / "x", postgres_url + "?schema=docket")
+    ledger = store.open()
+    ledger.initialise(T0)
+    ledger.append([task_event(1)])
+    ledger.close()
+    head, broken = store.verified()
+    assert broken is None and head.position == 2
+    with store.reader() as reader:
+        reader.check_schema()
+    with psycopg.connect(postgres_url, autocommit=True) as db:
+        assert db.execute("SELECT count(*) FROM docket.stored_events").fetchone()[0] == 2
