@@ -304,6 +304,13 @@ class IntegrationConfig(_Section):
     batch: Annotated[int, Field(ge=1, le=1000)] = 1
 
 
+class LedgerConfig(_Section):
+    """[ledger]: url, a postgresql:// URL: the ledger is that PostgreSQL database (several machines share it); read
+    by adapters/world/paths.py before anything else, which refuses a password in it (the file is committed)."""
+
+    url: Annotated[str, StringConstraints(pattern=r"^postgres(ql)?://", max_length=2000)] | None = None
+
+
 def _check_hook_selector(selector: str) -> str:
     from .hooks import check_selector  # the event catalogue, only when [hooks] names something
 
@@ -350,6 +357,7 @@ class Config(_Section):
     run: RunConfig = RunConfig()
     integration: IntegrationConfig = IntegrationConfig()
     candidates: CandidatesConfig = CandidatesConfig()
+    ledger: LedgerConfig = LedgerConfig()
     agents: dict[Id, AgentConfig] = {}
     default_agent: Id | None = Field(None, alias="agent")
     checks: dict[Id, CheckConfig] = {}
@@ -520,6 +528,12 @@ DEFAULT_TOML = '''\
 # (file-too-large, naming the path and its size) before any object of it is written; the task's generation
 # fails with that feedback and the run goes on. Sizes: a number of bytes, or "100MB", "1GiB", "512KiB".
 # max_file_size = "100MiB"
+
+# [ledger]
+# The ledger in a PostgreSQL database that several machines share, instead of the file in the repository's docket
+# folder (DOCKET_DATABASE_URL, when set, is used instead). No password here, the file is committed: PGPASSWORD or
+# ~/.pgpass hold it. Each machine keeps its own views of it.
+# url = "postgresql://docket@db.internal/docket"
 
 # [hooks]
 # A command run once for each matching event of a run that `docket go` supervises, with the event as

@@ -170,3 +170,26 @@ def test_docket_go_on_postgres_delivers_and_its_receipt_verifies_offline(tmp_pat
     with sqlite3.connect(world.ledger) as file_ledger:  # nothing went to the file: its genesis alone
         assert file_ledger.execute("SELECT COUNT(*) FROM stored_events").fetchone()[0] == 1
     assert Path(summary["receipt"]["path"]).exists()
+
+
+def test_docket_toml_names_the_database_and_every_command_uses_it(repo, postgres_url):
+    """[ledger] url in docket.toml: init, status and the commands that read docket.toml itself (go, check) all take
+    it (an unknown section would be refused by those), and a password in it is refused, the file being committed."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKET_")}
+    docket = Docket(repo, env)
+    (repo / "docket.toml").write_text(f'[ledger]\nurl = "{postgres_url}"\n\n[checks.ok]\ncommand = ["true"]\n')
+    git(repo, "add", "docket.toml")
+    git(repo, "commit", "-q", "-m", "ledger in postgres")
+    assert "postgresql://" in docket("init", "--json").json()["ledger"]
+    docket("run", "open", "--target", "main", "--goal", "g", "--id", "r1")
+    assert Docket(repo, {**env, "DOCKET_DATABASE_URL": postgres_url})("status", "r1", "--json").json()["run"][
+        "status"] == "active"  # the same database
+    assert not (repo / ".git" / "docket" / "ledger.sqlite").exists()
+    shown = docket("config", "show", "--json", check=False)
+    assert shown.returncode == 0, shown.stderr
+    with_password = postgres_url.replace("postgresql://postgres@", "postgresql://postgres:hunter2@")
+    (repo / "docket.toml").write_text(f'[ledger]\nurl = "{with_password}"\n')
+    refused = docket("status", check=False)
+    assert refused.returncode == 2 and "bad-config" in refused.stderr and "hunter2" not in refused.stderr
