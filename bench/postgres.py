@@ -1,22 +1,26 @@
 """postgres: docket's ledger in PostgreSQL against the library's bare PostgreSQL recorder (issue 23).
 
 A throwaway cluster of its own (tests/postgres_cluster.py: fsync and synchronous commit on, on this machine's
-disk), started here and stopped at the end; each side in a fresh database of it.
+disk), started here and stopped at the end; each side in a fresh database of it. No cluster can be started here:
+one row says why.
 
-- append, one event per transaction, and 100 per transaction: docket's ``Ledger.append`` of task-planned events
-  (the chained recorder: the library's PostgresProcessRecorder plus docket's chain rows, written in the same
-  transaction under the library's append lock) against the library's own ``PostgresApplicationRecorder.
-  insert_events`` of the same stored bytes (what docket's mapper writes, made before the clock starts), with the
-  same connection settings. Interleaved rounds (the order reversed every other round), medians; goal <= 1.3x.
+- append, one event per transaction, and 100 per transaction (goal <= 1.3x): docket's ``Ledger.append`` of
+  task-planned events, as docket appends (its mapper, the time floor, the chained recorder: the library's
+  PostgresProcessRecorder plus docket's chain rows in the same transaction under the library's append lock)
+  against the library's own ``PostgresApplicationRecorder.insert_events`` of the same stored bytes (made before the
+  clock starts), with the connection settings docket uses. For information, docket's chained recorder alone
+  (``insert_events`` of the same bytes), each side's client CPU, and the same on databases with synchronous_commit
+  off (no wait for the flush: round trips and CPU). Many short interleaved rounds (the order reversed every other
+  round), medians per transaction.
 - appends from 4 processes at once, each its own ``Ledger`` on one database, one event per transaction: events/s
-  over the whole burst and the p99 of one append's latency (information). The issue's "2 hosts" are two pairs of
-  processes on this one machine until there are hosts to run them on.
+  over the burst and the p50/p99 of one append's latency, one process alone beside it (information). The issue's
+  "2 hosts" are two pairs of processes on this one machine until there are hosts to run them on.
 - ``docket verify`` (the whole process, DOCKET_DATABASE_URL) on a large ledger (1,000,000 events; 50,000 with
   --quick) against a plain read of the same rows: a Python process reading the verify query's rows through a
   psycopg server-side cursor as docket's reader does, doing nothing with them; and, for information, psql's
   ``COPY (the same query) TO STDOUT`` into /dev/null. The ledger is filled fast: docket's genesis, then the
   realistic event mix of bench/common.py mapped as docket stores it, chained with docket's own chain functions
-  (domain/chain.py) and loaded with COPY, then checked to verify.
+  (domain/chain.py) and loaded with COPY, then checked to verify (information: no goal is set).
 
     python -m bench postgres [--quick]
 """
@@ -65,14 +69,11 @@ with psycopg.connect(sys.argv[1]) as conn:
 # Databases ------------------------------------------------------------------------
 
 @contextmanager
-def cluster() -> Iterator[str | None]:
-    """A throwaway cluster's server URL for the block (None when PostgreSQL is not available here)."""
+def cluster() -> Iterator[str]:
+    """A throwaway cluster's server URL for the block (tests/postgres_cluster.py), stopped and removed after it."""
     from tests import postgres_cluster
 
-    if postgres_cluster.available():
-        yield None
-        return
-    folder = tempfile.mkdtemp(prefix="docket-pg-")  # a short path: the unix socket lives there
+    folder = tempfile.mkdtemp(prefix="docket-pg-")  # a short path: the server's unix socket lives there
     try:
         yield postgres_cluster.start(folder)
     finally:
@@ -227,24 +228,23 @@ def measure_append(urls: dict[str, str], *, per_transaction: int, transactions: 
 def append_rows(sides: AppendSides, per_transaction: int, transactions: int, flushed: bool = True) -> list[Row]:
     d, r, b = (median(sides.seconds[side]) / transactions for side in APPEND_SIDES)
     d_cpu, r_cpu, b_cpu = (median(sides.cpu_s[side]) / transactions * 1000 for side in APPEND_SIDES)
-    cpu = f"client CPU per transaction: docket {d_cpu:.3f} ms, its recorder {r_cpu:.3f} ms, bare {b_cpu:.3f} ms"
+    cpu = f"client CPU docket/recorder/bare {d_cpu:.2f}/{r_cpu:.2f}/{b_cpu:.2f} ms"
     rounds = len(sides.seconds["docket"])
     log(f"postgres append {transactions} x {per_transaction}{'' if flushed else ' without the flush'}: docket "
         f"{d * 1000:.3f} ms, its recorder alone {r * 1000:.3f} ms, bare {b * 1000:.3f} ms per transaction; {cpu}")
     what = (f"{rounds} rounds of {transactions:,} transactions x {per_transaction} "
             f"event{'s' if per_transaction > 1 else ''}")
     if not flushed:  # information only: with no wait for the WAL's flush, what is left is round trips and CPU
-        return [Row("postgres", f"  same, synchronous_commit off: docket vs bare (bare {b * 1000:.3f} ms; docket's "
-                                f"recorder alone {r * 1000:.3f} ms, {r / b:.2f}x; {cpu})", d * 1000, "ms",
-                    ratio=d / b, goal="(info: no flush)")]
+        return [Row("postgres", f"  same, synchronous_commit off: docket vs bare (bare {b * 1000:.3f} ms; recorder "
+                                f"alone {r / b:.2f}x; {cpu})", d * 1000, "ms", ratio=d / b, goal="(info: no flush)")]
     return [
         Row("postgres", f"bare PostgresApplicationRecorder.insert_events, {what}, median", b * 1000, "ms"),
         Row("postgres", f"docket Ledger.append (chained recorder), {what}, median", d * 1000, "ms",
             ratio=d / b, goal=f"<= {GOAL}x bare", passed=d / b <= GOAL),
         Row("postgres", f"  = docket events/s in {per_transaction}-event transactions (bare "
                         f"{per_transaction / b:,.0f})", per_transaction / d, "events/s"),
-        Row("postgres", f"  (information) docket's chained recorder alone: insert_events of the same stored bytes "
-                        f"({cpu})", r * 1000, "ms", ratio=r / b, goal="(info)"),
+        Row("postgres", f"  (information) docket's chained recorder alone, insert_events of the same bytes ({cpu})",
+            r * 1000, "ms", ratio=r / b, goal="(info)"),
     ]
 
 
@@ -321,7 +321,7 @@ def measure_burst(url: str, *, processes: int, appends: int) -> Burst:
 def burst_rows(burst: Burst, alone: Burst) -> list[Row]:
     log(f"postgres burst: {burst.processes} processes {burst.events / burst.wall_s:,.0f} events/s, p99 "
         f"{burst.percentile(99) * 1000:.2f} ms; one process {alone.events / alone.wall_s:,.0f} events/s")
-    hosts = f"{burst.processes} processes (2 pairs standing for the issue's 2 hosts, on this one machine)"
+    hosts = f"{burst.processes} processes (2 pairs on this machine for the issue's 2 hosts)"
     return [
         Row("postgres", f"appends from {hosts}, {burst.events:,} single-event transactions: events/s "
                         f"(one process alone: {alone.events / alone.wall_s:,.0f})", burst.events / burst.wall_s,
@@ -465,14 +465,16 @@ def run(quick: bool) -> list[Row]:
     appends = ((1, 30, 10), (BATCH, 5, 10)) if quick else ((1, 100, 20), (BATCH, 10, 20))
     burst_appends = 100 if quick else 500
     size, verify_rounds = (50_000, 3) if quick else (1_000_000, 5)
+    from importlib.util import find_spec
+
     from tests import postgres_cluster
 
-    why = postgres_cluster.available()
+    why = postgres_cluster.available() or (None if find_spec("psycopg") else "psycopg is not installed (the "
+                                                                              "postgres extra)")
     if why:
         return [Row("postgres", f"not run: {why}", None, "")]
     rows: list[Row] = []
     with cluster() as server:
-        assert server is not None
         for per_transaction, transactions, rounds in appends:
             for flushed in (True, False):
                 settings = None if flushed else {"synchronous_commit": "off"}
