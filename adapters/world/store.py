@@ -129,7 +129,7 @@ class ChainedRecorder:
             event_rows.append((position, stream, s.originator_version, s.topic, s.state))
             chain_rows.append((position, digest))
         self._insert_event_rows(c, event_rows)
-        c.executemany(self.insert_chain_statement, chain_rows)
+        self._insert_chain_rows(c, chain_rows)
         self._keep_completed_blocks(c, head.position, chain_rows)
         faults.crash_point("store:before-commit")
         return [row[0] for row in event_rows]
@@ -159,6 +159,10 @@ class ChainedRecorder:
     def _insert_event_rows(self, c: Any, rows: list[tuple[int, str, int, str, bytes]]) -> None:
         """Insert (position, stream, version, topic, state) rows at exactly those positions."""
         raise NotImplementedError
+
+    def _insert_chain_rows(self, c: Any, rows: list[tuple[int, str]]) -> None:
+        """Insert (position, digest) rows."""
+        c.executemany(self.insert_chain_statement, rows)
 
     def chain_digests_between(self, c: Any, after: int, until: int) -> list[str]:
         """The chain's digests of positions (after, until], in order, read on the caller's cursor."""
