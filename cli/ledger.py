@@ -52,6 +52,8 @@ def ledger_copy(ctx: Context) -> int:
     from ..adapters.world.database_url import redacted
 
     to = ctx.args.to
+    if "\x00" in to:
+        raise BadInput("bad-ledger-path", "--to holds a NUL byte")
     url = to if to.startswith(("postgresql://", "postgres://")) else None
     if url is None:
         path = Path(to).expanduser().absolute()

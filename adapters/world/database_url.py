@@ -18,6 +18,8 @@ def postgres_env(url: str, *, lock_timeout: int) -> dict[str, str]:
     ``?host=/a/folder`` names a Unix socket's folder; ``?schema=name`` a schema other than ``public``. A password
     not in the URL is PGPASSWORD's, else empty (a trusted or peer login).
     """
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        raise ValueError("the URL holds a control character")
     parts = urlsplit(url)
     if parts.scheme not in ("postgresql", "postgres"):
         raise ValueError(f"not a PostgreSQL URL (postgresql://...): {redacted(url)}")

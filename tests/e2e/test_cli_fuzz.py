@@ -166,6 +166,8 @@ def test_no_argument_reaches_exit_70(world, argv):
     ["status", "--at", ""],
     ["task", "plan", "r1", "--title", "t", "--prompt-file", "\x00"],  # found by the fuzz: was exit 70
     ["go", "--goal", "g", "--tasks", "a\x00b"],
+    ["ledger", "copy", "--to", "\x00"],  # found by the fuzz: was exit 70
+    ["ledger", "copy", "--to", "postgresql://h/d\x00b"],
 ])
 def test_the_issue_cases_are_bad_input_in_process(world, argv):
     with inside(world):

@@ -63,7 +63,7 @@ def test_help_lists_every_exit_code_and_the_environment():
     assert re.search(r"^\s+130\s+interrupted", text, re.MULTILINE)
     for variable in ("DOCKET_LEDGER", "DOCKET_NOW", "DOCKET_TESTING=1", "DOCKET_FAULT", "DOCKET_LOCK_TIMEOUT"):
         assert variable in text, variable
-    assert "DOCKET_DATABASE_URL" not in text  # not implemented yet
+    assert "DOCKET_DATABASE_URL" in text  # the ledger in PostgreSQL (issue 23)
 
 
 def test_key_generate_makes_dockets_own_folder_0700_and_no_other(docket, tmp_path):

@@ -105,7 +105,7 @@ def test_a_source_whose_chain_is_broken_is_not_copied(docket, repo, postgres_url
 
 
 @pytest.mark.parametrize("to", ["mysql://db/x", "postgresql://db:port/x", "postgresql://db/",
-                                'postgresql://db/x?schema=a"b'])
+                                'postgresql://db/x?schema=a"b', "postgresql://db/x\x01y"])
 def test_a_bad_url_is_a_clear_error(docket, pg_docket, to):
     docket("init")
     copied = docket("ledger", "copy", "--to", to, check=False)
