@@ -124,6 +124,17 @@ def test_a_genesis_and_a_reopen_find_the_same_ledger(store):
     again.close()
 
 
+def _at_once(target: Any, argument_lists: list[tuple[Any, ...]]) -> list[int | None]:
+    """Each argument list given to target in a process of its own, all started together; their exit codes."""
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=target, args=args) for args in argument_lists]
+    for p in workers:
+        p.start()
+    for p in workers:
+        p.join(120)
+    return [p.exitcode for p in workers]
+
+
 def _append_many(kind: str, path: str, url: str | None, worker: int, count: int) -> None:
     ledger = Ledger(Path(path), url=url)
     for i in range(count):
@@ -133,14 +144,7 @@ def _append_many(kind: str, path: str, url: str | None, worker: int, count: int)
 
 def test_appends_from_four_processes_at_once_lose_nothing_and_never_fork(store):
     store.open().close()  # the tables, made once
-    ctx = multiprocessing.get_context("spawn")
-    workers = [ctx.Process(target=_append_many, args=(store.kind, str(store.path), store.url, w, 25))
-               for w in range(4)]
-    for p in workers:
-        p.start()
-    for p in workers:
-        p.join(120)
-    assert [p.exitcode for p in workers] == [0] * 4
+    assert _at_once(_append_many, [(store.kind, str(store.path), store.url, w, 25) for w in range(4)]) == [0] * 4
     head, broken = store.verified()
     assert broken is None and head.position == 100
     with store.reader() as reader:
@@ -161,13 +165,8 @@ def _count_up(path: str, url: str | None, times: int) -> None:
 
 def test_decisions_from_several_processes_are_serialised(store):
     store.open().close()
-    ctx = multiprocessing.get_context("spawn")
-    workers = [ctx.Process(target=_count_up, args=(str(store.path), store.url, 15)) for _ in range(3)]
-    for p in workers:
-        p.start()
-    for p in workers:
-        p.join(120)
-    assert [p.exitcode for p in workers] == [0] * 3  # not one decision met a version another had taken
+    # not one decision met a version another had taken
+    assert _at_once(_count_up, [(str(store.path), store.url, 15)] * 3) == [0] * 3
     ledger = store.open()
     assert [e.version for _, e in ledger.history("task:counter")] == list(range(1, 46))
     ledger.close()
@@ -270,13 +269,7 @@ def _open_and_append(path: str, url: str | None, worker: int) -> None:
 def test_four_processes_opening_a_new_ledger_at_once_agree_on_one(store):
     """The first open creates the tables (on PostgreSQL under an advisory lock): racing first opens must neither
     fail nor make two genesis events."""
-    ctx = multiprocessing.get_context("spawn")
-    workers = [ctx.Process(target=_open_and_append, args=(str(store.path), store.url, w)) for w in range(4)]
-    for p in workers:
-        p.start()
-    for p in workers:
-        p.join(120)
-    assert [p.exitcode for p in workers] == [0] * 4
+    assert _at_once(_open_and_append, [(str(store.path), store.url, w) for w in range(4)]) == [0] * 4
     head, broken = store.verified()
     assert broken is None and head.position == 5  # one genesis, four appends
     ledger = store.open()
