@@ -146,8 +146,8 @@ def _configured_url(cwd: Path) -> str | None:
 
     try:
         url = tomllib.loads(text).get("ledger", {}).get("url")
-    except (tomllib.TOMLDecodeError, AttributeError):
-        return None
+    except (tomllib.TOMLDecodeError, AttributeError) as e:  # which ledger is meant is unknown: nothing is opened
+        raise BadInput("bad-config", f"docket.toml names a [ledger] but cannot be read: {e}") from None
     if url is None:
         return None
     if not isinstance(url, str) or not url.strip():

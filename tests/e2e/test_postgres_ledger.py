@@ -193,3 +193,15 @@ def test_docket_toml_names_the_database_and_every_command_uses_it(repo, postgres
     (repo / "docket.toml").write_text(f'[ledger]\nurl = "{with_password}"\n')
     refused = docket("status", check=False)
     assert refused.returncode == 2 and "bad-config" in refused.stderr and "hunter2" not in refused.stderr
+
+
+def test_a_docket_toml_naming_a_ledger_that_cannot_be_read_opens_no_ledger(repo):
+    """A broken docket.toml that has a [ledger] section: which ledger is meant is unknown, so not even `docket init`
+    falls back to the file in the repository."""
+    import os
+
+    docket = Docket(repo, {k: v for k, v in os.environ.items() if not k.startswith("DOCKET_")})
+    (repo / "docket.toml").write_text('[ledger]\nurl = "postgresql://db/x\n')  # an unterminated string
+    refused = docket("init", check=False)
+    assert refused.returncode == 2 and "bad-config" in refused.stderr
+    assert not (repo / ".git" / "docket" / "ledger.sqlite").exists()
