@@ -94,7 +94,7 @@ def _group_parsers(parser, path=()):
 def test_every_command_group_has_help_and_an_example():
     groups = dict(_group_parsers(build_parser()))
     assert set(groups) == {(), ("run",), ("task",), ("worker",), ("candidate",), ("check",), ("handoff",), ("worktree",), ("lease",),
-                           ("config",), ("key",)}
+                           ("ledger",), ("config",), ("key",)}
     for path, parser in groups.items():
         assert parser.description, path
         assert "example:\n  docket " + " ".join(path) in (parser.epilog or ""), path
@@ -125,7 +125,8 @@ def _complete_in_bash(script: str, tmp_path: Path, *words: str) -> list[str]:
 
 
 COMPLETIONS = [
-    (("le",), ["lease"]),
+    (("le",), ["lease", "ledger"]),
+    (("ledger", ""), ["copy"]),
     (("lease", ""), ["expire", "grant", "release", "renew"]),
     (("lease", "grant", "--ttl", "10m", "--wo"), ["--worker"]),  # after an option that took a value
     (("lease", "grant", "wt/a", "--worker", "w1", "--ge"), ["--generation"]),
