@@ -163,7 +163,7 @@ def _start(ctx: Context, config: Any) -> str:
     key = export_key(a.key)  # a bad key fails before any work
     return start_run(_driver(ctx), run_id=a.id, goal=a.goal, specs=specs, agent=agent, target=target,
                      budget_ms=budget_ms, repository=str(repository), cycles=a.cycles or DEFAULT_CYCLES,
-                     parallel=a.parallel or DEFAULT_PARALLEL, export_key=key)
+                     parallel=a.parallel or DEFAULT_PARALLEL, export_key=key, remote=config.git.remote)
 
 
 def _checked_out_target(repository: Path) -> str:

@@ -47,24 +47,23 @@ def run_open(ctx: Context) -> int:
     repository = ctx.repository
     if repository is None:
         raise NotFound("not-a-repository", "run 'docket run open' inside the git repository the run targets")
-    target = a.target
-    if target is None or a.budget is None:  # docket.toml is read only for what the command line leaves out
-        from pathlib import Path
+    from pathlib import Path
 
-        from ..adapters.world.config_file import find_config, load_config
-        from ..domain.errors import BadInput
+    from ..adapters.world.config_file import find_config, load_config
+    from ..domain.errors import BadInput
 
-        settings = load_config(find_config(Path.cwd())).run
-        target = target or settings.target
-        budget_ms = budget_ms if a.budget is not None else settings.budget_ms
-        if target is None:
-            raise BadInput("no-target", "name the target branch with --target BRANCH (or set [run] target in "
-                                        "docket.toml)")
+    config = load_config(find_config(Path.cwd()))  # [run] for what the command line leaves out; [git] remote
+    target = a.target or config.run.target
+    budget_ms = budget_ms if a.budget is not None else config.run.budget_ms
+    if target is None:
+        raise BadInput("no-target", "name the target branch with --target BRANCH (or set [run] target in "
+                                    "docket.toml)")
     run_id, intent_id = a.id or new_id("run"), new_id("intent")
     try:
         run = open_run(ctx.ledger, ctx.clock, run_id=run_id, intent_id=intent_id, goal=a.goal,
                        target_branch=target, budget_ms=budget_ms, repository=str(repository),
-                       wait=not a.no_wait, effector=None if a.no_wait else ctx.effector)
+                       wait=not a.no_wait, effector=None if a.no_wait else ctx.effector,
+                       remote=config.git.remote)
     finally:
         if "ledger" in vars(ctx):  # a failed or unknown pin is recorded too: the views show the run either way
             ctx.update_views()

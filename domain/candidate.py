@@ -28,7 +28,7 @@ from .streams import candidate_stream as stream_of
 from .worker import process_of
 
 if TYPE_CHECKING:
-    from .effects import Act, CandidateRefObservation, TargetHistory, Unknown
+    from .effects import Act, CandidateRefObservation, RemoteRefObservation, TargetHistory, Unknown
 
 __all__ = [
     "Candidate",
@@ -247,10 +247,12 @@ def request_pin(existing: Candidate | None, run: Run, *, intent_id: str, task_id
                                                 "it is left untouched (see 'docket log')")
     require_open(run)
     version = existing.version if existing is not None else 0
-    return [next_event(ev.CandidatePinRequested, stream_of(binding_id), version, now, intent_id=intent_id,
-                       run_id=run.run_id, task_id=task_id, worker_id=worker_id, generation=generation,
-                       boundary=boundary, binding_id=binding_id, repository=repository, worktree=worktree, ref=ref,
-                       parent=parent, tree=tree, base=base, changed_paths=sorted(set(changed_paths)))]
+    on_remote = {} if run.remote is None else {"remote": run.remote[0], "remote_url": run.remote[1]}
+    return [next_event(ev.CandidatePinRequestedV2 if run.remote else ev.CandidatePinRequested, stream_of(binding_id),
+                       version, now, intent_id=intent_id, run_id=run.run_id, task_id=task_id, worker_id=worker_id,
+                       generation=generation, boundary=boundary, binding_id=binding_id, repository=repository,
+                       worktree=worktree, ref=ref, parent=parent, tree=tree, base=base,
+                       changed_paths=sorted(set(changed_paths)), **on_remote)]
 
 
 def decide_pin(candidate: Candidate, intent: ev.CandidatePinRequested, observed: CandidateRefObservation,
@@ -262,6 +264,11 @@ def decide_pin(candidate: Candidate, intent: ev.CandidatePinRequested, observed:
                   binding_id=intent.binding_id, ref=intent.ref)
     if observed.state == "missing":
         return Act()
+    if observed.state == "matching" and isinstance(intent, ev.CandidatePinRequestedV2):
+        assert observed.commit is not None
+        on_remote = _on_remote(candidate, intent, observed.commit, observed.remote, now)
+        if on_remote is not None:
+            return on_remote
     if observed.state == "matching":
         assert observed.commit is not None
         return next_event(ev.CandidatePinned, stream, candidate.version, now, **common, commit=observed.commit,
@@ -272,6 +279,26 @@ def decide_pin(candidate: Candidate, intent: ev.CandidatePinRequested, observed:
         return next_event(ev.CandidateDiverged, stream, candidate.version, now, **common, found=found,
                           message=(observed.detail or f"{intent.ref} names another commit")[:4000])
     return Unknown(observed.detail or f"cannot read {intent.ref} in {intent.repository}")
+
+
+def _on_remote(candidate: Candidate, intent: ev.CandidatePinRequestedV2, commit: str,
+               remote: RemoteRefObservation | None, now: str) -> ev.Event | Unknown | Act | None:
+    """With the commit pinned here: what the shared remote's ref decides (None: it names the commit too, so the pin
+    is done). Absent there: Act (the push). Naming another commit: diverged, nothing forced. Not reached: unknown."""
+    from .effects import Act, Unknown
+
+    where = f"{intent.ref} on the remote {intent.remote} ({intent.remote_url})"
+    if remote is None or remote.state == "unreachable":
+        return Unknown(f"{where} cannot be read: {remote.detail if remote else 'not looked at'}"[:4000])
+    if remote.state == "missing":
+        return Act()
+    if remote.commit == commit:
+        return None
+    found = remote.commit if remote.commit and len(remote.commit) in (40, 64) else None
+    return next_event(ev.CandidateDiverged, stream_of(candidate.binding_id), candidate.version, now,
+                      intent_id=intent.intent_id, run_id=intent.run_id, task_id=intent.task_id,
+                      binding_id=intent.binding_id, ref=intent.ref, found=found,
+                      message=f"{where} names {remote.commit}, not the pinned {commit}; nothing was forced"[:4000])
 
 
 def made(outcome: ev.Event) -> ev.Event:

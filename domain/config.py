@@ -21,7 +21,7 @@ from .names import check_branch_name, has_unsafe_characters
 from .sandbox import Confinement, extra_path, network_setting
 from .values import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LOG, parse_duration, parse_size
 
-__all__ = ["AgentConfig", "CandidatesConfig", "CheckConfig", "Config", "DEFAULT_TOML", "HookConfig", "IntegrationConfig", "RunConfig", "WorktreeConfig",
+__all__ = ["AgentConfig", "CandidatesConfig", "CheckConfig", "Config", "DEFAULT_TOML", "GitConfig", "HookConfig", "IntegrationConfig", "RunConfig", "WorktreeConfig",
            "check_artifact_dir", "check_config_sha256", "expand", "placeholders"]
 
 # What each kind of template may name: an agent's argv, its environment; a check's argv and environment.
@@ -311,6 +311,14 @@ class LedgerConfig(_Section):
     url: Annotated[str, StringConstraints(pattern=r"^postgres(ql)?://", max_length=2000)] | None = None
 
 
+class GitConfig(_Section):
+    """[git]: remote, the name of a remote in the repository's config that several machines share: a run's base is
+    that remote's target branch, its candidates are pushed there (create-only) and its target moved there
+    (compare-and-swap, nothing forced)."""
+
+    remote: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")] | None = None
+
+
 def _check_hook_selector(selector: str) -> str:
     from .hooks import check_selector  # the event catalogue, only when [hooks] names something
 
@@ -358,6 +366,7 @@ class Config(_Section):
     integration: IntegrationConfig = IntegrationConfig()
     candidates: CandidatesConfig = CandidatesConfig()
     ledger: LedgerConfig = LedgerConfig()
+    git: GitConfig = GitConfig()
     agents: dict[Id, AgentConfig] = {}
     default_agent: Id | None = Field(None, alias="agent")
     checks: dict[Id, CheckConfig] = {}
@@ -534,6 +543,12 @@ DEFAULT_TOML = '''\
 # folder (DOCKET_DATABASE_URL, when set, is used instead). No password here, the file is committed: PGPASSWORD or
 # ~/.pgpass hold it. Each machine keeps its own views of it.
 # url = "postgresql://docket@db.internal/docket"
+
+# [git]
+# A remote (its name in the repository's config) that several machines share: a run's base is that remote's
+# target branch, every candidate is pushed there under refs/docket/candidates/... (create-only), and the target is
+# moved there by compare-and-swap, nothing forced; your clone's own branch is yours to pull. Unset: this repository.
+# remote = "origin"
 
 # [hooks]
 # A command run once for each matching event of a run that `docket go` supervises, with the event as

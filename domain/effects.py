@@ -25,6 +25,7 @@ from .aggregate import next_event
 from .values import from_ms, to_ms
 
 __all__ = [
+    "RemoteRefObservation",
     "BACKOFF_FIRST_MS",
     "BACKOFF_MAX_MS",
     "INTENT_TYPES",
@@ -168,6 +169,17 @@ class CandidateRefObservation:
     """
 
     state: Literal["missing", "matching", "diverged", "unreadable"]
+    commit: str | None = None
+    detail: str = ""
+    remote: RemoteRefObservation | None = None  # the same ref on the run's shared remote, when it has one
+
+
+@dataclass(frozen=True)
+class RemoteRefObservation:
+    """What a ref on a shared git remote names: found (commit), missing, or unreachable (nothing is known: the
+    remote could not be reached or read, or its name now stands for another URL than the run recorded)."""
+
+    state: Literal["found", "missing", "unreachable"]
     commit: str | None = None
     detail: str = ""
 

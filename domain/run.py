@@ -89,6 +89,7 @@ class Run:
     supervisions: tuple[Supervision, ...] = ()  # the docket processes supervising it now
     plan: Plan | None = None  # set by `docket go` (RunPlanned)
     waiting: tuple[str, str] | None = None  # (code, message) of RunWaiting, until the next supervision
+    remote: tuple[str, str] | None = None  # (name, URL) of the shared git remote its base, candidates and target use
 
     def used_ms(self, now: str) -> int:
         """Milliseconds of budget spent: closed intervals, and the open one up to now."""
@@ -112,7 +113,8 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
     assert run is not None, f"{event.type_name()} before RunOpened"
     run = replace(run, version=event.version)
     if isinstance(event, ev.RunBasePinRequested):
-        return replace(run, pending_intents=run.pending_intents | {event.intent_id})
+        remote = (event.remote, event.remote_url) if isinstance(event, ev.RunBasePinRequestedV2) else run.remote
+        return replace(run, pending_intents=run.pending_intents | {event.intent_id}, remote=remote)
     if isinstance(event, ev.RunBasePinned):
         return _clocked(replace(
             run,
@@ -203,9 +205,10 @@ def wait(run: Run, code: str, message: str, now: str) -> list[ev.Event]:
 
 def open_run(
     run_id: str, intent_id: str, goal: str, target_branch: str, budget_ms: int | None,
-    repository: str, now: str,
+    repository: str, now: str, remote: tuple[str, str] | None = None,
 ) -> list[ev.Event]:
-    """RunOpened and the intent to pin the target branch's commit as the base."""
+    """RunOpened and the intent to pin the target branch's commit as the base: the repository's own branch, or the
+    one on the shared git remote (name, URL) when given."""
     check_branch_name(target_branch)
     if not goal.strip():
         raise BadInput("empty-goal", "a run needs a goal")
@@ -213,9 +216,10 @@ def open_run(
     opened = next_event(
         ev.RunOpened, stream, 0, now, run_id=run_id, goal=goal, target_branch=target_branch, budget_ms=budget_ms
     )
+    on_remote = {} if remote is None else {"remote": remote[0], "remote_url": remote[1]}
     pin = next_event(
-        ev.RunBasePinRequested, stream, 1, now, intent_id=intent_id, run_id=run_id, target_branch=target_branch,
-        repository=repository,
+        ev.RunBasePinRequestedV2 if remote else ev.RunBasePinRequested, stream, 1, now, intent_id=intent_id,
+        run_id=run_id, target_branch=target_branch, repository=repository, **on_remote,
     )
     return [opened, pin]
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["CheckedOutTarget", "CheckoutObservation", "TargetIntent", "TargetObservation", "checkout_to_update",
            "decide_target", "moved_by_others", "moved_unrecorded", "request_target"]
 
-TargetIntent = ev.IntegrationTargetRequested | ev.IntegrationTargetRequestedV2
+TargetIntent = ev.IntegrationTargetRequested | ev.IntegrationTargetRequestedV2 | ev.IntegrationTargetRequestedV3
 CheckedOutTarget = Literal["update", "refuse"]
 
 
@@ -84,9 +84,10 @@ def _dirty_message(branch: str, where: str, checkout: CheckoutObservation | None
 
 
 def request_target(integration: Integration, *, intent_id: str, checkout: str | None = None,
-                   now: str) -> list[ev.Event]:
+                   now: str, remote: tuple[str, str] | None = None) -> list[ev.Event]:
     """The intent to move the target branch to the last step's merge, and with it the index and files of checkout
-    (the worktree that has it checked out, clean; None: none has); nothing when requested or done."""
+    (the worktree that has it checked out, clean; None: none has); or, the run having a shared git remote (name,
+    URL), the branch there, by compare-and-swap. Nothing when requested or done."""
     if integration.target is not None:
         return []
     # a queue that goes on moves it whenever verified steps lie beyond it, though a step was queued meanwhile
@@ -99,10 +100,12 @@ def request_target(integration: Integration, *, intent_id: str, checkout: str | 
         integration.steps[-1])
     assert last.merge_commit is not None and last.tree is not None and integration.repository is not None
     assert integration.target_ref is not None and integration.target_expected is not None
-    return [next_event(ev.IntegrationTargetRequestedV2, stream_of(integration.run_id), integration.version, now,
-                       intent_id=intent_id, run_id=integration.run_id, repository=integration.repository,
+    on_remote = {} if remote is None else {"remote": remote[0], "remote_url": remote[1]}
+    return [next_event(ev.IntegrationTargetRequestedV3 if remote else ev.IntegrationTargetRequestedV2,
+                       stream_of(integration.run_id), integration.version, now, intent_id=intent_id,
+                       run_id=integration.run_id, repository=integration.repository,
                        target_ref=integration.target_ref, expected_commit=integration.target_expected,
-                       commit=last.merge_commit, tree=last.tree, checkout=checkout)]
+                       commit=last.merge_commit, tree=last.tree, checkout=None if remote else checkout, **on_remote)]
 
 
 def decide_target(integration: Integration, intent: TargetIntent, observed: TargetObservation,

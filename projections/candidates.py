@@ -68,7 +68,8 @@ def _handoff(state: str):  # noqa: ANN202
 def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
-    return {ev.stored.CandidatePinRequested: _pin_requested, ev.stored.CandidatePinned: _pinned,
+    return {ev.stored.CandidatePinRequested: _pin_requested,
+            ev.stored.CandidatePinRequestedV2: _pin_requested, ev.stored.CandidatePinned: _pinned,
             ev.stored.CandidateDiverged: _diverged,
             ev.stored.CandidateReleaseRequested: _status("releasing"),
             ev.stored.CandidateReleased: _status("released", "released_at"),

@@ -166,6 +166,7 @@ def handlers() -> dict[str, Any]:
             ev.stored.IntegrationStepRejected: _stopped,
             ev.stored.IntegrationTargetRequested: _target_requested,
             ev.stored.IntegrationTargetRequestedV2: _target_requested,
+            ev.stored.IntegrationTargetRequestedV3: _target_requested,
             ev.stored.IntegrationCompleted: _completed, ev.stored.IntegrationTargetMoved: _target_moved,
             ev.stored.ReceiptSealed: _sealed, ev.stored.IntentCancelled: _cancelled,
             ev.stored.IntegrationRequeued: _requeued, ev.stored.IntegrationBatchVerified: _batch_verified,

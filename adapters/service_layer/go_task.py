@@ -230,6 +230,8 @@ def _pin(s: Session, settings: GoSettings, run: run_aggregate.Run, task: task_ag
                           worker_id=task_worker_id(task.task_id), generation=generation)
     except RunClosed:
         return None
+    except OutcomeUnknown:
+        return None  # the pin's outcome is not known yet (its remote unreachable, say): judged again on a next pass
     except DocketError as e:
         _feedback(s, task, generation, "pin-failed", None, None, f"{e.code}: {e.message}")
         return None

@@ -218,7 +218,7 @@ def _changed_paths(ledger: Ledger, step: integration_aggregate.StepState) -> tup
 def _open_queue(ledger: Ledger, clock: Clock, effector: Any, run_id: str, repository: Path,
                 checks: Sequence[CheckSpec]) -> None:
     run = load_run(ledger, run_id)
-    target = _observe_target(effector, repository, run.target_branch, None)
+    target = _observe_target(effector, repository, run.target_branch, None, run.remote)
     if target.state != "found":
         _require_target(run.target_branch, target, "update")  # refused: missing or unreadable
     assert target.commit is not None
@@ -308,7 +308,7 @@ def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Se
         else:
             picked.append(chosen)
     repository = Path(picked[0].repository) if picked else None
-    target = _observe_target(effector, repository, run.target_branch, None) if repository else None
+    target = _observe_target(effector, repository, run.target_branch, None, run.remote) if repository else None
     if target is not None:
         _require_target(run.target_branch, target, checked_out_target)
     foreign = None
@@ -332,10 +332,15 @@ def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Se
     return tuple(skipped)
 
 
-def _observe_target(effector: Any, repository: Path, branch: str,
-                    final_commit: str | None) -> target_move.TargetObservation:
+def _observe_target(effector: Any, repository: Path, branch: str, final_commit: str | None,
+                    remote: tuple[str, str] | None = None) -> target_move.TargetObservation:
     """The target branch, and the index and files of the worktree that has it checked out, if any: against the
-    commit it names and final_commit (the one it is to move to; None: not known yet)."""
+    commit it names and final_commit (the one it is to move to; None: not known yet). With the run's shared remote
+    (name, URL): the branch there, its commit fetched."""
+    if remote is not None:
+        from .intents import remote_target
+
+        return remote_target(effector.ports.remotes, repository, remote, f"refs/heads/{branch}")
     merges = effector.ports.merges
     observed = merges.observe_target(repository, branch)
     if observed.state != "found" or observed.checked_out is None:
@@ -370,6 +375,7 @@ def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integr
     message = merge_message(f"docket: integrate task {step.task_id} of run {integration.run_id}",
                             trailers(integration.run_id, step.task_id, step.worker_id, step.generation,
                                      step.binding_id))
+    _fetch_candidate(ledger, effector, integration, step)
     merged = effector.ports.merges.merge_candidate(Path(integration.repository), head, step.commit, message)
     faults.crash_point("integrate:after-merge-computed")
     if merged.state == "unreadable":
@@ -406,6 +412,20 @@ def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integr
     if current.step(step.step).status == "merging":
         _drive_step(ledger, effector, integration.run_id, current.step(step.step))
     return True
+
+
+def _fetch_candidate(ledger: Ledger, effector: Any, integration: integration_aggregate.Integration,
+                     step: integration_aggregate.StepState) -> None:
+    """With a shared remote, the step's candidate as the remote has it (pinned on another machine, it is only
+    there); OutcomeUnknown while the remote cannot give it. Nothing is fetched when it is here already."""
+    remote = load_run(ledger, integration.run_id).remote
+    if remote is None:
+        return
+    assert integration.repository is not None
+    ref = load_candidate(ledger, step.binding_id).ref
+    if not effector.ports.remotes.fetch(Path(integration.repository), remote[0], remote[1], ref, step.commit):
+        raise OutcomeUnknown("remote-unreachable", f"step {step.step}'s candidate {step.commit} cannot be fetched "
+                                                   f"from the remote {remote[0]} ({remote[1]}) yet")
 
 
 def _conflict_feedback(repository: Path, head: str, step: integration_aggregate.StepState, merged: Any) -> str:
@@ -613,8 +633,10 @@ def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integ
                  checked_out_target: target_move.CheckedOutTarget) -> None:
     assert integration.repository is not None and integration.target_branch is not None
     if integration.target is None:
+        remote = load_run(ledger, integration.run_id).remote
         observed = _observe_target(effector, Path(integration.repository), integration.target_branch,
-                                   integration.head() if integration.rolling else integration.steps[-1].merge_commit)
+                                   integration.head() if integration.rolling else integration.steps[-1].merge_commit,
+                                   remote)
         checkout = None
         if observed.state == "found" and observed.commit == integration.target_expected:
             checkout = _require_target(integration.target_branch, observed, checked_out_target)
@@ -625,7 +647,8 @@ def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integ
             current = load_integration(ledger, integration.run_id)
             assert current is not None
             require_open(load_run(ledger, integration.run_id))
-            return target_move.request_target(current, intent_id=intent_id, checkout=checkout, now=now)
+            return target_move.request_target(current, intent_id=intent_id, checkout=checkout, now=now,
+                                              remote=remote)
 
         ledger.decide(decision, clock.now())
     current = load_integration(ledger, integration.run_id)

@@ -26,6 +26,7 @@ from ...domain.effects import (
     ForeignCommits,
     IntegrationObservation,
     MergeResult,
+    RemoteRefObservation,
     TargetHistory,
     WorktreeObservation,
 )
@@ -35,6 +36,7 @@ if TYPE_CHECKING:  # annotations only: compiling the secret patterns and importi
     from ...domain.processes import Liveness, ProcessIdentity
     from ..world.capture import Capture, Unstable
     from ..world.processes import LaunchSpec
+    from ..world.remote import PushOutcome
     from .launcher import Launcher
 
 __all__ = ["CandidateRefsPort", "CapturePort", "GatedHandle", "InventoryPort", "LedgerReader", "MergePort", "Ports",
@@ -276,6 +278,27 @@ class GatedHandle(Protocol):
         ...
 
 
+class RemotePort(Protocol):
+    """A shared git remote, named as in the repository's config, at the URL the run recorded (an effect never goes
+    elsewhere: the name now standing for another URL is unreachable)."""
+
+    def observe(self, repository: Path, remote: str, recorded_url: str, ref: str, *,
+                fetch: bool = False) -> RemoteRefObservation:
+        """What ref names there (found, missing, unreachable); with fetch, found only once the commit's objects
+        are in the repository. Never raises."""
+        ...
+
+    def push(self, repository: Path, remote: str, recorded_url: str, ref: str, commit: str, *,
+             expected: str | None) -> PushOutcome:
+        """Set ref there to commit only while it names expected (None: only while absent); nothing forced. Never
+        raises: the outcome says (pushed, already, moved, unreachable)."""
+        ...
+
+    def fetch(self, repository: Path, remote: str, recorded_url: str, ref: str, commit: str) -> bool:
+        """Bring the commit that ref names there into the repository; whether it is here afterwards."""
+        ...
+
+
 class ProcessPort(Protocol):
     """This machine's processes: identity, three-valued liveness, gated launch, stopping a whole group."""
 
@@ -391,6 +414,7 @@ class Ports:
     inventory: InventoryPort | None = None
     processes: ProcessPort | None = None
     launcher: Launcher | None = None
+    remotes: RemotePort | None = None
 
 
 class RealPorts:
@@ -437,6 +461,12 @@ class RealPorts:
         from .launcher import Launcher
 
         return Launcher(self.processes)
+
+    @cached_property
+    def remotes(self) -> RemotePort:
+        from ..world.remote import DulwichRemotes
+
+        return DulwichRemotes()
 
 
 def real_ports() -> RealPorts:

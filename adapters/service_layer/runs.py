@@ -27,16 +27,20 @@ def load_run(ledger: Ledger, run_id: str) -> run_aggregate.Run:
 
 def open_run(ledger: Ledger, clock: Clock, *, run_id: str, intent_id: str, goal: str, target_branch: str,
              budget_ms: int | None, repository: str, wait: bool = True,
-             effector: Effector | None = None) -> run_aggregate.Run:
+             effector: Effector | None = None, remote: str | None = None) -> run_aggregate.Run:
     """Record the run and its base-pin intent; with wait, drive that intent to its outcome. The run as it then stands.
+    remote: the name of the shared git remote ([git] remote) the run's base, candidates and target are on.
 
-    Raises NotFound (unknown-branch) or Refused when the base could not be pinned,
-    and OutcomeUnknown when, waiting, the pin's outcome is not known yet.
+    Raises BadInput (unknown-remote) for a remote the repository does not name, NotFound (unknown-branch) or
+    Refused when the base could not be pinned, and OutcomeUnknown when, waiting, the pin's outcome is not known yet.
     """
+    on_remote = None if remote is None else shared_remote(repository, remote)
+
     def decision(now: str) -> list[Event]:
         if ledger.get(run_aggregate.apply, run_aggregate.stream_of(run_id)) is not None:
             raise Refused("run-exists", f"run {run_id} already exists")
-        return run_aggregate.open_run(run_id, intent_id, goal, target_branch, budget_ms, repository, now)
+        return run_aggregate.open_run(run_id, intent_id, goal, target_branch, budget_ms, repository, now,
+                                      remote=on_remote)
 
     intent_position, _ = record(ledger, clock, decision).last
     faults.crash_point("run-open:after-intent")
@@ -56,6 +60,19 @@ def open_run(ledger: Ledger, clock: Clock, *, run_id: str, intent_id: str, goal:
         raise OutcomeUnknown("outcome-unknown", f"run {run_id} is recorded but its base pin is not known yet; "
                                                 "'docket replay --apply' observes again")
     return run
+
+
+def shared_remote(repository: str, remote: str) -> tuple[str, str]:
+    """(name, URL as recorded: any password taken out) of the repository's remote; BadInput unknown-remote."""
+    from pathlib import Path
+
+    from ...domain.errors import BadInput
+    from ..world.remote import redacted_url, remote_url
+
+    try:
+        return remote, redacted_url(remote_url(Path(repository), remote))
+    except (ValueError, OSError) as e:
+        raise BadInput("unknown-remote", f"[git] remote names {remote!r}: {e}") from None
 
 
 def pause_run(ledger: Ledger, clock: Clock, run_id: str, reason: str | None) -> Appended:

@@ -26,6 +26,7 @@ CRASH_POINTS = {
     "supervise:before-exit": "the worker's process ended; WorkerExited not yet recorded",
     "supervise:before-pin": "WorkerExited recorded; the worktree not yet captured for its candidate",
     "pin:after-capture": "the worktree captured twice (objects written, unreferenced); the pin intent not recorded",
+    "pin:before-push": "a candidate pinned in the repository, not yet pushed to the run's shared git remote",
     "workspace:before-rename": "a workspace's (or an execution's) files, index and git dir are written in its staging "
                                "folder; not renamed into place",
     "workspace:after-rename": "a workspace (or an execution) is in place; its creation not yet observed",

@@ -14,9 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["PushOutcome", "fetch_commit", "push_ref", "remote_refs", "remote_url"]
+if TYPE_CHECKING:
+    from ...domain.effects import RemoteRefObservation
+
+__all__ = ["DulwichRemotes", "PushOutcome", "fetch_commit", "observe_remote_ref", "push_ref", "redacted_url",
+           "remote_refs", "remote_url", "resolve_remote"]
 
 ZERO = b"0" * 40
 
@@ -126,3 +130,74 @@ def fetch_commit(repository: Path, url: str, ref: str, commit: str) -> bool:
 
         client.fetch(path, repo, determine_wants=determine_wants)
         return wanted in repo.object_store
+
+
+def redacted_url(url: str) -> str:
+    """The URL as the ledger may keep it: a password in it (``https://user:token@host/...``) taken out."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if "://" not in url:
+        return url  # a path, or scp-like user@host:path: no password to take out
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.hostname or ""
+        netloc = (f"{parts.username}@" if parts.username else "") + host + (f":{parts.port}" if parts.port else "")
+    except ValueError:
+        return url.split("://", 1)[0] + "://[redacted]"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def resolve_remote(repository: Path, remote: str, recorded_url: str | None = None) -> str:
+    """The URL to reach the remote by, from the repository's config now. ValueError when the repository has no such
+    remote, or when it now names another URL than the one recorded (recorded_url, as redacted_url gives it): an
+    effect never goes where the run did not say."""
+    url = remote_url(repository, remote)
+    if recorded_url is not None and redacted_url(url) != recorded_url:
+        raise ValueError(f"the remote {remote!r} is now {redacted_url(url)!r}, not {recorded_url!r} as the run "
+                         "recorded: set it back (git remote set-url) for the run to go on")
+    return url
+
+
+def observe_remote_ref(repository: Path, remote: str, recorded_url: str, ref: str, *,
+                       fetch: bool = False) -> RemoteRefObservation:
+    """What ref names on the remote; with fetch, the commit's objects are brought into the repository too (found
+    only once they are there). Never raises: a remote that cannot be reached or read, or has changed its URL, is
+    unreachable, with why."""
+    from ...domain.effects import RemoteRefObservation
+
+    try:
+        url = resolve_remote(repository, remote, recorded_url)
+        commit = remote_refs(url, ref).get(ref)
+        if commit is None:
+            return RemoteRefObservation("missing")
+        if fetch and not fetch_commit(repository, url, ref, commit):
+            return RemoteRefObservation("unreachable", detail=f"{ref} names {commit} on the remote, but fetching it "
+                                                              "brought nothing")
+    except Exception as e:  # noqa: BLE001  (every failure to reach or read a remote is "nothing known")
+        return RemoteRefObservation("unreachable", detail=f"{type(e).__name__}: {e}"[:2000])
+    return RemoteRefObservation("found", commit)
+
+
+class DulwichRemotes:
+    """The remote port: observe a ref there, push one (create-only or compare-and-swap), fetch what one names."""
+
+    def observe(self, repository: Path, remote: str, recorded_url: str, ref: str, *,
+                fetch: bool = False) -> RemoteRefObservation:
+        return observe_remote_ref(repository, remote, recorded_url, ref, fetch=fetch)
+
+    def push(self, repository: Path, remote: str, recorded_url: str, ref: str, commit: str, *,
+             expected: str | None) -> PushOutcome:
+        try:
+            url = resolve_remote(repository, remote, recorded_url)
+        except ValueError as e:
+            return PushOutcome("unreachable", detail=str(e))
+        return push_ref(repository, url, ref, commit, expected=expected)
+
+    def fetch(self, repository: Path, remote: str, recorded_url: str, ref: str, commit: str) -> bool:
+        """True when the commit is in the repository afterwards; False when the remote could not give it."""
+        try:
+            return fetch_commit(repository, resolve_remote(repository, remote, recorded_url), ref, commit)
+        except Exception:  # noqa: BLE001  (the caller records the step as not known yet)
+            return False

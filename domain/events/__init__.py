@@ -41,12 +41,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "IntegrationPreparedV2", "IntegrationQueueClosed", "IntegrationStep", "IntegrationStepConflicted",
         "IntegrationStepFailed", "IntegrationStepMerged", "IntegrationStepQueued", "IntegrationStepRejected",
         "IntegrationStepRequested", "IntegrationStepVerified", "IntegrationTargetMoved",
-        "IntegrationTargetRequested", "IntegrationTargetRequestedV2", "PathOverlapWarning", "ReceiptSealed",
+        "IntegrationTargetRequested", "IntegrationTargetRequestedV2", "IntegrationTargetRequestedV3",
+        "PathOverlapWarning", "ReceiptSealed",
         "IntegrationTargetMovedByOthers", "IntegrationRequeued", "IntegrationBatchVerified",
         "IntegrationBatchFailed", "IntegrationBatchRequeued", "RequiredCheck",
     ),
     "candidate": (
-        "ArtifactRecord", "CandidateDiverged", "CandidatePinRequested", "CandidatePinned", "CandidateReleaseFailed",
+        "ArtifactRecord", "CandidateDiverged", "CandidatePinRequested", "CandidatePinRequestedV2", "CandidatePinned", "CandidateReleaseFailed",
         "CandidateReleaseRequested", "CandidateReleased", "CandidateUnstable", "CheckFailed", "CheckLaunchFailed",
         "CheckLaunchRequested", "CheckLaunched", "CheckPassed", "CheckRequested", "CheckTestsReported",
         "CheckTimedOut", "ExecutionCreated", "ExecutionFailed", "ExecutionRemovalRequested", "ExecutionRemoved",
@@ -62,7 +63,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "LedgerCreated", "LedgerCreatedV2",
     ),
     "run": (
-        "RunAborted", "RunBasePinFailed", "RunBasePinRequested", "RunBasePinned", "RunBudgetExhausted",
+        "RunAborted", "RunBasePinFailed", "RunBasePinRequested", "RunBasePinRequestedV2", "RunBasePinned", "RunBudgetExhausted",
         "RunCompleted", "RunOpened", "RunPaused", "RunPlanned", "RunPlannedV2", "ExportKey", "PlannedTask",
         "RunResumed", "RunSupervised", "RunUnsupervised", "RunWaiting",
     ),
@@ -81,22 +82,22 @@ _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in nam
 
 # Every event class, in the order docs/events.md lists them.
 _CATALOGUE: tuple[str, ...] = (
-    "LedgerCreated", "LedgerCreatedV2", "RunOpened", "RunBasePinRequested", "RunBasePinned", "RunBasePinFailed",
-    "IntentOutcomeUnknown", "IntentOutcomeUnknownV2", "IntentCancelled", "RunPaused", "RunResumed", "RunAborted",
+    "LedgerCreated", "LedgerCreatedV2", "RunOpened", "RunBasePinRequested", "RunBasePinRequestedV2", "RunBasePinned",
+    "RunBasePinFailed", "IntentOutcomeUnknown", "IntentOutcomeUnknownV2", "IntentCancelled", "RunPaused", "RunResumed", "RunAborted",
     "RunCompleted", "RunSupervised", "RunUnsupervised", "RunWaiting", "RunPlanned", "RunPlannedV2",
     "RunBudgetExhausted", "TaskPlanned", "TaskPlannedV2", "WorktreeRequested", "WorktreeCreated", "WorktreeFailed",
     "WorktreePrepared", "WorktreeRemovalRequested", "WorktreeRemoved", "WorktreeRemovalFailed",
     "TaskFeedbackRecorded", "TaskFinished", "WorkerRegistered", "WorkerRelaunched", "WorkerLaunchRequested",
     "WorkerLaunched", "WorkerLaunchFailed", "WorkerStopRequested", "WorkerStopped", "WorkerExited", "AgentReported",
     "WorkerActionRefused", "LeaseGranted", "LeaseRenewed", "LeaseReleased", "LeaseExpired", "CandidatePinRequested",
-    "CandidatePinned", "CandidateDiverged", "CandidateUnstable", "CandidateReleaseRequested", "CandidateReleased",
+    "CandidatePinRequestedV2", "CandidatePinned", "CandidateDiverged", "CandidateUnstable", "CandidateReleaseRequested", "CandidateReleased",
     "CandidateReleaseFailed", "CheckRequested", "ExecutionRequested", "ExecutionCreated", "ExecutionFailed",
     "CheckLaunchRequested", "CheckLaunched", "CheckLaunchFailed", "CheckTestsReported", "CheckPassed", "CheckFailed",
     "CheckTimedOut", "ExecutionRemovalRequested", "ExecutionRemoved", "HandoffOffered", "HandoffConfirmed",
     "HandoffRejected", "ApprovalRecorded", "IntegrationPrepared", "IntegrationPreparedV2", "IntegrationStepQueued",
     "IntegrationQueueClosed", "IntegrationStepRequested", "IntegrationStepMerged", "IntegrationStepFailed",
     "IntegrationStepConflicted", "IntegrationStepVerified", "IntegrationStepRejected", "IntegrationTargetRequested",
-    "IntegrationTargetRequestedV2", "IntegrationCompleted", "IntegrationTargetMoved",
+    "IntegrationTargetRequestedV2", "IntegrationTargetRequestedV3", "IntegrationCompleted", "IntegrationTargetMoved",
     "IntegrationTargetMovedByOthers", "IntegrationRequeued", "IntegrationBatchVerified", "IntegrationBatchFailed",
     "IntegrationBatchRequeued", "ReceiptSealed", "HookRequested", "HookFinished",
 )
@@ -105,10 +106,10 @@ _CATALOGUE: tuple[str, ...] = (
 # view tells an intent from its outcome without importing a class (status catching up its views imports none).
 _ROLES: dict[str, tuple[str, ...]] = {
     "intent": (
-        "RunBasePinRequested", "WorktreeRequested", "WorktreeRemovalRequested", "WorkerLaunchRequested",
-        "WorkerStopRequested", "CandidatePinRequested", "CandidateReleaseRequested", "ExecutionRequested",
+        "RunBasePinRequested", "RunBasePinRequestedV2", "WorktreeRequested", "WorktreeRemovalRequested", "WorkerLaunchRequested",
+        "WorkerStopRequested", "CandidatePinRequested", "CandidatePinRequestedV2", "CandidateReleaseRequested", "ExecutionRequested",
         "CheckLaunchRequested", "ExecutionRemovalRequested", "IntegrationStepRequested", "IntegrationTargetRequested",
-        "IntegrationTargetRequestedV2", "HookRequested",
+        "IntegrationTargetRequestedV2", "IntegrationTargetRequestedV3", "HookRequested",
     ),
     "outcome": (
         "RunBasePinned", "RunBasePinFailed", "IntentCancelled", "WorktreeCreated", "WorktreeFailed", "WorktreeRemoved",

@@ -25,6 +25,8 @@ __all__ = [
     "Id",
     "Position",
     "PositiveMs",
+    "RemoteName",
+    "RemoteUrl",
     "RepositoryPath",
     "Resource",
     "Sha256",
@@ -57,6 +59,9 @@ Resource = Annotated[
     str, StringConstraints(min_length=1, max_length=512, pattern=r"^[^\x00-\x1f]+$"), AfterValidator(normal_resource)
 ]
 RepositoryPath = Annotated[str, StringConstraints(min_length=1, max_length=4096, pattern=r"^/[^\x00]*$")]
+RemoteName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]  # a git remote's name
+# its URL as the repository's config gave it when recorded, any password taken out; no control characters
+RemoteUrl = Annotated[str, StringConstraints(min_length=1, max_length=2048, pattern=r"^[^\x00-\x1f\x7f]+$")]
 PositiveMs = Annotated[int, Field(gt=0, le=MAX_DURATION_MS)]
 Generation = Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
 Position = Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]

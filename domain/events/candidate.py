@@ -14,13 +14,15 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..values import MAX_DURATION_MS, MAX_SAFE_INT
 from ..sandbox import SandboxRecord
-from .base import AbsolutePath, Code, Commit, Event, Generation, Id, RepositoryPath, Sha256, Tail, Text
+from .base import (AbsolutePath, Code, Commit, Event, Generation, Id, RemoteName, RemoteUrl, RepositoryPath, Sha256, Tail,
+                   Text)
 from .worker import ProcessIdentity
 
 __all__ = [
     "ArtifactRecord",
     "CandidateDiverged",
     "CandidatePinRequested",
+    "CandidatePinRequestedV2",
     "CandidatePinned",
     "CandidateReleaseFailed",
     "CandidateReleaseRequested",
@@ -79,6 +81,17 @@ class CandidatePinRequested(Event):
     # changed_paths are against its tree
     base: Commit
     changed_paths: ChangedPaths
+
+
+class CandidatePinRequestedV2(CandidatePinRequested):
+    """Intent: pin the capture as v1 does, and push the commit to the run's shared git remote under the same ref,
+    create-only there too (a ref there that names the same commit is found, not pushed again). Pinned once both name
+    it; the remote unreachable leaves the intent waiting; the remote's ref naming another commit is a divergence.
+    remote, remote_url: the run's (RunBasePinRequested.v2)."""
+
+    schema_version = 2
+    remote: RemoteName
+    remote_url: RemoteUrl
 
 
 class CandidatePinned(Event):

@@ -19,7 +19,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, St
 from ..canonical import check_canonical_value
 
 from ..values import MAX_SAFE_INT
-from .base import AbsolutePath, BranchName, Code, Commit, Event, Generation, Id, Position, RepositoryPath, Sha256, Text
+from .base import (AbsolutePath, BranchName, Code, Commit, Event, Generation, Id, Position, RemoteName, RemoteUrl,
+                   RepositoryPath, Sha256, Text)
 from .candidate import TreePath
 from .handoff import CheckBinding
 
@@ -41,6 +42,7 @@ __all__ = [
     "IntegrationTargetMoved",
     "IntegrationTargetRequested",
     "IntegrationTargetRequestedV2",
+    "IntegrationTargetRequestedV3",
     "PathOverlapWarning",
     "ReceiptSealed",
     "RequiredCheck",
@@ -305,6 +307,17 @@ class IntegrationTargetRequestedV2(Event):
     commit: Commit
     tree: Commit
     checkout: AbsolutePath | None
+
+
+class IntegrationTargetRequestedV3(IntegrationTargetRequestedV2):
+    """Intent: move the target branch on the run's shared git remote from expected_commit to commit, by
+    compare-and-swap: pushed only while the remote still has expected_commit, nothing forced (the remote having moved
+    is IntegrationTargetMoved). The clones' own branches are their owners' (``git pull``); checkout is always null.
+    remote, remote_url: the run's (RunBasePinRequested.v2)."""
+
+    schema_version = 3
+    remote: RemoteName
+    remote_url: RemoteUrl
 
 
 class IntegrationCompleted(Event):

@@ -6,13 +6,14 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..values import MAX_SAFE_INT
-from .base import (AbsolutePath, BranchName, Code, Commit, Event, Id, PositiveMs, ProcessIdentity, RepositoryPath, Sha256,
-                   Text, Timestamp)
+from .base import (AbsolutePath, BranchName, Code, Commit, Event, Id, PositiveMs, ProcessIdentity, RemoteName, RemoteUrl,
+                   RepositoryPath, Sha256, Text, Timestamp)
 
 __all__ = [
     "RunAborted",
     "RunBasePinFailed",
     "RunBasePinRequested",
+    "RunBasePinRequestedV2",
     "RunBasePinned",
     "RunBudgetExhausted",
     "RunCompleted",
@@ -48,6 +49,16 @@ class RunBasePinRequested(Event):
     run_id: Id
     target_branch: BranchName
     repository: RepositoryPath
+
+
+class RunBasePinRequestedV2(RunBasePinRequested):
+    """Intent: pin, as the run's base, the commit the target branch names on the shared git remote (``[git] remote``
+    in docket.toml), its objects fetched into the repository. remote: its name in the repository's config; remote_url:
+    its URL then, any password taken out. The run's candidates are pushed there and its target moved there."""
+
+    schema_version = 2
+    remote: RemoteName
+    remote_url: RemoteUrl
 
 
 class RunBasePinned(Event):

@@ -34,7 +34,8 @@ def test_the_default_file_parses_to_the_defaults_and_every_commented_example_is_
     settings = ("# [agents.claude]", "# [agents.codex]", "# [agents.aider]", "# [checks.tests]", "# [checks.lint]",
                 "# command =", "# prompt =", "# report =", "# env =", "# env_allow =", "# timeout =", "# idle_timeout =",
                 "# shell =", "# required =", "# agent =", "# artifact_dir =", "# [worktree]", "# [workspace]", "# root =", "# [run]",
-                "# [integration]", "# [candidates]", "# max_file_size =", "# [ledger]", "# url =", "# [hooks]")
+                "# [integration]", "# [candidates]", "# max_file_size =", "# [ledger]", "# url =", "# [git]", "# remote =",
+                "# [hooks]")
     uncommented = "\n".join(line.removeprefix("# ") if line.startswith(settings) else line
                             for line in DEFAULT_TOML.splitlines())
     config = Config.model_validate(tomllib.loads(uncommented))

@@ -28,7 +28,8 @@ def test_roles_come_from_the_event_classes():
                                  "ExecutionRequested.v1", "CheckLaunchRequested.v1", "ExecutionRemovalRequested.v1",
                                  "WorktreeRemovalRequested.v1", "IntegrationStepRequested.v1",
                                  "IntegrationTargetRequested.v1", "IntegrationTargetRequested.v2",
-                                 "HookRequested.v1"}
+                                 "HookRequested.v1", "RunBasePinRequested.v2", "CandidatePinRequested.v2",
+                                 "IntegrationTargetRequested.v3"}
     assert set(OUTCOME_TYPES) == {"RunBasePinned.v1", "RunBasePinFailed.v1", "IntentCancelled.v1",
                                   "WorktreeCreated.v1", "WorktreeFailed.v1", "WorkerLaunched.v1",
                                   "WorkerLaunchFailed.v1", "WorkerStopped.v1", "CandidatePinned.v1",
