@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.remote import fetch_commit, push_ref, remote_refs, remote_url
+from docket.adapters.world.remote import (DulwichRemotes, fetch_commit, push_ref, redacted_url, remote_refs,
+                                         remote_url)
 from tests.conftest import git, make_repo
 
 REF = "refs/docket/candidates/r1/t1/1"
@@ -146,3 +147,34 @@ def test_an_unreachable_remote_is_an_outcome_not_a_crash(world, unreachable, tmp
     repo, _remote, _first, second = world
     outcome = push_ref(repo, unreachable.format(tmp=tmp_path), REF, second, expected=None)
     assert outcome.state == "unreachable" and outcome.detail
+
+
+@pytest.mark.parametrize("url, kept", [
+    ("https://bot:s3cret-token@forge.example/team/repo.git", "https://bot@forge.example/team/repo.git"),
+    ("https://:tok@forge.example:8443/r.git", "https://forge.example:8443/r.git"),
+    ("https://forge.example/team/repo.git", "https://forge.example/team/repo.git"),
+    ("git@forge.example:team/repo.git", "git@forge.example:team/repo.git"),
+    ("/srv/git/repo.git", "/srv/git/repo.git"),
+    ("https://u:p@[bad/x", "https://[redacted]"),
+])
+def test_a_remote_url_is_recorded_without_its_password(url, kept):
+    assert redacted_url(url) == kept
+    assert "s3cret" not in redacted_url(url) and "tok" not in redacted_url(url).replace("forge", "")
+
+
+def test_the_port_goes_only_where_the_run_recorded(world, tmp_path):
+    """Observe, push and fetch resolve the remote's name again and refuse a URL the run did not record."""
+    repo, remote, _first, second = world
+    remotes = DulwichRemotes()
+    assert remotes.observe(repo, "origin", str(remote), REF).state == "missing"
+    assert remotes.push(repo, "origin", str(remote), REF, second, expected=None).state == "pushed"
+    assert remotes.observe(repo, "origin", str(remote), REF).commit == second
+    elsewhere = tmp_path / "elsewhere.git"
+    git(tmp_path, "init", "-q", "--bare", str(elsewhere))
+    git(repo, "remote", "set-url", "origin", str(elsewhere))
+    moved = remotes.observe(repo, "origin", str(remote), REF)
+    assert moved.state == "unreachable" and "as the run recorded" in moved.detail
+    refused = remotes.push(repo, "origin", str(remote), "refs/heads/main", second, expected=None)
+    assert refused.state == "unreachable" and remote_refs(str(elsewhere)) == {}
+    assert remotes.fetch(repo, "origin", str(remote), REF, second) is False  # refused before it looks
+    assert remotes.observe(repo, "upstream", str(remote), REF).state == "unreachable"  # no such remote now

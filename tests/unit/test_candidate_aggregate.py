@@ -382,3 +382,46 @@ def test_a_handoff_not_offered_cannot_be_confirmed():
     with pytest.raises(Refused) as e:
         confirm(checked(book))
     assert e.value.code == "handoff-not-offered"
+
+
+REMOTE = ("origin", "https://git@forge.example/team/repo.git")
+
+
+def _run_on_remote(book: Book):
+    from docket.domain import run
+
+    r = book.apply(run.apply, None, run.open_run("r1", "i1", "goal", "main", None, "/repo/.git", T0, remote=REMOTE))
+    return book.apply(run.apply, r, run.record_base_pin(r, "i1", T0, commit=COMMIT))
+
+
+def test_a_run_on_a_shared_remote_records_it_and_its_pins_push_there():
+    book = Book()
+    r = _run_on_remote(book)
+    assert r.remote == REMOTE
+    (intent,) = pin_request(book, r=r)
+    assert isinstance(intent, ev.CandidatePinRequestedV2) and (intent.remote, intent.remote_url) == REMOTE
+    (local,) = pin_request(Book())
+    assert type(local) is ev.CandidatePinRequested  # a run without one records the v1 intent, as before
+
+
+def test_a_pin_on_a_shared_remote_is_done_only_once_the_remote_names_the_same_commit():
+    from docket.domain.effects import RemoteRefObservation
+
+    book = Book()
+    (intent,) = pin_request(book, r=_run_on_remote(book))
+    c = book.apply(candidate.apply, None, intent)
+
+    def decide(remote):
+        return candidate.decide_pin(c, intent, CandidateRefObservation("matching", commit=PINNED, remote=remote),
+                                    at(1))
+
+    assert isinstance(candidate.decide_pin(c, intent, CandidateRefObservation("missing"), at(1)), Act)
+    assert isinstance(decide(RemoteRefObservation("missing")), Act)  # pinned here, not pushed yet
+    unreachable = decide(RemoteRefObservation("unreachable", detail="connection refused"))
+    assert isinstance(unreachable, Unknown) and "connection refused" in unreachable.reason
+    assert isinstance(decide(None), Unknown)  # the remote not looked at is not known to have it
+    done = decide(RemoteRefObservation("found", PINNED))
+    assert isinstance(done, ev.CandidatePinned) and done.commit == PINNED
+    other = decide(RemoteRefObservation("found", "f" * 40))
+    assert isinstance(other, ev.CandidateDiverged) and other.found == "f" * 40
+    assert "on the remote origin" in other.message and "nothing was forced" in other.message

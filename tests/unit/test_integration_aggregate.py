@@ -119,13 +119,19 @@ CO = target_move.CheckoutObservation
     (TO("found", commit=HEAD, checked_out="/repo"), "IntegrationTargetMoved", "target-checked-out"),
     (TO("unreadable", detail="locked"), "unknown", None),
 ])
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_decide_target_on_each_observation(observed, expected, code, version):
     """An intent that names no checkout (and every v1 intent, recorded before checkouts were updated) never moves a
-    branch some worktree has checked out."""
+    branch some worktree has checked out; a v3 intent (the target on a shared remote) is decided the same way on
+    what the remote's branch names."""
     state, intent = target_requested(verified_all())
     if version == 1:
         intent = ev.IntegrationTargetRequested(**intent.model_dump(exclude={"checkout"}))
+    if version == 3:
+        (intent,) = target_move.request_target(verified_all(), intent_id="t", checkout="/repo", now=T0,
+                                               remote=("origin", "/srv/git/repo.git"))
+        assert isinstance(intent, ev.IntegrationTargetRequestedV3) and intent.checkout is None  # never a checkout
+        assert (intent.remote, intent.remote_url) == ("origin", "/srv/git/repo.git")
     assert (intent.expected_commit, intent.commit, intent.tree) == (HEAD, MERGE, TREE)
     decided = target_move.decide_target(state, intent, observed, T0)
     if expected == "act":
