@@ -192,6 +192,9 @@ class _Contradictions:
         else:
             self._fail(f"target.outcome.status is {_shown(outcome['status'])}")
         self._requeued(target)
+        if "remote" in target:  # the run's target is a shared remote's branch: the run recorded which
+            self._find("RunBasePinRequested", "target.remote", remote=target["remote"]["name"],
+                       remote_url=target["remote"]["url"], target_branch=run["target_branch"])
         for task in receipt["tasks"]:
             self._task(task)
         delivered = {task["task_id"] for task in receipt["tasks"]}

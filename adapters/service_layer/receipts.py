@@ -241,11 +241,15 @@ class _Builder:
             outcome = {"status": "stopped", "code": code, "step": stopped["step"] if stopped else None}
         requeued = [{"round": e.round, "expected_commit": e.expected_commit, "onto": e.onto,
                      "moved_by": list(e.moved_by), "steps": list(e.requeued)} for _, e in self.requeues]
-        return {"ref": prepared.target_ref, "expected_commit": prepared.expected_commit,
-                "base": requeued[-1]["onto"] if requeued else prepared.expected_commit, "requeued": requeued,
-                "final_commit": final_commit, "final_tree": final_tree, "outcome": outcome,
-                "moved_by_others": self.foreign(prepared.repository, self.tip(prepared, final_commit, outcome), base,
-                                                steps)}
+        target = {"ref": prepared.target_ref, "expected_commit": prepared.expected_commit,
+                  "base": requeued[-1]["onto"] if requeued else prepared.expected_commit, "requeued": requeued,
+                  "final_commit": final_commit, "final_tree": final_tree, "outcome": outcome,
+                  "moved_by_others": self.foreign(prepared.repository, self.tip(prepared, final_commit, outcome),
+                                                  base, steps)}
+        on_remote = self.last(run_stream(self.run_id), ev.RunBasePinRequestedV2)
+        if isinstance(on_remote, ev.RunBasePinRequestedV2):  # the target is the shared remote's branch
+            target["remote"] = {"name": on_remote.remote, "url": on_remote.remote_url}
+        return target
 
     def task(self, step: ev.IntegrationStep) -> dict[str, Any]:
         planned = self.first(task_stream(step.task_id), ev.TaskPlanned, ev.TaskPlannedV2)

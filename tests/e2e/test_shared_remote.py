@@ -35,9 +35,13 @@ def _pinned(world: GoWorld) -> dict[str, str]:
 def test_go_delivers_on_the_remote_with_every_candidate_pushed_and_the_clone_left_to_its_owner(tmp_path):
     world, remote = _world_with_remote(tmp_path)
     base = git(world.repo, "rev-parse", "main")
-    done = world.go("r1", "--parallel", "3")
+    keys = tmp_path / "keys" / "docket"
+    keys.parent.mkdir()
+    assert world.run("key", "generate", "--out", str(keys)).returncode == 0
+    done = world.go("r1", "--parallel", "3", "--key", f"{keys}.key")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["outcome"] == "delivered"
+    summary = json.loads(done.stdout)
+    assert summary["outcome"] == "delivered"
 
     for path, text in DELIVERED.items():  # delivered on the remote
         assert git(remote, "show", f"main:{path}") + "\n" == text
@@ -59,6 +63,14 @@ def test_go_delivers_on_the_remote_with_every_candidate_pushed_and_the_clone_lef
 
     replay = json.loads(world.run("replay", "--json").stdout)
     assert replay["drift"] == [] and replay["verified"]["ok"] is True
+
+    # the receipt says where the target is, and verify-receipt holds it to the run's own record
+    bundle = Path(summary["receipt"]["path"])
+    verified = world.run("verify-receipt", str(bundle), "--key", f"{keys}.pub", "--commit",
+                         git(remote, "rev-parse", "main"))
+    assert verified.returncode == 0, verified.stderr
+    receipt = json.loads(world.run("seal", "r1", "--json").stdout)["receipt"]
+    assert receipt["target"]["remote"] == {"name": "origin", "url": str(remote)}
 
 
 def test_the_base_is_the_remote_branch_not_the_clone(tmp_path):

@@ -108,3 +108,14 @@ def test_an_unknown_format_is_refused():
     with pytest.raises(VerificationFailed) as caught:
         verify_statement(statement)
     assert caught.value.code == "bad-statement"
+
+
+def test_a_claimed_shared_remote_must_be_the_one_the_run_recorded():
+    """target.remote: the remote the target lives on is what a cited RunBasePinRequested.v2 says; a receipt that
+    claims one the run never recorded is refused."""
+    statement = made()
+    statement["predicate"]["receipt"]["target"]["remote"] = {"name": "origin", "url": "/srv/git/repo.git"}
+    statement["predicate"]["receipt_sha256"] = receipt_sha256(statement["predicate"]["receipt"])
+    with pytest.raises(VerificationFailed) as caught:
+        verify_statement(statement)
+    assert caught.value.code == "receipt-contradicts-event" and "target.remote" in caught.value.message
