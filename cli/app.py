@@ -231,6 +231,8 @@ environment:
   DOCKET_NOW           pin the clock to an ISO-8601 time; honoured only with DOCKET_TESTING=1 (tests, demos)
   DOCKET_DATABASE_URL  postgresql://user@host:port/database: the ledger is that PostgreSQL database (several
                        machines share it); views stay a file on each machine. Or docket.toml's [ledger] url
+  DOCKET_HOST          this machine's host id in process identities (default: the hostname); another host's
+                       processes are never looked at, so its leases are reclaimed only once they expire
   DOCKET_FAULT         SIGKILL the process at a named crash point (crash tests)"""
 
 
@@ -325,6 +327,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if not getattr(args, "handler", None):
             raise UsageError("a command is needed (see 'docket --help')")
+        if "DOCKET_HOST" in os.environ:  # refused before anything is recorded under it
+            from ..adapters.world.host import host_id
+
+            host_id()
         from .context import Context
 
         ctx = Context(args)

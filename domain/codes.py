@@ -39,6 +39,7 @@ class Code(StrEnum):
     BAD_ENVELOPE = "bad-envelope"
     BAD_ENVIRONMENT = "bad-environment"
     BAD_EXECUTION_PATH = "bad-execution-path"
+    BAD_HOST = "bad-host"
     BAD_ID = "bad-id"
     BAD_INCLUDE = "bad-include"
     BAD_KEY = "bad-key"

@@ -173,7 +173,8 @@ def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
                      argv: tuple[str, ...], *, docket_dir: Path, ledger_path: Path,
                      baseline: Baseline | None) -> CheckOutcome:
     from ..world.processes import LaunchSpec
-    from .launcher import LAUNCH_MARK
+    from ..world.host import host_id
+    from .launcher import HOST_MARK, LAUNCH_MARK
 
     candidate = load_candidate(ledger, binding)
     run = candidate.check_run(check_id)
@@ -190,6 +191,7 @@ def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
                DOCKET_CHECK=spec.name, DOCKET_COMMIT=candidate.commit or "", DOCKET_LEDGER=str(ledger_path),
                DOCKET_EXECUTION=run.execution)
     env[LAUNCH_MARK] = intent_id
+    env[HOST_MARK] = host_id()
     env = _guarded(env, Path(candidate.repository), docket_dir, run.execution)
     from ..world.import_guard import guard_folder
     from ..world.sandbox_roots import sandbox_for

@@ -18,9 +18,10 @@ from ...domain.events import WorkerLaunchRequested
 from ...domain.processes import ProcessIdentity
 from ...domain.worker import LaunchObservation
 
-__all__ = ["LAUNCH_MARK", "Launcher"]
+__all__ = ["HOST_MARK", "LAUNCH_MARK", "Launcher"]
 
 LAUNCH_MARK = "DOCKET_LAUNCH"  # in the environment of every process docket starts: the launch intent's id
+HOST_MARK = "DOCKET_HOST"  # beside it: the host id of the supervisor that started it (its own host's to stop)
 
 
 class Launcher:

@@ -52,7 +52,7 @@ class Finding:
 def reconcile_workers(ledger: Ledger, clock: Clock, effector: Any, running: Sequence[str], ledger_path: Path, *,
                       apply: bool) -> list[Finding]:
     """Compare the workers the ledger thinks are running (ids given) with the processes; with apply, converge."""
-    from .launcher import LAUNCH_MARK
+    from .launcher import HOST_MARK, LAUNCH_MARK
 
     processes = effector.ports.processes
     findings: list[Finding] = []
@@ -91,8 +91,11 @@ def reconcile_workers(ledger: Ledger, clock: Clock, effector: Any, running: Sequ
               if env.get(LAUNCH_MARK) is not None and (identity.boot_id, identity.pgid) not in known_groups]
     pending_launches = {pending.intent.intent_id for pending in ledger.pending_intents(after=0)
                         if pending.intent.type_name().startswith("WorkerLaunchRequested")} if marked else set()
+    here = processes.this_host()[0]
     for identity, env in marked:
         launch = env[LAUNCH_MARK]
+        if env.get(HOST_MARK, here) != here:
+            continue  # started by another host's supervisor (two host ids on one machine): that host's to stop
         if launch in pending_launches or _accounted_for(ledger, env, identity):
             continue  # a launch under way, or another run's running worker: its own supervisor's, not ours
         finding = Finding("unknown-process", env.get("DOCKET_WORKER"), _int(env.get("DOCKET_GENERATION")),

@@ -354,7 +354,8 @@ def _free_port() -> int:
 def _environment(request: LaunchRequest, values: Mapping[str, Any], worker: worker_aggregate.Worker,
                  worktree: Path, ledger_path: Path, port: int | None, intent_id: str) -> dict[str, str]:
     from ...domain.config import expand
-    from .launcher import LAUNCH_MARK
+    from ..world.host import host_id
+    from .launcher import HOST_MARK, LAUNCH_MARK
 
     env, _ = scrub_environment(os.environ, request.env_allow)
     env = {k: v for k, v in env.items() if not k.startswith("DOCKET_")}
@@ -366,6 +367,7 @@ def _environment(request: LaunchRequest, values: Mapping[str, Any], worker: work
                DOCKET_GENERATION=str(worker.generation), DOCKET_LEDGER=str(ledger_path),
                DOCKET_WORKTREE=str(worktree))
     env[LAUNCH_MARK] = intent_id
+    env[HOST_MARK] = host_id()
     if port is not None:
         env["DOCKET_PORT"] = str(port)
     return env

@@ -26,6 +26,7 @@ from ...domain.hooks import HookObservation
 from ...domain.processes import ProcessIdentity, bounded_tail, scrub_environment
 from .logs import known_secrets
 from . import faults
+from .host import host_id
 
 __all__ = ["STOP_GRACE_SECONDS", "act", "observe"]
 
@@ -194,7 +195,8 @@ def _spawn(processes: Any, intent: HookRequested) -> tuple[Any, dict[str, Any]]:
     env, _removed = scrub_environment(os.environ, intent.env_allow)
     env = {name: value for name, value in env.items() if not name.startswith("DOCKET_")}
     env.update(DOCKET_RUN=intent.run_id, DOCKET_EVENT=type_name, DOCKET_POSITION=str(intent.position),
-               DOCKET_HOOK=intent.hook, DOCKET_LEDGER=intent.ledger)
+               DOCKET_HOOK=intent.hook, DOCKET_LEDGER=intent.ledger,
+               DOCKET_HOST=host_id())
     task = body["payload"].get("task_id")
     if isinstance(task, str):
         env["DOCKET_TASK"] = task

@@ -32,6 +32,7 @@ from pathlib import Path
 from ...domain.processes import Liveness, ProcessIdentity, liveness_of
 from ...domain.values import DEFAULT_MAX_LOG
 from . import process_tree
+from .host import host_id
 
 if TYPE_CHECKING:
     from ...domain.sandbox import SandboxPolicy  # pydantic: only where a sandbox is made, never for status
@@ -155,7 +156,7 @@ class PsutilProcesses:
 
     def this_host(self) -> tuple[str, str]:
         if self._host is None:
-            self._host = (socket.gethostname(), _boot_id())
+            self._host = (host_id(), _boot_id())
         return self._host
 
     def identity(self, pid: int) -> ProcessIdentity | None:
@@ -347,8 +348,20 @@ class PsutilProcesses:
     def find_orphans_in(self, folders: list[Path]) -> list[ProcessIdentity]:
         """Live processes of this user adopted by init whose working directory lies in one of folders (see
         process_tree.adopted_by_init_in)."""
-        found = [self.identity(pid) for pid in process_tree.adopted_by_init_in(folders)]
+        found = [self.identity(pid) for pid in process_tree.adopted_by_init_in(folders)
+                 if not self._another_hosts(pid)]
         return [identity for identity in found if identity is not None and self.liveness(identity) == "alive"]
+
+    def _another_hosts(self, pid: int) -> bool:
+        """Whether the process carries another host id's mark (DOCKET_HOST, set by the supervisor that started it):
+        two host ids on one machine see each other's processes, and each stops only its own."""
+        import psutil
+
+        try:
+            mark = psutil.Process(pid).environ().get("DOCKET_HOST")
+        except (psutil.Error, OSError):
+            return False
+        return mark is not None and mark != self.this_host()[0]
 
     def kill(self, identity: ProcessIdentity, *, wait: float = 10.0) -> Liveness:
         """SIGKILL identity (its pid, only while its start time is identity's); its liveness at the end."""
