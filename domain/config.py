@@ -553,7 +553,7 @@ DEFAULT_TOML = '''\
 # [hooks]
 # A command run once for each matching event of a run that `docket go` supervises, with the event as
 # JSON on stdin ({position, stream, type, recorded_at, payload}) and DOCKET_RUN, DOCKET_EVENT, DOCKET_POSITION,
-# DOCKET_HOOK, DOCKET_TASK, DOCKET_LEDGER in a scrubbed environment; cwd is the repository root; no shell.
+# DOCKET_HOOK, DOCKET_TASK, DOCKET_LEDGER, DOCKET_HOST in a scrubbed environment; cwd is the repository root; no shell.
 # Keys: task-finished, check-failed, run-finished, needs-attention (a task failed, a merge conflicted or was
 # rejected, the target moved, the budget ran out, an effect's outcome is unknown), or an event type name
 # (TaskFinished, or TaskFinished.v1 for one version). Values: an argv list, or a table with command,

@@ -6,6 +6,7 @@ at once. ``fire_hooks`` is the use case `docket go` calls; here a small driver p
 from __future__ import annotations
 
 import json
+import socket
 import signal
 import subprocess
 import sys
@@ -130,7 +131,8 @@ def test_a_task_finished_fires_its_hooks_once_with_the_event_on_stdin_and_docket
     env = dict(line.split("=", 1) for line in (docket.cwd / "env.txt").read_text().splitlines() if "=" in line)
     assert {k: v for k, v in env.items() if k.startswith("DOCKET_")} == {
         "DOCKET_RUN": "r1", "DOCKET_EVENT": "TaskFinished.v1", "DOCKET_POSITION": str(position),
-        "DOCKET_HOOK": "task-finished", "DOCKET_TASK": "t1", "DOCKET_LEDGER": str(docket.ledger)}
+        "DOCKET_HOOK": "task-finished", "DOCKET_TASK": "t1", "DOCKET_LEDGER": str(docket.ledger),
+        "DOCKET_HOST": socket.gethostname()}
     assert SECRET not in (docket.cwd / "env.txt").read_text() and "MY_TOKEN" not in env
     assert Path((docket.cwd / "cwd.txt").read_text().strip()) == docket.cwd.resolve()
 
