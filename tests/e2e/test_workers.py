@@ -243,7 +243,8 @@ def test_credentials_are_invisible_to_the_agent_unless_allowed_and_docket_variab
     assert {name: env[name] for name in env if name.startswith("DOCKET_") and name != "DOCKET_LAUNCH"} == {
         "DOCKET_RUN": "r1", "DOCKET_TASK": "t1", "DOCKET_TASK_ID": "t1", "DOCKET_WORKER": "t1",
         "DOCKET_GENERATION": "1", "DOCKET_LEDGER": str(workers.docket.ledger.resolve()),
-        "DOCKET_WORKTREE": str(workers.worktree("t1")), "DOCKET_PROMPT_FILE": str(prompt_file)}
+        "DOCKET_WORKTREE": str(workers.worktree("t1")), "DOCKET_PROMPT_FILE": str(prompt_file),
+        "DOCKET_HOST": socket.gethostname()}
 
 
 def test_a_task_named_as_docket_go_names_it_is_launched_by_its_bare_id_and_the_agent_gets_both_ids(workers):
