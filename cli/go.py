@@ -49,6 +49,9 @@ def register_supervise(nouns: Any, common: argparse.ArgumentParser) -> None:
                 "relaunch within their cycles, integrate and seal (--once: recover them and return)",
                 "docket supervise --once")
     p.add_argument("--once", action="store_true", help="recover each unfinished run once, without launching agents")
+    p.add_argument("--follow", action="store_true",
+                   help="keep supervising until interrupted: runs opened later (on this machine or another that "
+                        "shares the ledger) are taken up too, each standing by while another supervisor drives it")
     p.add_argument("--key", metavar="KEY", help="export each sealed receipt signed with this private key")
 
 
@@ -210,7 +213,7 @@ def _check_resume(ctx: Context, run_id: str, config: Any) -> None:
 
 
 def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int | None, key: str | None,
-                      show: bool = True) -> int:
+                      show: bool = True, interrupted: Any = None) -> int:
     import signal
     import threading
 
@@ -231,7 +234,7 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
     assert run.plan is not None
     agent = planned_agent(config, run.plan.agent)
     settings = settings_from_config(config, agent, repository=ctx.require_repository(), ledger_path=ctx.paths.ledger)
-    interrupted = threading.Event()
+    interrupted = interrupted if interrupted is not None else threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: interrupted.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     view = _view(ctx, run_id)
     hooks = RunHooks(driver, config.hooks, settings, run_id, warn=warn)
@@ -248,6 +251,26 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
         view.update(final=True)  # the run's last events (integration, receipt) before the summary
         view.close()
     return _summarise(ctx, run_summary(driver, run_id), interrupted=interrupted.is_set(), show=show)
+
+
+def _unfinished_runs(ctx: Context) -> list[str]:
+    from ..projections import runs
+
+    return [row["run_id"] for row in runs.list_runs(ctx.views(writable=True).conn)
+            if row["status"] in ("active", "paused") and row.get("plan")]
+
+
+def _wait_for_runs(interrupted: Any, seconds: float = 2.0) -> bool:
+    """--follow between runs: wait a little for new ones; True once SIGINT or SIGTERM came meanwhile."""
+    import signal
+
+    previous = {sig: signal.signal(sig, lambda *_: interrupted.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        interrupted.wait(seconds)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return interrupted.is_set()
 
 
 def _standing_by(why: str) -> None:
@@ -353,26 +376,40 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
 
 
 def supervise(ctx: Context) -> int:
+    import threading
+
     from ..adapters.service_layer.go_recovery import recover
     from ..adapters.service_layer.runs import load_run
-    from ..projections import runs
     from .output import emit, shown
 
-    conn = ctx.views(writable=True).conn
-    unfinished = [row["run_id"] for row in runs.list_runs(conn)
-                  if row["status"] in ("active", "paused") and row.get("plan")]
-    config = _config() if unfinished and not ctx.args.once else None
+    if ctx.args.once and ctx.args.follow:
+        from .parsing import UsageError
+
+        raise UsageError("--once recovers and returns; --follow never returns: choose one")
+    unfinished = _unfinished_runs(ctx)
+    config = _config() if (unfinished or ctx.args.follow) and not ctx.args.once else None
     _watch_ledger(ctx)
     documents = []
     code = 0
-    for run_id in unfinished:
-        found = recover(_driver(ctx), run_id)
-        if ctx.args.once:
-            documents.append({"run_id": run_id, "recovered": found})
-            continue
-        code = max(code, _supervise_to_end(ctx, config, run_id, parallel=None, key=ctx.args.key, show=not ctx.json))
-        documents.append({"run_id": run_id, "status": load_run(ctx.ledger, run_id).status})
-    lines = [f"{len(unfinished)} unfinished run(s)"]
+    seen: set[str] = set()
+    interrupted = threading.Event()
+    while not interrupted.is_set():
+        for run_id in unfinished:
+            seen.add(run_id)
+            if ctx.args.once:
+                documents.append({"run_id": run_id, "recovered": recover(_driver(ctx), run_id)})
+                continue
+            # recovered by drive_run once this supervisor holds the run: never beside another that drives it
+            code = max(code, _supervise_to_end(ctx, config, run_id, parallel=None, key=ctx.args.key,
+                                               show=not ctx.json, interrupted=interrupted))
+            documents.append({"run_id": run_id, "status": load_run(ctx.ledger, run_id).status})
+            if interrupted.is_set():
+                break
+        if not ctx.args.follow or _wait_for_runs(interrupted):
+            break
+        ctx.update_views()
+        unfinished = [run_id for run_id in _unfinished_runs(ctx) if run_id not in seen]
+    lines = [f"{len(seen)} unfinished run(s)"]
     for doc in documents:
         lines.append(f"  {shown(doc['run_id'])}: " + (", ".join(doc.get("recovered", [])) or "nothing to recover"
                                                       if ctx.args.once else doc["status"]))

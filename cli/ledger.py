@@ -15,7 +15,10 @@ __all__ = ["add_init", "add_ledger", "add_replay", "add_schema", "add_verify"]
 
 
 def add_init(nouns: Any, common: argparse.ArgumentParser) -> None:
-    command(nouns, "init", init, common, "create the ledger (idempotent)", "docket init")
+    p = command(nouns, "init", init, common, "create the ledger (idempotent)", "docket init")
+    p.add_argument("--join", action="store_true",
+                   help="this clone joins the shared ledger (DOCKET_DATABASE_URL) that a clone of the same "
+                        "repository created: it takes that ledger's repository id (refused if it has another)")
 
 
 def add_verify(nouns: Any, common: argparse.ArgumentParser) -> None:
@@ -110,6 +113,8 @@ def init(ctx: Context) -> int:
 
     ledger = ctx.open_ledger()
     created = False
+    if ctx.args.join:
+        _join(ctx, ledger)
     if not ledger.is_initialised():
         common = ctx.repository
         repository_id = ensure_identity(common) if common is not None else None
@@ -127,6 +132,23 @@ def init(ctx: Context) -> int:
     wrote = f"\nwrote a commented default configuration {shown(config)}" if config_created else ""
     emit(ctx.json, doc, f"{'created' if created else 'already have'} ledger {shown(ctx.paths.ledger) if ctx.paths.url is None else shown(where)}{wrote}")
     return 0
+
+
+def _join(ctx: Context, ledger: Any) -> None:
+    """Give this clone the shared ledger's repository id, so that it may record there (create-only: a clone with an
+    identity of its own keeps it, and the commands that record refuse it, foreign-ledger)."""
+    from ..adapters.world.identity import adopt_identity
+    from ..domain.errors import BadInput, NotFound
+
+    if ctx.paths.url is None:
+        raise BadInput("not-shared", "--join is for a ledger several machines share (DOCKET_DATABASE_URL or "
+                                     "[ledger] url); a file ledger belongs to the repository it is in")
+    if not ledger.is_initialised():
+        raise NotFound("no-ledger", f"{ctx.paths.where} has no ledger to join yet: run 'docket init' in the clone "
+                                    "that starts it")
+    common = ctx.require_repository()
+    if ledger.repository_id is not None:
+        adopt_identity(common, ledger.repository_id)
 
 
 def _verified(ctx: Context, *, anchor: Any = None, until: int | None = None) -> dict[str, Any]:

@@ -58,9 +58,13 @@ def grant(lease: Lease | None, holder: Worker | None, worker: Worker, generation
 
     ``holder`` is the worker holding the current lease, if there is one, and
     ``holder_liveness`` what is known of the process of the lease's generation:
-    alive, dead, unknown, or none (it never had one). A held lease is reclaimed
+    alive, dead, unknown, elsewhere (it runs on another host, which cannot be
+    looked at from here), or none (it never had one). A held lease is reclaimed
     only when it has expired (or its generation is fenced) and its holder is not
-    positively alive, or when its holder is positively dead; unknown never reclaims.
+    positively alive, or when its holder is positively dead. Unknown on this host
+    never reclaims (a process here that cannot be read may still be working in
+    what the lease guards); another host's holder is reclaimed once its host has
+    stopped renewing and the lease expired, and is fenced by the new token.
     """
     require_current(worker, generation)
     require_open(run)
@@ -71,6 +75,8 @@ def grant(lease: Lease | None, holder: Worker | None, worker: Worker, generation
         fenced = holder is not None and holder.generation != lease.generation
         if holder_liveness == "alive":
             raise Refused("lease-held", f"{held_by}, and its process is alive")
+        if holder_liveness == "elsewhere" and not lease.is_expired(now) and not fenced:
+            raise Refused("lease-held", f"{held_by}, by a process of another host, which renews it")
         if holder_liveness == "unknown":
             raise Refused("lease-holder-unknown", f"{held_by}; whether its process is gone cannot be told, "
                                                   "so the lease is not reclaimed")

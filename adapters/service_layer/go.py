@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from ...domain import run as run_aggregate
 from ...domain import worker as worker_aggregate
 from ...domain.codes import Code
-from ...domain.errors import DocketError, Refused, RunClosed, TargetCheckedOut
+from ...domain.errors import DocketError, Fenced, Refused, RunClosed, TargetCheckedOut
 from .go_session import RunDriver, Session
 from .go_settings import GoSettings
 from .go_task import finish_task, queued_tasks, task_worker_id, work_on
@@ -87,6 +87,7 @@ def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupt
     finished: dict[str, str] = {}  # task id -> result, once read
     supervisions = begin_supervision(s.ledger, s.clock, s.effector.ports.processes, {run_id})
     token = None
+    lost = False
     integrating = threading.Event()
     integrator = None
     try:
@@ -110,7 +111,10 @@ def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupt
                 break
             if time.monotonic() >= renew_at:
                 renew_at = time.monotonic() + DRIVER_TTL_MS / 3000
-                _renew_driver(s, run_id, token)
+                if not _renew_driver(s, run_id, token):
+                    lost = True
+                    interrupted.set()  # its agents stop, nothing more is recorded for the run from here
+                    break
             threads = {task: thread for task, thread in threads.items() if thread.is_alive()}
             if errors:
                 raise errors[0]
@@ -136,13 +140,16 @@ def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupt
         for thread in threads.values():
             thread.join()
         _stop_integrator(integrating, queue_changed, integrator)
-        if token is not None:
+        if token is not None and not lost:
             _release_driver(s, run_id, token)
         end_supervision(s.ledger, s.clock, supervisions)
         s.close()
         driver.update_views()
     if errors:
         raise errors[0]
+    if lost:
+        raise Refused("driver-lost", f"this supervisor's lease on run {run_id} expired unrenewed and another "
+                                     "supervisor took the run over; it drives the run from here")
 
 
 def _integrate_while_working(open_session: Callable[[], Session], settings: GoSettings, run_id: str,
@@ -226,6 +233,7 @@ def _claim_driver(s: Session, run_id: str, supervision_id: str | None, interrupt
     The lease's holder is a worker with role "supervisor" named by this process's supervision id, so whether the
     holder lives is whether the docket process of that supervision (RunSupervised) lives."""
     from ...domain import lease as lease_aggregate
+    from .liveness import elsewhere
     from .worker_generations import register_worker
 
     if supervision_id is None:
@@ -243,7 +251,8 @@ def _claim_driver(s: Session, run_id: str, supervision_id: str | None, interrupt
             liveness = "none"
             if lease is not None and lease.status == "held":
                 held_by = next((x.supervisor for x in run.supervisions if x.supervision_id == lease.worker_id), None)
-                liveness = "dead" if held_by is None else processes.liveness(held_by)
+                liveness = ("dead" if held_by is None else "elsewhere" if elsewhere(processes, held_by)
+                            else processes.liveness(held_by))
             me = s.ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(supervision_id))
             return lease_aggregate.grant(lease, holder, me, 1, run, resource, DRIVER_TTL_MS, now, liveness)
 
@@ -263,13 +272,21 @@ def _claim_driver(s: Session, run_id: str, supervision_id: str | None, interrupt
     return None
 
 
-def _renew_driver(s: Session, run_id: str, token: int) -> None:
+def _renew_driver(s: Session, run_id: str, token: int) -> bool:
+    """Renew the run's driver lease; False once it is lost: it expired unrenewed (the database was out of reach
+    longer than its time, say) and another host's supervisor took it over, so this one must stop driving."""
     from .leases import renew_lease
 
     try:
         renew_lease(s.ledger, s.clock, driver_resource(run_id), token, DRIVER_TTL_MS)
+    except Fenced:
+        return False  # another supervisor holds the run now: its token fences this one's
+    except Refused as e:
+        if e.code in (Code.LEASE_EXPIRED, Code.LEASE_NOT_HELD):
+            return False
     except DocketError:
-        pass  # the lease is reclaimed only once this process is positively gone: it is not
+        pass  # the ledger out of reach: tried again at the next renewal; nobody else can take it meanwhile
+    return True
 
 
 def _release_driver(s: Session, run_id: str, token: int) -> None:

@@ -1,4 +1,4 @@
-"""What is known of a worker generation's process: alive, dead, unknown, or none (it never had one).
+"""What is known of a worker generation's process: alive, dead, unknown, elsewhere (another host's), or none.
 
 What a lease's reclaim and a handoff's confirmation must know, observed through
 the process port.
@@ -12,7 +12,7 @@ from ...domain import lease as lease_aggregate
 from ...domain import worker as worker_aggregate
 from .ledger import Ledger
 
-__all__ = ["holder_liveness", "process_liveness"]
+__all__ = ["elsewhere", "holder_liveness", "process_liveness"]
 
 
 def process_liveness(processes: Any, worker: worker_aggregate.Worker) -> str:
@@ -33,4 +33,11 @@ def holder_liveness(ledger: Ledger, processes: Any, lease: lease_aggregate.Lease
         return "none"
     if holder.generation != lease.generation:
         return "dead"  # a relaunch needs the old generation's process positively gone
+    if holder.status == "running" and holder.process is not None and elsewhere(processes, holder.process):
+        return "elsewhere"
     return process_liveness(processes, holder)
+
+
+def elsewhere(processes: Any, identity: Any) -> bool:
+    """Whether the process is another host's (DOCKET_HOST): never looked at from here, reclaimed by expiry."""
+    return identity.host != processes.this_host()[0]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ...domain.errors import BadInput
 
-__all__ = ["ID_FILE", "ensure_identity", "identity_mismatch", "mismatch_reason", "read_identity"]
+__all__ = ["ID_FILE", "adopt_identity", "ensure_identity", "identity_mismatch", "mismatch_reason", "read_identity"]
 
 ID_FILE = Path("docket") / "repository-id"
 _FORMAT = re.compile(r"repo-[0-9a-f]{32}")
@@ -37,12 +37,20 @@ def read_identity(common_dir: Path) -> str | None:
 
 def ensure_identity(common_dir: Path) -> str:
     """The repository's identity, made now if it has none (create-only: one wins a race)."""
+    return adopt_identity(common_dir, None)
+
+
+def adopt_identity(common_dir: Path, given: str | None) -> str:
+    """The repository's identity: the one it has, else given (a shared ledger's, as a clone joins it), else a new
+    one, written create-only (one wins a race). A clone that has another identity keeps it."""
     existing = read_identity(common_dir)
     if existing:
         return existing
+    if given is not None and not _FORMAT.fullmatch(given):
+        raise BadInput("bad-repository-id", f"{given!r} is not a docket repository id")
     path = common_dir / ID_FILE
     path.parent.mkdir(mode=0o700, exist_ok=True)
-    identity = "repo-" + secrets.token_hex(16)
+    identity = given or "repo-" + secrets.token_hex(16)
     draft = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
     fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     try:

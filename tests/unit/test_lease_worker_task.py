@@ -76,6 +76,27 @@ def test_an_expired_lease_can_be_granted_again_and_names_what_it_supersedes():
     assert event.supersedes_token == held.token and event.worker_id == "w2"
 
 
+@pytest.mark.parametrize("liveness, before_expiry, after_expiry", [
+    ("alive", "lease-held", "lease-held"),
+    ("unknown", "lease-holder-unknown", "lease-holder-unknown"),  # here, unreadable: it may still be working
+    ("elsewhere", "lease-held", None),  # another host's: reclaimed once that host stopped renewing it
+    ("dead", None, None),
+    ("none", "lease-held", None),
+])
+def test_a_held_lease_is_reclaimed_by_what_is_known_of_its_holder(liveness, before_expiry, after_expiry):
+    book = Book()
+    r = book.active_run()
+    w1, w2 = book.worker(r, "w1"), book.worker(r, "w2")
+    held = book.lease(None, None, w1, r, ttl=60_000)
+    for now, expected in ((at(59_999), before_expiry), (at(60_000), after_expiry)):
+        if expected is None:
+            assert lease.grant(held, w1, w2, 1, r, "wt/a", 60_000, now, liveness).supersedes_token == held.token
+            continue
+        with pytest.raises(Refused) as e:
+            lease.grant(held, w1, w2, 1, r, "wt/a", 60_000, now, liveness)
+        assert e.value.code == expected, (liveness, now)
+
+
 def test_a_fenced_holder_loses_its_lease_to_a_new_grant():
     book = Book()
     r = book.active_run()

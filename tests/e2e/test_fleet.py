@@ -1,0 +1,97 @@
+"""Two hosts, one run: two clones of one bare remote ([git] remote = "origin"), one PostgreSQL ledger, a supervisor
+on each (DOCKET_HOST alpha and beta, each its own data folder). One drives the run at a time (its driver lease);
+the other stands by, and takes the run over only once that lease expires unrenewed."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git
+from tests.e2e.go_world import DELIVERED, TASKS, GoWorld, make_go_world, wait_until
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, postgres_url: str) -> tuple[GoWorld, GoWorld, Path]:
+    seed = make_go_world(tmp_path, name="seed", extra_config='\n[git]\nremote = "origin"\n')
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(seed.repo), str(remote))
+    hosts = []
+    for name in ("alpha", "beta"):
+        clone = tmp_path / name
+        git(tmp_path, "clone", "-q", str(remote), str(clone))
+        (clone / "tasks.toml").write_text(TASKS)
+        env = {k: v for k, v in seed.env.items() if not k.startswith("DOCKET_")}
+        env.update(DOCKET_DATABASE_URL=postgres_url, DOCKET_HOST=name, XDG_DATA_HOME=str(tmp_path / f"{name}-data"))
+        hosts.append(GoWorld(clone, env))
+    alpha, beta = hosts
+    assert alpha.run("init").returncode == 0
+    joined = beta.run("init", "--join", "--json")
+    assert joined.returncode == 0, joined.stderr
+    assert json.loads(joined.stdout)["repository_id"] == json.loads(alpha.run("init", "--json").stdout)[
+        "repository_id"]
+    return alpha, beta, remote
+
+
+def _stop(supervisor: subprocess.Popen[str]) -> str:
+    supervisor.send_signal(signal.SIGTERM)
+    _, err = supervisor.communicate(timeout=120)
+    return err
+
+
+def _launches(world: GoWorld) -> Counter:
+    return Counter((e["payload"]["worker_id"], e["payload"]["process"]["host"]) for e in world.events("WorkerLaunched"))
+
+
+def test_two_hosts_deliver_one_run_once_with_one_receipt(fleet):
+    alpha, beta, remote = fleet
+    base = git(remote, "rev-parse", "main")
+    standing_by = beta.start("supervise", "--follow")
+    try:
+        done = alpha.go("r1", "--parallel", "2")
+    finally:
+        err = _stop(standing_by)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["outcome"] == "delivered"
+    assert "standing by" in err and "another host" in err  # beta saw alpha drive it, and left it alone
+
+    generations = [(e["payload"]["worker_id"], e["payload"]["generation"]) for e in alpha.events("WorkerLaunched")]
+    assert len(generations) == len(set(generations))  # every task ran once per generation
+    assert {host for _, host in _launches(alpha)} == {"alpha"}  # on one host
+    assert len(alpha.events("ReceiptSealed")) == 1
+    for path, text in DELIVERED.items():
+        assert git(remote, "show", f"main:{path}") + "\n" == text
+    git(remote, "merge-base", "--is-ancestor", base, "main")
+    assert beta.json("status", "r1")["run"]["status"] == "completed"  # beta's views, from the shared ledger
+
+
+def test_a_killed_hosts_run_is_finished_by_the_other_once_its_lease_expires(fleet):
+    """alpha's supervisor is SIGKILLed with every task done and the queue not finished: beta, standing by, cannot
+    look at alpha's process (unknown, never dead), so it waits for alpha's driver lease to expire unrenewed, then
+    takes the run over, integrates what is left from the remote, moves the remote's target by compare-and-swap and
+    seals the one receipt."""
+    alpha, beta, remote = fleet
+    standing_by = beta.start("supervise", "--follow")
+    try:
+        killed = alpha.go("r1", "--parallel", "2", fault="go:before-integrate")
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        assert wait_until(lambda: alpha.events("ReceiptSealed"), timeout=240, step=1)
+    finally:
+        err = _stop(standing_by)
+    assert "standing by" in err
+
+    supervised = {e["payload"]["supervision_id"]: e["payload"]["supervisor"]["host"]
+                  for e in alpha.events("RunSupervised")}
+    grants = [e["payload"] for e in alpha.events("LeaseGranted") if e["payload"]["resource"] == "driver/r1"]
+    assert [supervised[g["worker_id"]] for g in grants] == ["alpha", "beta"]
+    assert grants[1]["supersedes_token"] is not None  # reclaimed: alpha's had expired unrenewed
+    assert len(alpha.events("ReceiptSealed")) == 1 and {host for _, host in _launches(alpha)} == {"alpha"}
+    for path, text in DELIVERED.items():  # the tree an uninterrupted run delivers
+        assert git(remote, "show", f"main:{path}") + "\n" == text
+    verified = beta.run("verify")
+    assert verified.returncode == 0, verified.stderr
