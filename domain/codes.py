@@ -233,6 +233,7 @@ class Code(StrEnum):
     WORKER_RUNNING = "worker-running"
     WORKER_WITHOUT_TASK = "worker-without-task"
     WORKTREE_BUSY = "worktree-busy"
+    WORKTREE_ELSEWHERE = "worktree-elsewhere"
     WORKTREE_UNREADABLE = "worktree-unreadable"
     WRONG_KEY = "wrong-key"
     WRONG_PAYLOAD_TYPE = "wrong-payload-type"

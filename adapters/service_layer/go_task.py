@@ -121,7 +121,8 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
         time.sleep(RETRY_SECONDS)
         return False
     except Refused as e:
-        if e.code in (Code.WORKER_RUNNING, Code.LAUNCHED_ELSEWHERE, Code.LEASE_HELD, Code.LEASE_HOLDER_UNKNOWN):
+        if e.code in (Code.WORKER_RUNNING, Code.LAUNCHED_ELSEWHERE, Code.LEASE_HELD, Code.LEASE_HOLDER_UNKNOWN,
+                      Code.WORKTREE_ELSEWHERE):
             return False
         raise
     except DocketError as e:

@@ -115,6 +115,7 @@ def launch_worker(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, re
     from .supervision import begin_supervision, end_supervision
 
     processes = launcher.processes
+    _require_worktree_here(ledger, processes, request)
     worker = _current_worker(ledger, clock, processes, request)
     # supervised from here: making the worktree and starting the agent is work the run's budget pays for
     supervisions = begin_supervision(ledger, clock, processes, {request.run_id})
@@ -124,6 +125,21 @@ def launch_worker(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, re
     except BaseException:
         end_supervision(ledger, clock, supervisions)
         raise
+
+
+def _require_worktree_here(ledger: Ledger, processes: Any, request: LaunchRequest) -> None:
+    """Refused (worktree-elsewhere), nothing recorded, when the task's worktree is another host's: its last
+    generation ran there, so its files (and any work not pinned) are on that machine, which alone launches in it."""
+    from .liveness import elsewhere
+
+    previous = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(request.worker_id))
+    if previous is None or previous.process is None or not elsewhere(processes, previous.process):
+        return
+    if load_task(ledger, request.task_id).worktree is None:
+        return  # removed: the next generation makes one here
+    raise Refused("worktree-elsewhere", f"task {request.task_id}'s worktree is on host {previous.process.host}, where "
+                                        f"its generation {previous.generation} ran; a generation is launched only "
+                                        "on the host that has its worktree")
 
 
 def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request: LaunchRequest,

@@ -18,7 +18,7 @@ from tests.e2e.go_world import DELIVERED, TASKS, GoWorld, make_go_world, wait_un
 
 @pytest.fixture
 def fleet(tmp_path: Path, postgres_url: str) -> tuple[GoWorld, GoWorld, Path]:
-    seed = make_go_world(tmp_path, name="seed", extra_config='\n[git]\nremote = "origin"\n')
+    seed = make_go_world(tmp_path, name="seed", extra_config='\n[git]\nremote = "origin"\n', idle_timeout="10m")
     remote = tmp_path / "remote.git"
     git(tmp_path, "clone", "-q", "--bare", str(seed.repo), str(remote))
     hosts = []
@@ -95,3 +95,36 @@ def test_a_killed_hosts_run_is_finished_by_the_other_once_its_lease_expires(flee
         assert git(remote, "show", f"main:{path}") + "\n" == text
     verified = beta.run("verify")
     assert verified.returncode == 0, verified.stderr
+
+
+HANG = '[[tasks]]\nid = "slow"\ntitle = "slow"\nprompt = """hang\n"""\n'
+
+
+def test_a_supervisor_whose_lease_expired_stops_its_agents_and_leaves_the_run_to_the_new_driver(fleet):
+    """alpha's supervisor is frozen (SIGSTOP: a machine paused, or cut off from the database) past its driver
+    lease: beta takes the run over. When alpha wakes, its renewal is refused: it stops its agent and exits
+    driver-lost (3), recording nothing more as the run's driver. beta does not launch into alpha's worktree."""
+    alpha, beta, _remote = fleet
+    for host in (alpha, beta):
+        (host.repo / "tasks.toml").write_text(HANG)
+    going = alpha.start("go", "--goal", "g", "--tasks", "tasks.toml", "--id", "r1", "--json")
+    standing_by = None
+    try:
+        assert wait_until(lambda: alpha.events("WorkerLaunched"), timeout=60)
+        standing_by = beta.start("supervise", "--follow")
+        going.send_signal(signal.SIGSTOP)
+        assert wait_until(lambda: len([e for e in alpha.events("LeaseGranted")
+                                       if e["payload"]["resource"] == "driver/r1"]) == 2, timeout=180, step=1)
+        going.send_signal(signal.SIGCONT)
+        _, err = going.communicate(timeout=120)
+    finally:
+        if going.poll() is None:
+            going.send_signal(signal.SIGCONT)
+            going.kill()
+            going.communicate()
+        if standing_by is not None:
+            _stop(standing_by)
+    assert going.returncode == 3, err
+    assert "docket: error: driver-lost: " in err
+    assert [e["payload"]["cause"] for e in alpha.events("WorkerExited")] == ["stopped"]
+    assert {host for _, host in _launches(alpha)} == {"alpha"}  # beta waits for alpha's worktree's host
