@@ -9,6 +9,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import git
 from tests.e2e.go_world import DELIVERED, GoWorld, make_go_world, wait_until
 
@@ -142,6 +144,12 @@ def test_an_unreachable_remote_leaves_the_pins_waiting_and_the_run_goes_on_when_
         assert git(remote, "show", f"main:{path}") + "\n" == text
 
 
+REMOTE_POINTS = ["pin:before-push",
+                 *(f"effector:{step}@CandidatePinRequested.v2" for step in ("before-act", "after-act", "after-outcome")),
+                 *(f"effector:{step}@IntegrationTargetRequested.v3" for step in ("before-act", "after-act",
+                                                                                  "after-outcome"))]
+
+
 def test_a_pin_killed_before_its_push_is_pushed_by_replay_once(tmp_path):
     """SIGKILL between the pin here and the push: the candidate ref is here, not on the remote, and not recorded as
     pinned; resuming observes it, pushes it (once) and the run delivers."""
@@ -156,6 +164,55 @@ def test_a_pin_killed_before_its_push_is_pushed_by_replay_once(tmp_path):
     assert _pinned(world)[ref] == commit == _refs(remote, "refs/docket/candidates/")[ref]
     assert [e["payload"]["result"] for e in world.events("CandidatePinned") if e["payload"]["ref"] == ref] == [
         "created"]
+
+
+@pytest.mark.parametrize("point", REMOTE_POINTS[1:])
+def test_killed_at_each_remote_effects_crash_point_the_resumed_run_delivers_the_same(tmp_path, point):
+    """SIGKILL at every step of a push's effect (the candidate's create-only push, the target's compare-and-swap):
+    the resumed run records each outcome once, every pinned candidate is on the remote as the ledger says, and the
+    remote's target holds the delivered tree."""
+    world, remote = _world_with_remote(tmp_path)
+    killed = world.go("r1", "--parallel", "3", fault=point)
+    assert killed.returncode == -9, (point, killed.stderr)
+    done = world.resume("r1")
+    assert done.returncode == 0, done.stderr
+    pinned = world.events("CandidatePinned")
+    assert len({e["payload"]["binding_id"] for e in pinned}) == len(pinned)  # one outcome per pin
+    on_remote = _refs(remote, "refs/docket/candidates/")
+    assert all(on_remote[e["payload"]["ref"]] == e["payload"]["commit"] for e in pinned)
+    requested = {e["payload"]["intent_id"] for e in world.events("IntegrationTargetRequested")}
+    completed = [e["payload"]["intent_id"] for e in world.events("IntegrationCompleted")]
+    assert sorted(completed) == sorted(requested)  # every target move resolved, once
+    for path, text in DELIVERED.items():
+        assert git(remote, "show", f"main:{path}") + "\n" == text
+
+
+def test_killed_at_random_instants_a_run_on_a_remote_converges(tmp_path):
+    """SIGKILL `docket go` at random instants, three times, resuming after each: the run delivers on the remote, each
+    pin is recorded once and names what the remote has, and the clone's own branch never moved."""
+    import random
+    import time
+
+    world, remote = _world_with_remote(tmp_path)
+    base = git(world.repo, "rev-parse", "main")
+    rng = random.Random(2026_12_03)
+    going = world.start("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", "r1", "--json")
+    for _ in range(3):
+        time.sleep(rng.uniform(0.2, 1.5))  # a run here takes about 3 s: each kill lands in it
+        if going.poll() is None:
+            going.kill()
+        going.communicate(timeout=60)
+        going = world.start("go", "--resume", "r1", "--json")
+    out, err = going.communicate(timeout=300)
+    assert going.returncode == 0, err
+    assert json.loads(out)["outcome"] == "delivered"
+    pinned = world.events("CandidatePinned")
+    assert len({e["payload"]["binding_id"] for e in pinned}) == len(pinned)
+    on_remote = _refs(remote, "refs/docket/candidates/")
+    assert all(on_remote[e["payload"]["ref"]] == e["payload"]["commit"] for e in pinned)
+    for path, text in DELIVERED.items():
+        assert git(remote, "show", f"main:{path}") + "\n" == text
+    assert git(world.repo, "rev-parse", "main") == base
 
 
 def test_a_remote_whose_url_changed_is_not_pushed_to(tmp_path):
