@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # As on a user's machine: Python writes bytecode, and checks that import the repository's code must still pass.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install test unit integration e2e demo demo-real bench docs clean
+.PHONY: install test unit integration e2e demo demo-fleet demo-real bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ e2e: $(STAMP)
 
 demo: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" bash tests/demo.sh
+
+# Two clones on one PostgreSQL ledger and one bare remote, a supervisor each (needs PostgreSQL's server programs).
+demo-fleet: $(STAMP)
+	PATH="$(abspath $(BIN)):$$PATH" DOCKET_PYTHON="$(abspath $(BIN))/python" bash tests/demo_fleet.sh
 
 demo-real: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" bash tests/demo_real.sh
