@@ -51,14 +51,15 @@ def _launches(world: GoWorld) -> Counter:
 def test_two_hosts_deliver_one_run_once_with_one_receipt(fleet):
     alpha, beta, remote = fleet
     base = git(remote, "rev-parse", "main")
-    standing_by = beta.start("supervise", "--follow")
+    supervisors = [beta.start("supervise", "--follow"), alpha.start("supervise", "--follow")]  # one on each
     try:
         done = alpha.go("r1", "--parallel", "2")
     finally:
-        err = _stop(standing_by)
+        err_beta, err_alpha = map(_stop, supervisors)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["outcome"] == "delivered"
-    assert "standing by" in err and "another host" in err  # beta saw alpha drive it, and left it alone
+    assert "standing by" in err_beta and "another host" in err_beta  # beta saw alpha drive it, and left it alone
+    assert "standing by" in err_alpha and "its process is alive" in err_alpha  # alpha's own supervisor too
 
     generations = [(e["payload"]["worker_id"], e["payload"]["generation"]) for e in alpha.events("WorkerLaunched")]
     assert len(generations) == len(set(generations))  # every task ran once per generation
