@@ -76,3 +76,18 @@ def test_a_host_id_that_is_not_one_is_refused_before_anything_is_recorded(tmp_pa
         assert "\x1b" not in refused.stderr
     del world.env["DOCKET_HOST"]
     assert world.json("log")["events"] == before
+
+
+def test_a_task_whose_worktree_is_another_hosts_is_not_launched_here(tmp_path):
+    """alpha's generation ran in a worktree on alpha: beta may not launch the task's next generation into it (its
+    files, and any work not pinned, are on alpha). Refused worktree-elsewhere, nothing recorded."""
+    world, agent = _killed_mid_run(tmp_path)
+    world.env["DOCKET_HOST"] = "alpha"
+    assert world.run("reconcile", "--apply").returncode == 0  # alpha stops its own unsupervised agent
+    assert wait_until(lambda: not _alive(agent), timeout=30)
+    before = world.json("log")["events"]
+    world.env["DOCKET_HOST"] = "beta"
+    refused = world.run("worker", "launch", "r1", "--task", "r1.slow", "--id", "r1.slow")
+    assert refused.returncode == 3, refused.stderr
+    assert refused.stderr.startswith("docket: error: worktree-elsewhere: task r1.slow's worktree is on host alpha")
+    assert world.json("log")["events"] == before
