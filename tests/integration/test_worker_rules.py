@@ -108,13 +108,29 @@ def test_a_lease_whose_holder_is_alive_is_never_reclaimed(ledger, clock, expired
     assert refused.value.code == "lease-held"
 
 
-def test_an_expired_lease_whose_holder_cannot_be_observed_is_not_reclaimed(ledger, clock):
+def test_an_expired_lease_whose_holder_on_this_host_cannot_be_observed_is_not_reclaimed(ledger, clock):
     processes = FakeProcesses()
-    held_by_a_holder_that_is("unknown", ledger, clock, processes)
+    supervisor, process = processes.start(), processes.start()
+    launched(ledger, "holder", process, supervisor)
+    processes.set_liveness(process, "unknown")  # here, but unreadable: it may still work in what the lease guards
+    grant(ledger, clock, "holder", processes)
     clock.advance(TTL_MS * 10)
     with pytest.raises(Refused) as refused:
         grant(ledger, clock, "claimant", processes)
     assert refused.value.code == "lease-holder-unknown"
+
+
+def test_the_lease_of_another_hosts_holder_is_reclaimed_only_once_expired(ledger, clock):
+    """Another host cannot be looked at (unknown, never dead): its lease goes once that host stopped renewing it."""
+    processes = FakeProcesses()
+    token = held_by_a_holder_that_is("unknown", ledger, clock, processes)
+    clock.advance(TTL_MS - 1)
+    with pytest.raises(Refused) as refused:
+        grant(ledger, clock, "claimant", processes)
+    assert refused.value.code == "lease-held"
+    clock.advance(1)
+    _, event = grant(ledger, clock, "claimant", processes)
+    assert event.supersedes_token == token
 
 
 def test_the_lease_of_a_holder_that_never_launched_is_reclaimed_once_expired(ledger, clock):
