@@ -142,8 +142,8 @@ def redacted_url(url: str) -> str:
         parts = urlsplit(url)
         if parts.password is None:
             return url
-        host = parts.hostname or ""
-        netloc = (f"{parts.username}@" if parts.username else "") + host + (f":{parts.port}" if parts.port else "")
+        where = parts.netloc.rsplit("@", 1)[1]  # host and port as written ([::1]:8443 keeps its brackets)
+        netloc = (f"{parts.username}@" if parts.username else "") + where
     except ValueError:
         return url.split("://", 1)[0] + "://[redacted]"
     return urlunsplit(parts._replace(netloc=netloc))

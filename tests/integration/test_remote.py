@@ -155,6 +155,7 @@ def test_an_unreachable_remote_is_an_outcome_not_a_crash(world, unreachable, tmp
     ("https://forge.example/team/repo.git", "https://forge.example/team/repo.git"),
     ("git@forge.example:team/repo.git", "git@forge.example:team/repo.git"),
     ("/srv/git/repo.git", "/srv/git/repo.git"),
+    ("https://bot:tok@[::1]:8443/r.git", "https://bot@[::1]:8443/r.git"),
     ("https://u:p@[bad/x", "https://[redacted]"),
 ])
 def test_a_remote_url_is_recorded_without_its_password(url, kept):
