@@ -201,7 +201,8 @@ def _check_resume(ctx: Context, run_id: str, config: Any) -> None:
             raise Refused("run-not-planned", f"run {run_id} was not planned by docket go; give its --task or --tasks "
                                              "again to finish planning it")
         agent, key = agent_named(config, a.agent), export_key(a.key)
-        plan_run(_driver(ctx), run_id, specs, agent, a.cycles or DEFAULT_CYCLES, a.parallel or DEFAULT_PARALLEL, key)
+        plan_run(_driver(ctx), run_id, specs, agent, a.cycles or DEFAULT_CYCLES, a.parallel or DEFAULT_PARALLEL, key,
+                 repository=ctx.require_repository())
         return
     check_resumed_options(run, goal=a.goal, cycles=a.cycles, agent=a.agent)
     specs = _specs(ctx)

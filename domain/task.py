@@ -9,7 +9,7 @@ observed; ``prepare`` records that its setup ran.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import events as ev
 from .aggregate import next_event
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .effects import Act, Unknown, WorktreeObservation
 
 __all__ = ["Feedback", "RemovalObservation", "Task", "apply", "check_feedback", "decide_removal", "decide_worktree",
-           "finish", "plan", "prepared", "record_feedback", "request_removal", "request_worktree", "retry_prompt",
+           "finish", "lose_worktree", "plan", "prepared", "record_feedback", "request_removal", "request_worktree", "retry_prompt",
            "stream_of"]
 
 MAX_FEEDBACK_CHARS = 4000
@@ -58,6 +58,7 @@ class Task:
     removed: str | None = None  # the path of a worktree removed (its content preserved elsewhere)
     base: str | None = None  # the commit its worktree was asked for at
     repository: str | None = None  # the git common dir its worktree was asked for in (its workspace borrows from it)
+    worktree_host: str | None = None  # the host its worktree was asked for on (None: recorded before hosts were)
     feedback: tuple[Feedback, ...] = ()  # one per generation judged and failed: the cycles spent
     result: str | None = None  # passed | failed, once TaskFinished
     finished_binding: str | None = None
@@ -76,7 +77,8 @@ def apply(task: Task | None, event: ev.Event, position: int) -> Task:
     task = replace(task, version=event.version)
     if isinstance(event, ev.WorktreeRequested):
         return replace(task, worktree_intent=event.intent_id, worktree_failure=None, base=event.base,
-                       repository=event.repository)
+                       repository=event.repository,
+                       worktree_host=event.host if isinstance(event, ev.WorktreeRequestedV2) else None)
     if isinstance(event, ev.WorktreeCreated):
         return replace(task, worktree=event.path, branch=event.branch, worktree_intent=None)
     if isinstance(event, ev.WorktreeFailed):
@@ -91,6 +93,9 @@ def apply(task: Task | None, event: ev.Event, position: int) -> Task:
                        setup_failure=None)
     if isinstance(event, ev.WorktreeRemovalFailed):
         return replace(task, removal_intent=None, removal_failure=event.code)
+    if isinstance(event, ev.WorktreeLost):
+        return replace(task, worktree=None, branch=None, worktree_intent=None, prepared=False, setup_failure=None,
+                       worktree_host=None)
     if isinstance(event, ev.TaskFeedbackRecorded):
         return replace(task, feedback=(*task.feedback, Feedback(event.generation, event.code, event.check,
                                                                  event.binding_id, event.feedback)))
@@ -114,17 +119,36 @@ def plan(existing: Task | None, run: Run, task_id: str, title: str, now: str, *,
 
 
 def request_worktree(task: Task, run: Run, intent_id: str, repository: str, path: str, now: str, *,
-                     base: str | None = None) -> list[ev.Event]:
-    """The intent to make the task's worktree at base (default: the run's base); nothing when it is made or
+                     base: str | None = None, host: str | None = None) -> list[ev.Event]:
+    """The intent to make the task's worktree at base (default: the run's base) on host; nothing when it is made or
     already asked for. A task that depends on others starts from the merge of their delivered work."""
     require_open(run)
     if task.worktree is not None or task.worktree_intent is not None:
         return []
     if run.base_commit is None:
         raise Refused("run-base-not-pinned", f"run {run.run_id} has no pinned base commit yet")
-    return [next_event(ev.WorktreeRequested, stream_of(task.task_id), task.version, now, intent_id=intent_id,
-                       run_id=run.run_id, task_id=task.task_id, repository=repository, path=path,
-                       branch=task_branch(run.run_id, task.task_id), base=base or run.base_commit)]
+    fields: dict[str, Any] = {} if host is None else {"host": host}
+    return [next_event(ev.WorktreeRequestedV2 if host is not None else ev.WorktreeRequested, stream_of(task.task_id),
+                       task.version, now, intent_id=intent_id, run_id=run.run_id, task_id=task.task_id,
+                       repository=repository, path=path, branch=task_branch(run.run_id, task.task_id),
+                       base=base or run.base_commit, **fields)]
+
+
+def lose_worktree(task: Task, run: Run, host: str, reason: str, now: str) -> list[ev.Event]:
+    """Give up the task's worktree, or its pending intent, on host, which stopped renewing its leases: the intent
+    cancelled, then WorktreeLost; nothing when the task has neither. Deciding that host is gone is the caller's."""
+    require_open(run)
+    if task.worktree is None and task.worktree_intent is None:
+        return []
+    events: list[ev.Event] = []
+    version = task.version
+    if task.worktree_intent is not None:
+        events.append(next_event(ev.IntentCancelled, stream_of(task.task_id), version, now,
+                                 intent_id=task.worktree_intent, reason=reason))
+        version += 1
+    events.append(next_event(ev.WorktreeLost, stream_of(task.task_id), version, now, run_id=task.run_id,
+                             task_id=task.task_id, path=task.worktree, host=host, reason=reason))
+    return events
 
 
 def record_feedback(task: Task, run: Run, *, generation: int, code: str, check: str | None,

@@ -35,6 +35,7 @@ __all__ = [
     "decide_stop",
     "exit_cause",
     "exited",
+    "lose",
     "register",
     "relaunch",
     "request_launch",
@@ -47,8 +48,8 @@ __all__ = [
 
 # registered: this generation has no process yet; launching: its launch intent is pending;
 # running: its process was launched and has not been seen to end; exited: it ended (WorkerExited);
-# launch-failed: it could not be started.
-Status = Literal["registered", "launching", "running", "exited", "launch-failed"]
+# launch-failed: it could not be started; lost: given up, unjudged, its host gone (WorkerLost).
+Status = Literal["registered", "launching", "running", "exited", "launch-failed", "lost"]
 ACTIVE = frozenset({"launching", "running"})
 
 
@@ -94,6 +95,8 @@ def apply(worker: Worker | None, event: ev.Event, position: int) -> Worker:
         return replace(worker, stop_intent=None)
     if isinstance(event, ev.WorkerExited):
         return replace(worker, status="exited", exit_cause=event.cause, exit_code=event.exit_code)
+    if isinstance(event, ev.WorkerLost):
+        return replace(worker, status="lost")
     if isinstance(event, ev.WorkerActionRefused | ev.IntentOutcomeUnknown | ev.IntentOutcomeUnknownV2
                   | ev.AgentReported):
         return worker
@@ -126,6 +129,19 @@ def relaunch(worker: Worker, run: Run, now: str) -> ev.Event:
     return next_event(ev.WorkerRelaunched, stream_of(worker.worker_id), worker.version, now,
                       worker_id=worker.worker_id, run_id=worker.run_id,
                       generation=worker.generation + 1, fenced_generation=worker.generation)
+
+
+def lose(worker: Worker, run: Run, generation: int, *, host: str, lease_expired_at: str | None,
+         now: str) -> list[ev.Event]:
+    """WorkerLost for the generation, running or ended unjudged on host, which stopped renewing its leases; nothing
+    when it is not current, or not running or exited. Deciding that host is gone, and that the exit is unjudged, is
+    the caller's."""
+    require_open(run)
+    if generation != worker.generation or worker.status not in ("running", "exited"):
+        return []
+    return [next_event(ev.WorkerLost, stream_of(worker.worker_id), worker.version, now, run_id=worker.run_id,
+                       worker_id=worker.worker_id, generation=generation, host=host, status=worker.status,
+                       lease_expired_at=lease_expired_at)]
 
 
 def require_current(worker: Worker, generation: int) -> None:

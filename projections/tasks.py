@@ -37,6 +37,10 @@ def _worktree_removed(c: sqlite3.Connection, position: int, at: str, p: dict[str
               (p["path"], p["task_id"]))
 
 
+def _worktree_lost(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE tasks SET worktree = NULL, branch = NULL WHERE task_id = ?", (p["task_id"],))
+
+
 def _feedback(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     c.execute("UPDATE tasks SET failed_cycles = COALESCE(failed_cycles, 0) + 1, judged_generation = ? "
               "WHERE task_id = ?", (p["generation"], p["task_id"]))
@@ -53,7 +57,8 @@ def handlers() -> dict[str, Any]:
 
     return {ev.stored.TaskPlanned: _planned, ev.stored.TaskPlannedV2: _planned,
             ev.stored.WorktreeCreated: _worktree_created, ev.stored.WorktreeFailed: _worktree_failed,
-            ev.stored.WorktreeRemoved: _worktree_removed, ev.stored.TaskFeedbackRecorded: _feedback,
+            ev.stored.WorktreeRemoved: _worktree_removed, ev.stored.WorktreeLost: _worktree_lost,
+            ev.stored.TaskFeedbackRecorded: _feedback,
             ev.stored.TaskFinished: _finished}
 
 

@@ -1,7 +1,7 @@
 """Read model: one row per worker, with its current generation and the life of that generation's process.
 
 The first registration of an id wins. ``status`` follows the Worker aggregate:
-registered, launching, running, exited, launch-failed. ``sandbox``: "landlock" or "off" once its generation's
+registered, launching, running, exited, launch-failed, lost (its host stopped renewing: WorkerLost). ``sandbox``: "landlock" or "off" once its generation's
 launch is asked for.
 """
 
@@ -71,6 +71,11 @@ def _exited(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) ->
                *_same_generation(p)))
 
 
+def _lost(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE workers SET status = 'lost', ended_at = COALESCE(ended_at, ?) "
+              "WHERE worker_id = ? AND generation = ?", (at, *_same_generation(p)))
+
+
 def _reported(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     c.execute("UPDATE workers SET session_id = ?, input_tokens = ?, output_tokens = ?, cost_micro_usd = ?, "
               "agent_turns = ?, agent_error = ? WHERE worker_id = ? AND generation = ?",
@@ -84,7 +89,7 @@ def handlers() -> dict[str, Any]:
     return {ev.stored.WorkerRegistered: _registered, ev.stored.WorkerRelaunched: _relaunched,
             ev.stored.WorkerLaunchRequested: _launch_requested, ev.stored.WorkerLaunched: _launched,
             ev.stored.WorkerLaunchFailed: _launch_failed, ev.stored.WorkerExited: _exited,
-            ev.stored.AgentReported: _reported}
+            ev.stored.WorkerLost: _lost, ev.stored.AgentReported: _reported}
 
 
 def workers_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

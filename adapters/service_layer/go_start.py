@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ...domain import run as run_aggregate
@@ -33,20 +34,26 @@ def start_run(d: RunDriver, *, run_id: str | None, goal: str, specs: Sequence[Ta
                    remote=remote)
     if run.status == "failed":
         raise Refused(run.failure_code or "run-failed", run.failure_message or f"run {run_id} could not be opened")
-    plan_run(d, run_id, specs, agent, cycles, parallel, export_key)
+    plan_run(d, run_id, specs, agent, cycles, parallel, export_key, repository=Path(repository))
     return run_id
 
 
 def plan_run(d: RunDriver, run_id: str, specs: Sequence[TaskSpec], agent: str, cycles: int, parallel: int,
-             export_key: tuple[str, str] | None) -> None:
-    """Plan each task not planned yet (its prompt stored first), then RunPlanned: safe to repeat after a crash."""
+             export_key: tuple[str, str] | None, *, repository: Path) -> None:
+    """Plan each task not planned yet (its prompt stored first, and pushed to the run's shared remote, if it has one,
+    for the hosts that may take a task over), then RunPlanned: safe to repeat after a crash."""
     from ..world.prompts import store_prompt
 
+    remote = load_run(d.ledger, run_id).remote
     tasks = []
     for spec in specs:
         task_id = ledger_task_id(run_id, spec.id)
         if d.ledger.get(task_aggregate.apply, task_aggregate.stream_of(task_id)) is None:
             sha256, _ = store_prompt(d.docket_dir, spec.prompt)
+            if remote is not None:
+                from ..world.prompt_refs import publish_prompt
+
+                publish_prompt(repository, *remote, spec.prompt)  # unreachable now: pushed again at each launch
             plan_task(d.ledger, d.clock, run_id, task_id, spec.title, prompt_sha256=sha256,
                       prompt_chars=len(spec.prompt))
         tasks.append((task_id, [ledger_task_id(run_id, dependency) for dependency in spec.depends_on]))

@@ -57,6 +57,8 @@ def work_on(open_session: Callable[[], Session], settings: GoSettings, run_id: s
                 return
             assert run.plan is not None
             worker = s.ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(task_worker_id(task_id)))
+            if _taken_over(s, task, worker):
+                continue
             if worker is not None and worker.status in ("launching", "running"):
                 return  # a generation another docket process supervises, or one reconcile has not settled
             if worker is not None and judgeable(worker) and not task.judged(worker.generation):
@@ -73,6 +75,19 @@ def work_on(open_session: Callable[[], Session], settings: GoSettings, run_id: s
                 return
     finally:
         s.close()
+
+
+def _taken_over(s: Session, task: task_aggregate.Task, worker: worker_aggregate.Worker | None) -> bool:
+    """Whether the task's worktree, and its generation there, were just given up: they are on another host, whose
+    lease on the worktree expired unrenewed (``takeover``). The next pass launches a generation here."""
+    from .takeover import take_over, worktree_host
+
+    here = s.effector.ports.processes.this_host()[0]
+    if worktree_host(task, worker) in (None, here):
+        return False
+    unjudged = (worker is not None and judgeable(worker) and not task.judged(worker.generation)
+                and task.task_id not in queued_tasks(s, task.run_id, worker.generation))  # queued: judged, handed off
+    return take_over(s.ledger, s.clock, here, task.task_id, task_worker_id(task.task_id), unjudged=unjudged)
 
 
 def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: task_aggregate.Task) -> bool:

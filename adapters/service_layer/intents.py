@@ -34,7 +34,8 @@ from ...domain.events import (CandidatePinRequested, CandidatePinRequestedV2, Ca
                               CheckLaunchRequested, Event, ExecutionRemovalRequested, ExecutionRequested, HookRequested,
                               IntegrationStepRequested, IntegrationTargetRequested, IntegrationTargetRequestedV2,
                               IntegrationTargetRequestedV3, RunBasePinRequested, RunBasePinRequestedV2,
-                              WorkerLaunchRequested, WorkerStopRequested, WorktreeRemovalRequested, WorktreeRequested)
+                              WorkerLaunchRequested, WorkerStopRequested, WorktreeRemovalRequested, WorktreeRequested,
+                              WorktreeRequestedV2)
 from ...domain.processes import ProcessIdentity
 from ..world import faults
 from ..world.identity import mismatch_reason
@@ -43,7 +44,7 @@ from .ports import CandidateRefsPort, InventoryPort, MergePort, RemotePort, Repo
 __all__ = ["CANDIDATE_PIN", "CANDIDATE_PIN_ON_REMOTE", "CANDIDATE_RELEASE", "CHECK_LAUNCH", "EXECUTION",
            "EXECUTION_REMOVAL", "HOOK", "INTEGRATION_STEP", "INTEGRATION_TARGET", "INTEGRATION_TARGET_ON_REMOTE",
            "INTEGRATION_TARGET_V1", "INTENT_KINDS", "RUN_BASE_PIN", "RUN_BASE_PIN_ON_REMOTE", "WORKER_LAUNCH",
-           "WORKER_STOP", "WORKTREE", "WORKTREE_REMOVAL", "IntentKind", "remote_target"]
+           "WORKER_STOP", "WORKTREE", "WORKTREE_ON_HOST", "WORKTREE_REMOVAL", "IntentKind", "remote_target"]
 
 A = TypeVar("A")  # the aggregate the intent's stream folds into
 I = TypeVar("I", bound=Event)  # the intent event
@@ -118,6 +119,19 @@ WORKTREE: IntentKind[task_aggregate.Task, WorktreeRequested, WorktreeObservation
                                                                  intent.branch, intent.base),
     made=task_aggregate.created,
 )
+
+
+def _observe_worktree_on_host(workspaces: WorkspacePort, intent: WorktreeRequestedV2,
+                              repository_id: str | None) -> WorktreeObservation:
+    from ..world.host import host_id
+
+    if intent.host != host_id():  # another host's workspace: made there, or given up (WorktreeLost), never here
+        return WorktreeObservation("unreadable", detail=f"the worktree is host {intent.host}'s to make")
+    return _observe_worktree(workspaces, intent, repository_id)
+
+
+WORKTREE_ON_HOST: IntentKind[task_aggregate.Task, WorktreeRequestedV2, WorktreeObservation] = replace(
+    WORKTREE, intent=WorktreeRequestedV2, observe=_observe_worktree_on_host)
 
 WORKER_LAUNCH: IntentKind[worker_aggregate.Worker, WorkerLaunchRequested, worker_aggregate.LaunchObservation] = (
     IntentKind(
@@ -531,7 +545,7 @@ INTEGRATION_TARGET_ON_REMOTE: IntentKind[integration_aggregate.Integration, Inte
 
 
 INTENT_KINDS: dict[str, IntentKind[Any, Any, Any]] = {
-    kind.type_name: kind for kind in (RUN_BASE_PIN, WORKTREE, WORKER_LAUNCH, WORKER_STOP, WORKTREE_REMOVAL,
+    kind.type_name: kind for kind in (RUN_BASE_PIN, WORKTREE, WORKTREE_ON_HOST, WORKER_LAUNCH, WORKER_STOP, WORKTREE_REMOVAL,
                                       CANDIDATE_PIN, CANDIDATE_RELEASE, EXECUTION, CHECK_LAUNCH, EXECUTION_REMOVAL,
                                       INTEGRATION_STEP, INTEGRATION_TARGET, INTEGRATION_TARGET_V1, HOOK,
                                       RUN_BASE_PIN_ON_REMOTE, CANDIDATE_PIN_ON_REMOTE, INTEGRATION_TARGET_ON_REMOTE)}

@@ -128,18 +128,17 @@ def launch_worker(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, re
 
 
 def _require_worktree_here(ledger: Ledger, processes: Any, request: LaunchRequest) -> None:
-    """Refused (worktree-elsewhere), nothing recorded, when the task's worktree is another host's: its last
-    generation ran there, so its files (and any work not pinned) are on that machine, which alone launches in it."""
-    from .liveness import elsewhere
+    """Refused (worktree-elsewhere), nothing recorded, when the task's worktree is another host's: its files (and
+    any work not pinned) are on that machine, which alone launches in it (``takeover`` gives it up once that host
+    stops renewing its leases)."""
+    from .takeover import worktree_host
 
     previous = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(request.worker_id))
-    if previous is None or previous.process is None or not elsewhere(processes, previous.process):
+    host = worktree_host(load_task(ledger, request.task_id), previous)
+    if host is None or host == processes.this_host()[0]:
         return
-    if load_task(ledger, request.task_id).worktree is None:
-        return  # removed: the next generation makes one here
-    raise Refused("worktree-elsewhere", f"task {request.task_id}'s worktree is on host {previous.process.host}, where "
-                                        f"its generation {previous.generation} ran; a generation is launched only "
-                                        "on the host that has its worktree")
+    raise Refused("worktree-elsewhere", f"task {request.task_id}'s worktree is on host {host}; a generation is "
+                                        "launched only on the host that has its worktree")
 
 
 def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request: LaunchRequest,
@@ -147,7 +146,7 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
             main_checkout: Path | None, ledger_path: Path) -> Launched:
     processes = launcher.processes
     task = _task_worktree(ledger, clock, effector, request.task_id, repository, request.base,
-                          root=request.workspace_root)
+                          root=request.workspace_root, host=processes.this_host()[0])
     assert task.worktree is not None
     worktree = Path(task.worktree)
     if not task.prepared:
@@ -163,7 +162,7 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
     for folder in (generation_dir, log_path.parent):
         own_folder(docket_dir, folder)
     port = _free_port() if request.ports else None
-    prompt, prompt_file = _prompt(docket_dir, task)
+    prompt, prompt_file = _prompt(docket_dir, task, repository, load_run(ledger, request.run_id).remote)
     values = dict(worktree=str(worktree), worker_dir=str(generation_dir), port=port)
     from ...domain.config import expand
 
@@ -247,7 +246,7 @@ def _current_worker(ledger: Ledger, clock: Clock, processes: Any,
 
 
 def _task_worktree(ledger: Ledger, clock: Clock, effector: Any, task_id: str, repository: Path,
-                   base: str | None = None, *, root: Path | None = None) -> task_aggregate.Task:
+                   base: str | None = None, *, root: Path | None = None, host: str) -> task_aggregate.Task:
     from ..world.files import own_data_folder
     from ..world.paths import task_worktree_path
 
@@ -260,7 +259,7 @@ def _task_worktree(ledger: Ledger, clock: Clock, effector: Any, task_id: str, re
             def decision(now: str) -> list[Event]:
                 current = load_task(ledger, task_id)
                 return task_aggregate.request_worktree(current, load_run(ledger, current.run_id), new_id("worktree"),
-                                                       str(repository), str(path), now, base=base)
+                                                       str(repository), str(path), now, base=base, host=host)
 
             ledger.decide(decision, clock.now())
             task = load_task(ledger, task_id)
@@ -345,15 +344,35 @@ def _grant(ledger: Ledger, clock: Clock, processes: Any, resource: str, worker: 
     return position
 
 
-def _prompt(docket_dir: Path, task: task_aggregate.Task) -> tuple[str, Path]:
+def _prompt(docket_dir: Path, task: task_aggregate.Task, repository: Path,
+            remote: tuple[str, str] | None) -> tuple[str, Path]:
     """The prompt of the task's next generation and the file that holds it: the task's own (checked against the
-    digest the ledger holds), followed by the feedback on the last failed attempt when there was one."""
+    digest the ledger holds; in a run with a shared remote, fetched from there when another host planned it, and
+    pushed there when this one has it), followed by the feedback on the last failed attempt when there was one."""
+    from ...domain.codes import Code
+    from ...domain.errors import VerificationFailed
     from ..world.prompts import read_prompt, store_prompt
 
     if task.prompt_sha256 is None:  # planned with a title only: the title is the prompt, in a file as any prompt
         text = task.title
     else:
-        path, text = read_prompt(docket_dir, task.prompt_sha256)
+        try:
+            path, text = read_prompt(docket_dir, task.prompt_sha256)
+        except VerificationFailed as e:
+            fetched = None
+            if e.code == Code.PROMPT_MISSING and remote is not None:
+                from ..world.prompt_refs import fetch_prompt
+
+                fetched = fetch_prompt(repository, *remote, task.prompt_sha256)
+            if fetched is None:
+                raise
+            text = fetched
+            _, path = store_prompt(docket_dir, text)
+        else:
+            if remote is not None:
+                from ..world.prompt_refs import publish_prompt
+
+                publish_prompt(repository, *remote, text)  # for a host that takes the task over
     if task.feedback:
         text = task_aggregate.retry_prompt(text, task.feedback)
     if task.feedback or task.prompt_sha256 is None:

@@ -69,13 +69,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "worker": (
         "AgentReported", "WorkerActionRefused", "WorkerExited", "WorkerLaunchFailed",
-        "WorkerLaunchRequested", "WorkerLaunched", "WorkerRegistered", "WorkerRelaunched", "WorkerStopRequested",
+        "WorkerLaunchRequested", "WorkerLaunched", "WorkerLost", "WorkerRegistered", "WorkerRelaunched", "WorkerStopRequested",
         "WorkerStopped",
     ),
     "task": (
         "TaskFeedbackRecorded", "TaskFinished", "TaskPlanned", "TaskPlannedV2", "WorktreeCreated", "WorktreeFailed",
-        "WorktreePrepared", "WorktreeRemovalFailed", "WorktreeRemovalRequested", "WorktreeRemoved",
-        "WorktreeRequested",
+        "WorktreeLost", "WorktreePrepared", "WorktreeRemovalFailed", "WorktreeRemovalRequested", "WorktreeRemoved",
+        "WorktreeRequested", "WorktreeRequestedV2",
     ),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
@@ -85,10 +85,10 @@ _CATALOGUE: tuple[str, ...] = (
     "LedgerCreated", "LedgerCreatedV2", "RunOpened", "RunBasePinRequested", "RunBasePinRequestedV2", "RunBasePinned",
     "RunBasePinFailed", "IntentOutcomeUnknown", "IntentOutcomeUnknownV2", "IntentCancelled", "RunPaused", "RunResumed", "RunAborted",
     "RunCompleted", "RunSupervised", "RunUnsupervised", "RunWaiting", "RunPlanned", "RunPlannedV2",
-    "RunBudgetExhausted", "TaskPlanned", "TaskPlannedV2", "WorktreeRequested", "WorktreeCreated", "WorktreeFailed",
-    "WorktreePrepared", "WorktreeRemovalRequested", "WorktreeRemoved", "WorktreeRemovalFailed",
+    "RunBudgetExhausted", "TaskPlanned", "TaskPlannedV2", "WorktreeRequested", "WorktreeRequestedV2", "WorktreeCreated",
+    "WorktreeFailed", "WorktreeLost", "WorktreePrepared", "WorktreeRemovalRequested", "WorktreeRemoved", "WorktreeRemovalFailed",
     "TaskFeedbackRecorded", "TaskFinished", "WorkerRegistered", "WorkerRelaunched", "WorkerLaunchRequested",
-    "WorkerLaunched", "WorkerLaunchFailed", "WorkerStopRequested", "WorkerStopped", "WorkerExited", "AgentReported",
+    "WorkerLaunched", "WorkerLaunchFailed", "WorkerStopRequested", "WorkerStopped", "WorkerExited", "WorkerLost", "AgentReported",
     "WorkerActionRefused", "LeaseGranted", "LeaseRenewed", "LeaseReleased", "LeaseExpired", "CandidatePinRequested",
     "CandidatePinRequestedV2", "CandidatePinned", "CandidateDiverged", "CandidateUnstable", "CandidateReleaseRequested", "CandidateReleased",
     "CandidateReleaseFailed", "CheckRequested", "ExecutionRequested", "ExecutionCreated", "ExecutionFailed",
@@ -106,7 +106,8 @@ _CATALOGUE: tuple[str, ...] = (
 # view tells an intent from its outcome without importing a class (status catching up its views imports none).
 _ROLES: dict[str, tuple[str, ...]] = {
     "intent": (
-        "RunBasePinRequested", "RunBasePinRequestedV2", "WorktreeRequested", "WorktreeRemovalRequested", "WorkerLaunchRequested",
+        "RunBasePinRequested", "RunBasePinRequestedV2", "WorktreeRequested", "WorktreeRequestedV2",
+        "WorktreeRemovalRequested", "WorkerLaunchRequested",
         "WorkerStopRequested", "CandidatePinRequested", "CandidatePinRequestedV2", "CandidateReleaseRequested", "ExecutionRequested",
         "CheckLaunchRequested", "ExecutionRemovalRequested", "IntegrationStepRequested", "IntegrationTargetRequested",
         "IntegrationTargetRequestedV2", "IntegrationTargetRequestedV3", "HookRequested",

@@ -22,6 +22,7 @@ __all__ = [
     "Commit",
     "Event",
     "Generation",
+    "Host",
     "Id",
     "Position",
     "PositiveMs",
@@ -65,6 +66,7 @@ RemoteUrl = Annotated[str, StringConstraints(min_length=1, max_length=2048, patt
 PositiveMs = Annotated[int, Field(gt=0, le=MAX_DURATION_MS)]
 Generation = Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
 Position = Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
+Host = Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f]+$")]  # DOCKET_HOST
 
 
 class Event(BaseModel):
@@ -114,7 +116,7 @@ class ProcessIdentity(BaseModel):
     # defer_build, as Event: the validator is built on first use, not at import.
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
 
-    host: Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f]+$")]
+    host: Host
     boot_id: Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")]
     pid: Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
     pgid: Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]

@@ -6,10 +6,11 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from ..values import MAX_SAFE_INT
-from .base import AbsolutePath, BranchName, Code, Commit, Event, Id, RepositoryPath, Sha256, Text
+from .base import AbsolutePath, BranchName, Code, Commit, Event, Host, Id, RepositoryPath, Sha256, Text
 
-__all__ = ["TaskFeedbackRecorded", "TaskFinished", "TaskPlanned", "TaskPlannedV2", "WorktreeCreated", "WorktreeFailed", "WorktreePrepared",
-           "WorktreeRemovalFailed", "WorktreeRemovalRequested", "WorktreeRemoved", "WorktreeRequested"]
+__all__ = ["TaskFeedbackRecorded", "TaskFinished", "TaskPlanned", "TaskPlannedV2", "WorktreeCreated", "WorktreeFailed", "WorktreeLost",
+           "WorktreePrepared", "WorktreeRemovalFailed", "WorktreeRemovalRequested", "WorktreeRemoved",
+           "WorktreeRequested", "WorktreeRequestedV2"]
 
 
 class TaskPlanned(Event):
@@ -48,6 +49,27 @@ class WorktreeRequested(Event):
     path: AbsolutePath
     branch: BranchName
     base: Commit
+
+
+class WorktreeRequestedV2(WorktreeRequested):
+    """Intent: give the task its own worktree on host (its DOCKET_HOST): only a docket on that host makes it, and
+    only there are its generations launched."""
+
+    schema_version = 2
+    host: Host
+
+
+class WorktreeLost(Event):
+    """The task's worktree (or its pending intent, path None) is out of reach: it is on host, which stopped renewing
+    its leases until they expired. What was not pinned there is given up; the next generation makes a worktree on
+    the host that takes the task over."""
+
+    name = "WorktreeLost"
+    run_id: Id
+    task_id: Id
+    path: AbsolutePath | None
+    host: Host
+    reason: Text
 
 
 class WorktreeCreated(Event):

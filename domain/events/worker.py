@@ -7,7 +7,8 @@ from pydantic import Field, StringConstraints
 
 from ..values import MAX_SAFE_INT
 from ..sandbox import SandboxRecord
-from .base import AbsolutePath, Code, Event, Generation, Id, Position, ProcessIdentity, Sha256, Tail, Text
+from .base import (AbsolutePath, Code, Event, Generation, Host, Id, Position, ProcessIdentity, Sha256, Tail, Text,
+                   Timestamp)
 
 __all__ = [
     "ProcessIdentity",
@@ -16,6 +17,7 @@ __all__ = [
     "WorkerLaunchFailed",
     "WorkerLaunchRequested",
     "WorkerLaunched",
+    "WorkerLost",
     "WorkerRegistered",
     "WorkerRelaunched",
     "WorkerStopRequested",
@@ -105,6 +107,20 @@ class WorkerExited(Event):
     tail: Tail
     # bytes of output cut from the log's middle to keep it under the agent's max_log (0: the log is whole)
     log_cut_bytes: Annotated[int, Field(ge=0, le=MAX_SAFE_INT)] = 0
+
+
+class WorkerLost(Event):
+    """The generation is given up unjudged: it ran (or ended, its work not yet judged) on host, which stopped
+    renewing its leases until they expired (lease_expired_at; None: it held none). Its process, if one still runs
+    there, and its worktree are out of reach from here; the next generation starts afresh on the host taking over."""
+
+    name = "WorkerLost"
+    run_id: Id
+    worker_id: Id
+    generation: Generation
+    host: Host
+    status: Literal["running", "exited"]
+    lease_expired_at: Timestamp | None
 
 
 Count = Annotated[int, Field(ge=0, le=MAX_SAFE_INT)]

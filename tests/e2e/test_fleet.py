@@ -5,6 +5,7 @@ the other stands by, and takes the run over only once that lease expires unrenew
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 from collections import Counter
@@ -129,3 +130,52 @@ def test_a_supervisor_whose_lease_expired_stops_its_agents_and_leaves_the_run_to
     assert "docket: error: driver-lost: " in err
     assert [e["payload"]["cause"] for e in alpha.events("WorkerExited")] == ["stopped"]
     assert {host for _, host in _launches(alpha)} == {"alpha"}  # beta waits for alpha's worktree's host
+
+
+def test_a_killed_hosts_unfinished_tasks_are_relaunched_by_the_other_host(fleet):
+    """alpha dies (its supervisor and its agents SIGKILLed) while two agents work: beta, standing by, takes the run
+    over once alpha's leases expire unrenewed. It gives alpha's generations up unjudged (WorkerLost) with their
+    worktrees (WorktreeLost), launches the next generations in worktrees of its own, with the prompts alpha planned
+    fetched from the remote, and delivers the tree an uninterrupted run delivers, with one receipt."""
+    alpha, beta, remote = fleet
+    tasks = TASKS.replace('prompt = """', 'prompt = """sleep: 5\n')  # alpha dies while its agents work
+    for host in (alpha, beta):
+        (host.repo / "tasks.toml").write_text(tasks)
+    going = alpha.start("go", "--goal", "g", "--tasks", "tasks.toml", "--id", "r1", "--parallel", "2", "--json")
+    standing_by = None
+    try:
+        assert wait_until(lambda: len(alpha.events("WorkerLaunched")) == 2, timeout=60)
+        standing_by = beta.start("supervise", "--follow")
+        going.kill()  # the machine dies: its supervisor, and its agents with it
+        going.communicate()
+        for launched in alpha.events("WorkerLaunched"):
+            try:
+                os.killpg(launched["payload"]["process"]["pgid"], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        sealed = wait_until(lambda: alpha.events("ReceiptSealed"), timeout=300, step=1)
+    finally:
+        if going.poll() is None:
+            going.kill()
+            going.communicate()
+        err = _stop(standing_by) if standing_by is not None else ""
+    assert sealed, err + "\n" + "\n".join(e["type"] + " " + json.dumps(e["payload"])[:300]
+                                         for e in json.loads(alpha.run("log", "--json").stdout)["events"][-40:])
+
+    lost = [e["payload"] for e in alpha.events("WorkerLost")]
+    assert sorted((p["worker_id"], p["generation"], p["host"], p["status"]) for p in lost) == [
+        ("r1.greet", 1, "alpha", "running"), ("r1.name", 1, "alpha", "running")]
+    assert sorted(e["payload"]["task_id"] for e in alpha.events("WorktreeLost")) == ["r1.greet", "r1.name"]
+    launches = [(e["payload"]["worker_id"], e["payload"]["generation"], e["payload"]["process"]["host"])
+                for e in alpha.events("WorkerLaunched")]
+    assert len(launches) == len({(w, g) for w, g, _ in launches})  # every generation launched once
+    assert {(w, g) for w, g, h in launches if h == "alpha"} == {("r1.greet", 1), ("r1.name", 1)}
+    assert {w for w, _, h in launches if h == "beta"} == {"r1.greet", "r1.name", "r1.shout"}
+    relaunched = [e["payload"] for e in alpha.events("WorktreeRequested")
+                  if e["payload"]["task_id"] in ("r1.greet", "r1.name")]
+    assert sorted(p["host"] for p in relaunched) == ["alpha", "alpha", "beta", "beta"]
+    assert len(alpha.events("ReceiptSealed")) == 1
+    for path, text in DELIVERED.items():  # the tree an uninterrupted run delivers
+        assert git(remote, "show", f"main:{path}") + "\n" == text
+    verified = beta.run("verify")
+    assert verified.returncode == 0, verified.stderr

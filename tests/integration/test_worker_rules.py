@@ -200,3 +200,36 @@ def test_actions_of_a_fenced_generation_are_refused_and_recorded(docket):
         ("w1", 1, "lease-release", "stale-token"),
     ]
     docket("verify")
+
+
+def _worktree_on(ledger, host: str) -> None:
+    """Task t1's worktree, asked for on host and made there."""
+    from docket.domain import task
+    from docket.domain.effects import WorktreeObservation
+
+    load_t1 = lambda: ledger.get(task.apply, task.stream_of("t1"))  # noqa: E731
+    (_, asked), = ledger.decide(lambda now: task.request_worktree(
+        load_t1(), ledger.get(run.apply, run.stream_of("r1")), "wt-1", REPOSITORY, "/wt/t1", now, host=host), T0)
+    ledger.decide(lambda now: task.decide_worktree(load_t1(), asked, WorktreeObservation("present", head=COMMIT),
+                                                   now), T0)
+
+
+def test_a_task_on_a_host_that_stopped_renewing_is_taken_over_once_its_lease_expired(ledger, clock):
+    """take_over gives the generation and the worktree up only once the other host's lease on the worktree expired
+    unrenewed; never a worktree of this host's, and once."""
+    from docket.adapters.service_layer.takeover import take_over
+    from docket.domain import task
+
+    processes = FakeProcesses()
+    _worktree_on(ledger, "another-host")
+    held_by_a_holder_that_is("unknown", ledger, clock, processes)  # running on another-host, its lease held
+    assert not take_over(ledger, clock, "another-host", "t1", "holder", unjudged=False)  # its own host: never
+    clock.advance(TTL_MS - 1)
+    assert not take_over(ledger, clock, "this-host", "t1", "holder", unjudged=False)  # still renewed
+    clock.advance(1)
+    assert take_over(ledger, clock, "this-host", "t1", "holder", unjudged=False)
+    lost = load(ledger, "holder")
+    assert lost.status == "lost"
+    t1 = ledger.get(task.apply, task.stream_of("t1"))
+    assert (t1.worktree, t1.worktree_host) == (None, None)
+    assert not take_over(ledger, clock, "this-host", "t1", "holder", unjudged=False)  # once

@@ -152,3 +152,31 @@ def test_a_generation_above_the_current_one_is_unknown_and_one_below_is_fenced()
     with pytest.raises(Refused) as e:
         worker.require_current(w, 1)
     assert e.value.code == "stale-generation" and "fenced" in e.value.message
+
+
+def test_a_worktree_asked_for_on_a_host_names_it_and_losing_it_cancels_its_intent_then_clears_it():
+    book = Book()
+    r = book.active_run()
+    t = book.task(r)
+    assert task.lose_worktree(t, r, "alpha", "gone", at(1)) == []  # no worktree, no intent: nothing to give up
+    (asked,) = task.request_worktree(t, r, "wt1", "/repo/.git", "/w/t1", at(1), host="alpha")
+    assert (asked.type_name(), asked.host) == ("WorktreeRequested.v2", "alpha")
+    t = book.apply(task.apply, t, asked)
+    assert (t.worktree_intent, t.worktree_host) == ("wt1", "alpha")
+    cancelled, lost = task.lose_worktree(t, r, "alpha", "alpha stopped renewing", at(2))
+    assert (cancelled.type_name(), cancelled.intent_id) == ("IntentCancelled.v1", "wt1")
+    assert (lost.type_name(), lost.path, lost.version) == ("WorktreeLost.v1", None, cancelled.version + 1)
+    t = book.apply(task.apply, t, [cancelled, lost])
+    assert (t.worktree, t.worktree_intent, t.worktree_host) == (None, None, None)
+    (again,) = task.request_worktree(t, r, "wt2", "/repo/.git", "/w/t1", at(3), host="beta")
+    t = book.apply(task.apply, t, again)
+    t = book.apply(task.apply, t, ev.WorktreeCreated(stream=task.stream_of("t1"),
+                                                     version=t.version + 1, recorded_at=at(4), intent_id="wt2",
+                                                     run_id="r1", task_id="t1", path="/w/t1", branch="docket/r1/t1",
+                                                     head="a" * 40, result="created"))
+    (lost,) = task.lose_worktree(t, r, "beta", "beta stopped renewing", at(5))
+    assert lost.path == "/w/t1"
+    t = book.apply(task.apply, t, lost)
+    assert (t.worktree, t.branch, t.prepared) == (None, None, False)
+    (legacy,) = task.request_worktree(t, r, "wt3", "/repo/.git", "/w/t1", at(6))
+    assert legacy.type_name() == "WorktreeRequested.v1"  # no host given: as before hosts were recorded

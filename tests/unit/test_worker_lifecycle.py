@@ -75,3 +75,32 @@ def test_an_exit_is_recorded_once_and_a_running_generation_cannot_be_relaunched(
                          log_bytes=None, tail="", now=at(5)) == []
     w = book.apply(worker.apply, w, worker.relaunch(w, r, at(6)))
     assert (w.generation, w.status, w.process) == (2, "registered", None)
+
+
+def test_a_generation_on_a_host_gone_is_lost_unjudged_once_and_can_then_be_relaunched():
+    book = Book()
+    r, w, intent = launching(book)
+    assert worker.lose(w, r, 1, host="h", lease_expired_at=at(9), now=at(10)) == []  # launching: its gate decides
+    w = book.apply(worker.apply, w, worker.decide_launch(w, intent, worker.LaunchObservation("held", AGENT,
+                                                                                                SUPERVISOR), at(2)))
+    assert worker.lose(w, r, 2, host="h", lease_expired_at=None, now=at(10)) == []  # not its current generation
+    (lost,) = worker.lose(w, r, 1, host="h", lease_expired_at=at(9), now=at(10))
+    assert (lost.type_name(), lost.status, lost.host, lost.lease_expired_at) == ("WorkerLost.v1", "running", "h", at(9))
+    w = book.apply(worker.apply, w, lost)
+    assert w.status == "lost"
+    assert worker.lose(w, r, 1, host="h", lease_expired_at=at(9), now=at(11)) == []  # once
+    assert worker.exited(w, 1, cause="unknown", exit_code=None, signal=None, duration_ms=None, log_sha256=None,
+                         log_bytes=None, tail="", now=at(12)) == []  # the gone host's late word changes nothing
+    w = book.apply(worker.apply, w, worker.relaunch(w, r, at(13)))
+    assert (w.generation, w.status) == (2, "registered")
+
+
+def test_an_exited_generation_is_lost_too_its_work_being_on_the_host_gone():
+    book = Book()
+    r, w, intent = launching(book)
+    w = book.apply(worker.apply, w, worker.decide_launch(w, intent, worker.LaunchObservation("held", AGENT,
+                                                                                                SUPERVISOR), at(2)))
+    w = book.apply(worker.apply, w, worker.exited(w, 1, cause="exited", exit_code=0, signal=None, duration_ms=5,
+                                                  log_sha256=None, log_bytes=None, tail="", now=at(3)))
+    (lost,) = worker.lose(w, r, 1, host="h", lease_expired_at=None, now=at(4))
+    assert lost.status == "exited" and book.apply(worker.apply, w, lost).status == "lost"
