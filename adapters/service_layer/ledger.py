@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, wraps
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,6 +40,40 @@ __all__ = ["DEFAULT_LOCK_TIMEOUT", "Ledger", "PendingIntent"]
 S = TypeVar("S")
 SNAPSHOT_EVERY = 10  # versions between two snapshots of a stream: a command folds at most this many events
 EFFECTOR_CURSOR = "effector"  # tracking row: every intent at or below it has its outcome (a cursor, not the truth)
+
+
+MAX_OUTAGES = 10  # outages one call rides out, one after another, before it gives up (each waited out in full)
+
+
+def _riding_out(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Call it again after an outage of a PostgreSQL ledger's database is waited out (database_outage.py), when
+    nothing it did can have been kept: a read, or a write whose commit was not begun. A write that failed in its
+    commit is not known to be recorded or not: StorageFailed, for ``docket go --resume`` and replay to settle. Inside
+    a decision (its reads) the decision itself is what is called again."""
+    @wraps(method)
+    def riding_out(self: Ledger, *args: Any, **kwargs: Any) -> Any:
+        if self.url is None or self._cursor is not None:
+            return method(self, *args, **kwargs)
+        import psycopg
+        from eventsourcing.persistence import InterfaceError
+
+        from ...domain.errors import StorageFailed
+        from ..world.database_outage import waiting_out
+
+        outage = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
+        for _ in range(MAX_OUTAGES):
+            self.recorder.commit_begun = False
+            try:
+                return method(self, *args, **kwargs)
+            except outage as e:
+                if self.recorder.commit_begun:
+                    raise StorageFailed(f"the ledger's database {self.where} went away while a write was being "
+                                        f"committed, so whether it was recorded is not known ({e}); "
+                                        "'docket go --resume' or 'docket replay --apply' settles it") from e
+                waiting_out(self.recorder.ping, lambda error: isinstance(error, outage), self.where)
+        return method(self, *args, **kwargs)
+
+    return riding_out
 
 
 @dataclass(frozen=True)
@@ -127,6 +161,7 @@ class Ledger(Application):
         return error
 
     # Deciding and appending -------------------------------------------------
+    @_riding_out
     def decide(self, decision: Callable[[str], Event | Sequence[Event]], now: str) -> list[tuple[int, Event]]:
         """Run decision(now) inside the write transaction and append what it returns.
 
@@ -156,6 +191,7 @@ class Ledger(Application):
         except IntegrityError:
             raise Conflict("concurrent-update", "another writer changed the same record; try again") from None
 
+    @_riding_out
     def append(self, events: Sequence[Event]) -> list[int]:
         """Store already-decided events in one transaction; returns their ledger positions.
 
@@ -191,6 +227,7 @@ class Ledger(Application):
         except LedgerBusy as e:
             raise self._busy(e) from None
 
+    @_riding_out
     def digest_at(self, position: int) -> str | None:
         """The chain's digest at position (None: none recorded)."""
         with self.recorder.read_transaction() as c:
@@ -245,6 +282,7 @@ class Ledger(Application):
             return None
 
     # Reading -----------------------------------------------------------------
+    @_riding_out
     def history(self, stream: str, *, after_version: int = 0,
                 until_version: int | None = None) -> list[tuple[int, Event]]:
         return [
@@ -253,11 +291,13 @@ class Ledger(Application):
                                                  until_version=until_version)
         ]
 
+    @_riding_out
     def events_of(self, *types: type[Event]) -> list[tuple[int, Event]]:
         """Every event of these types, of any stream, in ledger order, with its position."""
         return [(n.id, decode_event(n.originator_id, n.originator_version, n.topic, n.state))
                 for n in self.recorder.select_topics([t.type_name() for t in types])]
 
+    @_riding_out
     def get(self, apply: Callable[[S | None, Event, int], S], stream: str) -> S | None:
         """The aggregate of stream, or None if the stream has no events.
 
@@ -357,11 +397,13 @@ class Ledger(Application):
         with self.recorder.write_transaction() as c:
             self.recorder.save_merkle_nodes(c, height, nodes)
 
+    @_riding_out
     def head(self) -> int:
         if self._cursor is not None:
             return self.recorder.head_position(self._cursor)
         return self.recorder.max_notification_id() or 0
 
+    @_riding_out
     def pending_intents(self, *, after: int | None = None, only: Collection[str] | None = None
                         ) -> list[PendingIntent]:
         """Intents after a position that have no outcome in the chain, in ledger order (only those named, if given).
@@ -442,10 +484,12 @@ class Ledger(Application):
             self.streams.pending_scan = PendingScan(cursor, head, unresolved)
         return self.recorder.notifications_at(c, sorted(p for ps in unresolved.values() for p in ps))
 
+    @_riding_out
     def effector_cursor(self) -> int:
         with self.recorder.read_transaction() as c:
             return self.recorder.tracked(c, EFFECTOR_CURSOR)
 
+    @_riding_out
     def advance_effector_cursor(self) -> int:
         """Move the cursor up to just below the first pending intent (or to the head); returns it."""
         try:

@@ -40,8 +40,10 @@ def _row(r: tuple[Any, ...]) -> Row:
 class PostgresLedgerReader:
     """The LedgerReader port over a connection to a PostgreSQL ledger. psycopg's errors leave it as StorageFailed."""
 
-    def __init__(self, conn: psycopg.Connection[Any], schema: str = "public", where: str = ""):
+    def __init__(self, conn: psycopg.Connection[Any], schema: str = "public", where: str = "",
+                 reconnect: Callable[[], psycopg.Connection[Any]] | None = None):
         self.conn = conn
+        self.reconnect = reconnect  # a new connection, when the server dropped this one (a restart, an outage)
         self.schema = schema
         self.where = where
         quote = lambda name: f'"{schema}"."{name}"'  # noqa: E731  (a schema name was checked by postgres_env's URL)
@@ -50,6 +52,13 @@ class PostgresLedgerReader:
 
     def _all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
+            try:
+                return self.conn.execute(sql, params).fetchall()
+            except psycopg.OperationalError:
+                if self.reconnect is None or not (self.conn.broken or self.conn.closed):
+                    raise
+            self.conn.close()  # dropped by the server: a read is safe to ask again, on a new connection
+            self.conn = self.reconnect()
             return self.conn.execute(sql, params).fetchall()
         except psycopg.Error as e:
             raise StorageFailed(f"{self.where}: {e}".strip()) from e
@@ -61,8 +70,11 @@ class PostgresLedgerReader:
     def _stream(self, sql: str, params: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
         """Rows of a long read through a server-side cursor, in a read-only transaction of their own."""
         try:
-            with psycopg.connect(**self.conn.info.get_parameters(), password=self.conn.info.password or None,
-                                 row_factory=tuple_row) as conn:
+            from .database_outage import waiting_out
+
+            parameters = {**self.conn.info.get_parameters(), "password": self.conn.info.password or None}
+            with waiting_out(lambda: psycopg.connect(**parameters, row_factory=tuple_row),
+                             lambda e: isinstance(e, psycopg.OperationalError), self.where) as conn:
                 conn.read_only = True
                 with conn.transaction(), conn.cursor(name="docket_read") as cursor:
                     cursor.itersize = 2000
@@ -178,15 +190,26 @@ def _counted(rows: Iterable[Any], progress: Callable[[int], None]) -> Iterator[A
 def postgres_reader(url: str) -> Iterator[PostgresLedgerReader]:
     """The PostgreSQL ledger at url read through the reader port, over an autocommit, read-only connection."""
     env = postgres_env(url, lock_timeout=0)
-    try:
+
+    def connect() -> psycopg.Connection[Any]:
         conn = psycopg.connect(dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"],
                                user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"] or None,
                                connect_timeout=int(env["POSTGRES_CONNECT_TIMEOUT"]), autocommit=True,
                                row_factory=tuple_row)
+        conn.execute("SET default_transaction_read_only = on")  # every statement of a reader, not only in transactions
+        return conn
+
+    def reconnect() -> psycopg.Connection[Any]:
+        from .database_outage import waiting_out
+
+        return waiting_out(connect, lambda e: isinstance(e, psycopg.OperationalError), redacted(url))
+
+    try:
+        conn = connect()
     except psycopg.Error as e:
         raise StorageFailed(f"cannot reach the ledger's database {redacted(url)}: {e}".strip()) from e
-    conn.execute("SET default_transaction_read_only = on")  # every statement of a reader, not only in transactions
+    reader = PostgresLedgerReader(conn, env["POSTGRES_SCHEMA"] or "public", redacted(url), reconnect)
     try:
-        yield PostgresLedgerReader(conn, env["POSTGRES_SCHEMA"] or "public", redacted(url))
+        yield reader
     finally:
-        conn.close()
+        reader.conn.close()

@@ -13,7 +13,7 @@ drawn from its sequence: a rolled-back append leaves no gap. The tables have SQL
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import psycopg
@@ -122,24 +122,50 @@ class ChainedPostgresProcessRecorder(ChainedRecorder, PostgresProcessRecorder, P
         return c.fetchone() is not None
 
     # Transactions ----------------------------------------------------------
+    def _connection(self, stack: ExitStack) -> Any:
+        """A pooled connection, entered on stack; an outage of the database waited out (database_outage.py)."""
+        from eventsourcing.persistence import InterfaceError, OperationalError
+
+        from .database_outage import waiting_out
+
+        return waiting_out(lambda: stack.enter_context(self.datastore.get_connection()),
+                           lambda e: isinstance(e, (OperationalError, InterfaceError)), self.where)
+
+    @property
+    def where(self) -> str:
+        info = self.datastore.pool.kwargs
+        return f"postgresql://{info.get('host')}:{info.get('port')}/{info.get('dbname')}"
+
     @contextmanager
     def read_transaction(self) -> Iterator[Any]:
         """A tuple cursor in a transaction that writes nothing (one snapshot of the ledger for what it reads)."""
-        with self.datastore.get_connection() as conn, conn.transaction(force_rollback=True):
-            yield conn.cursor(row_factory=tuple_row)
+        with ExitStack() as stack:
+            conn = self._connection(stack)
+            with conn.transaction(force_rollback=True):
+                yield conn.cursor(row_factory=tuple_row)
 
     @contextmanager
     def write_transaction(self) -> Iterator[Any]:
         """A cursor holding the append lock: what is read through it cannot change before what is written through
         it commits (decisions run here). A stream version taken raises IntegrityError, as the library's recorders
         report it; the lock not coming within the lock timeout, LedgerBusy."""
-        with self.datastore.get_connection() as conn, conn.transaction():
+        with ExitStack() as stack:
+            conn = self._connection(stack)
+            stack.enter_context(conn.transaction())
             c = conn.cursor(row_factory=tuple_row)
             try:
                 self._lock_table(c)
             except psycopg.errors.LockNotAvailable as e:
                 raise LedgerBusy(f"database is locked: {e}".strip()) from e
             yield c
+            self.commit_begun = True  # from here a failure may come after the server kept the write
+
+    commit_begun = False  # whether the last write transaction reached its commit (the ledger's outage rule)
+
+    def ping(self) -> None:
+        """Reach the database and ask it something: raises while it cannot be reached."""
+        with self.read_transaction() as c:
+            c.execute("SELECT 1")
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         with self.write_transaction() as c:

@@ -310,9 +310,11 @@ def test_a_writer_holding_the_lock_gives_ledger_busy_not_a_hang(store):
     waiting.close()
 
 
-def test_a_database_restarted_under_an_open_ledger_loses_nothing_and_is_used_again(tmp_path):
-    """The server goes away (a restart, a failover): an append while it is down fails clearly and records nothing;
-    once it is back, the same open ledger appends again on an intact chain."""
+def test_a_database_restarted_under_an_open_ledger_loses_nothing_and_is_used_again(tmp_path, monkeypatch, capfd):
+    """The server goes away (a restart, a failover): with no wait allowed (DOCKET_DATABASE_WAIT=0) an append while it
+    is down fails clearly and records nothing; with a wait, an append made while it is down is made once it is back,
+    saying so; either way the same open ledger goes on, on an intact chain, each append recorded once."""
+    import threading
     import tempfile
 
     from tests import postgres_cluster
@@ -326,6 +328,7 @@ def test_a_database_restarted_under_an_open_ledger_loses_nothing_and_is_used_aga
         ledger = Ledger(tmp_path / "ledger.sqlite", url=url, lock_timeout=5)
         ledger.append([task_event(1)])
         postgres_cluster.stop(folder, keep=True)
+        monkeypatch.setenv("DOCKET_DATABASE_WAIT", "0")
         with pytest.raises(Exception) as failed:
             ledger.append([task_event(2)])
         from docket.adapters.world.storage_errors import storage_failure
@@ -333,10 +336,21 @@ def test_a_database_restarted_under_an_open_ledger_loses_nothing_and_is_used_aga
         assert storage_failure(failed.value) is not None  # the CLI says `docket: error: database: ...`, exit 2
         postgres_cluster.start(folder)
         assert ledger.append([task_event(2)]) == [2]  # nothing of the failed append was kept
+
+        monkeypatch.setenv("DOCKET_DATABASE_WAIT", "120")
+        postgres_cluster.stop(folder, keep=True)
+        back = threading.Timer(4, postgres_cluster.start, (folder,))
+        back.start()
+        try:
+            assert ledger.append([task_event(3)]) == [3]  # waited for, then made once
+        finally:
+            back.join()
+        said = capfd.readouterr().err
+        assert "cannot be reached; waiting up to 120 s" in said and "is back" in said
         ledger.close()
         store = Store("postgres", tmp_path / "x", url)
         head, broken = store.verified()
-        assert broken is None and head.position == 2
+        assert broken is None and head.position == 3
     finally:
         postgres_cluster.stop(folder)
 
