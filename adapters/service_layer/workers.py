@@ -59,6 +59,10 @@ __all__ = [
     "request_stop",
 ]
 
+# libpq's connection settings: an agent is not told where a PostgreSQL ledger is (unless env_allow names one)
+LEDGER_DATABASE_VARIABLES = frozenset({"PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGPASSWORD",
+                                       "PGPASSFILE", "PGSERVICE", "PGSERVICEFILE", "PGOPTIONS", "PGSSLMODE",
+                                       "PGSSLCERT", "PGSSLKEY", "PGSSLROOTCERT", "PGAPPNAME"})
 LEASE_TTL_MS = 60_000  # a worker's lease on its worktree; the supervisor renews it every third of that
 SETUP_TIMEOUT_SECONDS = 3600
 
@@ -393,7 +397,8 @@ def _environment(request: LaunchRequest, values: Mapping[str, Any], worker: work
     from .launcher import HOST_MARK, LAUNCH_MARK
 
     env, _ = scrub_environment(os.environ, request.env_allow)
-    env = {k: v for k, v in env.items() if not k.startswith("DOCKET_")}
+    env = {k: v for k, v in env.items() if not k.startswith("DOCKET_")  # nor where the shared ledger is
+           and (k not in LEDGER_DATABASE_VARIABLES or k in request.env_allow)}
     env.update({name: expand(value, **values) for name, value in request.env.items()})
     from ...domain.plan import short_id
 

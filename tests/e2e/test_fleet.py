@@ -14,29 +14,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from tests.e2e.go_world import DELIVERED, TASKS, GoWorld, make_go_world, wait_until
+from tests.e2e.fleet_world import make_fleet
+from tests.e2e.go_world import DELIVERED, TASKS, GoWorld, wait_until
 
 
 @pytest.fixture
 def fleet(tmp_path: Path, postgres_url: str) -> tuple[GoWorld, GoWorld, Path]:
-    seed = make_go_world(tmp_path, name="seed", extra_config='\n[git]\nremote = "origin"\n', idle_timeout="10m")
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "clone", "-q", "--bare", str(seed.repo), str(remote))
-    hosts = []
-    for name in ("alpha", "beta"):
-        clone = tmp_path / name
-        git(tmp_path, "clone", "-q", str(remote), str(clone))
-        (clone / "tasks.toml").write_text(TASKS)
-        env = {k: v for k, v in seed.env.items() if not k.startswith("DOCKET_")}
-        env.update(DOCKET_DATABASE_URL=postgres_url, DOCKET_HOST=name, XDG_DATA_HOME=str(tmp_path / f"{name}-data"))
-        hosts.append(GoWorld(clone, env))
-    alpha, beta = hosts
-    assert alpha.run("init").returncode == 0
-    joined = beta.run("init", "--join", "--json")
-    assert joined.returncode == 0, joined.stderr
-    assert json.loads(joined.stdout)["repository_id"] == json.loads(alpha.run("init", "--json").stdout)[
-        "repository_id"]
-    return alpha, beta, remote
+    return make_fleet(tmp_path, postgres_url)
 
 
 def _stop(supervisor: subprocess.Popen[str]) -> str:
