@@ -167,7 +167,7 @@ class Context:
     def effector(self) -> Effector:
         from ..adapters.service_layer.effector import Effector
 
-        return Effector(self.ledger, self.clock)
+        return Effector(self.ledger, self.clock, home=self.repository)  # this host's clone, for a shared ledger
 
     @cached_property
     def ledger_reader(self) -> SqliteLedgerReader:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ...domain.effects import Act, Unknown, is_resolved, last_unknown, record_unknown
@@ -54,11 +55,30 @@ class _Act(Exception):
 
 class Effector:
     def __init__(self, ledger: Ledger, clock: Clock, ports: Ports | RealPorts | None = None,
-                 kinds: Mapping[str, IntentKind[Any, Any, Any]] = INTENT_KINDS):
+                 kinds: Mapping[str, IntentKind[Any, Any, Any]] = INTENT_KINDS, *, home: Path | None = None):
+        """home: this host's clone of the ledger's repository (the git common dir), if it has one."""
         self.ledger = ledger
         self.clock = clock
         self.ports = ports if ports is not None else real_ports()
         self.kinds = kinds
+        self.home = home
+        self._local: dict[str, Path] = {}
+
+    def local(self, recorded: str | Path) -> Path:
+        """The repository to act on for one the ledger recorded, a path on the machine that recorded it: that path
+        when it is the ledger's repository here too, else this host's own clone of it (home), when it is one (the
+        ledger is shared by machines, each with its own clone); else the recorded path, whose mismatch the ports
+        report."""
+        key = str(recorded)
+        if key not in self._local:
+            wanted = self.ledger.repository_id
+            chosen = Path(key)
+            if (wanted is not None and self.home is not None and chosen != self.home
+                    and self.ports.inventory.identity(chosen) != wanted
+                    and self.ports.inventory.identity(self.home) == wanted):
+                chosen = self.home
+            self._local[key] = chosen
+        return self._local[key]
 
     def run_pending(self, *, only: Collection[str] | None = None, after: int | None = None,
                     force: bool = False) -> list[IntentResult]:
@@ -85,6 +105,9 @@ class Effector:
 
     def _drive(self, pending: PendingIntent) -> IntentResult:
         kind = self.kinds[pending.intent.type_name()]
+        if kind.shared and self.local(pending.intent.repository) != Path(pending.intent.repository):
+            local = pending.intent.model_copy(update={"repository": str(self.local(pending.intent.repository))})
+            pending = PendingIntent(pending.position, local, pending.last_unknown)
         port = (getattr(self.ports, kind.port) if isinstance(kind.port, str)
                 else tuple(getattr(self.ports, name) for name in kind.port))
         faults.crash_point("effector:before-observe", kind.type_name)

@@ -56,4 +56,5 @@ class RunDriver:
         ledger = Ledger(self.ledger_path, url=self.ledger.url, lock_timeout=self.lock_timeout,
                         streams=self.ledger.streams)
         ledger.watch = self.ledger.watch  # one watch per process: each connection tells it what it wrote
-        return Session(ledger, self.clock, Effector(ledger, self.clock), ledger.close)
+        return Session(ledger, self.clock, Effector(ledger, self.clock, home=getattr(self.effector, "home", None)),
+                       ledger.close)

@@ -172,7 +172,7 @@ def queue_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id
     existing = load_integration(ledger, run_id)
     candidate = load_candidate(ledger, binding)
     if existing is None or not existing.prepared:
-        _open_queue(ledger, clock, effector, run_id, Path(candidate.repository), checks)
+        _open_queue(ledger, clock, effector, run_id, effector.local(candidate.repository), checks)
     integration = load_integration(ledger, run_id)
     assert integration is not None
     changed = {s.task_id: _changed_paths(ledger, s) for s in integration.steps
@@ -307,7 +307,7 @@ def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Se
             skipped.append(task_id)
         else:
             picked.append(chosen)
-    repository = Path(picked[0].repository) if picked else None
+    repository = effector.local(picked[0].repository) if picked else None
     target = _observe_target(effector, repository, run.target_branch, None, run.remote) if repository else None
     if target is not None:
         _require_target(run.target_branch, target, checked_out_target)
@@ -376,7 +376,8 @@ def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integr
                             trailers(integration.run_id, step.task_id, step.worker_id, step.generation,
                                      step.binding_id))
     _fetch_candidate(ledger, effector, integration, step)
-    merged = effector.ports.merges.merge_candidate(Path(integration.repository), head, step.commit, message)
+    merged = effector.ports.merges.merge_candidate(effector.local(integration.repository), head, step.commit,
+                                                   message)
     faults.crash_point("integrate:after-merge-computed")
     if merged.state == "unreadable":
         raise OutcomeUnknown("repository-unreadable", f"step {step.step} cannot be merged: {merged.detail}")
@@ -385,7 +386,7 @@ def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integr
     intent_id = new_id("integrate")
     repair = ""
     if integration.rolling and merged.state in ("conflicted", "unmergeable"):
-        repair = _conflict_feedback(Path(integration.repository), head, step, merged)
+        repair = _conflict_feedback(effector.local(integration.repository), head, step, merged)
 
     def decision(now: str) -> list[ev.Event]:
         current = load_integration(ledger, integration.run_id)
@@ -423,7 +424,8 @@ def _fetch_candidate(ledger: Ledger, effector: Any, integration: integration_agg
         return
     assert integration.repository is not None
     ref = load_candidate(ledger, step.binding_id).ref
-    if not effector.ports.remotes.fetch(Path(integration.repository), remote[0], remote[1], ref, step.commit):
+    if not effector.ports.remotes.fetch(effector.local(integration.repository), remote[0], remote[1], ref,
+                                        step.commit):
         raise OutcomeUnknown("remote-unreachable", f"step {step.step}'s candidate {step.commit} cannot be fetched "
                                                    f"from the remote {remote[0]} ({remote[1]}) yet")
 
@@ -473,7 +475,7 @@ def _drive_step(ledger: Ledger, effector: Any, run_id: str, step: integration_ag
     integration = load_integration(ledger, run_id)
     assert integration is not None and integration.repository is not None
     merged_onto = integration.tip()  # the head the merge was computed on (integration.tip() moves with the step)
-    repository = Path(integration.repository)
+    repository = effector.local(integration.repository)
     _complete_merge(effector, repository, run_id, step, merged_onto)  # a prune may have taken it before the ref moves
     drive(effector, step.intent_id, lambda: step_now().status != "merging")
     _complete_merge(effector, repository, run_id, step, merged_onto)  # or after, having looked before it moved
@@ -505,7 +507,7 @@ def complete_merges(ledger: Ledger, effector: Any, run_id: str) -> list[str]:
     integration = load_integration(ledger, run_id)
     if integration is None or integration.repository is None:
         return []
-    repository, left = Path(integration.repository), []
+    repository, left = effector.local(integration.repository), []
     for step in integration.steps:
         if step.head is not None:
             left += _complete_merge(effector, repository, run_id, step, step.head)
@@ -524,12 +526,12 @@ def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integ
     from ..world.paths import integration_output_path
 
     boundary = f"integration-{step.step}"
-    output = integration_output_path(Path(integration.repository), integration.run_id, boundary)
+    output = integration_output_path(effector.local(integration.repository), integration.run_id, boundary)
     from ..world.files import own_folder
 
-    own_folder(Path(integration.repository) / "docket", output)
+    own_folder(effector.local(integration.repository) / "docket", output)
     candidate = pin_tree(ledger, clock, effector, integration.run_id, step.task_id,
-                         repository=Path(integration.repository), parent=step.merge_commit, tree=step.tree,
+                         repository=effector.local(integration.repository), parent=step.merge_commit, tree=step.tree,
                          boundary=boundary, source=integration.integration_ref, output=output,
                          changed_since=probe[0].head)
     binding = candidate.binding_id
@@ -634,7 +636,7 @@ def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integ
     assert integration.repository is not None and integration.target_branch is not None
     if integration.target is None:
         remote = load_run(ledger, integration.run_id).remote
-        observed = _observe_target(effector, Path(integration.repository), integration.target_branch,
+        observed = _observe_target(effector, effector.local(integration.repository), integration.target_branch,
                                    integration.head() if integration.rolling else integration.steps[-1].merge_commit,
                                    remote)
         checkout = None

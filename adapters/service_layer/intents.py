@@ -68,6 +68,9 @@ class IntentKind(Generic[A, I, O]):
     made: Callable[[Event], Event] | None = None
     # acts only on a ledger docket go's watch finds intact (the target's move: what a receipt vouches for)
     delivers: bool = False
+    # acts on the repository as a whole (its refs and objects), not on a host's workspace: on a host that has
+    # another clone of it than the one recorded, that clone (Effector.local)
+    shared: bool = False
 
     @property
     def type_name(self) -> str:
@@ -341,6 +344,7 @@ INTEGRATION_STEP: IntentKind[integration_aggregate.Integration, IntegrationStepR
             Path(intent.repository), intent.integration_ref, None if observed.state == "missing" else intent.head,
             intent.merge_commit, remerge=_remerge(intent)),
         made=integration_aggregate.made,
+        shared=True,
     ))
 
 
@@ -454,6 +458,7 @@ RUN_BASE_PIN_ON_REMOTE: IntentKind[run_aggregate.Run, RunBasePinRequestedV2, Bra
     observe=_observe_base_on_remote,
     decide=decide_base_pin,
     act=None,  # the remote's branch is only read (and its commit fetched): observing it is the effect
+    shared=True,
 )
 
 
@@ -541,6 +546,7 @@ INTEGRATION_TARGET_ON_REMOTE: IntentKind[integration_aggregate.Integration, Inte
     act=_push_target,
     made=integration_aggregate.made,
     delivers=True,
+    shared=True,
 )
 
 

@@ -29,7 +29,7 @@ def settle_moved_target(ledger: Ledger, clock: Clock, effector: Any, run_id: str
     if integration is None or not moved_unrecorded(integration):
         return False
     assert integration.repository is not None and integration.target_expected and integration.target_found
-    repository = Path(integration.repository)
+    repository = effector.local(integration.repository)
     known = docket_moves_between(ledger, repository, run_id, integration.target_expected,
                                  integration.target_found) if integration.rolling else None
     foreign = None if known is not None else effector.ports.merges.foreign_commits(

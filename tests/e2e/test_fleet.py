@@ -29,6 +29,16 @@ def _stop(supervisor: subprocess.Popen[str]) -> str:
     return err
 
 
+def _kill_agents(world: GoWorld, host: str) -> None:
+    """SIGKILL the process groups of every agent launched on host (a machine dying takes its agents with it)."""
+    for launched in world.events("WorkerLaunched"):
+        if launched["payload"]["process"]["host"] == host:
+            try:
+                os.killpg(launched["payload"]["process"]["pgid"], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def _launches(world: GoWorld) -> Counter:
     return Counter((e["payload"]["worker_id"], e["payload"]["process"]["host"]) for e in world.events("WorkerLaunched"))
 
@@ -56,27 +66,37 @@ def test_two_hosts_deliver_one_run_once_with_one_receipt(fleet):
     assert beta.json("status", "r1")["run"]["status"] == "completed"  # beta's views, from the shared ledger
 
 
-def test_a_killed_hosts_run_is_finished_by_the_other_once_its_lease_expires(fleet):
-    """alpha's supervisor is SIGKILLed with every task done and the queue not finished: beta, standing by, cannot
-    look at alpha's process (unknown, never dead), so it waits for alpha's driver lease to expire unrenewed, then
-    takes the run over, integrates what is left from the remote, moves the remote's target by compare-and-swap and
-    seals the one receipt."""
+@pytest.mark.parametrize("fault", ["go:before-integrate", "integrate:after-merge-computed"])
+def test_a_killed_hosts_run_is_finished_by_the_other_once_its_lease_expires(fleet, fault):
+    """alpha dies with every task done and the queue not finished, or in the queue's first merge while agents still
+    work: beta, standing by, cannot look at alpha's process (unknown, never dead), so it waits for alpha's driver
+    lease to expire unrenewed, then takes the run over, relaunches what was unfinished, integrates what is left from
+    the remote in its own clone (alpha's is not where the ledger recorded it, as on another machine), moves the
+    remote's target by compare-and-swap and seals the one receipt."""
     alpha, beta, remote = fleet
     standing_by = beta.start("supervise", "--follow")
     try:
-        killed = alpha.go("r1", "--parallel", "2", fault="go:before-integrate")
+        killed = alpha.go("r1", "--parallel", "2", fault=fault)
         assert killed.returncode == -signal.SIGKILL, killed.stderr
-        assert wait_until(lambda: alpha.events("ReceiptSealed"), timeout=240, step=1)
+        _kill_agents(beta, "alpha")  # the machine died: its agents with it
+        # another machine's clone: the paths the ledger recorded on alpha are not there for beta
+        alpha.repo.rename(alpha.repo.with_name("alpha-elsewhere"))
+        assert wait_until(lambda: beta.events("ReceiptSealed"), timeout=240, step=1)
     finally:
         err = _stop(standing_by)
     assert "standing by" in err
+    alpha = GoWorld(alpha.repo.with_name("alpha-elsewhere"), alpha.env)
 
     supervised = {e["payload"]["supervision_id"]: e["payload"]["supervisor"]["host"]
                   for e in alpha.events("RunSupervised")}
     grants = [e["payload"] for e in alpha.events("LeaseGranted") if e["payload"]["resource"] == "driver/r1"]
     assert [supervised[g["worker_id"]] for g in grants] == ["alpha", "beta"]
     assert grants[1]["supersedes_token"] is not None  # reclaimed: alpha's had expired unrenewed
-    assert len(alpha.events("ReceiptSealed")) == 1 and {host for _, host in _launches(alpha)} == {"alpha"}
+    assert len(alpha.events("ReceiptSealed")) == 1
+    if fault == "go:before-integrate":
+        assert {host for _, host in _launches(alpha)} == {"alpha"}  # nothing was left to relaunch
+    generations = [(e["payload"]["worker_id"], e["payload"]["generation"]) for e in alpha.events("WorkerLaunched")]
+    assert len(generations) == len(set(generations))
     for path, text in DELIVERED.items():  # the tree an uninterrupted run delivers
         assert git(remote, "show", f"main:{path}") + "\n" == text
     verified = beta.run("verify")
@@ -132,11 +152,7 @@ def test_a_killed_hosts_unfinished_tasks_are_relaunched_by_the_other_host(fleet)
         standing_by = beta.start("supervise", "--follow")
         going.kill()  # the machine dies: its supervisor, and its agents with it
         going.communicate()
-        for launched in alpha.events("WorkerLaunched"):
-            try:
-                os.killpg(launched["payload"]["process"]["pgid"], signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill_agents(alpha, "alpha")
         sealed = wait_until(lambda: alpha.events("ReceiptSealed"), timeout=300, step=1)
     finally:
         if going.poll() is None:
