@@ -238,3 +238,30 @@ def test_the_fake_git_port_keeps_the_real_ones_promises(world, repo, tmp_path):
     assert not_a_commit.status == "not-a-commit" and not_a_commit.detail == "refs/heads/blob names a blob"
     unreadable = port.observe_branch(nowhere, "main")
     assert unreadable.status == "unreadable" and unreadable.detail.startswith(f"cannot open repository {nowhere}")
+
+
+def test_a_recorded_repository_not_here_is_acted_on_in_this_hosts_own_clone(tmp_path):
+    """Effector.local: the recorded path when it is the ledger's repository here; else this host's clone of it (home)
+    when that one is; else the recorded path, whose mismatch the ports report. Never another repository."""
+    from docket.adapters.service_layer.effector import Effector
+    from docket.adapters.service_layer.ledger import Ledger
+    from docket.adapters.world.clock import FixedClock
+    from docket.adapters.world.identity import adopt_identity
+    from tests.conftest import make_repo
+
+    identity = "repo-" + "a" * 32
+    here, other_clone, stranger = (make_repo(tmp_path / name) / ".git" for name in ("here", "other", "stranger"))
+    for clone in (here, other_clone):
+        adopt_identity(clone, identity)
+    adopt_identity(stranger, "repo-" + "b" * 32)
+    ledger = Ledger(Path(":memory:"))
+    ledger.initialise("2026-01-01T00:00:00.000Z", identity, str(here))
+    try:
+        effector = Effector(ledger, FixedClock("2026-01-01T00:00:00.000Z"), home=here)
+        assert effector.local(str(other_clone)) == other_clone  # the repository here too: as recorded
+        assert effector.local(str(tmp_path / "gone" / ".git")) == here  # recorded on another machine: this clone
+        assert effector.local(str(stranger)) == here  # another repository at that path here: never acted on
+        homeless = Effector(ledger, FixedClock("2026-01-01T00:00:00.000Z"), home=stranger)
+        assert homeless.local(str(tmp_path / "gone" / ".git")) == tmp_path / "gone" / ".git"  # no clone of it here
+    finally:
+        ledger.close()

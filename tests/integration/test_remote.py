@@ -208,3 +208,4 @@ def test_a_prompt_pushed_by_one_host_is_fetched_by_another_only_with_its_digest(
     with pytest.raises(VerificationFailed) as refused:
         fetch_prompt(other, "origin", redacted_url(url), forged)
     assert refused.value.code == "prompt-changed"
+
