@@ -320,6 +320,8 @@ def _process_part(w: dict[str, Any]) -> str:
         part = f", {EXITS.get(cause, shown(cause))}" + (f" ({', '.join(how)})" if how else "")
     elif status == "launch-failed":
         part = f", launch-failed ({shown(cause)})" if cause else ", launch-failed"
+    elif status == "lost":  # WorkerLost: given up with its host, which stopped renewing its leases
+        part = f", lost with host {shown(w.get('host') or '?')}"
     else:
         part = f", {status}"
     if w.get("pid"):
