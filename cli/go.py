@@ -74,6 +74,7 @@ def go(ctx: Context) -> int:
     become_subreaper()  # what the agents, checks and hooks it launches leave is adopted here, and stopped
     a = ctx.args
     config = _config()
+    _warn_open_network(ctx, config)
     _watch_ledger(ctx)
     if a.resume is None and a.id is not None and _exists(ctx, a.id):
         a.resume = a.id  # the same command again, after a crash: it goes on with that run
@@ -83,6 +84,19 @@ def go(ctx: Context) -> int:
     else:
         run_id = _start(ctx, config)
     return _supervise_to_end(ctx, config, run_id, parallel=a.parallel, key=a.key)
+
+
+def _warn_open_network(ctx: Context, config: Any) -> None:
+    """A shared ledger's database is reached over TCP: an agent whose sandbox may connect anywhere can reach it too,
+    with only the database's own logins in its way."""
+    from .output import warn
+
+    if ctx.paths.url is None or config.sandbox == "off":
+        return  # a file ledger has no port; with no sandbox at all, `unsandboxed` says more
+    for name, agent in sorted(config.agents.items()):
+        if agent.network == "any":
+            warn("network-open", f"agent {name} may connect anywhere, the shared ledger's database included: give "
+                                 "its [agents] block network = [443] (its model API's port)")
 
 
 def _watch_ledger(ctx: Context) -> None:

@@ -92,6 +92,8 @@ network = [443]
 
     attacked = alpha.go("on-alpha", "--agent", "intruder")
     assert attacked.returncode == 0, attacked.stderr
+    assert "docket: warning: network-open: agent scripted may connect anywhere" in attacked.stderr  # not narrowed
+    assert "agent intruder may connect" not in attacked.stderr  # network = [443]
 
     log = "".join(p.read_text() for p in (alpha.repo / ".git" / "docket" / "logs").rglob("*.log"))
     assert "connect to the ledger's database: denied (PermissionError)" in log, log  # Landlock's TCP rule
