@@ -157,7 +157,8 @@ def require_current(worker: Worker, generation: int) -> None:
 
 
 # how a generation ended, by the reason docket was asked to stop it
-STOP_CAUSES = {"requested": "stopped", "run-stopped": "stopped", "supervisor-gone": "stopped", "timeout": "timeout",
+STOP_CAUSES = {"requested": "stopped", "run-stopped": "stopped", "supervisor-gone": "stopped", "fenced": "stopped",
+               "timeout": "timeout",
                "idle-timeout": "idle-timeout", "budget": "budget"}
 
 

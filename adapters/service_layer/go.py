@@ -347,11 +347,13 @@ def _stop_workers(s: Session, threads: Mapping[str, threading.Thread]) -> None:
     """This supervisor is leaving: stop the agents it supervises (not judged: the next one relaunches them)."""
     from .workers import request_stop
 
+    here = s.effector.ports.processes.this_host()[0]
     for task_id in threads:
         worker = s.ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(task_worker_id(task_id)))
-        if worker is not None and worker.status in ("launching", "running"):
+        if worker is not None and worker.status in ("launching", "running") and (
+                worker.process is None or worker.process.host == here):  # never another host's generation
             try:
-                request_stop(s.ledger, s.clock, worker.worker_id, "supervisor-gone")
+                request_stop(s.ledger, s.clock, worker.worker_id, "supervisor-gone", generation=worker.generation)
             except DocketError:
                 pass
 

@@ -217,8 +217,8 @@ async def _supervise_until_ended(ledger: Ledger, clock: Clock, effector: Any, ac
 
 def _asked_to_stop(ledger: Ledger, clock: Clock, w: Launched) -> str | None:
     worker = load_worker(ledger, w.worker_id)
-    if worker.generation != w.generation:
-        return "requested"
+    if worker.generation != w.generation or worker.status == "lost":
+        return "fenced"  # relaunched, or given up with this host: this process's own agent stops, unrecorded
     if worker.stop_intent is not None:
         return worker.stop_reason or "requested"
     run = load_run(ledger, w.run_id)
@@ -236,8 +236,13 @@ def _stop_requested(ledger: Ledger, w: Launched) -> str | None:
 
 
 def _stop(ledger: Ledger, clock: Clock, effector: Any, w: Launched, reason: str) -> None:
+    if reason == "fenced":  # nothing more is recorded for it: its process group is stopped here, directly
+        from .intents import STOP_GRACE_SECONDS
+
+        effector.ports.processes.terminate_group(w.process, grace=STOP_GRACE_SECONDS)
+        return
     try:
-        intent_id = request_stop(ledger, clock, w.worker_id, reason)
+        intent_id = request_stop(ledger, clock, w.worker_id, reason, generation=w.generation)
     except Refused:
         return  # already exited
     if intent_id is not None:

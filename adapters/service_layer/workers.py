@@ -426,14 +426,20 @@ def last_message(ledger: Ledger, stream: str, default: str = "see 'docket log'")
     return default
 
 
-def request_stop(ledger: Ledger, clock: Clock, worker_id: str, reason: str) -> str | None:
-    """Record the intent to stop the worker's current generation; its intent id (an earlier pending one if any)."""
+def request_stop(ledger: Ledger, clock: Clock, worker_id: str, reason: str,
+                 generation: int | None = None) -> str | None:
+    """Record the intent to stop the worker's current generation (only while it is that generation, when given:
+    a supervisor stops its own generation, never the one another host relaunched); its intent id (an earlier
+    pending one if any; None when the generation is not current)."""
     def decision(now: str) -> list[Event]:
-        return worker_aggregate.request_stop(load_worker(ledger, worker_id), intent_id=new_id("stop"),
-                                             reason=reason, now=now)
+        current = load_worker(ledger, worker_id)
+        if generation is not None and current.generation != generation:
+            return []
+        return worker_aggregate.request_stop(current, intent_id=new_id("stop"), reason=reason, now=now)
 
     ledger.decide(decision, clock.now())
-    return load_worker(ledger, worker_id).stop_intent
+    worker = load_worker(ledger, worker_id)
+    return worker.stop_intent if generation in (None, worker.generation) else None
 
 
 def exit_worker(ledger: Ledger, clock: Clock, worker_id: str, generation: int, *, cause: str,

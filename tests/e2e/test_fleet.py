@@ -43,8 +43,14 @@ def _launches(world: GoWorld) -> Counter:
     return Counter((e["payload"]["worker_id"], e["payload"]["process"]["host"]) for e in world.events("WorkerLaunched"))
 
 
+FOURTH = '\n[[tasks]]\nid = "extra"\ntitle = "an extra file"\nprompt = """write extra.py: EXTRA = 4\n"""\n'
+
+
 def test_two_hosts_deliver_one_run_once_with_one_receipt(fleet):
+    """Four tasks, a supervisor standing by on each host while alpha's go drives: each generation runs once, on one
+    host; the remote's target moves only by docket's compare-and-swaps, each once, to the delivered tree."""
     alpha, beta, remote = fleet
+    (alpha.repo / "tasks.toml").write_text(TASKS + FOURTH)
     base = git(remote, "rev-parse", "main")
     supervisors = [beta.start("supervise", "--follow"), alpha.start("supervise", "--follow")]  # one on each
     try:
@@ -60,9 +66,13 @@ def test_two_hosts_deliver_one_run_once_with_one_receipt(fleet):
     assert len(generations) == len(set(generations))  # every task ran once per generation
     assert {host for _, host in _launches(alpha)} == {"alpha"}  # on one host
     assert len(alpha.events("ReceiptSealed")) == 1
-    for path, text in DELIVERED.items():
+    for path, text in {**DELIVERED, "extra.py": "EXTRA = 4\n"}.items():
         assert git(remote, "show", f"main:{path}") + "\n" == text
     git(remote, "merge-base", "--is-ancestor", base, "main")
+    moves = [e["payload"] for e in alpha.events("IntegrationTargetRequested")]
+    assert moves and len({m["commit"] for m in moves}) == len(moves)  # each move asked for once
+    assert [m["expected_commit"] for m in moves] == [base] + [m["commit"] for m in moves[:-1]]  # one line
+    assert git(remote, "rev-parse", "main") == moves[-1]["commit"]
     assert beta.json("status", "r1")["run"]["status"] == "completed"  # beta's views, from the shared ledger
 
 
@@ -107,9 +117,9 @@ HANG = '[[tasks]]\nid = "slow"\ntitle = "slow"\nprompt = """hang\n"""\n'
 
 
 def test_a_supervisor_whose_lease_expired_stops_its_agents_and_leaves_the_run_to_the_new_driver(fleet):
-    """alpha's supervisor is frozen (SIGSTOP: a machine paused, or cut off from the database) past its driver
-    lease: beta takes the run over. When alpha wakes, its renewal is refused: it stops its agent and exits
-    driver-lost (3), recording nothing more as the run's driver. beta does not launch into alpha's worktree."""
+    """alpha's supervisor is frozen (SIGSTOP: a machine paused, or cut off from the database) past its leases: beta
+    takes the run over and relaunches the task on itself (alpha's generation lost). When alpha wakes, it stops its
+    own agent without a word in the ledger (its generation is fenced), never beta's, and exits driver-lost (3)."""
     alpha, beta, _remote = fleet
     for host in (alpha, beta):
         (host.repo / "tasks.toml").write_text(HANG)
@@ -119,8 +129,7 @@ def test_a_supervisor_whose_lease_expired_stops_its_agents_and_leaves_the_run_to
         assert wait_until(lambda: alpha.events("WorkerLaunched"), timeout=60)
         standing_by = beta.start("supervise", "--follow")
         going.send_signal(signal.SIGSTOP)
-        assert wait_until(lambda: len([e for e in alpha.events("LeaseGranted")
-                                       if e["payload"]["resource"] == "driver/r1"]) == 2, timeout=180, step=1)
+        assert wait_until(lambda: len(beta.events("WorkerLaunched")) == 2, timeout=240, step=1)  # relaunched
         going.send_signal(signal.SIGCONT)
         _, err = going.communicate(timeout=120)
     finally:
@@ -132,8 +141,15 @@ def test_a_supervisor_whose_lease_expired_stops_its_agents_and_leaves_the_run_to
             _stop(standing_by)
     assert going.returncode == 3, err
     assert "docket: error: driver-lost: " in err
-    assert [e["payload"]["cause"] for e in alpha.events("WorkerExited")] == ["stopped"]
-    assert {host for _, host in _launches(alpha)} == {"alpha"}  # beta waits for alpha's worktree's host
+    launched = {(e["payload"]["generation"], e["payload"]["process"]["host"]): e["payload"]["process"]["pid"]
+                for e in alpha.events("WorkerLaunched")}
+    assert set(launched) == {(1, "alpha"), (2, "beta")}
+    assert not Path(f"/proc/{launched[1, 'alpha']}").exists() or "Z" in Path(
+        f"/proc/{launched[1, 'alpha']}/stat").read_text().rsplit(")", 1)[1][:3]  # alpha's agent stopped
+    assert [(e["payload"]["generation"], e["payload"]["host"]) for e in alpha.events("WorkerLost")] == [(1, "alpha")]
+    assert not [e for e in alpha.events("WorkerExited") if e["payload"]["generation"] == 1]  # nothing after it
+    stops = [e["payload"] for e in alpha.events("WorkerStopRequested")]
+    assert [(p["process"]["host"], p["reason"]) for p in stops] == [("beta", "supervisor-gone")]  # beta's own end
 
 
 def test_a_killed_hosts_unfinished_tasks_are_relaunched_by_the_other_host(fleet):

@@ -43,7 +43,7 @@ GO_POINTS = [
     "effector:before-act@WorkerLaunchRequested.v1",
     "effector:after-act@WorkerLaunchRequested.v1",
     "effector:after-act@CandidatePinRequested.v1",
-    "effector:after-observe@WorktreeRequested.v1",
+    "effector:after-observe@WorktreeRequested.v2",
     "store:before-commit",
     "projection:before-commit",
 ]

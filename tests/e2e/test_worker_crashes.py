@@ -44,7 +44,7 @@ def effector_points(intent_type: str) -> list[str]:
     return [f"effector:{step}@{intent_type}" for step in EFFECTOR_STEPS]
 
 
-WORKTREE_POINTS = effector_points("WorktreeRequested.v1") + ["workspace:before-rename", "workspace:after-rename"]
+WORKTREE_POINTS = effector_points("WorktreeRequested.v2") + ["workspace:before-rename", "workspace:after-rename"]
 LAUNCH_POINTS = [*effector_points("WorkerLaunchRequested.v1"), "launch:before-gate", "launch:after-gate",
                  "supervise:before-exit"]
 STOP_POINTS = effector_points("WorkerStopRequested.v1")
@@ -57,11 +57,11 @@ WORKER_POINTS = WORKTREE_POINTS + LAUNCH_POINTS + STOP_POINTS  # test_crash.py c
 # reconcile: the identity is in the ledger, so the ledger says "running"; only reconcile looks at the process.
 LAUNCH_CASES = {
     # point: (recovery, worker status of generation 1 afterwards, exit cause, did the agent run)
-    "effector:before-observe@WorktreeRequested.v1": ("replay", "registered", None, False),
-    "effector:after-observe@WorktreeRequested.v1": ("replay", "registered", None, False),
-    "effector:before-act@WorktreeRequested.v1": ("replay", "registered", None, False),
-    "effector:after-act@WorktreeRequested.v1": ("replay", "registered", None, False),
-    "effector:after-outcome@WorktreeRequested.v1": ("replay", "registered", None, False),
+    "effector:before-observe@WorktreeRequested.v2": ("replay", "registered", None, False),
+    "effector:after-observe@WorktreeRequested.v2": ("replay", "registered", None, False),
+    "effector:before-act@WorktreeRequested.v2": ("replay", "registered", None, False),
+    "effector:after-act@WorktreeRequested.v2": ("replay", "registered", None, False),
+    "effector:after-outcome@WorktreeRequested.v2": ("replay", "registered", None, False),
     "workspace:before-rename": ("replay", "registered", None, False),  # a staging folder left: replay makes it anew
     "workspace:after-rename": ("replay", "registered", None, False),  # in place, unobserved: replay finds it
     "effector:before-observe@WorkerLaunchRequested.v1": ("replay", "launch-failed", "launcher-gone", False),

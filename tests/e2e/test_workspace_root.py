@@ -27,7 +27,7 @@ def test_a_workspace_and_its_executions_are_made_under_the_configured_root(docke
     launched = docket("worker", "launch", "r1", "--task", "t1", "--json", "--", "sh", "-c", "echo a > a.txt").json()
     assert launched["result"] == "ok", launched
     events = json.loads(docket("log", "--json").stdout)["events"]
-    [requested] = [e["payload"] for e in events if e["type"] == "WorktreeRequested.v1"]
+    [requested] = [e["payload"] for e in events if e["type"] == "WorktreeRequested.v2"]
     workspace = Path(requested["path"])
     identity = (repo / ".git" / "docket" / "repository-id").read_text().strip()
     assert workspace == root / "workspaces" / identity / "r1" / "t1"
