@@ -12,8 +12,6 @@ host it took that lease from launches nothing more in the run.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ...domain import lease as lease_aggregate
 from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
