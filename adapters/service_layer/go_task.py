@@ -104,16 +104,23 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
         remove_task_worktree(s.ledger, s.clock, s.effector, s.effector.ports.processes, task.task_id,
                              [task.feedback[-1].binding_id or ""], artifact_dir=settings.artifact_dir)
         task = load_task(s.ledger, task.task_id)
-    if task.worktree is None and task.worktree_intent is None:
-        base = repair or _start_commit(s, settings, run, task)
-        if base is False:
-            return True  # finished failed: its dependencies do not merge
-    elif task.worktree is None and repair is None and task.worktree_intent is not None:
-        # the merge its pending worktree starts from, written again (the same commit) if a prune took it, and the
-        # intent driven at once (not after its back-off): a prune that runs again meanwhile takes it again
-        if _start_commit(s, settings, run, task) is False:
-            return True
-        s.effector.run_pending(only={task.worktree_intent}, after=0, force=True)
+    try:
+        if task.worktree is None and task.worktree_intent is None:
+            base = repair or _start_commit(s, settings, run, task)
+            if base is False:
+                return True  # finished failed: its dependencies do not merge
+        elif task.worktree is None and repair is None and task.worktree_intent is not None:
+            # the merge its pending worktree starts from, written again (the same commit) if a prune took it, and
+            # the intent driven at once (not after its back-off): a prune that runs again meanwhile takes it again
+            if _start_commit(s, settings, run, task) is False:
+                return True
+            s.effector.run_pending(only={task.worktree_intent}, after=0, force=True)
+    except OutcomeUnknown:  # a dependency's candidate not fetched from the remote yet: tried again on a later pass
+        time.sleep(RETRY_SECONDS)
+        return False
+    if _worktree_backing_off(s, load_task(s.ledger, task.task_id)):
+        time.sleep(RETRY_SECONDS)
+        return False  # nothing recorded meanwhile: no supervision is begun for a launch that cannot go on yet
     agent = settings.agent
     request = LaunchRequest(run_id=run.run_id, task_id=task.task_id, worker_id=task_worker_id(task.task_id),
                             agent=agent.name, command=agent.command, prompt_mode=agent.prompt_mode, env=agent.env,
@@ -149,6 +156,15 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
               supervisions=launched.supervisions)
     faults.crash_point("go:after-agent")
     return True
+
+
+def _worktree_backing_off(s: Session, task: task_aggregate.Task) -> bool:
+    """Whether the task's pending worktree intent was last observed unknown and asked to wait (its retry_at)."""
+    if task.worktree is not None or task.worktree_intent is None:
+        return False
+    pending = s.ledger.pending_intents(after=0, only={task.worktree_intent})
+    retry_at = getattr(pending[0].last_unknown, "retry_at", None) if pending else None
+    return retry_at is not None and s.clock.now() < retry_at
 
 
 def queued_tasks(s: Session, run_id: str, generation: int | None = None) -> frozenset[str]:
@@ -196,6 +212,10 @@ def _start_commit(s: Session, settings: GoSettings, run: run_aggregate.Run,
             finish_task(s, task.task_id, "failed", None, "dependency-missing", f"{dependency} has no candidate")
             return False
         message = f"docket: start {task.task_id} from {dependency}\n\nDocket-Run: {run.run_id}\n"
+        if run.remote is not None and not s.effector.ports.remotes.fetch(settings.repository, *run.remote,
+                                                                         candidate.ref, candidate.commit):
+            raise OutcomeUnknown("remote-unreachable", f"{dependency}'s candidate {candidate.commit} cannot be "
+                                                       f"fetched from the remote {run.remote[0]} yet")
         merged = s.effector.ports.merges.merge_candidate(settings.repository, head, candidate.commit, message)
         if merged.state in ("merged", "already-merged") and merged.commit:
             head = merged.commit

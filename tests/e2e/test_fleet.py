@@ -195,3 +195,48 @@ def test_a_killed_hosts_unfinished_tasks_are_relaunched_by_the_other_host(fleet)
         assert git(remote, "show", f"main:{path}") + "\n" == text
     verified = beta.run("verify")
     assert verified.returncode == 0, verified.stderr
+
+
+@pytest.mark.parametrize("seed", [2026_12_03])
+def test_a_host_dying_at_a_random_instant_leaves_the_run_to_the_other(fleet, seed):
+    """alpha's supervisor and its agents SIGKILLed at a random instant while its agents work (seeded: a failure
+    names it): beta finishes the run once alpha's leases expire, with the tree an uninterrupted run delivers, each
+    generation launched once, each candidate pinned once, one receipt."""
+    import random
+    import time
+
+    alpha, beta, remote = fleet
+    tasks = TASKS.replace('prompt = """', 'prompt = """sleep: 2\n')  # a run here takes 8 s or so from its plan
+    for host in (alpha, beta):
+        (host.repo / "tasks.toml").write_text(tasks)
+    # while the agents work, before the merge queue moves: a queue's merges are made in the driving host's clone
+    # only, so a death mid-queue is not yet finished elsewhere (README, "Several machines on one run")
+    delay = random.Random(seed).uniform(0.0, 2.5)
+    standing_by = beta.start("supervise", "--follow")
+    going = alpha.start("go", "--goal", "g", "--tasks", "tasks.toml", "--id", "r1", "--parallel", "2", "--json")
+    try:
+        assert wait_until(lambda: beta.events("RunPlanned"), timeout=60, step=0.2)
+        time.sleep(delay)
+        going.kill()
+        going.communicate()
+        _kill_agents(beta, "alpha")
+        sealed = wait_until(lambda: beta.events("ReceiptSealed"), timeout=300, step=1)
+    finally:
+        if going.poll() is None:
+            going.kill()
+            going.communicate()
+        err = _stop(standing_by)
+    assert sealed, f"killed after {delay:.2f} s\n{err}\n" + "\n".join(
+        e["type"] + " " + json.dumps(e["payload"])[:240] for e in json.loads(beta.run("log", "--json").stdout)["events"]
+        if not e["type"].startswith(("RunSupervised", "RunUnsupervised")))
+    drivers = [e for e in beta.events("LeaseGranted") if e["payload"]["resource"] == "driver/r1"]
+    assert len(drivers) == 2, f"killed after {delay:.2f} s, when the run had ended: no takeover was tried"
+    generations = [(e["payload"]["worker_id"], e["payload"]["generation"]) for e in beta.events("WorkerLaunched")]
+    assert len(generations) == len(set(generations)), f"killed after {delay:.2f} s"
+    pinned = beta.events("CandidatePinned")
+    assert len({e["payload"]["binding_id"] for e in pinned}) == len(pinned)
+    assert len(beta.events("ReceiptSealed")) == 1
+    for path, text in DELIVERED.items():
+        assert git(remote, "show", f"main:{path}") + "\n" == text, f"killed after {delay:.2f} s"
+    verified = beta.run("verify")
+    assert verified.returncode == 0, verified.stderr
