@@ -235,7 +235,7 @@ def connect_views(name: str, timeout: float) -> Views:
     conn = sqlite3.connect(name, isolation_level=None, timeout=timeout)
     try:
         if name != ":memory:":
-            conn.execute("PRAGMA journal_mode=WAL")
+            _write_ahead(conn, timeout)
         conn.execute("PRAGMA synchronous=NORMAL")
         views = Views(conn, None if name == ":memory:" else name)
         views.ensure_schema()
@@ -243,6 +243,22 @@ def connect_views(name: str, timeout: float) -> Views:
         conn.close()
         raise
     return views
+
+
+def _write_ahead(conn: sqlite3.Connection, timeout: float) -> None:
+    """Put the views file in WAL mode. Processes opening a new file at once race on the switch, and SQLite answers
+    "database is locked" at once there, without waiting on the busy timeout: asked again until timeout."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 def open_read_only(path: str) -> Views | None:
