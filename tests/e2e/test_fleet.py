@@ -29,6 +29,13 @@ def _stop(supervisor: subprocess.Popen[str]) -> str:
     return err
 
 
+def _ledger_lines(world: GoWorld, last: int = 80) -> str:
+    """The ledger's last events, one line each, for a failure's message (supervisions left out: they repeat)."""
+    events = [e for e in json.loads(world.run("log", "--json").stdout)["events"]
+              if not e["type"].startswith(("RunSupervised", "RunUnsupervised"))]
+    return "\n".join(e["type"] + " " + json.dumps(e["payload"])[:240] for e in events[-last:])
+
+
 def _kill_agents(world: GoWorld, host: str) -> None:
     """SIGKILL the process groups of every agent launched on host (a machine dying takes its agents with it)."""
     for launched in world.events("WorkerLaunched"):
@@ -175,8 +182,7 @@ def test_a_killed_hosts_unfinished_tasks_are_relaunched_by_the_other_host(fleet)
             going.kill()
             going.communicate()
         err = _stop(standing_by) if standing_by is not None else ""
-    assert sealed, err + "\n" + "\n".join(e["type"] + " " + json.dumps(e["payload"])[:300]
-                                         for e in json.loads(alpha.run("log", "--json").stdout)["events"][-40:])
+    assert sealed, err + "\n" + _ledger_lines(alpha)
 
     lost = [e["payload"] for e in alpha.events("WorkerLost")]
     assert sorted((p["worker_id"], p["generation"], p["host"], p["status"]) for p in lost) == [
@@ -226,9 +232,7 @@ def test_a_host_dying_at_a_random_instant_leaves_the_run_to_the_other(fleet, see
             going.kill()
             going.communicate()
         err = _stop(standing_by)
-    assert sealed, f"killed after {delay:.2f} s\n{err}\n" + "\n".join(
-        e["type"] + " " + json.dumps(e["payload"])[:240] for e in json.loads(beta.run("log", "--json").stdout)["events"]
-        if not e["type"].startswith(("RunSupervised", "RunUnsupervised")))
+    assert sealed, f"killed after {delay:.2f} s\n{err}\n" + _ledger_lines(beta)
     drivers = [e for e in beta.events("LeaseGranted") if e["payload"]["resource"] == "driver/r1"]
     assert len(drivers) == 2, f"killed after {delay:.2f} s, when the run had ended: no takeover was tried"
     generations = [(e["payload"]["worker_id"], e["payload"]["generation"]) for e in beta.events("WorkerLaunched")]
