@@ -162,8 +162,9 @@ def _worktree_backing_off(s: Session, task: task_aggregate.Task) -> bool:
     """Whether the task's pending worktree intent was last observed unknown and asked to wait (its retry_at)."""
     if task.worktree is not None or task.worktree_intent is None:
         return False
-    pending = s.ledger.pending_intents(after=0, only={task.worktree_intent})
-    retry_at = getattr(pending[0].last_unknown, "retry_at", None) if pending else None
+    unknowns = [event for _, event in s.ledger.history(task_aggregate.stream_of(task.task_id))
+                if getattr(event, "intent_id", None) == task.worktree_intent and hasattr(event, "retry_at")]
+    retry_at = unknowns[-1].retry_at if unknowns else None  # on the task's own stream: no scan of the ledger
     return retry_at is not None and s.clock.now() < retry_at
 
 
