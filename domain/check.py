@@ -43,8 +43,9 @@ __all__ = [
 def request_check(candidate: Candidate, run: Run, *, check_id: str, execution_intent: str, check: str,
                   config_sha256: str, argv_sha256: str, required: bool, timeout_ms: int,
                   idle_timeout_ms: int | None, execution_for: Callable[[int], str], artifact_dir: str | None,
-                  now: str) -> list[ev.Event]:
-    """The next attempt of the named check against the pinned commit, and the intent to make its execution."""
+                  now: str, repository: str | None = None) -> list[ev.Event]:
+    """The next attempt of the named check against the pinned commit, and the intent to make its execution from
+    repository (the clone of the host that runs it; default: the one the candidate was pinned in)."""
     require_open(run)
     if candidate.status != "pinned" or candidate.commit is None:
         raise Refused("candidate-not-pinned", f"candidate {candidate.binding_id} is {candidate.status}; checks run "
@@ -56,11 +57,11 @@ def request_check(candidate: Candidate, run: Run, *, check_id: str, execution_in
                            run_id=candidate.run_id, task_id=candidate.task_id, binding_id=candidate.binding_id,
                            commit=candidate.commit, check=check, attempt=attempt, config_sha256=config_sha256,
                            argv_sha256=argv_sha256, required=required, timeout_ms=timeout_ms,
-                           idle_timeout_ms=idle_timeout_ms, execution=path, repository=candidate.repository,
-                           artifact_dir=artifact_dir)
+                           idle_timeout_ms=idle_timeout_ms, execution=path,
+                           repository=repository or candidate.repository, artifact_dir=artifact_dir)
     execution = next_event(ev.ExecutionRequested, stream, candidate.version + 1, now, intent_id=execution_intent,
                            run_id=candidate.run_id, check_id=check_id, binding_id=candidate.binding_id,
-                           repository=candidate.repository, path=path, commit=candidate.commit)
+                           repository=repository or candidate.repository, path=path, commit=candidate.commit)
     return [requested, execution]
 
 
@@ -146,13 +147,15 @@ def tests_reported(candidate: Candidate, check_id: str, now: str, *, report: str
 
 def interrupted(candidate: Candidate, check_id: str, liveness: str, now: str) -> list[ev.Event]:
     """CheckFailed ``interrupted`` for a run nobody is running any more (its process is positively gone, or never
-    started); nothing while it may still run, or once it has a result."""
+    started; or ``lost``: it ran on a host whose hold on the run expired, and its result would never be taken);
+    nothing while it may still run, or once it has a result."""
     run = candidate.check_run(check_id)
     if run.result is not None or run.execution_intent is not None or run.launch_intent is not None:
         return []
-    if run.process is not None and liveness != "dead":
+    if run.process is not None and liveness not in ("dead", "lost"):
         return []
-    why = ("its process ended with no one to record how" if run.process is not None
+    why = (f"it ran on host {run.process.host}, which stopped driving the run" if run.process and liveness == "lost"
+           else "its process ended with no one to record how" if run.process is not None
            else f"it never started ({run.launch_failure})" if run.launch_failure
            else "its execution could not be made" if run.execution_state == "failed"
            else "the command running it ended before it started")

@@ -532,9 +532,11 @@ def _to_merge(integration: Integration, number: int, batch_size: int) -> StepSta
 
 def request_step(integration: Integration, number: int, *, intent_id: str, head: str, merge_commit: str, tree: str,
                  merge: Literal["merged", "already-merged"], now: str, merged_onto: str | None = None,
-                 merge_message: str | None = None, batch_size: int = 1) -> list[ev.Event]:
-    """The intent to move the integration ref from head to the step's computed merge; nothing while one is pending
-    or the step is merged. batch_size: [integration] batch (a step may merge onto an open batch smaller than it)."""
+                 merge_message: str | None = None, batch_size: int = 1,
+                 remote: tuple[str, str] | None = None) -> list[ev.Event]:
+    """The intent to move the integration ref from head to the step's computed merge (and, the run having a shared
+    git remote (name, URL), the same ref there); nothing while one is pending or the step is merged. batch_size:
+    [integration] batch (a step may merge onto an open batch smaller than it)."""
     step = _to_merge(integration, number, batch_size)
     if step is None or step.status != "waiting":
         return []
@@ -542,11 +544,13 @@ def request_step(integration: Integration, number: int, *, intent_id: str, head:
     wanted = integration.ref_from() if integration.rolling else integration.tip()
     if head != wanted:
         raise Refused("stale-head", f"step {number} must move the integration ref from {wanted}, not {head}")
-    return [next_event(ev.IntegrationStepRequested, stream_of(integration.run_id), integration.version, now,
+    on_remote = {} if remote is None else {"remote": remote[0], "remote_url": remote[1]}
+    return [next_event(ev.IntegrationStepRequestedV2 if remote else ev.IntegrationStepRequested,
+                       stream_of(integration.run_id), integration.version, now,
                        intent_id=intent_id, run_id=integration.run_id, step=number, task_id=step.task_id,
                        binding_id=step.binding_id, candidate_commit=step.commit, repository=integration.repository,
                        integration_ref=integration.integration_ref, head=head, merge_commit=merge_commit, tree=tree,
-                       merge=merge, merged_onto=merged_onto, merge_message=merge_message)]
+                       merge=merge, merged_onto=merged_onto, merge_message=merge_message, **on_remote)]
 
 
 def conflicted(integration: Integration, number: int, *, head: str, reason: Literal["conflicted", "unmergeable"],

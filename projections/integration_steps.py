@@ -122,6 +122,7 @@ def handlers() -> dict[str, Any]:
 
     return {ev.stored.IntegrationPrepared: _prepared, ev.stored.IntegrationPreparedV2: _prepared,
             ev.stored.IntegrationStepQueued: _queued, ev.stored.IntegrationStepRequested: _requested,
+            ev.stored.IntegrationStepRequestedV2: _requested,
             ev.stored.IntegrationStepMerged: _merged, ev.stored.IntegrationStepFailed: _failed,
             ev.stored.IntegrationStepConflicted: _conflicted, ev.stored.IntegrationStepVerified: _verified,
             ev.stored.IntegrationStepRejected: _rejected, ev.stored.IntentCancelled: _cancelled,

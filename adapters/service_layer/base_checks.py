@@ -65,7 +65,8 @@ def run_check(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec: C
     candidate = pinned_candidate(ledger, binding)
     baseline = None
     if spec.judge == "relative-to-base" and candidate.boundary != BOUNDARY:
-        baseline = check_base(ledger, clock, effector, candidate.run_id, spec, repository=Path(candidate.repository),
+        baseline = check_base(ledger, clock, effector, candidate.run_id, spec,
+                              repository=effector.local(candidate.repository),
                               artifact_dir=artifact_dir, docket_dir=docket_dir, ledger_path=ledger_path).baseline
     return run_attempt(ledger, clock, effector, binding, spec, baseline=baseline, artifact_dir=artifact_dir,
                        docket_dir=docket_dir, ledger_path=ledger_path)

@@ -129,8 +129,9 @@ def run_attempt(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec:
     from ..world.paths import root_of_workspace
 
     candidate = pinned_candidate(ledger, binding)
-    repository = Path(candidate.repository)
-    root = root_of_workspace(candidate.worktree)  # beside the task's workspace ([workspace] root), else the default
+    repository = effector.local(candidate.repository)  # this host's clone: a check runs where it is driven
+    # beside the task's workspace ([workspace] root), else the default; a workspace another host made is not here
+    root = root_of_workspace(candidate.worktree) if repository == Path(candidate.repository) else None
     check_id, execution_intent = new_id("check"), new_id("execution")
     chosen: dict[str, Any] = {}
     from ..world.files import own_data_folder
@@ -151,7 +152,7 @@ def run_attempt(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec:
             check=spec.name, config_sha256=spec.config_sha256,
             argv_sha256=hashlib.sha256(canonical_json(list(argv))).hexdigest(), required=spec.required,
             timeout_ms=spec.timeout_ms, idle_timeout_ms=spec.idle_timeout_ms, execution_for=lambda _: path,
-            artifact_dir=artifact_dir, now=now)
+            artifact_dir=artifact_dir, now=now, repository=str(repository))
 
     ledger.decide(decision, clock.now())
     faults.crash_point("check:after-request")
@@ -192,14 +193,14 @@ def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
                DOCKET_EXECUTION=run.execution)
     env[LAUNCH_MARK] = intent_id
     env[HOST_MARK] = host_id()
-    env = _guarded(env, Path(candidate.repository), docket_dir, run.execution)
+    env = _guarded(env, Path(run.repository), docket_dir, run.execution)
     from ..world.import_guard import guard_folder
     from ..world.sandbox_roots import sandbox_for
     from ..world.workspaces import agent_roots
 
     execution = Path(run.execution)
     sandbox = sandbox_for(spec.confinement, write=[execution],
-                          read=[*agent_roots(Path(candidate.repository), execution)[1], guard_folder(docket_dir)],
+                          read=[*agent_roots(Path(run.repository), execution)[1], guard_folder(docket_dir)],
                           temporary=log_path.with_name(f"{log_path.stem}.tmp"), argv=argv, env=env, cwd=execution)
 
     def decision(now: str) -> Event:
@@ -385,37 +386,50 @@ def remove_execution(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
 
 
 def settle_checks(ledger: Ledger, clock: Clock, effector: Any, unfinished: Sequence[tuple[str, str]], *,
-                  stop_orphans: bool) -> list[tuple[str, str]]:
+                  stop_orphans: bool, driving: tuple[str, str] | None = None) -> list[tuple[str, str]]:
     """Finish check runs (binding, check id) that no live docket process is running any more.
 
     A run whose process is positively gone, or never started, is recorded as
     interrupted; with stop_orphans, a run whose process still lives but whose
     supervising docket is gone has its group stopped first. Every finished run's
     execution is then removed. Returns (check id, what was done) for each.
+
+    driving (run id, this host): the caller drives that run, its driver lease taken over from another host whose
+    hold expired. A run of that run's checks on another host was that driver's: its result would never be taken, so
+    it is recorded as interrupted (lost) and runs again here; its execution is left to its own host.
     """
     processes = effector.ports.processes
     done = []
     for binding, check_id in unfinished:
-        run = load_candidate(ledger, binding).check_run(check_id)
+        candidate = load_candidate(ledger, binding)
+        run = candidate.check_run(check_id)
         if run.execution_intent is not None or run.launch_intent is not None or run.removal_intent is not None:
             continue  # its intent is pending: the effector settles it first
         what = []
+        elsewhere = (driving is not None and candidate.run_id == driving[0] and run.process is not None
+                     and run.process.host != driving[1])
         if run.result is None:
             liveness = "none" if run.process is None else processes.group_liveness(run.process)
             if liveness == "alive" and stop_orphans and run.supervisor is not None \
                     and processes.liveness(run.supervisor) == "dead":
                 liveness = processes.terminate_group(run.process, grace=STOP_GRACE_SECONDS)
                 what.append("stopped its process group")
-            if liveness not in ("dead", "none"):
+            if elsewhere and liveness == "unknown":
+                liveness = "lost"
+            if liveness not in ("dead", "none", "lost"):
                 continue
 
-            def decision(now: str) -> list[Event]:
-                return candidate_check.interrupted(load_candidate(ledger, binding), check_id, "dead", now)
+            def decision(now: str, liveness: str = liveness) -> list[Event]:
+                return candidate_check.interrupted(load_candidate(ledger, binding), check_id,
+                                                   "lost" if liveness == "lost" else "dead", now)
 
             if ledger.decide(decision, clock.now()):
-                what.append("recorded as interrupted")
+                what.append("recorded as interrupted" + (f" (lost with host {run.process.host})"
+                                                         if liveness == "lost" and run.process else ""))
         run = load_candidate(ledger, binding).check_run(check_id)
-        if run.result is not None and run.execution_state in ("ready", "requested"):
+        if elsewhere:
+            pass  # another host's execution: removed there (docket reconcile on that host), never from here
+        elif run.result is not None and run.execution_state in ("ready", "requested"):
             what.append(f"execution {remove_execution(ledger, clock, effector, binding, check_id)}")
         if what:
             done.append((check_id, ", ".join(what)))

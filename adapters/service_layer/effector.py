@@ -65,16 +65,15 @@ class Effector:
         self._local: dict[str, Path] = {}
 
     def local(self, recorded: str | Path) -> Path:
-        """The repository to act on for one the ledger recorded, a path on the machine that recorded it: that path
-        when it is the ledger's repository here too, else this host's own clone of it (home), when it is one (the
-        ledger is shared by machines, each with its own clone); else the recorded path, whose mismatch the ports
-        report."""
+        """The repository to act on for one the ledger recorded, a path on the machine that recorded it: this host's
+        own clone of the ledger's repository (home), when it is one (the ledger is shared by machines, each with its
+        own clone: another host's clone is never acted on, even where its path can be reached, as when two hosts
+        share a machine); else the recorded path, whose mismatch the ports report."""
         key = str(recorded)
         if key not in self._local:
             wanted = self.ledger.repository_id
             chosen = Path(key)
             if (wanted is not None and self.home is not None and chosen != self.home
-                    and self.ports.inventory.identity(chosen) != wanted
                     and self.ports.inventory.identity(self.home) == wanted):
                 chosen = self.home
             self._local[key] = chosen

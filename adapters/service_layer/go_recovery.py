@@ -51,7 +51,9 @@ def recover(d: RunDriver, run_id: str) -> list[str]:
                                        lambda r: [w["worker_id"] for w in workers.workers_of(conn, r)], apply=True)
     done += [f"{f.kind}: {f.worker_id or 'pid ' + str(f.pid)}: {f.applied}" for f in findings]
     d.update_views()
-    settled = settle_abandoned_checks(d.ledger, d.clock, d.effector, d.views().conn, stop_orphans=True)
+    here = d.effector.ports.processes.this_host()[0]
+    settled = settle_abandoned_checks(d.ledger, d.clock, d.effector, d.views().conn, stop_orphans=True,
+                                      driving=(run_id, here))
     done += [f"check {s['check_id']}: {s['done']}" for s in settled]
     d.update_views()
     return done

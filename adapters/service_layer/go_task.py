@@ -96,7 +96,11 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
     from .workers import LaunchRequest, launch_worker
 
     base = None
-    repair = _repair_base(s, task)
+    try:
+        repair = _repair_base(s, task, settings.repository)
+    except OutcomeUnknown:  # made on another machine, not fetched from the remote yet: tried again on a later pass
+        time.sleep(RETRY_SECONDS)
+        return False
     if repair is not None and task.worktree is not None and task.base != repair:
         from .housekeeping import remove_task_worktree
 
@@ -109,6 +113,8 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
             base = repair or _start_commit(s, settings, run, task)
             if base is False:
                 return True  # finished failed: its dependencies do not merge
+            if base is None:
+                _fetch_run_base(s, run, settings.repository)
         elif task.worktree is None and repair is None and task.worktree_intent is not None:
             # the merge its pending worktree starts from, written again (the same commit) if a prune took it, and
             # the intent driven at once (not after its back-off): a prune that runs again meanwhile takes it again
@@ -181,10 +187,11 @@ def queued_tasks(s: Session, run_id: str, generation: int | None = None) -> froz
                      and generation in (None, step.generation))
 
 
-def _repair_base(s: Session, task: task_aggregate.Task) -> str | None:
+def _repair_base(s: Session, task: task_aggregate.Task, repository: Path) -> str | None:
     """The integrated head a repair starts from: when the task's last feedback says its step was dropped from the
-    merge queue, the head that step did not go onto."""
-    from .integration import load_integration
+    merge queue, the head that step did not go onto (in repository, where the task's worktree is made: fetched from
+    the remote when another machine's queue made it)."""
+    from .integration import fetch_integrated, load_integration
 
     last = task.feedback[-1] if task.feedback else None
     if last is None or last.code not in (Code.INTEGRATION_CONFLICT, Code.INTEGRATION_REJECTED):
@@ -194,7 +201,23 @@ def _repair_base(s: Session, task: task_aggregate.Task) -> str | None:
         return None
     dropped = [step for step in integration.steps if step.task_id == task.task_id
                and step.binding_id == last.binding_id and step.base is not None]
-    return dropped[-1].base if dropped else None
+    if not dropped:
+        return None
+    base = dropped[-1].base
+    assert base is not None
+    fetch_integrated(s.ledger, s.effector, integration, base, repository=repository)
+    return base
+
+
+def _fetch_run_base(s: Session, run: run_aggregate.Run, repository: Path) -> None:
+    """The run's base in repository: with a shared remote, fetched from its target branch there when this clone
+    does not have it yet (the base was read there on another machine). OutcomeUnknown while it cannot be."""
+    if run.remote is None or run.base_commit is None:
+        return
+    if not s.effector.ports.remotes.fetch(repository, *run.remote, f"refs/heads/{run.target_branch}",
+                                          run.base_commit, reaching=True):
+        raise OutcomeUnknown("remote-unreachable", f"the run's base {run.base_commit} is not here and cannot be "
+                                                   f"fetched from the remote {run.remote[0]} yet")
 
 
 def _start_commit(s: Session, settings: GoSettings, run: run_aggregate.Run,

@@ -52,8 +52,8 @@ from .requeue import docket_moves_between, settle_moved_target
 from .ledger import Ledger
 from .runs import load_run
 
-__all__ = ["Integrated", "advance", "integrate", "integration_ref", "load_integration", "queue_task",
-           "record_moved_target"]
+__all__ = ["Integrated", "advance", "fetch_integrated", "integrate", "integration_ref", "load_integration",
+           "queue_task", "record_moved_target"]
 
 
 def integration_ref(run_id: str) -> str:
@@ -376,6 +376,7 @@ def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integr
                             trailers(integration.run_id, step.task_id, step.worker_id, step.generation,
                                      step.binding_id))
     _fetch_candidate(ledger, effector, integration, step)
+    fetch_integrated(ledger, effector, integration, head)
     merged = effector.ports.merges.merge_candidate(effector.local(integration.repository), head, step.commit,
                                                    message)
     faults.crash_point("integrate:after-merge-computed")
@@ -405,7 +406,7 @@ def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integr
                                                   merge_commit=merged.commit, tree=merged.tree, merge=merged.state,
                                                   now=now, merged_onto=head if merged.state == "merged" else None,
                                                   merge_message=message if merged.state == "merged" else None,
-                                                  batch_size=batch_size)
+                                                  batch_size=batch_size, remote=run.remote)
 
     ledger.decide(decision, clock.now())
     current = load_integration(ledger, integration.run_id)
@@ -428,6 +429,25 @@ def _fetch_candidate(ledger: Ledger, effector: Any, integration: integration_agg
                                         step.commit):
         raise OutcomeUnknown("remote-unreachable", f"step {step.step}'s candidate {step.commit} cannot be fetched "
                                                    f"from the remote {remote[0]} ({remote[1]}) yet")
+
+
+def fetch_integrated(ledger: Ledger, effector: Any, integration: integration_aggregate.Integration,
+                     commit: str, *, repository: Path | None = None) -> None:
+    """With a shared remote, a commit of the queue (a step's merge, the head a step went onto, the commit the queue
+    went on from) brought into repository (default: where this machine integrates) when it is not there: made on
+    another machine, it is on the remote, in the history of the run's integration ref or of its target branch
+    there. OutcomeUnknown while the remote cannot give it."""
+    remote = load_run(ledger, integration.run_id).remote
+    if remote is None:
+        return
+    assert integration.repository is not None and integration.integration_ref is not None
+    repository = repository or effector.local(integration.repository)
+    remotes = effector.ports.remotes
+    for ref in (integration.integration_ref, integration.target_ref):
+        if ref and remotes.fetch(repository, remote[0], remote[1], ref, commit, reaching=True):
+            return
+    raise OutcomeUnknown("remote-unreachable", f"the integrated commit {commit} of run {integration.run_id} is not "
+                                               f"here and cannot be fetched from the remote {remote[0]} yet")
 
 
 def _conflict_feedback(repository: Path, head: str, step: integration_aggregate.StepState, merged: Any) -> str:
@@ -476,6 +496,7 @@ def _drive_step(ledger: Ledger, effector: Any, run_id: str, step: integration_ag
     assert integration is not None and integration.repository is not None
     merged_onto = integration.tip()  # the head the merge was computed on (integration.tip() moves with the step)
     repository = effector.local(integration.repository)
+    fetch_integrated(ledger, effector, integration, merged_onto)  # merged on a machine that is gone: on the remote
     _complete_merge(effector, repository, run_id, step, merged_onto)  # a prune may have taken it before the ref moves
     drive(effector, step.intent_id, lambda: step_now().status != "merging")
     _complete_merge(effector, repository, run_id, step, merged_onto)  # or after, having looked before it moved
@@ -525,6 +546,7 @@ def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integ
     assert integration.integration_ref is not None
     from ..world.paths import integration_output_path
 
+    fetch_integrated(ledger, effector, integration, step.merge_commit)
     boundary = f"integration-{step.step}"
     output = integration_output_path(effector.local(integration.repository), integration.run_id, boundary)
     from ..world.files import own_folder
@@ -657,6 +679,9 @@ def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integ
     assert current is not None
     if current.target_intent is None:
         return  # another integrator settled the target meanwhile: the caller's loop sees how
+    moving_to = integration.head() if integration.rolling else integration.steps[-1].merge_commit
+    if moving_to is not None:
+        fetch_integrated(ledger, effector, current, moving_to)  # what is pushed to the remote's target
 
     def requested() -> bool:
         now = load_integration(ledger, integration.run_id)

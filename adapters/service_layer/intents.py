@@ -32,7 +32,7 @@ from ...domain.effects import (Act, BranchObservation, CandidateRefObservation, 
                                IntegrationObservation, Unknown, WorktreeObservation, decide_base_pin)
 from ...domain.events import (CandidatePinRequested, CandidatePinRequestedV2, CandidateReleaseRequested,
                               CheckLaunchRequested, Event, ExecutionRemovalRequested, ExecutionRequested, HookRequested,
-                              IntegrationStepRequested, IntegrationTargetRequested, IntegrationTargetRequestedV2,
+                              IntegrationStepRequested, IntegrationStepRequestedV2, IntegrationTargetRequested, IntegrationTargetRequestedV2,
                               IntegrationTargetRequestedV3, RunBasePinRequested, RunBasePinRequestedV2,
                               WorkerLaunchRequested, WorkerStopRequested, WorktreeRemovalRequested, WorktreeRequested,
                               WorktreeRequestedV2)
@@ -535,6 +535,59 @@ def _push_target(ports: tuple[MergePort, RemotePort], intent: IntegrationTargetR
                  expected=intent.expected_commit)
 
 
+def _observe_integration_on_remote(ports: tuple[MergePort, RemotePort], intent: IntegrationStepRequestedV2,
+                                   repository_id: str | None) -> IntegrationObservation:
+    """The integration ref on the remote, relative to the step (what it names fetched here): merged once it names
+    the step's merge, at-parent while it names the step's head. The remote's ref is the queue's, not this clone's:
+    a machine that takes the run over finds there every merge another one made."""
+    merges, remotes = ports
+    repository = Path(intent.repository)
+    mismatch = _foreign(merges, repository, repository_id)
+    if mismatch:
+        return IntegrationObservation("unreadable", detail=mismatch)
+    seen = remotes.observe(repository, intent.remote, intent.remote_url, intent.integration_ref, fetch=True)
+    if seen.state == "unreachable":
+        return IntegrationObservation("unreadable", detail=f"the remote {intent.remote} cannot be read: {seen.detail}")
+    if seen.state == "missing":
+        return IntegrationObservation("missing")
+    if seen.commit == intent.merge_commit:
+        return IntegrationObservation("merged", commit=seen.commit)
+    if seen.commit == intent.head:
+        return IntegrationObservation("at-parent", commit=seen.commit)
+    return IntegrationObservation("diverged", commit=seen.commit, detail=f"on the remote {intent.remote}")
+
+
+def _merge_and_push(ports: tuple[MergePort, RemotePort], intent: IntegrationStepRequestedV2,
+                    observed: IntegrationObservation) -> None:
+    """This clone's integration ref moved to the merge first (from whatever it names: a clone that took the run
+    over may have none, or an older one), then the remote's, by compare-and-swap from the step's head there."""
+    merges, remotes = ports
+    repository = Path(intent.repository)
+    here = merges.observe_integration(repository, intent.integration_ref, intent.head, intent.candidate_commit)
+    if here.state == "unreadable":
+        return  # the observation after the act says what is there
+    if here.commit != intent.merge_commit:
+        merges.advance_ref(repository, intent.integration_ref, here.commit if here.state != "missing" else None,
+                           intent.merge_commit, remerge=_remerge(intent))
+        faults.crash_point("integrate:before-push")
+    remotes.push(repository, intent.remote, intent.remote_url, intent.integration_ref, intent.merge_commit,
+                 expected=None if observed.state == "missing" else intent.head)
+
+
+INTEGRATION_STEP_ON_REMOTE: IntentKind[integration_aggregate.Integration, IntegrationStepRequestedV2,
+                                       IntegrationObservation] = IntentKind(
+    intent=IntegrationStepRequestedV2,
+    stream_of=lambda intent: integration_aggregate.stream_of(intent.run_id),
+    apply=integration_aggregate.apply,
+    port=("merges", "remotes"),
+    observe=_observe_integration_on_remote,
+    decide=integration_aggregate.decide_step,
+    act=_merge_and_push,
+    made=integration_aggregate.made,
+    shared=True,
+)
+
+
 INTEGRATION_TARGET_ON_REMOTE: IntentKind[integration_aggregate.Integration, IntegrationTargetRequestedV3,
                                          target_move.TargetObservation] = IntentKind(
     intent=IntegrationTargetRequestedV3,
@@ -554,4 +607,5 @@ INTENT_KINDS: dict[str, IntentKind[Any, Any, Any]] = {
     kind.type_name: kind for kind in (RUN_BASE_PIN, WORKTREE, WORKTREE_ON_HOST, WORKER_LAUNCH, WORKER_STOP, WORKTREE_REMOVAL,
                                       CANDIDATE_PIN, CANDIDATE_RELEASE, EXECUTION, CHECK_LAUNCH, EXECUTION_REMOVAL,
                                       INTEGRATION_STEP, INTEGRATION_TARGET, INTEGRATION_TARGET_V1, HOOK,
-                                      RUN_BASE_PIN_ON_REMOTE, CANDIDATE_PIN_ON_REMOTE, INTEGRATION_TARGET_ON_REMOTE)}
+                                      RUN_BASE_PIN_ON_REMOTE, CANDIDATE_PIN_ON_REMOTE, INTEGRATION_STEP_ON_REMOTE,
+                                      INTEGRATION_TARGET_ON_REMOTE)}

@@ -294,8 +294,10 @@ class RemotePort(Protocol):
         raises: the outcome says (pushed, already, moved, unreachable)."""
         ...
 
-    def fetch(self, repository: Path, remote: str, recorded_url: str, ref: str, commit: str) -> bool:
-        """Bring the commit that ref names there into the repository; whether it is here afterwards."""
+    def fetch(self, repository: Path, remote: str, recorded_url: str, ref: str, commit: str, *,
+              reaching: bool = False) -> bool:
+        """Bring the commit that ref names there (reaching: or has in its history) into the repository; whether it
+        is here afterwards."""
         ...
 
 

@@ -49,6 +49,8 @@ CRASH_POINTS = {
                                "step merged yet",
     "integrate:after-merge-computed": "a step's merge commit written to the object store (unreferenced); its intent "
                                       "not recorded",
+    "integrate:before-push": "a step's merge at the integration ref in this clone, not yet on the run's shared git "
+                             "remote",
     "integrate:after-step": "IntegrationStepMerged recorded; the merged tree not yet pinned for re-verification",
     "integrate:before-verified": "every required check ran on the merged tree; IntegrationStepVerified not recorded",
     "integrate:before-rejected": "a required check did not pass on a merged tree; IntegrationStepRejected (or, for a "

@@ -12,6 +12,7 @@ the remote said is kept for the record.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,7 +84,7 @@ def push_ref(repository: Path, url: str, ref: str, commit: str, *, expected: str
     try:
         client, path = _client(url)
         with open_repo(repository) as repo:
-            result = client.send_pack(path, update_refs, repo.generate_pack_data)
+            result = _send_pack(client, path, ref, update_refs, repo.generate_pack_data)
     except FileLocked:  # a process of the remote's own holds the ref (dulwich's local transport says so)
         return PushOutcome("unreachable", detail=f"the remote refused the update: {ref} is locked there")
     except (OSError, GitProtocolError, HangupException, SendPackError, NotGitRepository, ValueError) as e:
@@ -97,6 +98,25 @@ def push_ref(repository: Path, url: str, ref: str, commit: str, *, expected: str
     if refused:  # the remote's own check: it moved between its advertisement and the write
         return _after_refusal(url, ref, commit, expected, str(refused))
     return PushOutcome("pushed")
+
+
+def _send_pack(client: Any, path: str, ref: str, update_refs: Any, pack_data: Any) -> Any:
+    """The push. A remote on this machine's disk (a path, or file://) is written by this process itself, as a
+    repository here is: its refs under refs/docket/ through ref_locks.write_ref, so that a docket killed in the
+    middle of a push leaves no lock that refuses every later one (its claim names a dead writer)."""
+    from dulwich.client import LocalGitClient
+    from dulwich.file import FileLocked
+
+    if not isinstance(client, LocalGitClient):
+        return client.send_pack(path, update_refs, pack_data)  # a server's own locks are its own
+    from .ref_locks import write_ref
+    from .repository import open_repo
+
+    sent: list[Any] = []
+    with open_repo(Path(path)) as remote:
+        if not write_ref(remote, ref, lambda: sent.append(client.send_pack(path, update_refs, pack_data))):
+            raise FileLocked(os.fsencode(path), os.fsencode(os.path.join(path, ref + ".lock")))
+    return sent[-1]
 
 
 def _after_refusal(url: str, ref: str, commit: str, expected: str | None, said: str) -> PushOutcome:
@@ -113,10 +133,10 @@ def _after_refusal(url: str, ref: str, commit: str, expected: str | None, said: 
     return PushOutcome("unreachable", detail=f"the remote refused the update: {said}"[:2000])
 
 
-def fetch_commit(repository: Path, url: str, ref: str, commit: str) -> bool:
-    """Bring the objects of commit, which the remote's ref must name, into the repository's object store; True when
-    the commit is there afterwards. Names nothing locally (the caller's ref writes do). OSError and dulwich's errors
-    propagate."""
+def fetch_commit(repository: Path, url: str, ref: str, commit: str, *, reaching: bool = False) -> bool:
+    """Bring the objects of commit, which the remote's ref must name (reaching: name, or have in its history), into
+    the repository's object store; True when the commit is there afterwards. Names nothing locally (the caller's ref
+    writes do). OSError and dulwich's errors propagate."""
     from .repository import open_repo
 
     client, path = _client(url)
@@ -126,7 +146,8 @@ def fetch_commit(repository: Path, url: str, ref: str, commit: str) -> bool:
             return True
 
         def determine_wants(refs: dict[bytes, bytes], depth: int | None = None) -> list[bytes]:
-            return [wanted] if refs.get(ref.encode()) == wanted else []
+            named = refs.get(ref.encode())
+            return [named] if named and (named == wanted or reaching) and named not in repo.object_store else []
 
         client.fetch(path, repo, determine_wants=determine_wants)
         return wanted in repo.object_store
@@ -195,9 +216,11 @@ class DulwichRemotes:
             return PushOutcome("unreachable", detail=str(e))
         return push_ref(repository, url, ref, commit, expected=expected)
 
-    def fetch(self, repository: Path, remote: str, recorded_url: str, ref: str, commit: str) -> bool:
+    def fetch(self, repository: Path, remote: str, recorded_url: str, ref: str, commit: str, *,
+              reaching: bool = False) -> bool:
         """True when the commit is in the repository afterwards; False when the remote could not give it."""
         try:
-            return fetch_commit(repository, resolve_remote(repository, remote, recorded_url), ref, commit)
+            return fetch_commit(repository, resolve_remote(repository, remote, recorded_url), ref, commit,
+                                reaching=reaching)
         except Exception:  # noqa: BLE001  (the caller records the step as not known yet)
             return False

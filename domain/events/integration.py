@@ -38,6 +38,7 @@ __all__ = [
     "IntegrationStepQueued",
     "IntegrationStepRejected",
     "IntegrationStepRequested",
+    "IntegrationStepRequestedV2",
     "IntegrationStepVerified",
     "IntegrationTargetMoved",
     "IntegrationTargetRequested",
@@ -199,6 +200,18 @@ class IntegrationStepRequested(Event):
     merge: Literal["merged", "already-merged"]
     merged_onto: Commit | None = None
     merge_message: Text | None = None
+
+
+class IntegrationStepRequestedV2(IntegrationStepRequested):
+    """Intent: move the integration ref as v1 does, on the run's shared git remote as well, by compare-and-swap from
+    head there (create-only for the first step), so that whichever machine drives the queue next finds every merge.
+    Merged once the remote's ref names merge_commit; the remote unreachable leaves the intent waiting; the remote's
+    ref naming anything else is the step failed, nothing forced. remote, remote_url: the run's
+    (RunBasePinRequested.v2)."""
+
+    schema_version = 2
+    remote: RemoteName
+    remote_url: RemoteUrl
 
 
 class IntegrationStepMerged(Event):

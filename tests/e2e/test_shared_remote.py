@@ -146,6 +146,9 @@ def test_an_unreachable_remote_leaves_the_pins_waiting_and_the_run_goes_on_when_
 
 REMOTE_POINTS = ["pin:before-push",
                  *(f"effector:{step}@CandidatePinRequested.v2" for step in ("before-act", "after-act", "after-outcome")),
+                 "integrate:before-push",
+                 *(f"effector:{step}@IntegrationStepRequested.v2" for step in ("before-act", "after-act",
+                                                                                "after-outcome")),
                  *(f"effector:{step}@IntegrationTargetRequested.v3" for step in ("before-act", "after-act",
                                                                                   "after-outcome"))]
 
@@ -183,6 +186,10 @@ def test_killed_at_each_remote_effects_crash_point_the_resumed_run_delivers_the_
     requested = {e["payload"]["intent_id"] for e in world.events("IntegrationTargetRequested")}
     completed = [e["payload"]["intent_id"] for e in world.events("IntegrationCompleted")]
     assert sorted(completed) == sorted(requested)  # every target move resolved, once
+    steps = {e["payload"]["intent_id"] for e in world.events("IntegrationStepRequested")}
+    merged = [e["payload"] for e in world.events("IntegrationStepMerged")]
+    assert sorted(m["intent_id"] for m in merged) == sorted(steps)  # every step's move resolved, once
+    assert _refs(remote, "refs/docket/integrations/") == {"refs/docket/integrations/r1": merged[-1]["merge_commit"]}
     for path, text in DELIVERED.items():
         assert git(remote, "show", f"main:{path}") + "\n" == text
 

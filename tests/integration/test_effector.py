@@ -241,8 +241,10 @@ def test_the_fake_git_port_keeps_the_real_ones_promises(world, repo, tmp_path):
 
 
 def test_a_recorded_repository_not_here_is_acted_on_in_this_hosts_own_clone(tmp_path):
-    """Effector.local: the recorded path when it is the ledger's repository here; else this host's clone of it (home)
-    when that one is; else the recorded path, whose mismatch the ports report. Never another repository."""
+    """Effector.local: this host's clone of the ledger's repository (home) when that one is; else the recorded path,
+    whose mismatch the ports report. Never another repository, and never another host's clone of it, even where
+    its path can be reached (two hosts on one machine: beta acting in alpha's clone once shared alpha's pool of
+    check executions, which failed its checks)."""
     from docket.adapters.service_layer.effector import Effector
     from docket.adapters.service_layer.ledger import Ledger
     from docket.adapters.world.clock import FixedClock
@@ -258,7 +260,8 @@ def test_a_recorded_repository_not_here_is_acted_on_in_this_hosts_own_clone(tmp_
     ledger.initialise("2026-01-01T00:00:00.000Z", identity, str(here))
     try:
         effector = Effector(ledger, FixedClock("2026-01-01T00:00:00.000Z"), home=here)
-        assert effector.local(str(other_clone)) == other_clone  # the repository here too: as recorded
+        assert effector.local(str(other_clone)) == here  # another clone of it, reachable here: this host's own
+        assert effector.local(str(here)) == here
         assert effector.local(str(tmp_path / "gone" / ".git")) == here  # recorded on another machine: this clone
         assert effector.local(str(stranger)) == here  # another repository at that path here: never acted on
         homeless = Effector(ledger, FixedClock("2026-01-01T00:00:00.000Z"), home=stranger)

@@ -209,3 +209,50 @@ def test_a_prompt_pushed_by_one_host_is_fetched_by_another_only_with_its_digest(
         fetch_prompt(other, "origin", redacted_url(url), forged)
     assert refused.value.code == "prompt-changed"
 
+
+
+def test_a_push_killed_holding_the_remotes_lock_leaves_nothing_that_refuses_the_next(world, tmp_path):
+    """A docket SIGKILLed in the middle of a push to a remote on this machine's disk (it writes the remote's ref
+    itself, as dulwich's local transport does) leaves the ref's lock there: the next push finds its writer dead and
+    goes on, at once."""
+    import os
+    import sys
+
+    repo, remote, _first, second = world
+    code = ("import sys; from pathlib import Path; from docket.adapters.world.remote import push_ref; "
+            "push_ref(Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], expected=None)")
+    killed = subprocess.run([sys.executable, "-c", code, str(repo), str(remote), REF, second],
+                            env={**os.environ, "DOCKET_FAULT": "ref:after-lock@candidates"}, capture_output=True)
+    assert killed.returncode == -9, killed.stderr
+    assert (remote / (REF + ".lock")).exists()  # held for good by a process that is gone
+    assert push_ref(repo, str(remote), REF, second, expected=None).state == "pushed"
+    assert git(remote, "rev-parse", REF) == second and not (remote / (REF + ".lock")).exists()
+
+
+def test_a_remotes_lock_outside_docket_refs_is_never_broken_however_old(world):
+    repo, remote, first, second = world
+    push_ref(repo, str(remote), "refs/heads/main", first, expected=None)
+    lock = remote / "refs" / "heads" / "main.lock"
+    lock.write_text("")
+    os_time = time.time() - 3600
+    import os
+
+    os.utime(lock, (os_time, os_time))  # an hour old: a git of the remote's own may still be at work
+    held = push_ref(repo, str(remote), "refs/heads/main", second, expected=first)
+    assert held.state == "unreachable" and lock.exists() and git(remote, "rev-parse", "main") == first
+
+
+def test_a_commit_in_the_history_of_a_remote_ref_is_fetched_only_when_asked_for_so(world, url, tmp_path):
+    """An integrated head another machine made is reached from the run's integration ref there, not named by it."""
+    repo, remote, _first, _second = world
+    other = make_repo(tmp_path / "other")
+    for name in ("b", "c"):
+        (other / f"{name}.txt").write_text(f"{name}\n")
+        git(other, "add", f"{name}.txt")
+        git(other, "commit", "-q", "-m", name)
+    older, tip = git(other, "rev-parse", "HEAD~1"), git(other, "rev-parse", "HEAD")
+    assert push_ref(other, url, REF, tip, expected=None).state == "pushed"
+    assert fetch_commit(repo, url, REF, older) is False  # the ref does not name it
+    assert fetch_commit(repo, url, REF, older, reaching=True) is True
+    assert git(repo, "cat-file", "-t", older) == "commit"
+    assert fetch_commit(repo, url, REF, "3" * 40, reaching=True) is False  # in no history there

@@ -242,6 +242,15 @@ def test_an_interrupted_run_is_failed_only_once_nothing_of_it_can_run():
     assert isinstance(event, ev.CheckFailed) and event.code == "interrupted" and event.execution == "none"
 
 
+def test_a_run_lost_with_the_host_that_drove_it_is_interrupted_and_says_which_host():
+    book = Book()
+    c = launched_check(book)
+    (event,) = interrupted(c, "k1", "lost", at(10))
+    assert event.code == "interrupted" and f"host {CHECK_PROCESS.host}" in event.message
+    c = book.apply(candidate.apply, c, event)
+    assert concluded(c, "tests", "1" * 64) is None  # it says nothing of the candidate: it runs again
+
+
 def test_a_check_has_concluded_by_its_last_result_under_its_configuration_and_an_interrupted_run_says_nothing():
     book = Book()
     c = launched_check(book)
