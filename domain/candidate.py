@@ -71,6 +71,7 @@ class CheckRun:
     launch_failure: str | None = None
     process: Process | None = None
     supervisor: Process | None = None
+    host: str | None = None  # the host its execution is made on (None: recorded before hosts were)
     launched_at: str | None = None
     log_path: str | None = None
     removal_intent: str | None = None
@@ -181,7 +182,7 @@ def apply(candidate: Candidate | None, event: ev.Event, position: int) -> Candid
 
 def _apply_check(run: CheckRun, event: ev.Event) -> CheckRun:
     if isinstance(event, ev.ExecutionRequested):
-        return replace(run, execution_intent=event.intent_id)
+        return replace(run, execution_intent=event.intent_id, host=getattr(event, "host", None))
     if isinstance(event, ev.ExecutionCreated):
         return replace(run, execution_intent=None, execution_state="ready")
     if isinstance(event, ev.ExecutionFailed):

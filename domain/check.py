@@ -34,6 +34,7 @@ __all__ = [
     "concluded",
     "decide_check_launch",
     "interrupted",
+    "lose_execution",
     "request_check",
     "request_check_launch",
     "tests_reported",
@@ -43,9 +44,10 @@ __all__ = [
 def request_check(candidate: Candidate, run: Run, *, check_id: str, execution_intent: str, check: str,
                   config_sha256: str, argv_sha256: str, required: bool, timeout_ms: int,
                   idle_timeout_ms: int | None, execution_for: Callable[[int], str], artifact_dir: str | None,
-                  now: str, repository: str | None = None) -> list[ev.Event]:
+                  now: str, repository: str | None = None, host: str | None = None) -> list[ev.Event]:
     """The next attempt of the named check against the pinned commit, and the intent to make its execution from
-    repository (the clone of the host that runs it; default: the one the candidate was pinned in)."""
+    repository (the clone of the host that runs it; default: the one the candidate was pinned in), on host when
+    given (ExecutionRequested.v2)."""
     require_open(run)
     if candidate.status != "pinned" or candidate.commit is None:
         raise Refused("candidate-not-pinned", f"candidate {candidate.binding_id} is {candidate.status}; checks run "
@@ -59,10 +61,25 @@ def request_check(candidate: Candidate, run: Run, *, check_id: str, execution_in
                            argv_sha256=argv_sha256, required=required, timeout_ms=timeout_ms,
                            idle_timeout_ms=idle_timeout_ms, execution=path,
                            repository=repository or candidate.repository, artifact_dir=artifact_dir)
-    execution = next_event(ev.ExecutionRequested, stream, candidate.version + 1, now, intent_id=execution_intent,
-                           run_id=candidate.run_id, check_id=check_id, binding_id=candidate.binding_id,
-                           repository=repository or candidate.repository, path=path, commit=candidate.commit)
+    on_host = {} if host is None else {"host": host}
+    execution = next_event(ev.ExecutionRequestedV2 if host else ev.ExecutionRequested, stream, candidate.version + 1,
+                           now, intent_id=execution_intent, run_id=candidate.run_id, check_id=check_id,
+                           binding_id=candidate.binding_id, repository=repository or candidate.repository, path=path,
+                           commit=candidate.commit, **on_host)
     return [requested, execution]
+
+
+def lose_execution(candidate: Candidate, check_id: str, *, here: str, now: str) -> list[ev.Event]:
+    """The run's pending execution given up (IntentCancelled) when it is another host's to make: the docket driving
+    the run, on host here, took it over from that host. The run then has no execution, and is interrupted: the
+    check runs again, here. Nothing for an execution of this host, of an unknown one, or not pending."""
+    run = candidate.check_run(check_id)
+    if run.execution_intent is None or run.host is None or run.host == here:
+        return []
+    return [next_event(ev.IntentCancelled, stream_of(candidate.binding_id), candidate.version, now,
+                       intent_id=run.execution_intent,
+                       reason=f"the execution of check {run.check} is host {run.host}'s to make, and that host "
+                              "stopped driving the run")]
 
 
 def request_check_launch(candidate: Candidate, check_id: str, *, intent_id: str, log_path: str,

@@ -126,6 +126,7 @@ def run_attempt(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec:
     a check judged relative to the base (``base_checks.run_check`` finds it), a command that failed only tests
     failing there too passes; without one, the check is judged by its exit."""
     from ..world.executions import execution_path
+    from ..world.host import host_id
     from ..world.paths import root_of_workspace
 
     candidate = pinned_candidate(ledger, binding)
@@ -152,7 +153,7 @@ def run_attempt(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec:
             check=spec.name, config_sha256=spec.config_sha256,
             argv_sha256=hashlib.sha256(canonical_json(list(argv))).hexdigest(), required=spec.required,
             timeout_ms=spec.timeout_ms, idle_timeout_ms=spec.idle_timeout_ms, execution_for=lambda _: path,
-            artifact_dir=artifact_dir, now=now, repository=str(repository))
+            artifact_dir=artifact_dir, now=now, repository=str(repository), host=host_id())
 
     ledger.decide(decision, clock.now())
     faults.crash_point("check:after-request")
@@ -403,9 +404,18 @@ def settle_checks(ledger: Ledger, clock: Clock, effector: Any, unfinished: Seque
     for binding, check_id in unfinished:
         candidate = load_candidate(ledger, binding)
         run = candidate.check_run(check_id)
+        what = []
+        if driving is not None and candidate.run_id == driving[0] and run.execution_intent is not None:
+
+            def given_up(now: str) -> list[Event]:
+                return candidate_check.lose_execution(load_candidate(ledger, binding), check_id, here=driving[1],
+                                                      now=now)
+
+            if ledger.decide(given_up, clock.now()):
+                what.append(f"its execution on host {run.host} given up")
+                run = load_candidate(ledger, binding).check_run(check_id)
         if run.execution_intent is not None or run.launch_intent is not None or run.removal_intent is not None:
             continue  # its intent is pending: the effector settles it first
-        what = []
         elsewhere = (driving is not None and candidate.run_id == driving[0] and run.process is not None
                      and run.process.host != driving[1])
         if run.result is None:

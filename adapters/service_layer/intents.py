@@ -31,7 +31,7 @@ from ...domain import worker as worker_aggregate
 from ...domain.effects import (Act, BranchObservation, CandidateRefObservation, ExecutionObservation,
                                IntegrationObservation, Unknown, WorktreeObservation, decide_base_pin)
 from ...domain.events import (CandidatePinRequested, CandidatePinRequestedV2, CandidateReleaseRequested,
-                              CheckLaunchRequested, Event, ExecutionRemovalRequested, ExecutionRequested, HookRequested,
+                              CheckLaunchRequested, Event, ExecutionRemovalRequested, ExecutionRequested, ExecutionRequestedV2, HookRequested,
                               IntegrationStepRequested, IntegrationStepRequestedV2, IntegrationTargetRequested, IntegrationTargetRequestedV2,
                               IntegrationTargetRequestedV3, RunBasePinRequested, RunBasePinRequestedV2,
                               WorkerLaunchRequested, WorkerStopRequested, WorktreeRemovalRequested, WorktreeRequested,
@@ -42,7 +42,7 @@ from ..world.identity import mismatch_reason
 from .ports import CandidateRefsPort, InventoryPort, MergePort, RemotePort, RepositoryPort, WorkspacePort
 
 __all__ = ["CANDIDATE_PIN", "CANDIDATE_PIN_ON_REMOTE", "CANDIDATE_RELEASE", "CHECK_LAUNCH", "EXECUTION",
-           "EXECUTION_REMOVAL", "HOOK", "INTEGRATION_STEP", "INTEGRATION_TARGET", "INTEGRATION_TARGET_ON_REMOTE",
+           "EXECUTION_ON_HOST", "EXECUTION_REMOVAL", "HOOK", "INTEGRATION_STEP", "INTEGRATION_TARGET", "INTEGRATION_TARGET_ON_REMOTE",
            "INTEGRATION_TARGET_V1", "INTENT_KINDS", "RUN_BASE_PIN", "RUN_BASE_PIN_ON_REMOTE", "WORKER_LAUNCH",
            "WORKER_STOP", "WORKTREE", "WORKTREE_ON_HOST", "WORKTREE_REMOVAL", "IntentKind", "remote_target"]
 
@@ -235,6 +235,18 @@ EXECUTION: IntentKind[candidate_aggregate.Candidate, ExecutionRequested, Executi
                                                                   intent.commit),
     made=candidate_aggregate.made,
 )
+
+def _observe_execution_on_host(workspaces: WorkspacePort, intent: ExecutionRequestedV2,
+                               repository_id: str | None) -> ExecutionObservation:
+    from ..world.host import host_id
+
+    if intent.host != host_id():  # another host's data folder and clone: made there, or given up, never here
+        return ExecutionObservation("unreadable", detail=f"the execution is host {intent.host}'s to make")
+    return _observe_execution(workspaces, intent, repository_id)
+
+
+EXECUTION_ON_HOST: IntentKind[candidate_aggregate.Candidate, ExecutionRequestedV2, ExecutionObservation] = replace(
+    EXECUTION, intent=ExecutionRequestedV2, observe=_observe_execution_on_host)
 
 CHECK_LAUNCH: IntentKind[candidate_aggregate.Candidate, CheckLaunchRequested, worker_aggregate.LaunchObservation] = (
     IntentKind(
@@ -605,7 +617,8 @@ INTEGRATION_TARGET_ON_REMOTE: IntentKind[integration_aggregate.Integration, Inte
 
 INTENT_KINDS: dict[str, IntentKind[Any, Any, Any]] = {
     kind.type_name: kind for kind in (RUN_BASE_PIN, WORKTREE, WORKTREE_ON_HOST, WORKER_LAUNCH, WORKER_STOP, WORKTREE_REMOVAL,
-                                      CANDIDATE_PIN, CANDIDATE_RELEASE, EXECUTION, CHECK_LAUNCH, EXECUTION_REMOVAL,
+                                      CANDIDATE_PIN, CANDIDATE_RELEASE, EXECUTION, EXECUTION_ON_HOST, CHECK_LAUNCH,
+                                      EXECUTION_REMOVAL,
                                       INTEGRATION_STEP, INTEGRATION_TARGET, INTEGRATION_TARGET_V1, HOOK,
                                       RUN_BASE_PIN_ON_REMOTE, CANDIDATE_PIN_ON_REMOTE, INTEGRATION_STEP_ON_REMOTE,
                                       INTEGRATION_TARGET_ON_REMOTE)}

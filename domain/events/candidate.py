@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..values import MAX_DURATION_MS, MAX_SAFE_INT
 from ..sandbox import SandboxRecord
-from .base import (AbsolutePath, Code, Commit, Event, Generation, Id, RemoteName, RemoteUrl, RepositoryPath, Sha256, Tail,
-                   Text)
+from .base import (AbsolutePath, Code, Commit, Event, Generation, Host, Id, RemoteName, RemoteUrl, RepositoryPath,
+                   Sha256, Tail, Text)
 from .worker import ProcessIdentity
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "ExecutionRemovalRequested",
     "ExecutionRemoved",
     "ExecutionRequested",
+    "ExecutionRequestedV2",
     "TestFailureRecord",
 ]
 
@@ -210,6 +211,15 @@ class ExecutionRequested(Event):
     repository: RepositoryPath
     path: AbsolutePath
     commit: Commit
+
+
+class ExecutionRequestedV2(ExecutionRequested):
+    """Intent: the execution as v1 asks, on one host (host: whose data folder path is in, and whose clone
+    repository is). Only a docket on that host makes it; a docket that took the run over from that host cancels it
+    (IntentCancelled), and the check runs again on its own host."""
+
+    schema_version = 2
+    host: Host
 
 
 class ExecutionCreated(Event):

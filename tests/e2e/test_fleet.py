@@ -86,11 +86,11 @@ def test_two_hosts_deliver_one_run_once_with_one_receipt(fleet):
 
 
 @pytest.mark.parametrize("fault", ["go:before-integrate", "integrate:after-merge-computed", "integrate:before-push",
-                                   "integrate:after-step"])
+                                   "integrate:after-step", "check:after-request", "check:after-exit"])
 def test_a_killed_hosts_run_is_finished_by_the_other_once_its_lease_expires(fleet, fault):
     """alpha dies with every task done and the queue not finished, or in the queue's first merge while agents still
-    work (its merge computed; its integration ref moved in alpha's clone only; the merge recorded, not verified):
-    beta, standing by, cannot look at alpha's process (unknown, never dead), so it waits for alpha's driver
+    work (its merge computed; its integration ref moved in alpha's clone only; the merge recorded, not verified),
+    or in a check (its execution asked for on alpha; its process ended there, unrecorded): beta, standing by, cannot look at alpha's process (unknown, never dead), so it waits for alpha's driver
     lease to expire unrenewed, then takes the run over, relaunches what was unfinished, integrates what is left from
     the remote in its own clone (alpha's is not where the ledger recorded it, as on another machine), moves the
     remote's target by compare-and-swap and seals the one receipt."""
@@ -116,6 +116,13 @@ def test_a_killed_hosts_run_is_finished_by_the_other_once_its_lease_expires(flee
     assert len(alpha.events("ReceiptSealed")) == 1
     if fault == "go:before-integrate":
         assert {host for _, host in _launches(alpha)} == {"alpha"}  # nothing was left to relaunch
+    if fault == "check:after-request":  # alpha's execution is alpha's to make: given up, never made from beta
+        assert any("host alpha's to make" in e["payload"]["reason"] for e in alpha.events("IntentCancelled"))
+    if fault == "check:after-exit":  # its result would never be taken: interrupted, and checked again on beta
+        assert any("host alpha, which stopped driving" in (e["payload"]["message"] or "")
+                   for e in alpha.events("CheckFailed"))
+    executions = [e["payload"] for e in alpha.events("ExecutionCreated")]
+    assert executions and all(e["path"].startswith(str(beta.env["XDG_DATA_HOME"])) for e in executions[-1:])
     generations = [(e["payload"]["worker_id"], e["payload"]["generation"]) for e in alpha.events("WorkerLaunched")]
     assert len(generations) == len(set(generations))
     for path, text in DELIVERED.items():  # the tree an uninterrupted run delivers

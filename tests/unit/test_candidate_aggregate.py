@@ -251,6 +251,30 @@ def test_a_run_lost_with_the_host_that_drove_it_is_interrupted_and_says_which_ho
     assert concluded(c, "tests", "1" * 64) is None  # it says nothing of the candidate: it runs again
 
 
+def test_an_execution_another_host_was_to_make_is_given_up_by_the_driver_that_took_the_run_over():
+    from docket.domain.check import lose_execution
+
+    book = Book()
+    c, _ = pinned(book)
+    requested, execution = request_check(
+        c, book.active_run(), check_id="k1", execution_intent="x1", check="tests", config_sha256="1" * 64,
+        argv_sha256="2" * 64, required=True, timeout_ms=60_000, idle_timeout_ms=None,
+        execution_for=lambda attempt: f"/alpha/docket/executions/{attempt}", artifact_dir=None, now=at(5),
+        repository="/alpha/repo/.git", host="alpha")
+    assert isinstance(execution, ev.ExecutionRequestedV2) and execution.host == "alpha"
+    assert execution.repository == requested.repository == "/alpha/repo/.git"
+    c = book.apply(candidate.apply, c, [requested, execution])
+    assert c.check_run("k1").host == "alpha"
+    assert lose_execution(c, "k1", here="alpha", now=at(6)) == []  # its own host makes it
+    (cancelled,) = lose_execution(c, "k1", here="beta", now=at(6))
+    assert isinstance(cancelled, ev.IntentCancelled) and cancelled.intent_id == "x1" and "host alpha" in cancelled.reason
+    c = book.apply(candidate.apply, c, cancelled)
+    assert c.check_run("k1").execution_intent is None and c.check_run("k1").execution_state == "failed"
+    (event,) = interrupted(c, "k1", "none", at(7))  # it never ran: it runs again, on the driver's host
+    assert event.code == "interrupted" and concluded(c, "tests", "1" * 64) is None
+    assert lose_execution(c, "k1", here="beta", now=at(8)) == []  # nothing pending any more
+
+
 def test_a_check_has_concluded_by_its_last_result_under_its_configuration_and_an_interrupted_run_says_nothing():
     book = Book()
     c = launched_check(book)

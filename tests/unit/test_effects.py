@@ -29,7 +29,8 @@ def test_roles_come_from_the_event_classes():
                                  "WorktreeRemovalRequested.v1", "IntegrationStepRequested.v1",
                                  "IntegrationTargetRequested.v1", "IntegrationTargetRequested.v2",
                                  "HookRequested.v1", "RunBasePinRequested.v2", "CandidatePinRequested.v2",
-                                 "IntegrationTargetRequested.v3", "WorktreeRequested.v2", "IntegrationStepRequested.v2"}
+                                 "IntegrationTargetRequested.v3", "WorktreeRequested.v2", "IntegrationStepRequested.v2",
+                                     "ExecutionRequested.v2"}
     assert set(OUTCOME_TYPES) == {"RunBasePinned.v1", "RunBasePinFailed.v1", "IntentCancelled.v1",
                                   "WorktreeCreated.v1", "WorktreeFailed.v1", "WorkerLaunched.v1",
                                   "WorkerLaunchFailed.v1", "WorkerStopped.v1", "CandidatePinned.v1",
