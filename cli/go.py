@@ -76,6 +76,7 @@ def go(ctx: Context) -> int:
     config = _config()
     _warn_open_network(ctx, config)
     _watch_ledger(ctx)
+    _warn_clock_skew(ctx)
     if a.resume is None and a.id is not None and _exists(ctx, a.id):
         a.resume = a.id  # the same command again, after a crash: it goes on with that run
     if a.resume is not None:
@@ -97,6 +98,24 @@ def _warn_open_network(ctx: Context, config: Any) -> None:
         if agent.network == "any":
             warn("network-open", f"agent {name} may connect anywhere, the shared ledger's database included: give "
                                  "its [agents] block network = [443] (its model API's port)")
+
+
+CLOCK_SKEW_WARN_MS = 2_000
+
+
+def _warn_clock_skew(ctx: Context) -> None:
+    """On a shared ledger, leases are judged by the times hosts record: a host whose clock is off takes another's
+    run over before that one stopped (fenced: nothing is done twice, but its agents' time is lost), or waits for a
+    lease that expired long ago."""
+    from .output import warn
+
+    skew = ctx.ledger.clock_skew_ms(ctx.clock) if ctx.paths.url is not None else None
+    if skew is not None and abs(skew) > CLOCK_SKEW_WARN_MS:
+        warn("clock-skew", f"this host's clock is {abs(skew) / 1000:.1f} s {'ahead of' if skew > 0 else 'behind'} "
+                           "the database server's; leases on a shared ledger are judged by the times hosts record, "
+                           "so this host may take a run over from a host that is still at work (which is then "
+                           "stopped, nothing done twice) or wait too long for one that is gone: set its clock by "
+                           "NTP")
 
 
 def _watch_ledger(ctx: Context) -> None:
@@ -404,6 +423,7 @@ def supervise(ctx: Context) -> int:
     unfinished = _unfinished_runs(ctx)
     config = _config() if (unfinished or ctx.args.follow) and not ctx.args.once else None
     _watch_ledger(ctx)
+    _warn_clock_skew(ctx)
     documents = []
     code = 0
     seen: set[str] = set()

@@ -42,6 +42,7 @@ from ...domain.errors import DocketError, Fenced, Refused, RunClosed, TargetChec
 from .go_session import RunDriver, Session
 from .go_settings import GoSettings
 from .go_task import finish_task, queued_tasks, task_worker_id, work_on
+from .leases import driver_resource
 from .runs import load_run
 from .tasks import load_task
 
@@ -116,6 +117,10 @@ def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupt
                     interrupted.set()  # its agents stop, nothing more is recorded for the run from here
                     break
             threads = {task: thread for task, thread in threads.items() if thread.is_alive()}
+            if errors and not _renew_driver(s, run_id, token):
+                lost = True  # fenced: what a task's thread was refused follows from another driver's decisions
+                interrupted.set()
+                break
             if errors:
                 raise errors[0]
             if run.status == "active" and not _start_work(open_session, settings, s, run, threads, errors,
@@ -145,7 +150,7 @@ def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupt
         end_supervision(s.ledger, s.clock, supervisions)
         s.close()
         driver.update_views()
-    if errors:
+    if errors and not lost:
         raise errors[0]
     if lost:
         raise Refused("driver-lost", f"this supervisor's lease on run {run_id} expired unrenewed and another "
@@ -219,10 +224,6 @@ def _stop_integrator(integrating: threading.Event, queue_changed: threading.Even
     queue_changed.set()  # its wait ends now, not at its next tick
     if integrator is not None:
         integrator.join()
-
-
-def driver_resource(run_id: str) -> str:
-    return f"driver/{run_id}"
 
 
 def _claim_driver(s: Session, run_id: str, supervision_id: str | None, interrupted: threading.Event,

@@ -127,6 +127,9 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
     if _worktree_backing_off(s, load_task(s.ledger, task.task_id)):
         time.sleep(RETRY_SECONDS)
         return False  # nothing recorded meanwhile: no supervision is begun for a launch that cannot go on yet
+    if not _still_driving(s, run):
+        time.sleep(RETRY_SECONDS)
+        return False  # another host took the run over: this driver stops at its next renewal, launching nothing
     agent = settings.agent
     request = LaunchRequest(run_id=run.run_id, task_id=task.task_id, worker_id=task_worker_id(task.task_id),
                             agent=agent.name, command=agent.command, prompt_mode=agent.prompt_mode, env=agent.env,
@@ -185,6 +188,16 @@ def queued_tasks(s: Session, run_id: str, generation: int | None = None) -> froz
     return frozenset(step.task_id for step in integration.steps
                      if step.status not in ("verified", "conflicted", "rejected", "requeued")
                      and generation in (None, step.generation))
+
+
+def _still_driving(s: Session, run: run_aggregate.Run) -> bool:
+    """Whether this host still drives the run (its driver lease not taken over); a run on a ledger file has one
+    host, which always does."""
+    if run.remote is None:
+        return True
+    from .takeover import drives_here
+
+    return drives_here(s.ledger, load_run(s.ledger, run.run_id), s.effector.ports.processes.this_host()[0])
 
 
 def _repair_base(s: Session, task: task_aggregate.Task, repository: Path) -> str | None:

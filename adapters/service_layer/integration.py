@@ -496,7 +496,9 @@ def _drive_step(ledger: Ledger, effector: Any, run_id: str, step: integration_ag
     assert integration is not None and integration.repository is not None
     merged_onto = integration.tip()  # the head the merge was computed on (integration.tip() moves with the step)
     repository = effector.local(integration.repository)
-    fetch_integrated(ledger, effector, integration, merged_onto)  # merged on a machine that is gone: on the remote
+    # asked for on a machine that is gone: what it merged is on the remote
+    _fetch_candidate(ledger, effector, integration, step)
+    fetch_integrated(ledger, effector, integration, merged_onto)
     _complete_merge(effector, repository, run_id, step, merged_onto)  # a prune may have taken it before the ref moves
     drive(effector, step.intent_id, lambda: step_now().status != "merging")
     _complete_merge(effector, repository, run_id, step, merged_onto)  # or after, having looked before it moved

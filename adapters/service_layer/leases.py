@@ -21,9 +21,14 @@ from .liveness import holder_liveness
 from .runs import load_run
 from .worker_generations import load_worker, record_refusal
 
-__all__ = ["expire_lease", "grant_lease", "release_lease", "renew_lease", "worktree_resource"]
+__all__ = ["driver_resource", "expire_lease", "grant_lease", "release_lease", "renew_lease", "worktree_resource"]
 
 
+
+
+def driver_resource(run_id: str) -> str:
+    """The resource a run's driver (the one supervisor that drives it) is leased as."""
+    return f"driver/{run_id}"
 
 
 def worktree_resource(run_id: str, task_id: str) -> str:

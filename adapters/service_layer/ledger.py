@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import cached_property, wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from eventsourcing.application import Application
 from eventsourcing.persistence import IntegrityError, OperationalError
@@ -33,6 +33,9 @@ from .aggregates import aggregate_of, state_class_of
 from .stream_cache import Folded, PendingScan, StreamCache
 from ..world.files import prepare_ledger_file
 from ..world.ledger_rows import DEFAULT_LOCK_TIMEOUT
+
+if TYPE_CHECKING:
+    from ..world.clock import Clock
 from ..world.store import CanonicalMapper, ChainedSQLiteFactory, ChainedSQLiteProcessRecorder, LedgerBusy, decode_event
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "Ledger", "PendingIntent"]
@@ -123,6 +126,19 @@ class Ledger(Application):
                 raise StorageFailed(f"cannot open the ledger's database {self.where}: {e}".strip()) from e
             raise
         self.recorder: ChainedSQLiteProcessRecorder
+
+    def clock_skew_ms(self, clock: Clock) -> int | None:
+        """How far the clock is ahead of the database server's (behind: negative), the query's round trip halved
+        out; None for a ledger file (one host's clock, nothing to compare with)."""
+        server_time = getattr(self.recorder, "server_time_ms", None)
+        if server_time is None:
+            return None
+        from ...domain.values import to_ms
+
+        before = to_ms(clock.now())
+        server = server_time()
+        after = to_ms(clock.now())
+        return (before + after) // 2 - server
 
     @property
     def where(self) -> str:

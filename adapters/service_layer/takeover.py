@@ -12,17 +12,19 @@ host it took that lease from launches nothing more in the run.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...domain import lease as lease_aggregate
 from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
 from ...domain.events import Event
 from ..world.clock import Clock
-from .leases import worktree_resource
+from .leases import driver_resource, worktree_resource
 from .ledger import Ledger
 from .runs import load_run
 from .tasks import load_task
 
-__all__ = ["take_over", "worktree_host"]
+__all__ = ["drives_here", "take_over", "worktree_host"]
 
 
 def worktree_host(task: task_aggregate.Task, worker: worker_aggregate.Worker | None) -> str | None:
@@ -35,6 +37,17 @@ def worktree_host(task: task_aggregate.Task, worker: worker_aggregate.Worker | N
     if worker is not None and worker.process is not None:
         return worker.process.host
     return None
+
+
+def drives_here(ledger: Ledger, run: Any, here: str) -> bool:
+    """Whether the run's driver lease is held by a supervision of this host. A driver learns that another took its
+    lease over only when it renews (every third of the lease): until then, what it would decide across hosts is
+    asked of this first, so that two drivers never take each other's tasks over."""
+    driver = ledger.get(lease_aggregate.apply, lease_aggregate.stream_of(driver_resource(run.run_id)))
+    if driver is None or driver.status != "held":
+        return False
+    holder = next((s for s in run.supervisions if s.supervision_id == driver.worker_id), None)
+    return holder is not None and holder.supervisor.host == here
 
 
 def take_over(ledger: Ledger, clock: Clock, here: str, task_id: str, worker_id: str, *, unjudged: bool) -> bool:
@@ -56,6 +69,8 @@ def take_over(ledger: Ledger, clock: Clock, here: str, task_id: str, worker_id: 
         if lease is not None and lease.status == "held" and not lease.is_expired(now):
             return []  # its host still renews it
         run = load_run(ledger, current.run_id)
+        if not drives_here(ledger, run, here):
+            return []  # its driver lease was taken over meanwhile (a clock ahead elsewhere): that driver decides
         expired_at = lease.expires_at if lease is not None else None
         reason = (f"its worktree is on host {host}, which stopped renewing its leases"
                   + (f" (its lease on the worktree expired at {expired_at})" if expired_at else ""))

@@ -8,7 +8,7 @@ from typing import Protocol
 
 from ...domain.values import from_ms, parse_time, to_ms
 
-__all__ = ["Clock", "FixedClock", "SystemClock", "clock_from_env", "new_id"]
+__all__ = ["Clock", "FixedClock", "SkewedClock", "SystemClock", "clock_from_env", "new_id"]
 
 
 class Clock(Protocol):
@@ -33,6 +33,17 @@ class FixedClock:
         self.at = from_ms(to_ms(self.at) + ms)
 
 
+class SkewedClock:
+    """The system clock off by a fixed amount: a host whose clock lies, for the tests (DOCKET_CLOCK_SKEW_MS, with
+    DOCKET_TESTING=1)."""
+
+    def __init__(self, skew_ms: int):
+        self.skew_ms = skew_ms
+
+    def now(self) -> str:
+        return from_ms(time.time_ns() // 1_000_000 + self.skew_ms)
+
+
 def clock_from_env() -> tuple[Clock, bool]:
     """The clock, and whether a DOCKET_NOW was ignored.
 
@@ -42,6 +53,9 @@ def clock_from_env() -> tuple[Clock, bool]:
     """
     fixed = os.environ.get("DOCKET_NOW")
     if fixed is None:
+        skew = os.environ.get("DOCKET_CLOCK_SKEW_MS", "") if os.environ.get("DOCKET_TESTING") == "1" else ""
+        if skew.lstrip("-").isdigit() and len(skew) <= 12:
+            return SkewedClock(int(skew)), False
         return SystemClock(), False
     if os.environ.get("DOCKET_TESTING") != "1":
         return SystemClock(), True

@@ -167,6 +167,12 @@ class ChainedPostgresProcessRecorder(ChainedRecorder, PostgresProcessRecorder, P
         with self.read_transaction() as c:
             c.execute("SELECT 1")
 
+    def server_time_ms(self) -> int:
+        """The database server's clock now, in ms since the epoch (the one clock every host of the ledger shares)."""
+        with self.read_transaction() as c:
+            c.execute("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint")
+            return int(c.fetchone()[0])
+
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         with self.write_transaction() as c:
             return self._insert_events(c, stored_events, **kwargs)

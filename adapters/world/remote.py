@@ -89,6 +89,8 @@ def push_ref(repository: Path, url: str, ref: str, commit: str, *, expected: str
         return PushOutcome("unreachable", detail=f"the remote refused the update: {ref} is locked there")
     except (OSError, GitProtocolError, HangupException, SendPackError, NotGitRepository, ValueError) as e:
         return PushOutcome("unreachable", detail=f"{type(e).__name__}: {e}"[:2000])
+    except KeyError as e:  # an object of the commit is not in this clone (yet): nothing was sent
+        return PushOutcome("unreachable", detail=f"{commit} cannot be pushed from this clone: it lacks object {e}")
     current = seen.get("current")
     if current == new:
         return PushOutcome("already")

@@ -373,3 +373,35 @@ def test_a_ledger_in_a_schema_of_its_own_beside_other_tables(postgres_url, tmp_p
         reader.check_schema()
     with psycopg.connect(postgres_url, autocommit=True) as db:
         assert db.execute("SELECT count(*) FROM docket.stored_events").fetchone()[0] == 2
+
+
+def test_a_clock_is_compared_with_the_database_servers_and_a_file_ledger_has_none(store):
+    """On a shared ledger every host's leases are judged by the times it records: the server's clock is the one all
+    hosts can be held to (docket go and supervise warn clock-skew past 2 s)."""
+    from docket.adapters.world.clock import SkewedClock, SystemClock
+
+    ledger = store.open()
+    try:
+        if store.url is None:
+            assert ledger.clock_skew_ms(SystemClock()) is None
+            return
+        assert abs(ledger.clock_skew_ms(SystemClock())) < 2_000  # the server is on this machine
+        ahead = ledger.clock_skew_ms(SkewedClock(600_000))
+        behind = ledger.clock_skew_ms(SkewedClock(-90_000))
+        assert 598_000 < ahead < 602_000 and -92_000 < behind < -88_000
+    finally:
+        ledger.close()
+
+
+@pytest.mark.parametrize("given, skewed", [("600000", 600_000), ("-5", -5), ("", None), ("soon", None),
+                                           ("9" * 40, None)])
+def test_a_lying_clock_is_made_only_for_the_tests_and_only_from_a_number(monkeypatch, given, skewed):
+    from docket.adapters.world.clock import SkewedClock, clock_from_env
+
+    monkeypatch.delenv("DOCKET_NOW", raising=False)
+    monkeypatch.setenv("DOCKET_CLOCK_SKEW_MS", given)
+    monkeypatch.setenv("DOCKET_TESTING", "1")
+    clock, _ = clock_from_env()
+    assert (clock.skew_ms if isinstance(clock, SkewedClock) else None) == skewed
+    monkeypatch.delenv("DOCKET_TESTING")
+    assert not isinstance(clock_from_env()[0], SkewedClock)  # a user's shell cannot make docket's clock lie

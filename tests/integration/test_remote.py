@@ -256,3 +256,12 @@ def test_a_commit_in_the_history_of_a_remote_ref_is_fetched_only_when_asked_for_
     assert fetch_commit(repo, url, REF, older, reaching=True) is True
     assert git(repo, "cat-file", "-t", older) == "commit"
     assert fetch_commit(repo, url, REF, "3" * 40, reaching=True) is False  # in no history there
+
+
+def test_a_commit_this_clone_does_not_have_is_not_pushed_and_says_so(world, url):
+    """A merge asked for on another machine, driven here before its objects were fetched: an outcome, never a
+    crash; the intent is observed again once they are here."""
+    repo, remote, _first, _second = world
+    pushed = push_ref(repo, url, REF, "4" * 40, expected=None)
+    assert pushed.state == "unreachable" and "lacks object" in pushed.detail
+    assert REF not in remote_refs(str(remote))

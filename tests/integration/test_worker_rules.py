@@ -214,19 +214,33 @@ def _worktree_on(ledger, host: str) -> None:
                                                    now), T0)
 
 
+def _driving(ledger, clock, host: str) -> None:
+    """A supervision on host holds run r1's driver lease (as `docket go` claims it)."""
+    from docket.adapters.service_layer.leases import driver_resource
+    from docket.domain.process_identity import ProcessIdentity as Process
+
+    supervision = f"supervision-{host}"
+    ledger.decide(lambda now: [run.supervised(ledger.get(run.apply, run.stream_of("r1")), supervision,
+                                              Process(host, "boot", 7, 7, "1"), now)], clock.now())
+    register_worker(ledger, clock, "r1", supervision, "supervisor", None)
+    grant_lease(ledger, clock, driver_resource("r1"), supervision, 1, 10 * TTL_MS)
+
+
 def test_a_task_on_a_host_that_stopped_renewing_is_taken_over_once_its_lease_expired(ledger, clock):
     """take_over gives the generation and the worktree up only once the other host's lease on the worktree expired
-    unrenewed; never a worktree of this host's, and once."""
+    unrenewed, and only by a host that drives the run; never a worktree of this host's, and once."""
     from docket.adapters.service_layer.takeover import take_over
     from docket.domain import task
 
     processes = FakeProcesses()
     _worktree_on(ledger, "another-host")
     held_by_a_holder_that_is("unknown", ledger, clock, processes)  # running on another-host, its lease held
+    _driving(ledger, clock, "this-host")
     assert not take_over(ledger, clock, "another-host", "t1", "holder", unjudged=False)  # its own host: never
     clock.advance(TTL_MS - 1)
     assert not take_over(ledger, clock, "this-host", "t1", "holder", unjudged=False)  # still renewed
     clock.advance(1)
+    assert not take_over(ledger, clock, "a-third-host", "t1", "holder", unjudged=False)  # it does not drive the run
     assert take_over(ledger, clock, "this-host", "t1", "holder", unjudged=False)
     lost = load(ledger, "holder")
     assert lost.status == "lost"
