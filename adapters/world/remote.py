@@ -155,6 +155,13 @@ def fetch_commit(repository: Path, url: str, ref: str, commit: str, *, reaching:
         return wanted in repo.object_store
 
 
+def _has_commit(repository: Path, commit: str) -> bool:
+    from .repository import open_repo
+
+    with open_repo(repository) as repo:
+        return commit.encode("ascii") in repo.object_store
+
+
 def redacted_url(url: str) -> str:
     """The URL as the ledger may keep it: a password in it (``https://user:token@host/...``) taken out."""
     from urllib.parse import urlsplit, urlunsplit
@@ -220,8 +227,11 @@ class DulwichRemotes:
 
     def fetch(self, repository: Path, remote: str, recorded_url: str, ref: str, commit: str, *,
               reaching: bool = False) -> bool:
-        """True when the commit is in the repository afterwards; False when the remote could not give it."""
+        """True when the commit is in the repository afterwards; False when the remote could not give it. A commit
+        here already is not asked of the remote at all (it may be unreachable, or point elsewhere now)."""
         try:
+            if _has_commit(repository, commit):
+                return True
             return fetch_commit(repository, resolve_remote(repository, remote, recorded_url), ref, commit,
                                 reaching=reaching)
         except Exception:  # noqa: BLE001  (the caller records the step as not known yet)

@@ -177,7 +177,8 @@ def test_the_port_goes_only_where_the_run_recorded(world, tmp_path):
     assert moved.state == "unreachable" and "as the run recorded" in moved.detail
     refused = remotes.push(repo, "origin", str(remote), "refs/heads/main", second, expected=None)
     assert refused.state == "unreachable" and remote_refs(str(elsewhere)) == {}
-    assert remotes.fetch(repo, "origin", str(remote), REF, second) is False  # refused before it looks
+    assert remotes.fetch(repo, "origin", str(remote), REF, "5" * 40) is False  # refused before it looks
+    assert remotes.fetch(repo, "origin", str(remote), REF, second) is True  # here already: the remote is not asked
     assert remotes.observe(repo, "upstream", str(remote), REF).state == "unreachable"  # no such remote now
 
 
