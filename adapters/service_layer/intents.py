@@ -587,17 +587,9 @@ def _merge_and_push(ports: tuple[MergePort, RemotePort], intent: IntegrationStep
 
 
 INTEGRATION_STEP_ON_REMOTE: IntentKind[integration_aggregate.Integration, IntegrationStepRequestedV2,
-                                       IntegrationObservation] = IntentKind(
-    intent=IntegrationStepRequestedV2,
-    stream_of=lambda intent: integration_aggregate.stream_of(intent.run_id),
-    apply=integration_aggregate.apply,
-    port=("merges", "remotes"),
-    observe=_observe_integration_on_remote,
-    decide=integration_aggregate.decide_step,
-    act=_merge_and_push,
-    made=integration_aggregate.made,
-    shared=True,
-)
+                                       IntegrationObservation] = replace(
+    INTEGRATION_STEP, intent=IntegrationStepRequestedV2, port=("merges", "remotes"),
+    observe=_observe_integration_on_remote, act=_merge_and_push)
 
 
 INTEGRATION_TARGET_ON_REMOTE: IntentKind[integration_aggregate.Integration, IntegrationTargetRequestedV3,
