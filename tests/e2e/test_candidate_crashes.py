@@ -53,11 +53,11 @@ AUTO_PIN_CASES = {"supervise:before-pin": False, "pin:after-capture": False,
 # point: (the check run's result after recovery (interrupted: CheckFailed code interrupted), whether the crash left
 # its execution behind for recovery to remove)
 CHECK_CASES = {
-    "effector:before-observe@ExecutionRequested.v1": ("interrupted", False),
-    "effector:after-observe@ExecutionRequested.v1": ("interrupted", False),
-    "effector:before-act@ExecutionRequested.v1": ("interrupted", False),
-    "effector:after-act@ExecutionRequested.v1": ("interrupted", True),
-    "effector:after-outcome@ExecutionRequested.v1": ("interrupted", True),
+    "effector:before-observe@ExecutionRequested.v2": ("interrupted", False),
+    "effector:after-observe@ExecutionRequested.v2": ("interrupted", False),
+    "effector:before-act@ExecutionRequested.v2": ("interrupted", False),
+    "effector:after-act@ExecutionRequested.v2": ("interrupted", True),
+    "effector:after-outcome@ExecutionRequested.v2": ("interrupted", True),
     "check:after-request": ("interrupted", False),
     # the execution made from the pool (execution_pool.py): an entry taken, then placed, then in place
     "execution-pool:after-take": ("interrupted", True),
@@ -75,7 +75,7 @@ CHECK_CASES = {
     "execution-pool:after-give-back": ("passed", True),  # the folder renamed into the pool, not recorded idle
     "effector:after-outcome@ExecutionRemovalRequested.v1": ("passed", False),
 }
-for _intent in ("ExecutionRequested.v1", "CheckLaunchRequested.v1", "ExecutionRemovalRequested.v1"):
+for _intent in ("ExecutionRequested.v2", "CheckLaunchRequested.v1", "ExecutionRemovalRequested.v1"):
     assert set(effector_points(_intent)) <= set(CHECK_CASES), _intent
 WORKTREE_REMOVAL_POINTS = effector_points("WorktreeRemovalRequested.v1")
 # test_crash.py checks every crash point is exercised somewhere
