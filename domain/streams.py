@@ -16,10 +16,12 @@ __all__ = [
     "integration_stream",
     "LEASE_PREFIX",
     "LEDGER_STREAM",
+    "REQUEST_PREFIX",
     "RUN_PREFIX",
     "TASK_PREFIX",
     "WORKER_PREFIX",
     "lease_stream",
+    "request_stream",
     "run_of_stream",
     "run_stream",
     "task_stream",
@@ -34,6 +36,7 @@ LEASE_PREFIX = "lease:"
 CANDIDATE_PREFIX = "candidate:"
 INTEGRATION_PREFIX = "integration:"
 HOOKS_PREFIX = "hooks:"
+REQUEST_PREFIX = "request:"
 
 
 def run_stream(run_id: str) -> str:
@@ -62,6 +65,10 @@ def integration_stream(run_id: str) -> str:
 
 def hooks_stream(run_id: str) -> str:
     return HOOKS_PREFIX + run_id
+
+
+def request_stream(key: str) -> str:
+    return REQUEST_PREFIX + key
 
 
 def run_of_stream(stream: str) -> str | None:

@@ -21,6 +21,7 @@ AGGREGATES: dict[str, tuple[str, str]] = {
     "candidate": ("candidate", "Candidate"),
     "integration": ("integration", "Integration"),
     "hooks": ("hooks", "Hooks"),
+    "request": ("requests", "Request"),
 }
 _DOMAIN = __name__.rsplit(".", 3)[0] + ".domain"  # docket.domain
 

@@ -1,7 +1,7 @@
 """Every event docket records: frozen pydantic models with fixed stored names.
 
-One module per aggregate (``ledger``, ``run``, ``task``, ``worker``, ``lease``, ``candidate`` with ``handoff``, ``integration``,
-``hooks``),
+One module per aggregate (``ledger``, ``run``, ``task``, ``worker``, ``request``, ``lease``, ``candidate`` with
+``handoff``, ``integration``, ``hooks``),
 one for the effect protocol's own events (``effect``), and the envelope and
 field types they share (``base``). The catalogue is built here, in the order
 ``docs/events.md`` lists it.
@@ -35,6 +35,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "hooks": (
         "HookFinished", "HookRequested",
+    ),
+    "request": (
+        "AnswerRefused", "FollowUpProposed", "ProgressReported", "QuestionAnswered", "QuestionAsked", "QuestionExpired",
+        "RequestRefused", "WorkFinished",
     ),
     "integration": (
         "ApprovalRecorded", "ApprovedCandidate", "IntegrationCompleted", "IntegrationPrepared",
@@ -89,7 +93,8 @@ _CATALOGUE: tuple[str, ...] = (
     "WorktreeFailed", "WorktreeLost", "WorktreePrepared", "WorktreeRemovalRequested", "WorktreeRemoved", "WorktreeRemovalFailed",
     "TaskFeedbackRecorded", "TaskFinished", "WorkerRegistered", "WorkerRelaunched", "WorkerLaunchRequested",
     "WorkerLaunched", "WorkerLaunchFailed", "WorkerStopRequested", "WorkerStopped", "WorkerExited", "WorkerLost", "AgentReported",
-    "WorkerActionRefused", "LeaseGranted", "LeaseRenewed", "LeaseReleased", "LeaseExpired", "CandidatePinRequested",
+    "WorkerActionRefused", "QuestionAsked", "QuestionAnswered", "AnswerRefused", "QuestionExpired",
+    "ProgressReported", "FollowUpProposed", "WorkFinished", "RequestRefused", "LeaseGranted", "LeaseRenewed", "LeaseReleased", "LeaseExpired", "CandidatePinRequested",
     "CandidatePinRequestedV2", "CandidatePinned", "CandidateDiverged", "CandidateUnstable", "CandidateReleaseRequested", "CandidateReleased",
     "CandidateReleaseFailed", "CheckRequested", "ExecutionRequested", "ExecutionRequestedV2", "ExecutionCreated", "ExecutionFailed",
     "CheckLaunchRequested", "CheckLaunched", "CheckLaunchFailed", "CheckTestsReported", "CheckPassed", "CheckFailed",

@@ -17,7 +17,8 @@ OWNERS = {"LedgerCreated": "ledger", "Run": "run", "Task": "task", "Worktree": "
           "Lease": "lease", "Intent": "effect", "Candidate": "candidate", "Check": "candidate",
           "Execution": "candidate", "Handoff": "handoff", "Approval": "integration",
           "Integration": "integration", "Receipt": "integration", "Hook": "hooks",
-          "AgentReported": "worker"}
+          "AgentReported": "worker", "Question": "request", "FollowUpProposed": "request", "AnswerRefused": "request", "ProgressReported": "request",
+          "WorkFinished": "request", "RequestRefused": "request"}
 
 
 def test_every_name_is_reexported_and_each_event_lives_with_its_aggregate():
