@@ -106,6 +106,26 @@ def _approve(nouns: Nouns, common: Common) -> None:
     register(nouns, common)
 
 
+def _inbox(nouns: Nouns, common: Common) -> None:
+    from .inbox import register
+    register(nouns, common)
+
+
+def _answer(nouns: Nouns, common: Common) -> None:
+    from .inbox import register_answer
+    register_answer(nouns, common)
+
+
+def _request(nouns: Nouns, common: Common) -> None:
+    from .request import register
+    register(nouns, common)
+
+
+def _mcp(nouns: Nouns, common: Common) -> None:
+    from .mcp import register
+    register(nouns, common)
+
+
 def _integrate(nouns: Nouns, common: Common) -> None:
     from .integrate import register
     register(nouns, common)
@@ -195,6 +215,10 @@ COMMANDS = {
     "check": _check,
     "handoff": _handoff,
     "approve": _approve,
+    "inbox": _inbox,
+    "answer": _answer,
+    "request": _request,
+    "mcp": _mcp,
     "integrate": _integrate,
     "seal": _seal,
     "export": _export,

@@ -25,8 +25,11 @@ __all__ = ["AgentConfig", "CandidatesConfig", "CheckConfig", "Config", "DEFAULT_
            "check_artifact_dir", "check_config_sha256", "expand", "placeholders"]
 
 # What each kind of template may name: an agent's argv, its environment; a check's argv and environment.
-COMMAND_PLACEHOLDERS = frozenset({"prompt", "prompt_file", "worktree", "worker_dir", "port"})
-ENV_PLACEHOLDERS = frozenset({"worktree", "worker_dir", "port"})
+# {requests}: the worker generation's request channel (a socket); {mcp_config}: a Claude Code --mcp-config file
+# naming docket's MCP server; {docket}: the docket program itself (to name its MCP server in an agent's own config)
+COMMAND_PLACEHOLDERS = frozenset({"prompt", "prompt_file", "worktree", "worker_dir", "port", "requests",
+                                  "mcp_config", "docket"})
+ENV_PLACEHOLDERS = frozenset({"worktree", "worker_dir", "port", "requests", "mcp_config", "docket"})
 CHECK_PLACEHOLDERS = frozenset({"worktree"})
 SHELL = "/bin/sh"
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
@@ -46,10 +49,12 @@ def placeholders(template: str) -> list[str]:
 
 
 def expand(template: str, *, worktree: str, worker_dir: str | None = None, port: int | None = None,
-           prompt: str | None = None, prompt_file: str | None = None) -> str:
+           prompt: str | None = None, prompt_file: str | None = None, requests: str | None = None,
+           mcp_config: str | None = None, docket: str | None = None) -> str:
     """template with each {name} replaced; a name without a value here is BadInput ``bad-placeholder``."""
     values = {"worktree": worktree, "worker_dir": worker_dir, "port": None if port is None else str(port),
-              "prompt": prompt, "prompt_file": prompt_file}
+              "prompt": prompt, "prompt_file": prompt_file, "requests": requests, "mcp_config": mcp_config,
+              "docket": docket}
 
     def replace(match: re.Match[str]) -> str:
         token = match.group(0)
@@ -304,6 +309,26 @@ class IntegrationConfig(_Section):
     batch: Annotated[int, Field(ge=1, le=1000)] = 1
 
 
+Identity = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+
+class InboxConfig(_Section):
+    """[inbox]: who may answer agents' questions besides the local user, and what a question's deadline does."""
+
+    trusted: Annotated[list[Identity], Field(max_length=1000)] = []
+    deadline_ms: Duration | None = Field(None, alias="deadline")
+    on_deadline: Literal["wait", "default", "fail"] = "wait"
+    default_answer: Annotated[str, StringConstraints(min_length=1, max_length=4000, pattern=r"^[^\x00]*$")] | None = None
+    proposals: Literal["accept", "queue", "refuse"] = "queue"
+
+    @model_validator(mode="after")
+    def _default_is_given(self) -> "InboxConfig":
+        if self.on_deadline == "default" and self.default_answer is None:
+            raise ValueError('on_deadline = "default" needs default_answer: the answer a question without choices '
+                             "gets at its deadline (one with choices gets its first)")
+        return self
+
+
 class LedgerConfig(_Section):
     """[ledger]: url, a postgresql:// URL: the ledger is that PostgreSQL database (several machines share it); read
     by adapters/world/paths.py before anything else, which refuses a password in it (the file is committed)."""
@@ -367,6 +392,7 @@ class Config(_Section):
     candidates: CandidatesConfig = CandidatesConfig()
     ledger: LedgerConfig = LedgerConfig()
     git: GitConfig = GitConfig()
+    inbox: InboxConfig = InboxConfig()
     agents: dict[Id, AgentConfig] = {}
     default_agent: Id | None = Field(None, alias="agent")
     checks: dict[Id, CheckConfig] = {}
@@ -549,6 +575,17 @@ DEFAULT_TOML = '''\
 # target branch, every candidate is pushed there under refs/docket/candidates/... (create-only), and the target is
 # moved there by compare-and-swap, nothing forced; your clone's own branch is yours to pull. Unset: this repository.
 # remote = "origin"
+
+# [inbox]
+# Who may answer an agent's question (docket answer) besides the local user: names given with --as.
+# trusted = []          # e.g. ["ada@example.com"]
+# How long a question waits for its answer (unset: no deadline), and what happens then: "wait" on, answer
+# "default" (the first of its choices, else default_answer), or "fail" the task's generation.
+# deadline = "2h"
+# on_deadline = "wait"
+# default_answer = "No one answered in time: decide yourself, and say what you decided."
+# What a follow-up task an agent proposes becomes: "queue" it for a person, "accept" it, or "refuse" it.
+# proposals = "queue"
 
 # [hooks]
 # A command run once for each matching event of a run that `docket go` supervises, with the event as

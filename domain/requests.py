@@ -213,10 +213,11 @@ def _content(kind: str, raw: Mapping[str, Any]) -> dict[str, Any]:
     return {"summary": text("summary")}
 
 
-def receive(existing: Request | None, worker_generation: int, run: Run, binding: Binding, request_id: str,
+def receive(existing: Request | None, worker_generation: int | None, run: Run, binding: Binding, request_id: str,
             kind: str, raw: Mapping[str, Any], policy: InboxPolicy, now: str) -> list[ev.Event]:
     """What a request records: itself (once), or its refusal (once per content); nothing when it was recorded
-    before. worker_generation: the worker's current generation (the binding's, unless it was fenced since)."""
+    before. worker_generation: the worker's current generation (the binding's, unless it was fenced since; None:
+    the binding's generation was given up with its host)."""
     content = _content(kind, raw)
     digest = content_sha256(kind, content)
     key = request_key(binding.worker_id, binding.generation, request_id)
@@ -231,6 +232,9 @@ def receive(existing: Request | None, worker_generation: int, run: Run, binding:
         return [next_event(ev.RequestRefused, stream, version, now, **common, kind=kind, content_sha256=digest,
                            code=code, message=message)]
 
+    if worker_generation is None:
+        return refusal("stale-generation", f"generation {binding.generation} of worker {binding.worker_id} was "
+                                           "given up with its host")
     if worker_generation != binding.generation:
         return refusal("stale-generation", f"generation {binding.generation} of worker {binding.worker_id} is "
                                            f"fenced (the current generation is {worker_generation})")

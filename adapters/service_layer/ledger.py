@@ -178,6 +178,12 @@ class Ledger(Application):
 
     # Deciding and appending -------------------------------------------------
     @_riding_out
+    def connection(self) -> Ledger:
+        """Another connection to the same ledger, for another thread: it shares this one's stream cache and watch."""
+        other = Ledger(self.path, url=self.url, lock_timeout=self.lock_timeout, streams=self.streams)
+        other.watch = self.watch
+        return other
+
     def decide(self, decision: Callable[[str], Event | Sequence[Event]], now: str) -> list[tuple[int, Event]]:
         """Run decision(now) inside the write transaction and append what it returns.
 

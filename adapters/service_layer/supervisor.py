@@ -145,6 +145,7 @@ async def _supervise_one(ledger: Ledger, clock: Clock, effector: Any, access: _L
         await _supervise_until_ended(ledger, clock, effector, access, w, limits, ended, group, exit_signal)
     finally:
         exit_signal.close()
+        w.close_channel()
 
 
 async def _supervise_until_ended(ledger: Ledger, clock: Clock, effector: Any, access: _Ledger, w: Launched,
@@ -174,6 +175,9 @@ async def _supervise_until_ended(ledger: Ledger, clock: Clock, effector: Any, ac
             elif limits.idle_timeout_ms is not None and (now - last_output) * 1000 >= limits.idle_timeout_ms:
                 stop_reason = "idle-timeout"
         if stop_reason is None and now >= next_check:
+            if await access.call(lambda: _awaiting_answer(ledger, w)):  # its clocks stop while a person answers
+                waited = now - max(next_check - LEDGER_CHECK_SECONDS, started)
+                started, last_output = started + waited, last_output + waited
             next_check = now + LEDGER_CHECK_SECONDS
             stop_reason = await access.call(lambda: _asked_to_stop(ledger, clock, w))
         if now >= next_renew:
@@ -227,6 +231,12 @@ def _asked_to_stop(ledger: Ledger, clock: Clock, w: Launched) -> str | None:
     if run.remaining_ms(clock.now()) == 0:
         return "budget"
     return None
+
+
+def _awaiting_answer(ledger: Ledger, w: Launched) -> bool:
+    """Whether the generation waits for the answer to a question it asked: its timeouts do not run meanwhile."""
+    requests = getattr(w.channel, "requests", None)
+    return requests is not None and bool(requests.open_questions(ledger))
 
 
 def _stop_requested(ledger: Ledger, w: Launched) -> str | None:

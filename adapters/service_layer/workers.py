@@ -89,6 +89,7 @@ class LaunchRequest:
     workspace_root: Path | None = None  # [workspace] root: where a new workspace is made (None: the data folder)
     confinement: Confinement = Confinement()  # its sandbox, as docket.toml asks it (sandboxes.py)
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # [candidates] max_file_size: the pin on exit refuses larger files
+    inbox: Any = None  # the run's [inbox] policy (domain.requests.InboxPolicy) its requests are decided by
 
 
 @dataclass
@@ -111,6 +112,12 @@ class Launched:
     agent: str | None = None
     report: str | None = None
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    channel: Any = None  # the generation's request channel (request_channel.RequestChannel), closed when it ends
+
+    def close_channel(self) -> None:
+        channel, self.channel = self.channel, None
+        if channel is not None:
+            channel.close()
 
 
 def launch_worker(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request: LaunchRequest, *,
@@ -167,7 +174,11 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
         own_folder(docket_dir, folder)
     port = _free_port() if request.ports else None
     prompt, prompt_file = _prompt(docket_dir, task, repository, load_run(ledger, request.run_id).remote)
-    values = dict(worktree=str(worktree), worker_dir=str(generation_dir), port=port)
+    from ..world.request_channel import SOCKET_NAME, docket_command, docket_roots, write_mcp_config
+
+    channel_path = generation_dir / SOCKET_NAME
+    values = dict(worktree=str(worktree), worker_dir=str(generation_dir), port=port, requests=str(channel_path),
+                  mcp_config=str(write_mcp_config(generation_dir, channel_path)), docket=docket_command()[0])
     from ...domain.config import expand
 
     argv = tuple(expand(arg, **values, prompt=prompt, prompt_file=str(prompt_file) if prompt_file else None)
@@ -183,8 +194,8 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
     stdin = prompt_file if request.prompt_mode == "stdin" else None
     git_write, git_read = agent_roots(repository, worktree)
     sandbox = sandbox_for(request.confinement, write=[*git_write, generation_dir],
-                          read=[*git_read, *([prompt_file] if prompt_file else [])], temporary=generation_dir / "tmp",
-                          argv=argv, env=env, cwd=worktree)
+                          read=[*git_read, *([prompt_file] if prompt_file else []), *docket_roots()],
+                          temporary=generation_dir / "tmp", argv=argv, env=env, cwd=worktree)
     spec = LaunchSpec(argv=argv, cwd=worktree, env=env, log_path=log_path, stdin_path=stdin, sandbox=sandbox)
 
     def decision(now: str) -> Event:
@@ -205,16 +216,37 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
             raise OutcomeUnknown("outcome-unknown", f"worker {request.worker_id} generation {worker.generation}: "
                                                     "the launch's outcome is not known yet")
         faults.crash_point("launch:before-gate")
-        gated = launcher.release(intent_id, worker.process)
+        channel = _open_channel(ledger, clock, request, worker, channel_path)  # served before the agent runs
+        try:
+            gated = launcher.release(intent_id, worker.process)
+        except BaseException:
+            channel.close()
+            raise
     finally:
         launcher.close()
     if gated is None:
+        channel.close()
         raise Refused("launched-elsewhere", f"worker {request.worker_id} generation {worker.generation} was "
                                             "launched by another docket process")
     faults.crash_point("launch:after-gate")
     return Launched(request.worker_id, request.run_id, request.task_id, worker.generation, worker.process, gated,
                     log_path, worktree, resource, token, supervisions, request.artifact_dir, request.pin_on_exit,
-                    request.agent, None if request.report in (None, "none") else request.report, request.max_file_size)
+                    request.agent, None if request.report in (None, "none") else request.report, request.max_file_size,
+                    channel)
+
+
+def _open_channel(ledger: Ledger, clock: Clock, request: LaunchRequest, worker: worker_aggregate.Worker,
+                  path: Path) -> Any:
+    """The generation's request channel, served from here: its requests decided on a connection of its own."""
+    from ...domain.requests import Binding, InboxPolicy
+    from ..world.request_channel import RequestChannel, descends_from
+    from .requests import GenerationRequests
+
+    assert worker.process is not None
+    process = worker.process
+    requests = GenerationRequests(ledger, clock, Binding(request.run_id, request.task_id, request.worker_id,
+                                                         worker.generation), request.inbox or InboxPolicy())
+    return RequestChannel(path, requests, lambda pid: descends_from(pid, process.pid, process.start_time))
 
 
 def _current_worker(ledger: Ledger, clock: Clock, processes: Any,
@@ -402,10 +434,13 @@ def _environment(request: LaunchRequest, values: Mapping[str, Any], worker: work
     env.update({name: expand(value, **values) for name, value in request.env.items()})
     from ...domain.plan import short_id
 
+    from ..world.request_channel import CHANNEL_VARIABLE
+
     env.update(DOCKET_RUN=request.run_id, DOCKET_TASK=request.task_id, DOCKET_TASK_ID=short_id(request.run_id,
                request.task_id), DOCKET_WORKER=request.worker_id,
                DOCKET_GENERATION=str(worker.generation), DOCKET_LEDGER=str(ledger_path),
                DOCKET_WORKTREE=str(worktree))
+    env[CHANNEL_VARIABLE] = values["requests"]
     env[LAUNCH_MARK] = intent_id
     env[HOST_MARK] = host_id()
     if port is not None:

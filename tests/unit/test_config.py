@@ -35,7 +35,8 @@ def test_the_default_file_parses_to_the_defaults_and_every_commented_example_is_
                 "# command =", "# prompt =", "# report =", "# env =", "# env_allow =", "# timeout =", "# idle_timeout =",
                 "# shell =", "# required =", "# agent =", "# artifact_dir =", "# [worktree]", "# [workspace]", "# root =", "# [run]",
                 "# [integration]", "# [candidates]", "# max_file_size =", "# [ledger]", "# url =", "# [git]", "# remote =",
-                "# [hooks]")
+                "# [hooks]", "# [inbox]", "# trusted =", "# deadline =", "# on_deadline =", "# default_answer =",
+                "# proposals =")
     uncommented = "\n".join(line.removeprefix("# ") if line.startswith(settings) else line
                             for line in DEFAULT_TOML.splitlines())
     config = Config.model_validate(tomllib.loads(uncommented))
@@ -47,6 +48,8 @@ def test_the_default_file_parses_to_the_defaults_and_every_commented_example_is_
         assert config.agents[name] == Config.model_validate(tomllib.loads(agent_block(name))).agents[name], name
     assert config.artifact_dir == "out/docket" and config.required_checks() == ["tests"]
     assert config.ledger.url == "postgresql://docket@db.internal/docket"
+    assert (config.inbox.trusted, config.inbox.deadline_ms, config.inbox.on_deadline, config.inbox.proposals) == (
+        [], 2 * 3_600_000, "wait", "queue")
     tests, lint = config.checks["tests"], config.checks["lint"]
     assert tests.timeout_ms == 20 * 60_000 and tests.argv("/e")[-1] == "--junitxml=/e/out/docket/junit.xml"
     assert lint.shell and not lint.required and lint.argv("/e")[:2] == ("/bin/sh", "-c")

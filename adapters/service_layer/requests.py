@@ -1,0 +1,145 @@
+"""Use cases of the inbox: a worker's request recorded and replied to, a question answered, a deadline applied.
+
+A request comes through the channel bound to one worker generation (``adapters/world/request_channel.py``), which
+names the binding; nothing the agent sends can name another. Each is decided in the ledger's write transaction
+(``domain.requests``), so two copies of one request racing record it once, and two answers racing record one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ...domain import requests as rq
+from ...domain import worker as worker_aggregate
+from ...domain.errors import Refused
+from ...domain.events import Event
+from ..world.clock import Clock
+from .ledger import Ledger
+from .runs import load_run
+
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+__all__ = ["GenerationRequests", "answer_question", "apply_deadlines", "load_request", "local_user",
+           "receive_request", "serve_request"]
+
+
+def local_user() -> str:
+    """Who runs this process, as the system names its user: the identity a plain `docket answer` records."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return f"uid-{os.getuid()}"
+
+
+def load_request(ledger: Ledger, key: str) -> rq.Request | None:
+    return ledger.get(rq.apply, rq.stream_of(key))
+
+
+def receive_request(ledger: Ledger, clock: Clock, binding: rq.Binding, request_id: str, kind: str,
+                    raw: Mapping[str, Any], policy: rq.InboxPolicy) -> rq.Reply:
+    """Record the request (once), and what it gets back now: recorded, waiting, its answer, or refused."""
+    key = rq.request_key(binding.worker_id, binding.generation, request_id)
+
+    def decision(now: str) -> list[Event]:
+        worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(binding.worker_id))
+        current = None if worker is None or (worker.status == "lost" and worker.generation == binding.generation) \
+            else worker.generation
+        return rq.receive(load_request(ledger, key), current, load_run(ledger, binding.run_id), binding, request_id,
+                          kind, raw, policy, now)
+
+    ledger.decide(decision, clock.now())
+    return rq.reply(load_request(ledger, key), kind, raw)
+
+
+class GenerationRequests:
+    """One worker generation's requests as its channel serves them, decided on a ledger connection of the channel's
+    own thread; the questions it asked, so its supervisor knows when it waits for an answer."""
+
+    def __init__(self, ledger: Ledger, clock: Clock, binding: rq.Binding, policy: rq.InboxPolicy) -> None:
+        self._ledger = ledger
+        self._clock = clock
+        self.binding = binding
+        self._policy = policy
+        self._connection: Ledger | None = None
+        self._asked: set[str] = set()
+        self._lock = threading.Lock()
+
+    def handle(self, document: dict[str, Any]) -> dict[str, Any]:
+        if self._connection is None:
+            self._connection = self._ledger.connection()
+        reply = serve_request(self._connection, self._clock, self.binding, self._policy, document)
+        if document.get("kind") == "ask" and reply.get("request"):
+            with self._lock:
+                self._asked.add(reply["request"])
+        return reply
+
+    def stopped(self) -> None:
+        """The channel stopped serving: its connection is closed (in the channel's thread, which opened it)."""
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()
+
+    def open_questions(self, ledger: Ledger) -> list[rq.Request]:
+        """The questions this generation asked that no one has answered yet (read through ledger)."""
+        with self._lock:
+            keys = sorted(self._asked)
+        found = [load_request(ledger, key) for key in keys]
+        return [q for q in found if q is not None and q.status == "open"]
+
+
+def serve_request(ledger: Ledger, clock: Clock, binding: rq.Binding, policy: rq.InboxPolicy,
+                  document: Mapping[str, Any]) -> dict[str, Any]:
+    """The channel's reply to one request it received (a JSON object: kind, request_id and the kind's fields)."""
+    from ...domain.errors import DocketError
+
+    kind, request_id = document.get("kind"), document.get("request_id")
+    if not isinstance(request_id, str) or not _REQUEST_ID.match(request_id):
+        return {"status": "refused", "code": "bad-request",
+                "message": "request_id is 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"}
+    raw = {k: v for k, v in document.items() if k not in ("kind", "request_id")}
+    try:
+        return receive_request(ledger, clock, binding, request_id, str(kind), raw, policy).document()
+    except DocketError as e:
+        return {"status": "refused", "code": str(e.code), "message": e.message}
+
+
+def answer_question(ledger: Ledger, clock: Clock, key: str, *, text: str | None, choice: int | None, by: str,
+                    trusted: Iterable[str], via: str = "cli") -> rq.Request:
+    """Record the question's answer, by someone trusted (the local user, or one of trusted); the answered question.
+    An answer from anyone else is recorded as refused, then refused (untrusted-answerer)."""
+    allowed = by == local_user() or by in set(trusted)
+
+    def decision(now: str) -> list[Event]:
+        question = load_request(ledger, key)
+        run = load_run(ledger, question.run_id) if question is not None else None
+        return rq.answer(question, run, text=text, choice=choice, by=by, trusted=allowed, via=via,  # type: ignore
+                         now=now)
+
+    appended = ledger.decide(decision, clock.now())
+    if any(type(event).name == "AnswerRefused" for _, event in appended) or not allowed:
+        raise Refused("untrusted-answerer", f"{by} may not answer: only the local user ({local_user()}) and the "
+                                            "identities [inbox] trusted names may")
+    question = load_request(ledger, key)
+    assert question is not None
+    return question
+
+
+def apply_deadlines(ledger: Ledger, clock: Clock, keys: Iterable[str]) -> list[str]:
+    """Apply each open question's passed deadline (its default answer, or its expiry); the keys that changed."""
+    changed = []
+    for key in keys:
+        def decision(now: str, key: str = key) -> list[Event]:
+            question = load_request(ledger, key)
+            if question is None:
+                return []
+            return rq.expire(question, load_run(ledger, question.run_id), now)
+
+        if ledger.decide(decision, clock.now()):
+            changed.append(key)
+    return changed
