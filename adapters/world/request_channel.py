@@ -121,11 +121,11 @@ class RequestChannel:
     def _answer(self, connection: socket.socket) -> None:
         connection.settimeout(IO_TIMEOUT_SECONDS)
         pid, uid, _ = _UCRED.unpack(connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
+        line = _read_line(connection)  # read whole before any reply: the sender is then told, not cut off
         if uid != os.getuid() or not self._allowed(pid):
             _reply(connection, {"status": "refused", "code": "not-this-worker",
                                 "message": "this channel serves one worker generation's agent and what it runs"})
             return
-        line = _read_line(connection)
         if line is None:
             _reply(connection, {"status": "refused", "code": "bad-request",
                                 "message": f"a request is one line of JSON, at most {MAX_REQUEST} bytes"})
