@@ -72,6 +72,9 @@ def answer(ctx: Context) -> int:
     trusted = load_config(find_config(Path.cwd())).inbox.trusted
     question = answer_question(ctx.ledger, ctx.clock, a.question, text=a.text, choice=a.choice,
                                by=a.identity or local_user(), trusted=trusted)
+    from ..adapters.world import faults
+
+    faults.crash_point("answer:after-record")
     ctx.update_views()
     emit(ctx.json, {"question_id": question.key, "run_id": question.run_id, "task_id": question.task_id,
                     "answer": question.answer, "choice": question.choice, "answered_by": question.answered_by,

@@ -31,7 +31,7 @@ BOARD_COST_SHARE = 10
 STATE_STYLES = {"delivered": "bold green", "passed": "green", "failed": "red", "stopped": "red",
                 "conflicted": "bold red", "unmergeable": "bold red", "rejected": "bold red", "merge failed": "bold red",
                 "merged (target not moved)": "bold yellow", "running": "yellow", "checking": "cyan",
-                "launching": "yellow", "exited": "magenta"}
+                "launching": "yellow", "exited": "magenta", "awaiting-input": "bold magenta"}
 
 
 class LiveView:

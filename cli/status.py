@@ -27,8 +27,8 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def status(ctx: Context) -> int:
-    from ..projections import (approvals, board, candidates, checks, integration_steps, intents, leases, runs, tasks,
-                               workers)
+    from ..projections import (approvals, board, candidates, checks, inbox, integration_steps, intents, leases, runs,
+                               tasks, workers)
 
     a = ctx.args
     ctx.require_ledger_file()
@@ -51,12 +51,15 @@ def status(ctx: Context) -> int:
         delivered = board.delivered_steps(steps, integration)
         overlaps = board.overlap_warnings(integration)
         worker_rows = workers.workers_of(conn, a.run)
+        shown_board = board.run_board(conn, a.run, now, approval_required=approval)
+        states = {line.task_id: line.state for line in shown_board.tasks} if shown_board else {}
         doc = {
             "position": position,
             "run": runs.with_budget(run, now),
             "attention": board.run_attention(conn, run, integration, approval),
-            "tasks": _with_candidates(tasks.tasks_of(conn, a.run), candidates.candidates_of(conn, a.run),
-                                      checks.checks_of_run(conn, a.run)),
+            "tasks": [{**t, "state": states.get(t["task_id"])} for t in _with_candidates(
+                tasks.tasks_of(conn, a.run), candidates.candidates_of(conn, a.run), checks.checks_of_run(conn, a.run))],
+            "questions": inbox.open_questions(conn, a.run),
             "workers": [_with_process(w, now) for w in worker_rows],
             "leases": leases.leases_of(conn, a.run),
             "pending_intents": intents.pending(conn, a.run),
@@ -148,8 +151,12 @@ def _human_run(doc: dict[str, Any], now: str, step_words: dict[int, str], task_s
         elif t.get("failed_cycles"):
             finished = f" ({t['failed_cycles']} failed cycle{'' if t['failed_cycles'] == 1 else 's'} so far)"
         step = f", {shown(task_steps[t['task_id']])}" if t["task_id"] in task_steps else ""
-        lines.append(f"  task {shown(t['task_id'])}: {shown(t['title'])}{finished}{step}")
+        waiting = ", awaiting input" if t.get("state") == "awaiting-input" else ""
+        lines.append(f"  task {shown(t['task_id'])}: {shown(t['title'])}{finished}{step}{waiting}")
         lines += _candidate_lines(t["candidate"])
+    for q in doc.get("questions", []):
+        lines.append(f"  question {q['request_key']} ({q['reason']}) from task {shown(q['task_id'])}: "
+                     f"{shown(q['question'])} (docket answer {q['request_key']} TEXT)")
     generation = {w["worker_id"]: w["generation"] for w in doc["workers"]}
     for w in doc["workers"]:
         lines.append(f"  worker {shown(w['worker_id'])}: {shown(w['role'])} generation {w['generation']}"

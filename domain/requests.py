@@ -38,6 +38,7 @@ __all__ = [
     "answer",
     "apply",
     "content_sha256",
+    "deliver",
     "expire",
     "open_questions",
     "receive",
@@ -109,6 +110,7 @@ class Request:
     choice: int | None = None
     answered_by: str | None = None
     answered_at: str | None = None
+    delivered: bool = False  # its answer reached the agent (AnswerDelivered)
     decision: str | None = None  # a proposal's
     refused: frozenset[str] = field(default_factory=frozenset)  # "code content-digest" of each refusal recorded
 
@@ -143,6 +145,8 @@ def apply(request: Request | None, event: ev.Event, position: int) -> Request:
                        answered_by=event.answered_by, answered_at=event.recorded_at)
     if isinstance(event, ev.QuestionExpired):
         return replace(request, status="expired")
+    if isinstance(event, ev.AnswerDelivered):
+        return replace(request, delivered=True)
     if isinstance(event, ev.RequestRefused):
         return replace(request, refused=request.refused | {f"{event.code} {event.content_sha256}"})
     return request  # AnswerRefused: the question is as it was
@@ -322,6 +326,15 @@ def answer(question: Request | None, run: Run, *, text: str | None, choice: int 
     return [next_event(ev.QuestionAnswered, stream_of(question.key), question.version, now, request_key=question.key,
                        run_id=question.run_id, task_id=question.task_id, worker_id=question.worker_id,
                        generation=question.generation, answer=text, choice=choice, answered_by=by, via=via)]
+
+
+def deliver(question: Request | None, now: str) -> list[ev.Event]:
+    """AnswerDelivered once the agent was sent the question's answer; nothing before it is answered, or after it
+    was delivered once."""
+    if question is None or question.kind != "ask" or question.status != "answered" or question.delivered:
+        return []
+    return [next_event(ev.AnswerDelivered, stream_of(question.key), question.version, now, request_key=question.key,
+                       run_id=question.run_id, worker_id=question.worker_id, generation=question.generation)]
 
 
 def expire(question: Request, run: Run, now: str) -> list[ev.Event]:

@@ -22,11 +22,12 @@ if TYPE_CHECKING:
     from .candidate import TestsReported
     from .effects import Act, Unknown, WorktreeObservation
 
-__all__ = ["Feedback", "RemovalObservation", "Task", "apply", "check_feedback", "decide_removal", "decide_worktree",
+__all__ = ["Answered", "Feedback", "answer_note", "answered_prompt", "record_answered", "RemovalObservation", "Task", "apply", "check_feedback", "decide_removal", "decide_worktree",
            "finish", "lose_worktree", "plan", "prepared", "record_feedback", "request_removal", "request_worktree", "retry_prompt",
            "stream_of"]
 
 MAX_FEEDBACK_CHARS = 4000
+MAX_ANSWERS_SHOWN = 5
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,15 @@ class Feedback:
     check: str | None
     binding_id: str | None
     feedback: str
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A generation that ended waiting for answers, and the questions and answers its successor is told
+    (TaskAnswered)."""
+
+    generation: int
+    note: str
 
 
 @dataclass(frozen=True)
@@ -60,12 +70,15 @@ class Task:
     repository: str | None = None  # the git common dir its worktree was asked for in (its workspace borrows from it)
     worktree_host: str | None = None  # the host its worktree was asked for on (None: recorded before hosts were)
     feedback: tuple[Feedback, ...] = ()  # one per generation judged and failed: the cycles spent
+    answered: tuple[Answered, ...] = ()  # generations that ended waiting for answers, given them (no cycle spent)
     result: str | None = None  # passed | failed, once TaskFinished
     finished_binding: str | None = None
     finished_code: str | None = None
 
     def judged(self, generation: int) -> bool:
-        return any(f.generation == generation for f in self.feedback)
+        """Whether the generation's end was dealt with: its work judged failed, or its questions answered."""
+        return any(f.generation == generation for f in self.feedback) or \
+            any(a.generation == generation for a in self.answered)
 
 
 def apply(task: Task | None, event: ev.Event, position: int) -> Task:
@@ -99,6 +112,8 @@ def apply(task: Task | None, event: ev.Event, position: int) -> Task:
     if isinstance(event, ev.TaskFeedbackRecorded):
         return replace(task, feedback=(*task.feedback, Feedback(event.generation, event.code, event.check,
                                                                  event.binding_id, event.feedback)))
+    if isinstance(event, ev.TaskAnswered):
+        return replace(task, answered=(*task.answered, Answered(event.generation, event.note)))
     if isinstance(event, ev.TaskFinished):
         return replace(task, result=event.result, finished_binding=event.binding_id, finished_code=event.code)
     if isinstance(event, (ev.IntentOutcomeUnknown, ev.IntentOutcomeUnknownV2, ev.CandidateUnstable)):
@@ -176,6 +191,36 @@ def finish(task: Task, run: Run, *, result: str, binding_id: str | None, code: s
     return [next_event(ev.TaskFinished, stream_of(task.task_id), task.version, now, task_id=task.task_id,
                        run_id=task.run_id, result=result, cycles=len(task.feedback) + (result == "passed"),
                        binding_id=binding_id, code=code, message=(message or None) and message[:4000])]
+
+
+def answered_prompt(prompt: str, answered: tuple[Answered, ...]) -> str:
+    """The prompt after generations that ended waiting for answers: the answers they were given (the last
+    MAX_ANSWERS_SHOWN), and that the work goes on where it stopped."""
+    if not answered:
+        return prompt
+    shown = answered[-MAX_ANSWERS_SHOWN:]
+    notes = "\n\n".join(a.note for a in shown)
+    return (f"{prompt}\n\n---\nYou asked questions and stopped before they were answered. Your work so far is in "
+            f"the workspace; go on from there. The answers:\n{notes}\n")
+
+
+def answer_note(questions: list[tuple[str, str, str]]) -> str:
+    """What a TaskAnswered tells the next generation: each (question, answer, who answered), bounded."""
+    parts = [f"Q: {question}\nA ({by}): {answer}" for question, answer, by in questions]
+    text = "\n\n".join(parts)
+    return text if len(text) <= MAX_FEEDBACK_CHARS else text[:MAX_FEEDBACK_CHARS - 1] + "…"
+
+
+def record_answered(task: Task, run: Run, *, generation: int, request_keys: list[str], note: str,
+                    now: str) -> list[ev.Event]:
+    """TaskAnswered for a generation that ended waiting for answers, once (nothing if its end was dealt with)."""
+    require_open(run)
+    if task.result is not None:
+        raise Refused("task-finished", f"task {task.task_id} has finished ({task.result})")
+    if task.judged(generation):
+        return []
+    return [next_event(ev.TaskAnswered, stream_of(task.task_id), task.version, now, task_id=task.task_id,
+                       run_id=task.run_id, generation=generation, request_keys=sorted(request_keys), note=note)]
 
 
 def retry_prompt(prompt: str, feedback: tuple[Feedback, ...]) -> str:

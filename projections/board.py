@@ -14,6 +14,7 @@ Each task's state is the furthest thing the views say about it:
 - launching, running: its worker's current generation;
 - queued: the current generation was judged and failed (feedback recorded), or nothing has started and nothing
   it depends on is unfinished (in a run `docket go` planned; in any other, nothing starts it: not started);
+- awaiting-input: its current generation asked a question no one has answered yet (running, or ended asking);
 - exited: the generation ended, and nothing has judged it yet;
 - waiting: something it depends on (the run's plan) has not passed yet.
 
@@ -33,7 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..domain.values import to_ms
-from . import approvals, candidates, checks, integration_steps, integrations, runs, tasks, workers
+from . import approvals, candidates, checks, inbox, integration_steps, integrations, runs, tasks, workers
 from .query import ViewsConnection
 
 __all__ = ["CLOSED", "Board", "TaskLine", "awaiting_approval", "delivered_steps", "integration_summary",
@@ -121,6 +122,7 @@ def run_board(conn: ViewsConnection, run_id: str, now: str, *,
     current = current_steps(steps, worker_of.values())
     delivered = delivered_steps(steps, integration)
     overlaps = overlap_warnings(integration)
+    asking = inbox.waiting_workers(conn, run_id)
     lines = []
     for t in task_rows:
         task_id = t["task_id"]
@@ -129,6 +131,8 @@ def run_board(conn: ViewsConnection, run_id: str, now: str, *,
         candidate_checks = checks_by.get(binding, []) if binding else []
         state = _state(t, worker, candidate, candidate_checks, step, delivered, step_of.get(task_id), closed,
                        [d for d in depends.get(task_id, ()) if results.get(d) != "passed"], run["plan"] is not None)
+        if state in ("running", "exited") and worker and (worker["worker_id"], worker["generation"]) in asking:
+            state = "awaiting-input"  # a question of its current generation waits for a person
         lines.append(TaskLine(
             task_id=task_id, title=t["title"], state=state, generation=worker["generation"] if worker else None,
             elapsed_ms=_elapsed(worker, now), last_line=_last_line(worker, tail),

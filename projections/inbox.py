@@ -16,14 +16,13 @@ TABLE = "requests"
 COLUMNS = {"request_key": str, "kind": str, "status": str, "run_id": str, "task_id": str, "worker_id": str,
            "generation": int, "request_id": str, "asked_at": str, "reason": str, "question": str, "choices": str,
            "deadline_at": str, "on_deadline": str, "answer": str, "choice": int, "answered_by": str,
-           "answered_at": str, "via": str, "summary": str, "title": str, "decision": str, "input_tokens": int,
+           "answered_at": str, "via": str, "delivered_at": str, "summary": str, "title": str, "decision": str, "input_tokens": int,
            "output_tokens": int, "cost_micro_usd": int, "refusals": int, "answers_refused": int, "code": str,
            "position": int}
 INDEXES = ("run_id", "status")
 PK = "request_key"
 
-_KINDS = {"QuestionAsked": "ask", "ProgressReported": "progress", "FollowUpProposed": "propose",
-          "WorkFinished": "finish"}
+OPEN_RUNS = frozenset({"opening", "active", "paused"})
 
 
 def _insert(c: sqlite3.Connection, values: dict[str, Any]) -> None:
@@ -76,6 +75,10 @@ def _expired(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -
     c.execute(f"UPDATE {TABLE} SET status = 'expired' WHERE request_key = ?", (p["request_key"],))
 
 
+def _delivered(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute(f"UPDATE {TABLE} SET delivered_at = ? WHERE request_key = ?", (at, p["request_key"]))
+
+
 def _answer_refused(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     c.execute(f"UPDATE {TABLE} SET answers_refused = answers_refused + 1 WHERE request_key = ?", (p["request_key"],))
 
@@ -86,7 +89,8 @@ def handlers() -> dict[str, Any]:
     return {ev.stored.QuestionAsked: _asked, ev.stored.ProgressReported: _progress,
             ev.stored.FollowUpProposed: _proposed, ev.stored.WorkFinished: _finished,
             ev.stored.RequestRefused: _refused, ev.stored.QuestionAnswered: _answered,
-            ev.stored.QuestionExpired: _expired, ev.stored.AnswerRefused: _answer_refused}
+            ev.stored.QuestionExpired: _expired, ev.stored.AnswerRefused: _answer_refused,
+            ev.stored.AnswerDelivered: _delivered}
 
 
 def _decoded(row: dict[str, Any]) -> dict[str, Any]:
@@ -96,10 +100,14 @@ def _decoded(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def open_questions(c: sqlite3.Connection, run_id: str | None = None) -> list[dict[str, Any]]:
-    """Questions no one has answered (of one run, or of all), oldest first."""
+    """Questions no one has answered of runs still open (of one run, or of all), oldest first."""
+    from . import runs
+
     where, args = ("AND run_id = ?", (run_id,)) if run_id is not None else ("", ())
-    return [_decoded(r) for r in as_dicts(c.execute(
-        f"SELECT * FROM {TABLE} WHERE kind = 'ask' AND status = 'open' {where} ORDER BY position", args))]
+    rows = as_dicts(c.execute(f"SELECT * FROM {TABLE} WHERE kind = 'ask' AND status = 'open' {where} "
+                              "ORDER BY position", args))
+    open_runs = {r: (runs.get_run(c, r) or {}).get("status") in OPEN_RUNS for r in {row["run_id"] for row in rows}}
+    return [_decoded(r) for r in rows if open_runs[r["run_id"]]]
 
 
 def requests_of(c: sqlite3.Connection, run_id: str, task_id: str | None = None) -> list[dict[str, Any]]:

@@ -46,6 +46,10 @@ def _feedback(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) 
               "WHERE task_id = ?", (p["generation"], p["task_id"]))
 
 
+def _answered(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE tasks SET judged_generation = ? WHERE task_id = ?", (p["generation"], p["task_id"]))
+
+
 def _finished(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     c.execute("UPDATE tasks SET result = ?, cycles = ?, passed_candidate = ?, finished_code = ? "
               "WHERE task_id = ? AND result IS NULL",
@@ -58,7 +62,7 @@ def handlers() -> dict[str, Any]:
     return {ev.stored.TaskPlanned: _planned, ev.stored.TaskPlannedV2: _planned,
             ev.stored.WorktreeCreated: _worktree_created, ev.stored.WorktreeFailed: _worktree_failed,
             ev.stored.WorktreeRemoved: _worktree_removed, ev.stored.WorktreeLost: _worktree_lost,
-            ev.stored.TaskFeedbackRecorded: _feedback,
+            ev.stored.TaskFeedbackRecorded: _feedback, ev.stored.TaskAnswered: _answered,
             ev.stored.TaskFinished: _finished}
 
 

@@ -26,6 +26,7 @@ from .tasks import load_task
 __all__ = ["finish_task", "judgeable", "queued_tasks", "task_worker_id", "work_on"]
 
 JUDGED_CAUSES = frozenset({"exited", "timeout", "idle-timeout"})
+ANSWER_POLL_SECONDS = 1.0  # how often a task whose agent ended asking looks for the answers
 RETRY_SECONDS = 0.25  # a candidate whose queue step cannot be taken yet is judged again after this
 
 
@@ -61,6 +62,9 @@ def work_on(open_session: Callable[[], Session], settings: GoSettings, run_id: s
                 continue
             if worker is not None and worker.status in ("launching", "running"):
                 return  # a generation another docket process supervises, or one reconcile has not settled
+            if worker is not None and worker.status == "exited" and not task.judged(worker.generation) \
+                    and task_id not in queued_tasks(s, run_id, worker.generation) and _ended_asking(s, task, worker):
+                continue  # however it ended (by itself, stopped, its docket gone), its questions come first
             if worker is not None and judgeable(worker) and not task.judged(worker.generation):
                 if task_id in queued_tasks(s, run_id, worker.generation):
                     return  # its step is the integrator's: it finishes the task, or drops it and the task goes on
@@ -88,6 +92,44 @@ def _taken_over(s: Session, task: task_aggregate.Task, worker: worker_aggregate.
     unjudged = (worker is not None and judgeable(worker) and not task.judged(worker.generation)
                 and task.task_id not in queued_tasks(s, task.run_id, worker.generation))  # queued: judged, handed off
     return take_over(s.ledger, s.clock, here, task.task_id, task_worker_id(task.task_id), unjudged=unjudged)
+
+
+def _ended_asking(s: Session, task: task_aggregate.Task, worker: worker_aggregate.Worker) -> bool:
+    """Whether the generation ended with questions whose answers never reached it (unanswered yet, or answered
+    after it could no longer be told), and so is not judged: it waits for them (awaiting input; their deadlines apply
+    meanwhile), then the next generation goes on with the answers (TaskAnswered, no cycle spent). A question that
+    expired at its deadline, its policy to fail, fails the task."""
+    from .requests import apply_deadlines, questions_of
+
+    questions = questions_of(s.ledger, worker.worker_id, worker.generation)
+    if not questions:
+        return False
+    unanswered = [q for q in questions if q.status == "open" or (q.status == "answered" and not q.delivered)]
+    if not unanswered:
+        return False
+    if any(q.status == "open" for q in unanswered):
+        if apply_deadlines(s.ledger, s.clock, [q.key for q in unanswered if q.status == "open"]):
+            return True
+        time.sleep(ANSWER_POLL_SECONDS)
+        return True
+    expired = [q for q in questions if q.status == "expired"]
+    if expired:
+        finish_task(s, task.task_id, "failed", None, Code.QUESTION_EXPIRED,
+                    f"question {expired[0].key} was not answered by its deadline ({expired[0].deadline_at})")
+        return True
+    note = task_aggregate.answer_note([(q.question or "", q.answer or "", q.answered_by or "") for q in unanswered])
+
+    def decision(now: str) -> list[Any]:
+        return task_aggregate.record_answered(load_task(s.ledger, task.task_id), load_run(s.ledger, task.run_id),
+                                              generation=worker.generation, request_keys=[q.key for q in unanswered],
+                                              note=note, now=now)
+
+    faults.crash_point("go:before-answered")
+    try:
+        s.ledger.decide(decision, s.clock.now())
+    except RunClosed:
+        pass
+    return True
 
 
 def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: task_aggregate.Task) -> bool:

@@ -17,6 +17,7 @@ from ...domain import requests as rq
 from ...domain import worker as worker_aggregate
 from ...domain.errors import Refused
 from ...domain.events import Event
+from ..world import faults
 from ..world.clock import Clock
 from .ledger import Ledger
 from .runs import load_run
@@ -24,7 +25,7 @@ from .runs import load_run
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 __all__ = ["GenerationRequests", "answer_question", "apply_deadlines", "load_request", "local_user",
-           "receive_request", "serve_request"]
+           "questions_of", "receive_request", "serve_request"]
 
 
 def local_user() -> str:
@@ -74,10 +75,20 @@ class GenerationRequests:
         if self._connection is None:
             self._connection = self._ledger.connection()
         reply = serve_request(self._connection, self._clock, self.binding, self._policy, document)
+        faults.crash_point("request:before-reply")
         if document.get("kind") == "ask" and reply.get("request"):
             with self._lock:
                 self._asked.add(reply["request"])
         return reply
+
+    def replied(self, reply: dict[str, Any]) -> None:
+        """An answer was sent to the agent: AnswerDelivered, once (after the reply: an answer recorded as delivered
+        has reached the agent; one sent but not recorded is told again to the next generation)."""
+        if reply.get("status") != "answered" or self._connection is None:
+            return
+        key = str(reply.get("request"))
+        self._connection.decide(lambda now: rq.deliver(load_request(self._connection, key), now),  # type: ignore
+                                self._clock.now())
 
     def stopped(self) -> None:
         """The channel stopped serving: its connection is closed (in the channel's thread, which opened it)."""
@@ -130,10 +141,26 @@ def answer_question(ledger: Ledger, clock: Clock, key: str, *, text: str | None,
     return question
 
 
+def questions_of(ledger: Ledger, worker_id: str, generation: int) -> list[rq.Request]:
+    """The questions the worker's generation asked, as they stand now, in the order asked."""
+    from ...domain import events as ev
+
+    keys = [e.request_key for _, e in ledger.events_of(ev.QuestionAsked)
+            if e.worker_id == worker_id and e.generation == generation]  # type: ignore[attr-defined]
+    found = [load_request(ledger, key) for key in keys]
+    return [q for q in found if q is not None]
+
+
 def apply_deadlines(ledger: Ledger, clock: Clock, keys: Iterable[str]) -> list[str]:
     """Apply each open question's passed deadline (its default answer, or its expiry); the keys that changed."""
+    from ...domain.values import to_ms
+
     changed = []
     for key in keys:
+        seen = load_request(ledger, key)
+        if seen is None or seen.deadline_at is None or to_ms(clock.now()) < to_ms(seen.deadline_at):
+            continue  # nothing to record: no write transaction taken
+
         def decision(now: str, key: str = key) -> list[Event]:
             question = load_request(ledger, key)
             if question is None:

@@ -175,7 +175,7 @@ async def _supervise_until_ended(ledger: Ledger, clock: Clock, effector: Any, ac
             elif limits.idle_timeout_ms is not None and (now - last_output) * 1000 >= limits.idle_timeout_ms:
                 stop_reason = "idle-timeout"
         if stop_reason is None and now >= next_check:
-            if await access.call(lambda: _awaiting_answer(ledger, w)):  # its clocks stop while a person answers
+            if await access.call(lambda: _awaiting_answer(ledger, clock, w)):  # its clocks stop while a person answers
                 waited = now - max(next_check - LEDGER_CHECK_SECONDS, started)
                 started, last_output = started + waited, last_output + waited
             next_check = now + LEDGER_CHECK_SECONDS
@@ -233,10 +233,17 @@ def _asked_to_stop(ledger: Ledger, clock: Clock, w: Launched) -> str | None:
     return None
 
 
-def _awaiting_answer(ledger: Ledger, w: Launched) -> bool:
+def _awaiting_answer(ledger: Ledger, clock: Clock, w: Launched) -> bool:
     """Whether the generation waits for the answer to a question it asked: its timeouts do not run meanwhile."""
+    from .requests import apply_deadlines
+
     requests = getattr(w.channel, "requests", None)
-    return requests is not None and bool(requests.open_questions(ledger))
+    if requests is None:
+        return False
+    waiting = requests.open_questions(ledger)
+    if waiting and apply_deadlines(ledger, clock, [q.key for q in waiting if q.deadline_at is not None]):
+        waiting = requests.open_questions(ledger)
+    return bool(waiting)
 
 
 def _stop_requested(ledger: Ledger, w: Launched) -> str | None:

@@ -411,7 +411,9 @@ def _prompt(docket_dir: Path, task: task_aggregate.Task, repository: Path,
                 publish_prompt(repository, *remote, text)  # for a host that takes the task over
     if task.feedback:
         text = task_aggregate.retry_prompt(text, task.feedback)
-    if task.feedback or task.prompt_sha256 is None:
+    if task.answered:
+        text = task_aggregate.answered_prompt(text, task.answered)
+    if task.feedback or task.answered or task.prompt_sha256 is None:
         _, path = store_prompt(docket_dir, text)  # by content: the argv naming it binds it
     return text, path
 

@@ -74,6 +74,8 @@ class Requests(Protocol):
 
     def handle(self, document: dict[str, Any]) -> dict[str, Any]: ...
 
+    def replied(self, reply: dict[str, Any]) -> None: ...  # the reply was sent whole
+
     def stopped(self) -> None: ...
 
 
@@ -142,6 +144,10 @@ class RequestChannel:
         except Exception as e:  # a fault of docket's (its ledger unreachable, say): the agent may ask again
             reply = {"status": "error", "code": "internal-error", "message": f"docket could not decide: {type(e).__name__}"}
         _reply(connection, reply)
+        try:
+            self.requests.replied(reply)
+        except Exception:  # noqa: S110 (what it records is asked again at the next reply)
+            pass
 
     def close(self) -> None:
         self._closed.set()

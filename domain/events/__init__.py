@@ -37,7 +37,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "HookFinished", "HookRequested",
     ),
     "request": (
-        "AnswerRefused", "FollowUpProposed", "ProgressReported", "QuestionAnswered", "QuestionAsked", "QuestionExpired",
+        "AnswerDelivered", "AnswerRefused", "FollowUpProposed", "ProgressReported", "QuestionAnswered", "QuestionAsked", "QuestionExpired",
         "RequestRefused", "WorkFinished",
     ),
     "integration": (
@@ -77,7 +77,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "WorkerStopped",
     ),
     "task": (
-        "TaskFeedbackRecorded", "TaskFinished", "TaskPlanned", "TaskPlannedV2", "WorktreeCreated", "WorktreeFailed",
+        "TaskAnswered", "TaskFeedbackRecorded", "TaskFinished", "TaskPlanned", "TaskPlannedV2", "WorktreeCreated", "WorktreeFailed",
         "WorktreeLost", "WorktreePrepared", "WorktreeRemovalFailed", "WorktreeRemovalRequested", "WorktreeRemoved",
         "WorktreeRequested", "WorktreeRequestedV2",
     ),
@@ -91,9 +91,9 @@ _CATALOGUE: tuple[str, ...] = (
     "RunCompleted", "RunSupervised", "RunUnsupervised", "RunWaiting", "RunPlanned", "RunPlannedV2",
     "RunBudgetExhausted", "TaskPlanned", "TaskPlannedV2", "WorktreeRequested", "WorktreeRequestedV2", "WorktreeCreated",
     "WorktreeFailed", "WorktreeLost", "WorktreePrepared", "WorktreeRemovalRequested", "WorktreeRemoved", "WorktreeRemovalFailed",
-    "TaskFeedbackRecorded", "TaskFinished", "WorkerRegistered", "WorkerRelaunched", "WorkerLaunchRequested",
+    "TaskFeedbackRecorded", "TaskAnswered", "TaskFinished", "WorkerRegistered", "WorkerRelaunched", "WorkerLaunchRequested",
     "WorkerLaunched", "WorkerLaunchFailed", "WorkerStopRequested", "WorkerStopped", "WorkerExited", "WorkerLost", "AgentReported",
-    "WorkerActionRefused", "QuestionAsked", "QuestionAnswered", "AnswerRefused", "QuestionExpired",
+    "WorkerActionRefused", "QuestionAsked", "QuestionAnswered", "AnswerDelivered", "AnswerRefused", "QuestionExpired",
     "ProgressReported", "FollowUpProposed", "WorkFinished", "RequestRefused", "LeaseGranted", "LeaseRenewed", "LeaseReleased", "LeaseExpired", "CandidatePinRequested",
     "CandidatePinRequestedV2", "CandidatePinned", "CandidateDiverged", "CandidateUnstable", "CandidateReleaseRequested", "CandidateReleased",
     "CandidateReleaseFailed", "CheckRequested", "ExecutionRequested", "ExecutionRequestedV2", "ExecutionCreated", "ExecutionFailed",

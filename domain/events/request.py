@@ -16,6 +16,7 @@ from ..values import MAX_SAFE_INT
 from .base import Code, Event, Generation, Id, Sha256, Text, Timestamp
 
 __all__ = [
+    "AnswerDelivered",
     "AnswerRefused",
     "ProgressReported",
     "QuestionAnswered",
@@ -75,6 +76,17 @@ class QuestionAnswered(Event):
     choice: Annotated[int, Field(ge=1, le=20)] | None
     answered_by: Identity
     via: Literal["cli", "web", "deadline"]
+
+
+class AnswerDelivered(Event):
+    """The question's answer reached the agent that asked (its channel's reply was sent): a generation that ends
+    after this is judged as any other; one that ends before goes on in the next generation, told the answer."""
+
+    name = "AnswerDelivered"
+    request_key: RequestKey
+    run_id: Id
+    worker_id: Id
+    generation: Generation
 
 
 class AnswerRefused(Event):

@@ -3,7 +3,7 @@
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from ..values import MAX_SAFE_INT
 from .base import AbsolutePath, BranchName, Code, Commit, Event, Host, Id, RepositoryPath, Sha256, Text
@@ -172,6 +172,19 @@ class TaskFeedbackRecorded(Event):
     check: Id | None
     binding_id: Sha256 | None
     feedback: Text
+
+
+class TaskAnswered(Event):
+    """A generation ended while its questions waited for a person, and they are answered now: the next generation
+    goes on where it left off, with each question and its answer in its prompt (note). It spends no cycle."""
+
+    name = "TaskAnswered"
+    task_id: Id
+    run_id: Id
+    generation: Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
+    request_keys: Annotated[list[Annotated[str, StringConstraints(pattern=r"^req-[a-z2-7]{16}$")]],
+                            Field(min_length=1, max_length=100)]
+    note: Text
 
 
 class TaskFinished(Event):

@@ -197,3 +197,15 @@ def test_a_deadline_answers_with_its_default_or_expires_the_question():
     waiting = rq.InboxPolicy(deadline_ms=1_000, on_deadline="wait")
     _, question = received(book, None, "ask", ASK, policy=waiting, run=run, request_id="q10")
     assert rq.expire(question, run, at(10 ** 9)) == []
+
+
+def test_an_answer_is_delivered_once_and_only_once_answered():
+    book = Book()
+    run = book.active_run()
+    _, question = received(book, None, "ask", ASK, run=run)
+    assert rq.deliver(question, at(1)) == []  # nothing to deliver yet
+    _, question = answered(book, question, run, choice=1)
+    (event,) = rq.deliver(question, at(2))
+    assert (type(event).name, event.request_key, event.generation) == ("AnswerDelivered", question.key, 2)
+    question = book.apply(rq.apply, question, [event])
+    assert question.delivered and rq.deliver(question, at(3)) == []

@@ -1,0 +1,258 @@
+"""The inbox end to end: an agent `docket go` launched asks through `docket request`, a person answers with
+`docket answer`, and the answer reaches the target. Real processes, a real repository, the sandbox as configured.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.go_world import GoWorld, docket_processes, kill, make_go_world, wait_until
+
+TASKS = '[[tasks]]\nid = "name"\ntitle = "name the greeter"\nprompt = "Name the greeter."\n'
+
+# The agent: asks which name (choices ada, bob), waits for the answer, writes it into name.py.
+ASKING = '''
+import os, subprocess, sys
+answer = subprocess.run([sys.executable, "-m", "docket", "request", "ask", "Which name?", "--reason", "choice",
+                         "--choice", "ada", "--choice", "bob", "--id", "which-name"],
+                        capture_output=True, text=True)
+if answer.returncode != 0:
+    sys.exit(answer.stderr)
+open("name.py", "w").write(f"NAME = {answer.stdout.strip()!r}\\n")
+'''
+
+# The agent: asks without waiting and exits; the next generation finds the answer in its prompt and writes it.
+ASKING_THEN_EXITING = '''
+import re, subprocess, sys
+prompt = sys.stdin.read()
+found = re.findall(r"^A \\(([^)]*)\\): (.*)$", prompt, re.M)
+if found:
+    open("name.py", "w").write(f"NAME = {found[-1][1]!r}\\n")
+    sys.exit(0)
+done = subprocess.run([sys.executable, "-m", "docket", "request", "ask", "Which name should the greeter have?",
+                       "--no-wait", "--id", "name-q"], capture_output=True, text=True)
+print(done.stdout.strip(), done.stderr.strip())
+'''
+
+
+def asking_world(tmp_path: Path, script: str, *, idle_timeout: str = "3s", extra: str = "") -> GoWorld:
+    agent = tmp_path / "agent.py"
+    agent.write_text(textwrap.dedent(script))
+    config = (f'[agents.asker]\ncommand = ["{sys.executable}", "{agent}"]\nprompt = "stdin"\n'
+              f'idle_timeout = "{idle_timeout}"\n{extra}')
+    return make_go_world(tmp_path, tasks=TASKS, extra_config=config)
+
+
+def start_go(world: GoWorld, run_id: str = "r1"):
+    return world.start("go", "--goal", "name it", "--tasks", "tasks.toml", "--id", run_id, "--agent", "asker",
+                       "--json")
+
+
+def open_questions(world: GoWorld) -> list[dict]:
+    return world.json("inbox")["questions"]
+
+
+def task_state(world: GoWorld, run_id: str = "r1") -> str:
+    (task,) = world.json("status", run_id)["tasks"]
+    return task["state"]
+
+
+def test_an_agent_asks_a_person_answers_and_the_answer_reaches_the_target(tmp_path):
+    world = asking_world(tmp_path, ASKING)
+    go = start_go(world)
+    try:
+        assert wait_until(lambda: open_questions(world), timeout=60)
+        (question,) = open_questions(world)
+        assert (question["run_id"], question["task_id"], question["reason"], question["question"],
+                question["choices"], question["generation"]) == ("r1", "r1.name", "choice", "Which name?",
+                                                                 ["ada", "bob"], 1)
+        assert wait_until(lambda: task_state(world) == "awaiting-input", timeout=30)
+        # longer than the agent's idle timeout (3s): its clocks stop while a person answers
+        assert not wait_until(lambda: go.poll() is not None, timeout=6)
+        answered = world.run("answer", question["question_id"], "--choice", "2", "--json")
+        assert answered.returncode == 0, answered.stderr
+        assert json.loads(answered.stdout)["answer"] == "bob"
+        out, err = go.communicate(timeout=180)
+    finally:
+        if go.poll() is None:
+            go.kill()
+            go.communicate()
+    assert go.returncode == 0, err + out
+    assert world.file_at("main", "name.py") == "NAME = 'bob'\n"
+    assert open_questions(world) == []
+    (asked,), (answer,) = world.events("QuestionAsked"), world.events("QuestionAnswered")
+    assert answer["payload"]["request_key"] == asked["payload"]["request_key"] == question["question_id"]
+    assert (answer["payload"]["answer"], answer["payload"]["choice"], answer["payload"]["via"]) == ("bob", 2, "cli")
+    assert [e["payload"]["cause"] for e in world.events("WorkerExited")] == ["exited"]  # no idle timeout
+    assert world.run("verify").returncode == 0
+    assert docket_processes(world.ledger) == []
+
+
+def test_an_answer_from_someone_untrusted_is_refused_and_kept_and_a_trusted_one_is_taken(tmp_path):
+    world = asking_world(tmp_path, ASKING, extra='\n[inbox]\ntrusted = ["ada@example.com"]\n')
+    go = start_go(world)
+    try:
+        assert wait_until(lambda: open_questions(world), timeout=60)
+        (question,) = open_questions(world)
+        refused = world.run("answer", question["question_id"], "ada", "--as", "mallory@example.com")
+        assert refused.returncode == 3
+        assert refused.stderr.startswith("docket: error: untrusted-answerer: ")
+        assert "Traceback" not in refused.stderr
+        assert [q["question_id"] for q in open_questions(world)] == [question["question_id"]]  # still open
+        taken = world.run("answer", question["question_id"], "ada", "--as", "ada@example.com", "--json")
+        assert taken.returncode == 0, taken.stderr
+        again = world.run("answer", question["question_id"], "bob", "--as", "ada@example.com")
+        assert again.returncode == 3 and again.stderr.startswith("docket: error: already-answered: ")
+        out, err = go.communicate(timeout=180)
+    finally:
+        if go.poll() is None:
+            go.kill()
+            go.communicate()
+    assert go.returncode == 0, err + out
+    assert world.file_at("main", "name.py") == "NAME = 'ada'\n"
+    assert [(e["payload"]["answered_by"], e["payload"]["code"]) for e in world.events("AnswerRefused")] == [
+        ("mallory@example.com", "untrusted-answerer")]
+    assert [e["payload"]["answered_by"] for e in world.events("QuestionAnswered")] == ["ada@example.com"]
+
+
+def test_a_task_whose_agent_exited_waiting_is_continued_by_the_answer(tmp_path):
+    world = asking_world(tmp_path, ASKING_THEN_EXITING)
+    go = start_go(world)
+    try:
+        assert wait_until(lambda: open_questions(world), timeout=60)
+        assert wait_until(lambda: task_state(world) == "awaiting-input", timeout=30)
+        assert [e["payload"]["cause"] for e in world.events("WorkerExited")] == ["exited"]
+        (question,) = open_questions(world)
+        assert world.run("answer", question["question_id"], "carol").returncode == 0
+        out, err = go.communicate(timeout=180)
+    finally:
+        if go.poll() is None:
+            go.kill()
+            go.communicate()
+    assert go.returncode == 0, err + out
+    (row,) = json.loads(out)["tasks"]
+    assert (row["result"], row["cycles"]) == ("delivered", 1)  # waiting for the answer spent no cycle
+    assert world.file_at("main", "name.py") == "NAME = 'carol'\n"
+    (continued,) = world.events("TaskAnswered")
+    assert continued["payload"]["generation"] == 1
+    assert continued["payload"]["request_keys"] == [question["question_id"]]
+    assert "Which name should the greeter have?" in continued["payload"]["note"]
+    assert [e["payload"]["generation"] for e in world.events("WorkerExited")] == [1, 2]
+    assert world.events("TaskFeedbackRecorded") == []
+
+
+# The agent: uses the answer its prompt carries (a generation after one that ended asking), else asks and waits.
+ASK_OR_USE = '''
+import re, subprocess, sys
+prompt = sys.stdin.read()
+found = re.findall(r"^A \\(([^)]*)\\): (.*)$", prompt, re.M)
+if found:
+    name = found[-1][1]
+else:
+    asked = subprocess.run([sys.executable, "-m", "docket", "request", "ask", "Which name?", "--id", "which"],
+                           capture_output=True, text=True)
+    if asked.returncode != 0:
+        sys.exit(asked.stderr)
+    name = asked.stdout.strip()
+open("name.py", "w").write(f"NAME = {name!r}\\n")
+'''
+
+
+def start_faulted(world: GoWorld, fault: str | None, *args: str):
+    import subprocess
+
+    env = dict(world.env, **({"DOCKET_FAULT": fault} if fault else {}))
+    argv = args or ("go", "--goal", "name it", "--tasks", "tasks.toml", "--id", "r1", "--agent", "asker", "--json")
+    return subprocess.Popen(world.argv(*argv), cwd=world.repo, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def answer_each_question(world: GoWorld, go, text: str = "bob", timeout: float = 180) -> None:
+    """Answer every question that opens until go ends."""
+    import time
+
+    end = time.monotonic() + timeout
+    while go.poll() is None and time.monotonic() < end:
+        for question in open_questions(world):
+            world.run("answer", question["question_id"], text)
+        time.sleep(0.3)
+
+
+def assert_one_answer_per_question_and_delivered(world: GoWorld, summary: dict, name: str = "bob") -> None:
+    asked = [e["payload"]["request_key"] for e in world.events("QuestionAsked")]
+    answered = [e["payload"]["request_key"] for e in world.events("QuestionAnswered")]
+    assert asked and sorted(answered) == sorted(asked) and len(set(answered)) == len(answered)
+    assert summary["outcome"] == "delivered"
+    assert world.file_at("main", "name.py") == f"NAME = {name!r}\n"
+    assert len(world.events("TaskAnswered")) <= 1
+    assert world.run("verify").returncode == 0
+    assert wait_until(lambda: docket_processes(world.ledger) == [], timeout=20)
+
+
+@pytest.mark.parametrize("point", ["request:before-reply", "go:before-answered"])
+def test_docket_go_killed_on_the_request_path_converges_with_one_answer(tmp_path, point):
+    world = asking_world(tmp_path, ASK_OR_USE if point == "request:before-reply" else ASKING_THEN_EXITING)
+    go = start_faulted(world, point)
+    if point == "go:before-answered":
+        assert wait_until(lambda: open_questions(world), timeout=60)
+        (question,) = open_questions(world)
+        assert world.run("answer", question["question_id"], "bob").returncode == 0
+    out, err = go.communicate(timeout=180)
+    assert go.returncode == -9, err + out  # killed at the point
+    resumed = start_faulted(world, None, "go", "--resume", "r1", "--json")
+    answer_each_question(world, resumed)
+    out, err = resumed.communicate(timeout=180)
+    assert resumed.returncode == 0, err + out
+    assert_one_answer_per_question_and_delivered(world, json.loads(out))
+    assert len(world.events("QuestionAsked")) == 1  # the question asked before the kill is the one answered
+
+
+def test_an_answer_killed_after_it_is_recorded_is_given_again_and_recorded_once(tmp_path):
+    world = asking_world(tmp_path, ASK_OR_USE)
+    go = start_faulted(world, None)
+    try:
+        assert wait_until(lambda: open_questions(world), timeout=60)
+        (question,) = open_questions(world)
+        killed = world.run("answer", question["question_id"], "bob", fault="answer:after-record")
+        assert killed.returncode == -9
+        again = world.run("answer", question["question_id"], "bob")
+        assert again.returncode == 0, again.stderr
+        out, err = go.communicate(timeout=180)
+    finally:
+        if go.poll() is None:
+            kill(go)
+    assert go.returncode == 0, err + out
+    assert_one_answer_per_question_and_delivered(world, json.loads(out))
+
+
+@pytest.mark.parametrize("seed", [20261203, 20261205])
+def test_docket_go_killed_at_a_random_moment_of_asking_and_answering_converges(tmp_path, seed):
+    import random
+    import time
+
+    rng = random.Random(seed)
+    world = asking_world(tmp_path, ASK_OR_USE)
+    go = start_faulted(world, None)
+    answer_at = rng.uniform(0.5, 4.0)
+    kill_at = rng.uniform(0.5, 6.0)
+    started = time.monotonic()
+    answered = False
+    while go.poll() is None and time.monotonic() - started < kill_at:
+        if not answered and time.monotonic() - started >= answer_at:
+            for question in open_questions(world):
+                answered = world.run("answer", question["question_id"], "bob").returncode == 0
+        time.sleep(0.05)
+    if go.poll() is None:
+        kill(go)
+        resumed = start_faulted(world, None, "go", "--resume", "r1", "--json")
+    else:
+        resumed = go
+    answer_each_question(world, resumed)
+    out, err = resumed.communicate(timeout=180)
+    assert resumed.returncode == 0, err + out
+    assert_one_answer_per_question_and_delivered(world, json.loads(out))
