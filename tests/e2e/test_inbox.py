@@ -249,8 +249,8 @@ def test_docket_go_killed_at_a_random_moment_of_asking_and_answering_converges(t
         time.sleep(0.05)
     if go.poll() is None:
         kill(go)
-        resumed = start_faulted(world, None, "go", "--resume", "r1", "--json")
-    else:
+        resumed = start_faulted(world, None)  # the same command again goes on with the run (or opens it, if killed
+    else:                                     # before it was)
         resumed = go
     answer_each_question(world, resumed)
     out, err = resumed.communicate(timeout=180)
