@@ -32,6 +32,7 @@ class Code(StrEnum):
     BAD_CANDIDATE = "bad-candidate"
     BAD_CANDIDATE_REF = "bad-candidate-ref"
     BAD_CONFIG = "bad-config"
+    BAD_COST = "bad-cost"
     BAD_COUNT = "bad-count"
     BAD_DATABASE_URL = "bad-database-url"
     BAD_DURATION = "bad-duration"
