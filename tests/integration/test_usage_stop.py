@@ -6,6 +6,8 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
+import pytest
+
 from docket.adapters.service_layer.ledger import Ledger
 from docket.adapters.service_layer.projector import catch_up, open_views
 from docket.adapters.service_layer.runs import load_run, open_run
@@ -18,6 +20,12 @@ from docket.domain.usage import Usage
 from docket.projections import runs, usage, workers
 
 T0 = "2026-01-01T00:00:00.000Z"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, ledger_path: Path) -> tuple[Path, str | None]:
+    """Where a ledger is: a SQLite file, or a PostgreSQL database (url) of this test's own."""
+    return ledger_path, request.getfixturevalue("postgres_url") if request.param == "postgres" else None
 
 
 def open_limited_run(ledger: Ledger, repo: Path, run_id: str, *, max_cost=None, max_tokens=None,
@@ -43,8 +51,8 @@ def exhausted(ledger: Ledger) -> list[ev.RunUsageExhausted]:
     return [e for _, e in ledger.events_of(ev.RunUsageExhausted)]  # type: ignore[misc]
 
 
-def test_the_run_stops_once_its_reports_reach_max_cost_and_only_once(repo, ledger_path):
-    ledger = Ledger(ledger_path)
+def test_the_run_stops_once_its_reports_reach_max_cost_and_only_once(repo, store):
+    ledger = Ledger(store[0], url=store[1])
     ledger.initialise(T0)
     clock = FixedClock(T0)
     open_limited_run(ledger, repo, "r1", max_cost=2_500_000, worker_ids=("w1", "w2"))
@@ -82,8 +90,8 @@ def test_a_run_without_limits_or_another_runs_reports_never_stop_it(repo, ledger
 ROUNDS = 15
 
 
-def _checker(path: str, barrier, results) -> None:
-    ledger = Ledger(Path(path), lock_timeout=120)
+def _checker(path: str, url: str | None, barrier, results) -> None:
+    ledger = Ledger(Path(path), url=url, lock_timeout=120)
     clock = FixedClock(T0)
     recorded = []
     for i in range(ROUNDS):
@@ -93,8 +101,8 @@ def _checker(path: str, barrier, results) -> None:
     ledger.close()
 
 
-def test_two_processes_checking_at_once_record_the_stop_once(repo, ledger_path):
-    ledger = Ledger(ledger_path)
+def test_two_processes_checking_at_once_record_the_stop_once(repo, store):
+    ledger = Ledger(store[0], url=store[1])
     ledger.initialise(T0)
     for i in range(ROUNDS):
         open_limited_run(ledger, repo, f"r{i}", max_cost=1)
@@ -102,7 +110,7 @@ def test_two_processes_checking_at_once_record_the_stop_once(repo, ledger_path):
     ledger.close()
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_checker, args=(str(ledger_path), barrier, results)) for _ in range(2)]
+    procs = [ctx.Process(target=_checker, args=(str(store[0]), store[1], barrier, results)) for _ in range(2)]
     for p in procs:
         p.start()
     first, second = (results.get(timeout=300) for _ in procs)
@@ -110,7 +118,7 @@ def test_two_processes_checking_at_once_record_the_stop_once(repo, ledger_path):
         p.join(60)
         assert p.exitcode == 0
     assert [a + b for a, b in zip(first, second)] == [1] * ROUNDS  # in each round exactly one recorded it
-    ledger = Ledger(ledger_path)
+    ledger = Ledger(store[0], url=store[1])
     assert sorted(e.run_id for e in exhausted(ledger)) == sorted(f"r{i}" for i in range(ROUNDS))
     ledger.close()
 
