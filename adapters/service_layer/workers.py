@@ -31,7 +31,7 @@ from ...domain import lease as lease_aggregate
 from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
 from ...domain.canonical import canonical_json
-from ...domain.errors import OutcomeUnknown, Refused, WorkFailed
+from ...domain.errors import DocketError, OutcomeUnknown, Refused, WorkFailed
 from ...domain.events import Event, LeaseGranted
 from ...domain.processes import ProcessIdentity, bounded_tail, scrub_environment
 from ...domain.sandbox import Confinement
@@ -474,7 +474,10 @@ def exit_worker(ledger: Ledger, clock: Clock, worker_id: str, generation: int, *
     if any(e.name == "AgentReported" for _, e in appended):
         from .usage import stop_when_spent
 
-        stop_when_spent(ledger, clock, appended[0][1].run_id)  # type: ignore[attr-defined]
+        try:
+            stop_when_spent(ledger, clock, appended[0][1].run_id)  # type: ignore[attr-defined]
+        except DocketError:
+            pass  # the exit is recorded; docket go's loop or a supervisor's next check records the stop
     return bool(appended)
 
 
