@@ -34,6 +34,10 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--target", metavar="BRANCH", help="target branch (default: docket.toml's [run] target, else the "
                                                       "branch checked out in the main checkout)")
     p.add_argument("--budget", metavar="DURATION", help="time budget of the run, e.g. 2h (active time only)")
+    p.add_argument("--max-cost", metavar="USD", help="stop the run once its agents reported this cost in US dollars, "
+                                                    "e.g. 2.50 (default: docket.toml's [run] max_cost)")
+    p.add_argument("--max-tokens", metavar="N", help="stop the run once its agents reported this many tokens, input "
+                                                    "and output together (default: docket.toml's [run] max_tokens)")
     p.add_argument("--parallel", type=_count(64), metavar="N", help=f"agents at once (default {DEFAULT_PARALLEL})")
     p.add_argument("--cycles", type=_count(100), metavar="N",
                    help=f"attempts judged per task before it fails (default {DEFAULT_CYCLES})")
@@ -183,7 +187,7 @@ def _start(ctx: Context, config: Any) -> str:
     from ..adapters.service_layer.go_delivery import export_key
     from ..adapters.service_layer.go_settings import agent_named
     from ..adapters.service_layer.go_start import start_run
-    from ..domain.values import parse_duration
+    from ..domain.values import parse_cost, parse_duration, parse_tokens
     from .parsing import UsageError
 
     a = ctx.args
@@ -196,10 +200,13 @@ def _start(ctx: Context, config: Any) -> str:
     agent = agent_named(config, a.agent)
     target = a.target or config.run.target or _checked_out_target(repository)
     budget_ms = parse_duration(a.budget) if a.budget is not None else config.run.budget_ms
+    max_cost = parse_cost(a.max_cost) if a.max_cost is not None else config.run.max_cost_micro_usd
+    max_tokens = parse_tokens(a.max_tokens) if a.max_tokens is not None else config.run.max_tokens
     key = export_key(a.key)  # a bad key fails before any work
     return start_run(_driver(ctx), run_id=a.id, goal=a.goal, specs=specs, agent=agent, target=target,
                      budget_ms=budget_ms, repository=str(repository), cycles=a.cycles or DEFAULT_CYCLES,
-                     parallel=a.parallel or DEFAULT_PARALLEL, export_key=key, remote=config.git.remote)
+                     parallel=a.parallel or DEFAULT_PARALLEL, export_key=key, remote=config.git.remote,
+                     max_cost_micro_usd=max_cost, max_tokens=max_tokens)
 
 
 def _checked_out_target(repository: Path) -> str:
@@ -334,7 +341,7 @@ class _NoView:
 def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bool = True) -> int:
     """Print the run's summary (see adapters/service_layer/go_summary.py) and what it came to; go's exit code."""
     from .output import emit, shown
-    from .status import base_check_lines
+    from .status import base_check_lines, spend_words
 
     run_id = doc["run_id"]
     if interrupted or doc["status"] in ("aborted", "budget-limited", "paused"):
@@ -347,6 +354,10 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
         outcome = "failed"
     doc["outcome"] = outcome
     lines = [f"run {shown(run_id)}: {outcome} ({doc['status']})"]
+    if doc["limited_by"]:
+        lines.append(f"  stopped at its {'time budget' if doc['limited_by'] == 'time' else 'max ' + doc['limited_by']}")
+    if doc["spend"]["reports"] or doc["max_cost_micro_usd"] or doc["max_tokens"]:
+        lines.append("  spend: " + spend_words(doc["spend"], doc["max_cost_micro_usd"], doc["max_tokens"]))
     for row in doc["tasks"]:
         checks = ", ".join(f"{name} {result}" for name, result in sorted(row["checks"].items())) or "no checks"
         candidate = row["candidate"][:12] if row["candidate"] else "-"

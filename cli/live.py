@@ -12,7 +12,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..domain.values import format_duration
+from ..domain.values import format_cost, format_duration
 from .output import shown, warn
 
 if TYPE_CHECKING:
@@ -186,10 +186,22 @@ def run_summary(board: Board) -> str:
     budget = f"budget {_duration(board.used_ms)} used"
     if board.budget_ms:
         budget += f" of {format_duration(board.budget_ms)}, {_duration(board.remaining_ms)} left"
+    budget += _spend(board)
     receipt = f"receipt {board.receipt_sha256[:SHORT]} sealed" if board.receipt_sha256 else "receipt not sealed"
     target = f" ({shown(board.target_branch)} at {board.target_commit[:SHORT]})" if board.target_commit else ""
     return (f"run {shown(board.run_id)}: {board.status}, {budget}, integration {shown(board.integration)}{target}, "
             f"{receipt}: {shown(board.goal)}")
+
+
+def _spend(board: Board) -> str:
+    """', spent $0.42 of $2.50, 1500 tokens': what its agents reported, when they did or the run limits it."""
+    parts = []
+    if board.cost_micro_usd is not None or board.max_cost_micro_usd:
+        parts.append(format_cost(board.cost_micro_usd or 0)
+                     + (f" of {format_cost(board.max_cost_micro_usd)}" if board.max_cost_micro_usd else ""))
+    if board.tokens is not None or board.max_tokens:
+        parts.append(f"{board.tokens or 0} tokens" + (f" of {board.max_tokens}" if board.max_tokens else ""))
+    return f", spent {', '.join(parts)}" if parts else ""
 
 
 def attention_lines(board: Board) -> list[str]:

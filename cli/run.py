@@ -21,6 +21,12 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--goal", required=True, metavar="TEXT", help="what the run is for")
     p.add_argument("--budget", metavar="DURATION",
                    help="time budget, e.g. 90m or 2h30m (default: docket.toml's [run] budget, else none)")
+    p.add_argument("--max-cost", metavar="USD",
+                   help="stop the run once its agents reported this cost in US dollars, e.g. 2.50 (default: "
+                        "docket.toml's [run] max_cost, else none)")
+    p.add_argument("--max-tokens", metavar="N",
+                   help="stop the run once its agents reported this many tokens, input and output together "
+                        "(default: docket.toml's [run] max_tokens, else none)")
     p.add_argument("--id", metavar="RUN", help="run id (default: a new random id)")
     p.add_argument("--no-wait", action="store_true", help="record the intent and return without pinning")
     p = command(run, "pause", run_pause, common, "pause a run (its budget stops)", "docket run pause run-7k2m9x4q")
@@ -40,10 +46,12 @@ def run_open(ctx: Context) -> int:
     from ..adapters.service_layer.runs import open_run
     from ..adapters.world.clock import new_id
     from ..domain.errors import NotFound
-    from ..domain.values import parse_duration
+    from ..domain.values import parse_cost, parse_duration, parse_tokens
 
     a = ctx.args
     budget_ms = None if a.budget is None else parse_duration(a.budget)
+    max_cost = None if a.max_cost is None else parse_cost(a.max_cost)
+    max_tokens = None if a.max_tokens is None else parse_tokens(a.max_tokens)
     repository = ctx.repository
     if repository is None:
         raise NotFound("not-a-repository", "run 'docket run open' inside the git repository the run targets")
@@ -55,6 +63,8 @@ def run_open(ctx: Context) -> int:
     config = load_config(find_config(Path.cwd()))  # [run] for what the command line leaves out; [git] remote
     target = a.target or config.run.target
     budget_ms = budget_ms if a.budget is not None else config.run.budget_ms
+    max_cost = max_cost if a.max_cost is not None else config.run.max_cost_micro_usd
+    max_tokens = max_tokens if a.max_tokens is not None else config.run.max_tokens
     if target is None:
         raise BadInput("no-target", "name the target branch with --target BRANCH (or set [run] target in "
                                     "docket.toml)")
@@ -63,7 +73,7 @@ def run_open(ctx: Context) -> int:
         run = open_run(ctx.ledger, ctx.clock, run_id=run_id, intent_id=intent_id, goal=a.goal,
                        target_branch=target, budget_ms=budget_ms, repository=str(repository),
                        wait=not a.no_wait, effector=None if a.no_wait else ctx.effector,
-                       remote=config.git.remote)
+                       remote=config.git.remote, max_cost_micro_usd=max_cost, max_tokens=max_tokens)
     finally:
         if "ledger" in vars(ctx):  # a failed or unknown pin is recorded too: the views show the run either way
             ctx.update_views()
@@ -79,7 +89,8 @@ def run_open(ctx: Context) -> int:
 
 def _run_doc(run: Any) -> dict[str, Any]:
     return {"run_id": run.run_id, "status": run.status, "goal": run.goal, "target_branch": run.target_branch,
-            "base_commit": run.base_commit, "budget_ms": run.budget_ms}
+            "base_commit": run.base_commit, "budget_ms": run.budget_ms,
+            "max_cost_micro_usd": run.max_cost_micro_usd, "max_tokens": run.max_tokens}
 
 
 def run_pause(ctx: Context) -> int:

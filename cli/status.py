@@ -11,12 +11,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ..domain.errors import NotFound
-from ..domain.values import format_duration
+from ..domain.values import format_cost, format_duration
 from .context import Context
 from .output import emit, shown
 from .parsing import command
 
-__all__ = ["register"]
+__all__ = ["register", "spend_words"]
 
 
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
@@ -28,7 +28,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 def status(ctx: Context) -> int:
     from ..projections import (approvals, board, candidates, checks, inbox, integration_steps, intents, leases, runs,
-                               tasks, workers)
+                               tasks, usage, workers)
 
     a = ctx.args
     ctx.require_ledger_file()
@@ -53,12 +53,15 @@ def status(ctx: Context) -> int:
         worker_rows = workers.workers_of(conn, a.run)
         shown_board = board.run_board(conn, a.run, now, approval_required=approval)
         states = {line.task_id: line.state for line in shown_board.tasks} if shown_board else {}
+        task_spend = usage.spend_by_task(conn, a.run, {w["worker_id"]: w["task_id"] for w in worker_rows})
         doc = {
             "position": position,
-            "run": runs.with_budget(run, now),
+            "run": {**runs.with_budget(run, now), "spend": usage.spend_of_run(conn, a.run)},
             "attention": board.run_attention(conn, run, integration, approval),
-            "tasks": [{**t, "state": states.get(t["task_id"])} for t in _with_candidates(
-                tasks.tasks_of(conn, a.run), candidates.candidates_of(conn, a.run), checks.checks_of_run(conn, a.run))],
+            "tasks": [{**t, "state": states.get(t["task_id"]),
+                       "spend": task_spend.get(t["task_id"], dict(usage.NO_SPEND))}
+                      for t in _with_candidates(tasks.tasks_of(conn, a.run), candidates.candidates_of(conn, a.run),
+                                                checks.checks_of_run(conn, a.run))],
             "questions": inbox.open_questions(conn, a.run),
             "workers": [_with_process(w, now) for w in worker_rows],
             "leases": leases.leases_of(conn, a.run),
@@ -76,12 +79,15 @@ def status(ctx: Context) -> int:
         all_runs = []
         for r in runs.list_runs(conn):
             integration = _integration_row(conn, r)
-            all_runs.append({**runs.with_budget(r, now), "integration": _integration(conn, r, integration, approval),
+            all_runs.append({**runs.with_budget(r, now), "spend": usage.spend_of_run(conn, r["run_id"]),
+                             "integration": _integration(conn, r, integration, approval),
                              "attention": board.run_attention(conn, r, integration, approval)})
         doc = {"position": position, "runs": all_runs, "pending_intents": intents.pending(conn)}
         lines = [f"ledger position {position}; {len(all_runs)} run(s); {len(doc['pending_intents'])} pending intent(s)"]
         for r in all_runs:
-            lines += [_run_line(r), *_waiting_lines(r), *_attention_lines(r["attention"]),
+            spend = ([f"  spend: {spend_words(r['spend'], r['max_cost_micro_usd'], r['max_tokens'])}"]
+                     if r["spend"]["reports"] or r["max_cost_micro_usd"] or r["max_tokens"] else [])
+            lines += [_run_line(r), *_waiting_lines(r), *spend, *_attention_lines(r["attention"]),
                       *_integration_lines(r["integration"])]
         emit(ctx.json, doc, "\n".join(lines))
     return 0
@@ -109,6 +115,25 @@ def _waiting_lines(r: dict[str, Any]) -> list[str]:
     if r["status"] != "active" or not r.get("waiting_code"):
         return []
     return [f"  waiting for you ({r['waiting_code']}): {shown(r['waiting_message'])}"]
+
+
+def spend_words(spend: dict[str, Any], max_cost: int | None = None, max_tokens: int | None = None) -> str:
+    """'375 tokens (321 in, 54 out) of max 1000, $0.0042 of max $2.50'; a figure no agent reported says so."""
+    limits = [f"max {format_cost(max_cost)}" if max_cost else None, f"max {max_tokens} tokens" if max_tokens else None]
+    if not spend["reports"]:
+        shown_limits = ", ".join(limit for limit in limits if limit)
+        return "nothing reported by its agents" + (f" ({shown_limits})" if shown_limits else "")
+    if spend["tokens"] is None:
+        tokens = "tokens not reported"
+    else:
+        def count(value: int | None) -> str:
+            return "?" if value is None else str(value)
+
+        tokens = f"{spend['tokens']} tokens ({count(spend['input_tokens'])} in, {count(spend['output_tokens'])} out)"
+    tokens += f" of max {max_tokens}" if max_tokens else ""
+    cost = "cost not reported" if spend["cost_micro_usd"] is None else format_cost(spend["cost_micro_usd"])
+    cost += f" of max {format_cost(max_cost)}" if max_cost else ""
+    return f"{tokens}, {cost}"
 
 
 def _reported(w: dict[str, Any]) -> str:
@@ -140,6 +165,10 @@ def _human_run(doc: dict[str, Any], now: str, step_words: dict[int, str], task_s
     if r["budget_ms"]:
         lines.append(f"  budget: used {_seconds(r['used_ms'])} of {format_duration(r['budget_ms'])}, "
                      f"{_seconds(r['remaining_ms'])} left")
+    lines.append("  spend: " + spend_words(r["spend"], r.get("max_cost_micro_usd"), r.get("max_tokens")))
+    if r["status"] == "budget-limited" and r.get("limited_by"):
+        lines.append(f"  stopped: its {'time budget' if r['limited_by'] == 'time' else 'max ' + r['limited_by']} "
+                     "was reached")
     lines += _attention_lines(doc["attention"])
     lines += base_check_lines(doc["base_checks"])
     for t in doc["tasks"]:
@@ -153,6 +182,8 @@ def _human_run(doc: dict[str, Any], now: str, step_words: dict[int, str], task_s
         step = f", {shown(task_steps[t['task_id']])}" if t["task_id"] in task_steps else ""
         waiting = ", awaiting input" if t.get("state") == "awaiting-input" else ""
         lines.append(f"  task {shown(t['task_id'])}: {shown(t['title'])}{finished}{step}{waiting}")
+        if t["spend"]["reports"]:
+            lines.append("    spend: " + spend_words(t["spend"]))
         lines += _candidate_lines(t["candidate"])
     for q in doc.get("questions", []):
         lines.append(f"  question {q['request_key']} ({q['reason']}) from task {shown(q['task_id'])}: "

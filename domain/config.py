@@ -19,7 +19,7 @@ from .errors import BadInput
 from .events.base import Id
 from .names import check_branch_name, has_unsafe_characters
 from .sandbox import Confinement, extra_path, network_setting
-from .values import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LOG, parse_duration, parse_size
+from .values import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LOG, parse_cost, parse_duration, parse_size, parse_tokens
 
 __all__ = ["AgentConfig", "CandidatesConfig", "CheckConfig", "Config", "DEFAULT_TOML", "GitConfig", "HookConfig", "IntegrationConfig", "RunConfig", "WorktreeConfig",
            "check_artifact_dir", "check_config_sha256", "expand", "placeholders"]
@@ -104,6 +104,20 @@ def _size(value: Any) -> int:
         raise ValueError(e.message) from None
 
 
+def _cost(value: Any) -> int:
+    try:
+        return parse_cost(value)
+    except BadInput as e:
+        raise ValueError(e.message) from None
+
+
+def _tokens(value: Any) -> int:
+    try:
+        return parse_tokens(value)
+    except BadInput as e:
+        raise ValueError(e.message) from None
+
+
 def _branch(name: str) -> str:
     try:
         return check_branch_name(name)
@@ -145,6 +159,8 @@ EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 EnvPattern = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_*?]+$")]  # a name, or a glob of names
 Duration = Annotated[int, BeforeValidator(_duration)]  # milliseconds
 Size = Annotated[int, BeforeValidator(_size)]  # bytes
+Cost = Annotated[int, BeforeValidator(_cost)]  # US dollars in docket.toml; millionths of a dollar here
+Tokens = Annotated[int, BeforeValidator(_tokens)]
 Branch = Annotated[str, AfterValidator(_branch)]
 RelativeGlob = Annotated[str, StringConstraints(min_length=1, pattern=r"^[^\x00]*$"), AfterValidator(_relative_glob)]
 Argv = Annotated[list[NoNul], Field(min_length=1)]
@@ -286,6 +302,8 @@ class RunConfig(_Section):
 
     target: Branch | None = None
     budget_ms: Duration | None = Field(None, alias="budget")
+    max_cost_micro_usd: Cost | None = Field(None, alias="max_cost")
+    max_tokens: Tokens | None = None
 
 
 class CandidatesConfig(_Section):
@@ -545,6 +563,11 @@ DEFAULT_TOML = '''\
 # target = "main"
 # Default budget of a run: active time only (time without a supervising docket is not billed).
 # budget = "4h"
+# Stop a run (budget-limited, its agents stopped) once what its agents reported they used reaches this cost in US
+# dollars, or this many tokens (input and output together). Only agents whose block names a report format
+# (report = "claude-json", "codex-jsonl" or "aider") report any; a figure an agent did not report counts as 0.
+# max_cost = 2.50
+# max_tokens = 2000000
 
 # [integration]
 # Make `docket integrate` wait until `docket approve RUN --by NAME` approved every candidate it would merge.

@@ -1,9 +1,10 @@
 """The Run aggregate: one goal on one target branch, from a pinned base commit.
 
 Statuses: opening (base pin pending) -> active <-> paused -> completed;
-opening/active/paused -> aborted; active/paused -> budget-limited (its budget is
-spent); opening -> failed (base could not be pinned). A run supervised by
-``docket go`` also carries its plan (RunPlanned): tasks, dependencies, agent,
+opening/active/paused -> aborted; active/paused -> budget-limited (its time budget is
+spent: RunBudgetExhausted, or what its agents reported they used reached its max cost
+or max tokens: RunUsageExhausted, domain.usage); opening -> failed (base could not be
+pinned). A run supervised by ``docket go`` also carries its plan (RunPlanned): tasks, dependencies, agent,
 cycles and parallelism, and while it waits for its user (RunWaiting: a checkout in
 the way, an approval) why and what to do, until it is supervised again.
 The budget is the sum of the run's active intervals (domain.budget): the clock
@@ -18,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from . import budget
 from . import events as ev
+from . import usage as usage_rules
 from .aggregate import next_event
 from .errors import BadInput, Refused, RunClosed
 from .names import check_branch_name
@@ -31,6 +33,7 @@ __all__ = [
     "apply",
     "complete",
     "exhaust_budget",
+    "exhaust_usage",
     "plan_run",
     "open_run",
     "pause",
@@ -90,6 +93,13 @@ class Run:
     plan: Plan | None = None  # set by `docket go` (RunPlanned)
     waiting: tuple[str, str] | None = None  # (code, message) of RunWaiting, until the next supervision
     remote: tuple[str, str] | None = None  # (name, URL) of the shared git remote its base, candidates and target use
+    max_cost_micro_usd: int | None = None  # RunOpened.v2's limits on what its agents report they used
+    max_tokens: int | None = None
+    limited_by: str | None = None  # what made it budget-limited: "time", "cost" or "tokens"
+
+    @property
+    def limits_usage(self) -> bool:
+        return self.max_cost_micro_usd is not None or self.max_tokens is not None
 
     def used_ms(self, now: str) -> int:
         """Milliseconds of budget spent: closed intervals, and the open one up to now."""
@@ -109,6 +119,8 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
             budget_ms=event.budget_ms,
             status="opening",
             opened_at=event.recorded_at,
+            max_cost_micro_usd=getattr(event, "max_cost_micro_usd", None),
+            max_tokens=getattr(event, "max_tokens", None),
         )
     assert run is not None, f"{event.type_name()} before RunOpened"
     run = replace(run, version=event.version)
@@ -159,7 +171,9 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
         return replace(run, plan=Plan(tuple((t.task_id, tuple(t.depends_on)) for t in event.tasks), event.agent,
                                       event.cycles, event.parallel, None if key is None else (key.keyid, key.path)))
     if isinstance(event, ev.RunBudgetExhausted):
-        return replace(_close_interval(run, event.recorded_at), status="budget-limited")
+        return replace(_close_interval(run, event.recorded_at), status="budget-limited", limited_by="time")
+    if isinstance(event, ev.RunUsageExhausted):
+        return replace(_close_interval(run, event.recorded_at), status="budget-limited", limited_by=event.limit)
     raise TypeError(f"Run cannot apply {event.type_name()}")
 
 
@@ -205,16 +219,18 @@ def wait(run: Run, code: str, message: str, now: str) -> list[ev.Event]:
 
 def open_run(
     run_id: str, intent_id: str, goal: str, target_branch: str, budget_ms: int | None,
-    repository: str, now: str, remote: tuple[str, str] | None = None,
+    repository: str, now: str, remote: tuple[str, str] | None = None, *,
+    max_cost_micro_usd: int | None = None, max_tokens: int | None = None,
 ) -> list[ev.Event]:
-    """RunOpened and the intent to pin the target branch's commit as the base: the repository's own branch, or the
-    one on the shared git remote (name, URL) when given."""
+    """RunOpened (with its time budget and its limits on cost and tokens) and the intent to pin the target branch's
+    commit as the base: the repository's own branch, or the one on the shared git remote (name, URL) when given."""
     check_branch_name(target_branch)
     if not goal.strip():
         raise BadInput("empty-goal", "a run needs a goal")
     stream = stream_of(run_id)
     opened = next_event(
-        ev.RunOpened, stream, 0, now, run_id=run_id, goal=goal, target_branch=target_branch, budget_ms=budget_ms
+        ev.RunOpenedV2, stream, 0, now, run_id=run_id, goal=goal, target_branch=target_branch, budget_ms=budget_ms,
+        max_cost_micro_usd=max_cost_micro_usd, max_tokens=max_tokens,
     )
     on_remote = {} if remote is None else {"remote": remote[0], "remote_url": remote[1]}
     pin = next_event(
@@ -299,6 +315,25 @@ def exhaust_budget(run: Run, now: str) -> list[ev.Event]:
     for intent_id in sorted(run.pending_intents):
         events.append(next_event(ev.IntentCancelled, stream, events[-1].version, now, intent_id=intent_id,
                                  reason=f"run {run.run_id} ran out of budget"))
+    return events
+
+
+def exhaust_usage(run: Run, usage: usage_rules.Usage, now: str) -> list[ev.Event]:
+    """RunUsageExhausted (and a cancellation for each pending intent of the run) once what an open run's agents
+    reported they used (usage: the run's, domain.usage.run_usage) reaches its max cost or max tokens; nothing
+    while below both, or once the run is no longer open."""
+    if run.status not in ("active", "paused"):
+        return []
+    reached = usage_rules.reached(usage, run.max_cost_micro_usd, run.max_tokens)
+    if reached is None:
+        return []
+    limit, maximum, used = reached
+    stream = stream_of(run.run_id)
+    events: list[ev.Event] = [next_event(ev.RunUsageExhausted, stream, run.version, now, run_id=run.run_id,
+                                         limit=limit, max=maximum, used=used)]
+    for intent_id in sorted(run.pending_intents):
+        events.append(next_event(ev.IntentCancelled, stream, events[-1].version, now, intent_id=intent_id,
+                                 reason=f"run {run.run_id} reached its max {limit}"))
     return events
 
 

@@ -20,13 +20,16 @@ __all__ = [
     "MAX_DURATION_MS",
     "MAX_SAFE_INT",
     "add_ms",
+    "format_cost",
     "format_duration",
     "format_size",
     "from_ms",
+    "parse_cost",
     "parse_duration",
     "parse_position",
     "parse_size",
     "parse_time",
+    "parse_tokens",
     "to_ms",
 ]
 
@@ -137,6 +140,57 @@ def parse_size(value: int | str) -> int:
     if size > MAX_SAFE_INT:
         raise BadInput("bad-size", f"{value!r} is more than the maximum, {MAX_SAFE_INT} bytes")
     return size
+
+
+_COST = re.compile(r"\$?([0-9]{1,12})(?:\.([0-9]{1,6}))?")
+_TOKENS = re.compile(r"[0-9]{1,16}")
+
+
+def parse_cost(value: int | float | str) -> int:
+    """An amount of US dollars as docket.toml or a user spells it (2.50, "2.50", "$2.50", 3) -> an integer number of
+    millionths of a dollar (micro-USD), more than zero and at most MAX_SAFE_INT; at most six decimal places."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise BadInput("bad-cost", f"{value!r} is not an amount of US dollars like 2.50")
+    # a TOML float: its shortest decimal spelling, never its binary expansion (2.5 -> "2.5", not 2.4999...)
+    text = _plain_decimal(repr(value)) if isinstance(value, float) else str(value).strip()
+    match = _COST.fullmatch(text)
+    if match is None:
+        raise BadInput("bad-cost", f"{str(value)[:40]!r} is not an amount of US dollars like 2.50 (at most six "
+                                   "decimal places)")
+    micro = int(match.group(1)) * 1_000_000 + int((match.group(2) or "").ljust(6, "0"))
+    if micro <= 0:
+        raise BadInput("bad-cost", f"{text!r} must be more than zero dollars")
+    if micro > MAX_SAFE_INT:
+        raise BadInput("bad-cost", f"{text!r} is more than the maximum, {format_cost(MAX_SAFE_INT)}")
+    return micro
+
+
+def _plain_decimal(text: str) -> str:
+    """'1e-05' -> '0.00001': a float's shortest spelling without an exponent (nan and inf stay as they are)."""
+    from decimal import Decimal
+
+    number = Decimal(text)
+    return format(number, "f") if number.is_finite() else text
+
+
+def format_cost(micro_usd: int) -> str:
+    """micro-USD as a person reads dollars: '$2.50', '$0.0042', '$3.00' (cents always, further digits when set)."""
+    dollars, micro = divmod(micro_usd, 1_000_000)
+    return f"${dollars}.{f'{micro:06d}'.rstrip('0').ljust(2, '0')}"
+
+
+def parse_tokens(value: int | str) -> int:
+    """A number of tokens (input and output together): an integer, or its digits as a string; more than zero and at
+    most MAX_SAFE_INT."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or (
+            isinstance(value, str) and not _TOKENS.fullmatch(value.strip())):
+        raise BadInput("bad-count", f"{str(value)[:40]!r} is not a number of tokens like 2000000")
+    tokens = int(value)
+    if tokens <= 0:
+        raise BadInput("bad-count", f"{value!r} must be more than zero tokens")
+    if tokens > MAX_SAFE_INT:
+        raise BadInput("bad-count", f"{value!r} is more than the maximum, {MAX_SAFE_INT} tokens")
+    return tokens
 
 
 def format_size(size: int) -> str:

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..domain.values import to_ms
-from . import approvals, candidates, checks, inbox, integration_steps, integrations, runs, tasks, workers
+from . import approvals, candidates, checks, inbox, integration_steps, integrations, runs, tasks, usage, workers
 from .query import ViewsConnection
 
 __all__ = ["CLOSED", "Board", "TaskLine", "awaiting_approval", "delivered_steps", "integration_summary",
@@ -83,6 +83,11 @@ class Board:
     receipt_sha256: str | None
     tasks: tuple[TaskLine, ...]
     attention: tuple[str, ...] = ()  # what the user must act on, as the ledger (and the approval setting) says
+    # what its agents reported they spent (None: nothing reported of it), and the run's limits on it (None: none)
+    cost_micro_usd: int | None = None
+    tokens: int | None = None
+    max_cost_micro_usd: int | None = None
+    max_tokens: int | None = None
 
     def document(self) -> dict[str, Any]:
         return asdict(self) | {"tasks": [asdict(t) | {"depends_on": list(t.depends_on)} for t in self.tasks]}
@@ -101,6 +106,9 @@ def run_board(conn: ViewsConnection, run_id: str, now: str, *,
         return None
     run = runs.with_budget(run, now)
     closed = run["status"] in CLOSED
+    spent = usage.spend_of_run(conn, run_id)
+    spend = dict(cost_micro_usd=spent["cost_micro_usd"], tokens=spent["tokens"],
+                 max_cost_micro_usd=run["max_cost_micro_usd"], max_tokens=run["max_tokens"])
     if not with_tasks:
         integration = integrations.integration_of(conn, run_id)
         return Board(run_id=run_id, goal=run["goal"], status=run["status"], closed=closed,
@@ -108,7 +116,7 @@ def run_board(conn: ViewsConnection, run_id: str, now: str, *,
                      remaining_ms=run["remaining_ms"], integration=integration_summary(integration),
                      target_commit=integration["final_commit"],
                      receipt_sealed=integration["receipt_sha256"] is not None,
-                     receipt_sha256=integration["receipt_sha256"], tasks=())
+                     receipt_sha256=integration["receipt_sha256"], tasks=(), **spend)
     depends = {t["task_id"]: tuple(t.get("depends_on") or ()) for t in json.loads(run["plan"] or "{}").get("tasks", [])}
     task_rows = tasks.tasks_of(conn, run_id)
     results = {t["task_id"]: t["result"] for t in task_rows}
@@ -146,7 +154,7 @@ def run_board(conn: ViewsConnection, run_id: str, now: str, *,
                  remaining_ms=run["remaining_ms"], integration=integration_summary(integration),
                  target_commit=integration["final_commit"], receipt_sealed=integration["receipt_sha256"] is not None,
                  receipt_sha256=integration["receipt_sha256"], tasks=tuple(lines),
-                 attention=tuple(run_attention(conn, run, integration, approval_required)))
+                 attention=tuple(run_attention(conn, run, integration, approval_required)), **spend)
 
 
 def _state(task: dict[str, Any], worker: dict[str, Any] | None, candidate: dict[str, Any] | None,

@@ -1,4 +1,4 @@
-"""Read model: one row per run, with its status, base commit and budget use.
+"""Read model: one row per run, with its status, base commit, budget use and limits on its agents' reported use.
 
 Every schema-valid event projects, in any order: the first RunOpened of a run
 wins, and an event about a run with no row changes nothing. Budget use follows
@@ -24,6 +24,8 @@ COLUMNS = {
     "supervisions": str,  # JSON list of the supervision ids open now
     "plan": str,  # JSON of the RunPlanned of a run `docket go` supervises
     "waiting_code": str, "waiting_message": str,  # RunWaiting's, until the run is supervised again
+    "max_cost_micro_usd": int, "max_tokens": int,  # RunOpened.v2's limits (NULL: none)
+    "limited_by": str,  # what made it budget-limited: time (RunBudgetExhausted), cost or tokens (RunUsageExhausted)
 }
 INDEXES = ("status",)
 PK = "run_id"
@@ -32,8 +34,9 @@ PK = "run_id"
 def _opened(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     c.execute(
         "INSERT OR IGNORE INTO runs (run_id, goal, target_branch, budget_ms, status, opened_at, used_ms, supervisions, "
-        "position) VALUES (?, ?, ?, ?, 'opening', ?, 0, '[]', ?)",
-        (p["run_id"], p["goal"], p["target_branch"], p["budget_ms"], at, position),
+        "position, max_cost_micro_usd, max_tokens) VALUES (?, ?, ?, ?, 'opening', ?, 0, '[]', ?, ?, ?)",
+        (p["run_id"], p["goal"], p["target_branch"], p["budget_ms"], at, position, p.get("max_cost_micro_usd"),
+         p.get("max_tokens")),
     )
 
 
@@ -89,6 +92,12 @@ def _completed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any])
 
 def _budget_exhausted(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     _clock(c, p["run_id"], at, position, status="budget-limited", closed=True)
+    c.execute("UPDATE runs SET limited_by = 'time' WHERE run_id = ?", (p["run_id"],))
+
+
+def _usage_exhausted(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    _clock(c, p["run_id"], at, position, status="budget-limited", closed=True)
+    c.execute("UPDATE runs SET limited_by = ? WHERE run_id = ?", (p["limit"], p["run_id"]))
 
 
 def _planned(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
@@ -122,6 +131,7 @@ def handlers() -> dict[str, Any]:
 
     return {
         ev.stored.RunOpened: _opened,
+        ev.stored.RunOpenedV2: _opened,
         ev.stored.RunBasePinned: _base_pinned,
         ev.stored.RunBasePinFailed: _base_failed,
         ev.stored.RunPaused: _paused,
@@ -131,6 +141,7 @@ def handlers() -> dict[str, Any]:
         ev.stored.RunSupervised: _supervised,
         ev.stored.RunUnsupervised: _unsupervised,
         ev.stored.RunBudgetExhausted: _budget_exhausted,
+        ev.stored.RunUsageExhausted: _usage_exhausted,
         ev.stored.RunPlanned: _planned,
         ev.stored.RunWaiting: _waiting,
         ev.stored.RunPlannedV2: _planned,

@@ -18,12 +18,12 @@ from typing import Any
 
 from ..domain.errors import StorageFailed, translating
 from . import (approvals, candidates, checks, inbox, integration_steps, integrations, intents, leases, run_events, runs,
-               tasks, workers)
+               tasks, usage, workers)
 
 __all__ = ["EVENT_INDEXES", "READ_MODELS", "Views", "connect_views", "open_read_only", "schema_signature"]
 
 READ_MODELS = (runs, tasks, workers, leases, intents, candidates, checks, integrations, integration_steps, approvals,
-               inbox)
+               inbox, usage)
 EVENT_INDEXES = (run_events,)  # tables that map to ledger positions: kept with the views, not read models
 META = "projection_position"
 

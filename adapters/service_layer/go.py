@@ -5,7 +5,8 @@ Everything it decides is read back from the ledger, so a fresh process (``--resu
 
 - The main loop starts a task's work when what it depends on passed, at most
   ``parallel`` at once, and watches the run: paused (its agents are stopped and
-  relaunched on resume), aborted, or out of budget (RunBudgetExhausted).
+  relaunched on resume), aborted, or out of budget (RunBudgetExhausted: its time; RunUsageExhausted: the cost or
+  tokens its agents reported reached its max_cost or max_tokens).
 - A task's work (go_task.py) runs in its own thread with its own ledger connection: launch
   the agent for the next generation (a dependent task's worktree starts from the
   merge of its dependencies' candidates), supervise it to its end, then judge
@@ -108,7 +109,7 @@ def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupt
             changed.clear()  # before the ledger is read: what changes it from now on wakes the wait below
             run = load_run(s.ledger, run_id)
             if run.status not in ("active", "paused") or (run.remaining_ms(s.clock.now()) == 0
-                                                          and _out_of_budget(s, run_id)):
+                                                          and _out_of_budget(s, run_id)) or _spent(s, run):
                 break
             if time.monotonic() >= renew_at:
                 renew_at = time.monotonic() + DRIVER_TTL_MS / 3000
@@ -342,6 +343,13 @@ def _out_of_budget(s: Session, run_id: str) -> bool:
     appended = s.ledger.decide(lambda now: run_aggregate.exhaust_budget(load_run(s.ledger, run_id), now),
                                s.clock.now())
     return bool(appended)
+
+
+def _spent(s: Session, run: run_aggregate.Run) -> bool:
+    """Record RunUsageExhausted once what the run's agents reported reaches its max cost or tokens; whether it was."""
+    from .usage import stop_when_spent
+
+    return stop_when_spent(s.ledger, s.clock, run.run_id, run=run)
 
 
 def _stop_workers(s: Session, threads: Mapping[str, threading.Thread]) -> None:

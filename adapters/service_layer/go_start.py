@@ -24,14 +24,15 @@ def run_exists(ledger: Ledger, run_id: str) -> bool:
 
 def start_run(d: RunDriver, *, run_id: str | None, goal: str, specs: Sequence[TaskSpec], agent: str, target: str,
               budget_ms: int | None, repository: str, cycles: int, parallel: int,
-              export_key: tuple[str, str] | None, remote: str | None = None) -> str:
+              export_key: tuple[str, str] | None, remote: str | None = None, max_cost_micro_usd: int | None = None,
+              max_tokens: int | None = None) -> str:
     """Open the run, plan its tasks and record the plan; the run's id."""
     from ..world.clock import new_id
 
     run_id = run_id or new_id("run")
     run = open_run(d.ledger, d.clock, run_id=run_id, intent_id=new_id("intent"), goal=goal, target_branch=target,
                    budget_ms=budget_ms, repository=repository, wait=True, effector=d.effector,
-                   remote=remote)
+                   remote=remote, max_cost_micro_usd=max_cost_micro_usd, max_tokens=max_tokens)
     if run.status == "failed":
         raise Refused(run.failure_code or "run-failed", run.failure_message or f"run {run_id} could not be opened")
     plan_run(d, run_id, specs, agent, cycles, parallel, export_key, repository=Path(repository))

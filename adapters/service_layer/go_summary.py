@@ -1,6 +1,6 @@
 """What a `docket go` run came to, for its summary: each task's result, cycles, checks and dropped steps, the
 base's checks, the target's move, the overlaps the merge queue warned of, the commits someone other than docket put
-on the target, the workers that ran unsandboxed, and the receipt."""
+on the target, the workers that ran unsandboxed, what its agents reported they spent, and the receipt."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ __all__ = ["run_summary"]
 def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
     from ...domain.plan import short_id
     from ...projections.checks import base_checks_of
+    from ...projections.usage import spend_of_run
     from .candidates import load_candidate
     from .integration import load_integration
 
@@ -57,6 +58,9 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
     base = {row["check"]: {"result": row["status"], "code": row["code"], "binding_id": row["binding_id"]}
             for row in base_checks_of(d.views().conn, run_id)}
     return {"run_id": run_id, "status": run.status, "goal": run.goal, "target": run.target_branch,
+            "limited_by": run.limited_by if run.status == "budget-limited" else None,
+            "spend": spend_of_run(d.views().conn, run_id), "max_cost_micro_usd": run.max_cost_micro_usd,
+            "max_tokens": run.max_tokens,
             "waiting": {"code": waiting[0], "message": waiting[1]} if waiting else None,
             "tasks": rows, "base_checks": base, "integration": integration.status if integration else None,
             "target_commit": integration.final_commit if integration is not None and (

@@ -315,9 +315,10 @@ class Ledger(Application):
 
     @_riding_out
     def events_of(self, *types: type[Event]) -> list[tuple[int, Event]]:
-        """Every event of these types, of any stream, in ledger order, with its position."""
+        """Every event of these types, of any stream, in ledger order, with its position (inside a decision: as the
+        decision's write transaction sees them)."""
         return [(n.id, decode_event(n.originator_id, n.originator_version, n.topic, n.state))
-                for n in self.recorder.select_topics([t.type_name() for t in types])]
+                for n in self.recorder.select_topics([t.type_name() for t in types], self._cursor)]
 
     @_riding_out
     def get(self, apply: Callable[[S | None, Event, int], S], stream: str) -> S | None:

@@ -54,7 +54,11 @@ def receive_request(ledger: Ledger, clock: Clock, binding: rq.Binding, request_i
         return rq.receive(load_request(ledger, key), current, load_run(ledger, binding.run_id), binding, request_id,
                           kind, raw, policy, now)
 
-    ledger.decide(decision, clock.now())
+    appended = ledger.decide(decision, clock.now())
+    if kind == "progress" and appended:  # what it reports it used counts against the run's limits at once
+        from .usage import stop_when_spent
+
+        stop_when_spent(ledger, clock, binding.run_id)
     return rq.reply(load_request(ledger, key), kind, raw)
 
 

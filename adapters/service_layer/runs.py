@@ -27,9 +27,11 @@ def load_run(ledger: Ledger, run_id: str) -> run_aggregate.Run:
 
 def open_run(ledger: Ledger, clock: Clock, *, run_id: str, intent_id: str, goal: str, target_branch: str,
              budget_ms: int | None, repository: str, wait: bool = True,
-             effector: Effector | None = None, remote: str | None = None) -> run_aggregate.Run:
+             effector: Effector | None = None, remote: str | None = None, max_cost_micro_usd: int | None = None,
+             max_tokens: int | None = None) -> run_aggregate.Run:
     """Record the run and its base-pin intent; with wait, drive that intent to its outcome. The run as it then stands.
     remote: the name of the shared git remote ([git] remote) the run's base, candidates and target are on.
+    max_cost_micro_usd, max_tokens: the run's limits on what its agents report they used (None: none).
 
     Raises BadInput (unknown-remote) for a remote the repository does not name, NotFound (unknown-branch) or
     Refused when the base could not be pinned, and OutcomeUnknown when, waiting, the pin's outcome is not known yet.
@@ -40,7 +42,7 @@ def open_run(ledger: Ledger, clock: Clock, *, run_id: str, intent_id: str, goal:
         if ledger.get(run_aggregate.apply, run_aggregate.stream_of(run_id)) is not None:
             raise Refused("run-exists", f"run {run_id} already exists")
         return run_aggregate.open_run(run_id, intent_id, goal, target_branch, budget_ms, repository, now,
-                                      remote=on_remote)
+                                      remote=on_remote, max_cost_micro_usd=max_cost_micro_usd, max_tokens=max_tokens)
 
     intent_position, _ = record(ledger, clock, decision).last
     faults.crash_point("run-open:after-intent")

@@ -31,6 +31,7 @@ from ..world.logs import log_size
 from .ledger import Ledger
 from .runs import load_run
 from .supervision import begin_supervision, end_supervision
+from .usage import stop_when_spent
 from .worker_generations import load_worker
 from .workers import LEASE_TTL_MS, Launched, exit_worker, request_stop
 
@@ -226,9 +227,11 @@ def _asked_to_stop(ledger: Ledger, clock: Clock, w: Launched) -> str | None:
     if worker.stop_intent is not None:
         return worker.stop_reason or "requested"
     run = load_run(ledger, w.run_id)
+    if run.status == "budget-limited":  # its time, cost or tokens ran out
+        return "budget"
     if run.status != "active":  # paused work is stopped too: no agent works while its run's budget does not run
         return "run-stopped"
-    if run.remaining_ms(clock.now()) == 0:
+    if run.remaining_ms(clock.now()) == 0 or stop_when_spent(ledger, clock, w.run_id, run=run):
         return "budget"
     return None
 

@@ -31,7 +31,7 @@ from ...domain import lease as lease_aggregate
 from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
 from ...domain.canonical import canonical_json
-from ...domain.errors import OutcomeUnknown, Refused, WorkFailed
+from ...domain.errors import DocketError, OutcomeUnknown, Refused, WorkFailed
 from ...domain.events import Event, LeaseGranted
 from ...domain.processes import ProcessIdentity, bounded_tail, scrub_environment
 from ...domain.sandbox import Confinement
@@ -485,7 +485,8 @@ def exit_worker(ledger: Ledger, clock: Clock, worker_id: str, generation: int, *
                 max_log: int = DEFAULT_MAX_LOG) -> bool:
     """Record WorkerExited for the generation, once (False if it was already recorded); with a report format,
     AgentReported in the same transaction when the agent's output holds one. The log is capped to max_log first
-    (log_cap.py): what was cut is recorded with it."""
+    (log_cap.py): what was cut is recorded with it. A report that brings the run's use to its max cost or tokens
+    stops the run there (usage.py)."""
     from ...domain.agent_reports import parse_report
     from ...domain.processes import redact_values
     from ...domain.values import to_ms
@@ -506,7 +507,15 @@ def exit_worker(ledger: Ledger, clock: Clock, worker_id: str, generation: int, *
             events.append(worker_aggregate.reported(worker, generation, agent, parsed, now, version=events[-1].version))
         return events
 
-    return bool(ledger.decide(decision, clock.now()))
+    appended = ledger.decide(decision, clock.now())
+    if any(e.name == "AgentReported" for _, e in appended):
+        from .usage import stop_when_spent
+
+        try:
+            stop_when_spent(ledger, clock, appended[0][1].run_id)  # type: ignore[attr-defined]
+        except DocketError:
+            pass  # the exit is recorded; docket go's loop or a supervisor's next check records the stop
+    return bool(appended)
 
 
 def finish_stop(ledger: Ledger, clock: Clock, effector: Any, worker_id: str, intent_id: str) -> str:

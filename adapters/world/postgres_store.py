@@ -237,12 +237,14 @@ class ChainedPostgresProcessRecorder(ChainedRecorder, PostgresProcessRecorder, P
         return [Notification(id=r[0], originator_id=originator_id, originator_version=r[1], topic=r[2],
                              state=bytes(r[3])) for r in cursor.fetchall()]
 
-    def select_topics(self, topics: Sequence[str]) -> list[Notification]:
-        with self.read_transaction() as c:
-            c.execute(f"SELECT notification_id, originator_id, originator_version, topic, state FROM {self.events_sql} "
-                      "WHERE topic = ANY(%s) ORDER BY notification_id", (list(topics),))
-            return [Notification(id=r[0], originator_id=r[1], originator_version=r[2], topic=r[3], state=bytes(r[4]))
-                    for r in c.fetchall()]
+    def select_topics(self, topics: Sequence[str], cursor: Any = None) -> list[Notification]:
+        if cursor is None:
+            with self.read_transaction() as c:
+                return self.select_topics(topics, c)
+        cursor.execute(f"SELECT notification_id, originator_id, originator_version, topic, state "
+                       f"FROM {self.events_sql} WHERE topic = ANY(%s) ORDER BY notification_id", (list(topics),))
+        return [Notification(id=r[0], originator_id=r[1], originator_version=r[2], topic=r[3], state=bytes(r[4]))
+                for r in cursor.fetchall()]
 
     def select_snapshot(self, c: Any, stream: str) -> tuple[int, int, bytes] | None:
         c.execute(f"SELECT s.version, s.position, s.state FROM {self.snapshots_sql} s JOIN {self.chain_sql} h "

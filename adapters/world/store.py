@@ -340,13 +340,16 @@ class ChainedSQLiteApplicationRecorder(ChainedRecorder, SQLiteApplicationRecorde
             for r in cursor.fetchall()
         ]
 
-    def select_topics(self, topics: Sequence[str]) -> list[Notification]:
-        """Every event of these types (type names), in ledger order, with its position."""
-        with self.datastore.transaction(commit=False) as c:
-            c.execute(f"SELECT rowid, originator_id, originator_version, topic, state FROM {self.events_table_name} "
-                      f"WHERE topic IN ({','.join('?' * len(topics))}) ORDER BY rowid", tuple(topics))
-            return [Notification(id=r[0], originator_id=r[1], originator_version=r[2], topic=r[3], state=r[4])
-                    for r in c.fetchall()]
+    def select_topics(self, topics: Sequence[str], cursor: SQLiteCursor | None = None) -> list[Notification]:
+        """Every event of these types (type names), in ledger order, with its position; with a cursor, read inside
+        that (write) transaction."""
+        if cursor is None:
+            with self.datastore.transaction(commit=False) as c:
+                return self.select_topics(topics, c)
+        cursor.execute(f"SELECT rowid, originator_id, originator_version, topic, state FROM {self.events_table_name} "
+                       f"WHERE topic IN ({','.join('?' * len(topics))}) ORDER BY rowid", tuple(topics))
+        return [Notification(id=r[0], originator_id=r[1], originator_version=r[2], topic=r[3], state=r[4])
+                for r in cursor.fetchall()]
 
     def select_intent_events(self, c: SQLiteCursor, after: int, intents: Sequence[str], outcomes: Sequence[str],
                              unknowns: Sequence[str]) -> list[Notification]:

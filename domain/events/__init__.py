@@ -68,8 +68,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "run": (
         "RunAborted", "RunBasePinFailed", "RunBasePinRequested", "RunBasePinRequestedV2", "RunBasePinned", "RunBudgetExhausted",
-        "RunCompleted", "RunOpened", "RunPaused", "RunPlanned", "RunPlannedV2", "ExportKey", "PlannedTask",
-        "RunResumed", "RunSupervised", "RunUnsupervised", "RunWaiting",
+        "RunCompleted", "RunOpened", "RunOpenedV2", "RunPaused", "RunPlanned", "RunPlannedV2", "ExportKey",
+        "PlannedTask",
+        "RunResumed", "RunSupervised", "RunUnsupervised", "RunUsageExhausted", "RunWaiting",
     ),
     "worker": (
         "AgentReported", "WorkerActionRefused", "WorkerExited", "WorkerLaunchFailed",
@@ -86,10 +87,12 @@ _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in nam
 
 # Every event class, in the order docs/events.md lists them.
 _CATALOGUE: tuple[str, ...] = (
-    "LedgerCreated", "LedgerCreatedV2", "RunOpened", "RunBasePinRequested", "RunBasePinRequestedV2", "RunBasePinned",
+    "LedgerCreated", "LedgerCreatedV2", "RunOpened", "RunOpenedV2", "RunBasePinRequested", "RunBasePinRequestedV2",
+    "RunBasePinned",
     "RunBasePinFailed", "IntentOutcomeUnknown", "IntentOutcomeUnknownV2", "IntentCancelled", "RunPaused", "RunResumed", "RunAborted",
     "RunCompleted", "RunSupervised", "RunUnsupervised", "RunWaiting", "RunPlanned", "RunPlannedV2",
-    "RunBudgetExhausted", "TaskPlanned", "TaskPlannedV2", "WorktreeRequested", "WorktreeRequestedV2", "WorktreeCreated",
+    "RunBudgetExhausted", "RunUsageExhausted", "TaskPlanned", "TaskPlannedV2", "WorktreeRequested", "WorktreeRequestedV2",
+    "WorktreeCreated",
     "WorktreeFailed", "WorktreeLost", "WorktreePrepared", "WorktreeRemovalRequested", "WorktreeRemoved", "WorktreeRemovalFailed",
     "TaskFeedbackRecorded", "TaskAnswered", "TaskFinished", "WorkerRegistered", "WorkerRelaunched", "WorkerLaunchRequested",
     "WorkerLaunched", "WorkerLaunchFailed", "WorkerStopRequested", "WorkerStopped", "WorkerExited", "WorkerLost", "AgentReported",

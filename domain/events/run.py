@@ -19,6 +19,7 @@ __all__ = [
     "RunCompleted",
     "ExportKey",
     "RunOpened",
+    "RunOpenedV2",
     "PlannedTask",
     "RunPaused",
     "RunPlanned",
@@ -26,18 +27,32 @@ __all__ = [
     "RunResumed",
     "RunSupervised",
     "RunUnsupervised",
+    "RunUsageExhausted",
     "RunWaiting",
 ]
 
 
 class RunOpened(Event):
-    """A run is opened for one goal on one target branch, with a time budget."""
+    """Legacy (v1): a run opened with a time budget only (see RunOpenedV2)."""
 
     name = "RunOpened"
     run_id: Id
     goal: Text
     target_branch: BranchName
     budget_ms: PositiveMs | None
+
+
+UsageLimit = Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
+
+
+class RunOpenedV2(RunOpened):
+    """A run is opened for one goal on one target branch, with a time budget (active time) and limits on what its
+    agents report they used (AgentReported): cost in millionths of a US dollar, tokens in and out together. The run
+    stops, budget-limited, once its recorded use reaches one (RunUsageExhausted). null: no such limit."""
+
+    schema_version = 2
+    max_cost_micro_usd: UsageLimit | None
+    max_tokens: UsageLimit | None
 
 
 class RunBasePinRequested(Event):
@@ -193,3 +208,14 @@ class RunBudgetExhausted(Event):
     run_id: Id
     budget_ms: PositiveMs
     used_ms: Annotated[int, Field(ge=0, le=MAX_SAFE_INT)]
+
+
+class RunUsageExhausted(Event):
+    """What the run's agents reported they used has reached one of its limits (limit: which; max: the limit; used:
+    the run's use then, each generation counted once): it ends budget-limited, and its workers are stopped."""
+
+    name = "RunUsageExhausted"
+    run_id: Id
+    limit: Literal["cost", "tokens"]
+    max: UsageLimit
+    used: Annotated[int, Field(ge=0, le=MAX_SAFE_INT)]

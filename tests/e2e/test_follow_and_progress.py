@@ -34,7 +34,7 @@ def test_log_follow_prints_events_as_they_arrive(docket):
         assert first["position"] == 1 and first["type"] == "LedgerCreated.v2"
         docket("run", "open", "--target", "main", "--goal", "g", "--id", "r1")
         docs = [json.loads(follower.stdout.readline()) for _ in range(3)]
-        assert [d["type"] for d in docs] == ["RunOpened.v1", "RunBasePinRequested.v1", "RunBasePinned.v1"]
+        assert [d["type"] for d in docs] == ["RunOpened.v2", "RunBasePinRequested.v1", "RunBasePinned.v1"]
         assert [d["position"] for d in docs] == [2, 3, 4]  # each event once, in order
         follower.send_signal(signal.SIGINT)
         assert follower.wait(30) == 0 and follower.stderr.read() == ""  # Ctrl-C just stops following

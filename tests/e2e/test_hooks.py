@@ -116,10 +116,10 @@ def test_a_task_finished_fires_its_hooks_once_with_the_event_on_stdin_and_docket
     position = hooks.position_of("TaskFinished.v1")
     fired = hooks.fire(env={"OPENAI_API_KEY": SECRET, "MY_TOKEN": "x", "DOCKET_FAULT_X": "1"})
 
-    opened = hooks.position_of("RunOpened.v1")
+    opened = hooks.position_of("RunOpened.v2")
     assert sorted(fired["requested"]) == sorted([["task-finished", position, "TaskFinished.v1"],
                                                  ["needs-attention", position, "TaskFinished.v1"],
-                                                 ["RunOpened", opened, "RunOpened.v1"]])
+                                                 ["RunOpened", opened, "RunOpened.v2"]])
     assert sorted(o["result"] for o in fired["outcomes"]) == ["succeeded"] * 3
     assert sorted(hooks.ran()) == sorted([f"task-finished {position}", f"needs-attention {position}",
                                           f"RunOpened {opened}"])

@@ -256,3 +256,37 @@ def test_docket_go_killed_at_a_random_moment_of_asking_and_answering_converges(t
     out, err = resumed.communicate(timeout=180)
     assert resumed.returncode == 0, err + out
     assert_one_answer_per_question_and_delivered(world, json.loads(out))
+
+
+# The agent: reports its cost so far through its channel, then works on (until docket stops it).
+REPORTING = '''
+import subprocess, sys, time
+done = subprocess.run([sys.executable, "-m", "docket", "request", "progress", "half way", "--cost", "3.00",
+                       "--input-tokens", "1000", "--output-tokens", "200"], capture_output=True, text=True)
+print("progress:", done.returncode, done.stdout.strip(), done.stderr.strip(), flush=True)
+time.sleep(120)
+'''
+
+
+def test_an_agent_whose_reported_progress_passes_max_cost_is_stopped_and_the_run_is_budget_limited(tmp_path):
+    world = asking_world(tmp_path, REPORTING, idle_timeout="5m")
+    go = world.start("go", "--goal", "spend", "--tasks", "tasks.toml", "--id", "r1", "--agent", "asker",
+                     "--max-cost", "2.50", "--json")
+    try:
+        out, err = go.communicate(timeout=180)
+    finally:
+        if go.poll() is None:
+            kill(go)
+    assert go.returncode == 7, err + out
+    summary = json.loads(out)
+    assert (summary["status"], summary["limited_by"]) == ("budget-limited", "cost")
+    (progress,) = world.events("ProgressReported")
+    assert (progress["payload"]["summary"], progress["payload"]["cost_micro_usd"]) == ("half way", 3_000_000)
+    (stopped,) = world.events("RunUsageExhausted")
+    assert stopped["payload"] == {"run_id": "r1", "limit": "cost", "max": 2_500_000, "used": 3_000_000}
+    assert [e["payload"]["cause"] for e in world.events("WorkerExited")] == ["budget"]
+    status = world.json("status", "r1")
+    assert status["run"]["spend"]["cost_micro_usd"] == 3_000_000
+    assert status["tasks"][0]["spend"]["tokens"] == 1200
+    assert world.run("verify").returncode == 0
+    assert wait_until(lambda: docket_processes(world.ledger) == [], timeout=20)

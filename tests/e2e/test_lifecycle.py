@@ -59,7 +59,7 @@ def test_full_lifecycle(docket, repo):
 
     log = docket("log", "--run", "r1", "--json").json()["events"]
     types = [e["type"] for e in log]
-    assert types[:3] == ["RunOpened.v1", "RunBasePinRequested.v1", "RunBasePinned.v1"]
+    assert types[:3] == ["RunOpened.v2", "RunBasePinRequested.v1", "RunBasePinned.v1"]
     assert {"TaskPlanned.v2", "WorkerRegistered.v1", "LeaseGranted.v1", "LeaseRenewed.v1"} <= set(types)
     grants = docket("log", "--type", "LeaseGranted", "--json").json()["events"]
     assert [e["position"] for e in grants] == [token, token2]

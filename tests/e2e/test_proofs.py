@@ -57,7 +57,7 @@ def _rewrite_from(ledger, position: int) -> None:  # noqa: ANN001
 
 
 def _run_opened_position(docket) -> int:  # noqa: ANN001
-    (event,) = [e for e in docket("log", "--json", "--type", "RunOpened.v1").json()["events"]
+    (event,) = [e for e in docket("log", "--json", "--type", "RunOpened.v2").json()["events"]
                 if e["stream"] == f"run:{RUN}"]
     return event["position"]
 

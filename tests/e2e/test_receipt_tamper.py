@@ -119,7 +119,7 @@ def test_a_cited_events_state_changed_and_signed_again(exported, tmp_path, capsy
 
     first = run_opened(statement(exported["lines"][0]))["position"]
     failed(verify(exported, with_receipt(exported, change), tmp_path, capsys), "event-digest-mismatch",
-           f"position {first} ('RunOpened.v1'")
+           f"position {first} ('RunOpened.v2'")
 
 
 def test_a_digest_recomputed_for_a_changed_event_is_not_in_the_tree(exported, tmp_path, capsys):
@@ -132,7 +132,7 @@ def test_a_digest_recomputed_for_a_changed_event_is_not_in_the_tree(exported, tm
         event["digest"] = next_digest(event["previous_digest"], chain_entry(
             event["position"], event["stream"], event["version"], event["type"], state))
 
-    failed(verify(exported, with_receipt(exported, change), tmp_path, capsys), "bad-proof", "RunOpened.v1")
+    failed(verify(exported, with_receipt(exported, change), tmp_path, capsys), "bad-proof", "RunOpened.v2")
 
 
 def test_an_audit_path_hash_changed(exported, tmp_path, capsys):

@@ -169,3 +169,11 @@ def test_a_table_is_rebuilt_no_sooner_than_its_cost_allows_and_always_at_the_end
     assert view.asked == [True, True]
     view.update(final=True)
     assert view.asked == [True, True, True]
+
+
+def test_the_run_line_shows_what_its_agents_spent_against_the_runs_limits():
+    assert ", spent" not in board_lines(board())[0]  # nothing reported, no limits: nothing said
+    limited = board_lines(board(cost_micro_usd=420_000, tokens=1_500, max_cost_micro_usd=2_500_000))[0]
+    assert "50m left, spent $0.42 of $2.50, 1500 tokens, integration" in limited
+    nothing_yet = board_lines(board(max_tokens=10_000))[0]
+    assert "spent 0 tokens of 10000, integration" in nothing_yet

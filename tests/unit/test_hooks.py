@@ -27,11 +27,12 @@ def ids():
 def test_aliases_and_type_names_select_event_types():
     assert hooks.types_of("task-finished") == ("TaskFinished.v1",)
     assert set(hooks.types_of("check-failed")) == {"CheckFailed.v1", "CheckTimedOut.v1"}
-    assert set(hooks.types_of("run-finished")) == {"RunCompleted.v1", "RunAborted.v1", "RunBudgetExhausted.v1"}
+    assert set(hooks.types_of("run-finished")) == {"RunCompleted.v1", "RunAborted.v1", "RunBudgetExhausted.v1",
+                                                   "RunUsageExhausted.v1"}
     assert set(hooks.types_of("TaskPlanned")) == {"TaskPlanned.v1", "TaskPlanned.v2"}  # every version
     assert hooks.types_of("TaskPlanned.v2") == ("TaskPlanned.v2",)
     assert {"IntentOutcomeUnknown.v1", "IntentOutcomeUnknown.v2", "IntegrationStepConflicted.v1",
-            "IntegrationTargetMoved.v1", "RunBudgetExhausted.v1", "RunWaiting.v1"} <= set(
+            "IntegrationTargetMoved.v1", "RunBudgetExhausted.v1", "RunUsageExhausted.v1", "RunWaiting.v1"} <= set(
         hooks.types_of("needs-attention"))
 
 
