@@ -35,8 +35,8 @@ __all__ = [
 ]
 
 PREDICATE_TYPE = "https://docket.dev/attestation/receipt/v1"
-FORMAT = 2  # 2: the repository, the target's foreign commits, a stopped run's own subject; 1 still verifies
-FORMATS = (1, 2)
+FORMAT = 3  # 2: the repository, the target's foreign commits, a stopped run's own subject; 3: the agents' requests
+FORMATS = (1, 2, 3)  # 1 and 2 still verify
 CHECK_EVENT_TYPES = {"CheckPassed": "passed", "CheckFailed": "failed", "CheckTimedOut": "timed-out"}
 
 _HEX64 = frozenset("0123456789abcdef")
@@ -208,7 +208,42 @@ class _Contradictions:
                 self._fail(f"undelivered task {task['task_id']} names a dropped step the receipt does not have")
         for step in receipt["integration"]["steps"]:
             self._step(step)
+        if receipt["format"] >= 3:
+            for request in receipt["requests"]:
+                self._request(request)
         return target["final_commit"]
+
+    def _request(self, request: dict[str, Any]) -> None:
+        """What an agent asked (and was answered, or refused) is what the cited events of its request say."""
+        where = f"request {request['request']}"
+        common = dict(request_key=request["request"], task_id=request["task_id"], worker_id=request["worker_id"],
+                      generation=request["generation"], request_id=request["request_id"])
+        kind = request["kind"]
+        if kind == "ask" and "question" in request:
+            self._find("QuestionAsked", where, **common, question=request["question"], reason=request["reason"],
+                       choices=request["choices"])
+            answer = request["answer"]
+            if answer is not None:
+                self._find("QuestionAnswered", f"{where}'s answer", request_key=request["request"],
+                           answer=answer["text"], choice=answer["choice"], answered_by=answer["by"], via=answer["via"])
+            if request["delivered"]:
+                self._find("AnswerDelivered", f"{where}'s delivery", request_key=request["request"])
+        elif kind == "progress" and "summary" in request:
+            self._find("ProgressReported", where, **common, summary=request["summary"],
+                       cost_micro_usd=request["cost_micro_usd"], input_tokens=request["input_tokens"],
+                       output_tokens=request["output_tokens"])
+        elif kind == "propose" and "title" in request:
+            self._find("FollowUpProposed", where, **common, title=request["title"], decision=request["decision"])
+        elif kind == "finish" and "summary" in request:
+            self._find("WorkFinished", where, **common, summary=request["summary"])
+        elif not request["refused"]:
+            self._fail(f"{where} is neither made nor refused")
+        for refusal in request["refused"]:
+            self._find("RequestRefused", f"{where}'s refusal", request_key=request["request"], code=refusal["code"],
+                       content_sha256=refusal["content_sha256"])
+        for refusal in request["answers_refused"]:
+            self._find("AnswerRefused", f"{where}'s refused answer", request_key=request["request"],
+                       answered_by=refusal["by"], code=refusal["code"])
 
     def _requeued(self, target: dict[str, Any]) -> None:
         """Each time the queue went on from a moved target is a cited IntegrationRequeued, and the base the work was

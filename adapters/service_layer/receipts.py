@@ -20,7 +20,7 @@ from ...domain import events as ev
 from ...domain import integration as integration_aggregate
 from ...domain.errors import Conflict, NotFound, Refused
 from ...domain.receipts import CHECK_EVENT_TYPES, FORMAT, receipt_sha256
-from ...domain.streams import candidate_stream, run_stream, task_stream, worker_stream
+from ...domain.streams import candidate_stream, request_stream, run_stream, task_stream, worker_stream
 from ..world import faults
 from ..world.clock import Clock
 from .ledger import Ledger
@@ -87,6 +87,10 @@ def find_receipt(ledger: Ledger, run_id: str) -> Sealed:
 def _json(value: dict[str, Any]) -> dict[str, Any]:
     """A recorded part (a pydantic model or plain data) as plain JSON data."""
     return {k: v.model_dump(mode="json") if hasattr(v, "model_dump") else v for k, v in value.items()}
+
+
+_REQUEST_KINDS = {"QuestionAsked": "ask", "ProgressReported": "progress", "FollowUpProposed": "propose",
+                  "WorkFinished": "finish"}
 
 
 def build_receipt(ledger: Ledger, run_id: str, tasks: Sequence[str] = ()) -> dict[str, Any]:
@@ -178,6 +182,7 @@ class _Builder:
             "undelivered": undelivered,
             "integration": {"steps": steps, "overlaps": [o.model_dump() for o in prepared.overlaps],
                             "approved_by": list(prepared.approved_by)},
+            "requests": self.requests(),
             "cited": sorted(self.cited),
         }
 
@@ -271,6 +276,46 @@ class _Builder:
             "handoff": {"state": "confirmed", "checks": sorted(c.check for c in confirmed.checks)},
             "approval": {"by": sorted({approval.by for _, approval in approvals})},
         }
+
+    def requests(self) -> list[dict[str, Any]]:
+        """Every request the run's agents made, in the order made: what each asked, its answer and who gave it,
+        a proposal's decision, and every refusal; each event of their streams cited."""
+        first = (ev.QuestionAsked, ev.ProgressReported, ev.FollowUpProposed, ev.WorkFinished, ev.RequestRefused)
+        keys = list(dict.fromkeys(e.request_key for _, e in self.ledger.events_of(*first)  # type: ignore[attr-defined]
+                                  if getattr(e, "run_id", None) == self.run_id))
+        return [self.request(key) for key in keys]
+
+    def request(self, key: str) -> dict[str, Any]:
+        history = self.history(request_stream(key))
+        self.cited.update(position for position, _ in history)
+        opening = history[0][1]
+        made: dict[str, Any] = {"request": key, "task_id": opening.task_id,  # type: ignore[attr-defined]
+                                "worker_id": opening.worker_id, "generation": opening.generation,  # type: ignore
+                                "request_id": opening.request_id,  # type: ignore[attr-defined]
+                                "kind": _REQUEST_KINDS.get(type(opening).name) or opening.kind,  # type: ignore
+                                "refused": [], "answers_refused": []}
+        for _, e in history:
+            if isinstance(e, ev.QuestionAsked):
+                made |= {"question": e.question, "reason": e.reason, "choices": list(e.choices), "answer": None,
+                         "delivered": False}
+            elif isinstance(e, ev.ProgressReported):
+                made |= {"summary": e.summary, "input_tokens": e.input_tokens, "output_tokens": e.output_tokens,
+                         "cost_micro_usd": e.cost_micro_usd}
+            elif isinstance(e, ev.FollowUpProposed):
+                made |= {"title": e.title, "decision": e.decision}
+            elif isinstance(e, ev.WorkFinished):
+                made |= {"summary": e.summary}
+            elif isinstance(e, ev.QuestionAnswered):
+                made["answer"] = {"text": e.answer, "choice": e.choice, "by": e.answered_by, "via": e.via}
+            elif isinstance(e, ev.QuestionExpired):
+                made["expired_at"] = e.deadline_at
+            elif isinstance(e, ev.AnswerDelivered):
+                made["delivered"] = True
+            elif isinstance(e, ev.AnswerRefused):
+                made["answers_refused"].append({"by": e.answered_by, "code": e.code})
+            elif isinstance(e, ev.RequestRefused):
+                made["refused"].append({"code": e.code, "content_sha256": e.content_sha256})
+        return made
 
     def undelivered(self, task_id: str, steps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """A task of the run that no step delivers (no confirmed handoff when the queue was fixed; in a queue that

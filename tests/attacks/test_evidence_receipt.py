@@ -46,7 +46,7 @@ def test_the_receipt_names_its_repository_and_an_auditor_can_ask_for_it(delivere
     doc = json.loads(verified.stdout)
     repository_id = (world.repo / ".git" / "docket" / "repository-id").read_text().strip()
     root = git(world.repo, "rev-list", "--max-parents=0", "main")
-    assert doc["format"] == 2
+    assert doc["format"] == 3
     assert doc["repository"] == {"id": repository_id, "roots": [root]}
     assert doc["moved_by_others"] == {"moved": False, "commits": [], "base_reached": True}
     # what each worker could touch: the sandbox its launch recorded, cited

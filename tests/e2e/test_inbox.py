@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 import textwrap
@@ -64,7 +65,11 @@ def task_state(world: GoWorld, run_id: str = "r1") -> str:
 
 def test_an_agent_asks_a_person_answers_and_the_answer_reaches_the_target(tmp_path):
     world = asking_world(tmp_path, ASKING)
-    go = start_go(world)
+    keys = tmp_path / "keys" / "docket"
+    keys.parent.mkdir()
+    assert world.run("key", "generate", "--out", str(keys)).returncode == 0
+    go = world.start("go", "--goal", "name it", "--tasks", "tasks.toml", "--id", "r1", "--agent", "asker",
+                     "--key", f"{keys}.key", "--json")
     try:
         assert wait_until(lambda: open_questions(world), timeout=60)
         (question,) = open_questions(world)
@@ -91,6 +96,28 @@ def test_an_agent_asks_a_person_answers_and_the_answer_reaches_the_target(tmp_pa
     assert [e["payload"]["cause"] for e in world.events("WorkerExited")] == ["exited"]  # no idle timeout
     assert world.run("verify").returncode == 0
     assert docket_processes(world.ledger) == []
+    # the sealed receipt cites the question, its answer and who gave it, and verifies offline
+    bundle = Path(json.loads(out)["receipt"]["path"])
+    verified = world.run("verify-receipt", str(bundle), "--key", f"{keys}.pub", "--json")
+    assert verified.returncode == 0, verified.stderr
+    statement = json.loads(base64.b64decode(json.loads(bundle.read_text().splitlines()[0])["payload"]))
+    receipt = statement["predicate"]["receipt"]
+    (request,) = receipt["requests"]
+    assert request == {"request": question["question_id"], "task_id": "r1.name", "worker_id": "r1.name",
+                       "generation": 1, "request_id": "which-name", "kind": "ask", "question": "Which name?",
+                       "reason": "choice", "choices": ["ada", "bob"], "delivered": True, "refused": [],
+                       "answers_refused": [], "answer": {"text": "bob", "choice": 2, "by": answer["payload"][
+                           "answered_by"], "via": "cli"}}
+    assert {asked["position"], answer["position"]} <= set(receipt["cited"])
+    # a receipt that says another answer was given contradicts the cited event, its digest made to match
+    from docket.domain.errors import VerificationFailed
+    from docket.domain.receipts import receipt_sha256, verify_statement
+
+    request["answer"]["text"] = "ada"
+    statement["predicate"]["receipt_sha256"] = receipt_sha256(receipt)
+    with pytest.raises(VerificationFailed) as caught:
+        verify_statement(statement)
+    assert caught.value.code == "receipt-contradicts-event" and "answer" in caught.value.message
 
 
 def test_an_answer_from_someone_untrusted_is_refused_and_kept_and_a_trusted_one_is_taken(tmp_path):
