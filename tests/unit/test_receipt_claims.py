@@ -103,7 +103,7 @@ def test_a_format_2_repository_id_must_be_the_genesis_events():
 
 def test_an_unknown_format_is_refused():
     statement = made()
-    statement["predicate"]["receipt"]["format"] = 3
+    statement["predicate"]["receipt"]["format"] = 4
     statement["predicate"]["receipt_sha256"] = receipt_sha256(statement["predicate"]["receipt"])
     with pytest.raises(VerificationFailed) as caught:
         verify_statement(statement)
