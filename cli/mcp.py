@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .context import Context
 from .parsing import command
@@ -53,9 +53,17 @@ def _said(reply: dict[str, Any]) -> str:
     return f"recorded ({decision})" if decision else "recorded"
 
 
-def build_server(channel: Path, wait_seconds: float) -> Any:
-    from typing import Literal
+def _told(call: Any) -> str:
+    """What a tool says: the channel's reply in words, or why docket could not be reached."""
+    from ..domain.errors import DocketError
 
+    try:
+        return _said(call())
+    except DocketError as e:
+        return f"docket could not take it ({e.code}): {e.message}"
+
+
+def build_server(channel: Path, wait_seconds: float) -> Any:
     from mcp.server.mcpserver import MCPServer
 
     from .request import ask, send_request
@@ -64,30 +72,30 @@ def build_server(channel: Path, wait_seconds: float) -> Any:
         "docket supervises this task. Ask a person with ask_human when you are blocked, must choose, or need "
         "approval; report_progress as you go; propose_task for follow-up work; finish when the task is done."))
 
-    @server.tool()
+    @server.tool(structured_output=False)
     def ask_human(question: str, reason: Literal["blocked", "choice", "approval"] = "blocked",
                   choices: list[str] | None = None) -> str:
         """Ask the person supervising this run a question and get their answer. reason: blocked (you cannot go
         on without it), choice (pick one of choices), approval (may you do something). Returns the answer, or
         that it is still waiting: then call ask_human again with the same arguments."""
-        return _said(ask(channel, question, reason, list(choices or []), wait_seconds=wait_seconds))
+        return _told(lambda: ask(channel, question, reason, list(choices or []), wait_seconds=wait_seconds))
 
-    @server.tool()
+    @server.tool(structured_output=False)
     def report_progress(summary: str) -> str:
         """Tell the person supervising this run how far you got."""
-        return _said(send_request(channel, "progress", {"summary": summary}))
+        return _told(lambda: send_request(channel, "progress", {"summary": summary}))
 
-    @server.tool()
+    @server.tool(structured_output=False)
     def propose_task(title: str, prompt: str, depends_on: list[str] | None = None) -> str:
         """Propose a follow-up task for after this one: its title, its prompt, the tasks it depends on. The
         run's policy accepts it, queues it for a person, or refuses it."""
-        return _said(send_request(channel, "propose", {"title": title, "prompt": prompt,
-                                                       "depends_on": list(depends_on or [])}))
+        return _told(lambda: send_request(channel, "propose", {"title": title, "prompt": prompt,
+                                                               "depends_on": list(depends_on or [])}))
 
-    @server.tool()
+    @server.tool(structured_output=False)
     def finish(summary: str) -> str:
         """Say your work on this task is done, with a summary of what you did. Checks still judge the work."""
-        return _said(send_request(channel, "finish", {"summary": summary}))
+        return _told(lambda: send_request(channel, "finish", {"summary": summary}))
 
     return server
 

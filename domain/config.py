@@ -497,7 +497,7 @@ DEFAULT_TOML = '''\
 # Tested blocks for Codex CLI, Claude Code and aider, and why each flag is there: docs/agents.md.
 
 # [agents.claude]
-# command = ["claude", "-p", "--permission-mode", "acceptEdits", "--allowedTools", "Bash", "--output-format", "json"]
+# command = ["claude", "-p", "--permission-mode", "acceptEdits", "--allowedTools", "Bash,mcp__docket", "--mcp-config", "{mcp_config}", "--strict-mcp-config", "--output-format", "json"]
 # prompt = "stdin"
 # report = "claude-json"
 # env = { CLAUDE_CONFIG_DIR = "{worker_dir}/claude" }

@@ -33,6 +33,9 @@ the text of the request's last user message, or failing that anywhere in the req
     command   the shell command a tool-calling CLI runs: Claude Code's `Bash` tool, Codex's shell tool
               (`shell_command`, `exec_command`, `shell` or `local_shell`, whichever the request offers)
     text      the assistant's words: before aider's files, or the final message after the tool ran ("Done.")
+    tool      {"name": NAME, "input": {...}}: Claude Code only: first call the tool NAME the request offers (an MCP
+              server's, say mcp__docket__ask_human); `command` comes after its result, with {result} in the
+              command replaced by that result's text, quoted for the shell
     hang      true: accept the request and never answer (until the server stops): for idle-timeout tests
     status    an HTTP error status (e.g. 500) with the API's JSON error body instead of an answer
 
@@ -64,7 +67,7 @@ from typing import Any
 COMMIT_MESSAGE = "Apply the scripted edit"
 DEFAULT_TEXT = "Done."
 NEWLINE = "\n"
-RULE_KEYS = {"match", "files", "command", "text", "hang", "status"}
+RULE_KEYS = {"match", "files", "command", "text", "hang", "status", "tool"}
 CODEX_SHELL_TOOLS = ("shell_command", "exec_command", "shell")  # function tools, in the order they are preferred
 TOOL_OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
 
@@ -82,6 +85,7 @@ class Rule:
     text: str
     hang: bool
     status: int | None
+    tool: dict[str, Any] | None = None  # a tool call made first: {"name": ..., "input": {...}} (Claude Code)
 
     def applies_to(self, prompt: str) -> bool:
         return all(part in prompt for part in self.match)
@@ -122,8 +126,12 @@ def parse_rule(name: str, raw: Any, *, default: bool = False) -> Rule:
     status = raw.get("status")
     if status is not None and not (isinstance(status, int) and 400 <= status <= 599):
         raise ScriptError(f"rule {name}: status must be an HTTP error status (400-599)")
+    tool = raw.get("tool")
+    if tool is not None and not (isinstance(tool, dict) and isinstance(tool.get("name"), str)
+                                 and isinstance(tool.get("input", {}), dict) and set(tool) <= {"name", "input"}):
+        raise ScriptError(f"rule {name}: tool must be an object with a name and an input object")
     return Rule(name=name, match=match, files=files, command=raw.get("command"), text=raw.get("text", DEFAULT_TEXT),
-                hang=bool(raw.get("hang", False)), status=status)
+                hang=bool(raw.get("hang", False)), status=status, tool=tool)
 
 
 @dataclass(frozen=True)
@@ -182,6 +190,17 @@ def prompt_of(body: dict) -> tuple[str, str]:
     system = text_of(body.get("system", "")) + "\n" + text_of(body.get("instructions", ""))
     everything = "\n".join([system, *(text_of(m.get("content", "")) for m in messages)])
     return (text_of(users[-1].get("content", "")) if users else ""), everything
+
+
+def tool_results(body: dict) -> list[str]:
+    """The text of each tool result in the conversation (Anthropic tool_result blocks), in order."""
+    found = []
+    for message in messages_of(body):
+        content = message.get("content")
+        if message.get("role") == "user" and isinstance(content, list):
+            found += [text_of(block.get("content", "")) for block in content
+                      if isinstance(block, dict) and block.get("type") == "tool_result"]
+    return found
 
 
 def answers_tool_result(body: dict) -> bool:
@@ -398,11 +417,21 @@ class Handler(BaseHTTPRequestHandler):
             call = None if follow_up or command is None else codex_tool_call(body, command, ids)
             return ("tool call", *responses_reply(body, call, ids)) if call else (
                 "text", *responses_reply(body, message_item(rule.text, ids), ids))
-        offers_bash = any(tool.get("name") == "Bash" for tool in offered_tools(body))
-        if command is not None and offers_bash and not follow_up:
-            block = {"type": "tool_use", "id": ids("toolu"), "name": "Bash",
-                     "input": {"command": command, "description": "Run the scripted command"}}
-            return ("tool call", *anthropic_reply(body, block, ids))
+        offered = {tool.get("name") for tool in offered_tools(body)}
+        # the rule's turns: its tool call, then its Bash command (where {result} is the tool's result, quoted
+        # for the shell), then its text; the tool results the conversation holds say which turn this is
+        turns = ([("tool", rule.tool)] if rule.tool else []) + ([("bash", command)] if command is not None else [])
+        results = tool_results(body)
+        if len(results) < len(turns):
+            kind, what = turns[len(results)]
+            if kind == "tool" and what["name"] in offered:
+                block = {"type": "tool_use", "id": ids("toolu"), "name": what["name"], "input": what.get("input", {})}
+                return ("tool call", *anthropic_reply(body, block, ids))
+            if kind == "bash" and "Bash" in offered:
+                filled = what.replace("{result}", shlex.quote(results[-1] if results else ""))
+                block = {"type": "tool_use", "id": ids("toolu"), "name": "Bash",
+                         "input": {"command": filled, "description": "Run the scripted command"}}
+                return ("tool call", *anthropic_reply(body, block, ids))
         return ("text", *anthropic_reply(body, {"type": "text", "text": rule.text}, ids))
 
     def read_body(self) -> bytes:

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from tests.e2e.go_world import GoWorld, docket_processes, make_go_world
+from tests.e2e.go_world import GoWorld, docket_processes, make_go_world, wait_until
 
 from ..agents.agents_doc import agent_block, agent_toml, marked_blocks, offline_agent
 
@@ -242,3 +242,70 @@ def test_a_claude_code_whose_model_server_fails_exits_1_says_so_in_its_report_an
     assert failed["is_error"] and "500" in failed["result"]
     assert [(r.get("rule"), r["reply"]) for r in requests] == [("1", "error"), ("0", "tool call"), ("0", "text")]
     assert_only_the_fake_key_reached_the_server(server)
+
+
+def test_claude_code_asks_a_person_through_docket_mcp_and_the_answer_reaches_the_target(claude_cli, tmp_path: Path):
+    """The model calls docket's ask_human tool (docket mcp, which the page's block gives Claude Code through
+    --mcp-config); the test answers with docket answer; Claude Code gets the answer as the tool's result and writes
+    it into name.py, which is delivered; the sealed receipt cites the question and the answer."""
+    tasks = ('[[tasks]]\nid = "ask"\ntitle = "ask for the name"\n'
+             'prompt = "- Ask which name the greeter uses and write it to name.py (ASK-TASK)."\n')
+    script = {"rules": [{"match": "ASK-TASK",
+                         "tool": {"name": "mcp__docket__ask_human",
+                                  "input": {"question": "Which name should the greeter use?", "reason": "choice",
+                                            "choices": ["ada", "bob"]}},
+                         "command": "printf 'NAME = \"%s\"\\n' \"$(printf '%s' {result} | sed 's/^Answer from [^:]*: //')\" "
+                                    "> name.py",
+                         "text": "Wrote name.py."}],
+              "default": {"text": "Nothing to do."}}
+    with ModelServer(script) as server:
+        world = claude_world(tmp_path, claude_cli, server, tasks)
+        keys = tmp_path / "keys" / "docket"
+        keys.parent.mkdir()
+        assert world.run("key", "generate", "--out", str(keys)).returncode == 0
+        go = world.start("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", "r1", "--agent", "claude",
+                         "--target", "trunk", "--key", f"{keys}.key", "--json")
+        try:
+            assert wait_until(lambda: world.json("inbox")["questions"], timeout=180), server.requests[-1:]
+            (question,) = world.json("inbox")["questions"]
+            assert (question["question"], question["reason"], question["choices"]) == (
+                "Which name should the greeter use?", "choice", ["ada", "bob"])
+            answered = world.run("answer", question["question_id"], "--choice", "2")
+            assert answered.returncode == 0, answered.stderr
+            out, err = go.communicate(timeout=300)
+        finally:
+            if go.poll() is None:
+                go.kill()
+                go.communicate()
+        requests = server.requests
+    assert go.returncode == 0, err + out
+    summary = json.loads(out)
+    (row,) = summary["tasks"]
+    assert (row["result"], row["cycles"]) == ("delivered", 1)
+    assert world.file_at("trunk", "name.py") == 'NAME = "bob"\n'
+    # the conversation: ask_human offered and called, its result the answer; then the Bash command, then the text
+    assert [r["reply"] for r in requests if r.get("rule") == "0"] == ["tool call", "tool call", "text"]
+    offered = {tool["name"] for tool in requests[0]["body"]["tools"]}
+    assert {"mcp__docket__ask_human", "mcp__docket__report_progress", "mcp__docket__propose_task",
+            "mcp__docket__finish"} <= offered
+    tool_results = [block for r in requests for m in r["body"]["messages"] if isinstance(m["content"], list)
+                    for block in m["content"] if block.get("type") == "tool_result"]
+    assert "bob" in json.dumps(tool_results[0]) and not tool_results[0].get("is_error")
+    assert_only_the_fake_key_reached_the_server(server)
+    # one question, one answer, delivered to the agent; the receipt cites them and verifies offline
+    (asked,), (answer,) = world.events("QuestionAsked"), world.events("QuestionAnswered")
+    assert (asked["payload"]["worker_id"], asked["payload"]["generation"]) == ("r1.ask", 1)
+    assert (answer["payload"]["answer"], answer["payload"]["choice"]) == ("bob", 2)
+    assert len(world.events("AnswerDelivered")) == 1
+    bundle = Path(summary["receipt"]["path"])
+    verified = world.run("verify-receipt", str(bundle), "--key", f"{keys}.pub", "--json")
+    assert verified.returncode == 0, verified.stderr
+    import base64
+
+    receipt = json.loads(base64.b64decode(json.loads(bundle.read_text().splitlines()[0])["payload"]))["predicate"][
+        "receipt"]
+    (request,) = receipt["requests"]
+    assert (request["question"], request["answer"]["text"], request["delivered"]) == (
+        "Which name should the greeter use?", "bob", True)
+    assert {asked["position"], answer["position"]} <= set(receipt["cited"])
+    assert docket_processes(world.ledger) == []

@@ -22,6 +22,7 @@ PROMPT = "- fix the parser; don't $(touch pwned) \"quoted\"\nsecond line"
 PROMPT_FILE = "/repo/.git/docket/prompts/abc.txt"
 WORKTREE = "/home/u/.local/share/docket/workspaces/repo-0123/r1/t1"
 WORKER_DIR = "/repo/.git/docket/workers/t1/1"
+MCP_CONFIG = f"{WORKER_DIR}/mcp.json"
 
 # What the page says of each agent: how the prompt reaches it, which variable is its config home, which credentials
 # pass the scrub, and the argv its block expands to with the sample values above.
@@ -29,8 +30,8 @@ EXPECTED = {
     "scripted": dict(prompt="file", home=None, env_allow=[],
                      argv=["python3", SCRIPTED_PLACEHOLDER, "--prompt-file", PROMPT_FILE]),
     "claude": dict(prompt="stdin", home="CLAUDE_CONFIG_DIR", env_allow=["ANTHROPIC_API_KEY"],
-                   argv=["claude", "-p", "--permission-mode", "acceptEdits", "--allowedTools", "Bash", "--output-format",
-                         "json"]),
+                   argv=["claude", "-p", "--permission-mode", "acceptEdits", "--allowedTools", "Bash,mcp__docket",
+                         "--mcp-config", MCP_CONFIG, "--strict-mcp-config", "--output-format", "json"]),
     "codex": dict(prompt="stdin", home="CODEX_HOME", env_allow=["OPENAI_API_KEY", "CODEX_API_KEY"],
                   argv=["codex", "exec", "--json", "--sandbox", "danger-full-access", "-"]),
     "aider": dict(prompt="file", home="HOME", env_allow=["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
@@ -65,8 +66,8 @@ def section(title: str) -> str:
 
 
 def argv(config: AgentConfig, worker_dir: str = WORKER_DIR) -> list[str]:
-    return [expand(arg, worktree=WORKTREE, worker_dir=worker_dir, prompt=PROMPT, prompt_file=PROMPT_FILE)
-            for arg in config.command]
+    return [expand(arg, worktree=WORKTREE, worker_dir=worker_dir, prompt=PROMPT, prompt_file=PROMPT_FILE,
+                   mcp_config=f"{worker_dir}/mcp.json") for arg in config.command]
 
 
 def scripted_agent_module() -> ModuleType:
