@@ -1,7 +1,7 @@
 """Hooks: which events a configured command fires for, the run's record of hooks asked for, and their outcome. Pure.
 
 A selector in ``[hooks]`` is an alias (``task-finished``, ``check-failed``,
-``run-finished``, ``needs-attention``) or an event type name (``TaskFinished``
+``run-finished``, ``needs-attention``, ``question-asked``) or an event type name (``TaskFinished``
 for every version, ``TaskFinished.v1`` for one). Each (hook, position) is asked
 for once per run: the request is decided inside the ledger's write transaction,
 so two docket processes firing at once ask once.
@@ -38,10 +38,12 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "task-finished": _names(ev.TaskFinished),
     "check-failed": _names(ev.CheckFailed, ev.CheckTimedOut),
     "run-finished": _names(ev.RunCompleted, ev.RunAborted, ev.RunBudgetExhausted, ev.RunUsageExhausted),
+    "question-asked": _names(ev.QuestionAsked),  # an agent waits for a person (docket inbox)
     # TaskFinished only when it failed (see matches); an unknown of any of the run's intents but a hook's own
     "needs-attention": _names(ev.TaskFinished, ev.IntegrationStepConflicted, ev.IntegrationStepRejected,
                               ev.IntegrationStepFailed, ev.IntegrationTargetMoved, ev.RunBudgetExhausted,
-                              ev.RunUsageExhausted, ev.RunWaiting, ev.IntentOutcomeUnknown, ev.IntentOutcomeUnknownV2),
+                              ev.RunUsageExhausted, ev.RunWaiting, ev.IntentOutcomeUnknown, ev.IntentOutcomeUnknownV2,
+                              ev.QuestionAsked),
 }
 _OWN = frozenset(_names(ev.HookRequested, ev.HookFinished))  # a hook firing for hooks would never end
 

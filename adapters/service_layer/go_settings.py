@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...domain.values import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LOG
 from ...domain.sandbox import Confinement
@@ -52,10 +52,20 @@ class GoSettings:
     workspace_root: Path | None = None  # [workspace] root; None: docket's data folder
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # [candidates] max_file_size
     batch: int = 1  # [integration] batch: the merge queue's steps one check run covers at most
+    inbox: Any = None  # [inbox]: what decides its agents' requests (domain.requests.InboxPolicy)
 
     @property
     def required(self) -> tuple[CheckSpec, ...]:
         return tuple(spec for spec in self.checks if spec.required)
+
+
+def inbox_policy(config: Config) -> Any:
+    """docket.toml's [inbox] as the policy its agents' requests are decided by."""
+    from ...domain.requests import InboxPolicy
+
+    inbox = config.inbox
+    return InboxPolicy(deadline_ms=inbox.deadline_ms, on_deadline=inbox.on_deadline,
+                       default_answer=inbox.default_answer, proposals=inbox.proposals)
 
 
 def agent_named(config: Config, wanted: str | None) -> str:
@@ -98,4 +108,4 @@ def settings_from_config(config: Config, agent: Agent, *, repository: Path, ledg
                       include=tuple(config.worktree.include), ports=config.worktree.ports,
                       checked_out_target=config.integration.checked_out_target,
                       workspace_root=workspace_root(config), max_file_size=config.candidates.max_file_size,
-                      batch=config.integration.batch)
+                      batch=config.integration.batch, inbox=inbox_policy(config))

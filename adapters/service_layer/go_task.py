@@ -104,6 +104,11 @@ def _ended_asking(s: Session, task: task_aggregate.Task, worker: worker_aggregat
     questions = questions_of(s.ledger, worker.worker_id, worker.generation)
     if not questions:
         return False
+    expired = [q for q in questions if q.status == "expired"]
+    if expired:  # its policy is to fail the task: whatever the generation did after
+        finish_task(s, task.task_id, "failed", None, Code.QUESTION_EXPIRED,
+                    f"question {expired[0].key} was not answered by its deadline ({expired[0].deadline_at})")
+        return True
     unanswered = [q for q in questions if q.status == "open" or (q.status == "answered" and not q.delivered)]
     if not unanswered:
         return False
@@ -111,11 +116,6 @@ def _ended_asking(s: Session, task: task_aggregate.Task, worker: worker_aggregat
         if apply_deadlines(s.ledger, s.clock, [q.key for q in unanswered if q.status == "open"]):
             return True
         time.sleep(ANSWER_POLL_SECONDS)
-        return True
-    expired = [q for q in questions if q.status == "expired"]
-    if expired:
-        finish_task(s, task.task_id, "failed", None, Code.QUESTION_EXPIRED,
-                    f"question {expired[0].key} was not answered by its deadline ({expired[0].deadline_at})")
         return True
     note = task_aggregate.answer_note([(q.question or "", q.answer or "", q.answered_by or "") for q in unanswered])
 
@@ -178,7 +178,7 @@ def _attempt(s: Session, settings: GoSettings, run: run_aggregate.Run, task: tas
                             env_allow=agent.env_allow, setup=settings.setup, include=settings.include,
                             ports=settings.ports, artifact_dir=settings.artifact_dir, pin_on_exit=False,
                             base=base or None, report=agent.report, workspace_root=settings.workspace_root,
-                            confinement=agent.confinement)
+                            confinement=agent.confinement, inbox=settings.inbox)
     faults.crash_point("go:before-launch")
     try:
         launched = launch_worker(s.ledger, s.clock, s.effector, s.effector.ports.launcher, request,

@@ -317,3 +317,44 @@ def test_an_agent_whose_reported_progress_passes_max_cost_is_stopped_and_the_run
     assert status["tasks"][0]["spend"]["tokens"] == 1200
     assert world.run("verify").returncode == 0
     assert wait_until(lambda: docket_processes(world.ledger) == [], timeout=20)
+
+
+def test_a_question_asked_fires_its_hook_with_the_question(tmp_path):
+    world = asking_world(tmp_path, ASKING, extra='\n[hooks]\nquestion-asked = ["sh", "-c", "cat > asked.json"]\n')
+    go = start_go(world)
+    try:
+        assert wait_until(lambda: (world.repo / "asked.json").exists() and (world.repo / "asked.json").read_text(),
+                          timeout=60)
+        (question,) = open_questions(world)
+        fired = json.loads((world.repo / "asked.json").read_text())
+        assert (fired["type"], fired["payload"]["question"], fired["payload"]["request_key"]) == (
+            "QuestionAsked.v1", "Which name?", question["question_id"])
+        assert world.run("answer", question["question_id"], "--choice", "1").returncode == 0
+        out, err = go.communicate(timeout=180)
+    finally:
+        if go.poll() is None:
+            kill(go)
+    assert go.returncode == 0, err + out
+    assert [e["payload"]["result"] for e in world.events("HookFinished")] == ["succeeded"]
+
+
+def test_a_deadline_answers_with_the_first_choice_when_its_policy_is_a_default(tmp_path):
+    world = asking_world(tmp_path, ASKING, extra='\n[inbox]\ndeadline = "2s"\non_deadline = "default"\n'
+                                                 'default_answer = "Decide yourself."\n')
+    go = start_go(world)
+    out, err = go.communicate(timeout=180)
+    assert go.returncode == 0, err + out
+    assert world.file_at("main", "name.py") == "NAME = 'ada'\n"
+    (answer,) = world.events("QuestionAnswered")
+    assert (answer["payload"]["answered_by"], answer["payload"]["via"], answer["payload"]["choice"]) == (
+        "docket", "deadline", 1)
+
+
+def test_a_deadline_whose_policy_is_to_fail_fails_the_task(tmp_path):
+    world = asking_world(tmp_path, ASKING, extra='\n[inbox]\ndeadline = "2s"\non_deadline = "fail"\n')
+    go = start_go(world)
+    out, err = go.communicate(timeout=180)
+    (row,) = json.loads(out)["tasks"]
+    assert (row["result"], row["code"]) == ("failed", "question-expired"), err + out
+    assert len(world.events("QuestionExpired")) == 1 and world.events("QuestionAnswered") == []
+    assert open_questions(world) == []
