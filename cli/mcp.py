@@ -104,5 +104,10 @@ def serve_mcp(ctx: Context) -> int:
     from .request import channel_path
 
     channel = channel_path(ctx.args.socket)
+    if not channel.is_socket():
+        from ..domain.errors import NotFound
+
+        raise NotFound("no-channel", f"{channel} is not a request channel: docket serves one for each agent it "
+                                     "launches, for as long as that agent runs")
     build_server(channel, max(0.0, ctx.args.wait)).run("stdio")
     return 0

@@ -37,7 +37,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
     p = verb("ask", ask_command, "ask a person and wait for the answer, printed on stdout (exit 0); refused: exit 3",
              "docket request ask 'May I delete the old migrations?' --reason approval")
-    p.add_argument("question", metavar="QUESTION")
+    p.add_argument("question", metavar="QUESTION", help="the question, as the person will read it")
     p.add_argument("--reason", choices=("blocked", "choice", "approval"), default="blocked",
                    help="why: blocked (cannot go on), choice (pick one of --choice), approval (may it)")
     p.add_argument("--choice", dest="choices", action="append", metavar="TEXT", default=[],
@@ -47,18 +47,19 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
                    help="wait at most this long (then exit 7, the question still open)")
     p = verb("progress", progress_command, "report progress (and, optionally, this generation's usage so far)",
              "docket request progress 'tests pass; writing docs' --cost 0.42")
-    p.add_argument("summary", metavar="SUMMARY")
-    p.add_argument("--input-tokens", type=int, metavar="N")
-    p.add_argument("--output-tokens", type=int, metavar="N")
+    p.add_argument("summary", metavar="SUMMARY", help="how far the work got")
+    p.add_argument("--input-tokens", type=int, metavar="N", help="input tokens this generation used so far")
+    p.add_argument("--output-tokens", type=int, metavar="N", help="output tokens this generation used so far")
     p.add_argument("--cost", metavar="USD", help="the generation's cost so far, in US dollars")
     p = verb("propose", propose_command, "propose a follow-up task (the run's [inbox] proposals decides)",
              "docket request propose 'document the cache' --prompt 'Write docs/cache.md.'")
-    p.add_argument("title", metavar="TITLE")
-    p.add_argument("--prompt", required=True, metavar="TEXT")
-    p.add_argument("--depends-on", dest="depends_on", action="append", metavar="TASK", default=[])
+    p.add_argument("title", metavar="TITLE", help="the follow-up task's title")
+    p.add_argument("--prompt", required=True, metavar="TEXT", help="what its agent is to do")
+    p.add_argument("--depends-on", dest="depends_on", action="append", metavar="TASK", default=[],
+                   help="a task it starts after (repeat)")
     p = verb("finish", finish_command, "say the work is done, with a summary (its checks still judge it)",
              "docket request finish 'cache added, with tests'")
-    p.add_argument("summary", metavar="SUMMARY")
+    p.add_argument("summary", metavar="SUMMARY", help="what was done")
 
 
 def channel_path(given: str | None) -> Path:

@@ -94,7 +94,7 @@ def _group_parsers(parser, path=()):
 def test_every_command_group_has_help_and_an_example():
     groups = dict(_group_parsers(build_parser()))
     assert set(groups) == {(), ("run",), ("task",), ("worker",), ("candidate",), ("check",), ("handoff",), ("worktree",), ("lease",),
-                           ("ledger",), ("config",), ("key",)}
+                           ("ledger",), ("config",), ("key",), ("request",)}
     for path, parser in groups.items():
         assert parser.description, path
         assert "example:\n  docket " + " ".join(path) in (parser.epilog or ""), path
