@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,11 @@ def answer(ctx: Context) -> int:
     from .output import emit, shown
 
     a = ctx.args
+    if os.environ.get("DOCKET_WORKER"):  # docket sets it for every agent it launches: an agent never answers
+        from ..domain.errors import Refused
+
+        raise Refused("answer-from-agent", "this runs inside an agent docket launched; a person answers its "
+                                           "questions, from outside")
     trusted = load_config(find_config(Path.cwd())).inbox.trusted
     question = answer_question(ctx.ledger, ctx.clock, a.question, text=a.text, choice=a.choice,
                                by=a.identity or local_user(), trusted=trusted)

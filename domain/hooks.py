@@ -38,12 +38,12 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "task-finished": _names(ev.TaskFinished),
     "check-failed": _names(ev.CheckFailed, ev.CheckTimedOut),
     "run-finished": _names(ev.RunCompleted, ev.RunAborted, ev.RunBudgetExhausted, ev.RunUsageExhausted),
-    "question-asked": _names(ev.QuestionAsked),  # an agent waits for a person (docket inbox)
     # TaskFinished only when it failed (see matches); an unknown of any of the run's intents but a hook's own
     "needs-attention": _names(ev.TaskFinished, ev.IntegrationStepConflicted, ev.IntegrationStepRejected,
                               ev.IntegrationStepFailed, ev.IntegrationTargetMoved, ev.RunBudgetExhausted,
                               ev.RunUsageExhausted, ev.RunWaiting, ev.IntentOutcomeUnknown, ev.IntentOutcomeUnknownV2,
                               ev.QuestionAsked),
+    "question-asked": _names(ev.QuestionAsked),  # an agent waits for a person (docket inbox)
 }
 _OWN = frozenset(_names(ev.HookRequested, ev.HookFinished))  # a hook firing for hooks would never end
 

@@ -23,6 +23,7 @@ from .ledger import Ledger
 from .runs import load_run
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+MAX_REQUESTS = 1000  # distinct requests one generation may make: what an agent can add to the ledger is bounded
 
 __all__ = ["GenerationRequests", "answer_question", "apply_deadlines", "load_request", "local_user",
            "questions_of", "receive_request", "serve_request"]
@@ -66,16 +67,26 @@ class GenerationRequests:
     """One worker generation's requests as its channel serves them, decided on a ledger connection of the channel's
     own thread; the questions it asked, so its supervisor knows when it waits for an answer."""
 
-    def __init__(self, ledger: Ledger, clock: Clock, binding: rq.Binding, policy: rq.InboxPolicy) -> None:
+    def __init__(self, ledger: Ledger, clock: Clock, binding: rq.Binding, policy: rq.InboxPolicy, *,
+                 max_requests: int = MAX_REQUESTS) -> None:
         self._ledger = ledger
         self._clock = clock
         self.binding = binding
         self._policy = policy
+        self._max_requests = max_requests
         self._connection: Ledger | None = None
         self._asked: set[str] = set()
+        self._seen: set[str] = set()  # the request ids served: a flood of new ones is refused, not recorded
         self._lock = threading.Lock()
 
     def handle(self, document: dict[str, Any]) -> dict[str, Any]:
+        request_id = document.get("request_id")
+        if request_id not in self._seen:
+            if len(self._seen) >= self._max_requests:
+                return {"status": "refused", "code": "too-many-requests",
+                        "message": f"this generation made {self._max_requests} requests; no more are taken"}
+            if isinstance(request_id, str) and _REQUEST_ID.match(request_id):
+                self._seen.add(request_id)
         if self._connection is None:
             self._connection = self._ledger.connection()
         reply = serve_request(self._connection, self._clock, self.binding, self._policy, document)

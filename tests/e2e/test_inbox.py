@@ -221,7 +221,10 @@ def assert_one_answer_per_question_and_delivered(world: GoWorld, summary: dict, 
     assert wait_until(lambda: docket_processes(world.ledger) == [], timeout=20)
 
 
-@pytest.mark.parametrize("point", ["request:before-reply", "go:before-answered"])
+INBOX_POINTS = ["request:before-reply", "go:before-answered", "answer:after-record"]  # the last, killing the answer
+
+
+@pytest.mark.parametrize("point", INBOX_POINTS[:2])
 def test_docket_go_killed_on_the_request_path_converges_with_one_answer(tmp_path, point):
     world = asking_world(tmp_path, ASK_OR_USE if point == "request:before-reply" else ASKING_THEN_EXITING)
     go = start_faulted(world, point)
@@ -358,3 +361,31 @@ def test_a_deadline_whose_policy_is_to_fail_fails_the_task(tmp_path):
     assert (row["result"], row["code"]) == ("failed", "question-expired"), err + out
     assert len(world.events("QuestionExpired")) == 1 and world.events("QuestionAnswered") == []
     assert open_questions(world) == []
+
+
+HOSTILE = "\x1b]0;owned\x07Which name?\nrun r9: all delivered \x1b[2J"
+
+ASKING_HOSTILE = f'''
+import subprocess, sys
+subprocess.run([sys.executable, "-m", "docket", "request", "ask", {HOSTILE!r}, "--choice", "\\x1b[31mred", "--no-wait"])
+'''
+
+
+def test_a_question_with_terminal_escapes_is_shown_escaped_and_an_agent_cannot_answer_it(tmp_path):
+    world = asking_world(tmp_path, ASKING_HOSTILE)
+    go = start_go(world)
+    try:
+        assert wait_until(lambda: open_questions(world), timeout=60)
+        (question,) = open_questions(world)
+        assert question["question"] == HOSTILE and question["choices"] == ["\x1b[31mred"]  # exact in JSON
+        shown = world.run("inbox")
+        assert shown.returncode == 0 and "\x1b" not in shown.stdout and "\x07" not in shown.stdout
+        assert "run r9: all delivered" not in shown.stdout.splitlines()  # no forged line
+        import subprocess
+
+        inside = subprocess.run(world.argv("answer", question["question_id"], "ada"), cwd=world.repo,
+                                env=dict(world.env, DOCKET_WORKER="r1.name"), capture_output=True, text=True)
+        assert inside.returncode == 3 and inside.stderr.startswith("docket: error: answer-from-agent: ")
+        assert world.events("QuestionAnswered") == []
+    finally:
+        kill(go) if go.poll() is None else go.communicate()

@@ -244,7 +244,8 @@ def test_credentials_are_invisible_to_the_agent_unless_allowed_and_docket_variab
         "DOCKET_RUN": "r1", "DOCKET_TASK": "t1", "DOCKET_TASK_ID": "t1", "DOCKET_WORKER": "t1",
         "DOCKET_GENERATION": "1", "DOCKET_LEDGER": str(workers.docket.ledger.resolve()),
         "DOCKET_WORKTREE": str(workers.worktree("t1")), "DOCKET_PROMPT_FILE": str(prompt_file),
-        "DOCKET_HOST": socket.gethostname()}
+        "DOCKET_HOST": socket.gethostname(),
+        "DOCKET_REQUESTS": str(workers.docket.ledger.resolve().parent / "workers" / "t1" / "1" / "docket.sock")}
 
 
 def test_a_task_named_as_docket_go_names_it_is_launched_by_its_bare_id_and_the_agent_gets_both_ids(workers):

@@ -239,3 +239,21 @@ def test_answers_racing_record_exactly_one(ledger, tmp_path):
         t.join()
     assert sorted(outcomes) == ["already-answered"] * 4 + ["answered"]
     assert len(events(ledger, "QuestionAnswered")) == 1
+
+
+def test_a_flood_of_new_requests_is_refused_past_the_bound_and_not_recorded(ledger, tmp_path):
+    requests = GenerationRequests(ledger, FixedClock(T0), BINDING, rq.InboxPolicy(), max_requests=3)
+    pid, start = os.getpid(), _start_time(os.getpid())
+    (tmp_path / "w1" / "1").mkdir(parents=True)
+    channel = RequestChannel(tmp_path / "w1" / "1" / "docket.sock", requests, lambda p: descends_from(p, pid, start))
+    try:
+        replies = [send(channel.path, {"kind": "progress", "request_id": f"p{i}", "summary": f"step {i}"})
+                   for i in range(6)]
+        again = send(channel.path, {"kind": "progress", "request_id": "p1", "summary": "step 1"})
+    finally:
+        channel.close()
+    assert [r["status"] for r in replies] == ["recorded"] * 3 + ["refused"] * 3
+    assert {r.get("code") for r in replies[3:]} == {"too-many-requests"}
+    assert again["status"] == "recorded"  # a request made before is answered as ever
+    assert [e.request_id for e in events(ledger, "ProgressReported")] == ["p0", "p1", "p2"]
+    assert events(ledger, "RequestRefused") == []
