@@ -53,9 +53,9 @@ def inbox(ctx: Context) -> int:
              "on_deadline": q["on_deadline"]} for q in questions]
     lines = []
     for r in rows:
-        age = format_duration(r["age_ms"]) if r["age_ms"] >= 1000 else "now"
+        age = format_duration(r["age_ms"] // 1000 * 1000) + " ago" if r["age_ms"] >= 1000 else "just now"
         lines.append(f"{r['question_id']}  run {shown(r['run_id'])}  task {shown(r['task_id'])}  "
-                     f"{r['reason']}  asked {age} ago")
+                     f"{r['reason']}  asked {age}")
         lines.append(f"  {shown(r['question'])}")
         lines += [f"  {i}. {shown(choice)}" for i, choice in enumerate(r["choices"], 1)]
         if r["deadline_at"]:

@@ -27,7 +27,7 @@ __all__ = ["Answered", "Feedback", "answer_note", "answered_prompt", "record_ans
            "stream_of"]
 
 MAX_FEEDBACK_CHARS = 4000
-MAX_ANSWERS_SHOWN = 5
+MAX_ANSWERS_SHOWN = 10
 
 
 @dataclass(frozen=True)
@@ -193,15 +193,16 @@ def finish(task: Task, run: Run, *, result: str, binding_id: str | None, code: s
                        binding_id=binding_id, code=code, message=(message or None) and message[:4000])]
 
 
-def answered_prompt(prompt: str, answered: tuple[Answered, ...]) -> str:
-    """The prompt after generations that ended waiting for answers: the answers they were given (the last
-    MAX_ANSWERS_SHOWN), and that the work goes on where it stopped."""
-    if not answered:
+def answered_prompt(prompt: str, answers: list[tuple[str, str, str]], *, goes_on: bool) -> str:
+    """The prompt of a generation after ones that asked questions: each (question, answer, who answered) they were
+    given (the last MAX_ANSWERS_SHOWN); goes_on: the last one ended asking, and this one goes on from its work."""
+    if not answers:
         return prompt
-    shown = answered[-MAX_ANSWERS_SHOWN:]
-    notes = "\n\n".join(a.note for a in shown)
-    return (f"{prompt}\n\n---\nYou asked questions and stopped before they were answered. Your work so far is in "
-            f"the workspace; go on from there. The answers:\n{notes}\n")
+    notes = answer_note(answers[-MAX_ANSWERS_SHOWN:])
+    if goes_on:
+        return (f"{prompt}\n\n---\nYou asked questions and stopped before they were answered. Your work so far is in "
+                f"the workspace; go on from there. The answers:\n{notes}\n")
+    return f"{prompt}\n\n---\nQuestions an earlier attempt asked, and their answers:\n{notes}\n"
 
 
 def answer_note(questions: list[tuple[str, str, str]]) -> str:

@@ -25,7 +25,7 @@ from .runs import load_run
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_REQUESTS = 1000  # distinct requests one generation may make: what an agent can add to the ledger is bounded
 
-__all__ = ["GenerationRequests", "answer_question", "apply_deadlines", "load_request", "local_user",
+__all__ = ["GenerationRequests", "answer_question", "apply_deadlines", "earlier_answers", "load_request", "local_user",
            "questions_of", "receive_request", "serve_request"]
 
 
@@ -164,6 +164,18 @@ def questions_of(ledger: Ledger, worker_id: str, generation: int) -> list[rq.Req
             if e.worker_id == worker_id and e.generation == generation]  # type: ignore[attr-defined]
     found = [load_request(ledger, key) for key in keys]
     return [q for q in found if q is not None]
+
+
+def earlier_answers(ledger: Ledger, worker_id: str, generation: int) -> list[tuple[str, str, str]]:
+    """(question, answer, who answered) of each question the worker's generations before this one asked and were
+    answered, in the order asked: what the next generation is told, so that it does not ask again."""
+    from ...domain import events as ev
+
+    keys = [e.request_key for _, e in ledger.events_of(ev.QuestionAsked)
+            if e.worker_id == worker_id and e.generation < generation]  # type: ignore[attr-defined]
+    found = [load_request(ledger, key) for key in keys]
+    return [(q.question or "", q.answer or "", q.answered_by or "") for q in found
+            if q is not None and q.status == "answered"]
 
 
 def apply_deadlines(ledger: Ledger, clock: Clock, keys: Iterable[str]) -> list[str]:

@@ -173,7 +173,10 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
     for folder in (generation_dir, log_path.parent):
         own_folder(docket_dir, folder)
     port = _free_port() if request.ports else None
-    prompt, prompt_file = _prompt(docket_dir, task, repository, load_run(ledger, request.run_id).remote)
+    from .requests import earlier_answers
+
+    prompt, prompt_file = _prompt(docket_dir, task, repository, load_run(ledger, request.run_id).remote,
+                                  earlier_answers(ledger, request.worker_id, worker.generation), worker.generation)
     from ..world.request_channel import SOCKET_NAME, docket_command, docket_roots, write_mcp_config
 
     channel_path = generation_dir / SOCKET_NAME
@@ -380,8 +383,8 @@ def _grant(ledger: Ledger, clock: Clock, processes: Any, resource: str, worker: 
     return position
 
 
-def _prompt(docket_dir: Path, task: task_aggregate.Task, repository: Path,
-            remote: tuple[str, str] | None) -> tuple[str, Path]:
+def _prompt(docket_dir: Path, task: task_aggregate.Task, repository: Path, remote: tuple[str, str] | None,
+            answers: Sequence[tuple[str, str, str]] = (), generation: int = 1) -> tuple[str, Path]:
     """The prompt of the task's next generation and the file that holds it: the task's own (checked against the
     digest the ledger holds; in a run with a shared remote, fetched from there when another host planned it, and
     pushed there when this one has it), followed by the feedback on the last failed attempt when there was one."""
@@ -411,9 +414,10 @@ def _prompt(docket_dir: Path, task: task_aggregate.Task, repository: Path,
                 publish_prompt(repository, *remote, text)  # for a host that takes the task over
     if task.feedback:
         text = task_aggregate.retry_prompt(text, task.feedback)
-    if task.answered:
-        text = task_aggregate.answered_prompt(text, task.answered)
-    if task.feedback or task.answered or task.prompt_sha256 is None:
+    if answers:
+        goes_on = bool(task.answered) and task.answered[-1].generation == generation - 1
+        text = task_aggregate.answered_prompt(text, list(answers), goes_on=goes_on)
+    if task.feedback or answers or task.prompt_sha256 is None:
         _, path = store_prompt(docket_dir, text)  # by content: the argv naming it binds it
     return text, path
 

@@ -389,3 +389,38 @@ def test_a_question_with_terminal_escapes_is_shown_escaped_and_an_agent_cannot_a
         assert world.events("QuestionAnswered") == []
     finally:
         kill(go) if go.poll() is None else go.communicate()
+
+
+# The agent: asks (once a generation, unless its prompt has the answer), then writes a name its check refuses the
+# first time: the retry is told the answer it was given and does not ask again.
+ASK_THEN_RETRY = '''
+import re, subprocess, sys
+prompt = sys.stdin.read()
+found = re.findall(r"^A \\(([^)]*)\\): (.*)$", prompt, re.M)
+if found:
+    name = found[-1][1]
+else:
+    asked = subprocess.run([sys.executable, "-m", "docket", "request", "ask", "Which name?", "--id", "which"],
+                           capture_output=True, text=True)
+    name = asked.stdout.strip()
+broken = "Your previous attempt" not in prompt
+open("name.py", "w").write(f"NAME = {name!r}" + (" broken" if broken else "") + "\\n")
+'''
+
+
+def test_a_retry_after_a_failed_check_is_told_the_answers_and_does_not_ask_again(tmp_path):
+    world = asking_world(tmp_path, ASK_THEN_RETRY)
+    go = start_go(world)
+    try:
+        assert wait_until(lambda: open_questions(world), timeout=60)
+        (question,) = open_questions(world)
+        assert world.run("answer", question["question_id"], "bob").returncode == 0
+        out, err = go.communicate(timeout=180)
+    finally:
+        if go.poll() is None:
+            kill(go)
+    assert go.returncode == 0, err + out
+    (row,) = json.loads(out)["tasks"]
+    assert (row["result"], row["cycles"]) == ("delivered", 2)
+    assert world.file_at("main", "name.py") == "NAME = 'bob'\n"
+    assert len(world.events("QuestionAsked")) == 1  # generation 2 was told, and did not ask

@@ -180,3 +180,23 @@ def test_the_run_line_counts_the_budget_up_to_now_while_supervised(conn):
     assert (board.used_ms, board.remaining_ms, board.budget_ms) == (600_000, 3_000_000, 3_600_000)
     doc = board.document()
     assert doc["tasks"] == [] and doc["run_id"] == "r1" and json.dumps(doc)
+
+
+def question(conn, key: str, generation: int = 1, status: str = "open", position: int = 40) -> None:  # noqa: ANN001
+    insert(conn, "requests", request_key=key, kind="ask", status=status, run_id="r1", task_id="t1", worker_id="t1",
+           generation=generation, request_id=key, asked_at=T0, reason="blocked", question="q?", choices="[]",
+           refusals=0, answers_refused=0, position=position)
+
+
+def test_a_task_whose_current_generation_asked_is_awaiting_input_until_answered(conn):
+    run(conn, plan=[{"task_id": "t1", "depends_on": []}])
+    task(conn, "t1", 1)
+    worker(conn, "t1", "running", generation=2)
+    question(conn, "req-aaaaaaaaaaaaaaaa", generation=1)  # an earlier generation's question: not this one's
+    assert run_board(conn, "r1", at(1)).tasks[0].state == "running"
+    question(conn, "req-bbbbbbbbbbbbbbbb", generation=2, position=41)
+    assert run_board(conn, "r1", at(1)).tasks[0].state == "awaiting-input"
+    conn.execute("UPDATE workers SET status = 'exited' WHERE worker_id = 't1'")
+    assert run_board(conn, "r1", at(1)).tasks[0].state == "awaiting-input"  # ended asking: still waits for it
+    conn.execute("UPDATE requests SET status = 'answered' WHERE request_key = 'req-bbbbbbbbbbbbbbbb'")
+    assert run_board(conn, "r1", at(1)).tasks[0].state == "exited"

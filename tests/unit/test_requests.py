@@ -209,3 +209,17 @@ def test_an_answer_is_delivered_once_and_only_once_answered():
     assert (type(event).name, event.request_key, event.generation) == ("AnswerDelivered", question.key, 2)
     question = book.apply(rq.apply, question, [event])
     assert question.delivered and rq.deliver(question, at(3)) == []
+
+
+def test_a_prompt_after_answers_tells_them_and_whether_the_work_goes_on():
+    from docket.domain.task import answered_prompt
+
+    answers = [("Which db?", "sqlite", "ada"), ("Go on?", "yes", "docket")]
+    assert answered_prompt("Do it.", [], goes_on=True) == "Do it."
+    goes_on = answered_prompt("Do it.", answers, goes_on=True)
+    assert goes_on.startswith("Do it.\n\n---\nYou asked questions and stopped before they were answered.")
+    assert "Q: Which db?\nA (ada): sqlite" in goes_on and "Q: Go on?\nA (docket): yes" in goes_on
+    retry = answered_prompt("Do it.", answers, goes_on=False)
+    assert "Questions an earlier attempt asked, and their answers:" in retry and "stopped before" not in retry
+    many = answered_prompt("Do it.", [(f"q{i}", f"a{i}", "ada") for i in range(30)], goes_on=False)
+    assert "q29" in many and "Q: q19\n" not in many  # the last ten
