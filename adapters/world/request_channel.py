@@ -159,14 +159,15 @@ class RequestChannel:
             pass
 
 
-def _read_line(connection: socket.socket) -> bytes | None:
+def _read_line(connection: socket.socket, limit: int = MAX_REQUEST) -> bytes | None:
+    """The first line the other end sends, without its newline; None when it is blank or longer than limit."""
     data = b""
     while b"\n" not in data:
         chunk = connection.recv(65536)
         if not chunk:
             break
         data += chunk
-        if len(data) > MAX_REQUEST:
+        if len(data) > limit:
             return None
     line = data.split(b"\n", 1)[0]
     return line if line.strip() else None
@@ -183,15 +184,8 @@ def send(path: Path, document: dict[str, Any], timeout: float = IO_TIMEOUT_SECON
         with _short_path(path) as name:
             s.connect(name)
         s.sendall(json.dumps(document, ensure_ascii=False).encode() + b"\n")
-        data = b""
-        while b"\n" not in data:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-            if len(data) > 4 * MAX_REQUEST:
-                raise OSError("the channel's reply is too large")
-    reply = json.loads(data.split(b"\n", 1)[0] or b"null")
+        line = _read_line(s, 4 * MAX_REQUEST)
+    reply = json.loads(line or b"null")
     if not isinstance(reply, dict):
         raise OSError("the channel's reply is not a JSON object")
     return reply

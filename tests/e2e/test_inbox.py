@@ -173,8 +173,8 @@ def test_a_task_whose_agent_exited_waiting_is_continued_by_the_answer(tmp_path):
     assert world.events("TaskFeedbackRecorded") == []
 
 
-# The agent: uses the answer its prompt carries (a generation after one that ended asking), else asks and waits.
-ASK_OR_USE = '''
+# The agent's start: the answer its prompt carries (told after an earlier generation asked), else it asks and waits.
+NAME_FROM_PROMPT_OR_ASKED = '''
 import re, subprocess, sys
 prompt = sys.stdin.read()
 found = re.findall(r"^A \\(([^)]*)\\): (.*)$", prompt, re.M)
@@ -186,7 +186,8 @@ else:
     if asked.returncode != 0:
         sys.exit(asked.stderr)
     name = asked.stdout.strip()
-open("name.py", "w").write(f"NAME = {name!r}\\n")
+'''
+ASK_OR_USE = NAME_FROM_PROMPT_OR_ASKED + '''open("name.py", "w").write(f"NAME = {name!r}\\n")
 '''
 
 
@@ -393,17 +394,7 @@ def test_a_question_with_terminal_escapes_is_shown_escaped_and_an_agent_cannot_a
 
 # The agent: asks (once a generation, unless its prompt has the answer), then writes a name its check refuses the
 # first time: the retry is told the answer it was given and does not ask again.
-ASK_THEN_RETRY = '''
-import re, subprocess, sys
-prompt = sys.stdin.read()
-found = re.findall(r"^A \\(([^)]*)\\): (.*)$", prompt, re.M)
-if found:
-    name = found[-1][1]
-else:
-    asked = subprocess.run([sys.executable, "-m", "docket", "request", "ask", "Which name?", "--id", "which"],
-                           capture_output=True, text=True)
-    name = asked.stdout.strip()
-broken = "Your previous attempt" not in prompt
+ASK_THEN_RETRY = NAME_FROM_PROMPT_OR_ASKED + '''broken = "Your previous attempt" not in prompt
 open("name.py", "w").write(f"NAME = {name!r}" + (" broken" if broken else "") + "\\n")
 '''
 
