@@ -111,12 +111,14 @@ class GenerationRequests:
         if connection is not None:
             connection.close()
 
-    def open_questions(self, ledger: Ledger) -> list[rq.Request]:
-        """The questions this generation asked that no one has answered yet (read through ledger)."""
+    def waiting_questions(self, ledger: Ledger) -> list[rq.Request]:
+        """The questions this generation asked whose answers have not reached it yet: unanswered, or answered and
+        not yet delivered (the agent asks again every few seconds). Read through ledger."""
         with self._lock:
             keys = sorted(self._asked)
         found = [load_request(ledger, key) for key in keys]
-        return [q for q in found if q is not None and q.status == "open"]
+        return [q for q in found if q is not None and (q.status == "open" or (q.status == "answered"
+                                                                              and not q.delivered))]
 
 
 def serve_request(ledger: Ledger, clock: Clock, binding: rq.Binding, policy: rq.InboxPolicy,

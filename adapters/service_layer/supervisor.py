@@ -237,15 +237,17 @@ def _asked_to_stop(ledger: Ledger, clock: Clock, w: Launched) -> str | None:
 
 
 def _awaiting_answer(ledger: Ledger, clock: Clock, w: Launched) -> bool:
-    """Whether the generation waits for the answer to a question it asked: its timeouts do not run meanwhile."""
+    """Whether the generation waits for the answer to a question it asked (until the answer reaches it): its
+    timeouts do not run meanwhile."""
     from .requests import apply_deadlines
 
     requests = getattr(w.channel, "requests", None)
     if requests is None:
         return False
-    waiting = requests.open_questions(ledger)
-    if waiting and apply_deadlines(ledger, clock, [q.key for q in waiting if q.deadline_at is not None]):
-        waiting = requests.open_questions(ledger)
+    waiting = requests.waiting_questions(ledger)
+    open_ones = [q.key for q in waiting if q.status == "open" and q.deadline_at is not None]
+    if open_ones and apply_deadlines(ledger, clock, open_ones):
+        waiting = requests.waiting_questions(ledger)
     return bool(waiting)
 
 

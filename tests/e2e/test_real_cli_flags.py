@@ -40,7 +40,8 @@ def launch(tmp_path: Path, config: AgentConfig, executable: Path) -> tuple[list[
     worker_dir.mkdir(mode=0o700)
     prompt_file = tmp_path / "prompt.txt"
     prompt_file.write_text("- say hello\n")
-    values = dict(worktree=str(worktree), worker_dir=str(worker_dir))
+    values = dict(worktree=str(worktree), worker_dir=str(worker_dir), mcp_config=str(worker_dir / "mcp.json"),
+                  requests=str(worker_dir / "docket.sock"), docket="docket")
     argv = [expand(arg, **values, prompt="- say hello", prompt_file=str(prompt_file)) for arg in config.command]
     env, _ = scrub_environment(os.environ, config.env_allow)
     env = {k: v for k, v in env.items() if not k.startswith("DOCKET_")}
@@ -80,7 +81,8 @@ def test_the_page_splits_each_command_into_subcommand_options_and_values(tmp_pat
     assert subcommands_and_options(page_agent(tmp_path, "codex").command) == (
         ["exec"], ["--json", "--sandbox"], ["danger-full-access"])
     assert subcommands_and_options(page_agent(tmp_path, "claude").command) == (
-        [], ["-p", "--permission-mode", "--allowedTools", "--output-format"], ["acceptEdits", "Bash", "json"])
+        [], ["-p", "--permission-mode", "--allowedTools", "--mcp-config", "--strict-mcp-config", "--output-format"],
+        ["acceptEdits", "json"])  # a tool list (Bash,mcp__docket) is no word of the help: test_real_claude.py runs it
     _, options, values = subcommands_and_options(page_agent(tmp_path, "aider").command)
     assert "--message-file" in options and "--yes-always" in options and values == []
 
