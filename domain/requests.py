@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -40,7 +40,6 @@ __all__ = [
     "content_sha256",
     "deliver",
     "expire",
-    "open_questions",
     "receive",
     "reply",
     "request_key",
@@ -355,7 +354,3 @@ def expire(question: Request, run: Run, now: str) -> list[ev.Event]:
                            via="deadline")]
     return [next_event(ev.QuestionExpired, stream, question.version, now, **common,
                        deadline_at=question.deadline_at)]
-
-
-def open_questions(requests: Sequence[Request]) -> list[Request]:
-    return [r for r in requests if r.kind == "ask" and r.status == "open"]

@@ -145,19 +145,12 @@ class WorkFinished(_Request):
     summary: Text
 
 
-class RequestRefused(Event):
+class RequestRefused(_Request):
     """A request was refused and nothing of it was taken: its generation is fenced (stale-generation), its request
     id was used before with other content (request-id-conflict). A request that is not well formed is answered so,
     and not recorded."""
 
     name = "RequestRefused"
-    request_key: RequestKey
-    run_id: Id
-    task_id: Id
-    worker_id: Id
-    generation: Generation
-    request_id: Id
     kind: Kind
-    content_sha256: Sha256
     code: Code
     message: Text

@@ -54,6 +54,12 @@ def start_go(world: GoWorld, run_id: str = "r1"):
                        "--json")
 
 
+def stop(go) -> None:  # noqa: ANN001
+    """A docket go a test started and left running (it failed first) is killed, not left behind."""
+    if go.poll() is None:
+        kill(go)
+
+
 def open_questions(world: GoWorld) -> list[dict]:
     return world.json("inbox")["questions"]
 
@@ -84,9 +90,7 @@ def test_an_agent_asks_a_person_answers_and_the_answer_reaches_the_target(tmp_pa
         assert json.loads(answered.stdout)["answer"] == "bob"
         out, err = go.communicate(timeout=180)
     finally:
-        if go.poll() is None:
-            go.kill()
-            go.communicate()
+        stop(go)
     assert go.returncode == 0, err + out
     assert world.file_at("main", "name.py") == "NAME = 'bob'\n"
     assert open_questions(world) == []
@@ -137,9 +141,7 @@ def test_an_answer_from_someone_untrusted_is_refused_and_kept_and_a_trusted_one_
         assert again.returncode == 3 and again.stderr.startswith("docket: error: already-answered: ")
         out, err = go.communicate(timeout=180)
     finally:
-        if go.poll() is None:
-            go.kill()
-            go.communicate()
+        stop(go)
     assert go.returncode == 0, err + out
     assert world.file_at("main", "name.py") == "NAME = 'ada'\n"
     assert [(e["payload"]["answered_by"], e["payload"]["code"]) for e in world.events("AnswerRefused")] == [
@@ -158,9 +160,7 @@ def test_a_task_whose_agent_exited_waiting_is_continued_by_the_answer(tmp_path):
         assert world.run("answer", question["question_id"], "carol").returncode == 0
         out, err = go.communicate(timeout=180)
     finally:
-        if go.poll() is None:
-            go.kill()
-            go.communicate()
+        stop(go)
     assert go.returncode == 0, err + out
     (row,) = json.loads(out)["tasks"]
     assert (row["result"], row["cycles"]) == ("delivered", 1)  # waiting for the answer spent no cycle
@@ -255,8 +255,7 @@ def test_an_answer_killed_after_it_is_recorded_is_given_again_and_recorded_once(
         assert again.returncode == 0, again.stderr
         out, err = go.communicate(timeout=180)
     finally:
-        if go.poll() is None:
-            kill(go)
+        stop(go)
     assert go.returncode == 0, err + out
     assert_one_answer_per_question_and_delivered(world, json.loads(out))
 
@@ -306,8 +305,7 @@ def test_an_agent_whose_reported_progress_passes_max_cost_is_stopped_and_the_run
     try:
         out, err = go.communicate(timeout=180)
     finally:
-        if go.poll() is None:
-            kill(go)
+        stop(go)
     assert go.returncode == 7, err + out
     summary = json.loads(out)
     assert (summary["status"], summary["limited_by"]) == ("budget-limited", "cost")
@@ -336,8 +334,7 @@ def test_a_question_asked_fires_its_hook_with_the_question(tmp_path):
         assert world.run("answer", question["question_id"], "--choice", "1").returncode == 0
         out, err = go.communicate(timeout=180)
     finally:
-        if go.poll() is None:
-            kill(go)
+        stop(go)
     assert go.returncode == 0, err + out
     assert [e["payload"]["result"] for e in world.events("HookFinished")] == ["succeeded"]
 
@@ -389,7 +386,7 @@ def test_a_question_with_terminal_escapes_is_shown_escaped_and_an_agent_cannot_a
         assert inside.returncode == 3 and inside.stderr.startswith("docket: error: answer-from-agent: ")
         assert world.events("QuestionAnswered") == []
     finally:
-        kill(go) if go.poll() is None else go.communicate()
+        stop(go)
 
 
 # The agent: asks (once a generation, unless its prompt has the answer), then writes a name its check refuses the
@@ -408,8 +405,7 @@ def test_a_retry_after_a_failed_check_is_told_the_answers_and_does_not_ask_again
         assert world.run("answer", question["question_id"], "bob").returncode == 0
         out, err = go.communicate(timeout=180)
     finally:
-        if go.poll() is None:
-            kill(go)
+        stop(go)
     assert go.returncode == 0, err + out
     (row,) = json.loads(out)["tasks"]
     assert (row["result"], row["cycles"]) == ("delivered", 2)
