@@ -476,6 +476,9 @@ def queue_step(integration: Integration, run: Run, step: ev.IntegrationStep, *, 
     if not integration.rolling:
         raise Refused("queue-fixed", f"the integration of run {run.run_id} was fixed when it was prepared")
     if any(s.binding_id == step.binding_id for s in integration.steps):
+        if integration.ended and not integration.moved_unrecorded():  # it will never be taken: say so, once asked
+            raise Refused("queue-stopped", f"the merge queue of run {run.run_id} stopped ({integration.status}) "
+                                           f"before task {step.task_id}'s step was integrated")
         return []
     if integration.closed:
         raise Refused("queue-closed", f"the merge queue of run {run.run_id} is closed")

@@ -107,12 +107,12 @@ sed 's/^/  /' "$work/beta.log"
 grep -q "standing by: driver/first" "$work/beta.log" || { echo "demo-fleet: beta did not stand by" >&2; exit 1; }
 on beta docket status first
 
-step "alpha's supervisor is killed mid-run; beta cannot look at alpha's processes, so it takes the run over when \
+step "alpha's supervisor is killed mid-run (the task's merge recorded, not yet verified); beta cannot look at alpha's processes, so it takes the run over when \
 alpha's lease expires (a minute), integrates from the remote and seals the receipt"
 said=$(wc -l < "$work/beta.log")
-echo "[alpha]$ DOCKET_FAULT=go:before-integrate docket go --goal shout --tasks later.toml --target main --id second"
+echo "[alpha]$ DOCKET_FAULT=integrate:after-step docket go --goal shout --tasks later.toml --target main --id second"
 set +e
-(cd "$work/alpha" && DOCKET_HOST=alpha XDG_DATA_HOME="$work/alpha-data" DOCKET_FAULT=go:before-integrate \
+(cd "$work/alpha" && DOCKET_HOST=alpha XDG_DATA_HOME="$work/alpha-data" DOCKET_FAULT=integrate:after-step \
     docket go --goal shout --tasks "$work/later.toml" --target main --id second) 2>/dev/null
 killed=$?
 set -e

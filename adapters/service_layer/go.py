@@ -174,7 +174,8 @@ def _integrate_while_working(open_session: Callable[[], Session], settings: GoSe
         while integrating.is_set():
             queue_changed.clear()  # before the queue is read: a step queued from now on wakes the wait below
             integration = load_integration(s.ledger, run_id)
-            if (integration is not None and integration.rolling and not integration.ended
+            if (integration is not None and integration.rolling
+                    and (not integration.ended or integration.moved_unrecorded())  # re-queued onto the move first
                     and load_run(s.ledger, run_id).status == "active"):
                 try:
                     advance(s.ledger, s.clock, s.effector, run_id, checks=settings.checks,

@@ -225,8 +225,8 @@ def queued_tasks(s: Session, run_id: str, generation: int | None = None) -> froz
     from .integration import load_integration
 
     integration = load_integration(s.ledger, run_id)
-    if integration is None or not integration.rolling or integration.ended:
-        return frozenset()
+    if integration is None or not integration.rolling or (integration.ended and not integration.moved_unrecorded()):
+        return frozenset()  # a queue whose target move found the target moved goes on once re-queued onto it
     return frozenset(step.task_id for step in integration.steps
                      if step.status not in ("verified", "conflicted", "rejected", "requeued")
                      and generation in (None, step.generation))

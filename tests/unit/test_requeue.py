@@ -133,3 +133,31 @@ def test_a_queue_opened_on_a_target_other_docket_runs_moved_records_no_stranger(
     assert isinstance(opened, ev.IntegrationPreparedV2) and opened.expected_commit == THEIRS
     _, moved = integration.open_queue(None, RUN, **common, foreign=Foreign((THEIRS,), 1, True, True))
     assert isinstance(moved, ev.IntegrationTargetMovedByOthers)
+
+
+def _one_verified_one_waiting_found_moved() -> integration.Integration:
+    """Step 1 verified, step 2 queued behind it; the move of step 1's merge finds THEIRS."""
+    return _found_moved(_merged_and_verified(rolling(2), 1, M1), THEIRS)
+
+
+def test_a_step_already_queued_when_the_target_was_found_moved_stays_the_integrators():
+    """Queued again by its task (a resumed docket go judging it), it is still the queue's: nothing new, no refusal;
+    it goes on once re-queued onto the moved target."""
+    state = _one_verified_one_waiting_found_moved()
+    assert state.ended and target_move.moved_unrecorded(state) and state.step(2).status == "waiting"
+    again = ev.IntegrationStep(task_id="t2", binding_id="2" * 64, commit=CANDIDATE, worker_id="t2", generation=1)
+    assert integration.queue_step(state, RUN, again, waiting_for=[], overlaps=[], now=T0) == []
+
+
+def test_a_step_already_queued_in_a_queue_that_stopped_is_told_so():
+    """The queue stopped (a stranger's move dropped the expected commit) with a step never taken: its task is told
+    the queue stopped (and finishes passed, undelivered) instead of waiting for a step that will never come."""
+    state = _one_verified_one_waiting_found_moved()
+    (moved,) = requeue.requeue(state, known=None, foreign=ForeignCommits((THEIRS,), 1, True, False), rounds=0,
+                               now=T0)
+    state = fold([moved], state)
+    assert state.status == "stopped" and state.step(2).status == "waiting"
+    again = ev.IntegrationStep(task_id="t2", binding_id="2" * 64, commit=CANDIDATE, worker_id="t2", generation=1)
+    with pytest.raises(Refused) as refused:
+        integration.queue_step(state, RUN, again, waiting_for=[], overlaps=[], now=T0)
+    assert refused.value.code == "queue-stopped"
