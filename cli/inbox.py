@@ -15,16 +15,17 @@ __all__ = ["register", "register_answer"]
 
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p = command(nouns, "inbox", inbox, common,
-                "list every open question agents asked, across runs (of one run with --run), oldest first",
+                "list every open question agents asked, and every follow-up task they proposed that waits for a "
+                "person's decision, across runs (of one run with --run), oldest first",
                 "docket inbox --json")
     p.add_argument("--run", metavar="RUN", help="only this run's questions")
 
 
 def register_answer(nouns: Any, common: argparse.ArgumentParser) -> None:
     p = command(nouns, "answer", answer, common,
-                "answer an agent's question (its id from 'docket inbox'), as the local user or, with --as, an "
-                "identity docket.toml's [inbox] trusted names; anyone else is refused (exit 3) and the refusal "
-                "recorded",
+                "answer an agent's question (its id from 'docket inbox'), or accept or refuse a follow-up task it "
+                "proposed (accept|refuse, or --choice 1|2), as the local user or, with --as, an identity "
+                "docket.toml's [inbox] trusted names; anyone else is refused (exit 3) and the refusal recorded",
                 "docket answer req-7k2m9x4qab2cd3ef 'Use PostgreSQL.'")
     p.add_argument("question", metavar="QUESTION", help="the question's id (req-...)")
     p.add_argument("text", metavar="TEXT", nargs="?", help="the answer")
@@ -46,22 +47,35 @@ def inbox(ctx: Context) -> int:
 
     now = ctx.clock.now()
     questions = open_questions(ctx.views().conn, ctx.args.run)
-    rows = [{"question_id": q["request_key"], "run_id": q["run_id"], "task_id": q["task_id"],
-             "worker_id": q["worker_id"], "generation": q["generation"], "reason": q["reason"],
-             "question": q["question"], "choices": q["choices"], "asked_at": q["asked_at"],
-             "age_ms": _age_ms(q["asked_at"], now), "deadline_at": q["deadline_at"],
-             "on_deadline": q["on_deadline"]} for q in questions]
+    rows = [_row(q, now) for q in questions]
     lines = []
     for r in rows:
         age = format_duration(r["age_ms"] // 1000 * 1000) + " ago" if r["age_ms"] >= 1000 else "just now"
         lines.append(f"{r['question_id']}  run {shown(r['run_id'])}  task {shown(r['task_id'])}  "
                      f"{r['reason']}  asked {age}")
-        lines.append(f"  {shown(r['question'])}")
+        if r["kind"] == "propose":
+            lines.append(f"  a follow-up task: {shown(r['proposal']['title'])}")
+            lines += [f"    {shown(line)}" for line in r["proposal"]["prompt"].splitlines()[:20]]
+        else:
+            lines.append(f"  {shown(r['question'])}")
         lines += [f"  {i}. {shown(choice)}" for i, choice in enumerate(r["choices"], 1)]
         if r["deadline_at"]:
             lines.append(f"  deadline {r['deadline_at']} ({r['on_deadline']})")
     emit(ctx.json, {"questions": rows}, "\n".join(lines) if lines else "no open questions")
     return 0
+
+
+def _row(q: dict[str, Any], now: str) -> dict[str, Any]:
+    """An inbox entry: a question, or a proposed follow-up a person accepts (choice 1) or refuses (choice 2)."""
+    from ..domain.follow_ups import CHOICES
+
+    proposal = q["kind"] == "propose"
+    return {"question_id": q["request_key"], "kind": q["kind"], "run_id": q["run_id"], "task_id": q["task_id"],
+            "worker_id": q["worker_id"], "generation": q["generation"],
+            "reason": "proposal" if proposal else q["reason"], "question": q["question"],
+            "choices": list(CHOICES) if proposal else q["choices"], "asked_at": q["asked_at"],
+            "age_ms": _age_ms(q["asked_at"], now), "deadline_at": q["deadline_at"], "on_deadline": q["on_deadline"],
+            "proposal": {"title": q["title"], "prompt": q["summary"]} if proposal else None}
 
 
 def answer(ctx: Context) -> int:
@@ -77,11 +91,20 @@ def answer(ctx: Context) -> int:
                                            "questions, from outside")
     trusted = load_config(find_config(Path.cwd())).inbox.trusted
     question = answer_question(ctx.ledger, ctx.clock, a.question, text=a.text, choice=a.choice,
-                               by=a.identity or local_user(), trusted=trusted)
+                               by=a.identity or local_user(), trusted=trusted, docket_dir=ctx.paths.ledger.parent)
     from ..adapters.world import faults
 
     faults.crash_point("answer:after-record")
     ctx.update_views()
+    if question.kind == "propose":
+        added = f": task {shown(question.added_task)} added to run {shown(question.run_id)}" \
+            if question.added_task else ""
+        emit(ctx.json, {"question_id": question.key, "run_id": question.run_id, "task_id": question.task_id,
+                        "decision": question.decision, "decided_by": question.decided_by,
+                        "added_task": question.added_task},
+             f"follow-up {question.key} (from task {shown(question.task_id)}): {question.decision} by "
+             f"{shown(question.decided_by)}{added}")
+        return 0
     emit(ctx.json, {"question_id": question.key, "run_id": question.run_id, "task_id": question.task_id,
                     "answer": question.answer, "choice": question.choice, "answered_by": question.answered_by,
                     "answered_at": question.answered_at},

@@ -50,6 +50,8 @@ def _said(reply: dict[str, Any]) -> str:
     if status == "expired":
         return "No one answered before the question's deadline."
     decision = reply.get("decision")
+    if decision == "refused" and reply.get("message"):
+        return f"recorded (refused): {reply.get('message')}"
     return f"recorded ({decision})" if decision else "recorded"
 
 
@@ -87,8 +89,9 @@ def build_server(channel: Path, wait_seconds: float) -> Any:
 
     @server.tool(structured_output=False)
     def propose_task(title: str, prompt: str, depends_on: list[str] | None = None) -> str:
-        """Propose a follow-up task for after this one: its title, its prompt, the tasks it depends on. The
-        run's policy accepts it, queues it for a person, or refuses it."""
+        """Propose a follow-up task for after this one: its title, its prompt (complete: another agent does it,
+        starting from this task's delivered work), the run's tasks it also depends on. The run's policy accepts
+        it (it becomes a task of this run), queues it for a person to accept or refuse, or refuses it."""
         return _told(lambda: send_request(channel, "propose", {"title": title, "prompt": prompt,
                                                                "depends_on": list(depends_on or [])}))
 

@@ -186,6 +186,10 @@ def _human_run(doc: dict[str, Any], now: str, step_words: dict[int, str], task_s
             lines.append("    spend: " + spend_words(t["spend"]))
         lines += _candidate_lines(t["candidate"])
     for q in doc.get("questions", []):
+        if q["kind"] == "propose":
+            lines.append(f"  proposal {q['request_key']} from task {shown(q['task_id'])}: a follow-up task "
+                         f"{shown(q['title'])} (docket answer {q['request_key']} accept|refuse)")
+            continue
         lines.append(f"  question {q['request_key']} ({q['reason']}) from task {shown(q['task_id'])}: "
                      f"{shown(q['question'])} (docket answer {q['request_key']} TEXT)")
     generation = {w["worker_id"]: w["generation"] for w in doc["workers"]}

@@ -233,7 +233,16 @@ class _Contradictions:
                        cost_micro_usd=request["cost_micro_usd"], input_tokens=request["input_tokens"],
                        output_tokens=request["output_tokens"])
         elif kind == "propose" and "title" in request:
-            self._find("FollowUpProposed", where, **common, title=request["title"], decision=request["decision"])
+            decided_by = request.get("decided_by")
+            self._find("FollowUpProposed", where, **common, title=request["title"],
+                       decision="queued" if decided_by else request["decision"])
+            if decided_by is not None:
+                self._find("FollowUpDecided", f"{where}'s decision", request_key=request["request"],
+                           decision=request["decision"], decided_by=decided_by, task_id=request.get("added_task"))
+            elif request.get("added_task") is not None:
+                added = self._find("RunTaskAdded", f"{where}'s task", request_key=request["request"])
+                if added.payload["task"]["task_id"] != request["added_task"]:
+                    self._fail(f"{where}'s task is not the task its cited RunTaskAdded added")
         elif kind == "finish" and "summary" in request:
             self._find("WorkFinished", where, **common, summary=request["summary"])
         elif not request["refused"]:

@@ -31,6 +31,7 @@ from .values import add_ms, to_ms
 
 __all__ = [
     "KINDS",
+    "MAX_TEXT",
     "Binding",
     "InboxPolicy",
     "Reply",
@@ -38,6 +39,7 @@ __all__ = [
     "answer",
     "apply",
     "content_sha256",
+    "decide_follow_up",
     "deliver",
     "expire",
     "receive",
@@ -49,6 +51,7 @@ __all__ = [
 KINDS = ("ask", "progress", "propose", "finish")
 REASONS = ("blocked", "choice", "approval")
 MAX_CHOICES = 20
+MAX_TEXT = 4000  # characters of a question, an answer, a summary or a prompt
 DEADLINE_ANSWERER = "docket"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -110,7 +113,12 @@ class Request:
     answered_by: str | None = None
     answered_at: str | None = None
     delivered: bool = False  # its answer reached the agent (AnswerDelivered)
-    decision: str | None = None  # a proposal's
+    decision: str | None = None  # a proposal's: accepted, queued (for a person) or refused
+    title: str | None = None  # a proposal's task
+    prompt: str | None = None
+    depends_on: tuple[str, ...] = ()
+    decided_by: str | None = None  # who decided a queued proposal (FollowUpDecided)
+    added_task: str | None = None  # the task a proposal a person accepted became
     refused: frozenset[str] = field(default_factory=frozenset)  # "code content-digest" of each refusal recorded
 
 
@@ -136,7 +144,8 @@ def apply(request: Request | None, event: ev.Event, position: int) -> Request:
                            choices=tuple(event.choices), deadline_at=event.deadline_at,
                            on_deadline=event.on_deadline, default_answer=event.default_answer)
         if isinstance(event, ev.FollowUpProposed):
-            return replace(request, decision=event.decision)
+            return replace(request, decision=event.decision, title=event.title, prompt=event.prompt,
+                           depends_on=tuple(event.depends_on), message=event.message)
         return request
     request = replace(request, version=event.version)
     if isinstance(event, ev.QuestionAnswered):
@@ -146,6 +155,8 @@ def apply(request: Request | None, event: ev.Event, position: int) -> Request:
         return replace(request, status="expired")
     if isinstance(event, ev.AnswerDelivered):
         return replace(request, delivered=True)
+    if isinstance(event, ev.FollowUpDecided):
+        return replace(request, decision=event.decision, decided_by=event.decided_by, added_task=event.task_id)
     if isinstance(event, ev.RequestRefused):
         return replace(request, refused=request.refused | {f"{event.code} {event.content_sha256}"})
     return request  # AnswerRefused: the question is as it was
@@ -170,7 +181,7 @@ class Reply:
 
 def _content(kind: str, raw: Mapping[str, Any]) -> dict[str, Any]:
     """The request's fields, checked and normalised (BadInput naming the first wrong one)."""
-    def text(name: str, limit: int = 4000, required: bool = True) -> str | None:
+    def text(name: str, limit: int = MAX_TEXT, required: bool = True) -> str | None:
         value = raw.get(name)
         if value is None and not required:
             return None
@@ -259,11 +270,29 @@ def receive(existing: Request | None, worker_generation: int | None, run: Run, b
     if kind == "progress":
         return [next_event(ev.ProgressReported, stream, 0, now, **event_common, **content)]
     if kind == "propose":
-        decision = {"accept": "accepted", "queue": "queued", "refuse": "refused"}[policy.proposals]
-        message = "the run's [inbox] proposals refuses follow-up tasks" if decision == "refused" else None
-        return [next_event(ev.FollowUpProposed, stream, 0, now, **event_common, **content, decision=decision,
-                           message=message)]
+        return _proposed(run, binding, key, event_common, content, policy, now)
     return [next_event(ev.WorkFinished, stream, 0, now, **event_common, **content)]
+
+
+def _proposed(run: Run, binding: Binding, key: str, common: dict[str, Any], content: dict[str, Any],
+              policy: InboxPolicy, now: str) -> list[ev.Event]:
+    """FollowUpProposed with the policy's decision; accepted, the task it becomes is added to the run with it. One
+    that cannot be added (too many, an unknown dependency, no plan) is refused, saying why."""
+    from . import follow_ups
+
+    decision = {"accept": "accepted", "queue": "queued", "refuse": "refused"}[policy.proposals]
+    message = "the run's [inbox] proposals refuses follow-up tasks" if decision == "refused" else None
+    added: list[ev.Event] = []
+    try:
+        if decision == "accepted":
+            _, added = follow_ups.added_task(run, key, binding.task_id, content["title"], content["prompt"],
+                                             content["depends_on"], now)
+        elif decision == "queued":
+            follow_ups.dependencies(run, binding.task_id, content["depends_on"])
+    except Refused as e:
+        decision, message, added = "refused", e.message, []
+    return [next_event(ev.FollowUpProposed, stream_of(key), 0, now, **common, **content, decision=decision,
+                       message=message), *added]
 
 
 def reply(request: Request | None, kind: str, raw: Mapping[str, Any]) -> Reply:
@@ -284,7 +313,8 @@ def reply(request: Request | None, kind: str, raw: Mapping[str, Any]) -> Reply:
         if request.status == "expired":
             return Reply("expired", request.key, message="the question's deadline passed unanswered")
         return Reply("waiting", request.key)
-    return Reply("recorded", request.key, decision=request.decision)
+    return Reply("recorded", request.key, decision=request.decision,
+                 message=request.message if request.decision == "refused" else None)
 
 
 _REFUSALS = {"stale-generation": "this generation is fenced: a newer one works on the task",
@@ -313,8 +343,8 @@ def answer(question: Request | None, run: Run, *, text: str | None, choice: int 
         if text is not None and text != chosen:
             raise BadInput("answer-and-choice", "give the answer's text or a choice, not both")
         text = chosen
-    if text is None or not text.strip() or len(text) > 4000 or "\x00" in text:
-        raise BadInput("bad-answer", "an answer is text of 1 to 4000 characters")
+    if text is None or not text.strip() or len(text) > MAX_TEXT or "\x00" in text:
+        raise BadInput("bad-answer", f"an answer is text of 1 to {MAX_TEXT} characters")
     if question.status == "answered":
         if (question.answer, question.answered_by) == (text, by):
             return []
@@ -325,6 +355,31 @@ def answer(question: Request | None, run: Run, *, text: str | None, choice: int 
     return [next_event(ev.QuestionAnswered, stream_of(question.key), question.version, now, request_key=question.key,
                        run_id=question.run_id, task_id=question.task_id, worker_id=question.worker_id,
                        generation=question.generation, answer=text, choice=choice, answered_by=by, via=via)]
+
+
+def decide_follow_up(proposal: Request, run: Run, *, accept: bool, by: str, trusted: bool,
+                     via: Literal["cli", "web"], now: str) -> list[ev.Event]:
+    """A person's decision on a queued proposal: FollowUpDecided (with RunTaskAdded and TaskPlanned when accepted),
+    once; AnswerRefused when who decides is not trusted; nothing when the same decision was recorded already."""
+    from . import follow_ups
+
+    stream = stream_of(proposal.key)
+    if not trusted:
+        return [next_event(ev.AnswerRefused, stream, proposal.version, now, request_key=proposal.key,
+                           run_id=proposal.run_id, answered_by=by, code="untrusted-answerer",
+                           message=f"{by} is neither the local user nor named in [inbox] trusted")]
+    wanted = "accepted" if accept else "refused"
+    if proposal.decision != "queued":
+        if proposal.decision == wanted and proposal.decided_by == by:
+            return []
+        raise Refused("already-decided", f"the follow-up {proposal.key} was {proposal.decision} by "
+                                         f"{proposal.decided_by or 'the run policy'}")
+    require_open(run)
+    task_id, added = (None, []) if not accept else follow_ups.added_task(
+        run, proposal.key, proposal.task_id, proposal.title or "", proposal.prompt or "", proposal.depends_on, now)
+    return [next_event(ev.FollowUpDecided, stream, proposal.version, now, request_key=proposal.key,
+                       run_id=proposal.run_id, decision=wanted, decided_by=by, via=via, task_id=task_id,
+                       message=None), *added]
 
 
 def deliver(question: Request | None, now: str) -> list[ev.Event]:

@@ -65,6 +65,7 @@ class Plan:
     cycles: int
     parallel: int
     export_key: tuple[str, str] | None = None  # (key id, private key path) the receipt is exported with
+    added: int = 0  # the last tasks are follow-ups added while it worked (RunTaskAdded), not RunPlanned's
 
     def depends_on(self, task_id: str) -> tuple[str, ...]:
         return next((deps for task, deps in self.tasks if task == task_id), ())
@@ -72,6 +73,10 @@ class Plan:
     @property
     def task_ids(self) -> tuple[str, ...]:
         return tuple(task for task, _ in self.tasks)
+
+    def as_planned(self) -> Plan:
+        """The plan RunPlanned recorded, without the follow-up tasks added since."""
+        return replace(self, tasks=self.tasks[:len(self.tasks) - self.added], added=0)
 
 
 @dataclass(frozen=True)
@@ -170,6 +175,10 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
         key = getattr(event, "export_key", None)
         return replace(run, plan=Plan(tuple((t.task_id, tuple(t.depends_on)) for t in event.tasks), event.agent,
                                       event.cycles, event.parallel, None if key is None else (key.keyid, key.path)))
+    if isinstance(event, ev.RunTaskAdded):
+        assert run.plan is not None
+        added = (event.task.task_id, tuple(event.task.depends_on))
+        return replace(run, plan=replace(run.plan, tasks=run.plan.tasks + (added,), added=run.plan.added + 1))
     if isinstance(event, ev.RunBudgetExhausted):
         return replace(_close_interval(run, event.recorded_at), status="budget-limited", limited_by="time")
     if isinstance(event, ev.RunUsageExhausted):
@@ -294,7 +303,7 @@ def plan_run(run: Run, tasks: list[tuple[str, list[str]]], agent: str, cycles: i
     require_open(run)
     wanted = Plan(tuple((task, tuple(deps)) for task, deps in tasks), agent, cycles, parallel, export_key)
     if run.plan is not None:
-        if run.plan == wanted:
+        if run.plan.as_planned() == wanted:
             return []
         raise Refused("plan-differs", f"run {run.run_id} is already planned with other tasks, agent, cycles or "
                                       "parallelism; resume it with the same ones")

@@ -1,6 +1,7 @@
 """Read model: one row per worker request (stream ``request:<key>``): what it asked, and its answer.
 
-Questions are the inbox: ``open_questions`` lists those no one has answered, across runs. Progress reports,
+Questions are the inbox: ``open_questions`` lists those no one has answered, across runs, and the proposed
+follow-up tasks a person is to accept or refuse. Progress reports,
 proposed follow-up tasks and finishes are rows too, so a task's page can show what its agent said. A refused
 request counts its refusals; an answer refused (untrusted) counts on the question's row.
 """
@@ -16,7 +17,7 @@ TABLE = "requests"
 COLUMNS = {"request_key": str, "kind": str, "status": str, "run_id": str, "task_id": str, "worker_id": str,
            "generation": int, "request_id": str, "asked_at": str, "reason": str, "question": str, "choices": str,
            "deadline_at": str, "on_deadline": str, "answer": str, "choice": int, "answered_by": str,
-           "answered_at": str, "via": str, "delivered_at": str, "summary": str, "title": str, "decision": str, "input_tokens": int,
+           "answered_at": str, "via": str, "delivered_at": str, "summary": str, "title": str, "decision": str, "added_task": str, "input_tokens": int,
            "output_tokens": int, "cost_micro_usd": int, "refusals": int, "answers_refused": int, "code": str,
            "position": int}
 INDEXES = ("run_id", "status")
@@ -79,6 +80,16 @@ def _delivered(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any])
     c.execute(f"UPDATE {TABLE} SET delivered_at = ? WHERE request_key = ?", (at, p["request_key"]))
 
 
+def _decided(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute(f"UPDATE {TABLE} SET status = ?, decision = ?, answered_by = ?, answered_at = ?, via = ?, "
+              "added_task = ? WHERE request_key = ?",
+              (p["decision"], p["decision"], p["decided_by"], at, p["via"], p["task_id"], p["request_key"]))
+
+
+def _task_added(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute(f"UPDATE {TABLE} SET added_task = ? WHERE request_key = ?", (p["task"]["task_id"], p["request_key"]))
+
+
 def _answer_refused(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     c.execute(f"UPDATE {TABLE} SET answers_refused = answers_refused + 1 WHERE request_key = ?", (p["request_key"],))
 
@@ -90,7 +101,8 @@ def handlers() -> dict[str, Any]:
             ev.stored.FollowUpProposed: _proposed, ev.stored.WorkFinished: _finished,
             ev.stored.RequestRefused: _refused, ev.stored.QuestionAnswered: _answered,
             ev.stored.QuestionExpired: _expired, ev.stored.AnswerRefused: _answer_refused,
-            ev.stored.AnswerDelivered: _delivered}
+            ev.stored.AnswerDelivered: _delivered, ev.stored.FollowUpDecided: _decided,
+            ev.stored.RunTaskAdded: _task_added}
 
 
 def _decoded(row: dict[str, Any]) -> dict[str, Any]:
@@ -100,12 +112,13 @@ def _decoded(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def open_questions(c: sqlite3.Connection, run_id: str | None = None) -> list[dict[str, Any]]:
-    """Questions no one has answered of runs still open (of one run, or of all), oldest first."""
+    """Questions no one has answered, and proposed follow-ups waiting for a person's decision, of runs still open
+    (of one run, or of all), oldest first."""
     from . import runs
 
     where, args = ("AND run_id = ?", (run_id,)) if run_id is not None else ("", ())
-    rows = as_dicts(c.execute(f"SELECT * FROM {TABLE} WHERE kind = 'ask' AND status = 'open' {where} "
-                              "ORDER BY position", args))
+    rows = as_dicts(c.execute(f"SELECT * FROM {TABLE} WHERE ((kind = 'ask' AND status = 'open') OR "
+                              f"(kind = 'propose' AND status = 'queued')) {where} ORDER BY position", args))
     open_runs = {r: (runs.get_run(c, r) or {}).get("status") in OPEN_RUNS for r in {row["run_id"] for row in rows}}
     return [_decoded(r) for r in rows if open_runs[r["run_id"]]]
 

@@ -107,6 +107,16 @@ def _planned(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -
     c.execute("UPDATE runs SET plan = ? WHERE run_id = ?", (json.dumps(plan, sort_keys=True), p["run_id"]))
 
 
+def _task_added(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    row = c.execute("SELECT plan FROM runs WHERE run_id = ?", (p["run_id"],)).fetchone()
+    if row is None or row[0] is None:
+        return
+    plan = json.loads(row[0])
+    plan["tasks"] = [*plan["tasks"], p["task"]]
+    plan["added"] = plan.get("added", 0) + 1
+    c.execute("UPDATE runs SET plan = ? WHERE run_id = ?", (json.dumps(plan, sort_keys=True), p["run_id"]))
+
+
 def _supervised(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     current = _supervisions(c, p["run_id"])
     if current is not None and p["supervision_id"] not in current:
@@ -145,6 +155,7 @@ def handlers() -> dict[str, Any]:
         ev.stored.RunPlanned: _planned,
         ev.stored.RunWaiting: _waiting,
         ev.stored.RunPlannedV2: _planned,
+        ev.stored.RunTaskAdded: _task_added,
     }
 
 

@@ -127,7 +127,7 @@ def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupt
             if run.status == "active" and not _start_work(open_session, settings, s, run, threads, errors,
                                                           parallel or run.plan.parallel, interrupted,
                                                           (changed, queue_changed), finished):
-                if not threads:
+                if not threads and not _awaiting_decisions(s, run_id):
                     break
             on_tick()
             changed.wait(TICK_SECONDS)  # a task's thread ending, or the queue moving, wakes the loop at once
@@ -218,6 +218,14 @@ def _queue_may_grow(s: Session, run_id: str) -> bool:
         if all(results.get(d) == "passed" for d in depends_on):
             return True
     return False
+
+
+def _awaiting_decisions(s: Session, run_id: str) -> bool:
+    """Whether a follow-up task an agent proposed waits for a person's decision ([inbox] proposals = "queue"): the
+    run is not delivered before it is decided, since accepted it becomes one of the run's tasks."""
+    from .requests import undecided_proposals
+
+    return bool(undecided_proposals(s.ledger, run_id))
 
 
 def _stop_integrator(integrating: threading.Event, queue_changed: threading.Event,

@@ -86,5 +86,5 @@ def check_resumed_options(run: run_aggregate.Run, *, goal: str | None, cycles: i
 def check_resumed_tasks(run: run_aggregate.Run, specs: Sequence[TaskSpec]) -> None:
     """A planned run resumed with its tasks given again: the plan's tasks."""
     assert run.plan is not None
-    if [ledger_task_id(run.run_id, spec.id) for spec in specs] != list(run.plan.task_ids):
+    if [ledger_task_id(run.run_id, spec.id) for spec in specs] != list(run.plan.as_planned().task_ids):
         raise Refused("plan-differs", f"run {run.run_id} was planned with other tasks")

@@ -302,7 +302,10 @@ class _Builder:
                 made |= {"summary": e.summary, "input_tokens": e.input_tokens, "output_tokens": e.output_tokens,
                          "cost_micro_usd": e.cost_micro_usd}
             elif isinstance(e, ev.FollowUpProposed):
-                made |= {"title": e.title, "decision": e.decision}
+                made |= {"title": e.title, "decision": e.decision, "decided_by": None,
+                         "added_task": self.added_task(key) if e.decision == "accepted" else None}
+            elif isinstance(e, ev.FollowUpDecided):
+                made |= {"decision": e.decision, "decided_by": e.decided_by, "added_task": e.task_id}
             elif isinstance(e, ev.WorkFinished):
                 made |= {"summary": e.summary}
             elif isinstance(e, ev.QuestionAnswered):
@@ -316,6 +319,14 @@ class _Builder:
             elif isinstance(e, ev.RequestRefused):
                 made["refused"].append({"code": e.code, "content_sha256": e.content_sha256})
         return made
+
+    def added_task(self, key: str) -> str | None:
+        """The task a follow-up the run's policy accepted became (its RunTaskAdded, cited)."""
+        for position, e in self.history(run_stream(self.run_id)):
+            if isinstance(e, ev.RunTaskAdded) and e.request_key == key:
+                self.cited.add(position)
+                return e.task.task_id
+        return None
 
     def undelivered(self, task_id: str, steps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """A task of the run that no step delivers (no confirmed handoff when the queue was fixed; in a queue that

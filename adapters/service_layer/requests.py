@@ -11,6 +11,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from ...domain import requests as rq
@@ -26,7 +27,7 @@ _REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_REQUESTS = 1000  # distinct requests one generation may make: what an agent can add to the ledger is bounded
 
 __all__ = ["GenerationRequests", "answer_question", "apply_deadlines", "earlier_answers", "load_request", "local_user",
-           "questions_of", "receive_request", "serve_request"]
+           "questions_of", "receive_request", "serve_request", "undecided_proposals"]
 
 
 def local_user() -> str:
@@ -44,9 +45,12 @@ def load_request(ledger: Ledger, key: str) -> rq.Request | None:
 
 
 def receive_request(ledger: Ledger, clock: Clock, binding: rq.Binding, request_id: str, kind: str,
-                    raw: Mapping[str, Any], policy: rq.InboxPolicy) -> rq.Reply:
-    """Record the request (once), and what it gets back now: recorded, waiting, its answer, or refused."""
+                    raw: Mapping[str, Any], policy: rq.InboxPolicy, *, docket_dir: Path | None = None) -> rq.Reply:
+    """Record the request (once), and what it gets back now: recorded, waiting, its answer, or refused. A proposed
+    follow-up's prompt is kept beside the ledger (docket_dir) first: the policy may make it a task at once."""
     key = rq.request_key(binding.worker_id, binding.generation, request_id)
+    if kind == "propose" and docket_dir is not None:
+        _keep_prompt(docket_dir, raw.get("prompt"))
 
     def decision(now: str) -> list[Event]:
         worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(binding.worker_id))
@@ -63,13 +67,22 @@ def receive_request(ledger: Ledger, clock: Clock, binding: rq.Binding, request_i
     return rq.reply(load_request(ledger, key), kind, raw)
 
 
+def _keep_prompt(docket_dir: Path, prompt: Any) -> None:
+    """Store a follow-up's prompt by its digest, where a worker reads it (a prompt too long is refused anyway)."""
+    if isinstance(prompt, str) and 0 < len(prompt) <= rq.MAX_TEXT and "\x00" not in prompt:
+        from ..world.prompts import store_prompt
+
+        store_prompt(docket_dir, prompt)
+
+
 class GenerationRequests:
     """One worker generation's requests as its channel serves them, decided on a ledger connection of the channel's
     own thread; the questions it asked, so its supervisor knows when it waits for an answer."""
 
     def __init__(self, ledger: Ledger, clock: Clock, binding: rq.Binding, policy: rq.InboxPolicy, *,
-                 max_requests: int = MAX_REQUESTS) -> None:
+                 max_requests: int = MAX_REQUESTS, docket_dir: Path | None = None) -> None:
         self._ledger = ledger
+        self._docket_dir = docket_dir
         self._clock = clock
         self.binding = binding
         self._policy = policy
@@ -89,7 +102,8 @@ class GenerationRequests:
                 self._seen.add(request_id)
         if self._connection is None:
             self._connection = self._ledger.connection()
-        reply = serve_request(self._connection, self._clock, self.binding, self._policy, document)
+        reply = serve_request(self._connection, self._clock, self.binding, self._policy, document,
+                              docket_dir=self._docket_dir)
         faults.crash_point("request:before-reply")
         if document.get("kind") == "ask" and reply.get("request"):
             with self._lock:
@@ -122,7 +136,7 @@ class GenerationRequests:
 
 
 def serve_request(ledger: Ledger, clock: Clock, binding: rq.Binding, policy: rq.InboxPolicy,
-                  document: Mapping[str, Any]) -> dict[str, Any]:
+                  document: Mapping[str, Any], *, docket_dir: Path | None = None) -> dict[str, Any]:
     """The channel's reply to one request it received (a JSON object: kind, request_id and the kind's fields)."""
     from ...domain.errors import DocketError
 
@@ -132,20 +146,32 @@ def serve_request(ledger: Ledger, clock: Clock, binding: rq.Binding, policy: rq.
                 "message": "request_id is 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"}
     raw = {k: v for k, v in document.items() if k not in ("kind", "request_id")}
     try:
-        return receive_request(ledger, clock, binding, request_id, str(kind), raw, policy).document()
+        return receive_request(ledger, clock, binding, request_id, str(kind), raw, policy,
+                               docket_dir=docket_dir).document()
     except DocketError as e:
         return {"status": "refused", "code": str(e.code), "message": e.message}
 
 
 def answer_question(ledger: Ledger, clock: Clock, key: str, *, text: str | None, choice: int | None, by: str,
-                    trusted: Iterable[str], via: str = "cli") -> rq.Request:
-    """Record the question's answer, by someone trusted (the local user, or one of trusted); the answered question.
-    An answer from anyone else is recorded as refused, then refused (untrusted-answerer)."""
+                    trusted: Iterable[str], via: str = "cli", docket_dir: Path | None = None) -> rq.Request:
+    """Record the question's answer, or the decision on a queued follow-up (accept or refuse: its prompt is kept
+    beside the ledger in docket_dir first), by someone trusted (the local user, or one of trusted); the request as it
+    stands then. An answer from anyone else is recorded as refused, then refused (untrusted-answerer)."""
+    from ...domain import follow_ups
+
     allowed = by == local_user() or by in set(trusted)
+    seen = load_request(ledger, key)
+    proposal = seen is not None and seen.kind == "propose" and seen.status != "refused"
+    accept = follow_ups.choice_of(text, choice) if proposal else False
+    if proposal and accept and docket_dir is not None:
+        _keep_prompt(docket_dir, seen.prompt)  # type: ignore[union-attr]
 
     def decision(now: str) -> list[Event]:
         question = load_request(ledger, key)
         run = load_run(ledger, question.run_id) if question is not None else None
+        if proposal:
+            return rq.decide_follow_up(question, run, accept=accept, by=by, trusted=allowed,  # type: ignore
+                                       via=via, now=now)  # type: ignore[arg-type]
         return rq.answer(question, run, text=text, choice=choice, by=by, trusted=allowed, via=via,  # type: ignore
                          now=now)
 
@@ -199,3 +225,13 @@ def apply_deadlines(ledger: Ledger, clock: Clock, keys: Iterable[str]) -> list[s
         if ledger.decide(decision, clock.now()):
             changed.append(key)
     return changed
+
+
+def undecided_proposals(ledger: Ledger, run_id: str) -> list[rq.Request]:
+    """The run's proposed follow-ups its policy queued that no one has decided yet: the run waits for them."""
+    from ...domain import events as ev
+
+    keys = [e.request_key for _, e in ledger.events_of(ev.FollowUpProposed)  # type: ignore[attr-defined]
+            if e.run_id == run_id and e.decision == "queued"]  # type: ignore[attr-defined]
+    found = [load_request(ledger, key) for key in keys]
+    return [p for p in found if p is not None and p.decision == "queued"]

@@ -219,7 +219,7 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
             raise OutcomeUnknown("outcome-unknown", f"worker {request.worker_id} generation {worker.generation}: "
                                                     "the launch's outcome is not known yet")
         faults.crash_point("launch:before-gate")
-        channel = _open_channel(ledger, clock, request, worker, channel_path)  # served before the agent runs
+        channel = _open_channel(ledger, clock, request, worker, channel_path, docket_dir)  # served before it runs
         try:
             gated = launcher.release(intent_id, worker.process)
         except BaseException:
@@ -239,7 +239,7 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
 
 
 def _open_channel(ledger: Ledger, clock: Clock, request: LaunchRequest, worker: worker_aggregate.Worker,
-                  path: Path) -> Any:
+                  path: Path, docket_dir: Path) -> Any:
     """The generation's request channel, served from here: its requests decided on a connection of its own."""
     from ...domain.requests import Binding, InboxPolicy
     from ..world.request_channel import RequestChannel, descends_from
@@ -248,7 +248,8 @@ def _open_channel(ledger: Ledger, clock: Clock, request: LaunchRequest, worker: 
     assert worker.process is not None
     process = worker.process
     requests = GenerationRequests(ledger, clock, Binding(request.run_id, request.task_id, request.worker_id,
-                                                         worker.generation), request.inbox or InboxPolicy())
+                                                         worker.generation), request.inbox or InboxPolicy(),
+                                  docket_dir=docket_dir)
     return RequestChannel(path, requests, lambda pid: descends_from(pid, process.pid, process.start_time))
 
 

@@ -37,7 +37,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "HookFinished", "HookRequested",
     ),
     "request": (
-        "AnswerDelivered", "AnswerRefused", "FollowUpProposed", "ProgressReported", "QuestionAnswered", "QuestionAsked", "QuestionExpired",
+        "AnswerDelivered", "AnswerRefused", "FollowUpDecided", "FollowUpProposed", "ProgressReported", "QuestionAnswered", "QuestionAsked", "QuestionExpired",
         "RequestRefused", "WorkFinished",
     ),
     "integration": (
@@ -70,7 +70,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RunAborted", "RunBasePinFailed", "RunBasePinRequested", "RunBasePinRequestedV2", "RunBasePinned", "RunBudgetExhausted",
         "RunCompleted", "RunOpened", "RunOpenedV2", "RunPaused", "RunPlanned", "RunPlannedV2", "ExportKey",
         "PlannedTask",
-        "RunResumed", "RunSupervised", "RunUnsupervised", "RunUsageExhausted", "RunWaiting",
+        "RunResumed", "RunSupervised", "RunTaskAdded", "RunUnsupervised", "RunUsageExhausted", "RunWaiting",
     ),
     "worker": (
         "AgentReported", "WorkerActionRefused", "WorkerExited", "WorkerLaunchFailed",
@@ -91,13 +91,13 @@ _CATALOGUE: tuple[str, ...] = (
     "RunBasePinned",
     "RunBasePinFailed", "IntentOutcomeUnknown", "IntentOutcomeUnknownV2", "IntentCancelled", "RunPaused", "RunResumed", "RunAborted",
     "RunCompleted", "RunSupervised", "RunUnsupervised", "RunWaiting", "RunPlanned", "RunPlannedV2",
-    "RunBudgetExhausted", "RunUsageExhausted", "TaskPlanned", "TaskPlannedV2", "WorktreeRequested", "WorktreeRequestedV2",
+    "RunTaskAdded", "RunBudgetExhausted", "RunUsageExhausted", "TaskPlanned", "TaskPlannedV2", "WorktreeRequested", "WorktreeRequestedV2",
     "WorktreeCreated",
     "WorktreeFailed", "WorktreeLost", "WorktreePrepared", "WorktreeRemovalRequested", "WorktreeRemoved", "WorktreeRemovalFailed",
     "TaskFeedbackRecorded", "TaskAnswered", "TaskFinished", "WorkerRegistered", "WorkerRelaunched", "WorkerLaunchRequested",
     "WorkerLaunched", "WorkerLaunchFailed", "WorkerStopRequested", "WorkerStopped", "WorkerExited", "WorkerLost", "AgentReported",
     "WorkerActionRefused", "QuestionAsked", "QuestionAnswered", "AnswerDelivered", "AnswerRefused", "QuestionExpired",
-    "ProgressReported", "FollowUpProposed", "WorkFinished", "RequestRefused", "LeaseGranted", "LeaseRenewed", "LeaseReleased", "LeaseExpired", "CandidatePinRequested",
+    "ProgressReported", "FollowUpProposed", "FollowUpDecided", "WorkFinished", "RequestRefused", "LeaseGranted", "LeaseRenewed", "LeaseReleased", "LeaseExpired", "CandidatePinRequested",
     "CandidatePinRequestedV2", "CandidatePinned", "CandidateDiverged", "CandidateUnstable", "CandidateReleaseRequested", "CandidateReleased",
     "CandidateReleaseFailed", "CheckRequested", "ExecutionRequested", "ExecutionRequestedV2", "ExecutionCreated", "ExecutionFailed",
     "CheckLaunchRequested", "CheckLaunched", "CheckLaunchFailed", "CheckTestsReported", "CheckPassed", "CheckFailed",

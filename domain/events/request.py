@@ -5,6 +5,7 @@ One stream per request: the key is derived from the worker, its generation and t
 stream starts with what was asked (QuestionAsked, ProgressReported, FollowUpProposed, WorkFinished) or with its
 refusal (RequestRefused); a question is then answered once (QuestionAnswered), and every refused attempt at
 it is kept (RequestRefused for a reused id with other content, AnswerRefused for an answer from someone untrusted).
+A follow-up the run's policy queued is decided once by a person (FollowUpDecided).
 """
 
 
@@ -18,6 +19,7 @@ from .base import Code, Event, Generation, Id, Sha256, Text, Timestamp
 __all__ = [
     "AnswerDelivered",
     "AnswerRefused",
+    "FollowUpDecided",
     "ProgressReported",
     "QuestionAnswered",
     "QuestionAsked",
@@ -134,6 +136,21 @@ class FollowUpProposed(_Request):
     prompt: Text
     depends_on: Annotated[list[Id], Field(max_length=100)]
     decision: Literal["accepted", "queued", "refused"]
+    message: Text | None
+
+
+class FollowUpDecided(Event):
+    """A person decided a follow-up task the run's policy queued for them: accepted (task_id: the task it became,
+    added to the run by RunTaskAdded) or refused; who decided (the local user, or an identity from [inbox]
+    trusted) and through what."""
+
+    name = "FollowUpDecided"
+    request_key: RequestKey
+    run_id: Id
+    decision: Literal["accepted", "refused"]
+    decided_by: Identity
+    via: Literal["cli", "web"]
+    task_id: Id | None
     message: Text | None
 
 

@@ -3,7 +3,7 @@
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..values import MAX_SAFE_INT
 from .base import (AbsolutePath, BranchName, Code, Commit, Event, Id, PositiveMs, ProcessIdentity, RemoteName, RemoteUrl,
@@ -26,6 +26,7 @@ __all__ = [
     "RunPlannedV2",
     "RunResumed",
     "RunSupervised",
+    "RunTaskAdded",
     "RunUnsupervised",
     "RunUsageExhausted",
     "RunWaiting",
@@ -175,6 +176,18 @@ class RunPlanned(Event):
     agent: Id
     cycles: Annotated[int, Field(ge=1, le=100)]
     parallel: Annotated[int, Field(ge=1, le=64)]
+
+
+class RunTaskAdded(Event):
+    """A task joins a planned run while it works: a follow-up task one of its workers proposed (request_key),
+    accepted by the run's [inbox] proposals policy or by a person. It is planned as the run's own tasks are
+    (TaskPlanned, its prompt by digest) and comes after them; it depends on the task that proposed it and on those
+    the proposal named."""
+
+    name = "RunTaskAdded"
+    run_id: Id
+    task: PlannedTask
+    request_key: Annotated[str, StringConstraints(pattern=r"^req-[a-z2-7]{16}$")]
 
 
 class ExportKey(BaseModel):

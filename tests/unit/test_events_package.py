@@ -17,7 +17,7 @@ OWNERS = {"LedgerCreated": "ledger", "Run": "run", "Task": "task", "Worktree": "
           "Lease": "lease", "Intent": "effect", "Candidate": "candidate", "Check": "candidate",
           "Execution": "candidate", "Handoff": "handoff", "Approval": "integration",
           "Integration": "integration", "Receipt": "integration", "Hook": "hooks",
-          "AgentReported": "worker", "Question": "request", "FollowUpProposed": "request", "AnswerRefused": "request", "AnswerDelivered": "request", "ProgressReported": "request",
+          "AgentReported": "worker", "Question": "request", "FollowUpProposed": "request", "FollowUpDecided": "request", "AnswerRefused": "request", "AnswerDelivered": "request", "ProgressReported": "request",
           "WorkFinished": "request", "RequestRefused": "request"}
 
 

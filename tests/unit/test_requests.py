@@ -104,11 +104,14 @@ def test_progress_proposals_and_finishes_are_recorded():
     (progress,), state = received(book, None, "progress", {"summary": "tests pass", "cost_micro_usd": 1500})
     assert (progress.summary, progress.cost_micro_usd, progress.input_tokens) == ("tests pass", 1500, None)
     assert rq.reply(state, "progress", {"summary": "tests pass", "cost_micro_usd": 1500}).status == "recorded"
+    planned = book.apply(run_aggregate.apply, book.active_run(),
+                         run_aggregate.plan_run(book.active_run(), [("r1.t1", [])], "a", 1, 1, T0))
     for proposals, decision in (("queue", "queued"), ("refuse", "refused"), ("accept", "accepted")):
         raw = {"title": "docs", "prompt": "Write the docs.", "depends_on": ["t1"]}
-        (proposed,), state = received(book, None, "propose", raw, policy=rq.InboxPolicy(proposals=proposals),
-                                      request_id=f"p-{proposals}")
+        (proposed, *added), state = received(book, None, "propose", raw, policy=rq.InboxPolicy(proposals=proposals),
+                                             request_id=f"p-{proposals}", run=planned)
         assert proposed.decision == decision and rq.reply(state, "propose", raw).decision == decision
+        assert [type(e).name for e in added] == (["RunTaskAdded", "TaskPlanned"] if decision == "accepted" else [])
     (finished,), _ = received(book, None, "finish", {"summary": "done"}, request_id="f")
     assert type(finished).name == "WorkFinished"
 
