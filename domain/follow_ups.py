@@ -49,15 +49,21 @@ def dependencies(run: Run, proposer: str, named: Sequence[str]) -> tuple[str, ..
 
 
 def added_task(run: Run, request_key: str, proposer: str, title: str, prompt: str, depends_on: Sequence[str],
-               now: str) -> tuple[str, list[ev.Event]]:
+               now: str, *, proposal_sha256: str) -> tuple[str, list[ev.Event]]:
     """The follow-up's task id and what adds it to the run: RunTaskAdded, then its TaskPlanned (its prompt by
-    digest: the caller stores the prompt's text beside the ledger)."""
+    digest: the caller stores the prompt's text beside the ledger). The same follow-up proposed again by the same
+    task (a later generation redoing its work) is the task added the first time: nothing is added."""
     require_open(run)
+    if run.plan is not None:
+        for by, digest, task_id in run.plan.follow_ups:
+            if (by, digest) == (proposer, proposal_sha256):
+                return task_id, []
     deps = dependencies(run, proposer, depends_on)
     assert run.plan is not None
     task_id = ledger_task_id(run.run_id, f"follow-{run.plan.added + 1}")
     added = next_event(ev.RunTaskAdded, run_stream(run.run_id), run.version, now, run_id=run.run_id,
-                       task=ev.PlannedTask(task_id=task_id, depends_on=list(deps)), request_key=request_key)
+                       task=ev.PlannedTask(task_id=task_id, depends_on=list(deps)), request_key=request_key,
+                       proposed_by=proposer, proposal_sha256=proposal_sha256)
     planned = next_event(ev.TaskPlannedV2, task_stream(task_id), 0, now, task_id=task_id, run_id=run.run_id,
                          title=title, prompt_sha256=hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
                          prompt_chars=len(prompt))

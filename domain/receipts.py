@@ -240,7 +240,9 @@ class _Contradictions:
                 self._find("FollowUpDecided", f"{where}'s decision", request_key=request["request"],
                            decision=request["decision"], decided_by=decided_by, task_id=request.get("added_task"))
             elif request.get("added_task") is not None:
-                added = self._find("RunTaskAdded", f"{where}'s task", request_key=request["request"])
+                proposed = self._find("FollowUpProposed", where, request_key=request["request"])
+                added = self._find("RunTaskAdded", f"{where}'s task", proposed_by=request["task_id"],
+                                   proposal_sha256=proposed.payload["content_sha256"])
                 if added.payload["task"]["task_id"] != request["added_task"]:
                     self._fail(f"{where}'s task is not the task its cited RunTaskAdded added")
         elif kind == "finish" and "summary" in request:

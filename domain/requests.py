@@ -285,8 +285,11 @@ def _proposed(run: Run, binding: Binding, key: str, common: dict[str, Any], cont
     added: list[ev.Event] = []
     try:
         if decision == "accepted":
-            _, added = follow_ups.added_task(run, key, binding.task_id, content["title"], content["prompt"],
-                                             content["depends_on"], now)
+            task_id, added = follow_ups.added_task(run, key, binding.task_id, content["title"], content["prompt"],
+                                                   content["depends_on"], now,
+                                                   proposal_sha256=common["content_sha256"])
+            if not added:
+                message = f"the same follow-up was proposed and added before: task {task_id}"
         elif decision == "queued":
             follow_ups.dependencies(run, binding.task_id, content["depends_on"])
     except Refused as e:
@@ -376,7 +379,8 @@ def decide_follow_up(proposal: Request, run: Run, *, accept: bool, by: str, trus
                                          f"{proposal.decided_by or 'the run policy'}")
     require_open(run)
     task_id, added = (None, []) if not accept else follow_ups.added_task(
-        run, proposal.key, proposal.task_id, proposal.title or "", proposal.prompt or "", proposal.depends_on, now)
+        run, proposal.key, proposal.task_id, proposal.title or "", proposal.prompt or "", proposal.depends_on, now,
+        proposal_sha256=proposal.content_sha256)
     return [next_event(ev.FollowUpDecided, stream, proposal.version, now, request_key=proposal.key,
                        run_id=proposal.run_id, decision=wanted, decided_by=by, via=via, task_id=task_id,
                        message=None), *added]

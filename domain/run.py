@@ -66,6 +66,7 @@ class Plan:
     parallel: int
     export_key: tuple[str, str] | None = None  # (key id, private key path) the receipt is exported with
     added: int = 0  # the last tasks are follow-ups added while it worked (RunTaskAdded), not RunPlanned's
+    follow_ups: tuple[tuple[str, str, str], ...] = ()  # (proposing task, proposal digest, task added) of each
 
     def depends_on(self, task_id: str) -> tuple[str, ...]:
         return next((deps for task, deps in self.tasks if task == task_id), ())
@@ -76,7 +77,7 @@ class Plan:
 
     def as_planned(self) -> Plan:
         """The plan RunPlanned recorded, without the follow-up tasks added since."""
-        return replace(self, tasks=self.tasks[:len(self.tasks) - self.added], added=0)
+        return replace(self, tasks=self.tasks[:len(self.tasks) - self.added], added=0, follow_ups=())
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,9 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
     if isinstance(event, ev.RunTaskAdded):
         assert run.plan is not None
         added = (event.task.task_id, tuple(event.task.depends_on))
-        return replace(run, plan=replace(run.plan, tasks=run.plan.tasks + (added,), added=run.plan.added + 1))
+        follow_up = (event.proposed_by, event.proposal_sha256, event.task.task_id)
+        return replace(run, plan=replace(run.plan, tasks=run.plan.tasks + (added,), added=run.plan.added + 1,
+                                         follow_ups=run.plan.follow_ups + (follow_up,)))
     if isinstance(event, ev.RunBudgetExhausted):
         return replace(_close_interval(run, event.recorded_at), status="budget-limited", limited_by="time")
     if isinstance(event, ev.RunUsageExhausted):

@@ -303,7 +303,8 @@ class _Builder:
                          "cost_micro_usd": e.cost_micro_usd}
             elif isinstance(e, ev.FollowUpProposed):
                 made |= {"title": e.title, "decision": e.decision, "decided_by": None,
-                         "added_task": self.added_task(key) if e.decision == "accepted" else None}
+                         "added_task": self.added_task(e.task_id, e.content_sha256) if e.decision == "accepted"
+                         else None}
             elif isinstance(e, ev.FollowUpDecided):
                 made |= {"decision": e.decision, "decided_by": e.decided_by, "added_task": e.task_id}
             elif isinstance(e, ev.WorkFinished):
@@ -320,10 +321,11 @@ class _Builder:
                 made["refused"].append({"code": e.code, "content_sha256": e.content_sha256})
         return made
 
-    def added_task(self, key: str) -> str | None:
-        """The task a follow-up the run's policy accepted became (its RunTaskAdded, cited)."""
+    def added_task(self, proposer: str, proposal_sha256: str) -> str | None:
+        """The task a follow-up the run's policy accepted became (its RunTaskAdded, cited): proposed again by the
+        same task, the one added the first time."""
         for position, e in self.history(run_stream(self.run_id)):
-            if isinstance(e, ev.RunTaskAdded) and e.request_key == key:
+            if isinstance(e, ev.RunTaskAdded) and (e.proposed_by, e.proposal_sha256) == (proposer, proposal_sha256):
                 self.cited.add(position)
                 return e.task.task_id
         return None

@@ -188,6 +188,8 @@ class RunTaskAdded(Event):
     run_id: Id
     task: PlannedTask
     request_key: Annotated[str, StringConstraints(pattern=r"^req-[a-z2-7]{16}$")]
+    proposed_by: Id  # the task that proposed it
+    proposal_sha256: Sha256  # the digest of what was proposed (title, prompt, depends_on): proposed again, the same
 
 
 class ExportKey(BaseModel):

@@ -43,7 +43,7 @@ def test_an_accepting_policy_adds_the_task_after_the_runs_own_depending_on_its_p
     assert run.plan.depends_on("r1.follow-1") == ("r1.api", "r1.schema")
     # a resume with the run's own tasks still finds the plan it recorded
     assert run_aggregate.plan_run(run, [("r1.schema", []), ("r1.api", ["r1.schema"])], "agent", 2, 2, T0) == []
-    (second, added2, _), _ = proposed(book, run, "accept", request_id="p2")
+    (second, added2, _), _ = proposed(book, run, "accept", {**DOCS, "title": "more docs"}, request_id="p2")
     assert added2.task.task_id == "r1.follow-2"
 
 
@@ -58,9 +58,9 @@ def test_a_proposal_that_cannot_be_added_is_refused_saying_why():
     assert made.decision == "refused" and "no plan" in made.message
     full = run
     for n in range(follow_ups.MAX_ADDED):
-        (_, added, _), _ = proposed(book, full, "accept", request_id=f"p{n}")
+        (_, added, _), _ = proposed(book, full, "accept", {**DOCS, "title": f"docs {n}"}, request_id=f"p{n}")
         full = book.apply(run_aggregate.apply, full, added)
-    (made,), _ = proposed(book, full, "accept", request_id="one-more")
+    (made,), _ = proposed(book, full, "accept", {**DOCS, "title": "one more"}, request_id="one-more")
     assert made.decision == "refused" and f"{follow_ups.MAX_ADDED} follow-up task(s)" in made.message
 
 
@@ -110,3 +110,24 @@ def test_a_person_accepts_or_refuses_by_choice_or_by_word(text, choice, accepts)
 def test_anything_else_is_bad_input(text, choice):
     with pytest.raises(BadInput):
         follow_ups.choice_of(text, choice)
+
+
+def test_the_same_follow_up_proposed_again_by_a_later_generation_is_the_task_added_the_first_time():
+    """A generation retried after a failed check redoes its work, proposal included: no second task."""
+    book = Book()
+    run = planned(book)
+    (_, added, _), _ = proposed(book, run, "accept")
+    run = book.apply(run_aggregate.apply, run, added)
+    later = rq.Binding(run_id="r1", task_id="r1.api", worker_id="r1.api", generation=2)
+    events = rq.receive(None, 2, run, later, "p1", "propose", DOCS, rq.InboxPolicy(proposals="accept"), T0)
+    (made,) = events
+    assert made.decision == "accepted" and "before: task r1.follow-1" in made.message
+    # another task proposing the same is another follow-up; so is other content from the same task
+    other = rq.Binding(run_id="r1", task_id="r1.schema", worker_id="r1.schema", generation=1)
+    (_, added2, _) = rq.receive(None, 1, run, other, "p1", "propose", {**DOCS, "depends_on": []},
+                                rq.InboxPolicy(proposals="accept"), T0)
+    assert added2.task.task_id == "r1.follow-2"
+    # queued, then accepted by a person: the same task too
+    _, queued = proposed(book, run, "queue", request_id="p7")
+    decided, *more = rq.decide_follow_up(queued, run, accept=True, by="alice", trusted=True, via="cli", now=T0)
+    assert (decided.task_id, more) == ("r1.follow-1", [])
