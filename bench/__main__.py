@@ -12,14 +12,14 @@ import json
 import time
 
 from . import (append, batch, go, growth, idle, launch, merge_step, merkle, pin, postgres, real_aider, rebuild,
-               receipts, sandbox, scale, startup, status, streams, verify, workspaces)
+               receipts, requests, sandbox, scale, startup, status, streams, verify, workspaces)
 from .common import WORK, machine, table
 
 BENCHMARKS = {"append": append, "verify": verify, "rebuild": rebuild, "status": status, "growth": growth,
               "streams": streams, "startup": startup, "idle": idle, "launch": launch,
               "pin": pin, "workspaces": workspaces, "sandbox": sandbox, "merkle": merkle, "receipts": receipts, "go": go,
               "merge_step": merge_step, "batch": batch, "scale": scale, "real_aider": real_aider,
-              "postgres": postgres}
+              "postgres": postgres, "requests": requests}
 
 
 def main() -> None:
