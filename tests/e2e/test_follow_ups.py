@@ -12,6 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import git
 from tests.e2e.go_world import GoWorld, docket_processes, kill, make_go_world, wait_until
 
@@ -179,3 +181,29 @@ def test_accepted_while_docket_go_was_killed_the_resumed_run_does_the_follow_up_
     assert [e["payload"]["task_id"] for e in world.events("TaskPlanned")] == ["r1.name", "r1.follow-1"]
     assert world.run("verify").returncode == 0
     assert docket_processes(world.ledger) == []
+
+
+@pytest.mark.parametrize("seed", [20261203, 20261204])
+def test_docket_go_killed_at_a_random_moment_of_proposing_and_adding_converges_on_one_follow_up(tmp_path, seed):
+    """Killed anywhere from the proposal to the follow-up's delivery, the same command again goes on: one task
+    added (a proposer relaunched and proposing again is the same follow-up), delivered once."""
+    import random
+    import time
+
+    world, keys = proposing_world(tmp_path, "accept")
+    go = start_go(world, keys)
+    kill_at = random.Random(seed).uniform(0.3, 4.0)
+    started = time.monotonic()
+    while go.poll() is None and time.monotonic() - started < kill_at:
+        time.sleep(0.05)
+    if go.poll() is None:
+        kill(go)
+        go = start_go(world, keys)
+    out, err = finished(go)
+    assert go.returncode == 0, err + out
+    assert world.file_at("main", "docs.txt") == "The greeter is named 'ada'.\n"
+    assert len(world.events("RunTaskAdded")) == 1
+    assert [e["payload"]["task_id"] for e in world.events("TaskPlanned")] == ["r1.name", "r1.follow-1"]
+    receipt_of(world, out, keys)
+    assert world.run("verify").returncode == 0
+    assert wait_until(lambda: docket_processes(world.ledger) == [], timeout=20)
