@@ -42,9 +42,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "needs-attention": _names(ev.TaskFinished, ev.IntegrationStepConflicted, ev.IntegrationStepRejected,
                               ev.IntegrationStepFailed, ev.IntegrationTargetMoved, ev.RunBudgetExhausted,
                               ev.RunUsageExhausted, ev.RunWaiting, ev.IntentOutcomeUnknown, ev.IntentOutcomeUnknownV2,
-                              ev.QuestionAsked),
-    "question-asked": _names(ev.QuestionAsked),  # an agent waits for a person (docket inbox)
+                              ev.QuestionAsked, ev.FollowUpProposed),
+    # an agent waits for a person (docket inbox): a question, or a follow-up task queued for a decision
+    "question-asked": _names(ev.QuestionAsked, ev.FollowUpProposed),
 }
+_PERSON_NEEDED = frozenset(_names(ev.FollowUpProposed))  # only when its policy queued it for a person
 _OWN = frozenset(_names(ev.HookRequested, ev.HookFinished))  # a hook firing for hooks would never end
 
 
@@ -73,6 +75,8 @@ def matches(selector: str, type_name: str, payload: Mapping[str, Any]) -> bool:
         return False
     if selector == "needs-attention" and type_name in ALIASES["task-finished"]:
         return payload.get("result") == "failed"
+    if selector in ("needs-attention", "question-asked") and type_name in _PERSON_NEEDED:
+        return payload.get("decision") == "queued"
     return True
 
 

@@ -50,6 +50,15 @@ def test_needs_attention_fires_for_a_failed_task_only():
     assert not hooks.matches("task-finished", "RunAborted.v1", {})
 
 
+@pytest.mark.parametrize("selector", ["question-asked", "needs-attention"])
+def test_a_person_is_called_for_a_question_and_for_a_follow_up_queued_for_them_only(selector):
+    assert hooks.matches(selector, "QuestionAsked.v1", {"reason": "blocked"})
+    assert hooks.matches(selector, "FollowUpProposed.v1", {"decision": "queued"})
+    assert not hooks.matches(selector, "FollowUpProposed.v1", {"decision": "accepted"})
+    assert not hooks.matches(selector, "FollowUpProposed.v1", {"decision": "refused"})
+    assert hooks.matches("FollowUpProposed", "FollowUpProposed.v1", {"decision": "accepted"})  # by its own name
+
+
 def test_each_hook_and_position_is_requested_once():
     fired = [("task-finished", 7, "TaskFinished.v1"), ("needs-attention", 7, "TaskFinished.v1"),
              ("task-finished", 7, "TaskFinished.v1")]
