@@ -6,7 +6,8 @@ over the generation's channel (``--socket``, default ``$DOCKET_REQUESTS``), whic
 task and generation. Built on the official MCP SDK (``mcp``): its ``MCPServer`` turns each typed function below
 into a tool with a JSON schema, and speaks the protocol's stdio transport.
 
-Tools (prompts may name them; Claude Code calls them ``mcp__docket__<tool>``):
+Tools (prompts may name them; Claude Code calls them ``mcp__docket__<tool>``, Codex CLI offers them in the
+namespace ``mcp__docket``):
 
 - ``ask_human(question, reason, choices)``: a person's answer, once one is recorded; until then, after waiting up
   to ``--wait`` seconds, a "still waiting" result: call it again with the same question to wait on.

@@ -490,7 +490,8 @@ DEFAULT_TOML = '''\
 # timeout: stop the agent after this long; idle_timeout: stop it after this long without output.
 # report: "claude-json", "codex-jsonl" or "aider": read the agent's session, tokens and cost from its output when it
 #   exits (AgentReported); docs/agents.md says which flags make each agent print them.
-# Placeholders: {worktree} {worker_dir} {port} {prompt} {prompt_file}; write {{ or }} for a literal brace.
+# Placeholders: {worktree} {worker_dir} {port} {prompt} {prompt_file}, and for docket's MCP server {requests}
+#   {mcp_config} {docket}; write {{ or }} for a literal brace.
 # read, write: extra paths its sandbox allows (absolute or ~/..., e.g. read = ["~/.claude"]);
 # network: "any" (default), "none" or TCP ports it may connect to (e.g. [443]); checks default to "none".
 
@@ -505,7 +506,7 @@ DEFAULT_TOML = '''\
 # timeout = "45m"
 
 # [agents.codex]
-# command = ["codex", "exec", "--json", "--sandbox", "danger-full-access", "-"]  # inside docket's sandbox (docs/agents.md)
+# command = ["codex", "exec", "--json", "--sandbox", "danger-full-access", "-c", 'mcp_servers.docket.command="{docket}"', "-c", 'mcp_servers.docket.args=["mcp", "--socket", "{requests}"]', "-c", "mcp_servers.docket.required=true", "-c", "mcp_servers.docket.startup_timeout_sec=30", "-"]  # inside docket's sandbox (docs/agents.md)
 # prompt = "stdin"
 # report = "codex-jsonl"
 # env = { CODEX_HOME = "{worker_dir}" }

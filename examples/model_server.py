@@ -33,15 +33,17 @@ the text of the request's last user message, or failing that anywhere in the req
     command   the shell command a tool-calling CLI runs: Claude Code's `Bash` tool, Codex's shell tool
               (`shell_command`, `exec_command`, `shell` or `local_shell`, whichever the request offers)
     text      the assistant's words: before aider's files, or the final message after the tool ran ("Done.")
-    tool      {"name": NAME, "input": {...}}: Claude Code only: first call the tool NAME the request offers (an MCP
-              server's, say mcp__docket__ask_human); `command` comes after its result, with {result} in the
-              command replaced by that result's text, quoted for the shell
+    tool      {"name": NAME, "input": {...}}: first call the tool NAME the request offers (an MCP server's, say
+              mcp__docket__ask_human) with `input`: Claude Code's tool of that name, or Codex's function tool of
+              that name or, NAME being NAMESPACE__FUNCTION, the function of a namespace tool (Codex offers an
+              MCP server's tools in the namespace mcp__SERVER); `command` comes after its result, with {result}
+              in the command replaced by that result's text as the CLI sent it, quoted for the shell
     hang      true: accept the request and never answer (until the server stops): for idle-timeout tests
     status    an HTTP error status (e.g. 500) with the API's JSON error body instead of an answer
 
-A tool call is made only when the request offers the tool; the request that carries the tool's result gets
-`text`, and so does any request without the tool (a title or summary request). aider's request for a commit
-message gets COMMIT_MESSAGE.
+A tool call is made only when the request offers the tool; the tool results the request carries say which
+turn it is (the tool's call, then the command's, then `text`), and a request without the tool gets `text` (a
+title or summary request). aider's request for a commit message gets COMMIT_MESSAGE.
 
 Every request is logged, before it is answered: method, path, headers (lower-case names), `api_key` (the
 bearer token or x-api-key sent), the JSON body, the API, the rule that matched (its index, or "default") and
@@ -85,7 +87,7 @@ class Rule:
     text: str
     hang: bool
     status: int | None
-    tool: dict[str, Any] | None = None  # a tool call made first: {"name": ..., "input": {...}} (Claude Code)
+    tool: dict[str, Any] | None = None  # a tool call made first: {"name": ..., "input": {...}}
 
     def applies_to(self, prompt: str) -> bool:
         return all(part in prompt for part in self.match)
@@ -193,20 +195,17 @@ def prompt_of(body: dict) -> tuple[str, str]:
 
 
 def tool_results(body: dict) -> list[str]:
-    """The text of each tool result in the conversation (Anthropic tool_result blocks), in order."""
+    """The text of each tool result in the conversation, in order: Anthropic tool_result blocks, the Responses
+    API's call outputs."""
     found = []
     for message in messages_of(body):
         content = message.get("content")
-        if message.get("role") == "user" and isinstance(content, list):
+        if message.get("type") in TOOL_OUTPUTS:
+            found.append(text_of(message.get("output", "")))
+        elif message.get("role") == "user" and isinstance(content, list):
             found += [text_of(block.get("content", "")) for block in content
                       if isinstance(block, dict) and block.get("type") == "tool_result"]
     return found
-
-
-def answers_tool_result(body: dict) -> bool:
-    """Whether the request's last item is a tool's result: the follow-up to a tool call."""
-    messages = messages_of(body)
-    return bool(messages) and is_tool_result(messages[-1])
 
 
 def asks_commit_message(body: dict) -> bool:
@@ -218,6 +217,20 @@ def asks_commit_message(body: dict) -> bool:
 
 def offered_tools(body: dict) -> list[dict]:
     return [tool for tool in body.get("tools") or [] if isinstance(tool, dict)]
+
+
+def offered_functions(body: dict) -> dict[str, tuple[str | None, str]]:
+    """The Responses API function tools offered, by full name: (namespace, name). A namespace's function's full
+    name is NAMESPACE__NAME (Codex offers an MCP server's tools in the namespace mcp__SERVER)."""
+    functions = {}
+    for tool in offered_tools(body):
+        if tool.get("type") == "function":
+            functions[tool.get("name")] = (None, tool.get("name"))
+        elif tool.get("type") == "namespace":
+            functions.update({f"{tool.get('name')}__{inner.get('name')}": (tool.get("name"), inner.get("name"))
+                              for inner in tool.get("tools") or [] if isinstance(inner, dict)
+                              and inner.get("type") == "function"})
+    return functions
 
 
 def tokens(text: str) -> int:
@@ -258,19 +271,29 @@ def chat_reply(body: dict, text: str, ids: Ids) -> tuple[dict, list[tuple[str | 
     return document, events
 
 
+def function_call(name: str, arguments: dict, ids: Ids, namespace: str | None = None) -> dict:
+    call = {"type": "function_call", "id": ids("fc"), "call_id": ids("call"), "name": name,
+            "arguments": json.dumps(arguments), "status": "completed"}
+    return {**call, "namespace": namespace} if namespace else call
+
+
+def codex_named_call(body: dict, tool: dict, ids: Ids) -> dict | None:
+    """The output item that calls the rule's tool, if the request offers it (an MCP tool, say)."""
+    found = offered_functions(body).get(tool["name"])
+    return function_call(found[1], tool.get("input", {}), ids, found[0]) if found else None
+
+
 def codex_tool_call(body: dict, command: str, ids: Ids) -> dict | None:
     """The output item that makes Codex run `command` with the shell tool the request offers, if any."""
     tools = offered_tools(body)
     names = {tool.get("name") for tool in tools if tool.get("type") == "function"}
-    call_id = ids("call")
     for name in CODEX_SHELL_TOOLS:
         if name in names:
             arguments = {"shell_command": {"command": command}, "exec_command": {"cmd": command},
                          "shell": {"command": ["bash", "-lc", command]}}[name]
-            return {"type": "function_call", "id": ids("fc"), "call_id": call_id, "name": name,
-                    "arguments": json.dumps(arguments), "status": "completed"}
+            return function_call(name, arguments, ids)
     if any(tool.get("type") == "local_shell" for tool in tools):
-        return {"type": "local_shell_call", "id": ids("lsh"), "call_id": call_id, "status": "completed",
+        return {"type": "local_shell_call", "id": ids("lsh"), "call_id": ids("call"), "status": "completed",
                 "action": {"type": "exec", "command": ["bash", "-lc", command]}}
     return None
 
@@ -334,6 +357,43 @@ def anthropic_reply(body: dict, block: dict, ids: Ids) -> tuple[dict, list[tuple
                "usage": {"output_tokens": usage["output_tokens"]}},
               {"type": "message_stop"}]
     return document, [(event["type"], event) for event in events]
+
+
+def next_turn(rule: Rule, results: list[str]) -> tuple[str, Any] | None:
+    """The rule's turn a request holding these tool results is for: ("tool", its tool), then ("command", its
+    command), then None (its text)."""
+    command = rule.shell_command()
+    turns = ([("tool", rule.tool)] if rule.tool else []) + ([("command", command)] if command is not None else [])
+    return turns[len(results)] if len(results) < len(turns) else None
+
+
+def with_result(command: str, results: list[str]) -> str:
+    """command with {result} replaced by the last tool result's text, quoted for the shell."""
+    return command.replace("{result}", shlex.quote(results[-1] if results else ""))
+
+
+def codex_turn(body: dict, turn: tuple[str, Any] | None, results: list[str], ids: Ids) -> dict | None:
+    """The Responses API output item that takes the turn, if the request offers its tool."""
+    if turn is None:
+        return None
+    kind, what = turn
+    if kind == "tool":
+        return codex_named_call(body, what, ids)
+    return codex_tool_call(body, with_result(what, results), ids)
+
+
+def claude_turn(body: dict, turn: tuple[str, Any] | None, results: list[str], ids: Ids) -> dict | None:
+    """The Messages API tool_use block that takes the turn, if the request offers its tool (Bash, for a command)."""
+    if turn is None:
+        return None
+    kind, what = turn
+    offered = {tool.get("name") for tool in offered_tools(body)}
+    if kind == "tool" and what["name"] in offered:
+        return {"type": "tool_use", "id": ids("toolu"), "name": what["name"], "input": what.get("input", {})}
+    if kind == "command" and "Bash" in offered:
+        return {"type": "tool_use", "id": ids("toolu"), "name": "Bash",
+                "input": {"command": with_result(what, results), "description": "Run the scripted command"}}
+    return None
 
 
 def error_body(api: str, status: int) -> dict:
@@ -407,32 +467,20 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, document)
 
     def reply(self, api: str, body: dict, rule: Rule) -> tuple[str, dict, list]:
-        ids, command = self.server.model.ids, rule.shell_command()
-        follow_up = answers_tool_result(body)
+        ids = self.server.model.ids
         if api == "chat":
             if asks_commit_message(body):
                 return ("commit message", *chat_reply(body, COMMIT_MESSAGE, ids))
             return ("files" if rule.files else "text", *chat_reply(body, rule.whole_files(), ids))
+        results = tool_results(body)
+        turn = next_turn(rule, results)
         if api == "responses":
-            call = None if follow_up or command is None else codex_tool_call(body, command, ids)
+            call = codex_turn(body, turn, results, ids)
             return ("tool call", *responses_reply(body, call, ids)) if call else (
                 "text", *responses_reply(body, message_item(rule.text, ids), ids))
-        offered = {tool.get("name") for tool in offered_tools(body)}
-        # the rule's turns: its tool call, then its Bash command (where {result} is the tool's result, quoted
-        # for the shell), then its text; the tool results the conversation holds say which turn this is
-        turns = ([("tool", rule.tool)] if rule.tool else []) + ([("bash", command)] if command is not None else [])
-        results = tool_results(body)
-        if len(results) < len(turns):
-            kind, what = turns[len(results)]
-            if kind == "tool" and what["name"] in offered:
-                block = {"type": "tool_use", "id": ids("toolu"), "name": what["name"], "input": what.get("input", {})}
-                return ("tool call", *anthropic_reply(body, block, ids))
-            if kind == "bash" and "Bash" in offered:
-                filled = what.replace("{result}", shlex.quote(results[-1] if results else ""))
-                block = {"type": "tool_use", "id": ids("toolu"), "name": "Bash",
-                         "input": {"command": filled, "description": "Run the scripted command"}}
-                return ("tool call", *anthropic_reply(body, block, ids))
-        return ("text", *anthropic_reply(body, {"type": "text", "text": rule.text}, ids))
+        block = claude_turn(body, turn, results, ids)
+        return ("tool call", *anthropic_reply(body, block, ids)) if block else (
+            "text", *anthropic_reply(body, {"type": "text", "text": rule.text}, ids))
 
     def read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():

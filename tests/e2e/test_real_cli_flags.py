@@ -78,8 +78,9 @@ def installed(request: pytest.FixtureRequest, name: str) -> tuple[Path, RealCli]
 
 
 def test_the_page_splits_each_command_into_subcommand_options_and_values(tmp_path):
+    # a -c value is TOML (mcp_servers.docket...), no word of the help: test_real_codex.py runs them
     assert subcommands_and_options(page_agent(tmp_path, "codex").command) == (
-        ["exec"], ["--json", "--sandbox"], ["danger-full-access"])
+        ["exec"], ["--json", "--sandbox", "-c", "-c", "-c", "-c"], ["danger-full-access"])
     assert subcommands_and_options(page_agent(tmp_path, "claude").command) == (
         [], ["-p", "--permission-mode", "--allowedTools", "--mcp-config", "--strict-mcp-config", "--output-format"],
         ["acceptEdits", "json"])  # a tool list (Bash,mcp__docket) is no word of the help: test_real_claude.py runs it

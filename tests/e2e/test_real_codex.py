@@ -6,14 +6,17 @@ The agent is docs/agents.md's `codex` block with its `agent-offline: codex` bloc
 page. The tests assert what Codex changed, the candidates, the checks, the receipt verified offline with the public
 key only, what the server was sent (the allow-listed fake key, nothing secret), what Codex itself saw (its
 environment, dumped into the worktree by the scripted command), that each worker ran with its own CODEX_HOME in its
-own worker folder, what docket recorded of Codex's JSON output (AgentReported), a failed turn retried, and that a
-run connects to nothing but the model server (traced with strace, where it can run).
+own worker folder, what docket recorded of Codex's JSON output (AgentReported), a failed turn retried, that a
+run connects to nothing but the model server (traced with strace, where it can run), and a question asked through
+docket's MCP server (the page's `mcp_servers.docket`), answered with `docket answer`.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git, make_repo
-from tests.e2e.go_world import GoWorld, docket_processes, unsandboxed
+from tests.e2e.go_world import GoWorld, docket_processes, unsandboxed, wait_until
 
 from ..agents.agents_doc import agent_toml, offline_agent
 
@@ -309,3 +312,77 @@ def test_a_codex_run_connects_to_nothing_but_the_model_server(tmp_path, codex_cl
     to_network = [call for call in calls if "sa_family=AF_INET" in call]  # AF_INET and AF_INET6: connect, sendto
     model_server = f'sin_port=htons({port}), sin_addr=inet_addr("127.0.0.1")'
     assert to_network and [call for call in to_network if model_server not in call] == []  # no DNS, no other host
+
+
+def test_codex_asks_a_person_through_docket_mcp_and_the_answer_reaches_the_target(tmp_path, codex_cli):
+    """The model calls docket's ask_human (docket mcp, which the page's block gives Codex as the MCP server
+    docket); the test answers with docket answer; Codex gets the answer as the tool's output, and its shell
+    command writes it into name.py, which is delivered; the sealed receipt cites the question and the answer."""
+    tasks = ('[[tasks]]\nid = "ask"\ntitle = "ask for the name"\n'
+             'prompt = "Ask which name the greeter uses and write it to name.py (ASK-TASK)."\n')
+    script = {"rules": [{"match": "ASK-TASK",
+                         "tool": {"name": "mcp__docket__ask_human",
+                                  "input": {"question": "Which name should the greeter use?", "reason": "choice",
+                                            "choices": ["ada", "bob"]}},
+                         # Codex sends the tool's output after a "Wall time" line: the answer is the line docket wrote
+                         "command": "printf 'NAME = \"%s\"\\n' \"$(printf '%s\\n' {result} "
+                                    "| sed -n 's/^Answer from [^:]*: //p')\" > name.py",
+                         "text": "Wrote name.py."}],
+              "default": {"text": "Nothing to do."}}
+    with ModelServer(script) as server:
+        world = codex_world(tmp_path, codex_cli, server, tasks=tasks, checks=RUNS_CHECK)
+        keys = signing_key(world, tmp_path)
+        go = world.start("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", "r1", "--target", "trunk",
+                         "--key", f"{keys}.key", "--json")
+        try:
+            assert wait_until(lambda: world.json("inbox")["questions"], timeout=180), server.requests[-1:]
+            (question,) = world.json("inbox")["questions"]
+            assert (question["question"], question["reason"], question["choices"]) == (
+                "Which name should the greeter use?", "choice", ["ada", "bob"])
+            answered = world.run("answer", question["question_id"], "--choice", "2")
+            assert answered.returncode == 0, answered.stderr
+            out, err = go.communicate(timeout=300)
+        finally:
+            if go.poll() is None:
+                go.kill()
+                go.communicate()
+        requests = server.requests
+    summary, rows = delivered(world, subprocess.CompletedProcess(go.args, go.returncode, out, err))
+    assert (rows["ask"]["result"], rows["ask"]["cycles"], rows["ask"]["checks"]) == ("delivered", 1,
+                                                                                     {"runs": "passed"})
+    assert world.file_at("trunk", "name.py") == 'NAME = "bob"\n'
+    # the conversation: docket's tools offered in the namespace mcp__docket from the first request on, ask_human
+    # called, its output the answer; then the shell command, then the final message
+    assert [(r["rule"], r["reply"]) for r in requests] == [("0", "tool call"), ("0", "tool call"), ("0", "text")]
+    (namespace,) = [tool for tool in requests[0]["body"]["tools"] if tool.get("name") == "mcp__docket"]
+    assert namespace["type"] == "namespace"
+    assert {tool["name"] for tool in namespace["tools"]} == {"ask_human", "report_progress", "propose_task", "finish"}
+    outputs = {item["call_id"]: item["output"] for item in requests[-1]["body"]["input"]
+               if item.get("type") == "function_call_output"}
+    (ask,) = [item for item in requests[-1]["body"]["input"] if item.get("type") == "function_call"
+              and item.get("namespace") == "mcp__docket"]
+    said = json.dumps(outputs[ask["call_id"]])  # a list of input_text items: a "Wall time" line, then the answer
+    assert ask["name"] == "ask_human" and re.search(r"Answer from [^:]+: bob", said)
+    assert_nothing_secret_reached(server, world)
+    # what Codex said it did: the MCP call, answered, then the command
+    items = [e["item"] for e in codex_events(world, "ask") if e["type"] == "item.completed"]
+    (call,) = [item for item in items if item["type"] == "mcp_tool_call"]
+    assert (call["server"], call["tool"], call["status"], call["error"]) == ("docket", "ask_human", "completed", None)
+    assert call["arguments"] == script["rules"][0]["tool"]["input"]
+    (command,) = [item for item in items if item["type"] == "command_execution"]
+    assert command["exit_code"] == 0 and "> name.py" in command["command"]
+    # one question, one answer, delivered to the agent; the receipt cites them and verifies offline
+    (asked,), (answer,) = world.events("QuestionAsked"), world.events("QuestionAnswered")
+    assert (asked["payload"]["worker_id"], asked["payload"]["generation"]) == ("r1.ask", 1)
+    assert (answer["payload"]["answer"], answer["payload"]["choice"]) == ("bob", 2)
+    assert len(world.events("AnswerDelivered")) == 1
+    bundle = Path(summary["receipt"]["path"])
+    verified = world.run("verify-receipt", str(bundle), "--key", f"{keys}.pub", "--json")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    envelope = json.loads(bundle.read_text().splitlines()[0])
+    receipt = json.loads(base64.b64decode(envelope["payload"]))["predicate"]["receipt"]
+    (request,) = receipt["requests"]
+    assert (request["question"], request["answer"]["text"], request["delivered"]) == (
+        "Which name should the greeter use?", "bob", True)
+    assert {asked["position"], answer["position"]} <= set(receipt["cited"])
+    assert docket_processes(world.ledger) == []

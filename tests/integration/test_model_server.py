@@ -1,6 +1,6 @@
 """examples/model_server.py, driven by a plain urllib client: the three APIs streamed and not, the tool call
-then its follow-up, the hang and error switches, the request log with the key each request carried, 404s, and
-the command line."""
+then its follow-up (a rule's own tool, an MCP server's, called first), the hang and error switches, the request
+log with the key each request carried, 404s, and the command line."""
 
 from __future__ import annotations
 
@@ -205,6 +205,50 @@ def test_responses_not_streamed_and_without_a_shell_tool_give_a_message(server):
     assert reply["output"][0]["content"][0]["text"] == "Said goodbye."
 
 
+ASK = {"name": "mcp__docket__ask_human",
+       "input": {"question": "Which name?", "reason": "choice", "choices": ["ada", "bob"]}}
+ASK_SCRIPT = {"rules": [{"match": "ask", "tool": ASK, "command": "printf '%s\\n' {result} > answer.txt",
+                         "text": "Wrote the answer."}]}
+
+
+def namespace_tool(name: str, *functions: str) -> dict:
+    return {"type": "namespace", "name": name, "description": "", "tools": [function_tool(f) for f in functions]}
+
+
+def test_responses_call_the_rules_tool_in_its_namespace_then_the_command_with_its_result_then_the_text():
+    """Codex offers an MCP server's tools as the functions of a namespace mcp__SERVER: the rule's tool
+    mcp__docket__ask_human is called as ask_human in mcp__docket; its output fills {result} in the command."""
+    tools = [function_tool("exec_command"), namespace_tool("mcp__docket", "report_progress", "ask_human")]
+    with ms.ModelServer(ASK_SCRIPT) as server:
+        first = post_events(server, "/v1/responses", codex_request("ask for it", tools))
+        ask = first[-2][1]["item"]
+        answered = [ask, {"type": "function_call_output", "call_id": ask["call_id"],
+                          "output": "Wall time: 0.1 seconds\nOutput:\nAnswer from ada: it's bob"}]
+        second = post_json(server, "/v1/responses", codex_request("ask for it", tools, answered))
+        (command,) = second["output"]
+        ran = [command, {"type": "function_call_output", "call_id": command["call_id"], "output": "exit 0"}]
+        third = post_json(server, "/v1/responses", codex_request("ask for it", tools, [*answered, *ran]))
+        replies = [r["reply"] for r in server.requests]
+    assert (ask["type"], ask["namespace"], ask["name"]) == ("function_call", "mcp__docket", "ask_human")
+    assert json.loads(ask["arguments"]) == ASK["input"] and ask["status"] == "completed"
+    assert first[2][1]["delta"] == ask["arguments"]
+    assert (command["name"], "namespace" in command) == ("exec_command", False)
+    assert json.loads(command["arguments"]) == {
+        "cmd": "printf '%s\\n' 'Wall time: 0.1 seconds\nOutput:\nAnswer from ada: it'\"'\"'s bob' > answer.txt"}
+    assert third["output"][0]["content"][0]["text"] == "Wrote the answer."
+    assert replies == ["tool call", "tool call", "text"]
+
+
+def test_responses_call_a_function_tool_of_the_rules_tools_name_and_skip_a_tool_not_offered():
+    with ms.ModelServer(ASK_SCRIPT) as server:
+        plain = post_json(server, "/v1/responses", codex_request("ask for it", [function_tool(ASK["name"])]))
+        elsewhere = post_json(server, "/v1/responses", codex_request(
+            "ask for it", [namespace_tool("mcp__other", "ask_human")]))
+    (call,) = plain["output"]
+    assert (call["name"], "namespace" in call, json.loads(call["arguments"])) == (ASK["name"], False, ASK["input"])
+    assert [item["type"] for item in elsewhere["output"]] == ["message"]  # neither the tool nor a shell: the text
+
+
 def test_files_become_a_command_that_writes_them_exactly(server, tmp_path):
     files = {"greet.py": GREET, "docs/it's.md": "quotes ' \" $HOME `x` \\n and no newline"}
     with ms.ModelServer({"rules": [{"match": "write", "files": files}]}) as other:
@@ -252,6 +296,23 @@ def test_messages_answer_the_tool_result_with_the_final_text(server):
     assert events[1][1]["content_block"] == {"type": "text", "text": ""}
     assert events[2][1]["delta"] == {"type": "text_delta", "text": "Said goodbye."}
     assert events[4][1]["delta"]["stop_reason"] == "end_turn"
+
+
+def test_messages_call_the_rules_tool_then_bash_with_its_result_then_the_text():
+    with ms.ModelServer(ASK_SCRIPT) as server:
+        tools = ("Bash", ASK["name"])
+        first = post_json(server, "/v1/messages", claude_request("ask for it", tools))
+        (ask,) = first["content"]
+        history = [{"role": "user", "content": "ask for it"}, {"role": "assistant", "content": [ask]}]
+        result = [{"type": "tool_result", "tool_use_id": ask["id"], "content": [{"type": "text", "text": "bob"}]}]
+        second = post_json(server, "/v1/messages", claude_request(result, tools, history))
+        (bash,) = second["content"]
+        history += [{"role": "user", "content": result}, {"role": "assistant", "content": [bash]}]
+        done = [{"type": "tool_result", "tool_use_id": bash["id"], "content": ""}]
+        third = post_json(server, "/v1/messages", claude_request(done, tools, history))
+    assert (ask["type"], ask["name"], ask["input"]) == ("tool_use", ASK["name"], ASK["input"])
+    assert (bash["name"], bash["input"]["command"]) == ("Bash", "printf '%s\\n' bob > answer.txt")
+    assert third["content"] == [{"type": "text", "text": "Wrote the answer."}]
 
 
 def test_messages_without_the_bash_tool_get_text(server):

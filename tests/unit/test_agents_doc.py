@@ -23,6 +23,8 @@ PROMPT_FILE = "/repo/.git/docket/prompts/abc.txt"
 WORKTREE = "/home/u/.local/share/docket/workspaces/repo-0123/r1/t1"
 WORKER_DIR = "/repo/.git/docket/workers/t1/1"
 MCP_CONFIG = f"{WORKER_DIR}/mcp.json"
+REQUESTS = f"{WORKER_DIR}/docket.sock"
+DOCKET = "/opt/docket/bin/docket"
 
 # What the page says of each agent: how the prompt reaches it, which variable is its config home, which credentials
 # pass the scrub, and the argv its block expands to with the sample values above.
@@ -33,7 +35,11 @@ EXPECTED = {
                    argv=["claude", "-p", "--permission-mode", "acceptEdits", "--allowedTools", "Bash,mcp__docket",
                          "--mcp-config", MCP_CONFIG, "--strict-mcp-config", "--output-format", "json"]),
     "codex": dict(prompt="stdin", home="CODEX_HOME", env_allow=["OPENAI_API_KEY", "CODEX_API_KEY"],
-                  argv=["codex", "exec", "--json", "--sandbox", "danger-full-access", "-"]),
+                  argv=["codex", "exec", "--json", "--sandbox", "danger-full-access",
+                        "-c", f'mcp_servers.docket.command="{DOCKET}"',
+                        "-c", f'mcp_servers.docket.args=["mcp", "--socket", "{REQUESTS}"]',
+                        "-c", "mcp_servers.docket.required=true", "-c", "mcp_servers.docket.startup_timeout_sec=30",
+                        "-"]),
     "aider": dict(prompt="file", home="HOME", env_allow=["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
                   more_env=["GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "GIT_CONFIG_KEY_1",
                             "GIT_CONFIG_VALUE_1"],
@@ -67,7 +73,8 @@ def section(title: str) -> str:
 
 def argv(config: AgentConfig, worker_dir: str = WORKER_DIR) -> list[str]:
     return [expand(arg, worktree=WORKTREE, worker_dir=worker_dir, prompt=PROMPT, prompt_file=PROMPT_FILE,
-                   mcp_config=f"{worker_dir}/mcp.json") for arg in config.command]
+                   mcp_config=f"{worker_dir}/mcp.json", requests=f"{worker_dir}/docket.sock", docket=DOCKET)
+            for arg in config.command]
 
 
 def scripted_agent_module() -> ModuleType:
@@ -128,6 +135,15 @@ def test_each_worker_gets_its_own_config_home_under_its_worker_dir(tmp_path, nam
 def test_codex_home_is_the_worker_dir_itself_which_docket_makes_before_the_launch(tmp_path):
     config = agent(tmp_path, "codex")
     assert config.env["CODEX_HOME"] == "{worker_dir}"  # codex refuses a CODEX_HOME that does not exist
+
+
+def test_codex_gets_docket_mcp_on_the_generations_channel_from_its_toml_overrides(tmp_path):
+    """Each `-c` value is TOML once docket filled its placeholders in; together they start `docket mcp --socket
+    CHANNEL` as the MCP server docket, which Codex must wait for."""
+    words = argv(agent(tmp_path, "codex"))
+    overrides = "\n".join(value for option, value in zip(words, words[1:]) if option == "-c")
+    assert tomllib.loads(overrides) == {"mcp_servers": {"docket": {
+        "command": DOCKET, "args": ["mcp", "--socket", REQUESTS], "required": True, "startup_timeout_sec": 30}}}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
