@@ -177,11 +177,12 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
 
     prompt, prompt_file = _prompt(docket_dir, task, repository, load_run(ledger, request.run_id).remote,
                                   earlier_answers(ledger, request.worker_id, worker.generation), worker.generation)
-    from ..world.request_channel import SOCKET_NAME, docket_command, docket_roots, write_mcp_config
+    from ..world.request_channel import SOCKET_NAME, docket_program, docket_roots, write_mcp_config
 
     channel_path = generation_dir / SOCKET_NAME
     values = dict(worktree=str(worktree), worker_dir=str(generation_dir), port=port, requests=str(channel_path),
-                  mcp_config=str(write_mcp_config(generation_dir, channel_path)), docket=docket_command()[0])
+                  mcp_config=str(write_mcp_config(generation_dir, channel_path)),
+                  docket=str(docket_program(generation_dir)))
     from ...domain.config import expand
 
     argv = tuple(expand(arg, **values, prompt=prompt, prompt_file=str(prompt_file) if prompt_file else None)

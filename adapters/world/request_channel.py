@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Protocol
 
-__all__ = ["CHANNEL_VARIABLE", "MAX_REQUEST", "RequestChannel", "SOCKET_NAME", "descends_from", "docket_command",
+__all__ = ["CHANNEL_VARIABLE", "MAX_REQUEST", "RequestChannel", "SOCKET_NAME", "descends_from", "docket_command", "docket_program",
            "docket_roots", "send", "write_mcp_config"]
 
 CHANNEL_VARIABLE = "DOCKET_REQUESTS"
@@ -199,6 +199,31 @@ def docket_command() -> list[str]:
     return [str(script)] if os.access(script, os.X_OK) else [sys.executable, "-m", "docket"]
 
 
+def docket_program(folder: Path) -> Path:
+    """One executable that runs this docket, for an agent's configuration that names a program (Codex CLI's
+    mcp_servers command): docket's own script, or else a two-line script in the worker's folder that runs its
+    interpreter with ``-m docket``."""
+    import shlex
+
+    command = docket_command()
+    if len(command) == 1:
+        return Path(command[0])
+    path = folder / "docket"
+    _replace(path, f"#!/bin/sh\nexec {shlex.join(command)} \"$@\"\n".encode(), 0o700)
+    return path
+
+
+def _replace(path: Path, data: bytes, mode: int) -> None:
+    """Write a file of the generation's own folder afresh (made again by a launch replayed after a crash)."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
 def write_mcp_config(folder: Path, channel: Path) -> Path:
     """A Claude Code ``--mcp-config`` file in the worker's folder: docket's MCP server, under the name docket,
     on this generation's channel."""
@@ -206,13 +231,7 @@ def write_mcp_config(folder: Path, channel: Path) -> Path:
     document = {"mcpServers": {"docket": {"type": "stdio", "command": command[0],
                                           "args": [*command[1:], "mcp", "--socket", str(channel)], "env": {}}}}
     path = folder / "mcp.json"
-    try:
-        path.unlink()  # made again by a launch replayed after a crash (the folder is the generation's alone)
-    except FileNotFoundError:
-        pass
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(json.dumps(document, indent=2).encode() + b"\n")
+    _replace(path, json.dumps(document, indent=2).encode() + b"\n", 0o600)
     return path
 
 

@@ -257,3 +257,19 @@ def test_a_flood_of_new_requests_is_refused_past_the_bound_and_not_recorded(ledg
     assert again["status"] == "recorded"  # a request made before is answered as ever
     assert [e.request_id for e in events(ledger, "ProgressReported")] == ["p0", "p1", "p2"]
     assert events(ledger, "RequestRefused") == []
+
+
+def test_a_docket_without_a_script_of_its_own_is_one_program_for_the_agent_all_the_same(tmp_path, monkeypatch):
+    """Codex CLI's block names docket's MCP server by one program ({docket}): a docket run as `python -m docket`
+    (no script beside its interpreter) gets a two-line script in the worker's folder that runs it."""
+    from docket.adapters.world import request_channel
+
+    assert request_channel.docket_program(tmp_path) == Path(request_channel.docket_command()[0])  # its own script
+    monkeypatch.setattr(request_channel, "docket_command", lambda: [sys.executable, "-m", "docket"])
+    program = request_channel.docket_program(tmp_path)
+    assert program == tmp_path / "docket" and program.stat().st_mode & 0o777 == 0o700
+    again = request_channel.docket_program(tmp_path)  # a launch replayed after a crash writes it afresh
+    assert again == program
+    done = subprocess.run([str(program), "request", "progress", "x"], capture_output=True, text=True, timeout=60,
+                          env={k: v for k, v in os.environ.items() if k != "DOCKET_REQUESTS"})
+    assert done.returncode != 0 and "docket: error:" in done.stderr  # docket itself answered: no channel here
