@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -170,3 +171,20 @@ def wait_until(predicate, timeout: float = 30.0, step: float = 0.05) -> bool:  #
 def kill(process: subprocess.Popen[str]) -> None:
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=30)
+
+
+def answer_the_question(world: GoWorld, go: subprocess.Popen, choice: int, *, hint: Callable[[], object] = lambda: "",
+                        timeout: float = 180) -> tuple[dict, str, str]:
+    """Wait for the one question `go` (a docket go) puts in the inbox, answer it with its choice, and let go finish:
+    (the question as `docket inbox` listed it, go's stdout, its stderr). hint says what went wrong if none comes."""
+    try:
+        assert wait_until(lambda: world.json("inbox")["questions"], timeout=timeout), hint()
+        (question,) = world.json("inbox")["questions"]
+        answered = world.run("answer", question["question_id"], "--choice", str(choice))
+        assert answered.returncode == 0, answered.stderr
+        out, err = go.communicate(timeout=300)
+    finally:
+        if go.poll() is None:
+            go.kill()
+            go.communicate()
+    return question, out, err

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from tests.e2e.go_world import GoWorld, docket_processes, make_go_world, wait_until
+from tests.e2e.go_world import GoWorld, answer_the_question, docket_processes, make_go_world
 
 from ..agents.agents_doc import agent_block, agent_toml, marked_blocks, offline_agent
 
@@ -265,19 +265,10 @@ def test_claude_code_asks_a_person_through_docket_mcp_and_the_answer_reaches_the
         assert world.run("key", "generate", "--out", str(keys)).returncode == 0
         go = world.start("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", "r1", "--agent", "claude",
                          "--target", "trunk", "--key", f"{keys}.key", "--json")
-        try:
-            assert wait_until(lambda: world.json("inbox")["questions"], timeout=180), server.requests[-1:]
-            (question,) = world.json("inbox")["questions"]
-            assert (question["question"], question["reason"], question["choices"]) == (
-                "Which name should the greeter use?", "choice", ["ada", "bob"])
-            answered = world.run("answer", question["question_id"], "--choice", "2")
-            assert answered.returncode == 0, answered.stderr
-            out, err = go.communicate(timeout=300)
-        finally:
-            if go.poll() is None:
-                go.kill()
-                go.communicate()
+        question, out, err = answer_the_question(world, go, 2, hint=lambda: server.requests[-1:])
         requests = server.requests
+    assert (question["question"], question["reason"], question["choices"]) == (
+        "Which name should the greeter use?", "choice", ["ada", "bob"])
     assert go.returncode == 0, err + out
     summary = json.loads(out)
     (row,) = summary["tasks"]

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git, make_repo
-from tests.e2e.go_world import GoWorld, docket_processes, unsandboxed, wait_until
+from tests.e2e.go_world import GoWorld, answer_the_question, docket_processes, unsandboxed
 
 from ..agents.agents_doc import agent_toml, offline_agent
 
@@ -334,19 +334,10 @@ def test_codex_asks_a_person_through_docket_mcp_and_the_answer_reaches_the_targe
         keys = signing_key(world, tmp_path)
         go = world.start("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", "r1", "--target", "trunk",
                          "--key", f"{keys}.key", "--json")
-        try:
-            assert wait_until(lambda: world.json("inbox")["questions"], timeout=180), server.requests[-1:]
-            (question,) = world.json("inbox")["questions"]
-            assert (question["question"], question["reason"], question["choices"]) == (
-                "Which name should the greeter use?", "choice", ["ada", "bob"])
-            answered = world.run("answer", question["question_id"], "--choice", "2")
-            assert answered.returncode == 0, answered.stderr
-            out, err = go.communicate(timeout=300)
-        finally:
-            if go.poll() is None:
-                go.kill()
-                go.communicate()
+        question, out, err = answer_the_question(world, go, 2, hint=lambda: server.requests[-1:])
         requests = server.requests
+    assert (question["question"], question["reason"], question["choices"]) == (
+        "Which name should the greeter use?", "choice", ["ada", "bob"])
     summary, rows = delivered(world, subprocess.CompletedProcess(go.args, go.returncode, out, err))
     assert (rows["ask"]["result"], rows["ask"]["cycles"], rows["ask"]["checks"]) == ("delivered", 1,
                                                                                      {"runs": "passed"})
