@@ -126,6 +126,11 @@ def _mcp(nouns: Nouns, common: Common) -> None:
     register(nouns, common)
 
 
+def _serve(nouns: Nouns, common: Common) -> None:
+    from .serve import register
+    register(nouns, common)
+
+
 def _integrate(nouns: Nouns, common: Common) -> None:
     from .integrate import register
     register(nouns, common)
@@ -219,6 +224,7 @@ COMMANDS = {
     "answer": _answer,
     "request": _request,
     "mcp": _mcp,
+    "serve": _serve,
     "integrate": _integrate,
     "seal": _seal,
     "export": _export,

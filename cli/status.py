@@ -16,7 +16,7 @@ from .context import Context
 from .output import emit, shown
 from .parsing import command
 
-__all__ = ["register", "spend_words"]
+__all__ = ["register", "run_document", "runs_document", "spend_words"]
 
 
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
@@ -27,9 +27,6 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def status(ctx: Context) -> int:
-    from ..projections import (approvals, board, candidates, checks, inbox, integration_steps, intents, leases, runs,
-                               tasks, usage, workers)
-
     a = ctx.args
     ctx.require_ledger_file()
     if a.at is not None:
@@ -38,59 +35,76 @@ def status(ctx: Context) -> int:
     else:
         views, now = ctx.views(), ctx.clock.now()
     conn, position = views.conn, views.position()
-
-    def approval() -> bool:
-        return ctx.approval_required
-
     if a.run:
-        run = runs.get_run(conn, a.run)
-        if run is None:
+        doc, words, current = run_document(conn, a.run, now, position, lambda: ctx.approval_required)
+        if doc is None:
             raise NotFound("run-not-found", f"no run {a.run}" + (f" at {a.at}" if a.at else ""))
-        integration = _integration_row(conn, run)
-        steps = integration_steps.steps_of(conn, a.run)
-        delivered = board.delivered_steps(steps, integration)
-        overlaps = board.overlap_warnings(integration)
-        worker_rows = workers.workers_of(conn, a.run)
-        shown_board = board.run_board(conn, a.run, now, approval_required=approval)
-        states = {line.task_id: line.state for line in shown_board.tasks} if shown_board else {}
-        task_spend = usage.spend_by_task(conn, a.run, {w["worker_id"]: w["task_id"] for w in worker_rows})
-        doc = {
-            "position": position,
-            "run": {**runs.with_budget(run, now), "spend": usage.spend_of_run(conn, a.run)},
-            "attention": board.run_attention(conn, run, integration, approval),
-            "tasks": [{**t, "state": states.get(t["task_id"]),
-                       "spend": task_spend.get(t["task_id"], dict(usage.NO_SPEND))}
-                      for t in _with_candidates(tasks.tasks_of(conn, a.run), candidates.candidates_of(conn, a.run),
-                                                checks.checks_of_run(conn, a.run))],
-            "questions": inbox.open_questions(conn, a.run),
-            "workers": [_with_process(w, now) for w in worker_rows],
-            "leases": leases.leases_of(conn, a.run),
-            "pending_intents": intents.pending(conn, a.run),
-            "integration": _integration(conn, run, integration, approval),
-            "integration_steps": [{**s, "delivered": s["step"] in delivered} for s in steps],
-            "approvals": approvals.approvals_of(conn, a.run),
-            "base_checks": checks.base_checks_of(conn, a.run),
-        }
-        words = {s["step"]: board.step_words(s, integration, overlaps, delivered) for s in steps}
-        current = {task_id: words[s["step"]] for task_id, s in board.current_steps(steps, worker_rows).items()
-                   if board.step_state(s, delivered) is not None}
         emit(ctx.json, doc, _human_run(doc, now, words, current))
     else:
-        all_runs = []
-        for r in runs.list_runs(conn):
-            integration = _integration_row(conn, r)
-            all_runs.append({**runs.with_budget(r, now), "spend": usage.spend_of_run(conn, r["run_id"]),
-                             "integration": _integration(conn, r, integration, approval),
-                             "attention": board.run_attention(conn, r, integration, approval)})
-        doc = {"position": position, "runs": all_runs, "pending_intents": intents.pending(conn)}
-        lines = [f"ledger position {position}; {len(all_runs)} run(s); {len(doc['pending_intents'])} pending intent(s)"]
-        for r in all_runs:
+        doc = runs_document(conn, now, position, lambda: ctx.approval_required)
+        lines = [f"ledger position {position}; {len(doc['runs'])} run(s); {len(doc['pending_intents'])} pending "
+                 "intent(s)"]
+        for r in doc["runs"]:
             spend = ([f"  spend: {spend_words(r['spend'], r['max_cost_micro_usd'], r['max_tokens'])}"]
                      if r["spend"]["reports"] or r["max_cost_micro_usd"] or r["max_tokens"] else [])
             lines += [_run_line(r), *_waiting_lines(r), *spend, *_attention_lines(r["attention"]),
                       *_integration_lines(r["integration"])]
         emit(ctx.json, doc, "\n".join(lines))
     return 0
+
+
+def run_document(conn: Any, run_id: str, now: str, position: int,
+                 approval_required: Callable[[], bool]) -> tuple[dict[str, Any] | None, dict[int, str], dict[str, str]]:
+    """One run as `docket status RUN --json` shows it (None: no such run), with each merge step's state in words and
+    the same for each task whose current step says more than its own result."""
+    from ..projections import (approvals, board, candidates, checks, inbox, integration_steps, intents, leases, runs,
+                               tasks, usage, workers)
+
+    run = runs.get_run(conn, run_id)
+    if run is None:
+        return None, {}, {}
+    integration = _integration_row(conn, run)
+    steps = integration_steps.steps_of(conn, run_id)
+    delivered = board.delivered_steps(steps, integration)
+    overlaps = board.overlap_warnings(integration)
+    worker_rows = workers.workers_of(conn, run_id)
+    shown_board = board.run_board(conn, run_id, now, approval_required=approval_required)
+    states = {line.task_id: line.state for line in shown_board.tasks} if shown_board else {}
+    task_spend = usage.spend_by_task(conn, run_id, {w["worker_id"]: w["task_id"] for w in worker_rows})
+    doc = {
+        "position": position,
+        "run": {**runs.with_budget(run, now), "spend": usage.spend_of_run(conn, run_id)},
+        "attention": board.run_attention(conn, run, integration, approval_required),
+        "tasks": [{**t, "state": states.get(t["task_id"]),
+                   "spend": task_spend.get(t["task_id"], dict(usage.NO_SPEND))}
+                  for t in _with_candidates(tasks.tasks_of(conn, run_id), candidates.candidates_of(conn, run_id),
+                                            checks.checks_of_run(conn, run_id))],
+        "questions": inbox.open_questions(conn, run_id),
+        "workers": [_with_process(w, now) for w in worker_rows],
+        "leases": leases.leases_of(conn, run_id),
+        "pending_intents": intents.pending(conn, run_id),
+        "integration": _integration(conn, run, integration, approval_required),
+        "integration_steps": [{**s, "delivered": s["step"] in delivered} for s in steps],
+        "approvals": approvals.approvals_of(conn, run_id),
+        "base_checks": checks.base_checks_of(conn, run_id),
+    }
+    words = {s["step"]: board.step_words(s, integration, overlaps, delivered) for s in steps}
+    current = {task_id: words[s["step"]] for task_id, s in board.current_steps(steps, worker_rows).items()
+               if board.step_state(s, delivered) is not None}
+    return doc, words, current
+
+
+def runs_document(conn: Any, now: str, position: int, approval_required: Callable[[], bool]) -> dict[str, Any]:
+    """Every run as `docket status --json` shows them."""
+    from ..projections import board, intents, runs, usage
+
+    all_runs = []
+    for r in runs.list_runs(conn):
+        integration = _integration_row(conn, r)
+        all_runs.append({**runs.with_budget(r, now), "spend": usage.spend_of_run(conn, r["run_id"]),
+                         "integration": _integration(conn, r, integration, approval_required),
+                         "attention": board.run_attention(conn, r, integration, approval_required)})
+    return {"position": position, "runs": all_runs, "pending_intents": intents.pending(conn)}
 
 
 def _integration_row(conn: Any, run: dict[str, Any]) -> dict[str, Any]:
