@@ -1,0 +1,119 @@
+"""The web view in a real browser: the distribution's Chromium, driven by Playwright (no browser downloaded).
+
+A `docket go` run appears and its tasks change state live, without a reload; a failed check's tail shows on the
+run page; a question answered from the inbox lets its task go on; a receipt verifies from the page; a screenshot of
+the run page is kept (tests/artifacts/). Skipped, saying why, only where Chromium or Playwright cannot be had.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.go_world import make_go_world, wait_until
+from tests.e2e.test_serve import Served
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+
+TASKS = '''\
+[[tasks]]
+id = "name"
+title = "name the greeter"
+prompt = "NAME"
+
+[[tasks]]
+id = "broken"
+title = "a change whose check fails"
+prompt = "BROKEN"
+'''
+# The agent: for NAME, asks which name and writes it; for BROKEN, writes a file the check refuses.
+AGENT = '''
+import subprocess, sys, time
+prompt = sys.stdin.read()
+if "BROKEN" in prompt:
+    open("broken.txt", "w").write("refused\\n")
+    sys.exit(0)
+time.sleep(2)
+answer = subprocess.run([sys.argv[1], "request", "ask", "Which name?", "--choice", "ada", "--choice", "bob",
+                         "--reason", "choice", "--id", "which"], capture_output=True, text=True)
+open("name.py", "w").write(f"NAME = {answer.stdout.strip()!r}\\n")
+'''
+CHECK = '''
+[checks.nothing-broken]
+command = ["sh", "-c", "if [ -e broken.txt ]; then echo 'FAILED: broken.txt must not exist'; exit 1; fi"]
+'''
+
+
+@pytest.fixture
+def browser():
+    if CHROMIUM is None:
+        pytest.skip("no Chromium here (Debian: apt-get install chromium; .ci/run installs it)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("Playwright is not installed (pip install playwright)")
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def test_a_run_seen_live_its_failed_check_its_question_answered_and_its_receipt_verified(tmp_path, browser):
+    agent = tmp_path / "agent.py"
+    agent.write_text(textwrap.dedent(AGENT))
+    config = (f'[agents.scripted]\ncommand = ["{sys.executable}", "{agent}", "{{docket}}"]\nprompt = "stdin"\n'
+              + CHECK)
+    world = make_go_world(tmp_path, tasks=TASKS, extra_config=config)
+    keys = tmp_path / "keys" / "docket"
+    keys.parent.mkdir()
+    assert world.run("key", "generate", "--out", str(keys)).returncode == 0
+    assert world.run("init").returncode in (0, 3)
+    served = Served(world)
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    go = None
+    try:
+        page.goto(served.url)
+        assert page.url == served.base + "/"  # the token left the address once the cookie was set
+        page.wait_for_selector("text=no runs yet")
+        go = world.start("go", "--goal", "name the greeter", "--tasks", "tasks.toml", "--id", "r1", "--agent",
+                         "scripted", "--key", f"{keys}.key", "--cycles", "1", "--json")
+        page.wait_for_selector('tr[data-run="r1"]', timeout=60_000)  # appeared without a reload
+        page.click('tr[data-run="r1"] a')
+        page.wait_for_selector('tr[data-task="r1.name"] .state.awaiting-input', timeout=60_000)
+        page.wait_for_selector('tr.check.failed pre.tail:has-text("FAILED: broken.txt must not exist")',
+                               timeout=60_000)
+        page.click("header nav >> text=inbox")
+        page.wait_for_selector("li.request >> text=Which name?")
+        page.click('li.request button[value="2"]')
+        page.wait_for_selector("p.answered")
+        page.goto(served.base + "/runs/r1")
+        page.wait_for_selector('tr[data-task="r1.name"] .state.delivered', timeout=120_000)
+        page.wait_for_selector("button.verify", timeout=60_000)
+        page.click("button.verify")
+        page.wait_for_selector("pre.verified.ok", timeout=60_000)
+        assert "ok: run r1" in page.inner_text("pre.verified")
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "serve-run-page.png"), full_page=True)
+    finally:
+        page.close()
+        served.stop()
+        if go is not None and go.poll() is None:
+            go.kill()
+            go.communicate()
+    assert world.file_at("main", "name.py") == "NAME = 'bob'\n"
+    (answered,) = world.events("QuestionAnswered")
+    assert answered["payload"]["via"] == "web"
+    assert errors == []  # no script error, no refused resource (the policy would say so in the console)
+    assert wait_until(lambda: go.poll() is not None, timeout=5)
