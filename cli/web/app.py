@@ -28,7 +28,8 @@ from .auth import COOKIE, CSRF_HEADER, csrf_value, token_matches
 __all__ = ["build_app"]
 
 STATIC = Path(__file__).resolve().parent / "static"
-STATIC_TYPES = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
+STATIC_TYPES = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8",
+                "icon.svg": "image/svg+xml"}
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff", "referrer-policy": "no-referrer",
@@ -183,7 +184,8 @@ def build_app(ledger: str | None, token: str, *, public_key: Path | None = None)
               Route("/runs/{run_id}/timeline.svg", timeline_view),
               Route("/runs/{run_id}/verify", verify_view, methods=["POST"]), Route("/inbox", inbox_view),
               Route("/inbox/{key}", answer_view, methods=["POST"]), Route("/events", events_view),
-              Route("/static/{name}", static_view)]
+              Route("/static/{name}", static_view),
+              Route("/favicon.ico", lambda request: RedirectResponse("/static/icon.svg", 301))]
     app = Starlette(routes=routes)
     app.add_middleware(TokenRequired, token=token)
     return app

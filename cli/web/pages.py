@@ -31,9 +31,11 @@ def layout(title: str, main: str, csrf: str) -> str:
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<meta name=\"docket-csrf\" content=\"{escape(csrf)}\">"
             f"<title>{text(title)} · docket</title><link rel=\"stylesheet\" href=\"/static/style.css\">"
+            "<link rel=\"icon\" href=\"/static/icon.svg\" type=\"image/svg+xml\">"
             "<script src=\"/static/app.js\" defer></script></head><body>"
             "<header><a class=\"brand\" href=\"/\">docket</a><nav><a href=\"/\">runs</a> "
             "<a href=\"/inbox\">inbox</a></nav><span id=\"live\" class=\"live\">live</span></header>"
+            "<p id=\"notice\" role=\"status\" hidden></p>"
             f"{main}</body></html>")
 
 
@@ -87,7 +89,8 @@ def _task_rows(doc: dict[str, Any], feedback: dict[str, list[dict[str, Any]]], t
         reasons = "".join(f"<li>generation {f['generation']}: <code>{text(f['code'])}</code>"
                           f"{' (' + text(f['check']) + ')' if f.get('check') else ''}</li>"
                           for f in feedback.get(t["task_id"], []))
-        step = f" <span class=\"step\">{text(task_steps[t['task_id']])}</span>" if t["task_id"] in task_steps else ""
+        said = task_steps.get(t["task_id"])
+        step = f" <span class=\"step\">{text(said)}</span>" if said and said != state else ""
         rows.append(f"<tr data-task=\"{text(t['task_id'])}\"><td>{text(t['task_id'])}</td>"
                     f"<td class=\"title\">{text(t['title'])}</td>"
                     f"<td><span class=\"state {escape(str(state))}\">{text(state)}</span>{step}</td>"

@@ -19,8 +19,9 @@ import pytest
 
 from tests.e2e.go_world import GoWorld, make_go_world, wait_until
 
-HOSTILE = '<script>alert(1)</script>\x1b]0;owned\x07 & "quotes"'
-TASKS = f'[[tasks]]\nid = "name"\ntitle = {json.dumps(HOSTILE)}\nprompt = "Name it."\n'
+HOSTILE = '<script>alert(1)</script>\x1b]0;owned\x07 & "quotes"'  # the goal: docket takes any text for it
+HOSTILE_TITLE = '<img src=x onerror=alert(2)> & "quotes"'  # a title refuses control characters
+TASKS = f'[[tasks]]\nid = "name"\ntitle = {json.dumps(HOSTILE_TITLE)}\nprompt = "Name it."\n'
 ASKING = '''
 import subprocess, sys
 answer = subprocess.run([sys.argv[1], "request", "ask", "Which name?", "--choice", "ada", "--choice", "bob",
@@ -153,6 +154,7 @@ def test_pages_show_a_hostile_goal_and_title_as_text_under_a_policy_that_forbids
         assert page.count("<script") == 1 and '<script src="/static/app.js" defer></script>' in page
     _, _, run = served.request("/runs/r1")
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in run and "\\x1b]0;owned\\x07" in run
+    assert "&lt;img src=x onerror=alert(2)&gt; &amp; &quot;quotes&quot;" in run and "<img" not in run
     _, headers, svg = served.request("/runs/r1/timeline.svg")
     assert headers["content-type"].startswith("image/svg+xml") and "<script" not in svg
     assert "r1.name" in svg and 'class="span agent"' in svg

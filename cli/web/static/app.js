@@ -65,11 +65,14 @@
     event.preventDefault();
     const data = new FormData(form);
     if (event.submitter && event.submitter.name) data.set(event.submitter.name, event.submitter.value);
+    for (const button of form.querySelectorAll("button")) button.disabled = true;
     const said = await post(form.action, data);
-    const note = document.createElement("p");
-    note.className = said.ok ? "answered" : "refused";
-    note.textContent = said.ok ? "recorded" : `refused (${said.error}): ${said.message}`;
-    form.replaceWith(note);
+    const notice = document.getElementById("notice");  // outside <main>: it outlives the refresh below
+    notice.className = said.ok ? "answered" : "refused";
+    notice.textContent = said.ok
+      ? `recorded: ${said.answer !== null ? said.answer : said.decision} (${said.request})`
+      : `refused (${said.error}): ${said.message}`;
+    notice.hidden = false;
     refresh();
   });
 
