@@ -14,6 +14,7 @@ __all__ = ["Code"]
 
 @unique
 class Code(StrEnum):
+    ADDRESS_IN_USE = "address-in-use"
     AGENT_AND_COMMAND = "agent-and-command"
     AGENT_NOT_FOUND = "agent-not-found"
     ALREADY_ANSWERED = "already-answered"
@@ -27,6 +28,7 @@ class Code(StrEnum):
     ARTIFACT_NOT_A_FILE = "artifact-not-a-file"
     ARTIFACT_SYMLINK = "artifact-symlink"
     AWAITING_APPROVAL = "awaiting-approval"
+    BAD_ADDRESS = "bad-address"
     BAD_ANCHOR = "bad-anchor"
     BAD_ANSWER = "bad-answer"
     BAD_APPROVER = "bad-approver"
@@ -54,6 +56,7 @@ class Code(StrEnum):
     BAD_OBJECT_ID = "bad-object-id"
     BAD_OUTPUT_PATH = "bad-output-path"
     BAD_PLACEHOLDER = "bad-placeholder"
+    BAD_PORT = "bad-port"
     BAD_POSITION = "bad-position"
     BAD_PROMPT = "bad-prompt"
     BAD_PROMPT_FILE = "bad-prompt-file"
@@ -82,6 +85,7 @@ class Code(StrEnum):
     CANDIDATE_NOT_PINNED = "candidate-not-pinned"
     CANDIDATE_NOT_RELEASED = "candidate-not-released"
     CANDIDATE_UNSTABLE = "candidate-unstable"
+    CANNOT_LISTEN = "cannot-listen"
     CHAIN_BROKEN = "chain-broken"
     CHECK_CONFIG_CHANGED = "check-config-changed"
     CHECK_FAILED = "check-failed"

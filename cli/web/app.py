@@ -293,7 +293,7 @@ def _answer(context: Callable[[], Any], key: str, choice: str | None, text: str 
             request = answer_question(ctx.ledger, ctx.clock, key, text=text, choice=number, by=local_user(),
                                       trusted=trusted, via="web", docket_dir=ctx.paths.ledger.parent)
         except DocketError as e:
-            status = 404 if e.code == "unknown-question" else 409 if e.exit_code == 3 else 400
+            status = {5: 404, 3: 409}.get(e.exit_code, 400)  # not found; refused by an invariant; bad input
             return JSONResponse({"ok": False, "error": str(e.code), "message": e.message}, status)
         ctx.update_views()
     return JSONResponse({"ok": True, "request": request.key, "status": request.status,

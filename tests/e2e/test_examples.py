@@ -79,6 +79,26 @@ def commands_of(line: str, home: Path) -> list[tuple[list[str], str | None]]:
     return [(w, o) for w, o in commands if w]
 
 
+def served_until_stopped(argv: list[str], repo: Path, env: dict[str, str], line: str) -> list[str]:
+    """`docket serve ...` as an example: on a free port, it prints its URL and serves until it is stopped."""
+    words = list(argv[1:])
+    if "--port" in words:
+        words[words.index("--port") + 1] = "0"  # the documented port may be taken on this machine
+    else:
+        words += ["--port", "0"]
+    process = subprocess.Popen([sys.executable, "-m", "docket", *words], cwd=repo, env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        said = process.stdout.readline()  # type: ignore[union-attr]
+        alive = process.poll() is None
+    finally:
+        process.terminate()
+        _, err = process.communicate(timeout=30)
+    if not (said.startswith("http://127.0.0.1:") and "?token=" in said and alive):
+        return [f"{line}: did not come up serving: {said.strip()[:80]} {err.strip()[-300:]}"]
+    return []
+
+
 def test_every_readme_and_help_example_runs_in_a_fresh_repository(tmp_path: Path):
     repo = make_repo(tmp_path / "repo")
     home = tmp_path / "home"
@@ -108,6 +128,9 @@ def test_every_readme_and_help_example_runs_in_a_fresh_repository(tmp_path: Path
         for words, out in commands_of(line, home):
             argv = [word.replace(PLACEHOLDER_RUN, run_id) for word in words]
             started = time.monotonic()
+            if argv[1:2] == ["serve"]:  # it serves until stopped: it must come up, say its URL and keep serving
+                failures += served_until_stopped(argv, repo, env, line)
+                continue
             try:
                 done = subprocess.run([sys.executable, "-m", "docket", *argv[1:]], cwd=repo, env=env,
                                       capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
