@@ -111,3 +111,48 @@ def test_a_run_seen_live_its_failed_check_its_question_answered_and_its_receipt_
     assert answered["payload"]["via"] == "web"
     assert errors == []  # no script error, no refused resource (the policy would say so in the console)
     assert wait_until(lambda: go.poll() is not None, timeout=5)
+
+
+def test_the_page_keeps_up_with_a_thousand_task_run_and_serve_stays_under_100_mb(tmp_path, browser):
+    """A run of 1,000 planned tasks: its page shows every task, follows the run's end without a reload, and the
+    server's memory stays under 100 MB."""
+    import json
+
+    import psutil
+
+    from docket.adapters.service_layer.go_start import record_plan
+    from docket.adapters.service_layer.ledger import Ledger
+    from docket.adapters.service_layer.tasks import plan_task
+    from docket.adapters.world.clock import SystemClock
+
+    world = make_go_world(tmp_path)
+    assert world.run("init").returncode in (0, 3)
+    opened = world.run("run", "open", "--target", "main", "--goal", "a thousand tasks", "--json")
+    assert opened.returncode == 0, opened.stderr
+    run_id = json.loads(opened.stdout)["run"]["run_id"]
+    ledger, clock = Ledger(world.ledger), SystemClock()
+    try:
+        tasks = [f"{run_id}.t{n:04d}" for n in range(1000)]
+        for task_id in tasks:
+            plan_task(ledger, clock, run_id, task_id, f"task {task_id}")
+        record_plan(ledger, clock, run_id, [(task_id, []) for task_id in tasks], "scripted", 1, 8, None)
+    finally:
+        ledger.close()
+    served = Served(world)
+    page = browser.new_page()
+    try:
+        page.goto(served.url)
+        page.goto(f"{served.base}/runs/{run_id}")
+        assert page.locator("tr[data-task]").count() == 1000
+        page.wait_for_selector("#live.on")
+        aborted = world.run("run", "abort", run_id, "--reason", "enough")
+        assert aborted.returncode == 0, aborted.stderr
+        page.wait_for_selector("h1 .status.aborted", timeout=60_000)  # followed live: no reload
+        assert page.locator("tr[data-task]").count() == 1000
+        for _ in range(5):
+            assert served.request(f"/runs/{run_id}")[0] == 200
+        rss = psutil.Process(served.process.pid).memory_info().rss
+        assert rss < 100 * 1024 * 1024, f"{rss / 2 ** 20:.1f} MiB"
+    finally:
+        page.close()
+        served.stop()
