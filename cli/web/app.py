@@ -114,7 +114,7 @@ def build_app(ledger: str | None, token: str, *, public_key: Path | None = None)
                 return HTMLResponse(pages.layout("not found", pages.not_found(views.position(), f"no run {run_id}"),
                                                  csrf), 404)
             events = _run_events(ctx, run_id)
-            receipt = _receipt(ctx, run_id)
+            receipt = _receipt(ctx, run_id, events)
         if request.query_params.get("format") == "json":
             return JSONResponse(doc)
         checks, tails, feedback = _details(doc, events)
@@ -124,10 +124,10 @@ def build_app(ledger: str | None, token: str, *, public_key: Path | None = None)
 
     def timeline_view(request: Request) -> Response:
         run_id = request.path_params["run_id"]
+        from ..status import run_document
+
         with context() as ctx:
             views, now = ctx.views(), ctx.clock.now()
-            from ..status import run_document
-
             doc, _, _ = run_document(views.conn, run_id, now, views.position(), lambda: ctx.approval_required)
             if doc is None:
                 return PlainTextResponse("not found", 404)
@@ -240,8 +240,9 @@ def _timeline_svg(doc: dict[str, Any], events: list[tuple[str, str, dict[str, An
     return svg(timeline(events, [t["task_id"] for t in doc["tasks"]], run["opened_at"], run.get("closed_at") or now))
 
 
-def _receipt(ctx: Any, run_id: str) -> dict[str, Any] | None:
-    for name, _, p in reversed(_run_events(ctx, run_id)):
+def _receipt(ctx: Any, run_id: str, events: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any] | None:
+    """The run's sealed receipt (from its events, already read), and its exported bundle if there is one."""
+    for name, _, p in reversed(events):
         if name == "ReceiptSealed":
             bundle = ctx.paths.ledger.parent / "receipts" / f"{run_id}.intoto.jsonl"
             return {"receipt_sha256": p.get("receipt_sha256", ""), "bundle": str(bundle) if bundle.is_file() else None}

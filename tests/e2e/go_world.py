@@ -188,3 +188,18 @@ def answer_the_question(world: GoWorld, go: subprocess.Popen, choice: int, *, hi
             go.kill()
             go.communicate()
     return question, out, err
+
+
+def agent_world(tmp_path: Path, name: str, script: str, tasks: str) -> tuple[GoWorld, Path]:
+    """A world whose agent NAME is the Python script (run with the docket program as its argument, the prompt on
+    stdin), and a signing key for its receipts (the key's path without .key or .pub)."""
+    import textwrap
+
+    agent = tmp_path / "agent.py"
+    agent.write_text(textwrap.dedent(script))
+    config = f'[agents.{name}]\ncommand = ["{sys.executable}", "{agent}", "{{docket}}"]\nprompt = "stdin"\n'
+    world = make_go_world(tmp_path, tasks=tasks, extra_config=config)
+    keys = tmp_path / "keys" / "docket"
+    keys.parent.mkdir()
+    assert world.run("key", "generate", "--out", str(keys)).returncode == 0
+    return world, keys

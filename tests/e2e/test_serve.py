@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.go_world import GoWorld, make_go_world, wait_until
+from tests.e2e.go_world import GoWorld, agent_world, make_go_world, wait_until
 
 HOSTILE = '<script>alert(1)</script>\x1b]0;owned\x07 & "quotes"'  # the goal: docket takes any text for it
 HOSTILE_TITLE = '<img src=x onerror=alert(2)> & "quotes"'  # a title refuses control characters
@@ -76,13 +75,7 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 @pytest.fixture
 def asked(tmp_path: Path):
     """A run whose one task (a hostile title) waits for its question's answer, and docket serve on it."""
-    agent = tmp_path / "agent.py"
-    agent.write_text(textwrap.dedent(ASKING))
-    config = f'[agents.asker]\ncommand = ["{sys.executable}", "{agent}", "{{docket}}"]\nprompt = "stdin"\n'
-    world = make_go_world(tmp_path, tasks=TASKS, extra_config=config)
-    keys = tmp_path / "keys" / "docket"
-    keys.parent.mkdir()
-    assert world.run("key", "generate", "--out", str(keys)).returncode == 0
+    world, keys = agent_world(tmp_path, "asker", ASKING, TASKS)
     go = world.start("go", "--goal", HOSTILE, "--tasks", "tasks.toml", "--id", "r1", "--agent", "asker", "--key",
                      f"{keys}.key", "--json")
     assert wait_until(lambda: world.json("inbox")["questions"], timeout=90)

@@ -8,13 +8,11 @@ the run page is kept (tests/artifacts/). Skipped, saying why, only where Chromiu
 from __future__ import annotations
 
 import shutil
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.go_world import make_go_world, wait_until
+from tests.e2e.go_world import agent_world, make_go_world, wait_until
 from tests.e2e.test_serve import Served
 
 pytestmark = pytest.mark.slow
@@ -64,13 +62,7 @@ def browser():
 
 
 def test_a_run_seen_live_its_failed_check_its_question_answered_and_its_receipt_verified(tmp_path, browser):
-    agent = tmp_path / "agent.py"
-    agent.write_text(textwrap.dedent(AGENT))
-    config = f'[agents.webagent]\ncommand = ["{sys.executable}", "{agent}", "{{docket}}"]\nprompt = "stdin"\n'
-    world = make_go_world(tmp_path, tasks=TASKS, extra_config=config)
-    keys = tmp_path / "keys" / "docket"
-    keys.parent.mkdir()
-    assert world.run("key", "generate", "--out", str(keys)).returncode == 0
+    world, keys = agent_world(tmp_path, "webagent", AGENT, TASKS)
     assert world.run("init").returncode in (0, 3)
     served = Served(world)
     page = browser.new_page()
