@@ -206,7 +206,16 @@ def _start(ctx: Context, config: Any) -> str:
     return start_run(_driver(ctx), run_id=a.id, goal=a.goal, specs=specs, agent=agent, target=target,
                      budget_ms=budget_ms, repository=str(repository), cycles=a.cycles or DEFAULT_CYCLES,
                      parallel=a.parallel or DEFAULT_PARALLEL, export_key=key, remote=config.git.remote,
-                     max_cost_micro_usd=max_cost, max_tokens=max_tokens)
+                     max_cost_micro_usd=max_cost, max_tokens=max_tokens,
+                     configuration=_trusted(config, repository))
+
+
+def _trusted(config: Any, repository: Path) -> tuple[str | None, list[str]]:
+    """What the run trusts: the digest of the docket.toml it read, and the paths no candidate changes unapproved."""
+    from ..adapters.world.config_file import find_config, trusted_configuration
+    from ..adapters.world.paths import main_worktree
+
+    return trusted_configuration(find_config(Path.cwd()), config, main_worktree(repository) or repository)
 
 
 def _checked_out_target(repository: Path) -> str:
@@ -241,8 +250,9 @@ def _check_resume(ctx: Context, run_id: str, config: Any) -> None:
             raise Refused("run-not-planned", f"run {run_id} was not planned by docket go; give its --task or --tasks "
                                              "again to finish planning it")
         agent, key = agent_named(config, a.agent), export_key(a.key)
+        repository = ctx.require_repository()
         plan_run(_driver(ctx), run_id, specs, agent, a.cycles or DEFAULT_CYCLES, a.parallel or DEFAULT_PARALLEL, key,
-                 repository=ctx.require_repository())
+                 repository=repository, configuration=_trusted(config, repository))
         return
     check_resumed_options(run, goal=a.goal, cycles=a.cycles, agent=a.agent)
     specs = _specs(ctx)

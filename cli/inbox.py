@@ -48,6 +48,7 @@ def inbox(ctx: Context) -> int:
     now = ctx.clock.now()
     questions = open_questions(ctx.views().conn, ctx.args.run)
     rows = [_row(q, now) for q in questions]
+    changes = _config_changes(ctx)
     lines = []
     for r in rows:
         age = format_duration(r["age_ms"] // 1000 * 1000) + " ago" if r["age_ms"] >= 1000 else "just now"
@@ -61,8 +62,22 @@ def inbox(ctx: Context) -> int:
         lines += [f"  {i}. {shown(choice)}" for i, choice in enumerate(r["choices"], 1)]
         if r["deadline_at"]:
             lines.append(f"  deadline {r['deadline_at']} ({r['on_deadline']})")
-    emit(ctx.json, {"questions": rows}, "\n".join(lines) if lines else "no open questions")
+    for change in changes:
+        lines.append(f"config-change  run {shown(change['run_id'])}  task {shown(change['task_id'])}  candidate "
+                     f"{change['binding_id'][:12]} passed its checks and changes what the run trusts: "
+                     f"{shown(', '.join(change['paths']))}")
+        lines += [f"  {shown(line)}" for line in (change.get("diff") or "").splitlines()[:60]]
+        lines.append(f"  approve: {shown(change['approve'])}   refuse: docket run abort {shown(change['run_id'])}")
+    emit(ctx.json, {"questions": rows, "config_changes": changes},
+         "\n".join(lines) if lines else "no open questions")
     return 0
+
+
+def _config_changes(ctx: Context) -> list[dict[str, Any]]:
+    """Candidates waiting for a person because they change what their run trusts (docket.toml, named scripts)."""
+    from ..adapters.service_layer.approval import waiting_for_a_person
+
+    return waiting_for_a_person(ctx.ledger, ctx.views(), ctx.args.run, with_diff=True)
 
 
 def _row(q: dict[str, Any], now: str) -> dict[str, Any]:

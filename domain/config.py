@@ -448,6 +448,12 @@ class Config(_Section):
         """The names of the checks a candidate must pass, sorted."""
         return sorted(name for name, check in self.checks.items() if check.required)
 
+    def trusted_commands(self) -> list[list[str]]:
+        """The commands whose repository files a run trusts (domain/trust.py): every check's (a shell check's as
+        the shell runs it), every hook's and every [worktree] setup command."""
+        checks = [["sh", "-c", " ".join(c.command)] if c.shell else list(c.command) for c in self.checks.values()]
+        return [*checks, *(list(h.command) for h in self.hooks.values()), *(list(a) for a in self.worktree.setup)]
+
     def warnings(self) -> list[tuple[str, str]]:
         """(code, message) for each setting that is valid but weakens what docket promises: shown, never refused."""
         found = []

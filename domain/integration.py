@@ -36,7 +36,7 @@ verified head. A failure that needs two steps ends at the later one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
@@ -47,6 +47,7 @@ from .errors import AwaitingApproval, DependenciesUnsettled, Refused
 from .foreign_commits import moved_by_others_event
 from .run import Run, require_open
 from .streams import integration_stream as stream_of
+from .trust import trusted_changes
 
 if TYPE_CHECKING:
     from .effects import Act, ForeignCommits, IntegrationObservation, Unknown
@@ -66,6 +67,7 @@ __all__ = [
     "open_queue",
     "prepare",
     "queue_step",
+    "require_trusted_unchanged",
     "record_approval",
     "rejected",
     "request_step",
@@ -391,9 +393,11 @@ def _cancelled(integration: Integration, intent_id: str) -> Integration:
 
 def record_approval(existing: Integration | None, run: Run, *, by: str,
                     candidates: Sequence[tuple[str, str, str]], now: str) -> list[ev.Event]:
-    """ApprovalRecorded of candidates, each (task, binding id, commit). Refused once the queue is prepared."""
+    """ApprovalRecorded of candidates, each (task, binding id, commit). Refused once a fixed queue is prepared, or a
+    queue that goes on is closed or ended: a candidate waiting there (one that changes the run's trusted paths) is
+    approved while the queue goes on."""
     require_open(run)
-    if existing is not None and existing.prepared:
+    if existing is not None and existing.prepared and (not existing.rolling or existing.closed or existing.ended):
         raise Refused("integration-prepared", f"the integration of run {run.run_id} is prepared already; an approval "
                                               "now would change nothing")
     if not candidates:
@@ -408,15 +412,20 @@ def record_approval(existing: Integration | None, run: Run, *, by: str,
 def prepare(existing: Integration | None, run: Run, *, repository: str, target_branch: str, expected_commit: str,
             integration_ref: str, steps: Sequence[ev.IntegrationStep], required_checks: Sequence[ev.RequiredCheck],
             overlaps: Sequence[ev.PathOverlapWarning], approval_required: bool, now: str,
-            foreign: ForeignCommits | None = None) -> list[ev.Event]:
+            foreign: ForeignCommits | None = None,
+            changed: Mapping[str, Sequence[str]] | None = None) -> list[ev.Event]:
     """IntegrationPrepared (and IntegrationTargetMovedByOthers, as open_queue records it, when expected_commit is
     not the run's base); nothing when it is prepared already. Refused ``nothing-to-integrate`` without a step,
-    ``awaiting-approval`` when approval is required and a step's candidate is not approved."""
+    ``awaiting-approval`` when approval is required and a step's candidate is not approved, ``config-change`` when a
+    step's candidate (changed: its changed paths by binding id) changes a trusted path unapproved."""
     if existing is not None and existing.prepared:
         return []
+    changed = changed or {}
     require_open(run)
     if not steps:
         raise Refused("nothing-to-integrate", f"run {run.run_id} has no confirmed handoff to integrate")
+    for step in steps:
+        require_trusted_unchanged(existing, run, step, changed.get(step.binding_id, ()))
     approved_by: list[str] = []
     if approval_required:
         approvals = existing.approvals if existing is not None else ()
@@ -468,9 +477,10 @@ def _moved_at_start(run: Run, version: int, now: str, *, target_ref: str, found:
 
 
 def queue_step(integration: Integration, run: Run, step: ev.IntegrationStep, *, waiting_for: Sequence[str],
-               overlaps: Sequence[ev.PathOverlapWarning], now: str) -> list[ev.Event]:
+               overlaps: Sequence[ev.PathOverlapWarning], now: str, changed: Sequence[str] = ()) -> list[ev.Event]:
     """IntegrationStepQueued of a task's confirmed candidate; nothing when that candidate is queued already.
-    Refused ``queue-closed`` once closed, ``queue-stopped`` once it stopped, ``dependencies-unsettled`` while a task it depends on (waiting_for: those
+    Refused ``queue-closed`` once closed, ``queue-stopped`` once it stopped, ``config-change`` while its candidate
+    (changed: its changed paths) changes a path the run trusts unapproved, ``dependencies-unsettled`` while a task it depends on (waiting_for: those
     whose step is not verified) is not integrated yet."""
     require_open(run)
     if not integration.rolling:
@@ -491,10 +501,23 @@ def queue_step(integration: Integration, run: Run, step: ev.IntegrationStep, *, 
     if waiting_for:
         raise DependenciesUnsettled(f"task {step.task_id} depends on {', '.join(waiting_for)}, not "
                                     "integrated yet")
+    require_trusted_unchanged(integration, run, step, changed)
     return [next_event(ev.IntegrationStepQueued, stream_of(run.run_id), integration.version, now, run_id=run.run_id,
                        step=len(integration.steps) + 1, task_id=step.task_id, binding_id=step.binding_id,
                        commit=step.commit, worker_id=step.worker_id, generation=step.generation,
                        overlaps=list(overlaps[:1000]))]
+
+
+def require_trusted_unchanged(integration: Integration | None, run: Run, step: ev.IntegrationStep,
+                              changed: Sequence[str]) -> None:
+    """Refused ``config-change`` when the step's candidate changes a path the run trusts (domain/trust.py) and no
+    ApprovalRecorded names it: its checks passing is not enough, a person decides."""
+    held = trusted_changes(changed, run.trusted_paths)
+    if held and (integration is None or step.binding_id not in integration.approved()):
+        raise Refused(Code.CONFIG_CHANGE, f"task {step.task_id}'s candidate changes {', '.join(held[:5])}"
+                                       f"{' and more' if len(held) > 5 else ''}, which the run trusts; it is "
+                                       f"integrated only once a person approves it ('docket approve {run.run_id} "
+                                       f"--task {step.task_id} --by NAME')")
 
 
 def close_queue(integration: Integration, run: Run, *, unfinished: Sequence[str], now: str) -> list[ev.Event]:

@@ -169,6 +169,10 @@ class _Contradictions:
             self._fail("run.goal_sha256 is not the sha256 of run.goal")
         self._find("RunOpened", "run", goal=run["goal"], target_branch=run["target_branch"])
         self._find("RunBasePinned", "run.base_commit", commit=run["base_commit"])
+        if receipt.get("configuration") is not None:  # what the run trusted (domain/trust.py), when it recorded it
+            configuration = receipt["configuration"]
+            self._find("RunConfigurationRecorded", "configuration", config_sha256=configuration["config_sha256"],
+                       trusted_paths=configuration["trusted_paths"])
         self._find("IntegrationPrepared", "target", target_ref=target["ref"],
                    expected_commit=target["expected_commit"], target_branch=run["target_branch"],
                    approved_by=receipt["integration"]["approved_by"], overlaps=receipt["integration"]["overlaps"])

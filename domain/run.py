@@ -15,16 +15,19 @@ alive, is not billed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from . import budget
 from . import events as ev
 from . import usage as usage_rules
 from .aggregate import next_event
+from .codes import Code
 from .errors import BadInput, Refused, RunClosed
 from .names import check_branch_name
 from .process_identity import ProcessIdentity as Process
 from .streams import run_stream as stream_of
+from .trust import MAX_TRUSTED_PATHS
 from .values import format_duration
 
 __all__ = [
@@ -32,6 +35,7 @@ __all__ = [
     "abort",
     "apply",
     "complete",
+    "record_configuration",
     "exhaust_budget",
     "exhaust_usage",
     "plan_run",
@@ -102,6 +106,9 @@ class Run:
     max_cost_micro_usd: int | None = None  # RunOpened.v2's limits on what its agents report they used
     max_tokens: int | None = None
     limited_by: str | None = None  # what made it budget-limited: "time", "cost" or "tokens"
+    configured: bool = False  # RunConfigurationRecorded: what it trusts is recorded (domain/trust.py)
+    config_sha256: str | None = None
+    trusted_paths: tuple[str, ...] = ()  # a candidate changing one is queued only once a person approves it
 
     @property
     def limits_usage(self) -> bool:
@@ -176,6 +183,9 @@ def apply(run: Run | None, event: ev.Event, position: int) -> Run:
         key = getattr(event, "export_key", None)
         return replace(run, plan=Plan(tuple((t.task_id, tuple(t.depends_on)) for t in event.tasks), event.agent,
                                       event.cycles, event.parallel, None if key is None else (key.keyid, key.path)))
+    if isinstance(event, ev.RunConfigurationRecorded):
+        return replace(run, configured=True, config_sha256=event.config_sha256,
+                       trusted_paths=tuple(event.trusted_paths))
     if isinstance(event, ev.RunTaskAdded):
         assert run.plan is not None
         added = (event.task.task_id, tuple(event.task.depends_on))
@@ -314,6 +324,20 @@ def plan_run(run: Run, tasks: list[tuple[str, list[str]]], agent: str, cycles: i
     return [next_event(ev.RunPlannedV2, stream_of(run.run_id), run.version, now, run_id=run.run_id,
                        tasks=[ev.PlannedTask(task_id=task, depends_on=list(deps)) for task, deps in wanted.tasks],
                        agent=agent, cycles=cycles, parallel=parallel, export_key=key)]
+
+
+def record_configuration(run: Run, *, config_sha256: str | None, trusted_paths: Sequence[str],
+                         now: str) -> list[ev.Event]:
+    """RunConfigurationRecorded, once: a resumed run keeps what it trusted when it was planned."""
+    require_open(run)
+    if run.configured:
+        return []
+    paths = sorted(set(trusted_paths))
+    if len(paths) > MAX_TRUSTED_PATHS:
+        raise BadInput(Code.TOO_MANY_TRUSTED_PATHS, f"the checks, hooks and setup commands name {len(paths)} repository "
+                                                 f"files; at most {MAX_TRUSTED_PATHS}")
+    return [next_event(ev.RunConfigurationRecorded, stream_of(run.run_id), run.version, now, run_id=run.run_id,
+                       config_sha256=config_sha256, trusted_paths=paths)]
 
 
 def exhaust_budget(run: Run, now: str) -> list[ev.Event]:

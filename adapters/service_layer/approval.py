@@ -21,7 +21,7 @@ from .ledger import Ledger
 from .runs import load_run
 from .tasks import load_task
 
-__all__ = ["MAX_APPROVER_LENGTH", "approve", "check_approver"]
+__all__ = ["MAX_APPROVER_LENGTH", "approve", "check_approver", "waiting_for_a_person"]
 
 MAX_APPROVER_LENGTH = 200
 
@@ -62,3 +62,43 @@ def approve(ledger: Ledger, clock: Clock, views: Any, run_id: str, task_id: str 
     ((_, recorded),) = ledger.decide(decision, clock.now())
     assert isinstance(recorded, ApprovalRecorded)
     return recorded
+
+
+def waiting_for_a_person(ledger: Ledger, views: Any, run_id: str | None = None, *,
+                         with_diff: bool = False) -> list[dict[str, Any]]:
+    """The confirmed candidates of open runs (of one run) that change a path their run trusts (domain/trust.py) and
+    that no approval names yet: each waits for a person's 'docket approve' before the merge queue takes it. With
+    with_diff, each carries the diff of those paths, read from its repository."""
+    from pathlib import Path
+
+    from ...domain.trust import trusted_changes
+    from ...projections.inbox import OPEN_RUNS
+    from ...projections.runs import list_runs
+    from ..world.trees import files_diff
+    found = []
+    runs = [r["run_id"] for r in list_runs(views.conn) if r.get("status") in OPEN_RUNS
+            and (run_id is None or r["run_id"] == run_id)]
+    for rid in runs:
+        run = load_run(ledger, rid)
+        if not run.trusted_paths:
+            continue
+        integration = ledger.get(integration_aggregate.apply, integration_aggregate.stream_of(rid))
+        approved = integration.approved() if integration is not None else frozenset()
+        for row in confirmed_candidates(views.conn, rid):
+            candidate = ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(row["binding_id"]))
+            if candidate is None or candidate.binding_id in approved or candidate.commit is None:
+                continue
+            held = trusted_changes(candidate.changed_paths, run.trusted_paths)
+            if not held:
+                continue
+            entry = {"run_id": rid, "task_id": candidate.task_id, "binding_id": candidate.binding_id,
+                     "commit": candidate.commit, "paths": list(held),
+                     "approve": f"docket approve {rid} --task {candidate.task_id} --by NAME"}
+            if with_diff:
+                try:
+                    entry["diff"] = files_diff(Path(candidate.repository), candidate.base, candidate.commit,
+                                               list(held))
+                except (KeyError, OSError):
+                    entry["diff"] = None
+            found.append(entry)
+    return found

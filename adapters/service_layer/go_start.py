@@ -16,7 +16,8 @@ from .ledger import Ledger
 from .runs import load_run, open_run
 from .tasks import plan_task
 
-__all__ = ["check_resumed_options", "check_resumed_tasks", "plan_run", "record_plan", "run_exists", "start_run"]
+__all__ = ["check_resumed_options", "check_resumed_tasks", "plan_run", "record_configuration", "record_plan", "run_exists",
+           "start_run"]
 
 def run_exists(ledger: Ledger, run_id: str) -> bool:
     return ledger.get(run_aggregate.apply, run_aggregate.stream_of(run_id)) is not None
@@ -25,7 +26,7 @@ def run_exists(ledger: Ledger, run_id: str) -> bool:
 def start_run(d: RunDriver, *, run_id: str | None, goal: str, specs: Sequence[TaskSpec], agent: str, target: str,
               budget_ms: int | None, repository: str, cycles: int, parallel: int,
               export_key: tuple[str, str] | None, remote: str | None = None, max_cost_micro_usd: int | None = None,
-              max_tokens: int | None = None) -> str:
+              max_tokens: int | None = None, configuration: tuple[str | None, Sequence[str]] | None = None) -> str:
     """Open the run, plan its tasks and record the plan; the run's id."""
     from ..world.clock import new_id
 
@@ -35,12 +36,14 @@ def start_run(d: RunDriver, *, run_id: str | None, goal: str, specs: Sequence[Ta
                    remote=remote, max_cost_micro_usd=max_cost_micro_usd, max_tokens=max_tokens)
     if run.status == "failed":
         raise Refused(run.failure_code or "run-failed", run.failure_message or f"run {run_id} could not be opened")
-    plan_run(d, run_id, specs, agent, cycles, parallel, export_key, repository=Path(repository))
+    plan_run(d, run_id, specs, agent, cycles, parallel, export_key, repository=Path(repository),
+             configuration=configuration)
     return run_id
 
 
 def plan_run(d: RunDriver, run_id: str, specs: Sequence[TaskSpec], agent: str, cycles: int, parallel: int,
-             export_key: tuple[str, str] | None, *, repository: Path) -> None:
+             export_key: tuple[str, str] | None, *, repository: Path,
+             configuration: tuple[str | None, Sequence[str]] | None = None) -> None:
     """Plan each task not planned yet (its prompt stored first, and pushed to the run's shared remote, if it has one,
     for the hosts that may take a task over), then RunPlanned: safe to repeat after a crash."""
     from ..world.prompts import store_prompt
@@ -58,8 +61,20 @@ def plan_run(d: RunDriver, run_id: str, specs: Sequence[TaskSpec], agent: str, c
             plan_task(d.ledger, d.clock, run_id, task_id, spec.title, prompt_sha256=sha256,
                       prompt_chars=len(spec.prompt))
         tasks.append((task_id, [ledger_task_id(run_id, dependency) for dependency in spec.depends_on]))
+    if configuration is not None:  # before the plan: a run planned is a run whose trust is recorded
+        record_configuration(d.ledger, d.clock, run_id, *configuration)
     record_plan(d.ledger, d.clock, run_id, tasks, agent, cycles, parallel, export_key)
     d.update_views()
+
+
+def record_configuration(ledger: Ledger, clock: Clock, run_id: str, config_sha256: str | None,
+                         trusted_paths: Sequence[str]) -> None:
+    """RunConfigurationRecorded: the digest of the docket.toml the run read and the paths it trusts, once."""
+    def decision(now: str) -> list[Any]:
+        return run_aggregate.record_configuration(load_run(ledger, run_id), config_sha256=config_sha256,
+                                                  trusted_paths=trusted_paths, now=now)
+
+    ledger.decide(decision, clock.now())
 
 
 def record_plan(ledger: Ledger, clock: Clock, run_id: str, tasks: list[tuple[str, list[str]]], agent: str, cycles: int,

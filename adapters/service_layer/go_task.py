@@ -421,12 +421,50 @@ def _hand_off(s: Session, settings: GoSettings, task: task_aggregate.Task,
         required = {spec.name: spec.config_sha256 for spec in settings.required}
         current = confirm_handoff(s.ledger, s.clock, s.effector, candidate.binding_id, required)
     if current.handoff == "confirmed" and not settings.approval:
+        if _waits_for_a_person(s, task, current):
+            return
         _queue(s, settings, task, current)
     elif current.handoff == "confirmed":
         finish_task(s, task.task_id, "passed", candidate.binding_id, None, None)
     else:
         _feedback(s, task, candidate.generation or 0, "handoff-rejected", None, candidate.binding_id,
                   f"the handoff of candidate {candidate.binding_id[:12]} was {current.handoff}")
+
+
+_announced: set[str] = set()  # the candidates this process said wait for a person, said once
+
+
+def _waits_for_a_person(s: Session, task: task_aggregate.Task, candidate: candidate_aggregate.Candidate) -> bool:
+    """Whether the candidate changes a path the run trusts (domain/trust.py) and no person has approved it yet: it
+    then waits, listed in 'docket inbox', and the task is judged again after a pause (its checks are not run
+    again)."""
+    from ...domain.trust import trusted_changes
+    from .integration import load_integration
+
+    held = trusted_changes(candidate.changed_paths, load_run(s.ledger, task.run_id).trusted_paths)
+    if not held:
+        return False
+    integration = load_integration(s.ledger, task.run_id)
+    if integration is not None and candidate.binding_id in integration.approved():
+        return False
+    if candidate.binding_id not in _announced:
+        _announced.add(candidate.binding_id)
+        _warn("config-change", f"task {task.task_id}'s candidate {candidate.binding_id[:12]} passed its checks "
+                                   f"but changes {', '.join(held[:5])}, which the run trusts: it waits for a person "
+                                   f"('docket inbox'; 'docket approve {task.run_id} --task {task.task_id} --by NAME')")
+    time.sleep(ANSWER_POLL_SECONDS)
+    return True
+
+
+def _warn(code: str, message: str) -> None:
+    """One line on stderr, as the CLI's warnings read; a stderr that cannot be written loses the line, not the run."""
+    import sys
+
+    try:
+        sys.stderr.write(f"docket: warning: {code}: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _queue(s: Session, settings: GoSettings, task: task_aggregate.Task,

@@ -191,7 +191,7 @@ def queue_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id
         verified = {s.task_id for s in current.steps if s.status == "verified"}
         return integration_aggregate.queue_step(current, load_run(ledger, run_id), step,
                                                 waiting_for=[d for d in depends_on if d not in verified],
-                                                overlaps=overlaps, now=now)
+                                                overlaps=overlaps, now=now, changed=candidate.changed_paths)
 
     ledger.decide(decision, clock.now())
     faults.crash_point("integrate:after-queued")
@@ -326,7 +326,8 @@ def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Se
             target_branch=run.target_branch, expected_commit=target.commit if target else run.base_commit,
             integration_ref=integration_ref(run_id), steps=steps,
             required_checks=[ev.RequiredCheck(check=s.name, config_sha256=s.config_sha256) for s in required],
-            overlaps=overlaps, approval_required=approval_required, now=now, foreign=foreign)
+            overlaps=overlaps, approval_required=approval_required, now=now, foreign=foreign,
+            changed={c.binding_id: c.changed_paths for c in picked})
 
     ledger.decide(decision, clock.now())
     return tuple(skipped)

@@ -171,8 +171,12 @@ class _Builder:
             delivering = {step.task_id for step in prepared.steps}
             undelivered = [self.undelivered(task_id) for task_id in self.planned if task_id not in delivering]
         base = getattr(pinned, "commit", None)
+        configured = self.first(run_events, ev.RunConfigurationRecorded)
+        configuration = None if not isinstance(configured, ev.RunConfigurationRecorded) else {
+            "config_sha256": configured.config_sha256, "trusted_paths": list(configured.trusted_paths)}
         return {
             "format": FORMAT,
+            "configuration": configuration,
             "repository": self.repository(prepared.repository, base),
             "run": {"id": self.run_id, "goal": opened.goal,
                     "goal_sha256": hashlib.sha256(opened.goal.encode("utf-8")).hexdigest(),

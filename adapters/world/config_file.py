@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ...domain.config import Config
 
 __all__ = ["CONFIG_NAME", "MAX_CONFIG_BYTES", "approval_required", "config_path", "find_config", "key_lines",
-           "load_config", "write_default"]
+           "load_config", "trusted_configuration", "write_default"]
 
 CONFIG_NAME = "docket.toml"
 MAX_CONFIG_BYTES = 1 << 20
@@ -64,6 +64,19 @@ def load_config(path: Path | None) -> Config:
         return Config.model_validate(document)
     except ValidationError as e:
         raise BadInput("bad-config", _validation_message(path, text, e)) from None
+
+
+def trusted_configuration(path: Path | None, config: Config, repository: Path) -> tuple[str | None, list[str]]:
+    """What a run trusts (domain/trust.py): the digest of the docket.toml read (None: none), and the repository's
+    trusted paths, docket.toml and the files its checks, hooks and setup commands name (a word naming a folder of
+    the checkout, such as pytest's ``tests``, is the suite's input, not a script: left out)."""
+    import hashlib
+
+    from ...domain.trust import ALWAYS_TRUSTED, named_paths
+
+    digest = None if path is None else hashlib.sha256(_read_text(path).encode("utf-8")).hexdigest()
+    named = {p for p in named_paths(config.trusted_commands()) if not (repository / p).is_dir()}
+    return digest, sorted({*ALWAYS_TRUSTED, *named})
 
 
 def approval_required(start: Path) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 from ...domain.binding import quote_path
 from .repository import commit_of, open_repo
 
-__all__ = ["changed_paths", "commit_tree", "tree_paths"]
+__all__ = ["changed_paths", "commit_tree", "files_diff", "tree_paths"]
 
 
 def commit_tree(repository: Path, commit: str) -> str:
@@ -63,3 +63,37 @@ def changed_paths(repository: Path, base: str, commit: str) -> tuple[str, ...]:
                     paths.add(quote_path(entry.path))
         return tuple(sorted(paths))
 
+
+
+def files_diff(repository: Path, base: str, commit: str, paths: list[str], *, max_chars: int = 20_000) -> str:
+    """A unified diff of the named files from base to commit, read as blobs through dulwich (no git program, so no
+    diff driver or textconv a .gitattributes names runs), cut at max_chars; a binary or unreadable file is one line.
+    """
+    import difflib
+
+    from dulwich.object_store import tree_lookup_path
+    from dulwich.objects import Blob
+
+    def lines(repo, tree: bytes, path: str) -> list[str] | None:  # noqa: ANN001
+        try:
+            _, sha = tree_lookup_path(repo.object_store.__getitem__, tree, path.encode("utf-8", "surrogateescape"))
+            blob = repo[sha]
+        except (KeyError, OSError, ValueError):
+            return []  # not in this tree: the diff shows it added or removed
+        if not isinstance(blob, Blob) or len(blob.data) > 1 << 20 or b"\0" in blob.data[:8192]:
+            return None
+        return blob.data.decode("utf-8", "replace").splitlines(keepends=True)
+
+    out: list[str] = []
+    with open_repo(repository) as repo:
+        old, new = commit_of(repo, base), commit_of(repo, commit)
+        if old is None or new is None:
+            raise KeyError(f"{base if old is None else commit} is not a commit in {repository}")
+        for path in paths:
+            before, after = lines(repo, old.tree, path), lines(repo, new.tree, path)
+            if before is None or after is None:
+                out.append(f"{path}: binary or too large to show\n")
+                continue
+            out.extend(difflib.unified_diff(before, after, f"a/{path}", f"b/{path}"))
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in out)
+    return text if len(text) <= max_chars else text[:max_chars] + f"... ({len(text) - max_chars} characters more)\n"

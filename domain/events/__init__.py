@@ -68,7 +68,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "run": (
         "RunAborted", "RunBasePinFailed", "RunBasePinRequested", "RunBasePinRequestedV2", "RunBasePinned", "RunBudgetExhausted",
-        "RunCompleted", "RunOpened", "RunOpenedV2", "RunPaused", "RunPlanned", "RunPlannedV2", "ExportKey",
+        "RunCompleted", "RunConfigurationRecorded", "RunOpened", "RunOpenedV2", "RunPaused", "RunPlanned", "RunPlannedV2", "ExportKey",
         "PlannedTask",
         "RunResumed", "RunSupervised", "RunTaskAdded", "RunUnsupervised", "RunUsageExhausted", "RunWaiting",
     ),
@@ -91,7 +91,7 @@ _CATALOGUE: tuple[str, ...] = (
     "RunBasePinned",
     "RunBasePinFailed", "IntentOutcomeUnknown", "IntentOutcomeUnknownV2", "IntentCancelled", "RunPaused", "RunResumed", "RunAborted",
     "RunCompleted", "RunSupervised", "RunUnsupervised", "RunWaiting", "RunPlanned", "RunPlannedV2",
-    "RunTaskAdded", "RunBudgetExhausted", "RunUsageExhausted", "TaskPlanned", "TaskPlannedV2", "WorktreeRequested", "WorktreeRequestedV2",
+    "RunTaskAdded", "RunConfigurationRecorded", "RunBudgetExhausted", "RunUsageExhausted", "TaskPlanned", "TaskPlannedV2", "WorktreeRequested", "WorktreeRequestedV2",
     "WorktreeCreated",
     "WorktreeFailed", "WorktreeLost", "WorktreePrepared", "WorktreeRemovalRequested", "WorktreeRemoved", "WorktreeRemovalFailed",
     "TaskFeedbackRecorded", "TaskAnswered", "TaskFinished", "WorkerRegistered", "WorkerRelaunched", "WorkerLaunchRequested",

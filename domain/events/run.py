@@ -33,6 +33,9 @@ __all__ = [
 ]
 
 
+TrustedPath = Annotated[str, StringConstraints(min_length=1, max_length=4096, pattern=r"^[^\x00]+$")]
+
+
 class RunOpened(Event):
     """Legacy (v1): a run opened with a time budget only (see RunOpenedV2)."""
 
@@ -214,6 +217,19 @@ class RunPlannedV2(Event):
     cycles: Annotated[int, Field(ge=1, le=100)]
     parallel: Annotated[int, Field(ge=1, le=64)]
     export_key: ExportKey | None
+
+
+class RunConfigurationRecorded(Event):
+    """What the run trusts, recorded once when ``docket go`` plans it (domain/trust.py): the digest of the docket.toml
+    it read from the user's checkout (null: none, the defaults), and the repository paths a candidate may not change
+    without a person's approval (docket.toml, .gitattributes, .gitmodules and every file a check, hook or
+    [worktree] setup command names). A candidate changing one waits for ``docket approve``, whatever its checks
+    say; the receipt names this event."""
+
+    name = "RunConfigurationRecorded"
+    run_id: Id
+    config_sha256: Sha256 | None
+    trusted_paths: Annotated[list[TrustedPath], Field(max_length=1000)]
 
 
 class RunBudgetExhausted(Event):

@@ -70,7 +70,7 @@ def test_base_pin_decision():
 
 
 ALLOWED = {"__future__", "dataclasses", "typing", "re", "hashlib", "json", "datetime", "decimal", "collections", "pydantic",
-           "eventsourcing", "posixpath", "unicodedata", "types", "functools", "base64", "enum",
+           "eventsourcing", "posixpath", "shlex", "unicodedata", "types", "functools", "base64", "enum",
            "xml"}  # expat only, parsing bytes handed in (domain.junit)
 
 
