@@ -15,6 +15,8 @@ How a launch is confined:
    ``O_PATH`` and adds a rule for it (a root that does not exist is left out).
 2. In the child, after fork and before exec (Popen's ``preexec_fn``, which runs
    before the descriptors are closed, so the ruleset's is still open):
+   every capability dropped (bounding set, securebits locked so exec as uid 0
+   grants none, ambient, then the process's own sets),
    ``prctl(PR_SET_NO_NEW_PRIVS)``, ``landlock_restrict_self`` and
    ``prctl(PR_SET_CHILD_SUBREAPER)``, nothing else: docket has threads, so the
    child does no allocation Python can avoid (the ctypes functions and their
@@ -26,6 +28,7 @@ execute; write roots: everything), TCP connect and bind except to the allowed
 ports (ABI 4), signalling a process outside the sandbox or reaching its
 abstract unix sockets (ABI 6), and ptrace of, or reading ``/proc/<pid>/environ``
 or ``mem`` of, any process outside it (every ABI). Landlock does not cover UDP.
+And no capability, even when docket runs as root.
 """
 
 from __future__ import annotations
@@ -44,6 +47,12 @@ _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same number on
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH, _RULE_NET_PORT = 1, 2
 _PR_SET_NO_NEW_PRIVS, _PR_SET_CHILD_SUBREAPER = 38, 36
+_PR_CAPBSET_DROP, _PR_SET_SECUREBITS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 28, 47, 4
+# SECBIT_NOROOT, SECBIT_NO_SETUID_FIXUP and SECBIT_NO_CAP_AMBIENT_RAISE set, each locked, and SECBIT_KEEP_CAPS
+# locked off: an exec as uid 0 grants no capability, and nothing the process runs can undo it.
+_SECUREBITS = (1 << 0 | 1 << 1) | (1 << 2 | 1 << 3) | (1 << 5) | (1 << 6 | 1 << 7)
+_CAP_SETPCAP = 8
+_CAPABILITY_VERSION_3 = 0x20080522
 
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
@@ -80,6 +89,14 @@ class _NetPortAttr(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
 
 
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
 _libc: ctypes.CDLL | None = None
 _abi: int | None = None
 
@@ -91,6 +108,8 @@ def _c() -> ctypes.CDLL:
         libc.syscall.restype = ctypes.c_long
         libc.prctl.restype = ctypes.c_int
         libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+        libc.capset.restype = ctypes.c_int
+        libc.capset.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         _libc = libc
     return _libc
 
@@ -188,19 +207,83 @@ class Ruleset:
 
 
 def subreaper_only() -> None:
-    """preexec for an unsandboxed launch: still the subreaper of everything it starts."""
+    """preexec for an unsandboxed launch: still the subreaper of everything it starts.
+
+    It keeps its capabilities: ``sandbox = "off"`` is the user's written choice
+    to run a launch with everything docket's user may do (a hook that drives
+    docker or a firewall as root, say), and a launch that kept root's uid while
+    losing its capabilities would be neither confined nor what was asked. With
+    the sandbox on, every capability is dropped, always (``_confiner``).
+    """
     _c().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+def _last_capability() -> int:
+    """The highest capability number this kernel knows (read in the parent: the child must not open files)."""
+    try:
+        with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return 63  # every bit a 64-bit set can hold: dropping one the kernel does not know fails harmlessly
+
+
+def _may_set_pcap() -> bool:
+    """Whether this process holds CAP_SETPCAP, which dropping the bounding set and setting securebits need (root
+    does; an ordinary user has no capability to drop, and the bounding set binds nothing it could gain)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> _CAP_SETPCAP & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.geteuid() == 0
+
+
+def _capability_dropper() -> Callable[[], int]:
+    """The preexec step that leaves the process no capability, and none to regain by exec (docket often runs as
+    root: containers, CI): the bounding set emptied, securebits locked (exec as uid 0 grants nothing), the ambient
+    set cleared, then effective, permitted and inheritable zeroed. Returns 0, or the errno of the step that failed.
+    Everything is bound here, in the parent."""
+    libc = _c()
+    prctl, capset = libc.prctl, libc.capset
+    drop, securebits, ambient, clear_all = _PR_CAPBSET_DROP, _PR_SET_SECUREBITS, _PR_CAP_AMBIENT, \
+        _PR_CAP_AMBIENT_CLEAR_ALL
+    bits, capabilities = _SECUREBITS, tuple(range(_last_capability() + 1))
+    privileged = _may_set_pcap()
+    header, data = _CapHeader(_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    header_ref, data_ref = ctypes.byref(header), ctypes.byref(data)
+    get_errno = ctypes.get_errno
+
+    def drop_capabilities() -> int:
+        if privileged:
+            for capability in capabilities:
+                if prctl(drop, capability, 0, 0, 0) != 0:
+                    return get_errno() or 1
+            if prctl(securebits, bits, 0, 0, 0) != 0:
+                return get_errno() or 1
+        if prctl(ambient, clear_all, 0, 0, 0) != 0 and get_errno() != errno.EINVAL:  # EINVAL: a kernel before 4.3
+            return get_errno() or 1
+        if capset(header_ref, data_ref) != 0:
+            return get_errno() or 1
+        return 0
+
+    return drop_capabilities
+
+
 def _confiner(ruleset_fd: int, fs: int) -> Callable[[], None]:
-    """The preexec function: its own /proc/<pid> readable, no new privileges, restrict, subreaper.
+    """The preexec function: its own /proc/<pid> readable, no capability, no new privileges, restrict, subreaper.
 
     Every object it uses is made here, first. /proc as a whole is not a read
     root: on this kernel family a sandboxed process may open another's
     /proc/<pid>/environ (Landlock's ptrace check does not cover it), so only
     global /proc files are allowed (PROC_FILES) and, added here in the child,
     the launched process's own /proc/<pid> (the agent itself: the gate shell
-    execs it at the same pid), which tools read as /proc/self.
+    execs it at the same pid), which tools read as /proc/self. The capabilities
+    go before ``landlock_restrict_self`` (which then holds by no_new_privs, not
+    by CAP_SYS_ADMIN): a sandboxed process running as root could otherwise
+    override file permissions, change the host's name or its network, load
+    modules, or ptrace what Landlock does not scope.
     """
     libc = _c()
     prctl, syscall, open_, close = libc.prctl, libc.syscall, libc.open, libc.close
@@ -211,15 +294,18 @@ def _confiner(ruleset_fd: int, fs: int) -> Callable[[], None]:
     path_beneath = ctypes.c_int(_RULE_PATH_BENEATH)
     own = _PathBeneathAttr(_READ & fs, -1)
     own_ref = ctypes.byref(own)
+    drop_capabilities = _capability_dropper()
 
     def confine() -> None:
         own.parent_fd = open_(proc_self, o_path)
         if own.parent_fd >= 0:
             syscall(add_rule, fd, path_beneath, own_ref, flags)
             close(own.parent_fd)
+        failed = drop_capabilities()
+        if failed:
+            raise OSError(failed, "dropping capabilities failed")
         if prctl(no_new_privs, 1, 0, 0, 0) != 0 or syscall(restrict, fd, flags) != 0:
             raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
         prctl(subreaper, 1, 0, 0, 0)
 
     return confine
-

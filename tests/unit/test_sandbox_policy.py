@@ -74,5 +74,6 @@ def test_the_install_of_a_program_folder_is_what_its_programs_need(tmp_path):
         folder.mkdir(parents=True)
     roots = install_roots([str(npm), str(venv), str(pyenv), "relative/bin", ""], [], home)
     assert home / ".cache" / "agents" / "codex-1" in roots  # the package: its vendored binaries are beside .bin
-    assert tmp_path / "venv" in roots and home / ".pyenv" in roots  # a bin folder's parent; a tool manager's folder
+    assert tmp_path / "venv" in roots  # a bin folder's parent
+    assert home / ".pyenv" / "versions" in roots and home / ".pyenv" not in roots  # a tool manager's entries
     assert home not in roots and home / ".cache" not in roots  # never the home folder nor a mixed folder whole
