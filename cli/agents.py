@@ -18,11 +18,11 @@ def launch_request(ctx: Context, run_id: str, task_id: str, worker_id: str, agen
                    argv: list[str]) -> tuple[Any, dict[str, int | None]]:
     """The LaunchRequest and the supervision limits (timeout_ms, idle_timeout_ms)."""
     from ..adapters.service_layer.workers import LaunchRequest
-    from ..adapters.world.config_file import find_config, load_config
+    from ..adapters.world.config_file import load_trusted_config
 
     from ..adapters.service_layer.go_settings import workspace_root
 
-    config = load_config(find_config(Path.cwd()))
+    config = load_trusted_config(Path.cwd())
     from ..adapters.world.sandbox_roots import require_sandbox
 
     require_sandbox(Confinement(mode=config.sandbox))  # refused before anything is made or recorded

@@ -33,12 +33,12 @@ def check_run(ctx: Context) -> int:
     from ..adapters.service_layer.candidates import find_candidate
     from ..adapters.service_layer.base_checks import run_check
     from ..adapters.service_layer.checks import CheckSpec
-    from ..adapters.world.config_file import find_config, load_config
+    from ..adapters.world.config_file import load_trusted_config
     from ..domain.errors import BadInput, NotFound
     from .output import emit, info, shown
 
     a = ctx.args
-    config = load_config(find_config(Path.cwd()))
+    config = load_trusted_config(Path.cwd())
     from ..adapters.world.sandbox_roots import require_sandbox
     from ..domain.sandbox import Confinement
 

@@ -20,8 +20,14 @@ _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     config = group(nouns, "config", "the repository's docket.toml", "docket config show --json")
     command(config, "show", config_show, common,
-            "print the effective configuration (durations in --json are milliseconds, in *_ms keys)",
+            "print the effective configuration (durations in --json are milliseconds, in *_ms keys), what it "
+            "widens beyond docket's defaults, and whether you trust it",
             "docket config show --json")
+    command(config, "trust", config_trust, common,
+            "trust this repository's docket.toml as it is now, after reading it: what it widens (read and write "
+            "extras, env_allow, network, hooks, [inbox] trusted, sandbox = \"off\") is honoured only for a "
+            "docket.toml you trust, recorded by digest in ~/.config/docket/trust.toml, outside the repository",
+            "docket config trust --json")
 
 
 def config_show(ctx: Context) -> int:
@@ -33,13 +39,52 @@ def config_show(ctx: Context) -> int:
 
     for code, message in config.warnings():
         warn(code, message)
-    document = {"file": str(path) if path else None, "config": config.model_dump(mode="json")}
+    widenings = config.widenings()
+    trusted = _trusted(path) if path is not None and widenings else None
+    document = {"file": str(path) if path else None, "config": config.model_dump(mode="json"),
+                "widens": widenings, "trusted": trusted}
     if path:
         heading = f"# from {shown(path)}"
+        if widenings:
+            heading += (f"\n# it widens: {shown(', '.join(widenings))}\n# "
+                        + ("trusted by you" if trusted else "NOT trusted: docket refuses to launch with it until you "
+                                                             "run 'docket config trust' (config-untrusted)"))
     else:
         expected = config_path(Path.cwd())
         heading = f"# defaults (no {shown(expected)})" if expected else "# defaults (not in a git checkout)"
     emit(ctx.json, document, "\n".join([heading, *_as_toml(document["config"])]))
+    return 0
+
+
+def _trusted(path: Path) -> bool:
+    from ..adapters.world.config_file import config_sha256
+    from ..adapters.world.paths import find_git_common_dir
+    from ..adapters.world.user_config import trusts
+
+    common = find_git_common_dir(path.parent.absolute())
+    return common is not None and trusts(common, config_sha256(path))
+
+
+def config_trust(ctx: Context) -> int:
+    from ..adapters.world.config_file import config_sha256, find_config, load_config
+    from ..adapters.world.paths import find_git_common_dir
+    from ..adapters.world.user_config import trust, trust_file
+    from ..domain.codes import Code
+    from ..domain.errors import NotFound
+
+    path = find_config(Path.cwd())
+    common = find_git_common_dir(Path.cwd().absolute())
+    if path is None or common is None:
+        raise NotFound(Code.CONFIG_NOT_FOUND, "no docket.toml in this repository to trust ('docket init' writes one)")
+    config = load_config(path)  # a file docket cannot read is never trusted
+    digest = config_sha256(path)
+    added = trust(common, digest, ctx.clock.now())
+    widenings = config.widenings()
+    said = "trusted" if added else "already trusted"
+    emit(ctx.json, {"file": str(path), "sha256": digest, "repository": str(common.resolve()), "widens": widenings,
+                    "added": added, "trust_file": str(trust_file())},
+         f"{said}: {shown(path)} (sha256 {digest[:12]})"
+         + (f"; it widens: {shown(', '.join(widenings))}" if widenings else "; it widens nothing"))
     return 0
 
 

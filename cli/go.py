@@ -145,10 +145,10 @@ def _driver(ctx: Context) -> Any:
 
 
 def _config() -> Any:
-    from ..adapters.world.config_file import find_config, load_config
+    from ..adapters.world.config_file import load_trusted_config
     from .output import warn
 
-    config = load_config(find_config(Path.cwd()))
+    config = load_trusted_config(Path.cwd())
     for code, message in config.warnings():
         warn(code, message)
     return config

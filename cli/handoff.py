@@ -31,10 +31,10 @@ def required_checks() -> dict[str, str]:
     """Each required check of docket.toml and the digest of its configuration now."""
     from pathlib import Path
 
-    from ..adapters.world.config_file import find_config, load_config
+    from ..adapters.world.config_file import load_trusted_config
     from ..domain.config import check_config_sha256
 
-    config = load_config(find_config(Path.cwd()))
+    config = load_trusted_config(Path.cwd())
     return {name: check_config_sha256(name, config.checks[name]) for name in config.required_checks()}
 
 

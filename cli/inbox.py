@@ -95,7 +95,7 @@ def _row(q: dict[str, Any], now: str) -> dict[str, Any]:
 
 def answer(ctx: Context) -> int:
     from ..adapters.service_layer.requests import answer_question, local_user
-    from ..adapters.world.config_file import find_config, load_config
+    from ..adapters.world.config_file import find_config, load_config, load_trusted_config
     from .output import emit, shown
 
     a = ctx.args
@@ -104,7 +104,8 @@ def answer(ctx: Context) -> int:
 
         raise Refused("answer-from-agent", "this runs inside an agent docket launched; a person answers its "
                                            "questions, from outside")
-    trusted = load_config(find_config(Path.cwd())).inbox.trusted
+    # an identity other than the local user is trusted only from a docket.toml its user trusts (config-untrusted)
+    trusted = (load_trusted_config(Path.cwd()) if a.identity else load_config(find_config(Path.cwd()))).inbox.trusted
     question = answer_question(ctx.ledger, ctx.clock, a.question, text=a.text, choice=a.choice,
                                by=a.identity or local_user(), trusted=trusted, docket_dir=ctx.paths.ledger.parent)
     from ..adapters.world import faults

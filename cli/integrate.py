@@ -31,13 +31,13 @@ def integrate(ctx: Context) -> int:
 
     from ..adapters.service_layer.checks import CheckSpec
     from ..adapters.service_layer.integration import integrate as run_queue
-    from ..adapters.world.config_file import find_config, load_config
+    from ..adapters.world.config_file import load_trusted_config
     from ..domain.errors import Refused
     from ..projections import candidates, tasks
     from .output import emit, shown
 
     run_id = ctx.args.run
-    config = load_config(find_config(Path.cwd()))
+    config = load_trusted_config(Path.cwd())
     from ..adapters.world.sandbox_roots import require_sandbox
     from ..domain.sandbox import Confinement
 

@@ -448,6 +448,25 @@ class Config(_Section):
         """The names of the checks a candidate must pass, sorted."""
         return sorted(name for name, check in self.checks.items() if check.required)
 
+    def widenings(self) -> list[str]:
+        """What this configuration grants beyond docket's defaults, each named as docket.toml spells it: extra read
+        or write roots, an environment allow-list, a network beyond its section's default, hooks (commands run on a
+        run's events), identities trusted to answer the inbox, and sandbox = "off". A repository's docket.toml is
+        honoured for these only once its user trusts that very file (adapters/world/user_config.py)."""
+        found = ['sandbox = "off"'] if self.sandbox == "off" else []
+        sections: list[tuple[str, AgentConfig | CheckConfig]] = [
+            *((f"[agents.{n}]", a) for n, a in sorted(self.agents.items())),
+            *((f"[checks.{n}]", c) for n, c in sorted(self.checks.items()))]
+        for where, section in sections:
+            found += [f"{where} {key}" for key in ("read", "write", "env_allow") if getattr(section, key)]
+            default = type(section).model_fields["network"].default
+            if section.network not in ("none", default) and default != "any":
+                found.append(f"{where} network")
+        found += [f"[hooks] {selector!r}" for selector in sorted(self.hooks)]
+        if self.inbox.trusted:
+            found.append("[inbox] trusted")
+        return found
+
     def trusted_commands(self) -> list[list[str]]:
         """The commands whose repository files a run trusts (domain/trust.py): every check's (a shell check's as
         the shell runs it), every hook's and every [worktree] setup command."""

@@ -36,6 +36,23 @@ def session_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
         os.environ["XDG_DATA_HOME"] = before
 
 
+@pytest.fixture(scope="session", autouse=True)
+def trusting_user_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The user's own configuration for the suite (XDG_CONFIG_HOME, never the user's ~/.config): it trusts every
+    repository's docket.toml, as a CI runner of one's own repository may. The tests of the trust rule itself
+    (tests/attacks/test_trust_widening.py) give docket a configuration home of their own, trusting nothing."""
+    folder = tmp_path_factory.mktemp("user-config")
+    (folder / "docket").mkdir()
+    (folder / "docket" / "trust.toml").write_text("any_repository = true\n")
+    before = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(folder)
+    yield folder / "docket"
+    if before is None:
+        os.environ.pop("XDG_CONFIG_HOME", None)
+    else:
+        os.environ["XDG_CONFIG_HOME"] = before
+
+
 @pytest.fixture(autouse=True)
 def data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """docket's data folder (workspaces, executions) of each test: its own, never the user's ~/.local/share, and

@@ -37,6 +37,10 @@ cd "$work/repo"
 show cat docket.toml
 show cat tasks.toml
 show docket init
+# the aider block lets its API key through (env_allow): docket honours that only for a docket.toml its user trusts,
+# recorded outside the repository (here the demo's own configuration folder, not yours)
+export XDG_CONFIG_HOME="$work/config"
+show docket config trust
 mkdir ../keys
 show docket key generate --out ../keys/demo
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ...domain.config import Config
 
 __all__ = ["CONFIG_NAME", "MAX_CONFIG_BYTES", "approval_required", "config_path", "find_config", "key_lines",
-           "load_config", "trusted_configuration", "write_default"]
+           "load_config", "load_trusted_config", "require_trusted", "trusted_configuration", "write_default"]
 
 CONFIG_NAME = "docket.toml"
 MAX_CONFIG_BYTES = 1 << 20
@@ -70,13 +70,46 @@ def trusted_configuration(path: Path | None, config: Config, repository: Path) -
     """What a run trusts (domain/trust.py): the digest of the docket.toml read (None: none), and the repository's
     trusted paths, docket.toml and the files its checks, hooks and setup commands name (a word naming a folder of
     the checkout, such as pytest's ``tests``, is the suite's input, not a script: left out)."""
-    import hashlib
-
     from ...domain.trust import ALWAYS_TRUSTED, named_paths
 
-    digest = None if path is None else hashlib.sha256(_read_text(path).encode("utf-8")).hexdigest()
+    digest = None if path is None else config_sha256(path)
     named = {p for p in named_paths(config.trusted_commands()) if not (repository / p).is_dir()}
     return digest, sorted({*ALWAYS_TRUSTED, *named})
+
+
+def config_sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(_read_text(path).encode("utf-8")).hexdigest()
+
+
+def require_trusted(path: Path | None, config: Config) -> None:
+    """Refused ``config-untrusted`` when the repository's docket.toml widens a sandbox (Config.widenings) and its user
+    has not trusted this very file (adapters/world/user_config.py): an agent's edit never widens its own sandbox."""
+    from ...domain.codes import Code
+    from ...domain.errors import Refused
+    from .user_config import trust_file, trusts
+
+    widening = config.widenings()
+    if path is None or not widening:
+        return
+    digest = config_sha256(path)
+    common = find_git_common_dir(path.parent.absolute())
+    if common is not None and trusts(common, digest):
+        return
+    shown = ", ".join(widening[:6]) + (f" and {len(widening) - 6} more" if len(widening) > 6 else "")
+    raise Refused(Code.CONFIG_UNTRUSTED, f"{path} widens what agents, checks or hooks may do ({shown}); docket "
+                                         f"honours that only for a docket.toml you trust: read it, then run 'docket "
+                                         f"config trust' (sha256 {digest[:12]}, recorded in {trust_file()})")
+
+
+def load_trusted_config(start: Path) -> Config:
+    """The configuration of the repository around start, for a command that launches agents, checks or hooks:
+    refused (config-untrusted) when it widens a sandbox from a docket.toml its user has not trusted."""
+    path = find_config(start)
+    config = load_config(path)
+    require_trusted(path, config)
+    return config
 
 
 def approval_required(start: Path) -> bool:
