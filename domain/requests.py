@@ -48,6 +48,10 @@ __all__ = [
     "stream_of",
 ]
 
+# A request id reused with other content is refused each time; the ledger records the first refusals of one request
+# only (a flood of new contents on one id would otherwise grow the ledger, and every receipt citing it, without end).
+MAX_REFUSALS_RECORDED = 16
+
 KINDS = ("ask", "progress", "propose", "finish")
 REASONS = ("blocked", "choice", "approval")
 MAX_CHOICES = 20
@@ -241,8 +245,9 @@ def receive(existing: Request | None, worker_generation: int | None, run: Run, b
                   generation=binding.generation, request_id=request_id)
 
     def refusal(code: str, message: str) -> list[ev.Event]:
-        if existing is not None and f"{code} {digest}" in existing.refused:
-            return []
+        if existing is not None and (f"{code} {digest}" in existing.refused
+                                     or len(existing.refused) >= MAX_REFUSALS_RECORDED):
+            return []  # refused all the same (reply reads the content's mismatch), but a flood is not recorded
         return [next_event(ev.RequestRefused, stream, version, now, **common, kind=kind, content_sha256=digest,
                            code=code, message=message)]
 

@@ -55,6 +55,19 @@ def test_the_same_id_with_other_content_is_refused_and_the_refusal_recorded_once
     assert rq.reply(question, "ask", ASK).status == "waiting"  # the first is untouched
 
 
+def test_a_flood_of_conflicting_contents_on_one_id_records_a_bounded_number_of_refusals():
+    book = Book()
+    _, question = received(book, None, "ask", ASK)
+    recorded = 0
+    for n in range(200):  # an agent that reuses one id with ever new content
+        other = {**ASK, "question": f"Which cache, number {n}?"}
+        events, question = received(book, question, "ask", other)
+        recorded += len(events)
+        assert rq.reply(question, "ask", other).code == "request-id-conflict"  # refused every time
+    assert recorded == rq.MAX_REFUSALS_RECORDED == len(question.refused)
+    assert rq.reply(question, "ask", ASK).status == "waiting"
+
+
 def test_a_fenced_generations_request_is_refused_and_recorded():
     book = Book()
     events, request = received(book, None, "ask", ASK, current=3)
