@@ -32,6 +32,7 @@ def check_run(ctx: Context) -> int:
 
     from ..adapters.service_layer.candidates import find_candidate
     from ..adapters.service_layer.base_checks import run_check
+    from ..adapters.service_layer.base_tests import check_base_tests
     from ..adapters.service_layer.checks import CheckSpec
     from ..adapters.world.config_file import load_trusted_config
     from ..domain.errors import BadInput, NotFound
@@ -57,6 +58,7 @@ def check_run(ctx: Context) -> int:
         raise Refused("candidate-not-pinned", f"candidate {candidate.binding_id} is {candidate.status}; checks run "
                                               "only on a pinned candidate")
     outcomes = []
+    base_tests: list[dict[str, Any]] = []
     for name in names:
         chosen = config.checks[name]
         spec = CheckSpec.of(name, chosen, sandbox=config.sandbox)
@@ -66,6 +68,14 @@ def check_run(ctx: Context) -> int:
                             artifact_dir=config.artifact_dir, docket_dir=ctx.paths.ledger.parent,
                             ledger_path=ctx.paths.ledger)
         outcomes.append(outcome)
+        if outcome.result == "passed":  # the base's tests on its code too, when it changed them (base_tests.py)
+            tested = check_base_tests(ctx.ledger, ctx.clock, ctx.effector, candidate.binding_id, spec,
+                                      artifact_dir=config.artifact_dir, docket_dir=ctx.paths.ledger.parent,
+                                      ledger_path=ctx.paths.ledger)
+            if tested is not None:
+                base_tests.append({"check": name, "binding_id": tested.binding_id, "commit": tested.commit,
+                                   "check_id": tested.run.check_id, "result": tested.result,
+                                   "code": tested.run.result_code})
     ctx.update_views()
     lines = []
     for o in outcomes:
@@ -76,7 +86,11 @@ def check_run(ctx: Context) -> int:
                      + (f"; {len(o.artifacts)} artifact(s)" if o.artifacts else ""))
         if o.result != "passed" and o.tail:
             lines += [f"    {line}" for line in o.tail.splitlines()[-5:]]
+    for t in base_tests:
+        lines.append(f"{t['check']} with the base's tests (tree {t['commit'][:12]}): {t['result']}"
+                     + (f" ({t['code']})" if t["code"] and t["result"] != "passed" else ""))
     emit(ctx.json, {"binding_id": candidate.binding_id, "commit": candidate.commit,
-                    "checks": [asdict(o) for o in outcomes]}, "\n".join(shown(line) for line in lines))
-    results = {o.result for o in outcomes}
+                    "checks": [asdict(o) for o in outcomes], "base_tests": base_tests},
+         "\n".join(shown(line) for line in lines))
+    results = {o.result for o in outcomes} | {t["result"] for t in base_tests}
     return 6 if "failed" in results else 7 if "timed-out" in results else 0

@@ -101,7 +101,8 @@ def _warn_open_network(ctx: Context, config: Any) -> None:
     for name, agent in sorted(config.agents.items()):
         if agent.network == "any":
             warn("network-open", f"agent {name} may connect anywhere, the shared ledger's database included: give "
-                                 "its [agents] block network = [443] (its model API's port)")
+                                 "its [agents] block network = [\"api.example.com\"] (its model API's host, reached "
+                                 "through docket's egress proxy) or [443]")
 
 
 CLOCK_SKEW_WARN_MS = 2_000
@@ -374,6 +375,11 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
         why = f" [{row['code']}]" if row["code"] else ""
         lines.append(f"  {shown(row['task'])}: {row['result']}{why}, {row['cycles']} cycle(s), candidate {candidate}, "
                      f"{checks}")
+        if row.get("protected_changes"):
+            tested = ", ".join(f"{name} {result}" for name, result in sorted(row["base_tests"].items()))
+            lines.append("    changes protected paths: " + ", ".join(shown(p) for p in row["protected_changes"][:10])
+                         + (", ..." if len(row["protected_changes"]) > 10 else "")
+                         + (f"; with the base's tests: {tested}" if tested else ""))
         for dropped in row["conflicts"]:
             what = "conflicted with the integrated head" if dropped["status"] == "conflicted" else (
                 "failed its checks merged with the integrated head")
@@ -406,6 +412,11 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
         from .output import warn
 
         warn("unsandboxed", message)
+    for refused in doc.get("egress_refused", []):
+        hosts = ", ".join(f"{shown(r['host'])}:{r['port']} ({r['count']})" for r in refused["refused"][:5])
+        lines.append(f"  egress refused: worker {shown(refused['worker'])} generation {refused['generation']}, "
+                     f"{refused['total']} connection(s), to {hosts}"
+                     + (f" and {len(refused['refused']) - 5} more" if len(refused["refused"]) > 5 else ""))
     lines += base_check_lines([{"check": name, "status": b["result"], "code": b["code"]}
                                for name, b in sorted(doc["base_checks"].items())])
     if doc["target_commit"]:

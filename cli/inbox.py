@@ -66,6 +66,9 @@ def inbox(ctx: Context) -> int:
         lines.append(f"config-change  run {shown(change['run_id'])}  task {shown(change['task_id'])}  candidate "
                      f"{change['binding_id'][:12]} passed its checks and changes what the run trusts: "
                      f"{shown(', '.join(change['paths']))}")
+        if change.get("protected_changes"):
+            lines.append("  it also changes protected paths (its checks passed with the base's copy of them too): "
+                         + shown(", ".join(change["protected_changes"][:10])))
         lines += [f"  {shown(line)}" for line in (change.get("diff") or "").splitlines()[:60]]
         lines.append(f"  approve: {shown(change['approve'])}   refuse: docket run abort {shown(change['run_id'])}")
     emit(ctx.json, {"questions": rows, "config_changes": changes},

@@ -48,7 +48,8 @@ def integrate(ctx: Context) -> int:
     task_ids = [row["task_id"] for row in tasks.tasks_of(conn, run_id)]
     by_task: dict[str, list[str]] = {}
     for row in candidates.candidates_of(conn, run_id):
-        by_task.setdefault(row["task_id"], []).append(row["binding_id"])
+        if row["boundary"] != "base-tests":  # a candidate's base-tests tree is never a step (base_tests.py)
+            by_task.setdefault(row["task_id"], []).append(row["binding_id"])
     try:
         done = run_queue(ctx.ledger, ctx.clock, ctx.effector, run_id, tasks=task_ids, candidates=by_task,
                          checks=specs, approval_required=approval, artifact_dir=config.artifact_dir,

@@ -201,7 +201,12 @@ def _could_touch(sandbox: dict[str, Any] | None) -> str:
     if not isinstance(sandbox, dict) or not sandbox.get("enforced", False):
         return "everything its user may (unsandboxed)" if isinstance(sandbox, dict) else shown(json.dumps(sandbox))
     network = sandbox.get("network")
-    net = network if isinstance(network, str) else "TCP ports " + ", ".join(str(p) for p in network or [])
+    if isinstance(network, str):
+        net = network
+    elif network and all(isinstance(h, str) for h in network):
+        net = "hosts " + ", ".join(shown(str(h)) for h in network) + " (through docket's egress proxy)"
+    else:
+        net = "TCP ports " + ", ".join(str(p) for p in network or [])
     return (f"write {', '.join(shown(str(r)) for r in sandbox.get('write_roots', [])) or 'nothing'}; read "
             f"{len(sandbox.get('read_roots', []))} root(s) more; network {net}; policy sha256 "
             f"{shown(str(sandbox.get('policy_sha256', '')))[:16]}")

@@ -7,6 +7,7 @@ only; the views catch up (importing more) only when they are behind.
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -198,6 +199,9 @@ def _human_run(doc: dict[str, Any], now: str, step_words: dict[int, str], task_s
         lines.append(f"  task {shown(t['task_id'])}: {shown(t['title'])}{finished}{step}{waiting}")
         if t["spend"]["reports"]:
             lines.append("    spend: " + spend_words(t["spend"]))
+        if t.get("protected_changes"):
+            lines.append("    changes protected paths: " + ", ".join(shown(p) for p in t["protected_changes"][:10])
+                         + (", ..." if len(t["protected_changes"]) > 10 else ""))
         lines += _candidate_lines(t["candidate"])
     for q in doc.get("questions", []):
         if q["kind"] == "propose":
@@ -213,6 +217,9 @@ def _human_run(doc: dict[str, Any], now: str, step_words: dict[int, str], task_s
                      + (" [unsandboxed]" if w.get("sandbox") == "off" else ""))
         if w.get("session_id") or w.get("input_tokens") is not None or w.get("cost_micro_usd") is not None:
             lines.append("    agent reported: " + _reported(w))
+        if w.get("egress_refused"):
+            lines.append(f"    egress refused: {w['egress_refused']} connection(s), to "
+                         f"{shown(w.get('egress_hosts') or '?')}")
     for le in doc["leases"]:
         lines.append(f"  lease {shown(le['resource'])}: {_lease_words(le, now, generation.get(le['worker_id']))}")
     for i in doc["pending_intents"]:
@@ -293,17 +300,24 @@ def _with_candidates(task_rows: list[dict[str, Any]], candidate_rows: list[dict[
     """
     # rows come in position order: the last one wins; the integration's own pins of merged trees
     # (boundary integration-<step>) are shown with the integration's steps, not as the task's work
-    latest = {c["task_id"]: c for c in candidate_rows if not (c["boundary"] or "").startswith("integration-")}
+    latest = {c["task_id"]: c for c in candidate_rows if not (c["boundary"] or "").startswith("integration-")
+              and c["boundary"] != "base-tests"}  # nor the base-tests trees of its candidates (base_tests.py)
     runs_of: dict[str, list[dict[str, Any]]] = {}
     for check in check_rows:
         runs_of.setdefault(check["binding_id"], []).append(check)
     shown_tasks = []
     for t in task_rows:
         candidate = latest.get(t["task_id"])
+        protected: list[str] = []
         if candidate is not None:
+            # its base-tests trees (base_tests.py): their changed paths are the protected paths it changed
+            tested = [c for c in candidate_rows if c["boundary"] == "base-tests" and candidate["commit"]
+                      and c["parent"] == candidate["commit"] and c["task_id"] == t["task_id"]]
+            protected = sorted({p for c in tested for p in json.loads(c["changed_paths"] or "[]")})
             candidate = {k: v for k, v in candidate.items() if k != "changed_paths"}
             candidate["checks"] = runs_of.get(candidate["binding_id"], [])
-        shown_tasks.append({**t, "candidate": candidate})
+            candidate["base_tests"] = [run for c in tested for run in runs_of.get(c["binding_id"], [])]
+        shown_tasks.append({**t, "candidate": candidate, "protected_changes": protected})
     return shown_tasks
 
 
@@ -319,6 +333,8 @@ def _candidate_lines(c: dict[str, Any] | None) -> list[str]:
     for check in latest.values():
         attempt = f", attempt {check['attempt']}" if check["attempt"] > 1 else ""
         lines.append(f"      check {shown(check['check'])}: {_check_words(check)}{attempt}")
+    for check in {check["check"]: check for check in c.get("base_tests") or []}.values():
+        lines.append(f"      check {shown(check['check'])} with the base's tests: {_check_words(check)}")
     return lines
 
 

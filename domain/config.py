@@ -18,6 +18,7 @@ from .canonical import canonical_json
 from .errors import BadInput
 from .events.base import Id
 from .names import check_branch_name, has_unsafe_characters
+from .protected import DEFAULT_PROTECTED
 from .sandbox import Confinement, extra_path, network_setting
 from .values import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LOG, parse_cost, parse_duration, parse_size, parse_tokens
 
@@ -168,7 +169,21 @@ CheckArgument = Annotated[NoNul, AfterValidator(_check_argument)]
 CheckEnvValue = Annotated[NoNul, _templates_using(CHECK_PLACEHOLDERS)]
 ArtifactDir = Annotated[str, AfterValidator(check_artifact_dir)]
 ExtraPath = Annotated[str, StringConstraints(min_length=1, max_length=4096), AfterValidator(extra_path)]
-NetworkValue = Annotated[str | tuple[int, ...], BeforeValidator(network_setting)]
+NetworkValue = Annotated[str | tuple[int, ...] | tuple[str, ...], BeforeValidator(network_setting)]
+
+
+def _ports_only(network: str | tuple[int, ...] | tuple[str, ...]) -> str | tuple[int, ...] | tuple[str, ...]:
+    """A check's or hook's network: "any", "none" or ports; a host list needs the egress proxy, which serves agents
+    (whose refusals it records on the worker's stream)."""
+    from .egress import is_host_list
+
+    if is_host_list(network):
+        raise ValueError("a list of hosts is enforced by docket's egress proxy, which serves agents only; give a "
+                         'check or hook "none", "any" or TCP ports (e.g. [443])')
+    return network
+
+
+PortsNetworkValue = Annotated[NetworkValue, AfterValidator(_ports_only)]
 
 
 class _Section(BaseModel):
@@ -188,9 +203,23 @@ class AgentConfig(_Section):
     # The sandbox's extras: paths it may also read (its own config folder, say "~/.claude") or write; its network.
     read: list[ExtraPath] = []
     write: list[ExtraPath] = []
-    network: NetworkValue = "any"  # its model API's port is not docket's to guess; narrow it with [443]
+    # Hosts it may reach through docket's egress proxy, ports, "none" or "any". Not set: its model API's hosts when
+    # its program is one docs/agents.md has a block for (claude, codex, aider: domain/egress.py), else "any".
+    network: NetworkValue = "any"
     # Its log's cap: past it the middle is cut (head and tail kept, a line says how much), recorded in WorkerExited
     max_log: Size = DEFAULT_MAX_LOG
+
+    @model_validator(mode="before")
+    @classmethod
+    def _network_of_its_program(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "network" not in data:
+            from .egress import default_network
+
+            command = data.get("command")
+            hosts = default_network(command if isinstance(command, list) else None)
+            if hosts != "any":
+                return {**data, "network": list(hosts)}
+        return data
 
     @model_validator(mode="after")
     def _prompt_reaches_the_agent(self) -> AgentConfig:
@@ -224,7 +253,10 @@ class CheckConfig(_Section):
     judge: Literal["exit", "relative-to-base"] = "exit"
     read: list[ExtraPath] = []  # e.g. a virtual environment or toolchain outside the execution
     write: list[ExtraPath] = []
-    network: NetworkValue = "none"  # it runs code the agent wrote: no TCP unless the configuration says so
+    network: PortsNetworkValue = "none"  # it runs code the agent wrote: no TCP unless the configuration says so
+    # Paths a candidate cannot weaken (domain/protected.py): one that changes them is also checked on the base-tests
+    # tree (its code, the base's files of these paths) and passes only if both pass; [] turns it off for this check.
+    protected: list[RelativeGlob] = list(DEFAULT_PROTECTED)
 
     @model_validator(mode="after")
     def _relative_needs_a_report(self) -> CheckConfig:
@@ -270,6 +302,8 @@ def check_config_sha256(name: str, check: CheckConfig) -> str:
         if getattr(check, key) != default:  # only when set, as junit
             value = getattr(check, key)
             document[key] = list(value) if isinstance(value, tuple) else value
+    if sorted(set(check.protected)) != sorted(DEFAULT_PROTECTED):  # only when set: the digests recorded before it stay
+        document["protected"] = sorted(set(check.protected))
     return hashlib.sha256(canonical_json(document)).hexdigest()
 
 
@@ -381,7 +415,7 @@ class HookConfig(_Section):
     env_allow: list[EnvPattern] = []
     read: list[ExtraPath] = []
     write: list[ExtraPath] = []  # beside its working directory, the repository's root
-    network: NetworkValue = "any"  # a hook notifies: a chat, a pager
+    network: PortsNetworkValue = "any"  # a hook notifies: a chat, a pager
 
     @field_validator("command")
     @classmethod
@@ -450,7 +484,7 @@ class Config(_Section):
 
     def widenings(self) -> list[str]:
         """What this configuration grants beyond docket's defaults, each named as docket.toml spells it: extra read
-        or write roots, an environment allow-list, a network beyond its section's default, hooks (commands run on a
+        or write roots, an environment allow-list, a network written out (other than "none"), hooks (commands run on a
         run's events), identities trusted to answer the inbox, and sandbox = "off". A repository's docket.toml is
         honoured for these only once its user trusts that very file (adapters/world/user_config.py)."""
         found = ['sandbox = "off"'] if self.sandbox == "off" else []
@@ -459,9 +493,8 @@ class Config(_Section):
             *((f"[checks.{n}]", c) for n, c in sorted(self.checks.items()))]
         for where, section in sections:
             found += [f"{where} {key}" for key in ("read", "write", "env_allow") if getattr(section, key)]
-            default = type(section).model_fields["network"].default
-            if section.network not in ("none", default) and default != "any":
-                found.append(f"{where} network")
+            if "network" in section.model_fields_set and section.network != "none":
+                found.append(f"{where} network")  # written out: the user's word on it, not the default's
         found += [f"[hooks] {selector!r}" for selector in sorted(self.hooks)]
         if self.inbox.trusted:
             found.append("[inbox] trusted")
@@ -518,7 +551,9 @@ DEFAULT_TOML = '''\
 # Placeholders: {worktree} {worker_dir} {port} {prompt} {prompt_file}, and for docket's MCP server {requests}
 #   {mcp_config} {docket}; write {{ or }} for a literal brace.
 # read, write: extra paths its sandbox allows (absolute or ~/..., e.g. read = ["~/.claude"]);
-# network: "any" (default), "none" or TCP ports it may connect to (e.g. [443]); checks default to "none".
+# network: hosts it may reach through docket's egress proxy (e.g. ["api.anthropic.com", "*.example.com:8443"]),
+#   TCP ports it may connect to directly (e.g. [443]), "none" or "any"; not set: claude, codex and aider get their
+#   model API's hosts, other commands "any"; checks default to "none" (ports only, as hooks).
 
 # Tested blocks for Codex CLI, Claude Code and aider, and why each flag is there: docs/agents.md.
 
@@ -561,6 +596,8 @@ DEFAULT_TOML = '''\
 # timeout = "20m"
 # junit = "out/docket/junit.xml"   # its report: the failing tests and their assertions go to the agent
 # judge = "relative-to-base"       # pass when no test fails that did not fail on the run's base already
+# protected = ["tests/**", "test/**", "**/conftest.py", "**/test_*.py", "**/*_test.py", "pytest.ini"]
+#   (the default) a candidate changing these is also checked with the base's copy of them; [] turns it off
 
 # [checks.lint]
 # command = ["ruff check . && ruff format --check ."]

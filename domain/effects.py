@@ -231,10 +231,12 @@ class ExecutionObservation:
     absent: nothing at the path and no admin entry names it. ready: a
     registered linked worktree of this repository, detached at the commit, with
     no tracked or untracked change: it may be reused. diverged: anything else
-    at the path (detail says what). unreadable: nothing is known.
+    at the path (detail says what). unreadable: nothing is known. unsafe:
+    nothing at the path, and the commit's tree names a path no checkout may
+    write ('.GIT', '..') or nests too deep: it never will be made.
     """
 
-    state: Literal["absent", "ready", "diverged", "unreadable"]
+    state: Literal["absent", "ready", "diverged", "unreadable", "unsafe"]
     detail: str = ""
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from . import events as ev
 from .aggregate import next_event
 from .candidate import Candidate
+from .codes import Code
 from .streams import candidate_stream as stream_of
 from .worker import recorded_identity
 
@@ -34,6 +35,10 @@ def decide_execution(candidate: Candidate, intent: ev.ExecutionRequested, observ
         return next_event(ev.ExecutionCreated, stream, candidate.version, now, intent_id=intent.intent_id,
                           run_id=candidate.run_id, check_id=intent.check_id, path=intent.path, commit=intent.commit,
                           result="observed")
+    if observed.state == "unsafe":  # an outcome, so the one check fails instead of every pass of the run stopping
+        return next_event(ev.ExecutionFailed, stream, candidate.version, now, intent_id=intent.intent_id,
+                          run_id=candidate.run_id, check_id=intent.check_id, code=Code.EXECUTION_UNSAFE_TREE,
+                          message=(observed.detail or f"commit {intent.commit} cannot be checked out safely")[:4000])
     if observed.state == "diverged":
         return next_event(ev.ExecutionFailed, stream, candidate.version, now, intent_id=intent.intent_id,
                           run_id=candidate.run_id, check_id=intent.check_id, code="execution-diverged",

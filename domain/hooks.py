@@ -130,7 +130,7 @@ class HookCommand:
 
 def request(hooks: Hooks | None, run_id: str, fired: Sequence[tuple[str, int, str]],
             commands: Mapping[str, HookCommand], new_intent_id: Callable[[], str], now: str, *, repository: str,
-            ledger: str, directory: str) -> list[ev.HookRequested]:
+            ledger: str, directory: str, base: str | None = None) -> list[ev.HookRequested]:
     """One intent for each (hook, position, event type) fired that the run has not asked for yet, in that order."""
     version = hooks.version if hooks else 0
     seen = {(r.hook, r.position) for r in hooks.requests} if hooks else set()
@@ -146,7 +146,7 @@ def request(hooks: Hooks | None, run_id: str, fired: Sequence[tuple[str, int, st
                                env_allow=list(command.env_allow), repository=repository, ledger=ledger,
                                directory=directory, sandbox=command.sandbox, read=list(command.read),
                                write=list(command.write), network=command.network if isinstance(command.network, str)
-                               else list(command.network)))
+                               else list(command.network), base=base))
         version += 1
     return made
 

@@ -8,6 +8,7 @@ never take "I could not tell" for "it is gone": unknown never reclaims.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Collection, Mapping
 from typing import Literal
 
@@ -15,6 +16,7 @@ from .process_identity import ProcessIdentity
 
 __all__ = [
     "SECRET_NAME",
+    "WITHHELD_UNLESS_NAMED",
     "Liveness",
     "ProcessIdentity",
     "bounded_tail",
@@ -22,8 +24,10 @@ __all__ = [
     "last_line",
     "liveness_of",
     "looks_secret_value",
+    "output_text",
     "redact",
     "redact_values",
+    "safe_text",
     "scrub_environment",
     "secret_values",
 ]
@@ -185,13 +189,35 @@ def glob_matches(name: str, pattern: str) -> bool:
         return False
 
 
+# Variables that name a door out of the sandbox rather than a secret: a socket or server that acts with the user's
+# authority (ssh-agent signs with the user's keys, gpg-agent decrypts, D-Bus reaches the keyring and the desktop,
+# docker's socket is root, a display takes keystrokes, tmux and an editor's IPC type into the user's terminals) or
+# where a database and its password file are. Landlock does not govern connect() on a named unix socket, so the
+# name is withheld: a launch gets one only when its env_allow names it exactly (a glob such as "*" or "SSH_*" is
+# not asking for the user's agent).
+WITHHELD_UNLESS_NAMED = frozenset({
+    "SSH_AUTH_SOCK", "SSH_AGENT_PID", "SSH_ASKPASS", "SSH_ASKPASS_REQUIRE", "GIT_ASKPASS", "GPG_AGENT_INFO",
+    "GNUPGHOME", "DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS", "DOCKER_HOST", "DOCKER_CONTEXT",
+    "DOCKER_CONFIG", "DOCKER_CERT_PATH", "CONTAINER_HOST", "CONTAINERS_CONF", "KUBECONFIG", "XDG_RUNTIME_DIR",
+    "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "PULSE_SERVER", "NOTIFY_SOCKET", "TMUX", "TMUX_PANE", "STY",
+    "KITTY_LISTEN_ON", "VSCODE_IPC_HOOK", "VSCODE_IPC_HOOK_CLI", "VSCODE_GIT_IPC_HANDLE", "VSCODE_GIT_ASKPASS_MAIN",
+    "VSCODE_GIT_ASKPASS_NODE", "VSCODE_GIT_ASKPASS_EXTRA_ARGS", "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE",
+    "PGUSER", "PGPASSWORD", "PGPASSFILE", "PGSERVICE", "PGSERVICEFILE", "PGSSLCERT", "PGSSLKEY", "PGSSLROOTCERT",
+    "MYSQL_UNIX_PORT", "MYSQL_HOST", "MYSQL_PWD", "REDIS_URL", "DATABASE_URL",
+})
+
+
 def scrub_environment(environ: Mapping[str, str], allow: Collection[str] = ()) -> tuple[dict[str, str], list[str]]:
-    """(kept, removed names): a credential-looking name or value is removed unless allow names or globs it."""
+    """(kept, removed names): a credential-looking name or value is removed unless allow names or globs it; a
+    name of WITHHELD_UNLESS_NAMED (a socket, an agent, a database) is removed unless allow names it exactly."""
     kept: dict[str, str] = {}
     removed: list[str] = []
     for name, value in environ.items():
-        allowed = any(name == pattern or glob_matches(name, pattern) for pattern in allow)
-        if allowed or not (SECRET_NAME.search(name) or looks_secret_value(value)):
+        if name in WITHHELD_UNLESS_NAMED:
+            allowed = name in allow
+        else:
+            allowed = any(name == pattern or glob_matches(name, pattern) for pattern in allow)
+        if allowed or not (name in WITHHELD_UNLESS_NAMED or SECRET_NAME.search(name) or looks_secret_value(value)):
             kept[name] = value
         else:
             removed.append(name)
@@ -236,26 +262,48 @@ def redact(text: str, secrets: Collection[str] = ()) -> str:
 # --- log tails ----------------------------------------------------------------------------------------------------
 
 _MARGIN = 8192  # chars read before what is kept, so a secret cut by the window is cut away again, not half shown
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # controls, bidi and invisible marks, lone surrogates
+_KEPT_CONTROLS = frozenset("\n\t")
+
+
+def _escaped_char(char: str) -> str:
+    if char in _KEPT_CONTROLS or unicodedata.category(char) not in _UNSAFE_CATEGORIES:
+        return char
+    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+
+
+def safe_text(text: str) -> str:
+    """text with every control, bidi or invisible character and every lone surrogate shown as an escape (\\x00,
+    \\x1b, \\u202e, \\udcff), newlines and tabs kept: what a process printed is data, never a terminal's
+    command, and NUL or a surrogate would make an event unrecordable (exit 70 on every resume)."""
+    if text.isprintable():  # the fast path: printable text has none of them
+        return text
+    return "".join(map(_escaped_char, text))
+
+
+def output_text(data: bytes, secrets: Collection[str] = ()) -> str:
+    """The one place a process's output bytes (an agent's, a check's, a hook's) become text for an event, a report
+    or a screen: decoded as UTF-8 (invalid bytes become U+FFFD), CRLF read as a newline, redacted (shapes and the
+    known secret values, on the text as printed) and then made safe (safe_text: NUL, ESC, a lone CR and the like are
+    escaped, never passed on)."""
+    return safe_text(redact(data.decode("utf-8", errors="replace").replace("\r\n", "\n"), secrets))
 
 
 def _decoded_end(data: bytes, chars: int, secrets: Collection[str]) -> str:
     window = data[-(4 * chars + _MARGIN):]  # a UTF-8 character is at most 4 bytes
-    return redact(window.decode("utf-8", errors="replace"), secrets)
+    return output_text(window, secrets)
 
 
 def _lines(text: str) -> list[str]:
-    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the final newline ends the last line; it does not start another
     return lines
 
 
 def bounded_tail(data: bytes, *, max_lines: int = 20, max_chars: int = 2000, secrets: Collection[str] = ()) -> str:
-    """The end of a log, decoded and redacted (shapes and secrets, the known values): at most max_lines lines and
-    max_chars characters, cut at the front.
-
-    Control characters are kept as they are: escaping them is the renderer's job.
-    """
+    """The end of a log, decoded, redacted (shapes and secrets, the known values) and made safe (output_text): at
+    most max_lines lines and max_chars characters, cut at the front."""
     if max_lines <= 0 or max_chars <= 0:
         return ""
     lines = _lines(_decoded_end(data, max_chars, secrets))[-max_lines:]

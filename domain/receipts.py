@@ -318,11 +318,28 @@ class _Contradictions:
         if sorted(c["check"] for c in confirmed.payload["checks"]) != sorted(handoff["checks"]) or sorted(
                 c["check_id"] for c in confirmed.payload["checks"]) != sorted(c["check_id"] for c in task["checks"]):
             self._fail(f"{where}'s handoff rests on other check runs than the receipt names")
+        if "protected" in task:  # receipts sealed before base-tests trees have none
+            self._protected(task["protected"], where, task["task_id"], candidate["commit"])
         for by in task["approval"]["by"]:
             if not any(e.type == "ApprovalRecorded" and e.payload.get("by") == by and any(
                     c.get("binding_id") == candidate["binding_id"] for c in e.payload["candidates"])
                     for e in self.cited):
                 self._fail(f"no cited ApprovalRecorded by {by!r} approves {where}'s candidate")
+
+    def _protected(self, protected: dict[str, Any], where: str, task_id: str, commit: str) -> None:
+        """A delivered task's protected paths: each base-tests run cited, on a tree pinned for the task on its
+        candidate's commit, passed; the paths are exactly what those trees set aside (their changed paths)."""
+        set_aside: set[str] = set()
+        for check in protected["base_tests"]:
+            self._check(check, f"{where}'s base tests", check["binding_id"])
+            if check["result"] != "passed":
+                self._fail(f"{where} was delivered, but check {check['check']} {check['result']} with the base's "
+                           "tests")
+            tree = self._find("CandidatePinned", f"{where}'s base-tests tree", binding_id=check["binding_id"],
+                              task_id=task_id, parent=commit)
+            set_aside.update(tree.payload["changed_paths"])
+        if sorted(set_aside) != sorted(protected["paths"]):
+            self._fail(f"{where}'s protected paths are not the ones its cited base-tests trees set aside")
 
     def _step(self, step: dict[str, Any]) -> None:
         where = f"integration step {step['step']}"

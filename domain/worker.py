@@ -98,7 +98,7 @@ def apply(worker: Worker | None, event: ev.Event, position: int) -> Worker:
     if isinstance(event, ev.WorkerLost):
         return replace(worker, status="lost")
     if isinstance(event, ev.WorkerActionRefused | ev.IntentOutcomeUnknown | ev.IntentOutcomeUnknownV2
-                  | ev.AgentReported):
+                  | ev.AgentReported | ev.EgressRefused):
         return worker
     if isinstance(event, ev.IntentCancelled):
         if event.intent_id == worker.launch_intent:
@@ -299,6 +299,15 @@ def reported(worker: Worker, generation: int, agent: str, report: AgentReport, n
                       format=report.format, session_id=report.session_id, input_tokens=report.input_tokens,
                       output_tokens=report.output_tokens, cost_micro_usd=report.cost_micro_usd, turns=report.turns,
                       is_error=report.is_error)
+
+
+def egress_refused(worker: Worker, generation: int, refused: list[tuple[str, int, int]], total: int, now: str,
+                   version: int) -> ev.Event:
+    """EgressRefused for the generation (appended right after its WorkerExited: ``version`` is that event's):
+    refused is (host, port, count), most refused first, at most 32 kept."""
+    return next_event(ev.EgressRefused, stream_of(worker.worker_id), version, now, run_id=worker.run_id,
+                      worker_id=worker.worker_id, generation=generation, total=total,
+                      refused=[ev.EgressRefusal(host=h, port=p, count=c) for h, p, c in refused[:32]])
 
 
 def refused(worker: Worker, generation: int, action: str, error: Refused, now: str) -> ev.Event:

@@ -122,7 +122,8 @@ def run_board(conn: ViewsConnection, run_id: str, now: str, *,
     results = {t["task_id"]: t["result"] for t in task_rows}
     worker_of = {w["task_id"]: w for w in workers.workers_of(conn, run_id) if w["task_id"]}  # the last one wins
     latest = {c["task_id"]: c for c in candidates.candidates_of(conn, run_id)
-              if not (c["boundary"] or "").startswith("integration-")}  # the queue's own pins are not a task's work
+              if not (c["boundary"] or "").startswith("integration-")  # the queue's own pins are not a task's work
+              and c["boundary"] != "base-tests"}  # nor the base-tests trees of its candidates
     checks_by = _latest_checks(checks.checks_of_run(conn, run_id))
     integration = integrations.integration_of(conn, run_id)
     steps = integration_steps.steps_of(conn, run_id)

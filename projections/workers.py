@@ -2,7 +2,8 @@
 
 The first registration of an id wins. ``status`` follows the Worker aggregate:
 registered, launching, running, exited, launch-failed, lost (its host stopped renewing: WorkerLost). ``sandbox``: "landlock" or "off" once its generation's
-launch is asked for.
+launch is asked for. ``egress_refused``: how many connections its egress proxy refused (EgressRefused), and
+``egress_hosts`` the most refused (host:port (count)).
 """
 
 from __future__ import annotations
@@ -18,14 +19,15 @@ COLUMNS = {"worker_id": str, "run_id": str, "role": str, "task_id": str, "genera
            "status": str, "host": str, "pid": int, "pgid": int, "launched_at": str, "log_path": str,
            "worktree": str, "ended_at": str, "exit_cause": str, "exit_code": int, "exit_signal": int,
            "tail_line": str, "session_id": str, "input_tokens": int, "output_tokens": int, "cost_micro_usd": int,
-           "agent_turns": int, "agent_error": int, "sandbox": str}
+           "agent_turns": int, "agent_error": int, "sandbox": str, "egress_refused": int, "egress_hosts": str}
 INDEXES = ("run_id",)
 PK = "worker_id"
 
 _FRESH_GENERATION = ("status = 'registered', host = NULL, pid = NULL, pgid = NULL, launched_at = NULL, "
                      "log_path = NULL, ended_at = NULL, exit_cause = NULL, exit_code = NULL, exit_signal = NULL, "
                      "tail_line = NULL, session_id = NULL, input_tokens = NULL, output_tokens = NULL, "
-                     "cost_micro_usd = NULL, agent_turns = NULL, agent_error = NULL, sandbox = NULL")
+                     "cost_micro_usd = NULL, agent_turns = NULL, agent_error = NULL, sandbox = NULL, egress_refused = NULL, "
+                     "egress_hosts = NULL")
 
 
 def _registered(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
@@ -83,13 +85,21 @@ def _reported(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) 
                None if p["is_error"] is None else int(p["is_error"]), p["worker_id"], p["generation"]))
 
 
+def _egress_refused(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    hosts = ", ".join(f"{r['host']}:{r['port']} ({r['count']})" for r in p["refused"][:5])
+    more = len(p["refused"]) - 5
+    c.execute("UPDATE workers SET egress_refused = ?, egress_hosts = ? WHERE worker_id = ? AND generation = ?",
+              (p["total"], hosts + (f" and {more} more" if more > 0 else ""), p["worker_id"], p["generation"]))
+
+
 def handlers() -> dict[str, Any]:
     from ..domain import events as ev  # the write path only: status on current views never imports pydantic
 
     return {ev.stored.WorkerRegistered: _registered, ev.stored.WorkerRelaunched: _relaunched,
             ev.stored.WorkerLaunchRequested: _launch_requested, ev.stored.WorkerLaunched: _launched,
             ev.stored.WorkerLaunchFailed: _launch_failed, ev.stored.WorkerExited: _exited,
-            ev.stored.WorkerLost: _lost, ev.stored.AgentReported: _reported}
+            ev.stored.WorkerLost: _lost, ev.stored.AgentReported: _reported,
+            ev.stored.EgressRefused: _egress_refused}
 
 
 def workers_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

@@ -75,6 +75,8 @@ def waiting_for_a_person(ledger: Ledger, views: Any, run_id: str | None = None, 
     from ...projections.inbox import OPEN_RUNS
     from ...projections.runs import list_runs
     from ..world.trees import files_diff
+    from .base_tests import protected_paths_of
+
     found = []
     runs = [r["run_id"] for r in list_runs(views.conn) if r.get("status") in OPEN_RUNS
             and (run_id is None or r["run_id"] == run_id)]
@@ -93,6 +95,8 @@ def waiting_for_a_person(ledger: Ledger, views: Any, run_id: str | None = None, 
                 continue
             entry = {"run_id": rid, "task_id": candidate.task_id, "binding_id": candidate.binding_id,
                      "commit": candidate.commit, "paths": list(held),
+                     # the tests it changed: the base's ran on its code too (base_tests.py)
+                     "protected_changes": protected_paths_of(views.conn, rid, candidate.task_id, candidate.commit),
                      "approve": f"docket approve {rid} --task {candidate.task_id} --by NAME"}
             if with_diff:
                 try:

@@ -214,20 +214,22 @@ def release_candidate(ledger: Ledger, clock: Clock, effector: Any, binding: str,
 
 def pin_tree(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: str, *, repository: Path,
              parent: str, tree: str, boundary: str, source: str, output: Path,
-             changed_since: str | None = None) -> candidate_aggregate.Candidate:
+             changed_since: str | None = None, changed: tuple[str, ...] | None = None) -> candidate_aggregate.Candidate:
     """Pin a tree already in the object store as a candidate of the task (no worker, no worktree capture): the
     commit of tree on parent at the candidate's ref. source names where the tree comes from (an integration ref); the
     changed paths are the tree's against changed_since (default: the run's base; a merge step's verification gives
     the integration head its steps merged onto, so a pin lists its steps' paths, not every path since the base);
-    output is the folder its checks' artifacts are copied back to (it stands for the candidate's worktree). The
-    same inputs give the same candidate, pinned once."""
+    output is the folder its checks' artifacts are copied back to (it stands for the candidate's worktree); changed,
+    when given, is recorded as its changed paths instead (a base-tests tree: the paths it sets aside). The same inputs
+    give the same candidate, pinned once."""
     from ...domain.binding import binding_id, binding_seed, candidate_ref, worktree_identity
 
     run = load_run(ledger, run_id)
     if run.base_commit is None:
         raise Refused("run-base-not-pinned", f"run {run_id} has no pinned base commit yet")
     since = changed_since or run.base_commit
-    changed = effector.ports.capture.changed_paths(repository, since, parent)
+    if changed is None:
+        changed = effector.ports.capture.changed_paths(repository, since, parent)
     _require_recordable(changed, task_id)
     identity = worktree_identity(str(repository), source)
     binding = binding_id(binding_seed(run_id, boundary), parent, tree, changed, identity)

@@ -67,6 +67,7 @@ class CheckSpec:
     junit: str | None = None  # its JUnit XML report, relative to the execution's root
     judge: str = "exit"  # exit | relative-to-base
     confinement: Confinement = Confinement(network="none")  # its sandbox (sandboxes.py)
+    protected: tuple[str, ...] = ()  # globs a candidate cannot weaken (domain/protected.py, base_tests.py); (): none
 
     @classmethod
     def of(cls, name: str, check: Any, *, sandbox: str = "landlock") -> CheckSpec:
@@ -78,7 +79,7 @@ class CheckSpec:
         return cls(name=name, argv=check.argv, config_sha256=check_config_sha256(name, check),
                    required=check.required, timeout_ms=check.timeout_ms, idle_timeout_ms=check.idle_timeout_ms,
                    environment=check.environment, env_allow=check.env_allow, junit=check.junit, judge=check.judge,
-                   confinement=confinement)
+                   confinement=confinement, protected=tuple(check.protected))
 
 
 @dataclass(frozen=True)

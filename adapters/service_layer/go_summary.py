@@ -1,6 +1,6 @@
 """What a `docket go` run came to, for its summary: each task's result, cycles, checks and dropped steps, the
 base's checks, the target's move, the overlaps the merge queue warned of, the commits someone other than docket put
-on the target, the workers that ran unsandboxed, what its agents reported they spent, and the receipt."""
+on the target, the workers that ran unsandboxed, the connections their egress proxies refused, what its agents reported they spent, and the receipt."""
 
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
                    for s in (integration.steps if integration is not None else ()) if s.task_id == task_id
                    and s.status in ("conflicted", "rejected")]
         checks: dict[str, str] = {}
+        binding = None
         if task.finished_binding or task.feedback:
             binding = task.finished_binding or next((f.binding_id for f in reversed(task.feedback) if f.binding_id),
                                                     None)
@@ -49,9 +50,11 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
                 for check in load_candidate(d.ledger, binding).checks:
                     if check.result:
                         checks[check.check] = check.result
+        protected, base_tests = _protected(d, run_id, task_id, binding)
         rows.append({"task": short_id(run_id, task_id), "task_id": task_id, "title": task.title, "result": result,
                      "cycles": len(task.feedback) + (task.result == "passed"), "candidate": task.finished_binding,
-                     "code": code, "checks": checks, "conflicts": dropped})
+                     "code": code, "checks": checks, "conflicts": dropped, "protected_changes": protected,
+                     "base_tests": base_tests})
     path = receipt_path(d.docket_dir, run_id)
     sealed = integration.receipt_sha256 if integration is not None else None
     waiting = run.waiting if run.status == "active" else None
@@ -70,7 +73,31 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
             "requeued": _requeued(d, run_id),
             "receipt_moved_by_others": _receipt_moved_by_others(d, run_id) if sealed else None,
             "unsandboxed": _unsandboxed(d, run.plan.task_ids if run.plan else ()),
+            "egress_refused": _egress_refused(d, run.plan.task_ids if run.plan else ()),
             "receipt": {"sealed": sealed, "path": str(path) if path.exists() else None}}
+
+
+def _protected(d: RunDriver, run_id: str, task_id: str, binding: str | None) -> tuple[list[str], dict[str, str]]:
+    """The protected paths the task's candidate changed, as its base-tests trees (base_tests.py) set them aside, and
+    each check's last result on them."""
+    import json
+
+    from ...projections.candidates import candidate_row, candidates_of
+    from .base_tests import BOUNDARY
+    from .candidates import load_candidate
+
+    conn = d.views().conn
+    candidate = candidate_row(conn, binding) if binding else None
+    if candidate is None or not candidate["commit"]:
+        return [], {}
+    tested = [c for c in candidates_of(conn, run_id, task_id)
+              if c["boundary"] == BOUNDARY and c["parent"] == candidate["commit"]]
+    results: dict[str, str] = {}
+    for c in tested:
+        for check in load_candidate(d.ledger, c["binding_id"]).checks:
+            if check.result:
+                results[check.check] = check.result
+    return sorted({p for c in tested for p in json.loads(c["changed_paths"] or "[]")}), results
 
 
 def _receipt_moved_by_others(d: RunDriver, run_id: str) -> dict[str, Any] | None:
@@ -95,6 +122,23 @@ def _unsandboxed(d: RunDriver, task_ids: Any) -> list[dict[str, Any]]:
         for _, event in d.ledger.history(worker_aggregate.stream_of(worker_id)):
             if isinstance(event, ev.WorkerLaunchRequested) and (event.sandbox is None or not event.sandbox.enforced):
                 found.append({"worker": worker_id, "generation": event.generation})
+    return found
+
+
+def _egress_refused(d: RunDriver, task_ids: Any) -> list[dict[str, Any]]:
+    """Each worker generation of the run whose egress proxy refused connections (EgressRefused): how many, to
+    which hosts."""
+    from ...domain import events as ev
+    from ...domain import worker as worker_aggregate
+    from .go_task import task_worker_id
+
+    found = []
+    for task_id in task_ids:
+        worker_id = task_worker_id(task_id)
+        for _, event in d.ledger.history(worker_aggregate.stream_of(worker_id)):
+            if isinstance(event, ev.EgressRefused):
+                found.append({"worker": worker_id, "generation": event.generation, "total": event.total,
+                              "refused": [r.model_dump() for r in event.refused]})
     return found
 
 

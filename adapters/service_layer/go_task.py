@@ -331,6 +331,11 @@ def _judge(s: Session, settings: GoSettings, run: run_aggregate.Run, task: task_
         if result != "passed":
             _feedback(s, task, generation, "check-failed", spec.name, candidate.binding_id, feedback, composed=True)
             return
+        result, feedback = _check_base_tests(s, settings, candidate, spec)
+        if result != "passed":
+            _feedback(s, task, generation, Code.BASE_TESTS_FAILED, spec.name, candidate.binding_id, feedback,
+                      composed=True)
+            return
     faults.crash_point("go:before-handoff")
     _hand_off(s, settings, task, candidate)
 
@@ -372,9 +377,6 @@ def _check(s: Session, settings: GoSettings, run_id: str, binding: str, spec: Ch
     feedback for the agent when it did not pass, with a note when the check fails on the run's base too (the base
     is checked once a candidate fails, or before, when it is judged relative to the base)."""
     from ...domain.check import concluded
-    from ...domain.processes import bounded_tail
-    from ...domain.task import check_feedback
-    from ..world.logs import known_secrets, log_summary
     from .base_checks import check_base, run_check
 
     candidate = s.ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(binding))
@@ -394,15 +396,50 @@ def _check(s: Session, settings: GoSettings, run_id: str, binding: str, spec: Ch
                           ledger_path=settings.ledger_path)
     except DocketError:
         base = None  # the note is left out; the candidate's own result stands
+    return done.result or "failed", _run_feedback(s, binding, done, spec, base_result=base.result if base else None,
+                                                  base_code=base.code if base else None)
+
+
+def _run_feedback(s: Session, binding: str, done: candidate_aggregate.CheckRun, spec: CheckSpec, *,
+                  base_result: str | None = None, base_code: str | None = None) -> str:
+    """The feedback of a check run that did not pass: its failing tests by its report, else its output's end."""
+    from ...domain.processes import bounded_tail
+    from ...domain.task import check_feedback
+    from ..world.logs import known_secrets, log_summary
+
     tail = next((getattr(e, "tail", "") for _, e in reversed(s.ledger.history(candidate_aggregate.stream_of(binding)))
                  if getattr(e, "check_id", None) == done.check_id and getattr(e, "tail", None) is not None), "")
     if done.log_path and _tests_unusable(done):  # the end of its output, more of it than the event keeps
         tail = bounded_tail(log_summary(Path(done.log_path)).end, max_lines=60, max_chars=3500,
                             secrets=known_secrets()) or tail
-    return done.result or "failed", check_feedback(spec.name, done.result or "failed", done.result_code, done.tests,
-                                                   tail, message=done.result_message,
-                                                   base_result=base.result if base else None,
-                                                   base_code=base.code if base else None)
+    return check_feedback(spec.name, done.result or "failed", done.result_code, done.tests, tail,
+                          message=done.result_message, base_result=base_result, base_code=base_code)
+
+
+def _check_base_tests(s: Session, settings: GoSettings, candidate: candidate_aggregate.Candidate,
+                      spec: CheckSpec) -> tuple[str, str]:
+    """The required check's result on the candidate's base-tests tree (base_tests.py: the candidate's code with the
+    base's copy of the check's protected paths), when the candidate has one; "passed" when it has none. The feedback
+    says the base's tests fail on the agent's code, and which paths of its it set aside."""
+    from ...domain.junit import escaped
+    from ...domain.protected import protected_changes
+    from ...domain.task import MAX_FEEDBACK_CHARS
+    from .base_tests import check_base_tests
+
+    tested = check_base_tests(s.ledger, s.clock, s.effector, candidate.binding_id, spec,
+                              artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
+                              ledger_path=settings.ledger_path)
+    if tested is None or tested.result == "passed":
+        return "passed", ""
+    changed = protected_changes(candidate.changed_paths, spec.protected)
+    head = (f"{spec.name} passed on your candidate, but the base's tests fail on your code: docket ran {spec.name} "
+            f"again with the run's base's copy of its protected paths ({', '.join(spec.protected)}), and it "
+            f"{tested.result}. Deleting, skipping or rewriting a test does not make a check pass; make the code "
+            "pass the base's tests"
+            + (f" (you changed {escaped(', '.join(changed[:10]))}{', ...' if len(changed) > 10 else ''})"
+               if changed else "") + ".\n")
+    body = _run_feedback(s, tested.binding_id, tested.run, spec)
+    return tested.result, (head + body)[:MAX_FEEDBACK_CHARS]
 
 
 def _tests_unusable(run: candidate_aggregate.CheckRun) -> bool:

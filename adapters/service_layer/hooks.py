@@ -57,7 +57,8 @@ def fire_hooks(ledger: Ledger, clock: Clock, effector: Any, hooks: Mapping[str, 
             made = hooks_aggregate.request(
                 ledger.get(hooks_aggregate.apply, hooks_aggregate.stream_of(run_id)), run_id, fired, commands,
                 lambda: new_id("hook"), now, repository=str(repository.absolute()),
-                ledger=str(ledger_path.absolute()), directory=str((docket_dir / "hooks").absolute()))
+                ledger=str(ledger_path.absolute()), directory=str((docket_dir / "hooks").absolute()),
+                base=_run_base(ledger, run_id))
             requested.extend(made)
             return list(made)
 
@@ -72,6 +73,14 @@ def fire_hooks(ledger: Ledger, clock: Clock, effector: Any, hooks: Mapping[str, 
             if isinstance(result.event, HookFinished):
                 outcomes.append(result.event)
     return Fired(examined, tuple(requested), tuple(outcomes))
+
+
+def _run_base(ledger: Ledger, run_id: str) -> str | None:
+    """The run's base commit: the files of the repository a hook names are run as it holds them."""
+    from ...domain import run as run_aggregate
+
+    run = ledger.get(run_aggregate.apply, run_aggregate.stream_of(run_id))
+    return run.base_commit if run is not None else None
 
 
 def _fired(ledger: Ledger, hooks: Mapping[str, HookConfig], run_id: str, after: int,

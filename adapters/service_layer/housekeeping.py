@@ -348,6 +348,10 @@ def kept_elsewhere(ledger: Ledger, capture: CapturePort, candidate_refs: Candida
                 return "it pins the run's base commit's own tree: no work of its own"
         except (KeyError, OSError):
             pass
+    from .base_tests import BOUNDARY as BASE_TESTS
+
+    if candidate.boundary == BASE_TESTS:  # its candidate's code and the base's protected files, made again at will
+        return "it is a base-tests tree (the candidate's code with the base's tests): no work of its own"
     for other in bindings:
         if other == binding:
             continue

@@ -279,7 +279,35 @@ class _Builder:
             "checks": [self.check(step.binding_id, c.check_id) for c in confirmed.checks],
             "handoff": {"state": "confirmed", "checks": sorted(c.check for c in confirmed.checks)},
             "approval": {"by": sorted({approval.by for _, approval in approvals})},
+            "protected": self.protected(step.binding_id, pinned, confirmed),
         }
+
+    def protected(self, binding_id: str, pinned: ev.CandidatePinned, confirmed: ev.HandoffConfirmed) -> dict[str, Any]:
+        """The protected paths the candidate changed, as its base-tests trees (base_tests.py: pinned on its commit,
+        their changed paths the ones set aside) record them, and the confirmed checks' runs on those trees."""
+        from ...domain import candidate as candidate_aggregate
+        from ...domain.check import concluded
+        from .base_tests import BOUNDARY
+
+        own = self.ledger.get(candidate_aggregate.apply, candidate_stream(binding_id))
+        assert own is not None
+        tested = sorted({e.binding_id for _, e in self.ledger.events_of(ev.CandidatePinRequested,
+                                                                         ev.CandidatePinRequestedV2)
+                         if e.run_id == self.run_id and e.boundary == BOUNDARY and e.task_id == pinned.task_id
+                         and e.parent == pinned.commit})
+        paths: set[str] = set()
+        runs = []
+        for binding in tested:
+            candidate = self.ledger.get(candidate_aggregate.apply, candidate_stream(binding))
+            if candidate is None or candidate.status != "pinned":
+                continue
+            for c in confirmed.checks:
+                done = concluded(candidate, c.check, own.check_run(c.check_id).config_sha256)
+                if done is not None:
+                    runs.append(self.check(binding, done.check_id))
+            if any(run["binding_id"] == binding for run in runs):
+                paths.update(candidate.changed_paths)
+        return {"paths": sorted(paths), "base_tests": runs}
 
     def requests(self) -> list[dict[str, Any]]:
         """Every request the run's agents made, in the order made: what each asked, its answer and who gave it,

@@ -27,7 +27,7 @@ from .workers import exit_worker, finish_stop, request_stop
 
 __all__ = ["Finding", "LAUNCH_FOLDERS", "reconcile_supervisions", "reconcile_workers"]
 
-LAUNCH_FOLDERS = ("worktrees", "executions", "workers", "checks", "hooks")  # under docket's folder: where launches run
+LAUNCH_FOLDERS = ("worktrees", "executions", "workers", "checks", "hooks", "setup")  # under docket's folder: where launches run
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,10 @@ The path of a launch, each step recorded before the next is taken:
 1. the task's worker (registered at generation 1, or relaunched at the next
    generation once its last process is positively gone);
 2. the task's worktree, through its intent (WorktreeRequested), then its setup
-   and included files (WorktreePrepared);
+   and included files (WorktreePrepared): each setup command launched as a check
+   is, in the agent's sandbox (it writes the new workspace only), with the agent's
+   scrubbed environment, the repository files it names taken from the run's base
+   commit (adapters/world/base_copies.py);
 3. the lease on the worktree for this generation (reclaimed only by the rules
    of ``domain.lease.grant``);
 4. the launch intent (WorkerLaunchRequested), driven by the effector: the agent
@@ -21,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +33,7 @@ from ...domain import lease as lease_aggregate
 from ...domain import task as task_aggregate
 from ...domain import worker as worker_aggregate
 from ...domain.canonical import canonical_json
+from ...domain.codes import Code
 from ...domain.errors import DocketError, OutcomeUnknown, Refused, WorkFailed
 from ...domain.events import Event, LeaseGranted
 from ...domain.processes import ProcessIdentity, bounded_tail, scrub_environment
@@ -161,7 +164,8 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
     assert task.worktree is not None
     worktree = Path(task.worktree)
     if not task.prepared:
-        task = _prepare(ledger, clock, effector.ports.workspaces, task, request, main_checkout, worktree)
+        task = _prepare(ledger, clock, effector.ports.workspaces, task, request, main_checkout, worktree,
+                        processes=processes, repository=repository, docket_dir=docket_dir)
 
     resource = worktree_resource(request.run_id, request.task_id)
     token = _grant(ledger, clock, processes, resource, worker)
@@ -191,7 +195,6 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
     env = _environment(request, values, worker, worktree, ledger_path, port, intent_id)
     if prompt_file is not None:
         env["DOCKET_PROMPT_FILE"] = str(prompt_file)
-    from ..world.processes import LaunchSpec
     from ..world.workspaces import agent_roots
     from ..world.sandbox_roots import sandbox_for
 
@@ -199,7 +202,32 @@ def _launch(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request:
     git_write, git_read = agent_roots(repository, worktree)
     sandbox = sandbox_for(request.confinement, write=[*git_write, generation_dir],
                           read=[*git_read, *([prompt_file] if prompt_file else []), *docket_roots()],
-                          temporary=generation_dir / "tmp", argv=argv, env=env, cwd=worktree)
+                          temporary=generation_dir / "tmp", argv=argv, env=env, cwd=worktree,
+                          egress_key=egress_key(request.worker_id, worker.generation))
+    try:
+        return _launch_sandboxed(ledger, clock, effector, launcher, request, worker, supervisions, sandbox,
+                                 argv=argv, env=env, worktree=worktree, log_path=log_path, stdin=stdin, port=port,
+                                 token=token, intent_id=intent_id, channel_path=channel_path, docket_dir=docket_dir,
+                                 resource=resource)
+    except BaseException:
+        from ..world.egress_proxy import close_proxy
+
+        close_proxy(egress_key(request.worker_id, worker.generation))  # nothing ran through it worth recording
+        raise
+
+
+def egress_key(worker_id: str, generation: int) -> str:
+    """The name of a worker generation's egress proxy (egress_proxy.py) in this process."""
+    return f"{worker_id}/{generation}"
+
+
+def _launch_sandboxed(ledger: Ledger, clock: Clock, effector: Any, launcher: Any, request: LaunchRequest,
+                      worker: worker_aggregate.Worker, supervisions: dict[str, str], sandbox: Any, *,
+                      argv: tuple[str, ...], env: dict[str, str], worktree: Path, log_path: Path, stdin: Path | None,
+                      port: int | None, token: int, intent_id: str, channel_path: Path, docket_dir: Path,
+                      resource: str) -> Launched:
+    from ..world.processes import LaunchSpec
+
     spec = LaunchSpec(argv=argv, cwd=worktree, env=env, log_path=log_path, stdin_path=stdin, sandbox=sandbox)
 
     def decision(now: str) -> Event:
@@ -316,22 +344,33 @@ def _task_worktree(ledger: Ledger, clock: Clock, effector: Any, task_id: str, re
 
 
 def _prepare(ledger: Ledger, clock: Clock, workspaces: WorkspacePort, task: task_aggregate.Task,
-             request: LaunchRequest, main_checkout: Path | None, worktree: Path) -> task_aggregate.Task:
+             request: LaunchRequest, main_checkout: Path | None, worktree: Path, *, processes: Any,
+             repository: Path, docket_dir: Path) -> task_aggregate.Task:
     """Copy the included files and run the setup commands in the new worktree; record that they ran."""
     included = workspaces.copy_includes(main_checkout, worktree, list(request.include)) \
         if request.include and main_checkout is not None else []
-    env, _ = scrub_environment(os.environ, request.env_allow)
+    env = _setup_environment(request, worktree)
+    base = load_run(ledger, request.run_id).base_commit
     failed = message = None
-    for argv in request.setup:
+    for index, argv in enumerate(request.setup):
         try:
-            done = _run_setup(list(argv), worktree, env)
-        except (OSError, subprocess.TimeoutExpired) as e:
+            code, cause, tail = _run_setup(processes, list(argv), index=index, worktree=worktree, env=dict(env),
+                                           confinement=request.confinement, repository=repository, base=base,
+                                           folder=docket_dir / "setup" / task.task_id, docket_dir=docket_dir)
+        except Refused as e:
+            failed, message = e.code, e.message
+            break
+        except (OSError, ValueError) as e:
             failed, message = "setup-failed", f"setup command {list(argv)!r} could not run: {e}"
             break
-        if done.returncode != 0:
+        if cause is not None:
+            failed, message = "setup-failed", (f"setup command {list(argv)!r} was stopped at its timeout of "
+                                               f"{SETUP_TIMEOUT_SECONDS} s: {tail}")
+            break
+        if code != 0:
             failed = "setup-failed"
-            message = (f"setup command {list(argv)!r} exited {done.returncode}: "
-                       f"{bounded_tail(done.stdout + done.stderr, max_lines=5, max_chars=1000, secrets=known_secrets())}")
+            how = f"exited {code}" if code > 0 else f"was killed by signal {-code}"
+            message = f"setup command {list(argv)!r} {how}: {tail}"
             break
 
     def decision(now: str) -> Event:
@@ -344,23 +383,60 @@ def _prepare(ledger: Ledger, clock: Clock, workspaces: WorkspacePort, task: task
     return load_task(ledger, task.task_id)
 
 
-def _run_setup(argv: list[str], worktree: Path, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
-    """One setup command, in a session of its own, known to the process tree as docket's own child (so that the
-    orphan scan of a parallel task's launch never takes it for a daemon: process_tree.py)."""
-    from ..world import process_tree
+def _setup_environment(request: LaunchRequest, worktree: Path) -> dict[str, str]:
+    """A setup command's environment, scrubbed as the agent's is: no credential-looking variable unless env_allow
+    names it, no DOCKET_* of docket's own (its tokens, where its ledger is), no PostgreSQL settings; plus
+    DOCKET_RUN, DOCKET_TASK and DOCKET_WORKTREE."""
+    env, _ = scrub_environment(os.environ, request.env_allow)
+    env = {k: v for k, v in env.items() if not k.startswith("DOCKET_")
+           and (k not in LEDGER_DATABASE_VARIABLES or k in request.env_allow)}
+    env.update(DOCKET_RUN=request.run_id, DOCKET_TASK=request.task_id, DOCKET_WORKTREE=str(worktree))
+    return env
 
-    with process_tree.started() as own:
-        popen = subprocess.Popen(argv, cwd=worktree, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, start_new_session=True)
-        own.add(popen.pid)
-    with popen:
-        try:
-            stdout, stderr = popen.communicate(timeout=SETUP_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            popen.kill()
-            popen.communicate()
-            raise
-    return subprocess.CompletedProcess(argv, popen.returncode, stdout, stderr)
+
+def _run_setup(processes: Any, argv: list[str], *, index: int, worktree: Path, env: dict[str, str],
+               confinement: Confinement, repository: Path, base: str | None, folder: Path,
+               docket_dir: Path) -> tuple[int, str | None, str]:
+    """One setup command, launched as a check is (the gated spawn of processes.py: its own session, a child of
+    docket's process tree, so the orphan scan of a parallel task's launch never takes it for a daemon) in the
+    agent's sandbox: it writes the new workspace and its private TMPDIR only, reads what the agent reads, and the
+    repository files it names are the run's base's copies (base_copies.py). (returncode, "timeout" or None, the
+    redacted tail of its output.) Refused script-not-from-base, sandbox-unavailable."""
+    from ..world.base_copies import setup_command
+    from ..world.files import own_folder
+    from ..world.processes import LaunchSpec, wait_for_group
+    from ..world.sandbox_roots import sandbox_for
+    from ..world.workspaces import agent_roots
+
+    own_folder(docket_dir, folder)
+    stem = f"{index}.{new_id('setup')}"
+    if base is None:
+        raise Refused(Code.SCRIPT_NOT_FROM_BASE, "the run has no pinned base commit to run its setup commands from")
+    run_argv, copies = setup_command(argv, repository=repository, base=base, workspace=worktree,
+                                     folder=folder / f"{stem}.base")
+    git_write, git_read = agent_roots(repository, worktree)
+    sandbox = sandbox_for(confinement, write=git_write, read=[*git_read, *([copies] if copies else [])],
+                          temporary=folder / f"{stem}.tmp", argv=run_argv, env=env, cwd=worktree)
+    log_path = folder / f"{stem}.log"
+    gated = processes.spawn_gated(LaunchSpec(argv=tuple(run_argv), cwd=worktree, env=env, log_path=log_path,
+                                             sandbox=sandbox))
+    try:
+        gated.open()
+    except BrokenPipeError:
+        gated.popen.wait()
+        return 125, None, "its held process ended before its gate opened"
+    code, cause = wait_for_group(processes, gated, timeout_ms=SETUP_TIMEOUT_SECONDS * 1000, log_path=log_path)
+    return code, cause, _tail(log_path)
+
+
+def _tail(log_path: Path) -> str:
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - 65536))
+            end = f.read()
+    except OSError:
+        return ""
+    return bounded_tail(end, max_lines=5, max_chars=1000, secrets=known_secrets())
 
 
 def _grant(ledger: Ledger, clock: Clock, processes: Any, resource: str, worker: worker_aggregate.Worker) -> int:
@@ -490,7 +566,8 @@ def exit_worker(ledger: Ledger, clock: Clock, worker_id: str, generation: int, *
                 started_at: str | None, agent: str | None = None, report: str | None = None,
                 max_log: int = DEFAULT_MAX_LOG) -> bool:
     """Record WorkerExited for the generation, once (False if it was already recorded); with a report format,
-    AgentReported in the same transaction when the agent's output holds one. The log is capped to max_log first
+    AgentReported in the same transaction when the agent's output holds one, and EgressRefused when its egress
+    proxy (in this process) refused connections; the proxy is closed first. The log is capped to max_log first
     (log_cap.py): what was cut is recorded with it. A report that brings the run's use to its max cost or tokens
     stops the run there (usage.py)."""
     from ...domain.agent_reports import parse_report
@@ -502,6 +579,9 @@ def exit_worker(ledger: Ledger, clock: Clock, worker_id: str, generation: int, *
     summary = log_summary(log_path)
     output = redact_values(summary.end.decode("utf-8", "replace"), known_secrets())  # a session id may not be one
     parsed = parse_report(report, output) if report and agent else None
+    from ..world.egress_proxy import close_proxy
+
+    egress = close_proxy(egress_key(worker_id, generation))  # its proxy stops with it; None: none here
 
     def decision(now: str) -> list[Event]:
         duration = None if started_at is None else max(0, to_ms(now) - to_ms(started_at))
@@ -511,6 +591,9 @@ def exit_worker(ledger: Ledger, clock: Clock, worker_id: str, generation: int, *
             log_sha256=summary.sha256, log_bytes=summary.size, tail=summary.tail, now=now, log_cut_bytes=summary.cut))
         if events and parsed is not None and agent is not None:
             events.append(worker_aggregate.reported(worker, generation, agent, parsed, now, version=events[-1].version))
+        if events and egress is not None and egress.total:
+            events.append(worker_aggregate.egress_refused(worker, generation, egress.entries(), egress.total, now,
+                                                          version=events[-1].version))
         return events
 
     appended = ledger.decide(decision, clock.now())

@@ -25,6 +25,7 @@ as they are.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -33,13 +34,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...domain.codes import Code
 from ...domain.errors import BadInput, Conflict, NotFound, Refused
+from ...domain.processes import safe_text
 from ...domain.values import DEFAULT_MAX_FILE_SIZE
 from .blobs import has_object
 from .change_watch import watch_of
 from .flat_trees import FLATTENED as _FLATTENED  # noqa: F401  (tests clear it)
 from .flat_trees import flattened as _flattened
-from .flat_trees import remember_tree
+from .flat_trees import MAX_TREE_DEPTH, remember_tree, too_deep, unsafe_name, unsafe_path
+from .regular_files import NotRegular, open_regular
 from .repository import DulwichRepository, open_repo, same
 from .size_limit import SizeLimit, large_file_id, require_small_history
 from .stat_cache import CACHE_NAME, StatCache, seed_stat_cache
@@ -264,6 +268,8 @@ class _Walk:
                         continue
                     if len(name) == 4 and rel and name.lower() == b".git" and os.path.lexists(where + b"/.git"):
                         return  # the same, where the file system ignores case
+                    if unsafe_name(name):  # '.GIT' and the like: no checkout of the candidate could write it
+                        raise unsafe_path(prefix + name)
                     if e.is_dir(follow_symlinks=False):
                         folders.append(name)
                     else:
@@ -322,6 +328,8 @@ class _Walk:
     def _again(self, path: bytes) -> None:
         """Look at path again, as the walk of its folder would: a folder is walked whole, a file or symlink taken,
         anything gone or else left out. Its folder must be one the walk enters (a folder of HEAD's, unmoved)."""
+        if any(part != b".git" and unsafe_name(part) for part in path.split(b"/")):  # as the walk's listing refuses
+            raise unsafe_path(path)
         try:
             st = os.lstat(self.root + b"/" + path)
         except (FileNotFoundError, NotADirectoryError):
@@ -336,7 +344,10 @@ class _Walk:
 
         A failure to write objects is an I/O failure, and propagates as it is.
         """
-        where = f"{os.fsdecode(path) or '.'} in {os.fsdecode(self.root)}"
+        where = safe_text(f"{os.fsdecode(path) or '.'} in {os.fsdecode(self.root)}")  # an agent's name: any bytes
+        if isinstance(e, NotRegular):  # swapped for a FIFO or a device after it was listed: never read
+            return Refused(Code.WORKTREE_NOT_REGULAR, f"{where} was a file when listed and is not one when read (a "
+                                                      "FIFO, a device?); nothing was pinned")
         return Refused("worktree-unreadable", f"cannot read {where}: {e.strerror}")
 
     def _subfolder(self, path: bytes) -> None:
@@ -346,6 +357,8 @@ class _Walk:
         if path not in self.tracked_folders:
             if self._under_artifact(path) or self.ignores.may_prune_directory(os.fsdecode(path)):
                 return
+        if path.count(b"/") >= MAX_TREE_DEPTH:  # the walk recurses a frame or two a folder: refused, never overflown
+            raise too_deep(path)
         self.folder(path)
 
     def _wanted(self, path: bytes) -> bool:
@@ -402,7 +415,7 @@ def _under(path: bytes, folders: set[bytes]) -> bool:
 
 
 def _read_file(path: bytes) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = open_regular(path)
     try:
         with os.fdopen(fd, "rb", closefd=False) as f:
             return f.read()
@@ -411,18 +424,52 @@ def _read_file(path: bytes) -> bytes:
 
 
 def _ignores(repo):  # noqa: ANN001, ANN202
-    """The ignore rules git applies in this worktree: info/exclude is the common git dir's, not the worktree's."""
-    from dulwich.ignore import IgnoreFilter, IgnoreFilterManager, default_user_ignore_filter_path
+    """The ignore rules git applies in this worktree: its .gitignore files, info/exclude of the common git dir (not
+    the worktree's), and the excludes file of the user's own configuration. Never the excludes file the workspace's
+    config names: that is the agent's to write, and could name ~/.ssh/id_rsa, /dev/zero or a FIFO. Every file is
+    opened as open_regular does; one that is not a regular file counts as absent."""
+    from dulwich.config import StackedConfig
+    from dulwich.ignore import IgnoreFilter, default_user_ignore_filter_path
 
-    config = repo.get_config_stack()
-    ignorecase = config.get_boolean(b"core", b"ignorecase", False)
+    ignorecase = repo.get_config_stack().get_boolean(b"core", b"ignorecase", False)
+    users = default_user_ignore_filter_path(StackedConfig(StackedConfig.default_backends()))
     filters = []
-    for path in (os.path.join(repo.commondir(), "info", "exclude"), default_user_ignore_filter_path(config)):
-        try:
-            filters.append(IgnoreFilter.from_path(os.path.expanduser(path), ignorecase))
-        except OSError:
-            pass
-    return IgnoreFilterManager(repo.path, filters, ignorecase)
+    for path in (os.path.join(repo.commondir(), "info", "exclude"), os.path.expanduser(users)):
+        patterns = _ignore_patterns(path)
+        if patterns is not None:
+            filters.append(IgnoreFilter(patterns, ignorecase, path=path))
+    return _regular_ignores_class()(repo.path, filters, ignorecase)
+
+
+def _ignore_patterns(path: str) -> list[bytes] | None:
+    """The patterns of the ignore file at path, read as open_regular does; None when it is absent or not a file."""
+    from dulwich.ignore import read_ignore_patterns
+
+    try:
+        fd = open_regular(path)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        return list(read_ignore_patterns(f))
+
+
+@functools.cache
+def _regular_ignores_class():  # noqa: ANN202  (made on first use: dulwich is imported late, as everywhere here)
+    from dulwich.ignore import IgnoreFilter, IgnoreFilterManager
+
+    class RegularIgnores(IgnoreFilterManager):
+        """dulwich's manager, its .gitignore files read as open_regular does (dulwich opens without O_NONBLOCK: a
+        FIFO named .gitignore in the workspace would block the capture forever)."""
+
+        def _load_path(self, path: str):  # noqa: ANN202
+            if path not in self._path_filters:
+                where = os.path.join(self._top_path, path, ".gitignore")
+                patterns = _ignore_patterns(where)
+                self._path_filters[path] = None if patterns is None else \
+                    IgnoreFilter(patterns, self._ignorecase, path=where)
+            return self._path_filters[path]
+
+    return RegularIgnores
 
 
 def _artifact_prefix(artifact_dir: str | None) -> bytes | None:

@@ -26,6 +26,7 @@ import stat
 import subprocess
 from pathlib import Path
 
+from ...domain.processes import output_text
 from ...domain.target_move import CheckoutObservation
 from .inert_git import InertGit, inert_git
 
@@ -144,7 +145,7 @@ def _paths(git: InertGit, *args: str) -> list[str]:
     except (OSError, subprocess.TimeoutExpired) as e:
         raise _Unreadable(f"git {args[0]} in {git.cwd}: {e}") from None
     if done.returncode != 0:
-        reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        reason = output_text(done.stderr).strip().splitlines()  # may name the agent's files
         raise _Unreadable(f"git {args[0]} in {git.cwd} exited {done.returncode}"
                           + (f": {reason[-1]}" if reason else ""))
     return [os.fsdecode(p) for p in done.stdout.split(b"\0") if p]

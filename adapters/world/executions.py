@@ -101,7 +101,10 @@ def create_execution(repository: Path, path: Path, commit: str) -> None:
         except (KeyError, ValueError, UnicodeEncodeError):
             return
         with making_worktrees(repository, exclusive=True):
-            if _observe(repo, repository, path, commit).state != "absent":
+            observed = _observe(repo, repository, path, commit)
+            if observed.state == "unsafe":  # nothing made: the effector records this as the check's outcome
+                raise Refused("execution-unsafe-tree", observed.detail)
+            if observed.state != "absent":
                 return
             anchor = _anchor(path)
             anchor.mkdir(mode=0o700, parents=True, exist_ok=True)  # the data folder (or [workspace] root)
@@ -258,6 +261,29 @@ def _is_folder(path: Path) -> bool:
         return False
 
 
+def _absent_or_unsafe(repo, commit: str) -> ExecutionObservation:  # noqa: ANN001
+    """absent, or unsafe when the commit's tree names a path no checkout may write ('.GIT/hooks', pinned before the
+    capture refused it) or nests past MAX_TREE_DEPTH: making it would raise on every pass, with no outcome recorded,
+    and stop the whole run; observed here, it is that check's failed outcome."""
+    from dulwich.objects import Commit
+
+    from ...domain.codes import Code
+    from .flat_trees import flattened
+
+    try:
+        found = repo[commit.encode("ascii")]
+        if isinstance(found, Commit):
+            flattened(repo.object_store, found.tree)
+    except Refused as e:
+        if e.code in (Code.UNSAFE_TREE_PATH, Code.TREE_TOO_DEEP):
+            return ExecutionObservation("unsafe", detail=f"commit {commit} cannot be checked out safely ({e.code}): "
+                                                         f"{e.message.split('; nothing was pinned')[0]}"[:4000])
+        return ExecutionObservation("unreadable", detail=f"commit {commit}: {e.message}"[:4000])
+    except (KeyError, ValueError):
+        pass  # making it says what is missing, as before
+    return ExecutionObservation("absent")
+
+
 def _observe(repo, common: Path, path: Path, commit: str) -> ExecutionObservation:  # noqa: ANN001
     def diverged(detail: str) -> ExecutionObservation:
         return ExecutionObservation("diverged", detail=detail)
@@ -268,7 +294,7 @@ def _observe(repo, common: Path, path: Path, commit: str) -> ExecutionObservatio
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        return ExecutionObservation("absent")
+        return _absent_or_unsafe(repo, commit)
     if stat.S_ISLNK(st.st_mode):
         return diverged(f"{path} is a symlink (not followed)")
     if not stat.S_ISDIR(st.st_mode):

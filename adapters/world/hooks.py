@@ -7,7 +7,14 @@ both claim it), ``.json`` (the event, the command's stdin), ``.log`` (its
 output, never shown on docket's terminal), ``.process`` (the command's identity,
 written before its gate opens) and ``.result`` (how it ended, written once).
 What these files hold, and whether the processes they name live, is the
-observation ``domain/hooks.py`` decides on.
+observation ``domain/hooks.py`` decides on. Two folders go with them:
+``.base``, the hook's working directory, holding the run's base commit's
+copies of the repository files its command names (``base_copies.py``: never a
+checkout's copy, which a delivered candidate may have written), and ``.tmp``,
+its TMPDIR. With the sandbox on, a hook writes only ``.tmp`` (and the ``write``
+extras its table names): not the repository, its ``.git``, the ledger or
+docket's folders; it reads its stdin document, ``.base`` and what any launch
+reads (sandbox_roots.py).
 """
 
 from __future__ import annotations
@@ -205,13 +212,38 @@ def _spawn(processes: Any, intent: HookRequested) -> tuple[Any, dict[str, Any]]:
 
     network = intent.network if isinstance(intent.network, str) else tuple(intent.network)
     confinement = Confinement(mode=intent.sandbox, read=tuple(intent.read), write=tuple(intent.write), network=network)
-    # the repository is the hook's working directory, and its to write: a hook is the user's own command, not an
-    # agent's (the repository's .git, with docket's folder, is beneath it: Landlock cannot carve a folder out)
-    sandbox = sandbox_for(confinement, write=[Path(intent.repository)], read=[stdin], temporary=_file(intent, "tmp"),
-                          argv=intent.argv, env=env, cwd=Path(intent.repository))
-    gated = processes.spawn_gated(LaunchSpec(argv=tuple(intent.argv), cwd=Path(intent.repository), env=env,
+    # A hook notifies: it runs in a private folder holding the base's copies of the repository files it names (never
+    # a checkout's, which a delivered candidate may have written), reads those and its stdin, and writes only its
+    # own TMPDIR (and the write extras its table names): not the repository, its .git, nor docket's folder.
+    workdir = _workdir(intent)
+    sandbox = sandbox_for(confinement, write=[], read=[stdin, workdir], temporary=_file(intent, "tmp"),
+                          argv=intent.argv, env=env, cwd=workdir)
+    gated = processes.spawn_gated(LaunchSpec(argv=tuple(intent.argv), cwd=workdir, env=env,
                                              log_path=_file(intent, "log"), stdin_path=stdin, sandbox=sandbox))
     return gated, sandbox.record().model_dump(mode="json")
+
+
+def _workdir(intent: HookRequested) -> Path:
+    """The hook's working directory, made: ``<intent id>.base``, holding the run's base commit's copies of the
+    repository files its command names (base_copies.py). Refused (script-not-from-base) when it names one and the
+    intent has no base (asked for before docket recorded it) or the base cannot be read."""
+    from ...domain.codes import Code
+    from ...domain.trust import named_paths
+    from .base_copies import materialise
+
+    folder = _file(intent, "base")
+    names = named_paths([intent.argv])
+    if not names:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        return folder
+    if intent.base is None:
+        raise Refused(Code.SCRIPT_NOT_FROM_BASE, f"the hook names {sorted(names)!r} of the repository, and its request "
+                                                 "records no base commit to take them from")
+    try:
+        materialise(Path(intent.repository), intent.base, names, folder)
+    except (KeyError, ValueError) as e:
+        raise Refused(Code.SCRIPT_NOT_FROM_BASE, f"the base commit {intent.base} cannot be read: {e}") from e
+    return folder
 
 
 def _wait(processes: Any, gated: Any, timeout_ms: int, log_path: Path) -> tuple[int, bool]:

@@ -188,6 +188,8 @@ def guard_environment(env: Mapping[str, str], *, folder: Path, checkout: Path | 
 
 def violations(log_path: Path, *, limit: int = 3) -> list[str]:
     """The guard's refusals the check's log holds (the text after MARKER), the first few."""
+    from ...domain.processes import output_text
+
     found: list[str] = []
     try:
         with open(log_path, "rb") as log:
@@ -198,7 +200,7 @@ def violations(log_path: Path, *, limit: int = 3) -> list[str]:
     for line in data.splitlines():
         at = line.find(marker)
         if at >= 0:
-            text = line[at + len(marker):].decode("utf-8", "replace").strip()
+            text = output_text(line[at + len(marker):]).strip()  # written by the check: hostile bytes
             if text not in found:
                 found.append(text)
             if len(found) >= limit:

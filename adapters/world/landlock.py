@@ -15,6 +15,9 @@ How a launch is confined:
    ``O_PATH`` and adds a rule for it (a root that does not exist is left out).
 2. In the child, after fork and before exec (Popen's ``preexec_fn``, which runs
    before the descriptors are closed, so the ruleset's is still open):
+   its private mount namespace (``private_mounts.py``: no unix socket it was
+   not given, a fresh ``/dev/shm`` of its own, allowed here; where none can be
+   made, a seccomp filter refusing unix sockets instead, after no_new_privs),
    every capability dropped (bounding set, securebits locked so exec as uid 0
    grants none, ambient, then the process's own sets),
    ``prctl(PR_SET_NO_NEW_PRIVS)``, ``landlock_restrict_self`` and
@@ -25,7 +28,8 @@ How a launch is confined:
 What the kernel then refuses the process and everything it starts: opening,
 creating, renaming or removing anything outside the roots (read roots: read and
 execute; write roots: everything), TCP connect and bind except to the allowed
-ports (ABI 4), signalling a process outside the sandbox or reaching its
+ports (ABI 4; for a list of hosts, only the port of the launch's egress proxy,
+``egress_proxy.py``), signalling a process outside the sandbox or reaching its
 abstract unix sockets (ABI 6), and ptrace of, or reading ``/proc/<pid>/environ``
 or ``mem`` of, any process outside it (every ABI). Landlock does not cover UDP.
 And no capability, even when docket runs as root.
@@ -138,6 +142,17 @@ def effective(policy: SandboxPolicy, abi: int) -> SandboxPolicy:
     return policy
 
 
+def connect_ports(policy: SandboxPolicy) -> tuple[int, ...]:
+    """The TCP ports the policy may connect to: its ports, or for a host list only its egress proxy's (none when no
+    proxy was started for it: a host list never falls back to direct connections)."""
+    network = policy.network
+    if not isinstance(network, tuple):
+        return ()
+    if all(isinstance(entry, int) for entry in network):
+        return tuple(int(entry) for entry in network)
+    return (policy.egress_port,) if policy.egress_port is not None else ()
+
+
 class Ruleset:
     """A policy's Landlock ruleset, open in this process; ``confine`` is the preexec function that enforces it."""
 
@@ -167,13 +182,12 @@ class Ruleset:
                 self._add_path(device, _DEVICE & fs)
             for entry in PROC_FILES:
                 self._add_path(entry, _READ & fs)
-            if net and isinstance(self.policy.network, tuple):
-                for port in self.policy.network:
-                    self._add_rule(_RULE_NET_PORT, _NetPortAttr(NET_CONNECT_TCP, port))
+            for port in connect_ports(self.policy) if net else ():
+                self._add_rule(_RULE_NET_PORT, _NetPortAttr(NET_CONNECT_TCP, port))
         except BaseException:
             self.close()
             raise
-        self.confine = _confiner(self.fd, fs)
+        self.confine = _confiner(self.fd, fs, (*self.policy.write, *self.policy.read))
 
     def _add_path(self, path: str, access: int) -> None:
         try:
@@ -271,8 +285,17 @@ def _capability_dropper() -> Callable[[], int]:
     return drop_capabilities
 
 
-def _confiner(ruleset_fd: int, fs: int) -> Callable[[], None]:
-    """The preexec function: its own /proc/<pid> readable, no capability, no new privileges, restrict, subreaper.
+def _confiner(ruleset_fd: int, fs: int, roots: tuple[str, ...] = ()) -> Callable[[], None]:
+    """The preexec function: its private mounts, its own /proc/<pid> and /dev/shm allowed, no capability, no new
+    privileges, restrict (with no unix socket where it has no private mounts), subreaper.
+
+    The private mount namespace (``private_mounts.py``: no unix socket the
+    launch was not given, a /dev/shm of its own) comes first, while the child
+    still holds CAP_SYS_ADMIN (root's, or its new user namespace's): the
+    capabilities go after it, Landlock last (a restricted process may not
+    mount). The fresh /dev/shm is allowed in the child, where it exists; where
+    no namespace can be had, it is not allowed at all, and a seccomp filter
+    refuses every unix socket instead.
 
     Every object it uses is made here, first. /proc as a whole is not a read
     root: on this kernel family a sandboxed process may open another's
@@ -295,8 +318,26 @@ def _confiner(ruleset_fd: int, fs: int) -> Callable[[], None]:
     own = _PathBeneathAttr(_READ & fs, -1)
     own_ref = ctypes.byref(own)
     drop_capabilities = _capability_dropper()
+    from . import private_mounts
+
+    enter = private_mounts.private_mounts(roots) if private_mounts.available() else None
+    no_unix_sockets = private_mounts.no_unix_sockets() if enter is None else None
+    if enter is None and no_unix_sockets is None:
+        raise SandboxUnavailable(errno.ENOSYS, "this system can neither give a launch a private mount namespace nor "
+                                               "filter its unix sockets (seccomp), so its sockets cannot be kept out")
+    fresh_shm = enter is not None and getattr(enter, "fresh_shm", False)
+    shm, shm_rule = ctypes.c_char_p(private_mounts.SHM.encode()), _PathBeneathAttr(fs, -1)
+    shm_ref = ctypes.byref(shm_rule)
 
     def confine() -> None:
+        if enter is not None:
+            failed = enter()
+            if failed:
+                raise OSError(failed, "making the private mount namespace failed")
+            shm_rule.parent_fd = open_(shm, o_path) if fresh_shm else -1
+            if shm_rule.parent_fd >= 0:
+                syscall(add_rule, fd, path_beneath, shm_ref, flags)
+                close(shm_rule.parent_fd)
         own.parent_fd = open_(proc_self, o_path)
         if own.parent_fd >= 0:
             syscall(add_rule, fd, path_beneath, own_ref, flags)
@@ -304,7 +345,11 @@ def _confiner(ruleset_fd: int, fs: int) -> Callable[[], None]:
         failed = drop_capabilities()
         if failed:
             raise OSError(failed, "dropping capabilities failed")
-        if prctl(no_new_privs, 1, 0, 0, 0) != 0 or syscall(restrict, fd, flags) != 0:
+        if prctl(no_new_privs, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "no_new_privs failed")
+        if no_unix_sockets is not None and no_unix_sockets() != 0:
+            raise OSError(ctypes.get_errno(), "the seccomp filter failed")
+        if syscall(restrict, fd, flags) != 0:
             raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
         prctl(subreaper, 1, 0, 0, 0)
 

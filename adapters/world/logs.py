@@ -15,7 +15,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...domain.processes import bounded_tail, last_line, secret_values
+from ...domain.processes import bounded_tail, last_line, output_text, secret_values
 
 __all__ = ["LogSummary", "known_secrets", "last_output_line", "log_size", "log_summary"]
 
@@ -30,7 +30,8 @@ def known_secrets() -> tuple[str, ...]:
 
 
 def last_output_line(path: str) -> str | None:
-    """The last non-blank line in the last 4 KiB of a log (its last 200 characters), never through a symlink."""
+    """The last non-blank line in the last 4 KiB of a log (its last 200 characters), never through a symlink,
+    redacted and made safe like every output docket shows (output_text)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -44,7 +45,7 @@ def last_output_line(path: str) -> str | None:
         return None
     finally:
         os.close(fd)
-    lines = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
+    lines = [line for line in output_text(data, known_secrets()).split("\n") if line.strip()]
     return lines[-1][-LINE_CHARS:] if lines else None
 
 

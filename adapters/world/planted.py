@@ -24,8 +24,8 @@ __all__ = ["DOCKET_FOLDERS", "Planted", "find_planted", "move_aside"]
 # The folders docket makes beside the ledger (<git common dir>/docket), and those of them whose entries are folders
 # docket makes too (one per worker, binding, run, ...).
 DOCKET_FOLDERS = ("receipts", "logs", "workers", "prompts", "checks", "hooks", "import-guard", "integrations",
-                  "worktrees", "executions", "views.checkpoints", "ref-claims")
-_NESTED = ("logs", "workers", "checks", "integrations")
+                  "worktrees", "executions", "views.checkpoints", "ref-claims", "setup")
+_NESTED = ("logs", "workers", "checks", "integrations", "setup")
 DATA_FOLDERS = ("workspaces", "executions")  # in the data folder: <data>/<folder>/<repository key>/...
 
 

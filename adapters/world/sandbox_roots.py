@@ -46,8 +46,10 @@ Under the home folder, never a dot-folder whole (``~/.cargo`` holds
 
 Never the home folder as a whole, never docket's own folders (ledger, views,
 logs, receipts, keys), never another workspace: only what is listed is allowed.
-``/dev/shm`` is writable (POSIX semaphores, multiprocessing); ``/tmp`` is not:
-TMPDIR names the launch's private temporary folder instead.
+``/dev/shm`` is writable (POSIX semaphores, multiprocessing), but not the host's:
+each launch gets a fresh one of its own, in its private mount namespace
+(``private_mounts.py``), gone with it; ``/tmp`` is not writable (nor the host's
+visible): TMPDIR names the launch's private temporary folder instead.
 
 Where the kernel has no Landlock, a sandboxed launch is refused
 (``sandbox-unavailable``): only ``sandbox = "off"``, written in docket.toml, runs
@@ -72,7 +74,7 @@ __all__ = ["CREDENTIAL_NAME", "HOME_SECRETS", "SYSTEM_READ", "SYSTEM_WRITE", "ex
 
 SYSTEM_READ = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix/store",
                "/run/systemd/resolve", "/sys")
-SYSTEM_WRITE = ("/dev/shm",)
+SYSTEM_WRITE: tuple[str, ...] = ()  # /dev/shm: a fresh one per launch, allowed in the child (landlock.py)
 _MIXED_HOME_FOLDERS = frozenset({".local", ".config", ".cache"})  # hold unrelated, sometimes secret, data
 # The home's known secret folders and files, and docket's own (its keys, its config): no root found automatically
 # contains one or lies in one (``subtract``). Relative to the home folder.
@@ -330,7 +332,8 @@ def _program(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> list[str
 
 
 def launch_policy(*, write: Iterable[Path], read: Iterable[Path], extra_write: Sequence[str] = (),
-                  extra_read: Sequence[str] = (), network: str | tuple[int, ...], argv: Sequence[str],
+                  extra_read: Sequence[str] = (), network: str | tuple[int, ...] | tuple[str, ...],
+                  argv: Sequence[str],
                   env: Mapping[str, str], cwd: Path, home: Path | None = None,
                   forbidden: Iterable[Path] = ()) -> SandboxPolicy:
     """The enforced policy of one launch: its own roots, the system's, its programs' installs less what they must
@@ -368,10 +371,13 @@ def require_sandbox(confinement: Confinement) -> None:
 
 
 def sandbox_for(confinement: Confinement, *, write: Sequence[Path], read: Sequence[Path], temporary: Path,
-                argv: Sequence[str], env: dict[str, str], cwd: Path, forbidden: Sequence[Path] = ()) -> SandboxPolicy:
+                argv: Sequence[str], env: dict[str, str], cwd: Path, forbidden: Sequence[Path] = (),
+                egress_key: str | None = None) -> SandboxPolicy:
     """The policy of one launch; with a sandbox, its private temporary folder is made and named in env's TMPDIR.
     No root found automatically reaches docket's data folder (every workspace and execution) nor forbidden (the
-    user's repository, where the caller knows it)."""
+    user's repository, where the caller knows it). A network that lists hosts gets its egress proxy, opened here
+    under egress_key (``egress_proxy.close_proxy(egress_key)`` when the launch ends) and named in env; without a
+    key, no proxy: the launch may then connect nowhere."""
     if confinement.mode == "off":
         return unsandboxed()
     require_sandbox(confinement)
@@ -380,8 +386,18 @@ def sandbox_for(confinement: Confinement, *, write: Sequence[Path], read: Sequen
     temporary.mkdir(parents=True, exist_ok=True, mode=0o700)
     env["TMPDIR"] = str(temporary)
     from .paths import data_dir
+    from .user_config import config_home
 
     policy = launch_policy(write=[*write, temporary], read=read, extra_write=confinement.write,
                            extra_read=confinement.read, network=confinement.network, argv=argv,
-                           env=env, cwd=cwd, forbidden=[data_dir(), *forbidden])
-    return effective(policy, abi_version())
+                           env=env, cwd=cwd, forbidden=[data_dir(), config_home(), *forbidden])
+    policy = effective(policy, abi_version())
+    from ...domain.egress import is_host_list
+
+    if egress_key is not None and is_host_list(policy.network):
+        from .egress_proxy import open_proxy, proxy_environment
+
+        proxy = open_proxy(egress_key, policy.network)  # type: ignore[arg-type]
+        env.update(proxy_environment(proxy.port))
+        policy = policy.through_proxy(proxy.port)
+    return policy

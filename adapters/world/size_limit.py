@@ -34,11 +34,12 @@ class SizeLimit:
 
 
 def large_file_id(path: bytes, size: int) -> bytes:
-    """The blob id of the file at path (never through a symlink), read a chunk at a time; ValueError when it does
-    not hold size bytes."""
+    """The blob id of the file at path (never through a symlink, never a FIFO: regular_files.open_regular), read a
+    chunk at a time; ValueError when it does not hold size bytes, NotRegular when it is no regular file."""
     from .blobs import file_blob_id
+    from .regular_files import open_regular
 
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = open_regular(path)
     try:
         return file_blob_id(fd, size)
     finally:

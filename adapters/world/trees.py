@@ -7,7 +7,7 @@ from pathlib import Path
 from ...domain.binding import quote_path
 from .repository import commit_of, open_repo
 
-__all__ = ["changed_paths", "commit_tree", "files_diff", "tree_paths"]
+__all__ = ["base_tests_tree", "changed_paths", "commit_tree", "files_diff", "tree_paths"]
 
 
 def commit_tree(repository: Path, commit: str) -> str:
@@ -97,3 +97,53 @@ def files_diff(repository: Path, base: str, commit: str, paths: list[str], *, ma
             out.extend(difflib.unified_diff(before, after, f"a/{path}", f"b/{path}"))
     text = "".join(line if line.endswith("\n") else line + "\n" for line in out)
     return text if len(text) <= max_chars else text[:max_chars] + f"... ({len(text) - max_chars} characters more)\n"
+
+
+def base_tests_tree(repository: Path, commit: str, base: str,
+                    globs: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
+    """The base-tests tree of commit (domain/protected.py): its tree with every path matching globs as base's tree
+    has it (changed or deleted ones restored, added ones removed), written to the object store, and the paths it
+    differs from commit's tree in (quoted as candidates quote them, sorted); None when base holds no such path, or
+    the tree would be commit's own. KeyError when either commit cannot be read."""
+    from dulwich.object_store import iter_tree_contents
+    from dulwich.objects import Tree
+
+    from ...domain.protected import is_protected
+    from .objects import add_object
+
+    def guarded(raw: bytes) -> bool:
+        return is_protected(raw.decode("utf-8", "surrogateescape"), globs)
+
+    with open_repo(repository) as repo:
+        old, new = commit_of(repo, base), commit_of(repo, commit)
+        if old is None or new is None:
+            raise KeyError(f"{base if old is None else commit} is not a commit in {repository}")
+        store = repo.object_store
+        ours = {e.path: (e.mode, e.sha) for e in iter_tree_contents(store, new.tree)}
+        theirs = {e.path: (e.mode, e.sha) for e in iter_tree_contents(store, old.tree) if guarded(e.path)}
+        if not theirs:
+            return None
+        merged = {path: entry for path, entry in ours.items() if not guarded(path)} | theirs
+        if merged == ours:
+            return None
+        differing = tuple(sorted(quote_path(path) for path in set(ours) | set(merged)
+                                 if ours.get(path) != merged.get(path)))
+        root: dict[bytes, object] = {}
+        for path, entry in merged.items():
+            *folders, name = path.split(b"/")
+            here = root
+            for folder in folders:
+                here = here.setdefault(folder, {})  # type: ignore[assignment]
+            here[name] = entry
+
+        def write(folder: dict[bytes, object]) -> bytes:
+            tree = Tree()
+            for name, value in folder.items():
+                if isinstance(value, dict):
+                    tree.add(name, 0o040000, write(value))
+                else:
+                    mode, sha = value  # type: ignore[misc]
+                    tree.add(name, mode, sha)
+            return add_object(store, tree)
+
+        return write(root).decode("ascii"), differing

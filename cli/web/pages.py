@@ -99,6 +99,14 @@ def _task_rows(doc: dict[str, Any], feedback: dict[str, list[dict[str, Any]]], t
             "<th>failed generations</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
+def _egress(w: dict[str, Any]) -> str:
+    """What its egress proxy refused (EgressRefused), under its status."""
+    if not w.get("egress_refused"):
+        return ""
+    return (f"<br><span class=\"egress\">egress refused: {int(w['egress_refused'])} connection(s), to "
+            f"{text(w.get('egress_hosts') or '?')}</span>")
+
+
 def _worker_rows(doc: dict[str, Any], tails: dict[str, str]) -> str:
     rows = []
     for w in doc["workers"]:
@@ -106,7 +114,8 @@ def _worker_rows(doc: dict[str, Any], tails: dict[str, str]) -> str:
             continue
         tail = tails.get(w["worker_id"]) or w.get("last_line") or ""
         rows.append(f"<tr><td>{text(w['worker_id'])}</td><td>{w['generation']}</td>"
-                    f"<td>{text(w.get('status') or 'registered')}</td><td>{_duration(w.get('elapsed_ms'))}</td>"
+                    f"<td>{text(w.get('status') or 'registered')}{_egress(w)}</td>"
+                    f"<td>{_duration(w.get('elapsed_ms'))}</td>"
                     f"<td><pre class=\"tail\">{block(tail)}</pre></td></tr>")
     return ("<table class=\"workers\"><thead><tr><th>worker</th><th>generation</th><th>status</th><th>time</th>"
             "<th>last output</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")

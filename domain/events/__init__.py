@@ -73,7 +73,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RunResumed", "RunSupervised", "RunTaskAdded", "RunUnsupervised", "RunUsageExhausted", "RunWaiting",
     ),
     "worker": (
-        "AgentReported", "WorkerActionRefused", "WorkerExited", "WorkerLaunchFailed",
+        "AgentReported", "EgressRefusal", "EgressRefused", "WorkerActionRefused", "WorkerExited", "WorkerLaunchFailed",
         "WorkerLaunchRequested", "WorkerLaunched", "WorkerLost", "WorkerRegistered", "WorkerRelaunched", "WorkerStopRequested",
         "WorkerStopped",
     ),
@@ -96,7 +96,7 @@ _CATALOGUE: tuple[str, ...] = (
     "WorktreeFailed", "WorktreeLost", "WorktreePrepared", "WorktreeRemovalRequested", "WorktreeRemoved", "WorktreeRemovalFailed",
     "TaskFeedbackRecorded", "TaskAnswered", "TaskFinished", "WorkerRegistered", "WorkerRelaunched", "WorkerLaunchRequested",
     "WorkerLaunched", "WorkerLaunchFailed", "WorkerStopRequested", "WorkerStopped", "WorkerExited", "WorkerLost", "AgentReported",
-    "WorkerActionRefused", "QuestionAsked", "QuestionAnswered", "AnswerDelivered", "AnswerRefused", "QuestionExpired",
+    "EgressRefused", "WorkerActionRefused", "QuestionAsked", "QuestionAnswered", "AnswerDelivered", "AnswerRefused", "QuestionExpired",
     "ProgressReported", "FollowUpProposed", "FollowUpDecided", "WorkFinished", "RequestRefused", "LeaseGranted", "LeaseRenewed", "LeaseReleased", "LeaseExpired", "CandidatePinRequested",
     "CandidatePinRequestedV2", "CandidatePinned", "CandidateDiverged", "CandidateUnstable", "CandidateReleaseRequested", "CandidateReleased",
     "CandidateReleaseFailed", "CheckRequested", "ExecutionRequested", "ExecutionRequestedV2", "ExecutionCreated", "ExecutionFailed",

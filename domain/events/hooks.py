@@ -15,7 +15,7 @@ from pydantic import Field, StringConstraints
 
 from ..values import MAX_DURATION_MS
 from ..sandbox import SandboxRecord
-from .base import AbsolutePath, Event, Id, PositiveMs, Position, RepositoryPath, Sha256, Tail, Text
+from .base import AbsolutePath, Commit, Event, Id, PositiveMs, Position, RepositoryPath, Sha256, Tail, Text
 
 __all__ = ["HookFinished", "HookRequested"]
 
@@ -41,7 +41,7 @@ class HookRequested(Event):
     argv: Annotated[list[Argument], Field(min_length=1, max_length=256)]
     timeout_ms: PositiveMs
     env_allow: Annotated[list[EnvPattern], Field(max_length=256)]
-    repository: RepositoryPath  # the command's working directory: the repository's root
+    repository: RepositoryPath  # the repository the base's copies of the files it names are read from
     ledger: AbsolutePath  # DOCKET_LEDGER, and where the event is read from
     directory: AbsolutePath  # where its started-marker, stdin document and log are made
     # Its sandbox as docket.toml asked it (the roots are the machine's: adapters/world/sandbox_roots.py). Hooks asked
@@ -50,6 +50,9 @@ class HookRequested(Event):
     read: Annotated[list[ExtraPath], Field(max_length=256)] = []
     write: Annotated[list[ExtraPath], Field(max_length=256)] = []
     network: Literal["any", "none"] | Annotated[list[Port], Field(max_length=1000)] = "any"
+    # The run's base commit: the repository files the command names are run as this commit holds them
+    # (adapters/world/base_copies.py). None: asked for before docket did so; such a hook naming a file is not run.
+    base: Commit | None = None
 
 
 class HookFinished(Event):

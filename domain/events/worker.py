@@ -3,7 +3,7 @@
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..values import MAX_SAFE_INT
 from ..sandbox import SandboxRecord
@@ -11,6 +11,8 @@ from .base import (AbsolutePath, Code, Event, Generation, Host, Id, Position, Pr
                    Timestamp)
 
 __all__ = [
+    "EgressRefusal",
+    "EgressRefused",
     "ProcessIdentity",
     "WorkerActionRefused",
     "WorkerExited",
@@ -143,6 +145,28 @@ class AgentReported(Event):
     cost_micro_usd: Count | None
     turns: Count | None
     is_error: bool | None
+
+
+class EgressRefusal(BaseModel):
+    """One (host, port) the generation's egress proxy refused, and how many times."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
+    host: Annotated[str, StringConstraints(min_length=1, max_length=253, pattern=r"^[a-z0-9._:\[\]*?-]+$")]
+    port: Annotated[int, Field(ge=1, le=65535)]
+    count: Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
+
+
+class EgressRefused(Event):
+    """Connections the generation's egress proxy refused (a host not in its network allow-list, or one resolving to
+    a loopback, link-local or private address), recorded when the generation ends, with WorkerExited. Bounded:
+    refused names at most 32 (host, port) pairs, most refused first; total counts every refused connection."""
+
+    name = "EgressRefused"
+    run_id: Id
+    worker_id: Id
+    generation: Generation
+    refused: Annotated[list[EgressRefusal], Field(min_length=1, max_length=32)]
+    total: Annotated[int, Field(ge=1, le=MAX_SAFE_INT)]
 
 
 class WorkerStopRequested(Event):

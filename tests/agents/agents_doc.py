@@ -30,10 +30,11 @@ def agent_block(name: str, scripted_agent: Path | None = None) -> str:
 
 def offline_agent(name: str, model_server: str) -> dict[str, Any]:
     """The page's [agents.NAME] settings pointed at a model server (its URL, without /v1): its `agent-offline: NAME`
-    block's `args` appended to the command, `env` and `env_allow` merged, `{model_server}` filled in."""
+    block's `args` appended to the command, `env` and `env_allow` merged, `network` replaced, `{model_server}` filled
+    in."""
     agent = tomllib.loads(agent_block(name))["agents"][name]
     offline = tomllib.loads(marked_blocks()[f"agent-offline: {name}"])
-    assert set(offline) <= {"args", "env", "env_allow"}, f"agent-offline: {name} has {sorted(offline)}"
+    assert set(offline) <= {"args", "env", "env_allow", "network"}, f"agent-offline: {name} has {sorted(offline)}"
 
     def filled(value: str) -> str:
         return value.replace("{model_server}", model_server)
@@ -41,6 +42,8 @@ def offline_agent(name: str, model_server: str) -> dict[str, Any]:
     agent["command"] = [*agent["command"], *(filled(arg) for arg in offline.get("args", []))]
     agent["env"] = {**agent.get("env", {}), **{k: filled(v) for k, v in offline.get("env", {}).items()}}
     agent["env_allow"] = [*agent.get("env_allow", []), *offline.get("env_allow", [])]
+    if "network" in offline:  # a model server on loopback: docket's egress proxy never reaches one
+        agent["network"] = offline["network"]
     return agent
 
 

@@ -65,7 +65,7 @@ def test_a_hostile_agent_check_and_hook_touch_nothing_and_honest_work_lands(tmp_
     config = (world.repo / "docket.toml").read_text().replace('agent = "scripted"', 'agent = "hostile"')
     (world.repo / "docket.toml").write_text(config.replace("[checks.compiles]", agent + "\n[checks.compiles]"))
     git(world.repo, "commit", "-q", "-am", "the hostile agent")
-    outside = tmp_path / "PWNED"  # outside every root (a hook may write the repository, its working directory)
+    outside = tmp_path / "PWNED"  # outside every root
     world.env.update(HOME=str(home), SANDBOX_TEST_HOME=str(home), SANDBOX_TEST_OUTSIDE=str(outside))
     ledger_before = world.ledger.stat().st_ino
 
@@ -83,10 +83,9 @@ def test_a_hostile_agent_check_and_hook_touch_nothing_and_honest_work_lands(tmp_
     for kind, text in logs.items():
         seen = _attacks(text)
         expected = {name: "denied" for name in denied} | {"honest-python": "allowed"}
-        # the ledger: no agent or check may open it; a hook is the user's own command, run in the repository's
-        # root, which it may write (the ledger is beneath it)
-        expected["read-ledger"] = "allowed" if kind == "hook" else "denied"
-        expected["write-ledger"] = "allowed" if kind == "hook" else "denied"
+        # the ledger: no agent, check or hook may open it (a hook runs in a folder of its own, not the repository)
+        expected["read-ledger"] = "denied"
+        expected["write-ledger"] = "denied"
         if kind == "agent":
             expected["honest-git-add"] = expected["honest-git-commit"] = "allowed"
             if shutil.which("node"):
@@ -104,7 +103,8 @@ def test_a_hostile_agent_check_and_hook_touch_nothing_and_honest_work_lands(tmp_
         time.sleep(0.05)
     assert not [p for p in pid_files if _alive(int(p.read_text()))]
     (hooked,) = [e["payload"]["sandbox"] for e in world.events("HookFinished")]
-    assert hooked["enforced"] is True and hooked["network"] == "none" and str(world.repo) in hooked["write_roots"]
+    assert hooked["enforced"] is True and hooked["network"] == "none"
+    assert not [root for root in hooked["write_roots"] if Path(root) == world.repo or world.repo.is_relative_to(root)]
     checked = world.events("CheckLaunchRequested")[0]["payload"]["sandbox"]
     assert checked["enforced"] is True and checked["network"] == "none"
     launched = world.events("WorkerLaunchRequested")[0]["payload"]["sandbox"]

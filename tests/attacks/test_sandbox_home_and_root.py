@@ -96,8 +96,8 @@ def test_a_sandboxed_launch_reads_no_secret_of_the_home_yet_runs_the_tools_on_it
 
     text = _launch(tmp_path, PROBE, [str(home), *SECRETS], env)
 
-    for secret in SECRETS:
-        assert f"{secret}: denied (PermissionError)" in text, text  # really tried, refused by the kernel
+    for secret in SECRETS:  # really tried, refused by the kernel: Landlock's refusal, or hidden by the private mounts
+        assert (f"{secret}: denied (PermissionError)" in text or f"{secret}: denied (FileNotFoundError)" in text), text
     assert SECRET not in text
     assert "tool: 0 the tool ran" in text, text
 

@@ -101,7 +101,10 @@ def test_a_sandboxed_agent_reaches_neither_the_target_nor_another_workspace_nor_
                   if "intruder" in str(p))
     assert "move the target: denied (CalledProcessError)" in log, log  # git could not write the user's .git
     for what in ("write the victim's workspace", "delete the ledger", "rewrite the ledger"):
-        assert f"{what}: denied (PermissionError)" in log, log  # really tried, and refused by the kernel
+        # really tried, and refused by the kernel: by Landlock (PermissionError), or not there at all for it (its
+        # private mounts hide what lies outside its roots: FileNotFoundError, or EROFS for an unlink)
+        kinds = ("PermissionError", "FileNotFoundError", "OSError")
+        assert any(f"{what}: denied ({kind})" in log for kind in kinds), log
     # the target holds docket's merges of both tasks' honest work and nothing else
     assert world.file_at("main", "victim.py") == "print('honest work of victim')\n"
     assert world.file_at("main", "intruder.py") == "print('honest work of intruder')\n"

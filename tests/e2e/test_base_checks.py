@@ -73,11 +73,12 @@ def test_judged_relative_to_the_base_only_a_new_failing_test_fails_a_task(tmp_pa
     assert len(base) == 1 and [f["id"] for f in base[0]["failing"]] == ["test_calc::test_mul"]
     assert summary["base_checks"]["tests"]["result"] == "failed"
     # what each judgment rested on: which tests failed, which were failing at the base already (sub's candidate,
-    # div's, and the merge of sub the queue checked again)
+    # its base-tests tree (it added test_sub.py: the base's tests on its code, judged the same way), div's, and the
+    # merge of sub the queue checked again; div's own run failed, so its base-tests tree was never run)
     judged = {e["payload"]["binding_id"]: e["payload"] for e in world.events("CheckTestsReported")
               if e["payload"]["judge"] == "relative-to-base"}
     assert sorted((p["new_failures"], p["known_failures"]) for p in judged.values()) == \
-        [([], ["test_calc::test_mul"])] * 2 + [(["test_div::test_div"], ["test_calc::test_mul"])]
+        [([], ["test_calc::test_mul"])] * 3 + [(["test_div::test_div"], ["test_calc::test_mul"])]
     assert all(p["base_check_id"] == base[0]["check_id"] for p in judged.values())
     (feedback,) = _feedback(world, "r1.div")
     assert "test_div::test_div" in feedback and "floor division" in feedback and "assert (7 // 2) == 4" in feedback and "at test_div.py:2" in feedback

@@ -48,7 +48,9 @@ else:
                       "outcomes": [o.model_dump() for o in fired.outcomes]}))
 """
 
-APPEND = 'echo "$DOCKET_HOOK $DOCKET_POSITION" >> ran.txt'
+# A hook writes only its TMPDIR and its table's write extras (never the repository): these write HOOK_OUT, a folder
+# outside it that each hook's table lets it write (Hooks.config), named to it through env_allow.
+APPEND = 'echo "$DOCKET_HOOK $DOCKET_POSITION" >> "$HOOK_OUT/ran.txt"'
 SECRET = "sk-live0123456789abcdefghijABCDEFGHIJ"
 
 
@@ -67,12 +69,16 @@ class Hooks:
                 return "{ " + ", ".join(f"{k} = {toml(v)}" for k, v in value.items()) + " }"
             return json.dumps(value)
 
-        lines = ["[hooks]"] + [f"{json.dumps(name)} = {toml(value)}" for name, value in hooks.items()]
+        self.out.mkdir(exist_ok=True)
+        self.docket.env["HOOK_OUT"] = str(self.out)  # `docket replay --apply` runs a pending hook too
+        tables = {name: {**({"command": value} if isinstance(value, list) else value),  # type: ignore[dict-item]
+                         "env_allow": ["HOOK_OUT"], "write": [str(self.out)]} for name, value in hooks.items()}
+        lines = ["[hooks]"] + [f"{json.dumps(name)} = {toml(value)}" for name, value in tables.items()]
         (self.docket.cwd / "docket.toml").write_text("\n".join(lines) + "\n")
 
     def driver(self, *args: str, fault: str | None = None, env: dict[str, str] | None = None,
                background: bool = False) -> subprocess.CompletedProcess[str] | subprocess.Popen[str]:
-        environment = {**self.docket.env, **(env or {})}
+        environment = {**self.docket.env, "HOOK_OUT": str(self.out), **(env or {})}
         if fault:
             environment["DOCKET_FAULT"] = fault
         command = [sys.executable, "-c", DRIVER, *args]
@@ -98,8 +104,12 @@ class Hooks:
     def finished(self) -> list[dict]:
         return [e["payload"] for e in self.docket("log", "--json", "--type", "HookFinished.v1").json()["events"]]
 
+    @property
+    def out(self) -> Path:
+        return self.docket.cwd.parent / "hook-out"
+
     def ran(self) -> list[str]:
-        path = self.docket.cwd / "ran.txt"
+        path = self.out / "ran.txt"
         return path.read_text().splitlines() if path.exists() else []
 
 
@@ -109,7 +119,7 @@ def hooks(docket: Docket) -> Hooks:
 
 
 def test_a_task_finished_fires_its_hooks_once_with_the_event_on_stdin_and_docket_variables(hooks, docket):
-    script = f'cat > stdin.json; env > env.txt; pwd > cwd.txt; {APPEND}'
+    script = f'cat > "$HOOK_OUT/stdin.json"; env > "$HOOK_OUT/env.txt"; pwd > "$HOOK_OUT/cwd.txt"; {APPEND}'
     hooks.config(**{"task-finished": ["sh", "-c", script], "needs-attention": ["sh", "-c", APPEND],
                     "RunOpened": ["sh", "-c", APPEND]})
     hooks.finish("t1", "failed")
@@ -123,18 +133,20 @@ def test_a_task_finished_fires_its_hooks_once_with_the_event_on_stdin_and_docket
     assert sorted(o["result"] for o in fired["outcomes"]) == ["succeeded"] * 3
     assert sorted(hooks.ran()) == sorted([f"task-finished {position}", f"needs-attention {position}",
                                           f"RunOpened {opened}"])
-    stdin = json.loads((docket.cwd / "stdin.json").read_text())
+    stdin = json.loads((hooks.out / "stdin.json").read_text())
     assert stdin == {"position": position, "stream": "task:t1", "type": "TaskFinished.v1",
                      "recorded_at": stdin["recorded_at"],
                      "payload": {"task_id": "t1", "run_id": "r1", "result": "failed", "cycles": 0, "binding_id": None,
                                  "code": None, "message": None}}
-    env = dict(line.split("=", 1) for line in (docket.cwd / "env.txt").read_text().splitlines() if "=" in line)
+    env = dict(line.split("=", 1) for line in (hooks.out / "env.txt").read_text().splitlines() if "=" in line)
     assert {k: v for k, v in env.items() if k.startswith("DOCKET_")} == {
         "DOCKET_RUN": "r1", "DOCKET_EVENT": "TaskFinished.v1", "DOCKET_POSITION": str(position),
         "DOCKET_HOOK": "task-finished", "DOCKET_TASK": "t1", "DOCKET_LEDGER": str(docket.ledger),
         "DOCKET_HOST": socket.gethostname()}
-    assert SECRET not in (docket.cwd / "env.txt").read_text() and "MY_TOKEN" not in env
-    assert Path((docket.cwd / "cwd.txt").read_text().strip()) == docket.cwd.resolve()
+    assert SECRET not in (hooks.out / "env.txt").read_text() and "MY_TOKEN" not in env
+    # its working directory is its own folder of the base's copies of the files it names, not the repository
+    cwd = Path((hooks.out / "cwd.txt").read_text().strip())
+    assert cwd.parent == (docket.cwd / ".git" / "docket" / "hooks").resolve() and cwd.name.endswith(".base")
 
     again = hooks.fire()  # from the start again: every (hook, position) was asked for already
     assert again["requested"] == [] and again["outcomes"] == []
@@ -162,7 +174,7 @@ def test_run_finished_fires_for_an_aborted_run(hooks, docket):
 
 def test_a_failing_a_hanging_and_a_missing_hook_are_recorded_and_the_call_returns(hooks, docket):
     hooks.config(**{"task-finished": ["sh", "-c", "echo bad news; exit 1"],
-                    "needs-attention": {"command": ["sh", "-c", "echo $$ > hang.pid; exec sleep 60"], "timeout": "1s"},
+                    "needs-attention": {"command": ["sh", "-c", "echo $$ > \"$HOOK_OUT/hang.pid\"; exec sleep 60"], "timeout": "1s"},
                     "TaskFinished.v1": ["no-such-program-docket-hooks"]})
     hooks.finish("t1", "failed")
     fired = hooks.fire()
@@ -173,7 +185,7 @@ def test_a_failing_a_hanging_and_a_missing_hook_are_recorded_and_the_call_return
     assert results["needs-attention"]["signal"] == signal.SIGTERM
     assert results["TaskFinished.v1"]["result"] == "not-started"
     assert "no-such-program-docket-hooks" in results["TaskFinished.v1"]["message"]
-    assert not psutil.pid_exists(int((docket.cwd / "hang.pid").read_text()))
+    assert not psutil.pid_exists(int((hooks.out / "hang.pid").read_text()))
     assert docket("status", "r1", "--json").json()["pending_intents"] == []
 
 

@@ -322,13 +322,16 @@ def test_an_agent_whose_reported_progress_passes_max_cost_is_stopped_and_the_run
 
 
 def test_a_question_asked_fires_its_hook_with_the_question(tmp_path):
-    world = asking_world(tmp_path, ASKING, extra='\n[hooks]\nquestion-asked = ["sh", "-c", "cat > asked.json"]\n')
+    out = tmp_path / "hook-out"  # a hook writes only what its table's write extras name: not the repository
+    out.mkdir()
+    asked = out / "asked.json"
+    world = asking_world(tmp_path, ASKING, extra=f'\n[hooks]\nquestion-asked = {{ command = ["sh", "-c", '
+                                                 f'"cat > {asked}"], write = ["{out}"] }}\n')
     go = start_go(world)
     try:
-        assert wait_until(lambda: (world.repo / "asked.json").exists() and (world.repo / "asked.json").read_text(),
-                          timeout=60)
+        assert wait_until(lambda: asked.exists() and asked.read_text(), timeout=60)
         (question,) = open_questions(world)
-        fired = json.loads((world.repo / "asked.json").read_text())
+        fired = json.loads(asked.read_text())
         assert (fired["type"], fired["payload"]["question"], fired["payload"]["request_key"]) == (
             "QuestionAsked.v1", "Which name?", question["question_id"])
         assert world.run("answer", question["question_id"], "--choice", "1").returncode == 0

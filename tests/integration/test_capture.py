@@ -46,8 +46,10 @@ def git_changed(worktree: Path, base: str, tree: str) -> tuple[str, ...]:
 
 
 @pytest.fixture
-def work(tmp_path: Path) -> Path:
-    """A repository whose commit holds files, folders, a script, a symlink, ignore rules and a tracked artifact."""
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository whose commit holds files, folders, a script, a symlink, ignore rules and a tracked artifact; the
+    user's own git configuration names an excludes file (a repository's own core.excludesFile is the agent's to write
+    in a workspace, and never read)."""
     path = tmp_path / "work"
     path.mkdir()
     git(path, "init", "-q", "-b", "main")
@@ -68,7 +70,9 @@ def work(tmp_path: Path) -> Path:
     (path / ".git" / "info" / "exclude").write_text("secret*\n")
     excludes = tmp_path / "global-excludes"
     excludes.write_text("*.swp\n")
-    git(path, "config", "core.excludesFile", str(excludes))
+    user_config = tmp_path / "user-gitconfig"
+    user_config.write_text(f'[core]\n\texcludesFile = "{excludes}"\n')
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(user_config))
     return path
 
 

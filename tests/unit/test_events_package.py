@@ -18,7 +18,7 @@ OWNERS = {"LedgerCreated": "ledger", "Run": "run", "Task": "task", "Worktree": "
           "Execution": "candidate", "Handoff": "handoff", "Approval": "integration",
           "Integration": "integration", "Receipt": "integration", "Hook": "hooks",
           "AgentReported": "worker", "Question": "request", "FollowUpProposed": "request", "FollowUpDecided": "request", "AnswerRefused": "request", "AnswerDelivered": "request", "ProgressReported": "request",
-          "WorkFinished": "request", "RequestRefused": "request"}
+          "WorkFinished": "request", "RequestRefused": "request", "EgressRefused": "worker"}
 
 
 def test_every_name_is_reexported_and_each_event_lives_with_its_aggregate():

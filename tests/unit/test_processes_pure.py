@@ -151,14 +151,26 @@ def test_redact_forms():
 
 def test_tail_and_last_line_basics():
     log = b"one\r\ntwo\n\x1b[31mred\x1b[0m\n\n  \n"
-    assert bounded_tail(log, max_lines=3) == "\x1b[31mred\x1b[0m\n\n  "  # control characters kept as text
-    assert bounded_tail(log, max_lines=10) == "one\ntwo\n\x1b[31mred\x1b[0m\n\n  "
+    assert bounded_tail(log, max_lines=3) == "\\x1b[31mred\\x1b[0m\n\n  "  # control characters escaped, as text
+    assert bounded_tail(log, max_lines=10) == "one\ntwo\n\\x1b[31mred\\x1b[0m\n\n  "
     assert bounded_tail(log, max_lines=10, max_chars=5) == "m\n\n  "  # cut at the front
     assert bounded_tail(b"") == "" and last_line(b"") == ""
-    assert last_line(log) == "\x1b[31mred\x1b[0m"
+    assert last_line(log) == "\\x1b[31mred\\x1b[0m"
     assert last_line(b"x" * 1000 + b"\n") == "x" * 200
     assert last_line(b"bad \xff byte") == "bad \ufffd byte"
     assert bounded_tail(b"API_KEY=abc\n") == "API_KEY=[redacted]"
+
+
+def test_output_becomes_text_once_with_every_hostile_character_escaped():
+    """NUL, ESC, a lone CR, DEL, C1, bidi overrides and lone surrogates never reach an event or a screen raw."""
+    from docket.domain.processes import output_text, safe_text
+
+    assert output_text(b"a\x00b\xff\x1b[1m\rc\r\nd\te\x7f\xc2\x85\xe2\x80\xae") == \
+        "a\\x00b\ufffd\\x1b[1m\\x0dc\nd\te\\x7f\\x85\\u202e"
+    assert safe_text("lone \udcff surrogate\u2028") == "lone \\udcff surrogate\\u2028"
+    assert safe_text("plain text, ünïcödé ✓") == "plain text, ünïcödé ✓"
+    assert output_text(b"TOKEN=ghp_" + b"a" * 36 + b" \x00") == "TOKEN=[redacted] \\x00"
+    assert bounded_tail(b"end\x00") == "end\\x00" and last_line(b"end\x00\n") == "end\\x00"
 
 
 PLANTED = st.sampled_from(SECRET_VALUES[:9] + [GHP, "sk_live_abcdefghijklmnop1234"])

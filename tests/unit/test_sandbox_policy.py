@@ -25,11 +25,12 @@ def test_a_policy_sorts_its_roots_keeps_a_written_root_out_of_the_read_ones_and_
     assert unsandboxed().record().enforced is False
 
 
-def test_network_is_any_none_or_ports_and_a_host_is_refused_with_the_reason():
+def test_network_is_any_none_ports_or_hosts_never_both():
     assert network_setting("none") == "none"
     assert network_setting([443, 80, 443]) == (80, 443)
-    with pytest.raises(ValueError, match="knows ports, not hosts"):
-        network_setting(["api.anthropic.com:443"])
+    assert network_setting(["api.anthropic.com:443"]) == ("api.anthropic.com:443",)  # enforced by the egress proxy
+    with pytest.raises(ValueError, match="all TCP ports or all host names"):
+        network_setting([443, "api.anthropic.com"])
     for bad in ([0], [70000], [True], "some"):
         with pytest.raises(ValueError):
             network_setting(bad)
