@@ -380,6 +380,13 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
             lines.append("    changes protected paths: " + ", ".join(shown(p) for p in row["protected_changes"][:10])
                          + (", ..." if len(row["protected_changes"]) > 10 else "")
                          + (f"; with the base's tests: {tested}" if tested else ""))
+        if row.get("config_change"):
+            change = row["config_change"]
+            paths = ", ".join(shown(p) for p in change["paths"][:10]) + (", ..." if len(change["paths"]) > 10 else "")
+            lines.append(f"    changes what the run trusts: {paths}; "
+                         + ("approved by a person" if change["approved"] else "not approved by a person, so not "
+                            f"delivered ('docket inbox'; 'docket approve {shown(run_id)} --task "
+                            f"{shown(row['task_id'])} --by NAME')"))
         for dropped in row["conflicts"]:
             what = "conflicted with the integrated head" if dropped["status"] == "conflicted" else (
                 "failed its checks merged with the integrated head")

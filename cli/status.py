@@ -40,7 +40,12 @@ def status(ctx: Context) -> int:
         doc, words, current = run_document(conn, a.run, now, position, lambda: ctx.approval_required)
         if doc is None:
             raise NotFound("run-not-found", f"no run {a.run}" + (f" at {a.at}" if a.at else ""))
-        emit(ctx.json, doc, _human_run(doc, now, words, current))
+        doc["config_changes"] = [] if a.at is not None else _config_changes(ctx, a.run)
+        text = _human_run(doc, now, words, current)
+        text += "".join(f"\n  task {shown(c['task_id'])} waits for a person: its candidate {c['binding_id'][:12]} "
+                        f"changes what the run trusts ({shown(', '.join(c['paths']))}); 'docket inbox' shows the "
+                        f"diff; {shown(c['approve'])}" for c in doc["config_changes"])
+        emit(ctx.json, doc, text)
     else:
         doc = runs_document(conn, now, position, lambda: ctx.approval_required)
         lines = [f"ledger position {position}; {len(doc['runs'])} run(s); {len(doc['pending_intents'])} pending "
@@ -52,6 +57,13 @@ def status(ctx: Context) -> int:
                       *_integration_lines(r["integration"])]
         emit(ctx.json, doc, "\n".join(lines))
     return 0
+
+
+def _config_changes(ctx: Context, run_id: str) -> list[dict[str, Any]]:
+    """The run's candidates that wait for a person because they change what it trusts (read from the ledger)."""
+    from ..adapters.service_layer.approval import waiting_for_a_person
+
+    return waiting_for_a_person(ctx.ledger, ctx.views(), run_id)
 
 
 def run_document(conn: Any, run_id: str, now: str, position: int,

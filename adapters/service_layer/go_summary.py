@@ -51,10 +51,13 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
                     if check.result:
                         checks[check.check] = check.result
         protected, base_tests = _protected(d, run_id, task_id, binding)
+        trusted = _trusted_change(d, run, integration, task_id)
+        if trusted is not None and result == "unfinished" and not trusted["approved"]:
+            code = Code.CONFIG_CHANGE  # it waited for a person who did not approve it
         rows.append({"task": short_id(run_id, task_id), "task_id": task_id, "title": task.title, "result": result,
                      "cycles": len(task.feedback) + (task.result == "passed"), "candidate": task.finished_binding,
                      "code": code, "checks": checks, "conflicts": dropped, "protected_changes": protected,
-                     "base_tests": base_tests})
+                     "base_tests": base_tests, "config_change": trusted})
     path = receipt_path(d.docket_dir, run_id)
     sealed = integration.receipt_sha256 if integration is not None else None
     waiting = run.waiting if run.status == "active" else None
@@ -178,3 +181,23 @@ def _requeued(d: RunDriver, run_id: str) -> list[dict[str, Any]]:
              "steps": list(e.requeued)}
             for _, e in d.ledger.history(integration_aggregate.stream_of(run_id))
             if isinstance(e, ev.IntegrationRequeued)]
+
+
+def _trusted_change(d: RunDriver, run: Any, integration: Any, task_id: str) -> dict[str, Any] | None:
+    """The task's latest confirmed candidate's changes to what the run trusts (domain/trust.py), and whether a
+    person approved them; None when it changes nothing trusted."""
+    from ...domain.trust import trusted_changes
+    from ...projections.approvals import confirmed_candidates
+    from .candidates import load_candidate
+
+    if not run.trusted_paths:
+        return None
+    rows = confirmed_candidates(d.views().conn, run.run_id, task_id)
+    if not rows:
+        return None
+    binding = rows[-1]["binding_id"]
+    held = trusted_changes(load_candidate(d.ledger, binding).changed_paths, run.trusted_paths)
+    if not held:
+        return None
+    approved = integration is not None and binding in integration.approved()
+    return {"binding_id": binding, "paths": list(held), "approved": approved}

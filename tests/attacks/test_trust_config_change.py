@@ -78,6 +78,9 @@ def test_a_candidate_changing_docket_toml_or_a_check_script_waits_for_a_person(t
         assert git(world.repo, "show", "main:docket.toml").encode() + b"\n" == trusted
         assert "intruder.py" not in git(world.repo, "ls-tree", "--name-only", "main").split()
         assert go.poll() is None  # the run waits for the person, it is not "completed" without them
+        status = world.run("status", "trust")
+        assert "task trust.intruder waits for a person" in status.stdout and "check.sh" in status.stdout
+        assert [c["task_id"] for c in world.json("status", "trust")["config_changes"]] == ["trust.intruder"]
         approved = world.run("approve", "trust", "--task", "trust.intruder", "--by", "alice")
         assert approved.returncode == 0, approved.stderr
         out, err = go.communicate(timeout=180)
@@ -86,6 +89,9 @@ def test_a_candidate_changing_docket_toml_or_a_check_script_waits_for_a_person(t
             go.kill()
             go.communicate()
     assert go.returncode == 0, err
+    (row,) = [r for r in json.loads(out)["tasks"] if r["task_id"] == "trust.intruder"]
+    assert row["result"] == "delivered" and row["config_change"]["approved"] is True
+    assert row["config_change"]["paths"] == ["check.sh", "docket.toml"]
     assert "config-change" in err  # docket go said why the task waited
     assert world.file_at("main", "intruder.py") == "print('work of intruder')\n"  # a person let it through
     (recorded,) = world.events("RunConfigurationRecorded")
