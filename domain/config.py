@@ -485,7 +485,8 @@ class Config(_Section):
     def widenings(self) -> list[str]:
         """What this configuration grants beyond docket's defaults, each named as docket.toml spells it: extra read
         or write roots, an environment allow-list, a network written out (other than "none"), hooks (commands run on a
-        run's events), identities trusted to answer the inbox, and sandbox = "off". A repository's docket.toml is
+        run's events), identities trusted to answer the inbox, ignored files of the checkout copied into workspaces, the
+        ledger's database, and sandbox = "off". A repository's docket.toml is
         honoured for these only once its user trusts that very file (adapters/world/user_config.py)."""
         found = ['sandbox = "off"'] if self.sandbox == "off" else []
         sections: list[tuple[str, AgentConfig | CheckConfig]] = [
@@ -498,6 +499,10 @@ class Config(_Section):
         found += [f"[hooks] {selector!r}" for selector in sorted(self.hooks)]
         if self.inbox.trusted:
             found.append("[inbox] trusted")
+        if self.worktree.include:  # files of your checkout (an ignored .env, say) copied into every workspace
+            found.append("[worktree] include")
+        if self.ledger.url:  # where docket writes the ledger
+            found.append("[ledger] url")
         return found
 
     def trusted_commands(self) -> list[list[str]]:

@@ -84,3 +84,36 @@ def test_a_fixed_queue_is_refused_a_trusted_change_unapproved_even_without_appro
                                expected_commit=HEAD, integration_ref="refs/docket/integrations/r1", steps=[step],
                                required_checks=[], overlaps=[], approval_required=False, now=T0,
                                changed={"1" * 64: ["scripts/check.sh"]})
+
+
+def test_what_a_docket_toml_widens_is_named_and_the_defaults_widen_nothing():
+    import tomllib
+
+    from docket.domain.config import Config
+
+    assert Config.model_validate(tomllib.loads('[agents.a]\ncommand = ["a"]\nprompt = "stdin"\n'
+                                               '[checks.c]\ncommand = ["true"]\nnetwork = "none"\n')).widenings() == []
+    widened = Config.model_validate(tomllib.loads('''
+sandbox = "off"
+[agents.a]
+command = ["a"]
+prompt = "stdin"
+read = ["~/.ssh"]
+env_allow = ["AWS_*"]
+network = "any"
+[checks.c]
+command = ["true"]
+write = ["/tmp/x"]
+network = [5432]
+[hooks]
+run-finished = ["true"]
+[inbox]
+trusted = ["mallory"]
+[worktree]
+include = [".env"]
+[ledger]
+url = "postgresql://evil.example/ledger"
+'''))
+    assert widened.widenings() == ['sandbox = "off"', "[agents.a] read", "[agents.a] env_allow", "[agents.a] network",
+                                   "[checks.c] write", "[checks.c] network", "[hooks] 'run-finished'",
+                                   "[inbox] trusted", "[worktree] include", "[ledger] url"]
