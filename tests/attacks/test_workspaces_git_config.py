@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import git
-from tests.e2e.go_world import AGENT, make_go_world, unsandboxed
+from tests.e2e.go_world import AGENT, make_go_world, unsandboxed, wait_until
 
 TASKS = '''\
 [[tasks]]
@@ -89,9 +89,20 @@ prompt = "file"
     git(world.repo, "commit", "-qam", "the hostile agent")
     before = user_git_state(world.repo)
 
-    done = world.go("r1", "--parallel", "2")
-    assert done.returncode == 0, done.stderr
-    summary = json.loads(done.stdout)
+    go = world.start("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", "r1", "--json",
+                     "--parallel", "2")
+    try:  # its .gitattributes is a path the run trusts: the evil task waits for a person, who lets it through here
+        assert wait_until(lambda: world.json("inbox")["config_changes"], timeout=120), go.poll()
+        (change,) = world.json("inbox")["config_changes"]
+        assert change["task_id"] == "r1.evil" and change["paths"] == [".gitattributes"]
+        assert world.run("approve", "r1", "--task", "r1.evil", "--by", "reviewer").returncode == 0
+        out, err = go.communicate(timeout=180)
+    finally:
+        if go.poll() is None:
+            go.kill()
+            go.communicate()
+    assert go.returncode == 0, err
+    summary = json.loads(out)
     assert {row["task"]: row["result"] for row in summary["tasks"]} == {"evil": "delivered", "honest": "delivered"}
     # the honest work landed; the planted .gitattributes is only a file in the target, naming a filter nobody has
     assert world.file_at("main", "honest.py") == "HONEST = 1\n"
