@@ -601,7 +601,8 @@ DEFAULT_TOML = '''\
 # timeout = "20m"
 # junit = "out/docket/junit.xml"   # its report: the failing tests and their assertions go to the agent
 # judge = "relative-to-base"       # pass when no test fails that did not fail on the run's base already
-# protected = ["tests/**", "test/**", "**/conftest.py", "**/test_*.py", "**/*_test.py", "pytest.ini"]
+# protected = ["tests/**", "test/**", "**/conftest.py", "**/test_*.py", "**/*_test.py", "pytest.ini",
+#              "pyproject.toml", "setup.cfg", "tox.ini"]
 #   (the default) a candidate changing these is also checked with the base's copy of them; [] turns it off
 
 # [checks.lint]

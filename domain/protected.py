@@ -21,9 +21,11 @@ from .processes import glob_matches
 __all__ = ["DEFAULT_PROTECTED", "is_protected", "protected_changes"]
 
 # pytest's and most test runners' files: the test folders, test modules anywhere, the conftest.py files that can
-# deselect or rewrite them, and pytest.ini (which can narrow testpaths or add options). pyproject.toml, setup.cfg and
-# tox.ini can hold pytest's options too but hold much else an agent may change honestly: add them when they do.
-DEFAULT_PROTECTED = ("tests/**", "test/**", "**/conftest.py", "**/test_*.py", "**/*_test.py", "pytest.ini")
+# deselect or rewrite them, and the files pytest reads its options from (pytest.ini, and pyproject.toml, setup.cfg
+# and tox.ini at the top, whose addopts or testpaths can deselect a test). Those three hold much else an agent may
+# change honestly: changing them costs the second execution, which runs the candidate's code with the base's copies.
+DEFAULT_PROTECTED = ("tests/**", "test/**", "**/conftest.py", "**/test_*.py", "**/*_test.py", "pytest.ini",
+                     "pyproject.toml", "setup.cfg", "tox.ini")
 
 
 def _matches(parts: Sequence[str], pattern: Sequence[str]) -> bool:

@@ -77,7 +77,9 @@ def named_paths(commands: Iterable[Sequence[str]]) -> set[str]:
 
 
 def trusted_changes(changed: Iterable[str], trusted: Iterable[str]) -> tuple[str, ...]:
-    """The trusted paths among the changed ones (a changed path under a trusted folder counts), sorted."""
+    """The trusted paths among the changed ones (a changed path under a trusted folder counts, and a .gitattributes
+    in any folder: it changes how git writes the files below it into a checkout), sorted."""
     wanted = set(trusted)
     return tuple(sorted(path for path in set(changed)
-                        if path in wanted or any(path.startswith(folder.rstrip("/") + "/") for folder in wanted)))
+                        if path in wanted or posixpath.basename(path) == ".gitattributes"
+                        or any(path.startswith(folder.rstrip("/") + "/") for folder in wanted)))

@@ -11,13 +11,13 @@ from docket.domain.protected import DEFAULT_PROTECTED, is_protected, protected_c
 
 @pytest.mark.parametrize("path", ["tests/test_app.py", "tests/data/x.json", "test/a.py", "conftest.py",
                                   "pkg/sub/conftest.py", "pkg/test_mod.py", "test_top.py", "pkg/mod_test.py",
-                                  "pytest.ini"])
+                                  "pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini"])
 def test_the_default_protects_tests_and_what_selects_them(path):
     assert is_protected(path, DEFAULT_PROTECTED)
 
 
 @pytest.mark.parametrize("path", ["app.py", "pkg/testing.py", "pkg/pytest.ini", "contest.py", "mytests/a.py",
-                                  "pyproject.toml", "docs/tests.md"])
+                                  "pkg/pyproject.toml", "docs/tests.md"])
 def test_the_default_leaves_code_alone(path):
     assert not is_protected(path, DEFAULT_PROTECTED)
 

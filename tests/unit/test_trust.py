@@ -37,6 +37,8 @@ def test_a_change_under_or_at_a_trusted_path_is_found():
     assert trusted_changes(changed, TRUSTED) == ("docket.toml", "scripts/check.sh")
     assert trusted_changes(["vendor/lib/a.py"], ["vendor/lib"]) == ("vendor/lib/a.py",)
     assert trusted_changes(["src/app.py"], TRUSTED) == ()
+    # a .gitattributes anywhere (working-tree-encoding, filters for the files below it)
+    assert trusted_changes(["src/.gitattributes", "src/a.py"], TRUSTED) == ("src/.gitattributes",)
 
 
 def configured(trusted=TRUSTED):
