@@ -38,34 +38,45 @@ DEEP-COMMIT
 '''
 
 
-def _remove_chain(top: Path) -> None:
-    """Remove top's chain of folders named d from the bottom up, by relative steps (shutil.rmtree and pytest's
-    clean-up recurse a frame a level, and the full path is longer than PATH_MAX)."""
+def _remove_tree(root: Path) -> None:
+    """Remove root and everything in it without recursion and by relative steps: shutil.rmtree and pytest's own
+    clean-up recurse a frame a level (RecursionError at the end of the whole session), and the full path of a folder
+    3,000 levels deep is longer than PATH_MAX."""
+    if not root.is_dir() or root.is_symlink():
+        return
     here = os.getcwd()
+    names: list[str] = []  # the folders entered below root, in order
     try:
-        os.chdir(top)
-        depth = 0
-        while os.path.isdir("d"):
-            os.chdir("d")
-            depth += 1
-        for _ in range(depth):
-            for name in os.listdir("."):
-                os.unlink(name)
-            os.chdir("..")
-            os.rmdir("d")
+        os.chdir(root)
+        while True:
+            deeper = None
+            with os.scandir(".") as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        deeper = entry.name
+                        break
+                    os.unlink(entry.name)
+            if deeper is not None:
+                os.chmod(deeper, 0o700)
+                os.chdir(deeper)
+                names.append(deeper)
+            elif names:
+                os.chdir("..")
+                os.rmdir(names.pop())
+            else:
+                break
     finally:
         os.chdir(here)
+    root.rmdir()
 
 
-def test_a_folder_too_deep_fails_only_its_task_with_the_reason_and_the_run_finishes(tmp_path: Path):
+def test_a_folder_too_deep_fails_only_its_task_with_the_reason_and_the_run_finishes(tmp_path: Path, data_dir: Path):
     world = attacker_world(tmp_path, TASKS)
     try:
         _go_deep(world)
-    finally:
-        for event in world.events("WorktreeRequested"):
-            for top in ("deep", "committed"):
-                if (Path(event["payload"]["path"]) / top).is_dir():
-                    _remove_chain(Path(event["payload"]["path"]) / top)
+    finally:  # every copy of the deep folders, wherever docket kept or moved the workspaces
+        _remove_tree(data_dir.parent)
+        _remove_tree(tmp_path)
 
 
 def _go_deep(world) -> None:  # noqa: ANN001
