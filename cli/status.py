@@ -40,7 +40,7 @@ def status(ctx: Context) -> int:
         doc, words, current = run_document(conn, a.run, now, position, lambda: ctx.approval_required)
         if doc is None:
             raise NotFound("run-not-found", f"no run {a.run}" + (f" at {a.at}" if a.at else ""))
-        doc["config_changes"] = [] if a.at is not None else _config_changes(ctx, a.run)
+        doc["config_changes"] = [] if a.at is not None else _config_changes(ctx, doc)
         text = _human_run(doc, now, words, current)
         text += "".join(f"\n  task {shown(c['task_id'])} waits for a person: its candidate {c['binding_id'][:12]} "
                         f"changes what the run trusts ({shown(', '.join(c['paths']))}); 'docket inbox' shows the "
@@ -59,11 +59,20 @@ def status(ctx: Context) -> int:
     return 0
 
 
-def _config_changes(ctx: Context, run_id: str) -> list[dict[str, Any]]:
-    """The run's candidates that wait for a person because they change what it trusts (read from the ledger)."""
+def _config_changes(ctx: Context, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's candidates that wait for a person because they change what it trusts. What a run trusts is read
+    from the ledger (heavy for a status): only for an open run `docket go` planned with a task whose confirmed
+    candidate has not finished it, the only kind that can wait so."""
+    from ..projections.inbox import OPEN_RUNS
+
+    run = doc["run"]
+    if not run.get("plan") or run.get("status") not in OPEN_RUNS or not any(
+            t.get("result") is None and (t.get("candidate") or {}).get("handoff") == "confirmed"
+            for t in doc["tasks"]):
+        return []
     from ..adapters.service_layer.approval import waiting_for_a_person
 
-    return waiting_for_a_person(ctx.ledger, ctx.views(), run_id)
+    return waiting_for_a_person(ctx.ledger, ctx.views(), run["run_id"])
 
 
 def run_document(conn: Any, run_id: str, now: str, position: int,

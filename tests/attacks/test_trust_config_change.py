@@ -67,8 +67,10 @@ def test_a_candidate_changing_docket_toml_or_a_check_script_waits_for_a_person(t
         def waiting() -> list[dict]:
             return world.json("inbox")["config_changes"]
 
-        assert wait_until(lambda: bool(waiting()) and world.file_at("main", "honest.py").startswith("print"),
-                          timeout=120), go.poll() and go.communicate()
+        def honest_landed() -> bool:
+            return "honest.py" in git(world.repo, "ls-tree", "--name-only", "main").split()
+
+        assert wait_until(lambda: bool(waiting()) and honest_landed(), timeout=120), go.poll() and go.communicate()
         (change,) = waiting()
         assert change["task_id"] == "trust.intruder" and change["paths"] == ["check.sh", "docket.toml"]
         assert "+read = [\"~/.ssh\"" in change["diff"] and "+exit 0" in change["diff"]
