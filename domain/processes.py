@@ -282,11 +282,12 @@ def safe_text(text: str) -> str:
 
 
 def output_text(data: bytes, secrets: Collection[str] = ()) -> str:
-    """The one place a process's output bytes (an agent's, a check's, a hook's) become text for an event, a report
-    or a screen: decoded as UTF-8 (invalid bytes become U+FFFD), CRLF read as a newline, redacted (shapes and the
-    known secret values, on the text as printed) and then made safe (safe_text: NUL, ESC, a lone CR and the like are
-    escaped, never passed on)."""
-    return safe_text(redact(data.decode("utf-8", errors="replace").replace("\r\n", "\n"), secrets))
+    """The one place a process's output bytes (an agent's, a check's, a hook's) become text for an event or a
+    report: decoded as UTF-8 (invalid bytes become U+FFFD), CRLF read as a newline, redacted (shapes and the known
+    secret values, on the text as printed), and NUL, which no event can hold, shown as ``\\x00`` (else one NUL
+    byte made the run's every resume fail). Other characters are kept as printed: --json carries them exactly, and
+    every renderer escapes them (safe_text, or the CLI's own)."""
+    return redact(data.decode("utf-8", errors="replace").replace("\r\n", "\n"), secrets).replace("\x00", "\\x00")
 
 
 def _decoded_end(data: bytes, chars: int, secrets: Collection[str]) -> str:
@@ -295,7 +296,7 @@ def _decoded_end(data: bytes, chars: int, secrets: Collection[str]) -> str:
 
 
 def _lines(text: str) -> list[str]:
-    lines = text.split("\n")
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
     if lines and lines[-1] == "":
         lines.pop()  # the final newline ends the last line; it does not start another
     return lines
@@ -314,8 +315,12 @@ LAST_LINE_CHARS = 200
 
 
 def last_line(data: bytes, secrets: Collection[str] = ()) -> str:
-    """The log's last non-blank line, decoded and redacted, at most 200 characters (its end)."""
-    for line in reversed(_lines(_decoded_end(data, LAST_LINE_CHARS * 40, secrets))):
+    """The log's last non-blank line, decoded and redacted, at most 200 characters (its end). A carriage return
+    ends a line, as on a terminal; its characters are kept as printed (--json carries them exactly, every renderer
+    escapes them) but NUL, which no event can hold, shown as ``\\x00``."""
+    window = data[-(4 * LAST_LINE_CHARS * 40 + _MARGIN):]
+    text = redact(window.decode("utf-8", errors="replace"), secrets).replace("\x00", "\\x00")
+    for line in reversed(text.splitlines()):
         if line.strip():
             return line[-LAST_LINE_CHARS:]
     return ""

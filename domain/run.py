@@ -22,7 +22,6 @@ from . import budget
 from . import events as ev
 from . import usage as usage_rules
 from .aggregate import next_event
-from .codes import Code
 from .errors import BadInput, Refused, RunClosed
 from .names import check_branch_name
 from .process_identity import ProcessIdentity as Process
@@ -334,7 +333,7 @@ def record_configuration(run: Run, *, config_sha256: str | None, trusted_paths: 
         return []
     paths = sorted(set(trusted_paths))
     if len(paths) > MAX_TRUSTED_PATHS:
-        raise BadInput(Code.TOO_MANY_TRUSTED_PATHS, f"the checks, hooks and setup commands name {len(paths)} repository "
+        raise BadInput("too-many-trusted-paths", f"the checks, hooks and setup commands name {len(paths)} repository "
                                                  f"files; at most {MAX_TRUSTED_PATHS}")
     return [next_event(ev.RunConfigurationRecorded, stream_of(run.run_id), run.version, now, run_id=run.run_id,
                        config_sha256=config_sha256, trusted_paths=paths)]

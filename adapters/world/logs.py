@@ -15,7 +15,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...domain.processes import bounded_tail, last_line, output_text, secret_values
+from ...domain.processes import bounded_tail, last_line, redact, secret_values
 
 __all__ = ["LogSummary", "known_secrets", "last_output_line", "log_size", "log_summary"]
 
@@ -31,7 +31,8 @@ def known_secrets() -> tuple[str, ...]:
 
 def last_output_line(path: str) -> str | None:
     """The last non-blank line in the last 4 KiB of a log (its last 200 characters), never through a symlink,
-    redacted and made safe like every output docket shows (output_text)."""
+    redacted. Its characters are kept as printed (a carriage return ends a line, as on a terminal): --json carries
+    them exactly, and every renderer escapes them."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -45,7 +46,7 @@ def last_output_line(path: str) -> str | None:
         return None
     finally:
         os.close(fd)
-    lines = [line for line in output_text(data, known_secrets()).split("\n") if line.strip()]
+    lines = [line for line in redact(data.decode("utf-8", "replace"), known_secrets()).splitlines() if line.strip()]
     return lines[-1][-LINE_CHARS:] if lines else None
 
 

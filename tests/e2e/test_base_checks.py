@@ -106,7 +106,7 @@ def test_judged_by_its_exit_a_red_base_is_named_in_the_summary_the_status_and_th
     released = world.run("candidate", "release", summary["base_checks"]["tests"]["binding_id"])
     assert released.returncode == 0, released.stderr
 
-BASE_CHECK_POINTS = ["base:after-check"]
+BASE_CHECK_POINTS = ["base:after-check", "base-tests:after-check"]
 
 
 @pytest.mark.parametrize("point", BASE_CHECK_POINTS)

