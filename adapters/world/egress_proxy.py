@@ -34,12 +34,17 @@ How it works:
 - Every refusal is counted per (host, port) (``RefusalTally``), and
   ``close_proxy`` hands the count over when the launch ends (EgressRefused).
 
-What it does not close: Landlock allows the proxy's port number on every
-address, so a process that knows it could connect straight to a remote host
-listening on that same port number. Only a network namespace with loopback
-alone would shut that; the proxy's port is ephemeral and per launch, which makes
-it a moving target, not a wall. UDP is not covered by Landlock either (DNS
-answers, not connections, are what a sandboxed process can get that way).
+- Landlock allows the proxy's port number on every address, and has no rule
+  for UDP, so the launch also gets a network namespace with loopback alone
+  (``private_network.py``): its child binds the proxy's port on its own
+  127.0.0.1 and hands the listener over (``adopt_listener``), and nothing else
+  leaves the namespace. Where no network namespace can be had, the port rule
+  is all there is: a process that knows the port could reach a remote host
+  listening on that same port number, and send UDP.
+- The proxy lives in the docket process that launched the agent. A launch
+  whose docket process died (and whose run another process took over) keeps
+  its namespace but loses its proxy: its connections fail from then on, closed
+  rather than open.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ...domain.egress import RefusalTally, host_allowed, refused_address
 
-__all__ = ["EgressProxy", "close_proxy", "open_proxy", "proxy_environment"]
+__all__ = ["EgressProxy", "adopt_listener", "close_proxy", "open_proxy", "proxy_environment"]
 
 MAX_HEAD = 16 * 1024
 HEAD_TIMEOUT = 30.0
@@ -85,8 +90,24 @@ class EgressProxy:
         self._listener.bind(("127.0.0.1", 0))
         self._listener.listen(64)
         self.port: int = self._listener.getsockname()[1]
-        self._thread = threading.Thread(target=self._serve, name=f"docket-egress-{self.port}", daemon=True)
-        self._thread.start()
+        self._listeners = [self._listener]
+        self._threads = [threading.Thread(target=self._serve, args=(self._listener,),
+                                          name=f"docket-egress-{self.port}", daemon=True)]
+        self._threads[0].start()
+
+    def adopt(self, listener: socket.socket) -> None:
+        """Serve a listener made at this proxy's port inside a launch's own network namespace as well."""
+        thread = threading.Thread(target=self._serve, args=(listener,), name=f"docket-egress-{self.port}-ns",
+                                  daemon=True)
+        with self._lock:
+            closed = self._closed.is_set()
+            if not closed:
+                self._listeners.append(listener)
+                self._threads.append(thread)
+        if closed:
+            listener.close()
+            return
+        thread.start()
 
     def refused(self) -> RefusalTally:
         with self._lock:
@@ -95,19 +116,23 @@ class EgressProxy:
 
     def close(self) -> RefusalTally:
         """Stop listening (tunnels already open end with their connections) and hand over the refusals."""
-        self._closed.set()
-        try:
-            self._listener.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self._listener.close()
-        self._thread.join(timeout=5)
+        with self._lock:
+            self._closed.set()
+            listeners, threads = list(self._listeners), list(self._threads)
+        for listener in listeners:
+            try:
+                listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            listener.close()
+        for thread in threads:
+            thread.join(timeout=5)
         return self.refused()
 
-    def _serve(self) -> None:
+    def _serve(self, listener: socket.socket) -> None:
         while not self._closed.is_set():
             try:
-                client, _ = self._listener.accept()
+                client, _ = listener.accept()
             except OSError:
                 return
             threading.Thread(target=self._handle, args=(client,), daemon=True).start()
@@ -271,6 +296,17 @@ def open_proxy(key: str, hosts: Iterable[str], **options: object) -> EgressProxy
     if previous is not None:
         previous.close()
     return proxy
+
+
+def adopt_listener(port: int, listener: socket.socket) -> bool:
+    """Hand a launch's in-namespace listener to the open proxy on port; False when none of this process is."""
+    with _registry:
+        proxy = next((p for p in _proxies.values() if p.port == port), None)
+    if proxy is None:
+        listener.close()
+        return False
+    proxy.adopt(listener)
+    return True
 
 
 def close_proxy(key: str) -> RefusalTally | None:

@@ -42,8 +42,12 @@ import errno
 import os
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ...domain.sandbox import SandboxPolicy
+
+if TYPE_CHECKING:
+    from .private_network import ListenerChannel
 
 __all__ = ["Ruleset", "SandboxUnavailable", "abi_version"]
 
@@ -173,6 +177,7 @@ class Ruleset:
         if fd < 0:
             raise SandboxUnavailable(ctypes.get_errno(), f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
         self.fd: int | None = int(fd)
+        self.listener_channel: ListenerChannel | None = None
         try:
             for root in self.policy.write:
                 self._add_path(root, fs)
@@ -187,7 +192,14 @@ class Ruleset:
         except BaseException:
             self.close()
             raise
-        self.confine = _confiner(self.fd, fs, (*self.policy.write, *self.policy.read))
+        from . import private_mounts
+        from .private_network import ListenerChannel
+
+        port = self.policy.egress_port if net else None
+        # the proxy's own listener inside the launch's network namespace: sent over here by the child (see there)
+        self.listener_channel = (ListenerChannel(port) if port is not None and private_mounts.network_available()
+                                 else None)
+        self.confine = _confiner(self.fd, fs, (*self.policy.write, *self.policy.read), self.listener_channel)
 
     def _add_path(self, path: str, access: int) -> None:
         try:
@@ -212,6 +224,8 @@ class Ruleset:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+        if self.listener_channel is not None:
+            self.listener_channel.close()
 
     def __enter__(self) -> Ruleset:
         return self
@@ -285,9 +299,11 @@ def _capability_dropper() -> Callable[[], int]:
     return drop_capabilities
 
 
-def _confiner(ruleset_fd: int, fs: int, roots: tuple[str, ...] = ()) -> Callable[[], None]:
-    """The preexec function: its private mounts, its own /proc/<pid> and /dev/shm allowed, no capability, no new
-    privileges, restrict (with no unix socket where it has no private mounts), subreaper.
+def _confiner(ruleset_fd: int, fs: int, roots: tuple[str, ...] = (),
+              listener: ListenerChannel | None = None) -> Callable[[], None]:
+    """The preexec function: its private mounts (and with a listener channel, its loopback-only network, the egress
+    proxy's listener made there and sent: ``private_network.py``), its own /proc/<pid> and /dev/shm allowed, no
+    capability, no new privileges, restrict (with no unix socket where it has no private mounts), subreaper.
 
     The private mount namespace (``private_mounts.py``: no unix socket the
     launch was not given, a /dev/shm of its own) comes first, while the child
@@ -320,7 +336,8 @@ def _confiner(ruleset_fd: int, fs: int, roots: tuple[str, ...] = ()) -> Callable
     drop_capabilities = _capability_dropper()
     from . import private_mounts
 
-    enter = private_mounts.private_mounts(roots) if private_mounts.available() else None
+    enter = (private_mounts.private_mounts(roots, network=listener is not None) if private_mounts.available()
+             else None)
     no_unix_sockets = private_mounts.no_unix_sockets() if enter is None else None
     if enter is None and no_unix_sockets is None:
         raise SandboxUnavailable(errno.ENOSYS, "this system can neither give a launch a private mount namespace nor "
@@ -334,6 +351,9 @@ def _confiner(ruleset_fd: int, fs: int, roots: tuple[str, ...] = ()) -> Callable
             failed = enter()
             if failed:
                 raise OSError(failed, "making the private mount namespace failed")
+            failed = listener.step() if listener is not None else 0
+            if failed:
+                raise OSError(failed, "giving the egress proxy a listener in the launch's network failed")
             shm_rule.parent_fd = open_(shm, o_path) if fresh_shm else -1
             if shm_rule.parent_fd >= 0:
                 syscall(add_rule, fd, path_beneath, shm_ref, flags)

@@ -71,7 +71,8 @@ import subprocess
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = ["SHM", "SHM_SIZE", "available", "hidden_folders", "no_unix_sockets", "private_mounts"]
+__all__ = ["SHM", "SHM_SIZE", "available", "hidden_folders", "network_available", "no_unix_sockets",
+           "private_mounts"]
 
 SHM = "/dev/shm"
 SHM_SIZE = 64 * 1024 * 1024
@@ -80,7 +81,7 @@ _SYSTEM_HIDDEN = ("/tmp", "/var/tmp", "/run", "/var/run")
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix", "/sys", "/proc",
            "/dev", "/boot")
 
-_CLONE_NEWNS, _CLONE_NEWUSER = 0x00020000, 0x10000000
+_CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV = 1, 2, 4
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
 _OPEN_TREE, _MOVE_MOUNT = 428, 429  # the same number on every architecture
@@ -110,6 +111,17 @@ def _c() -> ctypes.CDLL:
         libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
         _libc = libc
     return _libc
+
+
+def _namespace_flags(privileged: bool) -> int:
+    return _CLONE_NEWNS if privileged else _CLONE_NEWUSER | _CLONE_NEWNS
+
+
+def network_available() -> bool:
+    """Whether this docket process's launches can also have a network namespace of their own."""
+    from . import private_network  # lazily: this module also loads alone, as a file (the ordinary-user test)
+
+    return available() and private_network.available(_c().unshare, _namespace_flags(_has_sys_admin()))
 
 
 def _has_sys_admin() -> bool:
@@ -177,9 +189,10 @@ def _mount_points(targets: list[tuple[str, str, bool]], hidden: list[str]) -> li
     return sorted(folders, key=lambda f: (f.count("/"), f))
 
 
-def private_mounts(roots: Iterable[str], *, probe: bool = False) -> Callable[[], int]:
+def private_mounts(roots: Iterable[str], *, probe: bool = False, network: bool = False) -> Callable[[], int]:
     """The preexec step that puts the child in its private mount namespace (see the module's text): returns 0, or
-    the errno of the step that failed. Everything it uses is made here, in the parent: the child only calls."""
+    the errno of the step that failed. Everything it uses is made here, in the parent: the child only calls. With
+    network, the child gets a network namespace of its own as well (``private_network.py``)."""
     roots = list(roots)
     hidden = [f for f in _SYSTEM_HIDDEN[:3] if os.path.isdir(f)][:1] if probe else hidden_folders(roots)
     targets = [] if probe else _targets(roots, hidden)
@@ -189,7 +202,7 @@ def private_mounts(roots: Iterable[str], *, probe: bool = False) -> Callable[[],
                                                            libc.write, libc.close, libc.syscall)
     chdir, getcwd, get_errno = libc.chdir, libc.getcwd, ctypes.get_errno
     privileged = _has_sys_admin()
-    flags = _CLONE_NEWNS if privileged else _CLONE_NEWUSER | _CLONE_NEWNS
+    flags = _namespace_flags(privileged) | (_CLONE_NEWNET if network else 0)
     uid, gid = os.geteuid(), os.getegid()
     maps = () if privileged else tuple((path.encode(), data, len(data)) for path, data in (
         ("/proc/self/setgroups", b"deny"), ("/proc/self/uid_map", f"{uid} {uid} 1".encode()),

@@ -255,6 +255,8 @@ class PsutilProcesses:
                     close_fds=True, start_new_session=True, preexec_fn=preexec,
                 )
                 own.add(popen.pid)
+            if ruleset is not None and ruleset.listener_channel is not None:
+                _hand_to_proxy(ruleset.listener_channel.receive(), ruleset.listener_channel.port)
         except BaseException:
             os.close(gate_write)
             spec.log_path.unlink(missing_ok=True)  # nothing ran, nothing was logged: a retry may create it again
@@ -394,6 +396,14 @@ class PsutilProcesses:
             if identity is not None and self.liveness(identity) == "alive":
                 found.append((identity, {k: v for k, v in environ.items() if k.startswith("DOCKET_")}))
         return found
+
+
+def _hand_to_proxy(listener: socket.socket | None, port: int) -> None:
+    """The launch's listener, made in its loopback-only network (private_network.py), served by its egress proxy."""
+    from .egress_proxy import adopt_listener
+
+    if listener is None or not adopt_listener(port, listener):
+        raise OSError(f"the launch's egress proxy (port {port}) could not be given its listener")
 
 
 def _boot_id() -> str:

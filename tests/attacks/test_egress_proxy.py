@@ -19,6 +19,7 @@ import pytest
 
 from docket.adapters.world.egress_proxy import EgressProxy
 from docket.adapters.world.landlock import abi_version
+from docket.adapters.world.private_mounts import network_available
 from docket.domain.egress import refused_address
 from tests.conftest import git
 from tests.e2e.go_world import make_go_world
@@ -26,8 +27,8 @@ from tests.e2e.go_world import make_go_world
 pytestmark = pytest.mark.skipif(abi_version() < 4, reason="this kernel has no Landlock network rules (ABI 4)")
 
 AGENT = r'''
-import os, socket, sys
-target_host, target_port = sys.argv[1], int(sys.argv[2])
+import errno, os, socket, sys
+target_host, target_port, udp_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 open("honest.py", "w").write("print('honest')\n")
 proxy = os.environ.get("HTTPS_PROXY", "")
 print(f"proxy: {proxy}", flush=True)
@@ -54,12 +55,21 @@ def attempt(what, action):
         print(f"{what}: {action()}", flush=True)
     except OSError as error:
         print(f"{what}: denied ({type(error).__name__})", flush=True)
+        print(f"{what} errno: {errno.errorcode.get(error.errno or 0, error.errno)}", flush=True)
+
+def send_udp():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.sendto(b"exfiltrated", (target_host, udp_port))
+    return "SENT"
 
 attempt("allowed", lambda: through_proxy(target_host, target_port))
 attempt("not listed", lambda: through_proxy("example.com", 443))
 attempt("metadata", lambda: through_proxy("169.254.169.254", 80))
 attempt("metadata again", lambda: through_proxy("169.254.169.254", 80))
 attempt("direct", lambda: socket.create_connection((target_host, target_port), timeout=5).close() or "CONNECTED")
+attempt("direct on the proxy's port",
+        lambda: socket.create_connection((target_host, int(proxy_port)), timeout=5).close() or "CONNECTED")
+attempt("udp", send_udp)
 '''
 
 TASKS = '''\
@@ -118,6 +128,9 @@ def test_an_agent_reaches_its_listed_host_only_through_the_proxy_and_every_refus
     if address is None:
         pytest.skip("this machine has no address outside loopback and the private ranges to serve a target on")
     server = _Echo(address)
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind((address, 0))
+    udp.setblocking(False)
     try:
         agent = tmp_path / "reach.py"
         agent.write_text(AGENT)
@@ -125,7 +138,7 @@ def test_an_agent_reaches_its_listed_host_only_through_the_proxy_and_every_refus
         config = (world.repo / "docket.toml").read_text().replace('agent = "scripted"', 'agent = "reach"', 1)
         (world.repo / "docket.toml").write_text(config + f'''
 [agents.reach]
-command = ["{sys.executable}", "{agent}", "{address}", "{server.port}"]
+command = ["{sys.executable}", "{agent}", "{address}", "{server.port}", "{udp.getsockname()[1]}"]
 prompt = "stdin"
 idle_timeout = "2m"
 network = ["{address}:{server.port}", "169.254.169.254:80"]
@@ -133,8 +146,13 @@ network = ["{address}:{server.port}", "169.254.169.254:80"]
         git(world.repo, "commit", "-q", "-am", "the reaching agent")
 
         done = world.go("egress")
+        try:
+            received: bytes | None = udp.recv(100)
+        except BlockingIOError:
+            received = None
     finally:
         server.close()
+        udp.close()
 
     assert done.returncode == 0, done.stderr
     log = "".join(p.read_text() for p in (world.repo / ".git" / "docket" / "logs").rglob("*.log"))
@@ -143,6 +161,10 @@ network = ["{address}:{server.port}", "169.254.169.254:80"]
     assert "not listed: HTTP/1.1 403 Forbidden" in log, log
     assert "metadata: HTTP/1.1 403 Forbidden" in log, log  # listed by address, refused all the same
     assert "direct: denied (PermissionError)" in log, log  # Landlock: only the proxy's port
+    if network_available():  # the launch's own network: loopback alone, no route to anything else
+        assert "direct on the proxy's port errno: ENETUNREACH" in log, log
+        assert "udp errno: ENETUNREACH" in log, log
+        assert received is None
     assert server.served == 1
     launched = world.events("WorkerLaunchRequested")
     assert launched[0]["payload"]["sandbox"]["network"] == sorted([f"{address}:{server.port}",

@@ -302,3 +302,79 @@ def test_as_an_ordinary_user_the_namespace_is_made_in_a_user_namespace_and_what_
     assert f"{given} CONNECTED" in text, text
     assert f"ids {nobody} {nobody}" in text, text  # its own ids, mapped to themselves: not root in its namespace
     assert f"owner {nobody} {nobody}" in text, text  # what it wrote is the user's, seen from outside
+
+
+AS_A_USER_WITH_ITS_NETWORK = r'''
+import importlib.util, socket, subprocess, sys, threading
+
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+private_mounts, private_network = load("private_mounts", sys.argv[1]), load("private_network", sys.argv[2])
+work, remote_port = sys.argv[3], int(sys.argv[4])
+print(f"available {private_mounts.available()}", flush=True)
+port = 47123
+channel = private_network.ListenerChannel(port)
+enter = private_mounts.private_mounts([work], network=True)
+
+def confine():
+    failed = enter() or channel.step()
+    if failed:
+        raise OSError(failed, "private mounts and network")
+
+child = """
+import socket, sys
+port, remote_port = int(sys.argv[1]), int(sys.argv[2])
+with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+    print("proxy says", s.recv(100).decode(), flush=True)
+try:
+    socket.create_connection(("127.0.0.1", remote_port), timeout=5).close()
+    print("outside: CONNECTED", flush=True)
+except OSError as error:
+    print("outside: refused", type(error).__name__, flush=True)
+"""
+process = subprocess.Popen([sys.executable, "-c", child, str(port), str(remote_port)], preexec_fn=confine, cwd=work,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+listener = channel.receive()
+print(f"listener {listener is not None}", flush=True)
+if listener is not None:
+    conn, _ = listener.accept()
+    conn.sendall(b"hello")
+    conn.close()
+out, err = process.communicate(timeout=30)
+print(process.returncode, out, err[-2000:], flush=True)
+'''
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become an ordinary user for the test")
+def test_as_an_ordinary_user_a_launch_gets_a_loopback_only_network_whose_listener_docket_serves():
+    from docket.adapters.world import private_network
+
+    python = shutil.which("python3", path="/usr/bin:/bin:/usr/local/bin")
+    if python is None:
+        pytest.skip("no system python3 an ordinary user may run")
+    nobody = 65534
+    base = Path(f"/tmp/docket-test-user-{secrets.token_hex(4)}")
+    work = base / "work"
+    work.mkdir(parents=True)
+    base.chmod(0o755)
+    os.chown(work, nobody, nobody)
+    outside = socket.create_server(("127.0.0.1", 0))  # docket's own loopback: not the launch's
+    try:
+        done = subprocess.run([python, "-c", AS_A_USER_WITH_ITS_NETWORK, private_mounts.__file__,
+                               private_network.__file__, str(work), str(outside.getsockname()[1])],
+                              user=nobody, group=nobody, extra_groups=[], capture_output=True, text=True,
+                              timeout=60, cwd="/")
+    finally:
+        outside.close()
+        shutil.rmtree(base, ignore_errors=True)
+    text = done.stdout + done.stderr
+    if "available False" in text:
+        pytest.skip("unprivileged user namespaces are off here: the seccomp fallback applies")
+    assert done.returncode == 0, text
+    assert "listener True" in text, text
+    assert "proxy says hello" in text, text  # its 127.0.0.1:port is docket's listener, served outside
+    assert "outside: refused ConnectionRefusedError" in text, text  # the host's loopback is not its loopback
