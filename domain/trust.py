@@ -65,14 +65,51 @@ def _repository_file(word: str) -> str | None:
     return path
 
 
+def _folder(word: str, within: str) -> str | None:
+    """The repository folder ``cd word`` (or ``make -C word``) enters from within; None when it leaves the
+    repository or cannot be known (absolute, ``-``, ``~``, a variable)."""
+    if not word or word[0] in "/-~$" or any(c in word for c in "\x00*?[`"):
+        return None
+    path = posixpath.normpath(posixpath.join(within, word))
+    return None if path == ".." or path.startswith("../") else path
+
+
 def named_paths(commands: Iterable[Sequence[str]]) -> set[str]:
-    """Every repository path the commands name (argv lists), the makefiles of ``make``."""
+    """Every repository path the commands name (argv lists), the makefiles of ``make``. A shell's ``cd folder`` (and
+    ``make -C folder``) moves where the words after it are read from: ``cd scripts && ./check.sh`` names
+    ``scripts/check.sh`` (and, in case the folder is not what it seems, ``check.sh`` too)."""
     found: set[str] = set()
     for argv in commands:
         words = _words(argv)
-        if any(posixpath.basename(word) in ("make", "gmake") for word in words):
-            found.update(_MAKEFILES)
-        found.update(path for path in map(_repository_file, words) if path is not None)
+        within: str | None = "."
+        entered = -1  # the index of the folder word a cd just took
+        for index, word in enumerate(words):
+            following = words[index + 1] if index + 1 < len(words) else ""
+            base = posixpath.basename(word)
+            if index == entered:
+                continue
+            if word == "cd":
+                within = _folder(following, within) if within is not None else None
+                entered = index + 1
+                continue
+            if base in ("make", "gmake"):
+                found.update(_MAKEFILES)
+                if within not in (None, "."):
+                    found.update(posixpath.join(within, name) for name in _MAKEFILES)  # type: ignore[arg-type]
+            if word == "-C" and any(posixpath.basename(w) in ("make", "gmake") for w in words[:index]):
+                folder = _folder(following, within or ".")
+                if folder is not None:
+                    found.update(posixpath.normpath(posixpath.join(folder, name)) for name in _MAKEFILES)
+                entered = index + 1  # the folder is where make works, not a file it runs
+                continue
+            path = _repository_file(word)
+            if path is None:
+                continue
+            found.add(path)
+            if within not in (None, "."):
+                joined = posixpath.normpath(posixpath.join(within, path))  # type: ignore[arg-type]
+                if not joined.startswith("../"):
+                    found.add(joined)
     return found
 
 

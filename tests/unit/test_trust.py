@@ -27,6 +27,11 @@ TRUSTED = ("docket.toml", ".gitattributes", ".gitmodules", "scripts/check.sh", "
     (["python", "-m", "pytest", "-q"], set()),
     (["/usr/bin/env", "pytest", "--rootdir=.", "../elsewhere/x.sh", "/abs/x.sh"], set()),  # nothing of the repository
     (["sh", "-c", "echo 'unclosed ./a.sh"], {"a.sh"}),
+    (["sh", "-c", "cd scripts && ./check.sh"], {"check.sh", "scripts/check.sh"}),  # where the shell reads it from
+    (["bash", "-c", "cd tools/ci; cd ..; python3 run.py"], {"run.py", "tools/run.py"}),
+    (["sh", "-c", "cd /elsewhere && ./x.sh"], {"x.sh"}),  # a folder outside: only the word as written
+    (["make", "-C", "sub", "check"], {"GNUmakefile", "makefile", "Makefile", "sub/GNUmakefile", "sub/makefile",
+                                      "sub/Makefile"}),
 ])
 def test_the_files_a_command_names(argv, expected):
     assert named_paths([argv]) == expected
