@@ -145,13 +145,16 @@ def build_app(ledger: str | None, token: str, *, public_key: Path | None = None)
         from ...adapters.service_layer.requests import local_user
         from ...projections.inbox import open_questions
 
+        from ...adapters.service_layer.approval import waiting_for_a_person
+
         with context() as ctx:
             views = ctx.views()
             rows = open_questions(views.conn)
+            changes = waiting_for_a_person(ctx.ledger, views, with_diff=True)
             position = views.position()
         if request.query_params.get("format") == "json":
-            return JSONResponse({"questions": rows})
-        return page(request, "inbox", pages.inbox_page(position, rows, local_user()))
+            return JSONResponse({"questions": rows, "config_changes": changes})
+        return page(request, "inbox", pages.inbox_page(position, rows, local_user(), changes))
 
     async def answer_view(request: Request) -> Response:
         if not _same_origin(request) or not token_matches(request.headers.get(CSRF_HEADER), csrf):

@@ -7,6 +7,7 @@ other). Each page is a <main> inside one layout; app.js swaps the <main> for a f
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 
@@ -24,6 +25,12 @@ def text(value: object) -> str:
 def block(value: object) -> str:
     """Text of several lines (an output's tail, a prompt): each line as text() shows it, the line breaks kept."""
     return "\n".join(text(line) for line in str("" if value is None else value).split("\n"))
+
+
+def _first_lines(value: str, count: int = 200) -> str:
+    lines = value.split("\n")
+    return "\n".join(lines[:count] + ([f"... {len(lines) - count} more line(s): docket inbox --json"]
+                                       if len(lines) > count else []))
 
 
 def layout(title: str, main: str, csrf: str) -> str:
@@ -173,7 +180,10 @@ def run_page(doc: dict[str, Any], words: dict[int, str], task_steps: dict[str, s
     return _main(doc["position"], body)
 
 
-def inbox_page(position: int, rows: list[dict[str, Any]], who: str) -> str:
+def inbox_page(position: int, rows: list[dict[str, Any]], who: str,
+               changes: Sequence[dict[str, Any]] = ()) -> str:
+    """The open questions (answered here) and the candidates that change what their run trusts (approved with
+    ``docket approve`` in a terminal: an approval lets an agent's configuration through, so it is not one click)."""
     items = []
     for q in rows:
         if q["kind"] == "propose":
@@ -193,6 +203,17 @@ def inbox_page(position: int, rows: list[dict[str, Any]], who: str) -> str:
                      f"{text(q['task_id'])}, {text(q['reason'] or 'proposal')}, asked {text(q['asked_at'])}</p>"
                      f"{what}<form class=\"answer\" method=\"post\" action=\"/inbox/{text(q['request_key'])}\">"
                      f"{buttons}{free}</form></li>")
+    for c in changes:
+        protected = (f"<p>it also changes protected paths: {text(', '.join(c['protected_changes'][:10]))}</p>"
+                     if c.get("protected_changes") else "")
+        items.append(f"<li class=\"config-change\" data-binding=\"{text(c['binding_id'])}\">"
+                     f"<p class=\"meta\">config-change: run <a href=\"/runs/{text(c['run_id'])}\">"
+                     f"{text(c['run_id'])}</a>, task {text(c['task_id'])}, candidate {text(c['binding_id'][:12])}</p>"
+                     f"<p class=\"question\">passed its checks and changes what the run trusts: "
+                     f"{text(', '.join(c['paths']))}</p>{protected}"
+                     f"<pre class=\"diff\">{block(_first_lines(c.get('diff') or '(the diff could not be read)'))}</pre>"
+                     f"<p>approve: <code>{text(c['approve'])}</code>; refuse: "
+                     f"<code>docket run abort {text(c['run_id'])}</code></p></li>")
     body = (f"<h1>inbox</h1><p>answering as <strong>{text(who)}</strong></p>"
             + (f"<ul class=\"inbox\">{''.join(items)}</ul>" if items else "<p class=\"empty\">nothing waits for you</p>"))
     return _main(position, body)

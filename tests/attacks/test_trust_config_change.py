@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tests.conftest import git
 from tests.e2e.go_world import GoWorld, make_go_world, wait_until
+from tests.e2e.test_serve import Served
 
 AGENT = r'''
 import os, sys
@@ -83,6 +84,15 @@ def test_a_candidate_changing_docket_toml_or_a_check_script_waits_for_a_person(t
         status = world.run("status", "trust")
         assert "task trust.intruder waits for a person" in status.stdout and "check.sh" in status.stdout
         assert [c["task_id"] for c in world.json("status", "trust")["config_changes"]] == ["trust.intruder"]
+        served = Served(world)  # the web view's inbox lists it too, with its diff, escaped
+        try:
+            code, _, listed_json = served.request("/inbox?format=json")
+            code_html, _, page = served.request("/inbox")
+        finally:
+            served.stop()
+        assert code == 200 and [c["task_id"] for c in json.loads(listed_json)["config_changes"]] == ["trust.intruder"]
+        assert code_html == 200 and 'class="config-change"' in page and "docket approve trust --task trust.intruder" \
+            in page and "+read = [&quot;~/.ssh&quot;" in page, page
         approved = world.run("approve", "trust", "--task", "trust.intruder", "--by", "alice")
         assert approved.returncode == 0, approved.stderr
         out, err = go.communicate(timeout=180)
