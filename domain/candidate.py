@@ -40,8 +40,10 @@ __all__ = [
     "decide_release",
     "made",
     "preserved_by_target",
+    "recordable",
     "request_pin",
     "request_release",
+    "require_recordable",
     "stream_of",
 ]
 
@@ -308,6 +310,28 @@ def made(outcome: ev.Event) -> ev.Event:
                ev.ExecutionRemoved: "removed"}
     result = updates.get(type(outcome))
     return outcome.model_copy(update={"result": result}) if result else outcome
+
+
+def recordable(changed: Sequence[str]) -> bool:
+    """Whether a candidate can record these changed paths (quoted): at most MAX_CHANGED_PATHS of them, with at most
+    MAX_CHANGED_CHARS characters together (read when asked: tests lower them)."""
+    from .events import candidate as limits
+
+    return len(changed) <= limits.MAX_CHANGED_PATHS and sum(map(len, changed)) <= limits.MAX_CHANGED_CHARS
+
+
+def require_recordable(changed: Sequence[str], where: str, *, at_least: bool = False) -> None:
+    """Refused ``too-many-changes`` unless recordable(changed); where names the worktree, at_least says changed is
+    only part of what changes."""
+    from .events import candidate as limits
+
+    if recordable(changed):
+        return
+    more = "at least " if at_least else ""
+    raise Refused("too-many-changes", f"{where} changes {more}{len(changed)} paths ({more}"
+                                      f"{sum(map(len, changed))} characters); a candidate records at most "
+                                      f"{limits.MAX_CHANGED_PATHS} paths and {limits.MAX_CHANGED_CHARS} characters (is "
+                                      "a build folder not ignored?); nothing was pinned")
 
 
 def request_release(candidate: Candidate, *, intent_id: str, reason: str, now: str) -> list[ev.Event]:

@@ -144,14 +144,8 @@ def complete_pinned(effector: Any, candidate: candidate_aggregate.Candidate) -> 
 
 
 def _require_recordable(changed: tuple[str, ...], task_id: str) -> None:
-    from ...domain.events.candidate import MAX_CHANGED_CHARS, MAX_CHANGED_PATHS
-
-    chars = sum(len(path) for path in changed)
-    if len(changed) > MAX_CHANGED_PATHS or chars > MAX_CHANGED_CHARS:
-        raise Refused("too-many-changes", f"the worktree of task {task_id} changes {len(changed)} paths "
-                                          f"({chars} characters); a candidate records at most {MAX_CHANGED_PATHS} "
-                                          f"paths and {MAX_CHANGED_CHARS} characters (is a build folder not "
-                                          "ignored?); nothing was pinned")
+    """As the capture checks before it writes anything (capture.py); again here, whatever port captured."""
+    candidate_aggregate.require_recordable(changed, f"the worktree of task {task_id}")
 
 
 CONTENDED_TRIES = 20  # another docket process making the same ref: observed again this often, 0.1 s apart

@@ -30,10 +30,11 @@ import hashlib
 import os
 import stat
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...domain.candidate import recordable, require_recordable
 from ...domain.codes import Code
 from ...domain.errors import BadInput, Conflict, NotFound, Refused
 from ...domain.processes import safe_text
@@ -55,6 +56,8 @@ TREE, FILE, EXECUTABLE, SYMLINK, GITLINK = 0o040000, 0o100644, 0o100755, 0o12000
 
 _Entry = tuple[int, bytes]  # (git mode, blob id as 40 hex bytes)
 FEW_REPORTED = 1_000  # a watched capture of at most this many reported paths (and no folder to walk) reads them all
+HELD_BYTES = 64 << 20  # the content of files hashed before their blobs may be written, held rather than read again
+_PENDING: _Entry = (0, b"")  # a file listed, not read yet: no entry of HEAD's is this
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,12 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
     call found or wrote them), not looked up again; what this one finds or
     writes is added. A file larger than max_file_size whose content is not
     the base's blob at its path is Refused ``file-too-large``, read without
-    being held in memory and before any object of it is written. rewrite:
+    being held in memory and before any object of it is written. Refused
+    ``too-many-changes`` when a candidate could not record the paths it
+    changes against base (domain.candidate.recordable): known from a walk that
+    only lists and stats, before any file is read or object written (a walk
+    whose changes may or may not be too many, files of HEAD's not read yet,
+    hashes every file first and writes once they are counted). rewrite:
     hash every file (no stat cache, none saved) and write every blob and tree
     the capture is made of that the store lacks, HEAD's too (what a pin needs
     again after a prune deleted it). OSError while writing them propagates.
@@ -174,20 +182,28 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
             if reported is not None:  # only what the workspace's watch reported since it was made is looked at
                 watch.fast_captures += 1
                 watch.watch_new_files()  # before they are read: a write after this is reported
-                changes = walk.watched(*reported)
+                walk.watched(*reported)
             else:
                 walk.folder(b"")
-                changes = {p: e for p, e in walk.found.items() if tracked.get(p) != e}
-                changes.update((p, None) for p in tracked if p not in walk.found)
-            tree = _apply(store, head_trees, commit.tree, changes) or _write(store, _new_tree({}))
+            # Nothing is read or written before the changes are known to be few enough for a candidate to record:
+            # the walk above only listed and stat'ed (and took unchanged files from the stat cache).
+            where = f"the worktree {safe_text(os.fsdecode(worktree))}"
+            moved = None if base_tree == commit.tree else _raw_changed(store, base_tree, commit.tree)
+            at_most, at_least = walk.bounds(moved)
+            require_recordable(_quoted(at_least), where, at_least=True)
+            one_pass = recordable(_quoted(at_most))  # (else each blob is written once all are hashed and counted)
+            walk.hash_pending(write=one_pass)
+            built = _build(store, walk, head_trees, commit.tree, base_tree, like, head_hex)
+            require_recordable(built[2], where)
+            if walk.write_unwritten():  # a file changed since it was hashed: the capture holds what was written
+                built = _build(store, walk, head_trees, commit.tree, base_tree, like, head_hex)
+                require_recordable(built[2], where)
+            tree, trees, changed = built
+            for obj in trees.values():
+                _write(store, obj)
             if reported is None and not rewrite and (walk.hashed or walk.stats != cache.records):
                 cache.save(walk.stats)  # (else the same, none racy: kept; a watched capture saw only a part)
-            as_before = like is not None and (like.head, like.tree) == (head_hex, tree.decode("ascii"))
-            return Capture(head_hex, tree.decode("ascii"),
-                           like.changed if as_before
-                           else _quoted(changes) if base_tree == commit.tree
-                           else _changed_paths(store, base_tree, tree),
-                           os.path.realpath(repo.controldir()))
+            return Capture(head_hex, tree.decode("ascii"), changed, os.path.realpath(repo.controldir()))
         finally:
             if written is not None:
                 written.close()
@@ -229,6 +245,36 @@ def _home_store(home: Path):  # noqa: ANN202
     return DiskObjectStore(os.path.join(home, "objects"))
 
 
+def _build(store, walk: _Walk, head_trees, head_tree: bytes, base_tree: bytes,  # noqa: ANN001
+           like: Capture | None, head_hex: str) -> tuple[bytes, dict, tuple[str, ...]]:
+    """The capture's tree id, the trees it needs written (none written yet: by id), and the paths it changes against
+    base_tree (read through those trees)."""
+    trees: dict[bytes, object] = {}
+
+    def keep(obj) -> bytes:  # noqa: ANN001
+        trees[obj.id] = obj
+        return obj.id
+
+    changes = walk.changes()
+    tree = _apply(keep, head_trees, head_tree, changes) or keep(_new_tree({}))
+    if like is not None and (like.head, like.tree) == (head_hex, tree.decode("ascii")):
+        return tree, trees, like.changed
+    if base_tree == head_tree:
+        return tree, trees, _quoted(changes)
+    return tree, trees, _changed_paths(_Unwritten(store, trees), base_tree, tree)
+
+
+class _Unwritten:
+    """A store as a tree diff reads it, with trees not written yet."""
+
+    def __init__(self, store, trees: dict) -> None:  # noqa: ANN001
+        self.store, self.trees = store, trees
+
+    def __getitem__(self, sha: bytes):  # noqa: ANN204
+        found = self.trees.get(sha)
+        return self.store[sha] if found is None else found
+
+
 # Walking the worktree --------------------------------------------------------
 
 
@@ -249,6 +295,11 @@ class _Walk:
         self.stats: dict[bytes, bytes] = {}  # path -> its stat cache record
         self.hashed = 0  # files and symlinks read (not taken from the cache)
         self.write_all = False  # write HEAD's blobs too (where the store lacks them)
+        self.pending: list[tuple[bytes, int, bytes, int]] = []  # (path, mode, stat key, size) to read and hash
+        self.unwritten: list[tuple[bytes, bytes]] = []  # (path, blob id) hashed, to be written
+        self.held: dict[bytes, bytes] = {}  # path -> the content of an unwritten blob, while HELD_BYTES allow
+        self.held_bytes = 0
+        self.watched_paths: tuple[frozenset[bytes], set[bytes], list[bytes]] | None = None
 
     def folder(self, rel: bytes) -> None:
         """The folder's files and symlinks, then its subfolders; a folder holding a ``.git`` (a nested repository,
@@ -302,14 +353,67 @@ class _Walk:
                 self.found[path] = (mode, record[len(key):])
                 if kind == stat.S_IFREG and st.st_size > self.large.limit:
                     self.large.require_base_holds(path, self.found[path][1], st.st_size)
-            else:
-                self.found[path] = self._hashed(path, mode, key, st.st_size if kind == stat.S_IFREG else 0)
+            else:  # read later (hash_pending), once what changes is known to be recordable
+                self.found[path] = _PENDING
+                self.pending.append((path, mode, key, st.st_size if kind == stat.S_IFREG else 0))
         return False
 
-    def watched(self, dirty: frozenset[bytes], rewalk: frozenset[bytes]) -> dict[bytes, _Entry | None]:
-        """What differs from the tracked entries, when the workspace held exactly them when its watch began and the
-        watch reported dirty (paths to look at again) and rewalk (folders to walk whole) since (change_watch.py):
-        the same answer as a walk of the whole worktree, from only those paths."""
+    def bounds(self, moved: set[bytes] | None) -> tuple[list[bytes], list[bytes]]:
+        """Before any file is read: the paths that may change against the base, and those that surely do. A new
+        file surely changes, a file of HEAD's not read yet may; moved: the paths HEAD changes against the base (None:
+        HEAD's tree is the base's), which may change or not whatever the worktree holds."""
+        changes = self.changes()
+        maybe = {path for path, _, _, _ in self.pending if path in self.tracked}
+        if moved is None:
+            return list(changes), [p for p in changes if p not in maybe]
+        return list(moved.union(changes)), [p for p in changes if p not in maybe and p not in moved]
+
+    def hash_pending(self, *, write: bool) -> None:
+        """Read and hash the files the walk left pending, the ones over the size limit first (hashed a chunk at a
+        time, never written: a refusal comes before any blob is written). write: write each blob as it is read;
+        else leave it to write_unwritten, its content held meanwhile while HELD_BYTES allow."""
+        limit = self.large.limit
+        for path, mode, key, size in sorted(self.pending, key=lambda pending: pending[3] <= limit):
+            self.found[path] = self._hashed(path, mode, key, size, write)
+        self.pending = []
+
+    def write_unwritten(self) -> bool:
+        """Write the blobs hash_pending left unwritten, reading again what was not held; whether a file read again
+        had changed since it was hashed (its entry is then what was read, and written)."""
+        changed = False
+        for path, sha in self.unwritten:
+            data = self.held.pop(path, None)
+            if data is None:
+                mode = self.found[path][0]
+                data = self._read(path, mode)
+                again = _blob_id(data)
+                if again != sha:
+                    if mode != SYMLINK and len(data) > self.large.limit:
+                        self.large.require_base_holds(path, again, len(data))
+                    changed = True
+                    self.found[path] = (mode, again)
+                    self.stats.pop(path, None)  # read after it was stat'ed: hashed again next time
+            _write_blob(self.store, data)
+        self.unwritten, self.held_bytes = [], 0
+        return changed
+
+    def changes(self) -> dict[bytes, _Entry | None]:
+        """What differs from the tracked entries (a pending file counted as differing)."""
+        tracked, found = self.tracked, self.found
+        changes: dict[bytes, _Entry | None] = {p: e for p, e in found.items() if tracked.get(p) != e}
+        if self.watched_paths is None:
+            changes.update((p, None) for p in tracked if p not in found)
+            return changes
+        dirty, covered, outer = self.watched_paths
+        changes.update((p, None) for p in dirty if p in tracked and p not in found and not _under(p, covered))
+        if any(r in self.tracked_folders or r in tracked for r in outer):  # entries of HEAD's under them may be gone
+            changes.update((p, None) for p in tracked if p not in found and _under(p, covered))
+        return changes
+
+    def watched(self, dirty: frozenset[bytes], rewalk: frozenset[bytes]) -> None:
+        """Walk only what the watch reported, when the workspace held exactly the tracked entries when its watch
+        began and the watch reported dirty (paths to look at again) and rewalk (folders to walk whole) since
+        (change_watch.py): changes() then gives the same answer as after a walk of the whole worktree."""
         roots = sorted(rewalk)
         outer = [r for i, r in enumerate(roots) if not any(_inside(r, o) for o in roots[:i])]
         for folder in outer:
@@ -318,12 +422,7 @@ class _Walk:
         for path in sorted(dirty):
             if not _under(path, covered):
                 self._again(path)
-        tracked, found = self.tracked, self.found
-        changes: dict[bytes, _Entry | None] = {p: e for p, e in found.items() if tracked.get(p) != e}
-        changes.update((p, None) for p in dirty if p in tracked and p not in found and not _under(p, covered))
-        if any(r in self.tracked_folders or r in tracked for r in outer):  # entries of HEAD's under them may be gone
-            changes.update((p, None) for p in tracked if p not in found and _under(p, covered))
-        return changes
+        self.watched_paths = (dirty, covered, outer)
 
     def _again(self, path: bytes) -> None:
         """Look at path again, as the walk of its folder would: a folder is walked whole, a file or symlink taken,
@@ -368,9 +467,10 @@ class _Walk:
         a = self.artifact
         return a is not None and (path == a or path.startswith(a + b"/"))
 
-    def _hashed(self, path: bytes, mode: int, key: bytes, size: int) -> _Entry:
-        """The entry of a file or symlink read and hashed (its blob written when HEAD lacks it); its stat record.
-        A file over the size limit is hashed a chunk at a time and never written: the base must hold it."""
+    def _hashed(self, path: bytes, mode: int, key: bytes, size: int, write: bool) -> _Entry:
+        """The entry of a file or symlink read and hashed (its blob written when HEAD lacks it, or left unwritten);
+        its stat record. A file over the size limit is hashed a chunk at a time and never written: the base must
+        hold it."""
         self.hashed += 1
         absolute = self.root + b"/" + path
         if size > self.large.limit:
@@ -383,17 +483,24 @@ class _Walk:
             self.large.require_base_holds(path, sha, size)
             self.stats[path] = key + sha
             return mode, sha
-        try:
-            data = os.readlink(absolute) if mode == SYMLINK else _read_file(absolute)
-        except OSError as e:
-            raise self._unreadable(path, e) from None
-        digest = hashlib.sha1(b"blob %d\0" % len(data))
-        digest.update(data)
-        sha = digest.hexdigest().encode("ascii")
+        data = self._read(path, mode)
+        sha = _blob_id(data)
         if self.write_all or self.tracked.get(path, (0, b""))[1] != sha:  # HEAD's blobs are in the store already
-            _write_blob(self.store, data)
+            if write:
+                _write_blob(self.store, data)
+            else:
+                self.unwritten.append((path, sha))
+                if self.held_bytes + len(data) <= HELD_BYTES:
+                    self.held[path] = data
+                    self.held_bytes += len(data)
         self.stats[path] = key + sha
         return mode, sha
+
+    def _read(self, path: bytes, mode: int) -> bytes:
+        try:
+            return os.readlink(self.root + b"/" + path) if mode == SYMLINK else _read_file(self.root + b"/" + path)
+        except OSError as e:
+            raise self._unreadable(path, e) from None
 
 
 def _inside(path: bytes, folder: bytes) -> bool:
@@ -412,6 +519,12 @@ def _under(path: bytes, folders: set[bytes]) -> bool:
             return True
         cut = path.rfind(b"/", 0, cut)
     return False
+
+
+def _blob_id(data: bytes) -> bytes:
+    digest = hashlib.sha1(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest().encode("ascii")
 
 
 def _read_file(path: bytes) -> bytes:
@@ -522,9 +635,9 @@ def _tree_of(repo, base: str) -> bytes:  # noqa: ANN001
     raise NotFound("base-missing", f"the base {base} names a {obj.type_name.decode()}, not a commit")
 
 
-def _apply(store, trees: dict[bytes, list[tuple[bytes, int, bytes]]], tree_id: bytes | None,  # noqa: ANN001
-           changes: dict[bytes, _Entry | None]) -> bytes | None:
-    """tree_id with changes made (None: removed), writing only the trees on the way; None when it ends empty.
+def _apply(keep: Callable[[object], bytes], trees: dict[bytes, list[tuple[bytes, int, bytes]]],
+           tree_id: bytes | None, changes: dict[bytes, _Entry | None]) -> bytes | None:
+    """tree_id with changes made (None: removed), handing keep only the trees on the way; None when it ends empty.
     trees: HEAD's trees as _flatten read them (every tree_id this is asked about is one of them)."""
     if not changes:
         return tree_id
@@ -539,7 +652,7 @@ def _apply(store, trees: dict[bytes, list[tuple[bytes, int, bytes]]], tree_id: b
             here[name] = entry
     for name, inner in below.items():  # a file may turn into a folder and back: a removal only removes its own kind
         old = entries.get(name)
-        subtree = _apply(store, trees, old[1] if old and old[0] == TREE else None, inner)
+        subtree = _apply(keep, trees, old[1] if old and old[0] == TREE else None, inner)
         if subtree is not None:
             entries[name] = (TREE, subtree)
         elif old and old[0] == TREE:
@@ -549,18 +662,24 @@ def _apply(store, trees: dict[bytes, list[tuple[bytes, int, bytes]]], tree_id: b
             entries[name] = entry
         elif name in entries and entries[name][0] != TREE:
             del entries[name]
-    return _write(store, _new_tree(entries)) if entries else None
+    return keep(_new_tree(entries)) if entries else None
 
 
-def _quoted(changes: dict[bytes, _Entry | None]) -> tuple[str, ...]:
-    """The changed paths when the base is HEAD's own tree: exactly the paths the capture changed (each differs from
-    HEAD's entry or is gone), as _changed_paths would list them, without reading a tree again."""
+def _quoted(changes: Iterable[bytes]) -> tuple[str, ...]:
+    """The paths quoted, sorted. Given what a capture changed against HEAD's entries, its changed paths when the base
+    is HEAD's own tree, as _changed_paths would list them, without reading a tree again."""
     from ...domain.binding import quote_path
 
     return tuple(quote_path(p) for p in sorted(changes))
 
 
 def _changed_paths(store, old_tree: bytes, new_tree: bytes) -> tuple[str, ...]:  # noqa: ANN001
+    from ...domain.binding import quote_path
+
+    return tuple(quote_path(p) for p in sorted(_raw_changed(store, old_tree, new_tree)))
+
+
+def _raw_changed(store, old_tree: bytes, new_tree: bytes) -> set[bytes]:  # noqa: ANN001
     from dulwich.diff_tree import tree_changes
 
     paths = set()
@@ -568,9 +687,7 @@ def _changed_paths(store, old_tree: bytes, new_tree: bytes) -> tuple[str, ...]: 
         for side in (change.old, change.new):
             if side is not None and side.path is not None:
                 paths.add(side.path)
-    from ...domain.binding import quote_path
-
-    return tuple(quote_path(p) for p in sorted(paths))
+    return paths
 
 
 def _differing(worktree: Path, first: Capture, second: Capture) -> tuple[str, ...]:
