@@ -46,12 +46,34 @@ def _listening(address: str, port: int) -> socket.socket:
         sock.bind((address, port))
     except socket.gaierror as e:
         raise BadInput("bad-address", f"cannot listen on {address!r}: {e.strerror}") from None
+    except (TypeError, UnicodeError, ValueError):  # a name no resolver can encode (idna), a NUL in it
+        raise BadInput("bad-address", f"cannot listen on {address!r}: not an address or host name") from None
     except OSError as e:
         raise Refused("address-in-use" if e.errno == 98 else "cannot-listen",
                       f"cannot listen on {address} port {port}: {e.strerror}") from None
     sock.listen(128)
     sock.set_inheritable(False)
     return sock
+
+
+def _loopback(host: str) -> bool:
+    """Whether the address listened on is this machine only (127.0.0.0/8, ::1, ::ffff:127.x)."""
+    import ipaddress
+
+    try:
+        ip = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return bool(ip.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
+def _require_public_key(path: Path) -> None:
+    """--key names a public key a receipt is verified with: one that is not there or not a key is refused now
+    (key-not-found, bad-key), not at the first verify a person clicks."""
+    from ..adapters.world.signing import load_verifier
+
+    load_verifier(path)
 
 
 def serve(ctx: Context) -> int:
@@ -63,11 +85,13 @@ def serve(ctx: Context) -> int:
 
     a = ctx.args
     ctx.require_ledger_file()
+    if a.key is not None:
+        _require_public_key(a.key)
     sock = _listening(a.bind, a.port)
     token = load_or_make_token(ctx.paths.ledger.parent, new=a.new_token)
     host, port = sock.getsockname()[:2]
     shown_host = f"[{host}]" if ":" in host else host
-    if a.bind != LOCAL:
+    if not _loopback(host):
         warn("serve-exposed", f"listening on {a.bind}: anyone who can reach it and has the token sees the runs "
                               "and may answer as you")
     print(f"http://{shown_host}:{port}/?token={token}", flush=True)

@@ -84,13 +84,14 @@ timeout = "1m"
 class GoWorld:
     repo: Path
     env: dict[str, str] = field(default_factory=dict)
+    program: tuple[str, ...] = (sys.executable, "-m", "docket")  # the docket it runs (an installed one's bin/docket)
 
     @property
     def ledger(self) -> Path:
         return self.repo / ".git" / "docket" / "ledger.sqlite"
 
     def argv(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "docket", *args]
+        return [*self.program, *args]
 
     def run(self, *args: str, fault: str | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
         env = dict(self.env)
@@ -127,7 +128,8 @@ class GoWorld:
 
 
 def make_go_world(tmp_path: Path, *, name: str = "repo", target: str = "main", idle_timeout: str = "30s",
-                  extra_config: str = "", tasks: str = TASKS, agent_extra: str = "") -> GoWorld:
+                  extra_config: str = "", tasks: str = TASKS, agent_extra: str = "",
+                  program: tuple[str, ...] | None = None) -> GoWorld:
     repo = make_repo(tmp_path / name)
     (repo / "docket.toml").write_text(config(idle_timeout=idle_timeout, extra=extra_config, agent_extra=agent_extra))
     (repo / "tasks.toml").write_text(tasks)
@@ -139,7 +141,7 @@ def make_go_world(tmp_path: Path, *, name: str = "repo", target: str = "main", i
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKET_")}
     env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
                GIT_COMMITTER_EMAIL="t@example.com")
-    world = GoWorld(repo, env)
+    world = GoWorld(repo, env) if program is None else GoWorld(repo, env, program)
     done = world.run("init")
     assert done.returncode == 0, done.stderr
     return world

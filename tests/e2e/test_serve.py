@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -33,7 +32,7 @@ class Served:
     """A `docket serve --port 0` of the world's repository, and requests to it."""
 
     def __init__(self, world: GoWorld, *extra: str) -> None:
-        self.process = subprocess.Popen([sys.executable, "-m", "docket", "serve", "--port", "0", *extra],
+        self.process = subprocess.Popen(world.argv("serve", "--port", "0", *extra),
                                         cwd=world.repo, env=world.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         text=True)
         self.url = self.process.stdout.readline().strip()  # type: ignore[union-attr]
@@ -212,6 +211,29 @@ def test_docket_serve_stays_under_100_mb(asked):
 def test_a_bad_port_or_address_is_a_clear_error(tmp_path):
     world = make_go_world(tmp_path)
     assert world.run("init").returncode in (0, 3)
-    for args, code in ((["--port", "70000"], "bad-port"), (["--bind", "no.such.host.invalid"], "bad-address")):
+    (tmp_path / "not-a-key.pub").write_text("hello\n")
+    for args, code, exit_code in ((["--port", "70000"], "bad-port", 2),
+                                  (["--bind", "no.such.host.invalid"], "bad-address", 2),
+                                  (["--bind", "J\u00caK\x99\u00e67"], "bad-address", 2),  # no resolver encodes it
+                                  (["--key", str(tmp_path / "missing.pub")], "key-not-found", 5),  # refused at start
+                                  (["--key", str(tmp_path / "not-a-key.pub")], "bad-key", 2)):
         done = world.run("serve", *args)
-        assert done.returncode == 2 and f"docket: error: {code}:" in done.stderr and "Traceback" not in done.stderr
+        assert done.returncode == exit_code and f"docket: error: {code}:" in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("bind, exposed", [("127.0.0.1", False), ("::1", False), ("0.0.0.0", True)])
+def test_only_an_address_beyond_this_machine_is_warned_about(tmp_path, bind, exposed):
+    world = make_go_world(tmp_path)
+    assert world.run("init").returncode in (0, 3)
+    served = subprocess.Popen(world.argv("serve", "--port", "0", "--bind", bind), cwd=world.repo, env=world.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = served.stdout.readline()  # type: ignore[union-attr]
+    finally:
+        served.terminate()
+        _, err = served.communicate(timeout=20)
+    if not url and "cannot-listen" in err:
+        pytest.skip(f"this machine cannot listen on {bind}")
+    assert url.startswith("http://"), err
+    assert ("serve-exposed" in err) is exposed, err
