@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = ["Parser", "UsageError", "command", "common_options", "group", "position"]
@@ -46,6 +46,19 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (see '{self.prog} --help')")
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        """A command's options may come before, between or after its arguments (``docket answer ID --as NAME
+        TEXT``): argparse alone fills an optional argument at the first word and leaves a later one over."""
+        optional = any(a.nargs in ("?", "*") for a in self._get_positional_actions())
+        if self._subparsers is not None or not optional or getattr(self, "_intermixing", False):
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
 
 def common_options() -> argparse.ArgumentParser:

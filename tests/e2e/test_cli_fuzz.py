@@ -117,6 +117,20 @@ def run_cli(argv: list[str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def serving_returns_at_once() -> Iterator[None]:
+    """`docket serve` with an address and port that are fine (options may follow its arguments) would serve until
+    stopped: the fuzz checks what it says and how it ends, so its server returns as soon as it would start."""
+    import uvicorn
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(uvicorn.Server, "run", lambda self, sockets=None: None)
+    try:
+        yield
+    finally:
+        patch.undo()
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A repository whose ledger holds run r1 (with a budget), task t1, worker w1 and its lease on wt/a."""

@@ -130,7 +130,9 @@ def test_an_answer_from_someone_untrusted_is_refused_and_kept_and_a_trusted_one_
     try:
         assert wait_until(lambda: open_questions(world), timeout=60)
         (question,) = open_questions(world)
-        refused = world.run("answer", question["question_id"], "ada", "--as", "mallory@example.com")
+        split = world.run("answer", question["question_id"], "ada", "and", "more")  # one answer, one argument
+        assert split.returncode == 2 and split.stderr.startswith("docket: error: usage: unrecognized arguments")
+        refused = world.run("answer", question["question_id"], "--as", "mallory@example.com", "ada")  # options first
         assert refused.returncode == 3
         assert refused.stderr.startswith("docket: error: untrusted-answerer: ")
         assert "Traceback" not in refused.stderr
