@@ -411,6 +411,42 @@ class _Contradictions:
             self._fail(f"{name} {CHECK_EVENT_TYPES[found.type]} in the ledger; the receipt says {check['result']}")
         self._find("CandidatePinned", f"the candidate {name} ran on", binding_id=check["binding_id"],
                    commit=check["commit"])
+        if check.get("tests") is not None:
+            self._tests(_object(check["tests"], f"{name}: tests"), name, check)
+
+    def _tests(self, tests: dict[str, Any], name: str, check: dict[str, Any]) -> None:
+        """The report and judgment the receipt states for a check are the cited events', and they bear its result
+        out: a check judged relative to the base passed only with no new failure, each known one failing in the
+        base's cited report too."""
+        missing = {"judge", "report_sha256", "problem", "failing", "new_failures", "known_failures", "base"} - set(tests)
+        if missing:
+            self._fail(f"{name}: tests lacks {', '.join(sorted(missing))}")
+        reported = self._find("CheckTestsReported", f"the test report of {name}", check_id=check["check_id"],
+                              binding_id=check["binding_id"], judge=tests["judge"],
+                              report_sha256=tests["report_sha256"], problem=tests["problem"],
+                              new_failures=tests["new_failures"], known_failures=tests["known_failures"])
+        failing = sorted(f["id"] for f in reported.payload["failing"])
+        if _list(tests["failing"], f"{name}: tests.failing") != failing:
+            self._fail(f"the failing tests of {name} are not those its cited report names")
+        base = tests["base"]
+        if base is not None:
+            base = _object(base, f"{name}: tests.base")
+            if {"binding_id", "check_id", "failing"} - set(base):
+                self._fail(f"{name}: tests.base lacks binding_id, check_id or failing")
+            if (reported.payload["base_binding_id"], reported.payload["base_check_id"]) != (
+                    base["binding_id"], base["check_id"]):
+                self._fail(f"{name} names another base check than its cited report was judged against")
+            if base["failing"] is not None:
+                found = self._find("CheckTestsReported", f"the base's test report {name} was judged against",
+                                   check_id=base["check_id"], binding_id=base["binding_id"])
+                if sorted(f["id"] for f in found.payload["failing"]) != _list(base["failing"], f"{name}: base"):
+                    self._fail(f"the base's failing tests {name} names are not those of the base's cited report")
+        if check["result"] == "passed" and tests["judge"] == "relative-to-base":
+            known = set(_list(tests["known_failures"] or [], f"{name}: known_failures"))
+            if tests["new_failures"] or known != set(failing) or known and (
+                    base is None or base["failing"] is None or not known <= set(base["failing"])):
+                self._fail(f"{name} passed relative to the base, but its failing tests are not all failing in the "
+                           "base's cited report")
 
     def _find(self, type_: str | None, what: str, *, types: Iterable[str] = (), **fields: Any) -> _Cited:
         wanted = {type_} if type_ else set(types)

@@ -74,9 +74,16 @@ def check_statements(receipt: dict[str, Any]) -> list[dict[str, Any]]:
         if check["output_sha256"] is not None:
             configuration.append({"name": f"output of check run {check['check_id']}",
                                   "digest": {"sha256": check["output_sha256"]}})
+        tests = check.get("tests")
+        failing = [check["check"]] if result == "FAILED" else []
+        if tests is not None:  # the report's failing tests: on a PASSED result judged relative to the base, the
+            failing = list(tests["failing"]) or failing  # known ones (the receipt cites the base's report too)
+            if tests["report_sha256"] is not None:
+                configuration.append({"name": f"JUnit report of check run {check['check_id']}, judged "
+                                              f"{tests['judge']}", "digest": {"sha256": tests["report_sha256"]}})
         predicate = signing.test_result_predicate(
             result, configuration, passed_tests=[check["check"]] if result == "PASSED" else [],
-            failed_tests=[check["check"]] if result == "FAILED" else [])
+            failed_tests=failing)
         made.append(signing.statement(f"docket-candidate:{check['binding_id']}", {"gitCommit": check["commit"]},
                                       signing.TEST_RESULT_TYPE, predicate))
     return made

@@ -404,10 +404,31 @@ class _Builder:
         result = self.last(stream, ev.CheckPassed, ev.CheckFailed, ev.CheckTimedOut, check_id=check_id)
         pinned = self.last(stream, ev.CandidatePinned)
         assert result is not None and isinstance(pinned, ev.CandidatePinned), (binding_id, check_id)
-        return {"check": result.check, "check_id": check_id, "binding_id": binding_id,  # type: ignore[attr-defined]
+        made = {"check": result.check, "check_id": check_id, "binding_id": binding_id,  # type: ignore[attr-defined]
                 "commit": pinned.commit, "config_sha256": result.config_sha256,  # type: ignore[attr-defined]
                 "result": CHECK_EVENT_TYPES[type(result).name],
                 "output_sha256": result.output_sha256}  # type: ignore[attr-defined]
+        tests = self.tests(stream, check_id)
+        return made if tests is None else made | {"tests": tests}
+
+    def tests(self, stream: str, check_id: str) -> dict[str, Any] | None:
+        """What the check's JUnit report said and how its result was judged (CheckTestsReported, cited), with the
+        base's report a relative judgment compared it to (cited too): why a check whose output names failing tests
+        passed, for a reader who has only the receipt. None for a check without a report."""
+        reported = self.last(stream, ev.CheckTestsReported, check_id=check_id)
+        if not isinstance(reported, ev.CheckTestsReported):
+            return None
+        made: dict[str, Any] = {"judge": reported.judge, "report_sha256": reported.report_sha256,
+                                "problem": reported.problem, "failing": sorted(f.id for f in reported.failing),
+                                "new_failures": reported.new_failures, "known_failures": reported.known_failures,
+                                "base": None}
+        if reported.base_binding_id is not None and reported.base_check_id is not None:
+            base = self.last(candidate_stream(reported.base_binding_id), ev.CheckTestsReported,
+                             check_id=reported.base_check_id)
+            made["base"] = {"binding_id": reported.base_binding_id, "check_id": reported.base_check_id,
+                            "failing": None if not isinstance(base, ev.CheckTestsReported)
+                            else sorted(f.id for f in base.failing)}
+        return made
 
     def step(self, number: int, planned: ev.IntegrationStep) -> dict[str, Any] | None:
         stream = integration_aggregate.stream_of(self.run_id)
