@@ -42,7 +42,7 @@ from ...domain.codes import Code
 from ...domain.errors import DocketError, Fenced, Refused, RunClosed, TargetCheckedOut
 from .go_session import RunDriver, Session
 from .go_settings import GoSettings
-from .go_task import finish_task, queued_tasks, task_worker_id, work_on
+from .go_task import finish_task, held_for_a_person, queued_tasks, task_worker_id, work_on
 from .leases import driver_resource
 from .runs import load_run
 from .tasks import load_task
@@ -323,6 +323,9 @@ def _start_work(open_session: Callable[[], Session], settings: GoSettings, s: Se
         if task_id in finished:
             continue
         if task_id in threads or task_id in queued:  # a queued task takes no slot: its step is the integrator's
+            unfinished = True
+            continue
+        if held_for_a_person(s, run.run_id, task_id):  # nor does one whose candidate waits for a person's approval
             unfinished = True
             continue
         if len(threads) >= parallel:

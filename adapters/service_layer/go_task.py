@@ -23,7 +23,7 @@ from .go_settings import GoSettings
 from .runs import load_run
 from .tasks import load_task
 
-__all__ = ["finish_task", "judgeable", "queued_tasks", "task_worker_id", "work_on"]
+__all__ = ["finish_task", "held_for_a_person", "judgeable", "queued_tasks", "task_worker_id", "work_on"]
 
 JUDGED_CAUSES = frozenset({"exited", "timeout", "idle-timeout"})
 ANSWER_POLL_SECONDS = 1.0  # how often a task whose agent ended asking looks for the answers
@@ -45,40 +45,51 @@ def judgeable(worker: worker_aggregate.Worker) -> bool:
     return worker.exit_cause in JUDGED_CAUSES or (worker.exit_cause == "stopped" and worker.stop_reason == "requested")
 
 
+class _HeldForAPerson(Exception):
+    """The task's candidate waits for a person (held_for_a_person): its thread ends here, freeing its slot."""
+
+
 def work_on(open_session: Callable[[], Session], settings: GoSettings, run_id: str, task_id: str,
             interrupted: threading.Event | None = None) -> None:
-    """Attempt the task, generation after generation, until it finishes, its run is no longer active, or this
-    supervisor is interrupted."""
+    """Attempt the task, generation after generation, until it finishes, its run is no longer active, it waits for a
+    person, or this supervisor is interrupted."""
     s = open_session()
     try:
-        while interrupted is None or not interrupted.is_set():
-            run = load_run(s.ledger, run_id)
-            task = load_task(s.ledger, task_id)
-            if run.status != "active" or task.result is not None:
-                return
-            assert run.plan is not None
-            worker = s.ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(task_worker_id(task_id)))
-            if _taken_over(s, task, worker):
-                continue
-            if worker is not None and worker.status in ("launching", "running"):
-                return  # a generation another docket process supervises, or one reconcile has not settled
-            if worker is not None and worker.status == "exited" and not task.judged(worker.generation) \
-                    and task_id not in queued_tasks(s, run_id, worker.generation) and _ended_asking(s, task, worker):
-                continue  # however it ended (by itself, stopped, its docket gone), its questions come first
-            if worker is not None and judgeable(worker) and not task.judged(worker.generation):
-                if task_id in queued_tasks(s, run_id, worker.generation):
-                    return  # its step is the integrator's: it finishes the task, or drops it and the task goes on
-                _judge(s, settings, run, task, worker)
-                continue
-            if len(task.feedback) >= run.plan.cycles:
-                last = task.feedback[-1] if task.feedback else None
-                finish_task(s, task_id, "failed", None, last.code if last else "no-cycles",
-                        f"{len(task.feedback)} cycle(s) spent; the last: {last.feedback if last else 'none'}")
-                return
-            if not _attempt(s, settings, run, task):
-                return
+        _work_on(s, settings, run_id, task_id, interrupted)
+    except _HeldForAPerson:
+        return
     finally:
         s.close()
+
+
+def _work_on(s: Session, settings: GoSettings, run_id: str, task_id: str,
+             interrupted: threading.Event | None) -> None:
+    while interrupted is None or not interrupted.is_set():
+        run = load_run(s.ledger, run_id)
+        task = load_task(s.ledger, task_id)
+        if run.status != "active" or task.result is not None:
+            return
+        assert run.plan is not None
+        worker = s.ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(task_worker_id(task_id)))
+        if _taken_over(s, task, worker):
+            continue
+        if worker is not None and worker.status in ("launching", "running"):
+            return  # a generation another docket process supervises, or one reconcile has not settled
+        if worker is not None and worker.status == "exited" and not task.judged(worker.generation) \
+                and task_id not in queued_tasks(s, run_id, worker.generation) and _ended_asking(s, task, worker):
+            continue  # however it ended (by itself, stopped, its docket gone), its questions come first
+        if worker is not None and judgeable(worker) and not task.judged(worker.generation):
+            if task_id in queued_tasks(s, run_id, worker.generation):
+                return  # its step is the integrator's: it finishes the task, or drops it and the task goes on
+            _judge(s, settings, run, task, worker)
+            continue
+        if len(task.feedback) >= run.plan.cycles:
+            last = task.feedback[-1] if task.feedback else None
+            finish_task(s, task_id, "failed", None, last.code if last else "no-cycles",
+                        f"{len(task.feedback)} cycle(s) spent; the last: {last.feedback if last else 'none'}")
+            return
+        if not _attempt(s, settings, run, task):
+            return
 
 
 def _taken_over(s: Session, task: task_aggregate.Task, worker: worker_aggregate.Worker | None) -> bool:
@@ -459,7 +470,7 @@ def _hand_off(s: Session, settings: GoSettings, task: task_aggregate.Task,
         current = confirm_handoff(s.ledger, s.clock, s.effector, candidate.binding_id, required)
     if current.handoff == "confirmed" and not settings.approval:
         if _waits_for_a_person(s, task, current):
-            return
+            raise _HeldForAPerson
         _queue(s, settings, task, current)
     elif current.handoff == "confirmed":
         finish_task(s, task.task_id, "passed", candidate.binding_id, None, None)
@@ -469,6 +480,25 @@ def _hand_off(s: Session, settings: GoSettings, task: task_aggregate.Task,
 
 
 _announced: set[str] = set()  # the candidates this process said wait for a person, said once
+_held: dict[str, str] = {}  # task -> its candidate waiting for a person: the task's thread ended, its slot is free
+_held_lock = threading.Lock()
+
+
+def held_for_a_person(s: Session, run_id: str, task_id: str) -> bool:
+    """Whether the task waits for a person's approval of its candidate (held without a thread or a --parallel slot,
+    like a queued task); False once the approval is recorded, so its next thread queues it."""
+    from .integration import load_integration
+
+    with _held_lock:
+        binding_id = _held.get(task_id)
+    if binding_id is None:
+        return False
+    integration = load_integration(s.ledger, run_id)
+    if integration is not None and binding_id in integration.approved():
+        with _held_lock:
+            _held.pop(task_id, None)
+        return False
+    return True
 
 
 def _waits_for_a_person(s: Session, task: task_aggregate.Task, candidate: candidate_aggregate.Candidate) -> bool:
@@ -489,7 +519,8 @@ def _waits_for_a_person(s: Session, task: task_aggregate.Task, candidate: candid
         _warn("config-change", f"task {task.task_id}'s candidate {candidate.binding_id[:12]} passed its checks "
                                    f"but changes {', '.join(held[:5])}, which the run trusts: it waits for a person "
                                    f"('docket inbox'; 'docket approve {task.run_id} --task {task.task_id} --by NAME')")
-    time.sleep(ANSWER_POLL_SECONDS)
+    with _held_lock:
+        _held[task.task_id] = candidate.binding_id
     return True
 
 

@@ -26,15 +26,17 @@ if task == "intruder":
         f.write("#!/bin/sh\nexit 0\n")  # the check now passes whatever the code is
 '''
 
+# the intruder first, one agent at a time: while its candidate waits for a person it holds no slot, so the honest
+# task behind it runs and lands meanwhile
 TASKS = '''\
-[[tasks]]
-id = "honest"
-title = "honest work"
-prompt = "work"
-
 [[tasks]]
 id = "intruder"
 title = "the intruder"
+prompt = "work"
+
+[[tasks]]
+id = "honest"
+title = "honest work"
 prompt = "work"
 '''
 
@@ -63,7 +65,7 @@ timeout = "1m"
 def test_a_candidate_changing_docket_toml_or_a_check_script_waits_for_a_person(tmp_path):
     world = _world(tmp_path)
     trusted = (world.repo / "docket.toml").read_bytes()
-    go = world.start("go", "--goal", "g", "--tasks", "tasks.toml", "--id", "trust", "--json", "--parallel", "2")
+    go = world.start("go", "--goal", "g", "--tasks", "tasks.toml", "--id", "trust", "--json", "--parallel", "1")
     try:
         def waiting() -> list[dict]:
             return world.json("inbox")["config_changes"]

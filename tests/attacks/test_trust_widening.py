@@ -65,9 +65,12 @@ def test_a_widening_docket_toml_is_refused_until_its_user_trusts_that_very_file(
 
 def test_the_trust_file_is_never_followed_through_a_link_nor_read_when_malformed(world, tmp_path):
     home = Path(world.env["XDG_CONFIG_HOME"]) / "docket"
-    saved = (home / "trust.toml").read_bytes()
+    home.mkdir(parents=True, exist_ok=True)  # (the tests of this module may run in any order, on any worker)
+    if not world.json("config", "show")["widens"]:  # the trust file is read for a docket.toml that widens
+        _widen(world, 'read = ["~/.ssh"]')
+    saved = (home / "trust.toml").read_bytes() if (home / "trust.toml").exists() else None
     try:
-        (home / "trust.toml").unlink()
+        (home / "trust.toml").unlink(missing_ok=True)
         (home / "trust.toml").symlink_to(tmp_path / "elsewhere.toml")
         (tmp_path / "elsewhere.toml").write_text("any_repository = true\n")
         linked = world.go("linked")
@@ -77,5 +80,6 @@ def test_the_trust_file_is_never_followed_through_a_link_nor_read_when_malformed
         bad = world.run("config", "trust", "--json")
         assert bad.returncode == 2 and json.loads(bad.stdout)["error"]["code"] == "bad-trust-file"
     finally:
-        (home / "trust.toml").unlink()
-        (home / "trust.toml").write_bytes(saved)
+        (home / "trust.toml").unlink(missing_ok=True)
+        if saved is not None:
+            (home / "trust.toml").write_bytes(saved)
