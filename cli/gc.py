@@ -45,17 +45,19 @@ def gc(ctx: Context) -> int:
 
 
 def _empty_execution_folders(ctx: Context, *, apply: bool) -> list[Any]:
-    """Empty <run>/<binding> folders a crash left under the repository's executions (in the data folder)."""
+    """Empty <run>/<binding> folders a crash left under the repository's executions (in the data folder and under
+    [workspace] root)."""
     from ..adapters.service_layer.housekeeping import Kept
     from ..adapters.world.executions import empty_execution_folders
     from ..adapters.world.paths import executions_root
+    from .reconcile import configured_workspace_roots
 
     if ctx.repository is None:
         return []
-    root = executions_root(ctx.repository)
-    return [Kept("folder", str(folder.relative_to(root)), str(folder), "removed" if apply else "remove",
-                 "empty: a crash left it between making it and an execution")
-            for folder in empty_execution_folders(ctx.repository, apply=apply)]
+    return [Kept("folder", str(folder.relative_to(executions_root(ctx.repository, root))), str(folder),
+                 "removed" if apply else "remove", "empty: a crash left it between making it and an execution")
+            for root in [None, *configured_workspace_roots()]
+            for folder in empty_execution_folders(ctx.repository, root, apply=apply)]
 
 
 def _idle_executions(ctx: Context, *, apply: bool) -> list[Any]:
@@ -65,6 +67,7 @@ def _idle_executions(ctx: Context, *, apply: bool) -> list[Any]:
     from ..adapters.world.execution_pool import KEEP_IDLE
     from ..adapters.world.executions import idle_executions
     from ..projections import runs
+    from .reconcile import configured_workspace_roots
 
     if ctx.repository is None:
         return []
@@ -73,4 +76,5 @@ def _idle_executions(ctx: Context, *, apply: bool) -> list[Any]:
     reason = (f"idle, beyond the newest {keep} kept for reuse while run {open_runs[0]} is open" if open_runs
               else "idle, kept for reuse, and no run is open")
     return [Kept("execution", folder.name, str(folder), "removed" if apply else "remove", reason)
-            for folder in idle_executions(ctx.repository, keep=keep, apply=apply)]
+            for root in [None, *configured_workspace_roots()]
+            for folder in idle_executions(ctx.repository, root, keep=keep, apply=apply)]

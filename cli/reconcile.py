@@ -85,13 +85,13 @@ def _reconcile_folders(ctx: Context, *, apply: bool) -> list[Any]:
     from ..adapters.world.planted import find_planted, move_aside
 
     docket_dir = ctx.paths.ledger.parent
-    roots = list(dict.fromkeys([data_dir(), *_workspace_root()]))
+    roots = list(dict.fromkeys([data_dir(), *configured_workspace_roots()]))
     data = [(root, repository_key(ctx.repository)) for root in roots] if ctx.repository is not None else []
     found = find_planted(docket_dir, data, files=(ctx.paths.views,))
     return [move_aside(f) for f in found] if apply else found
 
 
-def _workspace_root() -> list[Any]:
+def configured_workspace_roots() -> list[Any]:
     """docket.toml's [workspace] root, when one is set and the file reads."""
     from pathlib import Path
 
@@ -136,20 +136,23 @@ def _reconcile_git(ctx: Context, *, apply: bool) -> list[Any]:
     owned_refs |= {row["integration_ref"] for row in integrations.all_integrations(conn).values()
                    if row["integration_ref"]}
     owned_worktrees = {row["worktree"] for row in tasks.all_tasks(conn) if row["worktree"]}
-    owned_worktrees |= {str(task_worktree_path(repository, row["run_id"], row["task_id"]))
-                        for row in tasks.all_tasks(conn) if row["worktree"] or not row["worktree_removed"]}
+    roots = [None, *configured_workspace_roots()]
+    owned_worktrees |= {str(task_worktree_path(repository, row["run_id"], row["task_id"], root))
+                        for row in tasks.all_tasks(conn) if row["worktree"] or not row["worktree_removed"]
+                        for root in roots}
     owned_worktrees |= {row["execution"] for row in checks.live_executions(conn)
                         if row["execution_state"] in ("requested", "ready", "removing")}
     from ..adapters.service_layer.ref_graphs import reconcile_ref_graphs
 
     found = reconcile_git(ctx.effector.ports.inventory, repository, owned_refs=owned_refs,
-                          owned_worktrees=owned_worktrees, apply=apply)
-    found += _untrusted_pool_entries(repository, apply=apply)
+                          owned_worktrees=owned_worktrees, apply=apply, roots=roots)
+    for root in roots:
+        found += _untrusted_pool_entries(repository, root, apply=apply)
     return found + reconcile_ref_graphs(ctx.ledger, ctx.clock, ctx.effector, ctx.views().conn, repository,
                                         apply=apply)
 
 
-def _untrusted_pool_entries(repository: Any, *, apply: bool) -> list[Any]:
+def _untrusted_pool_entries(repository: Any, root: Any, *, apply: bool) -> list[Any]:
     """What the pool of executions holds that no trustworthy record describes (a give back or a placement killed
     half-way): the next execution made would discard it too; reconcile does it without one."""
     from ..adapters.service_layer.housekeeping import GitFinding
@@ -157,4 +160,4 @@ def _untrusted_pool_entries(repository: Any, *, apply: bool) -> list[Any]:
 
     return [GitFinding("pool-entry", str(path), "in the pool of executions, no trustworthy record describes it",
                        "discarded" if apply else None)
-            for path in untrusted_pool_entries(repository, apply=apply)]
+            for path in untrusted_pool_entries(repository, root, apply=apply)]

@@ -289,10 +289,11 @@ class GitFinding:
 
 
 def reconcile_git(inventory: InventoryPort, repository: Path, *, owned_refs: set[str], owned_worktrees: set[str],
-                  apply: bool) -> list[GitFinding]:
-    """Refs under refs/docket/ and worktrees in docket's folders that the ledger does not own, and stale lock files on
-    loose objects and docket's refs; apply removes them (a ref by compare-and-swap from what it names; a worktree
-    only if it has no branch checked out; a lock only while it is still stale)."""
+                  apply: bool, roots: Sequence[Path | None] = (None,)) -> list[GitFinding]:
+    """Refs under refs/docket/ and worktrees in docket's folders (under each of roots: None is the data folder, a
+    path [workspace] root) that the ledger does not own, and stale lock files on loose objects and docket's refs;
+    apply removes them (a ref by compare-and-swap from what it names; a worktree only if it has no branch checked
+    out; a lock only while it is still stale)."""
     findings = []
     for ref, oid in inventory.list_docket_refs(repository):
         if ref in owned_refs:
@@ -302,7 +303,9 @@ def reconcile_git(inventory: InventoryPort, repository: Path, *, owned_refs: set
             inventory.delete_ref(repository, ref, oid)
             finding = replace(finding, applied="deleted")
         findings.append(finding)
-    for place in inventory.list_docket_worktrees(repository):
+    places = {str(place.path): place for root in dict.fromkeys(roots)
+              for place in inventory.list_docket_worktrees(repository, root)}
+    for place in sorted(places.values(), key=lambda p: str(p.path)):
         if str(place.path) in owned_worktrees:
             continue
         what = place.detail or (f"a {place.kind} worktree at {place.head or 'an unknown commit'}"

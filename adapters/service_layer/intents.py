@@ -298,7 +298,10 @@ def _observe_worktree_removal(inventory: InventoryPort, intent: WorktreeRemovalR
     mismatch = _foreign(inventory, repository, repository_id)
     if mismatch:
         return task_aggregate.RemovalObservation("unreadable", detail=mismatch)
-    places = [w for w in inventory.list_docket_worktrees(repository) if Path(w.path) == path]
+    from ..world.paths import root_of_workspace
+
+    # listed under the root the workspace was made under ([workspace] root), not only the data folder
+    places = [w for w in inventory.list_docket_worktrees(repository, root_of_workspace(path)) if Path(w.path) == path]
     tip = inventory.branch_tip(repository, intent.branch)
     if tip is not None and tip != intent.head:
         return task_aggregate.RemovalObservation("moved", detail=f"branch {intent.branch} names {tip}, not "

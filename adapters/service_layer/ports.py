@@ -225,9 +225,10 @@ class InventoryPort(RepositoryPort, Protocol):
         leaves them out. Never raises (an unreadable repository lists nothing)."""
         ...
 
-    def list_docket_worktrees(self, repository: Path) -> list[DocketWorktree]:
-        """Every worktree place in docket's folders with something on disk or an admin entry naming it, sorted by
-        path; symlinks and files where a folder should be are listed with a detail, never followed. Never raises."""
+    def list_docket_worktrees(self, repository: Path, root: Path | None = None) -> list[DocketWorktree]:
+        """Every worktree place in docket's folders (under root: [workspace] root, else the data folder) with
+        something on disk or an admin entry naming it, sorted by path; symlinks and files where a folder should be
+        are listed with a detail, never followed. Never raises."""
         ...
 
     def observe_head(self, repository: Path, worktree: Path) -> tuple[str | None, str | None]:

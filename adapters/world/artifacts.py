@@ -2,8 +2,9 @@
 
 Every folder on both sides is opened relative to the one above it with
 O_NOFOLLOW, so a symlink anywhere (planted before or during the copy) is never
-followed; files land create-only through a temporary file and one link(), and
-are hash-checked after they land. Nothing is written outside destination_root.
+followed; files land through a temporary file and one rename() (replacing the
+regular file an earlier check run left at that path, never following a link),
+and are hash-checked after they land. Nothing is written outside destination_root.
 """
 
 from __future__ import annotations
@@ -38,20 +39,23 @@ def check_artifact_path(rel: str) -> list[str]:
 
 def copy_artifacts(execution_root: Path, artifact_dir: str, destination_root: Path, *,
                    tracked: Collection[str] = ()) -> list[CopiedArtifact]:
-    """Copy every file under <execution_root>/<artifact_dir> to <destination_root>/<artifact_dir>, create-only.
+    """Copy every file under <execution_root>/<artifact_dir> to <destination_root>/<artifact_dir>.
 
-    tracked names files (relative to artifact_dir) the candidate's tree holds:
-    they are no check output and are not copied. Returns the files copied or
-    already there with the same content, sorted by path (relative to
-    artifact_dir). Refused, before anything is written:
+    The artifact directory holds check output, not work: a regular file already
+    at a destination (an earlier check run's report) is replaced, so each cycle's
+    check leaves its own output for the next cycle to read. tracked names files
+    (relative to artifact_dir) the candidate's tree holds: they are no check
+    output and are not copied. Returns the files copied, sorted by path (relative
+    to artifact_dir). Refused, before anything is written:
     ``artifact-escape`` for an artifact_dir that is not a plain relative path;
     ``artifact-symlink`` for a symlink at either root, at a folder on the way to
-    or under either artifact directory, or among the files; ``artifact-not-a-file``
-    for a fifo, socket or device; ``artifact-conflict`` for a different file
-    already at a destination. A missing source artifact directory copies nothing.
-    Each file is written to a temporary O_EXCL|O_NOFOLLOW file, fsynced, linked to
-    its name (never replacing anything), read back and hash-checked, and its folder
-    fsynced. OSError for real I/O failures propagates.
+    or under either artifact directory, or among the files (at the source or the
+    destination); ``artifact-not-a-file`` for a fifo, socket or device;
+    ``artifact-conflict`` for a folder or anything but a regular file at a
+    destination. A missing source artifact directory copies nothing.
+    Each file is written to a temporary O_EXCL|O_NOFOLLOW file, fsynced, renamed
+    to its name, read back and hash-checked, and its folder fsynced. OSError for
+    real I/O failures propagates.
     """
     parts = check_artifact_path(artifact_dir.rstrip("/") if artifact_dir != "/" else artifact_dir)
     with _open_root(Path(execution_root)) as source_root:
@@ -210,9 +214,12 @@ def _existing(folder: int, name: str, shown: str) -> bytes | None:
         if e.errno == errno.EISDIR:
             raise Refused("artifact-conflict", f"{shown} in the destination is a folder") from None
         raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        raise Refused("artifact-conflict", f"{shown} in the destination is {kind}")
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise Refused("artifact-conflict", f"{shown} in the destination is not a regular file")
         return f.read()
 
 
@@ -226,16 +233,14 @@ def _refuse_conflict(root: int, parts: list[str], data: tuple[bytes, int]) -> No
             except FileNotFoundError:
                 return  # the folder is made when copying: nothing is in the way
             opened.append(folder)
-        existing = _existing(folder, parts[-1], "/".join(parts))
-        if existing is not None and existing != data[0]:
-            raise Refused("artifact-conflict", f"{'/'.join(parts)} is already in the destination with other content")
+        _existing(folder, parts[-1], "/".join(parts))  # a regular file is replaced; anything else refused
     finally:
         for fd in opened:
             os.close(fd)
 
 
 def _place(root: int, parts: list[str], data: bytes, mode: int) -> str:
-    """Write data at root/parts create-only; its sha256 once it is there with exactly that content."""
+    """Write data at root/parts (replacing a regular file there); its sha256 once it is there with that content."""
     shown = "/".join(parts)
     digest = hashlib.sha256(data).hexdigest()
     folder = _open_chain(root, parts[:-1], create=True)
@@ -253,11 +258,18 @@ def _place(root: int, parts: list[str], data: bytes, mode: int) -> str:
             finally:
                 os.close(out)
             try:
-                os.link(draft, name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
-            except FileExistsError:
-                pass  # whatever is there is read back and compared below
+                os.rename(draft, name, src_dir_fd=folder, dst_dir_fd=folder)
+            except (IsADirectoryError, NotADirectoryError, FileExistsError) as e:
+                raise Refused("artifact-conflict", f"{shown} in the destination is a folder") from e
+            except OSError as e:
+                if e.errno != errno.ENOTEMPTY:
+                    raise
+                raise Refused("artifact-conflict", f"{shown} in the destination is a folder") from e
         finally:
-            os.unlink(draft, dir_fd=folder)
+            try:
+                os.unlink(draft, dir_fd=folder)
+            except FileNotFoundError:
+                pass  # renamed into place
         landed = _existing(folder, name, shown)
         if landed is None or hashlib.sha256(landed).hexdigest() != digest:
             raise Refused("artifact-conflict", f"{shown} in the destination has other content than the artifact")

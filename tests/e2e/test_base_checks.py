@@ -7,12 +7,17 @@ the status and the feedback say the check fails on the base too.
 
 from __future__ import annotations
 
+import base64
+import copy
 import json
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
+from docket.adapters.world.signing import load_signer, sign_statement
+from docket.domain.receipts import receipt_sha256
 from tests.conftest import git
 from tests.e2e.go_world import GoWorld, config, make_go_world
 
@@ -62,7 +67,10 @@ def _feedback(world: GoWorld, task_id: str) -> list[str]:
 
 def test_judged_relative_to_the_base_only_a_new_failing_test_fails_a_task(tmp_path: Path) -> None:
     world = _red_base(tmp_path, FIX_ELSE + BREAK, "relative-to-base")
-    done = world.go("r1", "--target", "main", "--cycles", "1")
+    keys = tmp_path / "keys" / "docket"
+    keys.parent.mkdir()
+    assert world.run("key", "generate", "--out", str(keys)).returncode == 0
+    done = world.go("r1", "--target", "main", "--cycles", "1", "--key", f"{keys}.key")
     summary = json.loads(done.stdout)
     rows = {row["task"]: row for row in summary["tasks"]}
     assert rows["sub"]["result"] == "delivered", done.stderr
@@ -85,6 +93,33 @@ def test_judged_relative_to_the_base_only_a_new_failing_test_fails_a_task(tmp_pa
     assert "test_calc::test_mul" not in feedback.split("already failing")[0]
     assert "fails on the run's base too" in feedback
     assert world.run("verify").returncode == 0
+    # the receipt cites why sub's check passed beside a failing test: the judgment, and the base's report
+    sealed = world.events("ReceiptSealed")[0]["payload"]["receipt"]
+    (sub,) = [t for t in sealed["tasks"] if t["task_id"] == "r1.sub"]
+    tests = [c["tests"] for c in sub["checks"] if c["check"] == "tests"]
+    assert tests and all(t["judge"] == "relative-to-base" and t["failing"] == ["test_calc::test_mul"]
+                         and t["known_failures"] == ["test_calc::test_mul"] and t["new_failures"] == []
+                         and t["base"]["failing"] == ["test_calc::test_mul"] for t in tests), tests
+    bundle = Path(summary["receipt"]["path"])
+    verified = world.run("verify-receipt", str(bundle), "--key", f"{keys}.pub", "--json")
+    assert verified.returncode == 0, verified.stderr
+    lines = [json.loads(line) for line in bundle.read_text().splitlines()]
+    statements = [json.loads(base64.b64decode(line["payload"])) for line in lines[1:]]
+    failed_lists = [st["predicate"]["failedTests"] for st in statements if st["predicate"]["result"] == "PASSED"]
+    assert ["test_calc::test_mul"] in failed_lists  # the signed test result names the known failure, PASSED
+    # a forger holding the key who hides the failing test, or claims the base failed another, is caught
+    for change in (lambda t: t.update(failing=[], known_failures=[]),
+                   lambda t: t["base"].update(failing=["test_calc::test_other"])):
+        forged = copy.deepcopy(json.loads(base64.b64decode(lines[0]["payload"])))
+        receipt = forged["predicate"]["receipt"]
+        change(next(c for t in receipt["tasks"] if t["task_id"] == "r1.sub" for c in t["checks"] if "tests" in c)
+               ["tests"])
+        forged["predicate"]["receipt_sha256"] = receipt_sha256(receipt)
+        envelope = sign_statement(forged, load_signer(f"{keys}.key"))
+        (tmp_path / "forged.jsonl").write_text("\n".join([json.dumps(envelope), *bundle.read_text().splitlines()[1:]])
+                                               + "\n")
+        refused = world.run("verify-receipt", str(tmp_path / "forged.jsonl"), "--key", f"{keys}.pub")
+        assert refused.returncode == 1 and "receipt-contradicts-event" in refused.stderr, refused.stderr
 
 
 def test_judged_by_its_exit_a_red_base_is_named_in_the_summary_the_status_and_the_feedback(tmp_path: Path) -> None:
@@ -121,3 +156,34 @@ def test_killed_after_the_base_was_checked_the_resumed_run_reuses_that_result(tm
     assert [e["payload"]["check"] for e in on_base] == ["tests"]  # run once, never again
     reconcile = world.json("reconcile")
     assert reconcile["findings"] == [] and reconcile["git"] == [] and reconcile["unfinished_checks"] == []
+
+
+REPAIRED = """\
+[[tasks]]
+id = "pow"
+title = "add power"
+prompt = '''Add pow with its test.
+first attempt: write pw.py: def pw(a, b):\\n    return a * b
+write pw.py: def pw(a, b):\\n    return a ** b
+write test_pw.py: from pw import pw\\n\\n\\ndef test_pw():\\n    assert pw(2, 3) == 8
+'''
+"""
+
+
+def test_the_readme_red_base_example_repairs_a_task_whose_first_generation_fails_a_test(tmp_path: Path) -> None:
+    # The report the first check copied back into the worktree (out/junit.xml) must not make every later check of
+    # the task fail: the second generation's check writes a different report at the same path.
+    world = _red_base(tmp_path, REPAIRED, "relative-to-base")
+    done = world.go("r1", "--target", "main", "--cycles", "3")
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    rows = {row["task"]: row for row in json.loads(done.stdout)["tasks"]}
+    assert rows["pow"]["result"] == "delivered", rows
+    codes = [e["payload"].get("code") for e in world.events("CheckFailed")]
+    assert codes == ["exit", "exit"], codes  # the red base's and the first generation's, nothing else
+    assert world.file_at("main", "pw.py") == "def pw(a, b):\n    return a ** b\n"
+    (worktree,) = {e["payload"]["path"] for e in world.events("WorktreeCreated")
+                   if e["payload"]["task_id"] == "r1.pow"}
+    # the worktree holds the latest check's report, not the first one's
+    report = ElementTree.parse(Path(worktree) / "out" / "junit.xml")
+    (case,) = [c for c in report.iter("testcase") if c.get("name") == "test_pw"]
+    assert case.find("failure") is None

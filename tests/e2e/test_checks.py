@@ -322,16 +322,30 @@ def test_a_symlink_planted_under_the_artifact_directory_is_refused_and_nothing_o
     checks.assert_nothing_left()
 
 
-def test_an_artifact_that_would_replace_a_different_file_is_a_conflict_and_the_file_is_kept(checks):
+def test_an_artifact_replaces_the_report_an_earlier_check_run_left(checks):
     out = checks.worktree("t1") / "out"
     out.mkdir()
-    (out / "report.txt").write_text("mine\n")
+    (out / "report.txt").write_text("the last cycle's\n")
+    checks.checks(report={"command": sh("mkdir -p out && echo this > out/report.txt")})
+    code, doc = checks.run()
+    assert code == 0, doc
+    (result,) = checks.results()
+    assert result["type"] == "CheckPassed.v1"
+    assert (out / "report.txt").read_text() == "this\n"
+    assert sorted(p.name for p in out.iterdir()) == ["report.txt"]  # no temporary file left either
+    checks.assert_nothing_left()
+
+
+def test_an_artifact_where_the_worktree_has_a_folder_is_a_conflict_and_the_folder_is_kept(checks):
+    out = checks.worktree("t1") / "out"
+    (out / "report.txt").mkdir(parents=True)
+    (out / "report.txt" / "mine").write_text("mine\n")
     checks.checks(report={"command": sh("mkdir -p out && echo theirs > out/report.txt")})
     code, doc = checks.run()
     assert code == 6
     (result,) = checks.results()
     assert (result["type"], result["code"]) == ("CheckFailed.v1", "artifact-conflict")
-    assert (out / "report.txt").read_text() == "mine\n"
+    assert (out / "report.txt" / "mine").read_text() == "mine\n"
     assert sorted(p.name for p in out.iterdir()) == ["report.txt"]  # no temporary file left either
     checks.assert_nothing_left()
 

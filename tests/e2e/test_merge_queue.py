@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import git
 from tests.e2e.go_world import make_go_world, wait_until
 
@@ -45,8 +47,9 @@ command = ["true"]
 REPAIR_POINTS = ["go:before-repair"]  # killed here and resumed below
 
 
-def _world(tmp_path: Path, tasks: str, idle_timeout: str = "30s"):
-    world = make_go_world(tmp_path, tasks=tasks, extra_config=CHECK, idle_timeout=idle_timeout)
+def _world(tmp_path: Path, tasks: str, idle_timeout: str = "30s", workspace_root: Path | None = None):
+    extra = CHECK if workspace_root is None else f'{CHECK}\n[workspace]\nroot = "{workspace_root}"\n'
+    world = make_go_world(tmp_path, tasks=tasks, extra_config=extra, idle_timeout=idle_timeout)
     (world.repo / "notes.txt").write_text("notes\n")
     (world.repo / "m.py").write_text("x = 1\n")  # for the world's compiles check
     git(world.repo, "add", "notes.txt", "m.py")
@@ -54,8 +57,10 @@ def _world(tmp_path: Path, tasks: str, idle_timeout: str = "30s"):
     return world
 
 
-def test_a_conflicting_task_is_dropped_the_rest_delivered_and_it_is_repaired_on_the_integrated_head(tmp_path):
-    world = _world(tmp_path, FIVE)
+@pytest.mark.parametrize("root", ["default", "configured"])
+def test_a_conflicting_task_is_dropped_the_rest_delivered_and_it_is_repaired_on_the_integrated_head(tmp_path, root):
+    workspace_root = tmp_path / "workspaces-elsewhere" if root == "configured" else None
+    world = _world(tmp_path, FIVE, workspace_root=workspace_root)
     done = world.run("go", "--goal", "five", "--tasks", "tasks.toml", "--target", "main", "--id", "q1", "--parallel",
                      "1", "--json")
     summary = json.loads(done.stdout)
@@ -75,6 +80,13 @@ def test_a_conflicting_task_is_dropped_the_rest_delivered_and_it_is_repaired_on_
     requested = [e["payload"] for e in world.events("WorktreeRequested") if e["payload"]["task_id"] == "q1.t5"]
     assert len(requested) == 2 and requested[1]["base"] != requested[0]["base"]
     assert "two" in git(world.repo, "show", f"{requested[1]['base']}:notes.txt")
+    # the stale workspace was really removed, and the new one made at the integrated head (issue 35 item 7)
+    removed = [e["payload"] for e in world.events("WorktreeRemoved") if e["payload"]["task_id"] == "q1.t5"]
+    assert [r["result"] for r in removed] == ["removed"], removed
+    created = [e["payload"] for e in world.events("WorktreeCreated") if e["payload"]["task_id"] == "q1.t5"]
+    assert [c["head"] for c in created] == [r["base"] for r in requested]
+    if workspace_root is not None:
+        assert all(Path(r["path"]).is_relative_to(workspace_root) for r in requested), requested
     # the repaired step warns of the same overlap again when it is queued; the summary says it once
     assert summary["overlaps"] == [{"first_task": "q1.t2", "second_task": "q1.t5", "paths": ["notes.txt"]}]
 

@@ -38,3 +38,16 @@ def test_a_workspace_and_its_executions_are_made_under_the_configured_root(docke
     executions = [Path(e["payload"]["execution"]) for e in events if e["type"] == "CheckRequested.v1"]
     assert executions and all(p.is_relative_to(root / "executions" / identity) for p in executions), checked.stdout
     assert [e for e in events if e["type"] == "CheckPassed.v1"], checked.stdout
+
+
+def test_reconcile_looks_under_the_configured_root_too(docket, repo, tmp_path):
+    root = tmp_path / "elsewhere"
+    (repo / "docket.toml").write_text(CONFIG.format(root=root))
+    git(repo, "add", "docket.toml")
+    git(repo, "commit", "-qm", "config")
+    docket("init")
+    identity = (repo / ".git" / "docket" / "repository-id").read_text().strip()
+    stray = root / "workspaces" / identity / "gone-run" / "gone-task"
+    stray.mkdir(parents=True)  # no record owns it: reconcile must see it there, not only in the data folder
+    found = json.loads(docket("reconcile", "--json", check=False).stdout)
+    assert [f["path"] for f in found["git"] if f["kind"] == "worktree"] == [str(stray)], found

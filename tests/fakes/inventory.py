@@ -47,7 +47,7 @@ class FakeInventory(FakeGitPort):
             return []
         return sorted((ref, oid) for ref, oid in repo.refs.items() if ref.startswith(DOCKET_REFS))
 
-    def list_docket_worktrees(self, repository: Path) -> list[DocketWorktree]:
+    def list_docket_worktrees(self, repository: Path, root: Path | None = None) -> list[DocketWorktree]:
         """As the real listing, over worktrees, stale entries and occupied paths at docket's worktree places; an
         admin entry's name is the path's last part."""
         common = Path(repository)

@@ -1,4 +1,4 @@
-"""Artifact copy-back: create-only, hash-checked, never through a symlink, never outside the destination root."""
+"""Artifact copy-back: only regular files replaced, hash-checked, never through a symlink, never outside the root."""
 
 from __future__ import annotations
 
@@ -98,11 +98,22 @@ def test_no_artifact_folder_copies_nothing(sides) -> None:
     assert snapshot(destination) == {}
 
 
-def test_a_different_existing_file_is_a_conflict_and_nothing_is_written(sides) -> None:
+def test_an_earlier_check_runs_file_is_replaced_by_the_new_one(sides) -> None:
+    # the artifact folder is check output: the next cycle's report replaces the last one's (issue 35 item 7)
+    execution, destination, _ = sides
+    write(execution, "out/junit.xml", b"<testsuite failures='0'/>\n")
+    write(destination, "out/junit.xml", b"<testsuite failures='1'/>\n")
+    copied = copy_artifacts(execution, ARTIFACTS, destination)
+    assert [c.path for c in copied] == ["junit.xml"]
+    assert (destination / "out" / "junit.xml").read_bytes() == b"<testsuite failures='0'/>\n"
+    assert sorted(p.name for p in (destination / "out").iterdir()) == ["junit.xml"]  # no drafts left
+
+
+def test_a_folder_where_an_artifact_file_goes_is_a_conflict_and_nothing_is_written(sides) -> None:
     execution, destination, _ = sides
     write(execution, "out/a.txt")
     write(execution, "out/b.txt")
-    write(destination, "out/b.txt", b"the user's own\n")
+    write(destination, "out/b.txt/inside.txt", b"a folder in the way\n")
     refused("artifact-conflict", execution, destination)
     assert not (destination / "out" / "a.txt").exists()
 
