@@ -1,8 +1,10 @@
 """docket's command line: noun-verb commands, --json everywhere, one-line errors.
 
 Exit codes: 0 ok, 1 verification failed, 2 usage or bad input, 3 conflict or
-refused by an invariant, 4 effect outcome unknown, 5 not found, 70 internal
-error (a bug: rerun with --debug for the traceback), 130 interrupted.
+refused by an invariant, 4 effect outcome unknown, 5 not found, 6 the work
+failed, 7 docket stopped the work, 8 a run waits for you, 9 docket's output
+could not be written (output-failed), 70 internal error (a bug: rerun with
+--debug for the traceback), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -252,6 +254,8 @@ exit codes:
   5    not found (no-ledger, run-not-found, unknown-branch ...)
   6    the work failed: an agent or a check exited non-zero or by a signal, a setup command failed
   7    docket stopped the work: a timeout, an idle timeout, the budget, or 'docket worker stop'
+  8    docket go: the run waits for you (the summary says what to do, then 'docket go --resume RUN')
+  9    docket's output could not be written (output-failed: stdout closed or full; the work is in the ledger)
   70   a bug in docket (rerun with --debug for the traceback)
   130  interrupted
 
@@ -340,14 +344,20 @@ def _require_unicode(argv: Sequence[str]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from .. import pydantic_plugins
+    from .output import guarded_output
 
     # the command's models are validated by pydantic alone (a process importing docket as a library keeps its own)
     pydantic_plugins.install()
     argv = list(sys.argv[1:] if argv is None else argv)
     options = argv[:argv.index("--")] if "--" in argv else argv  # what follows -- is the worker's, not docket's
     as_json = "--json" in options
-    debug = "--debug" in options
-    from ..domain.errors import DocketError
+    # stdout and stderr are the user's terminal or pipe: what they cannot hold or take is never a bug in docket
+    with guarded_output() as output:
+        return output.settled(_main(argv, as_json=as_json, debug="--debug" in options), as_json)
+
+
+def _main(argv: list[str], *, as_json: bool, debug: bool) -> int:
+    from ..domain.errors import DocketError, OutputFailed
 
     try:
         _require_unicode(argv)
@@ -361,8 +371,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ..adapters.world.host import host_id
 
             host_id()
-        from .context import Context
+        from ..adapters.world.database_outage import DEFAULT_WAIT_SECONDS
+        from ..adapters.world.ledger_rows import DEFAULT_LOCK_TIMEOUT
+        from .context import Context, seconds_setting
 
+        # refused before the command starts, not when (deep in it, maybe never) it first waits
+        seconds_setting("DOCKET_LOCK_TIMEOUT", 1, DEFAULT_LOCK_TIMEOUT)
+        seconds_setting("DOCKET_DATABASE_WAIT", 0, DEFAULT_WAIT_SECONDS)
         ctx = Context(args)
         try:
             return args.handler(ctx) or 0
@@ -371,8 +386,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         emit_error("usage", str(e), as_json)
         return 2
+    except OutputFailed as e:
+        if e.reader_gone:  # `docket log | head`: its reader is done
+            return 0
+        emit_error(e.code, e.message, as_json)
+        return e.exit_code
     except DocketError as e:
         _print_traceback_if(debug)
+        e = _told_as_ledger_failure(e)
         emit_error(e.code, _with_hint(e), as_json)
         return e.exit_code
     except KeyboardInterrupt:
@@ -408,6 +429,17 @@ def _print_traceback_if(debug: bool) -> None:
         traceback.print_exc()
 
 
+def _told_as_ledger_failure(e: DocketError) -> DocketError:
+    """A database failure that is a tampered ledger file (text in it that is not UTF-8) fails verification."""
+    from ..domain.errors import StorageFailed
+
+    if not isinstance(e, StorageFailed):
+        return e
+    from ..adapters.world.storage_errors import storage_failure
+
+    return storage_failure(e) or e
+
+
 def _with_hint(e: DocketError) -> str:
     """The message; a database's failure says where its detail is."""
     from ..domain.errors import StorageFailed
@@ -428,7 +460,25 @@ def _describe(e: Exception) -> tuple[str, str, int]:
         return failed.code, _with_hint(failed), failed.exit_code
     if isinstance(e, OSError):
         return "os-error", str(e), 2
+    if (missing := _missing_extra(e)) is not None:
+        return missing
     return "internal", f"{name}: {e} (a bug in docket; rerun with --debug for the traceback)", EXIT_INTERNAL
+
+
+# The modules an optional extra of pyproject.toml brings, and that extra: a machine without it has a missing install,
+# not a bug (the PostgreSQL ledger's driver and pool, imported only once DOCKET_DATABASE_URL names one).
+_EXTRAS = {"psycopg": "postgres", "psycopg_pool": "postgres", "psycopg_binary": "postgres"}
+
+
+def _missing_extra(e: Exception) -> tuple[str, str, int] | None:
+    """missing-dependency (exit 2) for a module of an optional extra that is not installed, naming what to install."""
+    from ..domain.codes import Code
+
+    if not isinstance(e, ImportError) or (extra := _EXTRAS.get((e.name or "").split(".")[0])) is None:
+        return None
+    return (Code.MISSING_DEPENDENCY, f"the ledger is a PostgreSQL database (DOCKET_DATABASE_URL, or docket.toml's "
+                                     f"[ledger] url) but its driver is not installed ({e}): pip install "
+                                     f"'docket[{extra}]'", 2)
 
 
 _ID_RULE = "must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"

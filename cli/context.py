@@ -24,6 +24,17 @@ if TYPE_CHECKING:
     from ..projections.views import Views
 
 
+def seconds_setting(variable: str, least: int, default: int) -> int:
+    """A whole number of seconds from least to 86400 in the environment variable; unset or empty: default."""
+    text = os.environ.get(variable, "").strip()
+    if not text:
+        return default
+    if not (text.isascii() and text.isdigit()) or len(text) > 8 or not least <= int(text) <= 86_400:
+        raise BadInput("bad-config", f"{variable}={text[:40]!r} is not a whole number of seconds from {least} to "
+                                     f"86400 (unset: {default})")
+    return int(text)
+
+
 class Context:
     """What one command needs, built on first use and closed when it ends."""
 
@@ -35,7 +46,9 @@ class Context:
 
     @cached_property
     def paths(self) -> LedgerPaths:
-        return resolve_paths(getattr(self.args, "ledger", None))
+        from .output import warn
+
+        return resolve_paths(getattr(self.args, "ledger", None), warn=warn)
 
     def require_ledger_file(self) -> None:
         """The ledger file exists and is what it claims to be; warn once if others could read or replace it."""
@@ -65,13 +78,7 @@ class Context:
         """Seconds to wait for the ledger's write lock: DOCKET_LOCK_TIMEOUT, else 60."""
         from ..adapters.world.ledger_rows import DEFAULT_LOCK_TIMEOUT  # not the ledger's module: status catching up
 
-        text = os.environ.get("DOCKET_LOCK_TIMEOUT", "").strip()
-        if not text:
-            return DEFAULT_LOCK_TIMEOUT
-        if not text.isdigit() or not 1 <= int(text[:8]) <= 86_400 or len(text) > 8:
-            raise BadInput("bad-environment", f"DOCKET_LOCK_TIMEOUT={text[:40]!r} is not a whole number of seconds "
-                                              "from 1 to 86400")
-        return int(text)
+        return seconds_setting("DOCKET_LOCK_TIMEOUT", 1, DEFAULT_LOCK_TIMEOUT)
 
     def open_ledger(self) -> Ledger:
         """The ledger file opened for writing (created if missing), not yet checked."""

@@ -74,7 +74,9 @@ def _count(limit: int) -> Any:
 
 def go(ctx: Context) -> int:
     from ..adapters.world.process_tree import become_subreaper
+    from .output import finish_despite_output
 
+    finish_despite_output()  # a run whose output went away (a closed terminal, stdout) still ends: its work is its own
     become_subreaper()  # what the agents, checks and hooks it launches leave is adopted here, and stopped
     a = ctx.args
     config = _config()
@@ -204,11 +206,20 @@ def _start(ctx: Context, config: Any) -> str:
     max_cost = parse_cost(a.max_cost) if a.max_cost is not None else config.run.max_cost_micro_usd
     max_tokens = parse_tokens(a.max_tokens) if a.max_tokens is not None else config.run.max_tokens
     key = export_key(a.key)  # a bad key fails before any work
+    _warn_no_checks(config)
     return start_run(_driver(ctx), run_id=a.id, goal=a.goal, specs=specs, agent=agent, target=target,
                      budget_ms=budget_ms, repository=str(repository), cycles=a.cycles or DEFAULT_CYCLES,
                      parallel=a.parallel or DEFAULT_PARALLEL, export_key=key, remote=config.git.remote,
                      max_cost_micro_usd=max_cost, max_tokens=max_tokens,
                      configuration=_trusted(config, repository))
+
+
+def _warn_no_checks(config: Any) -> None:
+    from .output import warn
+
+    if not config.required_checks():
+        warn("no-checks", "docket.toml has no required check ([checks.NAME]): each task's work will be delivered "
+                          "as its agent leaves it, not checked")
 
 
 def _trusted(config: Any, repository: Path) -> tuple[str | None, list[str]]:
@@ -252,6 +263,7 @@ def _check_resume(ctx: Context, run_id: str, config: Any) -> None:
                                              "again to finish planning it")
         agent, key = agent_named(config, a.agent), export_key(a.key)
         repository = ctx.require_repository()
+        _warn_no_checks(config)
         plan_run(_driver(ctx), run_id, specs, agent, a.cycles or DEFAULT_CYCLES, a.parallel or DEFAULT_PARALLEL, key,
                  repository=repository, configuration=_trusted(config, repository))
         return
@@ -419,6 +431,11 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
         from .output import warn
 
         warn("unsandboxed", message)
+    for warning in doc["warnings"]:
+        lines.append(f"  warning: {warning['message']}")
+        from .output import warn
+
+        warn(warning["code"], warning["message"])
     for refused in doc.get("egress_refused", []):
         hosts = ", ".join(f"{shown(r['host'])}:{r['port']} ({r['count']})" for r in refused["refused"][:5])
         lines.append(f"  egress refused: worker {shown(refused['worker'])} generation {refused['generation']}, "
@@ -453,8 +470,9 @@ def supervise(ctx: Context) -> int:
 
     from ..adapters.service_layer.go_recovery import recover
     from ..adapters.service_layer.runs import load_run
-    from .output import emit, shown
+    from .output import emit, finish_despite_output, shown
 
+    finish_despite_output()  # as docket go: the runs are driven to their ends whatever becomes of the output
     if ctx.args.once and ctx.args.follow:
         from .parsing import UsageError
 

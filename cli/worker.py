@@ -139,11 +139,17 @@ def _pin_line(ended: Any) -> str:
 
 
 def worker_stop(ctx: Context) -> int:
+    from ..adapters.service_layer.worker_generations import load_worker
     from ..adapters.service_layer.workers import finish_stop, request_stop
     from .output import emit, shown
 
     a = ctx.args
     a.worker = ctx.worker_id(a.worker)
+    worker = load_worker(ctx.ledger, a.worker)
+    if worker.status not in ("launching", "running"):  # ended already (or never launched): what was asked holds
+        emit(ctx.json, {"worker_id": a.worker, "intent_id": None, "result": "not-running", "status": worker.status},
+             f"worker {shown(a.worker)}: nothing to stop (generation {worker.generation} {shown(worker.status)})")
+        return 0
     intent_id = request_stop(ctx.ledger, ctx.clock, a.worker, "requested")
     result = "requested"
     if not a.no_wait and intent_id is not None:

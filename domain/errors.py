@@ -2,7 +2,8 @@
 
 Exit codes (DESIGN.md): 0 ok, 1 verification failed, 2 usage or bad input,
 3 conflict or refused by an invariant, 4 effect outcome unknown, 5 not found,
-6 the work failed (an agent or a setup command), 7 docket stopped the work.
+6 the work failed (an agent or a setup command), 7 docket stopped the work,
+9 docket's own output could not be written (output-failed).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "NotFound",
     "OutcomeUnknown",
     "OutputExists",
+    "OutputFailed",
     "Refused",
     "RunClosed",
     "StaleGeneration",
@@ -131,6 +133,18 @@ class WorkStopped(DocketError):
     """docket stopped the work: a timeout, an idle timeout, the budget, or a stop request."""
 
     exit_code = 7
+
+
+class OutputFailed(DocketError):
+    """docket's output could not be written (stdout closed, full, or its terminal gone): the user's pipe, not the
+    work, whose events are in the ledger all the same. reader_gone: a pipe whose reader closed it (`docket log |
+    head`), which ends the output quietly."""
+
+    exit_code = 9
+
+    def __init__(self, message: str, *, reader_gone: bool = False):
+        super().__init__(_codes().OUTPUT_FAILED, message)
+        self.reader_gone = reader_gone
 
 
 # Refusals a caller decides by: each has its one code, so the caller names the type (``except RunClosed:``).

@@ -77,7 +77,16 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
             "receipt_moved_by_others": _receipt_moved_by_others(d, run_id) if sealed else None,
             "unsandboxed": _unsandboxed(d, run.plan.task_ids if run.plan else ()),
             "egress_refused": _egress_refused(d, run.plan.task_ids if run.plan else ()),
+            "warnings": _unchecked(integration),
             "receipt": {"sealed": sealed, "path": str(path) if path.exists() else None}}
+
+
+def _unchecked(integration: Any) -> list[dict[str, str]]:
+    """no-checks when the run's integration required no check: what it delivered was not checked."""
+    if integration is None or integration.required_checks:
+        return []
+    return [{"code": Code.NO_CHECKS, "message": "no required check judged this run's work: what it delivered was "
+                                                "not checked (add a [checks.NAME] to docket.toml)"}]
 
 
 def _protected(d: RunDriver, run_id: str, task_id: str, binding: str | None) -> tuple[list[str], dict[str, str]]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from ...domain.chain import GENESIS_DIGEST, ChainBreak, ChainHead, recorded_time, verify_chain
 from ...domain.errors import VerificationFailed
-from .ledger_rows import connect_read_only, head_position, read_chain_rows
+from .ledger_rows import connect_read_only, first_undecodable, head_position, read_chain_rows, undecodable_column
 
 __all__ = ["MAX_PARTS", "PARTS_FROM_EVENTS", "part_count", "usable_cpus", "verify_chain_in_parts"]
 
@@ -62,13 +62,17 @@ def verify_chain_in_parts(
     digest missing, or no recorded time) means a damaged ledger: it is verified in one pass,
     which names the break as always. A part whose process dies raises VerificationFailed.
     """
-    end = head_position(conn) if until is None else min(until, head_position(conn))
-    count = part_count(end, parts=parts, min_events=min_events)
-    path = _file_of(conn)
-    plan = _plan(conn, end, count, anchor) if count > 1 and path is not None else None
-    if plan is None:
-        rows: Iterable[Any] = read_chain_rows(conn, until=until)
-        return verify_chain(_counted(rows, progress) if progress else rows, anchor=anchor)
+    try:
+        end = head_position(conn) if until is None else min(until, head_position(conn))
+        count = part_count(end, parts=parts, min_events=min_events)
+        path = _file_of(conn)
+        plan = _plan(conn, end, count, anchor) if count > 1 and path is not None else None
+        if plan is None:
+            return _verified(conn, until=until, anchor=anchor, progress=progress)
+    except sqlite3.OperationalError as e:  # text that is not UTF-8 where a part starts: verified in one pass
+        if undecodable_column(e) is None:
+            raise
+        return _verified(conn, until=until, anchor=anchor)
     results = _run_parts(path, plan, progress)
     for (_after, until_, *_), (head, broken) in zip(plan, results):
         if broken is None and head.position != until_:  # cannot happen: the part's last event was read above
@@ -76,6 +80,31 @@ def verify_chain_in_parts(
         if broken is not None:
             return head, broken
     return results[-1]
+
+
+def _verified(conn: sqlite3.Connection, *, after: int = 0, until: int | None = None, anchor: ChainHead | None = None,
+              start: ChainHead = ChainHead(0, GENESIS_DIGEST), start_time: str | None = None,
+              progress: Callable[[int], None] | None = None, rows_seen: Callable[[Any], Any] | None = None,
+              ) -> tuple[ChainHead, ChainBreak | None]:
+    """verify_chain over positions (after, until]. Text in the file that is not UTF-8 where docket stores text (a
+    digest, stream, type or state: only an edit outside docket writes that) breaks the chain at the first position
+    holding it, as any other edit does, after the positions before it are verified as usual."""
+    rows: Iterable[Any] = read_chain_rows(conn, after=after, until=until)
+    if rows_seen is not None:
+        rows = rows_seen(rows)
+    try:
+        return verify_chain(_counted(rows, progress) if progress else rows, anchor=anchor, start=start,
+                            start_time=start_time)
+    except sqlite3.OperationalError as e:
+        found = first_undecodable(conn, after=after, until=until) if undecodable_column(e) is not None else None
+        if found is None:
+            raise
+    position, column = found
+    before = anchor if anchor is not None and anchor.position < position else None
+    head, broken = verify_chain(read_chain_rows(conn, after=after, until=position - 1), anchor=before, start=start,
+                                start_time=start_time)
+    return head, broken or ChainBreak(position, f"the stored {column} is not UTF-8 text (the ledger was changed "
+                                                "outside docket)")
 
 
 def _file_of(conn: sqlite3.Connection) -> Path | None:
@@ -146,10 +175,9 @@ def _child(path: Path, part: Part, write_end: int, done: memoryview, slot: int |
     try:
         try:
             conn = connect_read_only(path)
-            rows: Iterable[Any] = read_chain_rows(conn, after=after, until=until)
-            if slot is not None:
-                rows = _reported(rows, done, slot)
-            result: tuple[str, Any] = ("ok", verify_chain(rows, anchor=anchor, start=start, start_time=start_time))
+            reported = None if slot is None else (lambda rows: _reported(rows, done, slot))
+            result: tuple[str, Any] = ("ok", _verified(conn, after=after, until=until, anchor=anchor, start=start,
+                                                       start_time=start_time, rows_seen=reported))
             status = 0
         except BaseException as e:  # reported by the parent as this part's failure
             result = ("error", f"{type(e).__name__}: {e}")

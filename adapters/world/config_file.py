@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...domain.errors import BadInput
-from .paths import find_git_common_dir
+from .paths import find_git_common_dir, syntax_message
 
 if TYPE_CHECKING:
     from ...domain.config import Config
@@ -59,7 +59,7 @@ def load_config(path: Path | None) -> Config:
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise BadInput("bad-config", _syntax_message(path, str(e))) from None
+        raise BadInput("bad-config", syntax_message(str(e))) from None
     try:
         return Config.model_validate(document)
     except ValidationError as e:
@@ -159,16 +159,6 @@ def _read_text(path: Path) -> str:
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise BadInput("config-encoding", f"{CONFIG_NAME} line {line}: not valid UTF-8 (byte {e.start})") from None
-
-
-_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
-
-
-def _syntax_message(path: Path, message: str) -> str:
-    at = _AT.search(message)
-    if at is None:
-        return f"{CONFIG_NAME}: {message}"
-    return f"{CONFIG_NAME} line {at.group(1)}: {message[:at.start()]} (column {at.group(2)})"
 
 
 MAX_PROBLEMS_SHOWN = 20  # every problem of a real file; a pathological one is cut

@@ -26,7 +26,7 @@ def wait_seconds() -> float:
     """How long an outage is waited out: DOCKET_DATABASE_WAIT, else 300 s (a value that is not a whole number of
     seconds from 0 to 86400 is the default: this runs deep in a command, after the environment was checked)."""
     raw = os.environ.get("DOCKET_DATABASE_WAIT", "")
-    return float(raw) if raw.isdigit() and int(raw) <= 86_400 else DEFAULT_WAIT_SECONDS
+    return float(raw) if raw.isascii() and raw.isdigit() and int(raw) <= 86_400 else DEFAULT_WAIT_SECONDS
 
 
 def waiting_out(connect: Callable[[], T], is_outage: Callable[[BaseException], bool], where: str) -> T:

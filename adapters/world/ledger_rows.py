@@ -17,7 +17,7 @@ from typing import Any
 
 from ...domain.chain import ChainHead, ChainRow
 
-__all__ = ['CHAIN_TABLE', 'DEFAULT_LOCK_TIMEOUT', 'LEDGER_TABLES', 'MAX_SAFE_POSITION', 'MERKLE_BLOCK_HEIGHT', 'MERKLE_NODES_TABLE', 'Row', 'chain_head', 'connect_read_only', 'digest_at', 'has_stream', 'head_position', 'is_on_read_only_filesystem', 'last_event_and_chain_end', 'missing_tables', 'orphan_digest_after', 'read_chain_rows', 'read_events', 'read_events_at', 'read_only', 'state_at']
+__all__ = ['CHAIN_TABLE', 'DEFAULT_LOCK_TIMEOUT', 'LEDGER_TABLES', 'MAX_SAFE_POSITION', 'MERKLE_BLOCK_HEIGHT', 'MERKLE_NODES_TABLE', 'Row', 'chain_head', 'connect_read_only', 'digest_at', 'first_undecodable', 'has_stream', 'head_position', 'is_on_read_only_filesystem', 'last_event_and_chain_end', 'missing_tables', 'orphan_digest_after', 'read_chain_rows', 'read_events', 'read_events_at', 'read_only', 'state_at', 'undecodable_column']
 
 Row = tuple[int, str, int, str, bytes]  # position, stream, version, type, state
 
@@ -162,3 +162,41 @@ def orphan_digest_after(conn: sqlite3.Connection, position: int) -> int | None:
 
 
 MAX_SAFE_POSITION = 2**53 - 1
+
+
+def undecodable_column(error: BaseException) -> str | None:
+    """The column named by SQLite's "Could not decode to UTF-8 column ..." (text in the file that is not UTF-8: only
+    an edit outside docket makes it), or None for any other error."""
+    import re
+
+    found = re.match(r"Could not decode to UTF-8 column '([^']*)'", str(error))
+    return found.group(1) if found else None
+
+
+_TEXT_COLUMNS = {"originator_id": "stream", "topic": "type", "state": "state", "digest": "digest"}
+
+
+def first_undecodable(conn: sqlite3.Connection, *, after: int = 0, until: int | None = None
+                      ) -> tuple[int, str] | None:
+    """The first position (after, until] whose stored stream, type, state or digest is text that is not UTF-8, and
+    which of them (read as bytes: the slow path, only once reading as text has failed)."""
+    last = MAX_SAFE_POSITION if until is None else until
+
+    def first(sql: str, columns: tuple[str, ...]) -> tuple[int, str] | None:
+        for position, *values in conn.execute(sql, (after, last)):
+            for column, value in zip(columns, values):
+                try:
+                    if value is not None:
+                        bytes(value).decode("utf-8")
+                except UnicodeDecodeError:
+                    return position, _TEXT_COLUMNS[column]
+        return None
+
+    def as_bytes(column: str) -> str:
+        return f"CASE WHEN typeof({column}) = 'text' THEN CAST({column} AS BLOB) END"
+
+    found = [first(f"SELECT rowid, {as_bytes('originator_id')}, {as_bytes('topic')}, {as_bytes('state')} FROM "
+                   "stored_events WHERE rowid > ? AND rowid <= ? ORDER BY rowid", ("originator_id", "topic", "state")),
+             first(f"SELECT position, {as_bytes('digest')} FROM {CHAIN_TABLE} WHERE position > ? AND position <= ? "
+                   "ORDER BY position", ("digest",))]
+    return min((f for f in found if f is not None), default=None)

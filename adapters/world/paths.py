@@ -7,6 +7,8 @@ Found without importing git libraries, so that ``docket status`` starts fast.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,7 @@ __all__ = [
     "root_of_workspace",
     "repository_root",
     "resolve_paths",
+    "syntax_message",
     "task_branch",
     "task_worktree_path",
     "workspaces_root",
@@ -81,9 +84,11 @@ def repository_root(start: Path) -> Path | None:
     return common.parent if common.name == ".git" else common
 
 
-def resolve_paths(ledger_option: str | None, cwd: Path | None = None) -> LedgerPaths:
+def resolve_paths(ledger_option: str | None, cwd: Path | None = None,
+                  warn: Callable[[str, str], None] | None = None) -> LedgerPaths:
     """--ledger, then DOCKET_DATABASE_URL or DOCKET_LEDGER (not both), then docket.toml's ``[ledger] url``, then the
-    repository's default file."""
+    repository's default file. warn(code, message) is told of a docket.toml that cannot be parsed but names no
+    ledger: the default one is read all the same."""
     where = (cwd or Path.cwd()).absolute()
     url = None if ledger_option else os.environ.get("DOCKET_DATABASE_URL", "").strip() or None
     chosen = ledger_option or os.environ.get("DOCKET_LEDGER")
@@ -91,7 +96,7 @@ def resolve_paths(ledger_option: str | None, cwd: Path | None = None) -> LedgerP
         raise BadInput("bad-environment", "DOCKET_DATABASE_URL and DOCKET_LEDGER are both set; a ledger is one or the "
                                           "other (--ledger FILE chooses a file whatever is set)")
     if url is None and not chosen:
-        url = _configured_url(where)
+        url = _configured_url(where, warn)
     if url is not None:
         return database_paths(url, find_git_common_dir(where))
     if chosen:
@@ -131,23 +136,26 @@ def configured_database_url(cwd: Path) -> str | None:
     return os.environ.get("DOCKET_DATABASE_URL", "").strip() or _configured_url(cwd)
 
 
-def _configured_url(cwd: Path) -> str | None:
-    """docket.toml's ``[ledger] url`` at the repository's top, read only when the file mentions it. A password in
-    it is refused: the file is committed with the repository (PGPASSWORD or ~/.pgpass hold one)."""
+def _configured_url(cwd: Path, warn: Callable[[str, str], None] | None = None) -> str | None:
+    """docket.toml's ``[ledger] url`` at the repository's top, read only when the file mentions a ledger. A password
+    in it is refused: the file is committed with the repository (PGPASSWORD or ~/.pgpass hold one)."""
     root = repository_root(cwd)
     config = root / "docket.toml" if root is not None else None
     try:
         text = config.read_text(encoding="utf-8") if config is not None else ""
     except (OSError, UnicodeDecodeError):
         return None  # the commands that need docket.toml report what is wrong with it
-    if "[ledger]" not in text:
+    if "ledger" not in text:
         return None
     import tomllib
 
     try:
         url = tomllib.loads(text).get("ledger", {}).get("url")
-    except (tomllib.TOMLDecodeError, AttributeError) as e:  # which ledger is meant is unknown: nothing is opened
-        raise BadInput("bad-config", f"docket.toml names a [ledger] but cannot be read: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        _unparsed(text, str(e), warn)
+        return None
+    except AttributeError:
+        raise BadInput("bad-config", "docket.toml: [ledger] must be a table (url = \"postgresql://...\")") from None
     if url is None:
         return None
     if not isinstance(url, str) or not url.strip():
@@ -158,6 +166,33 @@ def _configured_url(cwd: Path) -> str | None:
         raise BadInput("bad-config", "docket.toml: [ledger] url holds a password, and docket.toml is committed with "
                                      "the repository; give it in PGPASSWORD or ~/.pgpass instead")
     return url.strip()
+
+
+_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+
+
+def syntax_message(message: str) -> str:
+    """A TOML syntax error (tomllib's words) as `docket.toml line N: what (column C)`."""
+    at = _AT.search(message)
+    if at is None:
+        return f"docket.toml: {message}"
+    return f"docket.toml line {at.group(1)}: {message[:at.start()]} (column {at.group(2)})"
+
+
+_LEDGER_NAMED = re.compile(r"\s*(\[\s*ledger\s*[].]|\[\[\s*ledger\s*[].]|ledger\s*[.=])")
+
+
+def _unparsed(text: str, error: str, warn: Callable[[str, str], None] | None) -> None:
+    """A docket.toml that is not TOML: refused when a line that is no comment names a ledger (which one is meant is
+    unknown, and the default file is not it), else warned of, the repository's ledger file being the one meant."""
+    what = syntax_message(error)
+    named = next((n for n, line in enumerate(text.splitlines(), 1) if _LEDGER_NAMED.match(line)), None)
+    if named is not None:
+        raise BadInput("bad-config", f"{what}; the file names a [ledger] (line {named}), so which ledger to open is "
+                                     "unknown: fix it, or choose one with --ledger FILE or DOCKET_DATABASE_URL")
+    if warn is not None:
+        warn("bad-config", f"{what}; reading the repository's ledger file, as docket.toml names no other "
+                           "('docket config show' checks the file)")
 
 
 def data_dir() -> Path:

@@ -11,16 +11,31 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import wraps
 from pathlib import Path
+from typing import Any, TypeVar
 
 from ...domain.chain import ChainBreak, ChainHead, ChainRow
-from ...domain.errors import StorageFailed
 from .ledger_rows import (CHAIN_TABLE, MAX_SAFE_POSITION, MERKLE_NODES_TABLE, Row, has_stream, head_position,
                           last_event_and_chain_end, missing_tables, orphan_digest_after, read_chain_rows, read_events,
                           read_events_at, read_only)
-from .storage_errors import translated
+from .storage_errors import ledger_failure
 
 __all__ = ["SqliteLedgerReader", "ledger_reader"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def translated(method: F) -> F:
+    """A reader method whose SQLite errors leave it as docket's (storage_errors.ledger_failure)."""
+    @wraps(method)
+    def calling(self: SqliteLedgerReader, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as e:
+            raise ledger_failure(self.conn, e) from e
+
+    return calling  # type: ignore[return-value]
 
 class SqliteLedgerReader:
     """The LedgerReader port over a connection to an SQLite ledger file (see adapters/service_layer/ports.py).
@@ -39,13 +54,13 @@ class SqliteLedgerReader:
         try:
             yield from read_events(self.conn, after=after, until=until, topics=topics)
         except sqlite3.Error as e:
-            raise StorageFailed(str(e)) from e
+            raise ledger_failure(self.conn, e) from e
 
     def events_at(self, positions: Iterable[int]) -> Iterator[Row]:
         try:
             yield from read_events_at(self.conn, positions)
         except sqlite3.Error as e:
-            raise StorageFailed(str(e)) from e
+            raise ledger_failure(self.conn, e) from e
 
     @translated
     def event_at(self, position: int) -> Row | None:

@@ -76,7 +76,7 @@ def generate_key(prefix: str | Path) -> tuple[Path, Path]:
     )
 
     private_path, public_path = _key_paths(prefix)
-    _make_default_folder(private_path.parent)
+    made_folder = _make_folder(private_path.parent)
     key = Ed25519PrivateKey.generate()
     private_pem = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
     public_pem = key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
@@ -89,6 +89,8 @@ def generate_key(prefix: str | Path) -> tuple[Path, Path]:
     except BaseException:
         for _, path, _ in created:
             path.unlink(missing_ok=True)  # ours: created a moment ago, create-only
+        if made_folder:
+            private_path.parent.rmdir()
         raise
     finally:
         for fd, _, _ in created:
@@ -101,15 +103,21 @@ def default_key_folder() -> Path:
     return Path.home() / ".docket"
 
 
-def _make_default_folder(folder: Path) -> None:
-    """docket's own key folder is made when missing, 0700; any other folder must exist (bad-key-path)."""
+def _make_folder(folder: Path) -> bool:
+    """The key's folder made when missing, 0700 (docket's own ~/.docket, or keys/ of keys/docket), but only that
+    one folder: one whose parent is missing too is refused (bad-key-path), a typo making no tree of folders.
+    Whether it was made here."""
     try:
-        if os.path.abspath(folder) == os.path.abspath(default_key_folder()):
+        if os.path.abspath(folder) == os.path.abspath(default_key_folder()) or not os.path.lexists(folder):
             os.mkdir(folder, 0o700)
+            return True
     except FileExistsError:
         pass
+    except FileNotFoundError:
+        raise BadInput("bad-key-path", f"the folder of {_name(folder)} does not exist") from None
     except (OSError, RuntimeError) as e:  # RuntimeError: no home directory to expand
         raise BadInput("bad-key-path", f"cannot create {_name(folder)}: {getattr(e, 'strerror', None) or e}") from None
+    return False
 
 
 def _key_paths(prefix: str | Path) -> tuple[Path, Path]:

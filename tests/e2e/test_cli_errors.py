@@ -428,3 +428,16 @@ def test_console_script_reports_the_same_error(world):
     proc = subprocess.run([str(script), "run", "pause", "r-paused"], check=False, cwd=world.docket.cwd,
                           env={**world.docket.env, "DOCKET_NOW": T0, "DOCKET_TESTING": "1"}, capture_output=True, text=True, timeout=60)
     assert_error(Result(proc.returncode, proc.stdout, proc.stderr), "run-not-active", 3)
+
+
+@pytest.mark.parametrize("variable, value, accepts", [
+    ("DOCKET_LOCK_TIMEOUT", "junk", "1 to 86400"), ("DOCKET_LOCK_TIMEOUT", "0", "1 to 86400"),
+    ("DOCKET_LOCK_TIMEOUT", "1.5", "1 to 86400"), ("DOCKET_DATABASE_WAIT", "junk", "0 to 86400"),
+    ("DOCKET_DATABASE_WAIT", "-1", "0 to 86400"), ("DOCKET_DATABASE_WAIT", "99999", "0 to 86400"),
+    ("DOCKET_DATABASE_WAIT", "\u00b2", "0 to 86400")])
+@pytest.mark.parametrize("args", [("status",), ("verify",), ("run", "open", "--target", "main", "--goal", "g")],
+                         ids=lambda a: a[0])
+def test_junk_in_a_waiting_setting_is_refused_whatever_the_command(world, variable, value, accepts, args):
+    env = {**world.docket.env, variable: value}
+    result = Docket(world.docket.cwd, env)(*args, check=False, now=T0)
+    assert_error(result, "bad-config", 2, mentions=(f"{variable}={value!r}", accepts))

@@ -192,3 +192,29 @@ def test_env_allow_everything_is_warned_of_and_still_shown(docket, repo):
     assert shown.stderr.startswith("docket: warning: env-allow-everything: [agents.aider] env_allow = [\"*\"] lets "
                                    "every credential")
     assert shown.json()["config"]["agents"]["aider"]["env_allow"] == ["*"]
+
+
+def test_a_syntax_error_in_the_default_file_does_not_block_reading(docket, repo):
+    """The default docket.toml names [ledger] only in a comment: with a syntax error elsewhere, the read-only commands
+    warn once and read the repository's ledger; the commands that need the configuration name file and line."""
+    docket("init")
+    docket("run", "open", "--target", "main", "--goal", "g", "--id", "r1")
+    config = repo / "docket.toml"
+    config.write_text(config.read_text() + "this is = = broken\n")
+    line = len(config.read_text().splitlines())
+    for command in (["status"], ["log", "--run", "r1"], ["verify"]):
+        result = docket(*command, check=False)
+        assert result.returncode == 0, result.stderr
+        warnings = [w for w in result.stderr.splitlines() if w.startswith("docket: warning: ")]
+        assert len(warnings) == 1 and warnings[0].startswith(f"docket: warning: bad-config: docket.toml line {line}:")
+    for command in (["config", "show"], ["go", "--task", "x"]):
+        code, error, message = error_of(docket(*command, check=False))
+        assert (code, error) == (2, "bad-config") and message.startswith(f"docket.toml line {line}:"), message
+
+
+def test_a_broken_file_with_a_ledger_table_opens_no_ledger_and_says_where(docket, repo):
+    docket("init")
+    (repo / "docket.toml").write_text('# [ledger] in a comment\n\n[ledger]\nurl = "postgresql://db/x\n')
+    code, error, message = error_of(docket("status", check=False))
+    assert (code, error) == (2, "bad-config") and message.startswith("docket.toml line 4:"), message
+    assert "[ledger] (line 3)" in message

@@ -116,7 +116,6 @@ def test_every_readme_and_help_example_runs_in_a_fresh_repository(tmp_path: Path
     (repo / ".gitignore").write_text("tasks.toml\ntask.md\nanchor.json\n*.jsonl\nkeys/\n")
     git(repo, "add", "docket.toml", ".gitignore")
     git(repo, "commit", "-q", "-m", "docket")
-    (repo / "keys").mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKET_")}
     env.update(HOME=str(home), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
                GIT_COMMITTER_EMAIL="t@example.com")
@@ -147,3 +146,47 @@ def test_every_readme_and_help_example_runs_in_a_fresh_repository(tmp_path: Path
             if argv[1:3] in (["run", "open"], ["go", "--goal"]) and printed:
                 run_id = printed[0]  # the examples after it name the run it opened
     assert failures == []
+
+
+def test_the_step_by_step_and_agents_examples_run_as_typed_in_a_fresh_repository(tmp_path: Path):
+    """README's "step by step" and "Agents" blocks, one line after another from `docket init`, as a user types them
+    (claude played by the scripted agent of examples/, ./my-agent.sh committed), and "Signing keys"' command: every
+    line exits 0."""
+    from docket.adapters.world.landlock import abi_version
+
+    readme = (ROOT / "README.md").read_text()
+    examples = readme_examples(readme[readme.index("Or step by step"):readme.index("`run-7k2m9x4q` stands for")])
+    examples += re.findall(r"^`(docket key generate --out [^`]+)`", readme, re.MULTILINE)
+    assert any("--at" in line for line in examples) and any("worker stop" in line for line in examples)
+    repo = make_repo(tmp_path / "repo")
+    home = tmp_path / "home"
+    home.mkdir()
+    (repo / "task.md").write_text("write parser.py: X = 1\n")
+    (repo / "my-agent.sh").write_text("#!/bin/sh\necho fast \"$@\"\n")
+    (repo / "my-agent.sh").chmod(0o755)
+    (repo / "docket.toml").write_text(("" if abi_version() >= 1 else 'sandbox = "off"\n') + (
+        f'[agents.claude]\ncommand = ["{sys.executable}", "{AGENT}", "--prompt-file", "{{prompt_file}}"]\n'
+        'prompt = "file"\n'))
+    (repo / ".gitignore").write_text("task.md\nanchor.json\n")
+    git(repo, "add", "docket.toml", ".gitignore", "my-agent.sh")
+    git(repo, "commit", "-q", "-m", "docket")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCKET_", "XDG_"))}
+    env.update(HOME=str(home), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@example.com")
+    if abi_version() < 1:  # sandbox = "off" is honoured only for a docket.toml its user trusts
+        subprocess.run([sys.executable, "-m", "docket", "config", "trust"], cwd=repo, env=env, check=True,
+                       capture_output=True)
+    run_id, failures = PLACEHOLDER_RUN, []
+    for line in examples:
+        for words, out in commands_of(line, home):
+            argv = [word.replace(PLACEHOLDER_RUN, run_id) for word in words]
+            done = subprocess.run([sys.executable, "-m", "docket", *argv[1:]], cwd=repo, env=env,
+                                  capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+            if out is not None:
+                (repo / out).write_text(done.stdout)
+            if done.returncode != 0:
+                failures.append(f"{line}: exit {done.returncode}: {done.stderr.strip()[-300:]}")
+            if argv[1:3] == ["run", "open"]:
+                run_id = RUN_ID.findall(done.stdout)[0]
+    assert failures == []
+    assert (repo / "keys" / "docket.key").is_file()

@@ -76,9 +76,22 @@ def test_key_generate_makes_dockets_own_folder_0700_and_no_other(docket, tmp_pat
     made = docket("key", "generate", "--out", str(home / ".docket" / "signing"), "--json").json()
     assert stat.S_IMODE((home / ".docket").stat().st_mode) == 0o700
     assert made["private_key"] == str(home / ".docket" / "signing.key")
-    code, name, message = error_of(docket("key", "generate", "--out", str(tmp_path / "nowhere" / "k"), check=False))
+    code, name, message = error_of(docket("key", "generate", "--out", str(tmp_path / "nowhere" / "deeper" / "k"),
+                                          check=False))
     assert (code, name) == (2, "bad-key-path") and "does not exist" in message
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_key_generate_as_the_readme_types_it_makes_the_missing_keys_folder_0700(docket, repo):
+    """`docket key generate --out keys/docket` (README, "Signing keys") in a repository without keys/: the folder
+    is made, 0700, as docket's own ~/.docket is."""
+    import stat
+
+    made = docket("key", "generate", "--out", "keys/docket", "--json").json()
+    assert (repo / made["private_key"]).resolve() == (repo / "keys" / "docket.key").resolve()
+    assert stat.S_IMODE((repo / "keys").stat().st_mode) == 0o700
+    assert stat.S_IMODE((repo / "keys" / "docket.key").stat().st_mode) == 0o600
+    assert (repo / "keys" / "docket.pub").is_file()
 
 
 def test_a_bare_worker_id_is_accepted_where_one_run_alone_has_it(docket):

@@ -193,3 +193,24 @@ def test_without_target_the_run_targets_the_branch_checked_out_in_the_main_check
     assert json.loads(done.stdout)["target"] == "trunk"
     assert "target trunk (the branch checked out in" in done.stderr
     assert world.file_at("trunk", "greet.py") == "print(1)\n"
+
+
+def test_a_run_with_no_required_check_says_so_when_planned_and_in_its_summary(tmp_path: Path):
+    world = make_go_world(tmp_path, tasks=ONE_TASK, extra_config="required = false\n")
+    done = world.go("r1")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["outcome"] == "delivered"
+    assert [w["code"] for w in summary["warnings"]] == ["no-checks"]
+    planned, summarised = [w for w in done.stderr.splitlines() if w.startswith("docket: warning: no-checks: ")]
+    assert "[checks.NAME]" in planned and "not checked" in summarised
+    again = world.run("go", "--resume", "r1")
+    assert again.returncode == 0, again.stderr
+    assert "  warning: no required check" in again.stdout
+
+
+def test_a_run_with_a_required_check_has_no_no_checks_warning(tmp_path: Path):
+    world = make_go_world(tmp_path, tasks=ONE_TASK)
+    done = world.go("r1")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["warnings"] == [] and "no-checks" not in done.stderr

@@ -193,6 +193,18 @@ def test_a_launch_while_the_worker_runs_is_refused_and_worker_stop_from_elsewher
     assert exited["cause"] == "stopped"
 
 
+def test_worker_stop_after_the_worker_ended_says_there_is_nothing_to_stop(workers):
+    """As the README's lines run one after another: `worker launch` returns once its agent ended, and the
+    `worker stop` typed after it finds nothing to stop, which is what it was asked for."""
+    workers.plan("t1")
+    assert workers.launch("t1", "--", *agent()).returncode == 0
+    stop = workers("worker", "stop", "t1", check=False)
+    assert stop.returncode == 0 and stop.stdout == "worker t1: nothing to stop (generation 1 exited)\n", stop.stderr
+    assert workers("worker", "stop", "t1", "--json").json() == {"worker_id": "t1", "intent_id": None,
+                                                                "result": "not-running", "status": "exited"}
+    assert workers.events("WorkerStopRequested") == []
+
+
 # --- timeouts ----------------------------------------------------------------------------------------------------
 
 

@@ -105,10 +105,27 @@ def test_a_symlink_at_a_key_path_is_refused_and_not_followed(tmp_path, linked):
 
 
 def test_an_empty_prefix_or_a_missing_folder_is_bad_input(tmp_path):
-    for prefix in ("", str(tmp_path) + "/", tmp_path / "no" / "k"):
+    for prefix in ("", str(tmp_path) + "/", tmp_path / "no" / "deeper" / "k"):  # one missing folder is made, not two
         with pytest.raises(BadInput) as bad:
             signing.generate_key(prefix)
         assert bad.value.code == "bad-key-path"
+    assert not (tmp_path / "no").exists()
+
+
+def test_a_missing_folder_whose_parent_exists_is_made_0700_and_removed_again_when_nothing_is_written(tmp_path,
+                                                                                                        monkeypatch):
+    import stat
+
+    private, _ = signing.generate_key(tmp_path / "keys" / "k")
+    assert private.is_file() and stat.S_IMODE((tmp_path / "keys").stat().st_mode) == 0o700
+
+    def full(path, mode):
+        raise BadInput("bad-key-path", f"cannot create {path}: No space left on device")
+
+    monkeypatch.setattr(signing, "_create_key_file", full)
+    with pytest.raises(BadInput):
+        signing.generate_key(tmp_path / "more" / "k")
+    assert not (tmp_path / "more").exists()
 
 
 def _pem_private(key) -> bytes:
