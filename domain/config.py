@@ -534,8 +534,9 @@ DEFAULT_TOML = '''\
 # agent = "claude"
 
 # A folder (relative to the repository root, not inside .git) where checks write what is worth keeping:
-# reports, coverage. Untracked files a check writes there are copied back to the task's worktree
-# (create-only, hash-checked, never through a symlink), and untracked files there are left out of candidates.
+# reports, coverage. Untracked files a check writes there are copied back to the task's worktree (each
+# replacing an earlier check's file at its path, hash-checked, never through a symlink), and untracked files
+# there are left out of candidates.
 # Not set: nothing is copied back.
 # artifact_dir = "out/docket"
 
