@@ -17,10 +17,13 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p = command(nouns, "gc", gc, common,
                 "list candidate refs and task worktrees of closed runs whose work the target's history holds (or "
                 "that changed nothing), finished checks' executions, empty execution folders a crash left, idle "
-                "executions kept for reuse (all once no run is open, else beyond the newest few), and "
-                "why everything else is kept; --apply removes what can go",
+                "executions kept for reuse (all once no run is open, else beyond the newest few), the workspaces "
+                "and executions in the data folder of repositories that are gone, and why everything else is kept; "
+                "--apply removes what can go",
                 "docket gc\n  docket gc --apply --json")
-    p.add_argument("--apply", action="store_true", help="remove what is proven kept elsewhere (candidate refs released, worktrees removed, on the record)")
+    p.add_argument("--apply", action="store_true",
+                   help="remove what is proven kept elsewhere (candidate refs released, worktrees removed, on the "
+                        "record), and the data of repositories that are gone")
 
 
 def gc(ctx: Context) -> int:
@@ -36,6 +39,7 @@ def gc(ctx: Context) -> int:
                     checks=checks.live_executions(conn), artifact_dir=artifact_dir(), apply=a.apply)
     found += _empty_execution_folders(ctx, apply=a.apply)
     found += _idle_executions(ctx, apply=a.apply)
+    found += _forgotten_data(ctx, apply=a.apply)
     ctx.update_views()
     going = [k for k in found if k.action in ("remove", "removed")]
     lines = [f"{len(going)} to remove" if not a.apply else f"{sum(k.action == 'removed' for k in found)} removed"]
@@ -78,3 +82,24 @@ def _idle_executions(ctx: Context, *, apply: bool) -> list[Any]:
     return [Kept("execution", folder.name, str(folder), "removed" if apply else "remove", reason)
             for root in [None, *configured_workspace_roots()]
             for folder in idle_executions(ctx.repository, root, keep=keep, apply=apply)]
+
+
+def _forgotten_data(ctx: Context, *, apply: bool) -> list[Any]:
+    """The folders in the data folder (and under [workspace] root) of repositories that are gone: their path no
+    longer exists, or holds no git repository, or one with another identity (adapters/world/data_owners.py). Those
+    of the repository gc runs in are never among them; apply removes them, never following a symlink."""
+    from ..adapters.service_layer.housekeeping import Kept
+    from ..adapters.world.data_owners import forgotten_data, record_owner
+    from ..adapters.world.paths import data_dir, executions_root, repository_key, workspaces_root
+    from .reconcile import configured_workspace_roots
+
+    roots = [data_dir(), *configured_workspace_roots()]
+    mine: list[str] = []
+    if ctx.repository is not None:
+        mine.append(repository_key(ctx.repository))
+        for root in roots:  # this repository's folders made before docket recorded whose they are: recorded now
+            for folder in (workspaces_root(ctx.repository, root), executions_root(ctx.repository, root)):
+                if folder.is_dir() and not folder.is_symlink():
+                    record_owner(folder, ctx.repository)
+    return [Kept("repository-data", f.key, f.path, f.action, f.reason)
+            for f in forgotten_data(roots, keep_keys=mine, apply=apply)]

@@ -14,6 +14,10 @@ __all__ = ["register", "register_supervise"]
 DEFAULT_CYCLES = 3
 DEFAULT_PARALLEL = 4
 GO_EXIT = {"delivered": 0, "failed": 6, "stopped": 7, "waiting": 8}
+# each outcome of domain/outcome.py as the summary's "outcome" (GO_EXIT's class): a run closed short of delivering
+# every task failed; an open run docket go let go of is stopped, or waits for you
+GO_OUTCOMES = {"delivered": "delivered", "partly-delivered": "failed", "nothing-delivered": "failed",
+               "stopped": "stopped", "waiting-for-you": "waiting", "running": "stopped"}
 
 
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
@@ -299,22 +303,60 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
     agent = planned_agent(config, run.plan.agent)
     settings = settings_from_config(config, agent, repository=ctx.require_repository(), ledger_path=ctx.paths.ledger)
     interrupted = interrupted if interrupted is not None else threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: interrupted.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    view = _view(ctx, run_id)
-    hooks = RunHooks(driver, config.hooks, settings, run_id, warn=warn)
-    end_gone_supervisions(driver, run_id)  # first: the downtime since a crashed supervisor's last sign is not billed
-    try:
-        if run.status in ("active", "paused"):
-            drive_run(driver, settings, run_id, interrupted=interrupted, signer=signer, hooks=hooks,
-                      parallel=parallel, tick=view.update, standing_by=_standing_by)
+    previous = {sig: signal.signal(sig, _on_signal(run_id, interrupted)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:  # held until the summary is out: a Ctrl-C while the run is stopped is heard, never a traceback
+        view = _view(ctx, run_id)
+        hooks = RunHooks(driver, config.hooks, settings, run_id, warn=warn)
+        end_gone_supervisions(driver, run_id)  # first: a crashed supervisor's downtime since its last sign: unbilled
+        try:
+            if run.status in ("active", "paused"):
+                drive_run(driver, settings, run_id, interrupted=interrupted, signer=signer, hooks=hooks,
+                          parallel=parallel, tick=view.update, standing_by=_standing_by)
+        finally:
+            hooks.fire(final=True)
+            driver.update_views()  # the hooks' last records too
+            view.update(final=True)  # the run's last events (integration, receipt) before the summary
+            view.close()
+        code = _summarise(ctx, run_summary(driver, run_id), interrupted=interrupted.is_set(), show=show)
     finally:
+        from ..adapters.world.processes import hurry_stops
+
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        hooks.fire(final=True)
-        driver.update_views()  # the hooks' last records too
-        view.update(final=True)  # the run's last events (integration, receipt) before the summary
-        view.close()
-    return _summarise(ctx, run_summary(driver, run_id), interrupted=interrupted.is_set(), show=show)
+        hurry_stops(False)
+    if interrupted.is_set() and load_run(ctx.ledger, run_id).status in ("active", "paused"):
+        from .output import info, shown
+
+        info(f"run {shown(run_id)} stopped here; go on with: docket go --resume {shown(run_id)}")
+    return code
+
+
+def _on_signal(run_id: str, interrupted: Any) -> Any:
+    """SIGINT or SIGTERM to docket go: the first stops the run's agents and checks (TERM to their groups, KILL
+    after a grace) and records it; another one kills what is left of them at once. Each says so on stderr."""
+    import os
+
+    from ..adapters.world.processes import hurry_stops
+    from .output import shown
+
+    first = (f"docket: stopping run {shown(run_id)}: its agents and checks are stopped and recorded (Ctrl-C again "
+             "to kill them at once)\n").encode("utf-8", "replace")
+    again = (f"docket: interrupted again: killing what is left of run {shown(run_id)}'s agents and checks at "
+             "once\n").encode("utf-8", "replace")
+
+    def handler(*_: object) -> None:
+        if not interrupted.is_set():
+            interrupted.set()
+            line = first
+        else:
+            hurry_stops()
+            line = again
+        try:  # a plain write: the handler may interrupt a write to sys.stderr, which must not be re-entered
+            os.write(2, line)
+        except OSError:
+            pass
+
+    return handler
 
 
 def _unfinished_runs(ctx: Context) -> list[str]:
@@ -363,20 +405,18 @@ class _NoView:
 
 def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bool = True) -> int:
     """Print the run's summary (see adapters/service_layer/go_summary.py) and what it came to; go's exit code."""
+    from ..domain.outcome import CLOSED_STATUSES, run_outcome
     from .output import emit, shown
-    from .status import base_check_lines, spend_words
+    from .status import base_check_lines, outcome_line, spend_words
 
     run_id = doc["run_id"]
-    if interrupted or doc["status"] in ("aborted", "budget-limited", "paused"):
-        outcome = "stopped"
-    elif doc["tasks"] and all(row["result"] == "delivered" for row in doc["tasks"]):
-        outcome = "delivered"
-    elif doc["waiting"]:
-        outcome = "waiting"
-    else:
-        outcome = "failed"
+    said = doc["run_outcome"]  # what the run came to, in the words every surface uses (domain/outcome.py)
+    if interrupted and doc["status"] not in CLOSED_STATUSES:  # stopped here, whatever it waited for before
+        said = run_outcome(doc["status"], said["delivered"], said["tasks"], driven=False).document()
+        doc["run_outcome"] = said
+    outcome = GO_OUTCOMES[said["state"]]  # the exit code's class, kept in the summary's "outcome"
     doc["outcome"] = outcome
-    lines = [f"run {shown(run_id)}: {outcome} ({doc['status']})"]
+    lines = [f"run {shown(run_id)}: {outcome_line(said)} ({doc['status']})"]
     if doc["limited_by"]:
         lines.append(f"  stopped at its {'time budget' if doc['limited_by'] == 'time' else 'max ' + doc['limited_by']}")
     if doc["spend"]["reports"] or doc["max_cost_micro_usd"] or doc["max_tokens"]:

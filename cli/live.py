@@ -12,6 +12,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..domain.plan import short_id
 from ..domain.values import format_cost, format_duration
 from .output import shown, warn
 
@@ -28,6 +29,9 @@ SHORT = 12
 # A table redrawn in place costs what the board costs, which grows with the run: it is rebuilt no sooner than this
 # many times its last build took after that build started, so a run of a thousand tasks is not slowed by its view.
 BOARD_COST_SHARE = 10
+FREE_TEXT = frozenset({"note", "last output"})  # the columns a narrow terminal narrows first
+OUTCOME_STYLES = {"delivered": "bold green", "partly-delivered": "bold yellow", "nothing-delivered": "bold red",
+                  "stopped": "red", "waiting-for-you": "bold magenta", "running": ""}
 STATE_STYLES = {"delivered": "bold green", "passed": "green", "failed": "red", "stopped": "red",
                 "conflicted": "bold red", "unmergeable": "bold red", "rejected": "bold red", "merge failed": "bold red",
                 "merged (target not moved)": "bold yellow", "running": "yellow", "checking": "cyan",
@@ -189,8 +193,16 @@ def run_summary(board: Board) -> str:
     budget += _spend(board)
     receipt = f"receipt {board.receipt_sha256[:SHORT]} sealed" if board.receipt_sha256 else "receipt not sealed"
     target = f" ({shown(board.target_branch)} at {board.target_commit[:SHORT]})" if board.target_commit else ""
-    return (f"run {shown(board.run_id)}: {board.status}, {budget}, integration {shown(board.integration)}{target}, "
-            f"{receipt}: {shown(board.goal)}")
+    return (f"run {shown(board.run_id)}: {_outcome(board)}, {budget}, integration {shown(board.integration)}"
+            f"{target}, {receipt}: {shown(board.goal)}")
+
+
+def _outcome(board: Board) -> str:
+    """What the run came to, as every surface words it (domain/outcome.py); its status when the board has no
+    outcome (the run's line alone), and [needs you] when something of it waits for a person."""
+    if board.outcome is None:
+        return board.status
+    return board.outcome.line + (" [needs you]" if board.outcome.needs_you else "")
 
 
 def _spend(board: Board) -> str:
@@ -210,8 +222,9 @@ def attention_lines(board: Board) -> list[str]:
 
 
 def _cells(board: Board) -> list[list[str]]:
-    """Each task's cells, escaped: task, state, generation, elapsed, checks, candidate, note, last output line."""
-    return [[shown(t.task_id), t.state + (" [unsandboxed]" if t.unsandboxed else ""), "-" if t.generation is None else str(t.generation), _duration(t.elapsed_ms),
+    """Each task's cells, escaped: task (its own id, without the run's: what tells the run's tasks apart), state,
+    generation, elapsed, checks, candidate, note, last output line."""
+    return [[shown(short_id(board.run_id, t.task_id)), t.state + (" [unsandboxed]" if t.unsandboxed else ""), "-" if t.generation is None else str(t.generation), _duration(t.elapsed_ms),
              shown(t.checks or "-"), t.candidate or "-", shown(t.note or ""), shown(t.last_line or "")]
             for t in board.tasks]
 
@@ -232,16 +245,19 @@ def board_table(board: Board) -> Any:
     from rich.text import Text
 
     caption = Text("\n".join(attention_lines(board)), style="bold") if board.attention else None
-    table = Table(title=Text(run_summary(board)), title_justify="left", caption=caption, caption_justify="left",
-                  expand=False)
+    title_style = OUTCOME_STYLES.get(board.outcome.state, "") if board.outcome is not None else ""
+    table = Table(title=Text(run_summary(board), style=title_style), title_justify="left", caption=caption,
+                  caption_justify="left", expand=False)
     noted = any(t.note for t in board.tasks)
     names = ("task", "state", "gen", "elapsed", "checks", "candidate", "note", "last output")
-    for name in names:
+    cells = _cells(board)
+    for name in names:  # on a narrow terminal the free text (note, last output) gives way first, cut short
         if name != "note" or noted:
-            table.add_column(Text(name), no_wrap=True, overflow="ellipsis")
-    for cells in _cells(board):
-        table.add_row(*(Text(cell, style=STATE_STYLES.get(cell, "")) if i == 1 else Text(cell)
-                        for i, cell in enumerate(cells) if names[i] != "note" or noted))
+            table.add_column(Text(name), no_wrap=name not in FREE_TEXT, overflow="ellipsis")
+    for row in cells:
+        table.add_row(*(Text(cell, style=STATE_STYLES.get(cell, "") if i == 1 else "",
+                             no_wrap=True, overflow="ellipsis")  # a free text column is cut, never wrapped
+                        for i, cell in enumerate(row) if names[i] != "note" or noted))
     return table
 
 

@@ -17,7 +17,7 @@ from .context import Context
 from .output import emit, shown
 from .parsing import command
 
-__all__ = ["register", "run_document", "runs_document", "spend_words"]
+__all__ = ["outcome_line", "register", "run_document", "runs_document", "spend_words", "with_config_changes"]
 
 
 def register(nouns: Any, common: argparse.ArgumentParser) -> None:
@@ -40,7 +40,10 @@ def status(ctx: Context) -> int:
         doc, words, current = run_document(conn, a.run, now, position, lambda: ctx.approval_required)
         if doc is None:
             raise NotFound("run-not-found", f"no run {a.run}" + (f" at {a.at}" if a.at else ""))
-        doc["config_changes"] = [] if a.at is not None else _config_changes(ctx, doc)
+        if a.at is not None:
+            doc["config_changes"] = []
+        else:
+            with_config_changes(ctx, doc)
         text = _human_run(doc, now, words, current)
         text += "".join(f"\n  task {shown(c['task_id'])} waits for a person: its candidate {c['binding_id'][:12]} "
                         f"changes what the run trusts ({shown(', '.join(c['paths']))}); 'docket inbox' shows the "
@@ -53,7 +56,7 @@ def status(ctx: Context) -> int:
         for r in doc["runs"]:
             spend = ([f"  spend: {spend_words(r['spend'], r['max_cost_micro_usd'], r['max_tokens'])}"]
                      if r["spend"]["reports"] or r["max_cost_micro_usd"] or r["max_tokens"] else [])
-            lines += [_run_line(r), *_waiting_lines(r), *spend, *_attention_lines(r["attention"]),
+            lines += [_run_line(r, r["outcome"]), *_waiting_lines(r), *spend, *_attention_lines(r["attention"]),
                       *_integration_lines(r["integration"])]
         emit(ctx.json, doc, "\n".join(lines))
     return 0
@@ -75,6 +78,19 @@ def _config_changes(ctx: Context, doc: dict[str, Any]) -> list[dict[str, Any]]:
     return waiting_for_a_person(ctx.ledger, ctx.views(), run["run_id"])
 
 
+def with_config_changes(ctx: Context, doc: dict[str, Any]) -> dict[str, Any]:
+    """The run's document with its config_changes (the candidates that wait for a person because they change what
+    it trusts), and its outcome waiting for you when there are any (domain/outcome.py)."""
+    from ..domain.outcome import run_outcome
+
+    doc["config_changes"] = _config_changes(ctx, doc)
+    if doc["config_changes"]:
+        outcome = doc["outcome"]
+        doc["outcome"] = run_outcome(doc["run"]["status"], outcome["delivered"], outcome["tasks"],
+                                     needs_you=True).document()
+    return doc
+
+
 def run_document(conn: Any, run_id: str, now: str, position: int,
                  approval_required: Callable[[], bool]) -> tuple[dict[str, Any] | None, dict[int, str], dict[str, str]]:
     """One run as `docket status RUN --json` shows it (None: no such run), with each merge step's state in words and
@@ -91,12 +107,14 @@ def run_document(conn: Any, run_id: str, now: str, position: int,
     overlaps = board.overlap_warnings(integration)
     worker_rows = workers.workers_of(conn, run_id)
     shown_board = board.run_board(conn, run_id, now, approval_required=approval_required)
-    states = {line.task_id: line.state for line in shown_board.tasks} if shown_board else {}
+    assert shown_board is not None and shown_board.outcome is not None  # the run is there
+    states = {line.task_id: line.state for line in shown_board.tasks}
     task_spend = usage.spend_by_task(conn, run_id, {w["worker_id"]: w["task_id"] for w in worker_rows})
     doc = {
         "position": position,
         "run": {**runs.with_budget(run, now), "spend": usage.spend_of_run(conn, run_id)},
-        "attention": board.run_attention(conn, run, integration, approval_required),
+        "outcome": shown_board.outcome.document(),  # what the run came to (domain/outcome.py)
+        "attention": list(shown_board.attention),
         "tasks": [{**t, "state": states.get(t["task_id"]),
                    "spend": task_spend.get(t["task_id"], dict(usage.NO_SPEND))}
                   for t in _with_candidates(tasks.tasks_of(conn, run_id), candidates.candidates_of(conn, run_id),
@@ -105,7 +123,7 @@ def run_document(conn: Any, run_id: str, now: str, position: int,
         "workers": [_with_process(w, now) for w in worker_rows],
         "leases": leases.leases_of(conn, run_id),
         "pending_intents": intents.pending(conn, run_id),
-        "integration": _integration(conn, run, integration, approval_required),
+        "integration": _integration(conn, run, integration, approval_required, steps),
         "integration_steps": [{**s, "delivered": s["step"] in delivered} for s in steps],
         "approvals": approvals.approvals_of(conn, run_id),
         "base_checks": checks.base_checks_of(conn, run_id),
@@ -118,14 +136,18 @@ def run_document(conn: Any, run_id: str, now: str, position: int,
 
 def runs_document(conn: Any, now: str, position: int, approval_required: Callable[[], bool]) -> dict[str, Any]:
     """Every run as `docket status --json` shows them."""
-    from ..projections import board, intents, runs, usage
+    from ..projections import board, integration_steps, intents, runs, usage
 
     all_runs = []
     for r in runs.list_runs(conn):
         integration = _integration_row(conn, r)
+        steps = integration_steps.steps_of(conn, r["run_id"])
+        attention, waits = board.attention_and_wait(conn, r, integration, approval_required)
         all_runs.append({**runs.with_budget(r, now), "spend": usage.spend_of_run(conn, r["run_id"]),
-                         "integration": _integration(conn, r, integration, approval_required),
-                         "attention": board.run_attention(conn, r, integration, approval_required)})
+                         "outcome": board.run_outcome_of(conn, r, integration, now, approval_required, steps=steps,
+                                                         needs_you=waits).document(),
+                         "integration": _integration(conn, r, integration, approval_required, steps),
+                         "attention": attention})
     return {"position": position, "runs": all_runs, "pending_intents": intents.pending(conn)}
 
 
@@ -139,12 +161,19 @@ def _seconds(ms: int) -> str:
     return format_duration(ms - ms % 1000)
 
 
-def _run_line(r: dict[str, Any]) -> str:
+def outcome_line(outcome: dict[str, Any]) -> str:
+    """A run's outcome as every surface words it (domain/outcome.py): "partly delivered (2 of 3)", "stopped (1 of 3
+    delivered)"."""
+    return outcome["words"] + (f" ({outcome['detail']})" if outcome.get("detail") else "")
+
+
+def _run_line(r: dict[str, Any], outcome: dict[str, Any]) -> str:
+    """The run, what it came to first: ``run-1  nothing delivered  main@abc  3s  goal``, marked [needs you] when
+    something of it waits for a person."""
     base = (r["base_commit"] or "-")[:12]
     budget = _seconds(r["used_ms"]) + (f"/{format_duration(r['budget_ms'])}" if r["budget_ms"] else "")
-    status = "waiting" if r["status"] == "active" and r.get("waiting_code") else r["status"]
-    return (f"{shown(r['run_id']):<16} {status:<10} {shown(r['target_branch'])}@{base}  {budget}  "
-            f"{shown(r['goal'])}")
+    return (f"{shown(r['run_id']):<16} {outcome_line(outcome):<17}  {shown(r['target_branch'])}@{base}  {budget}  "
+            f"{shown(r['goal'])}" + ("  [needs you]" if outcome["needs_you"] else ""))
 
 
 def _waiting_lines(r: dict[str, Any]) -> list[str]:
@@ -194,7 +223,7 @@ def _human_run(doc: dict[str, Any], now: str, step_words: dict[int, str], task_s
     from ..projections.board import overlap_lines
 
     r = doc["run"]
-    lines = [_run_line(r)]
+    lines = [_run_line(r, doc["outcome"]), f"  run status: {r['status']}"]
     if r["failure_code"]:
         lines.append(f"  failed: {r['failure_code']}: {shown(r['failure_message'])}")
     lines += _waiting_lines(r)
@@ -285,15 +314,16 @@ def _lease_words(le: dict[str, Any], now: str, worker_generation: int | None) ->
 
 
 def _integration(conn: Any, run: dict[str, Any], integration: dict[str, Any],
-                 approval_required: Callable[[], bool]) -> dict[str, Any]:
-    """The run's integration row, its same-path warnings as a list, and the confirmed candidates that await
-    approval (when approval is required and the queue can still be prepared: the run open, its integration
-    unprepared)."""
-    from ..projections.board import awaiting_approval, overlap_warnings
+                 approval_required: Callable[[], bool], steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's integration row, its same-path warnings as a list, the confirmed candidates that await approval
+    (when approval is required and the queue can still be prepared: the run open, its integration unprepared), and
+    how many tasks the target holds (delivered_tasks)."""
+    from ..projections.board import awaiting_approval, delivered_tasks, overlap_warnings
 
     awaiting = [{k: c[k] for k in ("task_id", "binding_id", "commit")}
                 for c in awaiting_approval(conn, run, integration, approval_required)]
-    return {**integration, "overlaps": overlap_warnings(integration), "awaiting_approval": awaiting}
+    return {**integration, "overlaps": overlap_warnings(integration), "awaiting_approval": awaiting,
+            "delivered_tasks": len(delivered_tasks(steps, integration))}
 
 
 def _integration_lines(i: dict[str, Any]) -> list[str]:
@@ -302,7 +332,7 @@ def _integration_lines(i: dict[str, Any]) -> list[str]:
 
     lines = []
     if i["status"] != "unprepared":
-        line = f"  integration: {shown(integration_summary(i))}"
+        line = f"  integration: {shown(integration_summary(i, i.get('delivered_tasks')))}"
         if i["final_commit"]:
             line += f", {shown(i['target_branch'])} at {i['final_commit'][:12]}"
         if i["receipt_sha256"]:

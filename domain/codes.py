@@ -1,7 +1,7 @@
 """Every error code docket reports, in one place.
 
-A code is part of docket's interface: it is printed as ``docket: error: <code>: <message>``, documented in the
-README and matched by scripts, so its text never changes. A member equals its text (``StrEnum``), so code that
+A code is part of docket's interface: it is printed as ``docket: error: <code>: <message>``, documented in
+docs/cli.md and matched by scripts, so its text never changes. A member equals its text (``StrEnum``), so code that
 decides by a code compares with a member, never with a string typed out again.
 """
 

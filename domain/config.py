@@ -526,7 +526,7 @@ class Config(_Section):
 
 
 DEFAULT_TOML = '''\
-# docket.toml: how docket runs coding agents in this repository (docs: README.md, "Configuration").
+# docket.toml: how docket runs coding agents in this repository (docs: docs/configuration.md).
 # Every key is optional; an unknown key or a wrong type is an error naming the key and its line.
 # Durations are strings like "90s", "45m", "1h30m", "2d".
 
@@ -542,7 +542,7 @@ DEFAULT_TOML = '''\
 
 # Every agent, check and hook runs in a sandbox (Landlock): it writes only its workspace (a check: its execution),
 # its own folders and a private TMPDIR, and reads only system folders, its PATH's installs and what it is given.
-# Where the kernel has no Landlock, docket refuses to launch unless this says "off" (README.md, "The sandbox").
+# Where the kernel has no Landlock, docket refuses to launch unless this says "off" (docs/security.md, "The sandbox").
 # sandbox = "landlock"
 
 # [agents.NAME]: one coding agent. command is an argv list, run without a shell.

@@ -2,6 +2,10 @@
 person, each a span from the event that began it to the one that ended it. Pure: the caller reads the events.
 
 A span still open ends at ``now``; its ``open`` says so. A task's lane holds its spans in the order they began.
+
+The time axis spans the run's own life: from its opening to its closing, or to now while it is open. What the ledger
+records in the run's streams after it closed (a `docket gc` releasing its candidates days later, a worker's exit
+observed late) is not the run's time: it never stretches the axis, and a span it ends is drawn up to the close.
 """
 
 from __future__ import annotations
@@ -69,16 +73,19 @@ def _outcome(name: str, p: Mapping[str, Any]) -> str:
 
 
 def timeline(events: Iterable[tuple[str, str, Mapping[str, Any]]], tasks: Iterable[str], opened_at: str,
-             now: str) -> Timeline:
+             now: str, closed_at: str | None = None) -> Timeline:
     """The run's timeline from its events (type name without version, recorded_at, payload), in ledger order; tasks
-    in the order their lanes are drawn."""
+    in the order their lanes are drawn. closed_at: when the run closed (None: it is open, and its axis ends now, or
+    at its latest event if the clock stood behind it)."""
     order = list(tasks)
     begun: dict[tuple[Any, ...], tuple[str, Kind, int, str]] = {}  # key -> (task, kind, start, label)
     steps: dict[Any, str] = {}
     spans: dict[str, list[Span]] = {task: [] for task in order}
-    start, end = to_ms(opened_at), to_ms(now)
+    start = to_ms(opened_at)
+    closed = to_ms(closed_at) if closed_at is not None else None
+    end = closed if closed is not None else to_ms(now)
     for name, at, p in events:
-        moment = to_ms(at)
+        moment = to_ms(at) if closed is None else min(to_ms(at), closed)
         end = max(end, moment)
         if name in _BEGINS:
             kind = _BEGINS[name]

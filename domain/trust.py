@@ -15,8 +15,8 @@ too: ``sh -c './ci.sh && make'``) is a relative path that stays inside the
 repository and looks like a file: it has a folder part, starts with ``./`` or
 ends in a known script suffix. ``make`` names the makefiles. What a program reads
 by convention beyond that (pytest's ``conftest.py``, npm's ``package.json``) is
-not a trusted path: the base's tests cover it (see the README's "Agents are
-untrusted").
+not a trusted path: the base's tests cover it (see docs/security.md, "Agents
+are untrusted").
 """
 
 from __future__ import annotations

@@ -22,6 +22,10 @@ A task's note says why its state is what it is, and the board's attention what t
 the ledger says was not moved (checked out, moved by someone else), candidates awaiting approval, a task whose step
 ended short of the target. `docket status` words the integration the same way (the functions below).
 
+The board's outcome is what the run came to for a person (domain/outcome.py: delivered, partly delivered (n of m),
+nothing delivered, stopped, waiting for you, running), from the tasks the target holds (``delivered_tasks``) and
+what waits for a person (``run_outcome_of``); `docket status`, the web pages and `docket go` word it the same way.
+
 Strings are the ledger's exact text (and a running worker's last line of output as its log holds it, read through
 ``tail``: a projection reads no file), bounded: a renderer escapes them for a terminal.
 """
@@ -33,15 +37,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..domain.outcome import CLOSED_STATUSES, Outcome, run_outcome
 from ..domain.values import to_ms
-from . import approvals, candidates, checks, inbox, integration_steps, integrations, runs, tasks, usage, workers
+from . import (approvals, candidates, checks, inbox, integration_steps, integrations, leases, runs, tasks, usage,
+               workers)
 from .query import ViewsConnection
 
-__all__ = ["CLOSED", "Board", "TaskLine", "awaiting_approval", "delivered_steps", "integration_summary",
-           "current_steps", "overlap_lines", "overlap_warnings", "run_attention", "run_board",
-           "step_note", "step_state", "step_words"]
+__all__ = ["CLOSED", "Board", "TaskLine", "attention_and_wait", "awaiting_approval", "current_steps",
+           "delivered_steps", "delivered_tasks", "driver_alive", "integration_summary", "overlap_lines",
+           "overlap_warnings", "run_attention", "run_board", "run_outcome_of", "step_note", "step_state", "step_words"]
 
-CLOSED = frozenset({"completed", "aborted", "budget-limited", "failed"})
+CLOSED = CLOSED_STATUSES  # the run statuses that end it (domain/outcome.py)
 PATHS_SHOWN = 3  # conflicting paths named; the rest counted
 OVERLAPS_SHOWN = 10  # same-path warnings shown; the rest counted
 NAME_CHARS = 120  # of each path or task named
@@ -88,9 +94,11 @@ class Board:
     tokens: int | None = None
     max_cost_micro_usd: int | None = None
     max_tokens: int | None = None
+    outcome: Outcome | None = None  # what the run came to (None: the run's line alone, without_tasks)
 
     def document(self) -> dict[str, Any]:
-        return asdict(self) | {"tasks": [asdict(t) | {"depends_on": list(t.depends_on)} for t in self.tasks]}
+        return asdict(self) | {"tasks": [asdict(t) | {"depends_on": list(t.depends_on)} for t in self.tasks],
+                               "outcome": self.outcome.document() if self.outcome is not None else None}
 
 
 def run_board(conn: ViewsConnection, run_id: str, now: str, *,
@@ -132,6 +140,7 @@ def run_board(conn: ViewsConnection, run_id: str, now: str, *,
     delivered = delivered_steps(steps, integration)
     overlaps = overlap_warnings(integration)
     asking = inbox.waiting_workers(conn, run_id)
+    attention, needs_you = attention_and_wait(conn, run, integration, approval_required)
     lines = []
     for t in task_rows:
         task_id = t["task_id"]
@@ -152,10 +161,12 @@ def run_board(conn: ViewsConnection, run_id: str, now: str, *,
             unsandboxed=bool(worker) and worker.get("sandbox") == "off"))
     return Board(run_id=run_id, goal=run["goal"], status=run["status"], closed=closed,
                  target_branch=run["target_branch"], budget_ms=run["budget_ms"], used_ms=run["used_ms"],
-                 remaining_ms=run["remaining_ms"], integration=integration_summary(integration),
+                 remaining_ms=run["remaining_ms"],
+                 integration=integration_summary(integration, len(delivered_tasks(steps, integration))),
                  target_commit=integration["final_commit"], receipt_sealed=integration["receipt_sha256"] is not None,
-                 receipt_sha256=integration["receipt_sha256"], tasks=tuple(lines),
-                 attention=tuple(run_attention(conn, run, integration, approval_required)), **spend)
+                 receipt_sha256=integration["receipt_sha256"], tasks=tuple(lines), attention=tuple(attention),
+                 outcome=run_outcome_of(conn, run, integration, now, approval_required, steps=steps,
+                                        task_ids=[t["task_id"] for t in task_rows], needs_you=needs_you), **spend)
 
 
 def _state(task: dict[str, Any], worker: dict[str, Any] | None, candidate: dict[str, Any] | None,
@@ -193,6 +204,38 @@ def delivered_steps(steps: list[dict[str, Any]], integration: dict[str, Any]) ->
     if not reached:
         return frozenset()
     return frozenset(s["step"] for s in steps if s["status"] == "verified" and s["step"] <= max(reached))
+
+
+def delivered_tasks(steps: list[dict[str, Any]], integration: dict[str, Any]) -> frozenset[str]:
+    """The tasks whose work the target holds: those of its delivered steps (delivered_steps)."""
+    delivered = delivered_steps(steps, integration)
+    return frozenset(s["task_id"] for s in steps if s["step"] in delivered)
+
+
+def run_outcome_of(conn: ViewsConnection, run: dict[str, Any], integration: dict[str, Any], now: str,
+                   approval_required: Callable[[], bool], *, steps: list[dict[str, Any]] | None = None,
+                   task_ids: Iterable[str] | None = None, needs_you: bool | None = None) -> Outcome:
+    """What the run came to (domain/outcome.py): its status, how many of its tasks (planned or added) the target
+    holds, whether something waits for a person (``needs_you``, else read here: docket go ended waiting, an open
+    question or proposal, a candidate awaiting approval, a target in the way: a change to what the run trusts held
+    for approval is read from the ledger, by `docket status`), whether anything drives it (a run docket go planned
+    that no docket process drives any more, driver_alive, was interrupted: stopped)."""
+    run_id = run["run_id"]
+    steps = integration_steps.steps_of(conn, run_id) if steps is None else steps
+    ids = set(t["task_id"] for t in tasks.tasks_of(conn, run_id)) if task_ids is None else set(task_ids)
+    ids |= {t["task_id"] for t in json.loads(run["plan"] or "{}").get("tasks", [])}
+    if needs_you is None:
+        needs_you = attention_and_wait(conn, run, integration, approval_required)[1]
+    return run_outcome(run["status"], len(delivered_tasks(steps, integration) & ids), len(ids),
+                       needs_you=needs_you, driven=not run["plan"] or driver_alive(conn, run_id, now))
+
+
+def driver_alive(conn: ViewsConnection, run_id: str, now: str) -> bool:
+    """Whether a docket process drives the run: it holds the run's driver lease (adapters/service_layer/leases.py's
+    driver_resource), unexpired at now. A driver renews it every third of its time or stops driving, so a docket go
+    killed outright is seen gone once its lease runs out."""
+    return any(le["resource"] == f"driver/{run_id}" and le["status"] == "held" and to_ms(le["expires_at"]) > to_ms(now)
+               for le in leases.leases_of(conn, run_id))
 
 
 def step_state(step: dict[str, Any], delivered: frozenset[int]) -> str | None:
@@ -234,19 +277,23 @@ def step_note(step: dict[str, Any], integration: dict[str, Any], overlaps: list[
     return code if status not in UNDER_WAY else None
 
 
-def integration_summary(integration: dict[str, Any]) -> str:
-    """The integration in a few words: where the queue is, its verified steps, whether the target moved."""
+def integration_summary(integration: dict[str, Any], delivered: int | None = None) -> str:
+    """The integration in a few words: where the queue is, its verified steps, whether the target moved. Once it
+    ended (completed, stopped), with ``delivered`` (the tasks the target holds, delivered_tasks) it says what it
+    delivered rather than its steps: a step dropped and its task repaired in a later step is no failure."""
     status = integration["status"]
     if not integration["prepared"]:
         return status
     counted = f"{integration['steps_verified']}/{integration['steps']} step(s) verified"
     branch = integration["target_branch"]
+    ended = counted if delivered is None else f"{delivered} task(s) delivered"
     if status == "completed":
-        return f"completed, {counted}"
+        return f"completed, {ended}"
     if status == "stopped":
-        why = (f"at step {integration['stopped_step']} ({integration['stop_code']})"
-               if integration["stopped_step"] is not None else f"({integration['target_code']})")
-        return f"stopped {why}, {counted}"
+        code = integration["stop_code"] if integration["stopped_step"] is not None else integration["target_code"]
+        why = f"at step {integration['stopped_step']}" if integration["stopped_step"] is not None else ""
+        why += f" ({code})" if code else ""
+        return f"stopped{' ' + why.strip() if why else ''}, {ended}"
     if integration["target"] == "requested":
         return f"moving {branch}, {counted}"
     if status == "updating-target":  # every step verified; the target's move is not asked for (again) yet
@@ -268,6 +315,15 @@ def run_attention(conn: ViewsConnection, run: dict[str, Any], integration: dict[
                   approval_required: Callable[[], bool]) -> list[str]:
     """What the user must act on: candidates awaiting approval, a target the ledger says was not moved (checked out
     with local changes, moved by someone else), each task whose step ended short of the target."""
+    return attention_and_wait(conn, run, integration, approval_required)[0]
+
+
+def attention_and_wait(conn: ViewsConnection, run: dict[str, Any], integration: dict[str, Any],
+                       approval_required: Callable[[], bool]) -> tuple[list[str], bool]:
+    """run_attention's items, and whether the open run waits for a person: docket go ended waiting (RunWaiting), an
+    agent's question or proposal is open, a candidate awaits approval, the target's checkout is in the way or the
+    target was moved by someone else. A task short of the target is only in a run driven by hand: in a run docket go
+    planned, docket go repairs it."""
     run_id = run["run_id"]
     again = f"'docket go --resume {run_id}'" if run["plan"] else f"'docket integrate {run_id}'"
     todo = []
@@ -286,7 +342,10 @@ def run_attention(conn: ViewsConnection, run: dict[str, Any], integration: dict[
         if step["status"] not in UNDER_WAY:
             todo.append(f"task {_name(step['task_id'])} not delivered: "
                         f"{step_words(step, integration, overlaps, delivered)}")
-    return todo
+    waits = run["status"] not in CLOSED and bool(
+        awaiting or moved_by_someone or in_the_way or run.get("waiting_code") or inbox.open_questions(conn, run_id)
+        or (todo and not run["plan"]))  # a run driven by hand: no docket go repairs a task short of the target
+    return todo, waits
 
 
 def step_words(step: dict[str, Any], integration: dict[str, Any], overlaps: list[dict[str, Any]],

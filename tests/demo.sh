@@ -6,6 +6,9 @@ docket_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/docket-demo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 repo="$work/repo"
+# docket's data folder (the agents' workspaces, the checks' executions) is the demo's own too, so the user's
+# (~/.local/share/docket) never holds the data of a repository the demo deleted, even when the demo stops half-way
+export XDG_DATA_HOME="$work/data"
 export GIT_AUTHOR_NAME=demo GIT_AUTHOR_EMAIL=demo@example.com GIT_COMMITTER_NAME=demo GIT_COMMITTER_EMAIL=demo@example.com
 unset DOCKET_LEDGER DOCKET_FAULT DOCKET_NOW DOCKET_TESTING
 
@@ -147,6 +150,11 @@ conn.execute("UPDATE stored_events SET state = ? WHERE rowid = 8", (bytes(state)
 conn.commit()
 PY
 expect_fail docket verify --ledger "$work/tampered.sqlite"
+
+step "docket gc: what the finished runs leave (workspaces, candidate refs, executions kept for reuse) goes once \
+main holds their work; the ledger keeps the record"
+show docket gc --apply
+expect "workspaces left" "$(find "$XDG_DATA_HOME/docket/workspaces" -mindepth 3 -maxdepth 3 | wc -l | tr -d ' ')" 0
 
 step "finally: the real ledger verifies, and here is the status"
 show docket verify

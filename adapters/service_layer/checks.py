@@ -15,16 +15,24 @@ The path of one check run, each step recorded before the next is taken:
 
 If this process dies part way, ``settle_checks`` (run by ``docket replay
 --apply`` and ``docket reconcile --apply``) records the run as interrupted once
-nothing of it can be running, and removes its execution. How a check is judged
-(by its exit, or relative to the run's base) is chosen in ``base_checks``.
+nothing of it can be running, and removes its execution. If the supervisor
+driving the run is interrupted (Ctrl-C, SIGTERM: ``stopping_checks``), the
+check's group is stopped at once (TERM, then KILL after a grace), the run is
+recorded as interrupted (CheckFailed ``interrupted``, which says nothing of the
+candidate: the check runs again on resume), its execution removed, and
+``CheckInterrupted`` raised; no new check of that run starts meanwhile. How a
+check is judged (by its exit, or relative to the run's base) is chosen in
+``base_checks``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +41,8 @@ from ...domain import candidate as candidate_aggregate
 from ...domain import check as candidate_check
 from ...domain import execution as candidate_execution
 from ...domain.canonical import canonical_json
-from ...domain.errors import DocketError, OutcomeUnknown, Refused
+from ...domain.codes import Code
+from ...domain.errors import DocketError, OutcomeUnknown, Refused, WorkStopped
 from ...domain.events import Event
 from ...domain.processes import scrub_environment
 from ...domain.sandbox import Confinement
@@ -45,11 +54,48 @@ from .ledger import Ledger
 from .runs import load_run
 from .workers import last_message
 
-__all__ = ["Baseline", "CheckOutcome", "CheckSpec", "pinned_candidate", "remove_execution", "run_attempt",
-           "settle_checks"]
+__all__ = ["Baseline", "CheckInterrupted", "CheckOutcome", "CheckSpec", "pinned_candidate", "remove_execution",
+           "run_attempt", "settle_checks", "stopping_checks"]
 
 POLL_SECONDS = 0.05
 STOP_GRACE_SECONDS = 5.0
+INTERRUPTED_MESSAGE = ("stopped: the docket supervising the run was interrupted (Ctrl-C or SIGTERM); this says "
+                       "nothing of the candidate, and the check runs again when the run goes on")
+
+
+class CheckInterrupted(WorkStopped):
+    """The check was not run to its end: the docket supervising its run was interrupted (``stopping_checks``). A
+    run of it that had started is recorded as interrupted; nothing is judged by it."""
+
+    def __init__(self, message: str):
+        super().__init__(Code.INTERRUPTED, message)
+
+
+_stops: dict[str, threading.Event] = {}  # run id -> set once its supervisor is interrupted: its checks stop
+_stops_lock = threading.Lock()
+
+
+@contextmanager
+def stopping_checks(run_id: str, interrupted: threading.Event) -> Iterator[None]:
+    """While inside: once ``interrupted`` is set, every check this process runs for the run (a task's, the base's,
+    the merge queue's) stops, and no new one starts (CheckInterrupted)."""
+    with _stops_lock:
+        previous = _stops.get(run_id)
+        _stops[run_id] = interrupted
+    try:
+        yield
+    finally:
+        with _stops_lock:
+            if previous is None:
+                _stops.pop(run_id, None)
+            else:
+                _stops[run_id] = previous
+
+
+def _stopped(run_id: str) -> bool:
+    with _stops_lock:
+        event = _stops.get(run_id)
+    return event is not None and event.is_set()
 
 
 @dataclass(frozen=True)
@@ -131,17 +177,22 @@ def run_attempt(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec:
     from ..world.paths import root_of_workspace
 
     candidate = pinned_candidate(ledger, binding)
+    if _stopped(candidate.run_id):
+        raise CheckInterrupted(f"check {spec.name} was not started: the docket supervising run {candidate.run_id} "
+                               "was interrupted")
     repository = effector.local(candidate.repository)  # this host's clone: a check runs where it is driven
     # beside the task's workspace ([workspace] root), else the default; a workspace another host made is not here
     root = root_of_workspace(candidate.worktree) if repository == Path(candidate.repository) else None
     check_id, execution_intent = new_id("check"), new_id("execution")
     chosen: dict[str, Any] = {}
+    from ..world.data_owners import record_owner
     from ..world.files import own_data_folder
     from ..world.paths import executions_root
 
     # a symlink planted at <root>/executions/<key> is refused (unsafe-path) before the check is requested; below it
     # (folders made and removed under the worktrees lock) the execution's own observation refuses one
     own_data_folder(executions_root(repository, root), root)
+    record_owner(executions_root(repository, root), repository)  # whose it is, for gc once the repository is gone
 
     def decision(now: str) -> list[Event]:
         current = load_candidate(ledger, binding)
@@ -229,9 +280,15 @@ def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
     if gated is None:
         raise Refused("launched-elsewhere", f"check {check_id} was launched by another docket process")
     started = time.monotonic()
-    code, cause = _wait(effector.ports.processes, gated, log_path, spec)
+    code, cause = _wait(effector.ports.processes, gated, log_path, spec, stop=lambda: _stopped(candidate.run_id))
     duration_ms = int((time.monotonic() - started) * 1000)
     faults.crash_point("check:after-exit")
+    if cause == "interrupted":  # its group is gone: recorded as such, judged by nobody, run again on resume
+        _finish(ledger, clock, effector, binding, check_id, "failed", code=Code.INTERRUPTED,
+                message=f"check {spec.name}: {INTERRUPTED_MESSAGE}", signal=-code if code < 0 else None,
+                exit_code=code if code >= 0 else None, duration_ms=duration_ms, log_path=log_path)
+        raise CheckInterrupted(f"check {spec.name} was stopped: the docket supervising run {candidate.run_id} was "
+                               "interrupted")
     return _conclude(ledger, clock, effector, binding, check_id, code, cause, duration_ms, log_path, spec, baseline)
 
 
@@ -246,12 +303,14 @@ def _guarded(env: dict[str, str], repository: Path, docket_dir: Path, execution:
     return guard_environment(env, folder=guard_folder(docket_dir), checkout=checkout, execution=execution)
 
 
-def _wait(processes: Any, gated: Any, log_path: Path, spec: CheckSpec) -> tuple[int, str | None]:
-    """Wait for the check's process; stop its group at the timeout or idle timeout. (returncode, timeout cause)."""
+def _wait(processes: Any, gated: Any, log_path: Path, spec: CheckSpec, *,
+          stop: Any = None) -> tuple[int, str | None]:
+    """Wait for the check's process; stop its group at the timeout or idle timeout, or once stop() says its
+    supervisor was interrupted. (returncode, "timeout" | "idle-timeout" | "interrupted" | None)."""
     from ..world.processes import wait_for_group
 
     return wait_for_group(processes, gated, timeout_ms=spec.timeout_ms, idle_timeout_ms=spec.idle_timeout_ms,
-                          log_path=log_path, grace=STOP_GRACE_SECONDS, poll=POLL_SECONDS)
+                          log_path=log_path, grace=STOP_GRACE_SECONDS, poll=POLL_SECONDS, stop=stop)
 
 
 def _conclude(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str, code: int,

@@ -69,7 +69,22 @@ def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupt
     why, once) until that lease is released or its holder is positively gone, then recovers what a crash left of
     the run and takes over. Once every task has finished, it delivers the run (exporting its receipt with
     ``signer``, when given) while the lease is held. ``tick`` is called on each pass (and while standing by),
-    then ``hooks`` fire. ``parallel``: agents at once (default: the plan's). The views are caught up at the end."""
+    then ``hooks`` fire. ``parallel``: agents at once (default: the plan's). The views are caught up at the end.
+
+    Once ``interrupted`` is set (Ctrl-C, SIGTERM), what runs stops at once: the run's checks (their groups; each
+    recorded as interrupted, and run again when the run goes on: checks.stopping_checks) and its agents (a stop
+    request each, reason supervisor-gone: not judged, relaunched on resume)."""
+    from .checks import stopping_checks
+
+    with stopping_checks(run_id, interrupted):
+        _drive_run(driver, settings, run_id, interrupted=interrupted, signer=signer, hooks=hooks, parallel=parallel,
+                   tick=tick, standing_by=standing_by)
+
+
+def _drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupted: threading.Event,
+               signer: Any, hooks: RunHooks | None, parallel: int | None, tick: Callable[[], object],
+               standing_by: Callable[[str], None]) -> None:
+    from .checks import CheckInterrupted
     from .go_delivery import deliver
     from .go_recovery import recover
     from .supervision import begin_supervision, end_supervision
@@ -138,7 +153,11 @@ def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupt
             if errors:
                 raise errors[0]
         if not interrupted.is_set():  # still the driver: no other supervisor integrates, seals or completes the run
-            deliver(driver, settings, run_id, signer)
+            try:
+                deliver(driver, settings, run_id, signer)
+            except CheckInterrupted:
+                if not interrupted.is_set():
+                    raise  # interrupted meanwhile: its last checks run again on resume
     finally:
         if interrupted.is_set():
             integrating.clear()  # the queue stops at its next step, while the agents are stopped
@@ -166,6 +185,7 @@ def _integrate_while_working(open_session: Callable[[], Session], settings: GoSe
     (``queue_changed``) wakes it at once; each pass wakes the main loop (``changed``): a verified step finished its
     task, a dropped one sends its task back to work."""
     from ...domain.errors import OutcomeUnknown
+    from .checks import CheckInterrupted
     from .integration import advance, load_integration
 
     s = open_session()
@@ -185,6 +205,8 @@ def _integrate_while_working(open_session: Callable[[], Session], settings: GoSe
                             may_grow=lambda: _queue_may_grow(s, run_id), going_on=integrating.is_set)
                 except (OutcomeUnknown, RunClosed):
                     pass  # observed again on the next pass
+                except CheckInterrupted:
+                    pass  # its supervisor was interrupted: the step is verified again on resume
                 except TargetCheckedOut:
                     move_target = False  # the end of the run says so, and waits for the user
                 except Refused as e:

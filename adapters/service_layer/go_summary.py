@@ -16,6 +16,7 @@ __all__ = ["run_summary"]
 
 
 def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
+    from ...domain.outcome import run_outcome
     from ...domain.plan import short_id
     from ...projections.checks import base_checks_of
     from ...projections.usage import spend_of_run
@@ -42,20 +43,21 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
                    for s in (integration.steps if integration is not None else ()) if s.task_id == task_id
                    and s.status in ("conflicted", "rejected")]
         checks: dict[str, str] = {}
-        binding = None
-        if task.finished_binding or task.feedback:
-            binding = task.finished_binding or next((f.binding_id for f in reversed(task.feedback) if f.binding_id),
-                                                    None)
-            if binding:
-                for check in load_candidate(d.ledger, binding).checks:
-                    if check.result:
-                        checks[check.check] = check.result
+        # the candidate it finished with, else its latest (a failed task's work is shown, not "-"), else the last
+        # one judged
+        binding = (task.finished_binding or _latest_candidate(d, run_id, task_id)
+                   or next((f.binding_id for f in reversed(task.feedback) if f.binding_id), None))
+        if binding:
+            for check in load_candidate(d.ledger, binding).checks:
+                if check.result:
+                    # a check this supervisor stopped (Ctrl-C) says nothing of the candidate: not "failed"
+                    checks[check.check] = "interrupted" if check.result_code == Code.INTERRUPTED else check.result
         protected, base_tests = _protected(d, run_id, task_id, binding)
         trusted = _trusted_change(d, run, integration, task_id)
         if trusted is not None and result == "unfinished" and not trusted["approved"]:
             code = Code.CONFIG_CHANGE  # it waited for a person who did not approve it
         rows.append({"task": short_id(run_id, task_id), "task_id": task_id, "title": task.title, "result": result,
-                     "cycles": len(task.feedback) + (task.result == "passed"), "candidate": task.finished_binding,
+                     "cycles": len(task.feedback) + (task.result == "passed"), "candidate": binding,
                      "code": code, "checks": checks, "conflicts": dropped, "protected_changes": protected,
                      "base_tests": base_tests, "config_change": trusted})
     path = receipt_path(d.docket_dir, run_id)
@@ -63,7 +65,11 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
     waiting = run.waiting if run.status == "active" else None
     base = {row["check"]: {"result": row["status"], "code": row["code"], "binding_id": row["binding_id"]}
             for row in base_checks_of(d.views().conn, run_id)}
-    return {"run_id": run_id, "status": run.status, "goal": run.goal, "target": run.target_branch,
+    delivered = sum(row["result"] == "delivered" for row in rows)
+    # what it came to (domain/outcome.py), once docket go let go of it: an open run is stopped, or waits for you
+    outcome = run_outcome(run.status, delivered, len(rows), needs_you=waiting is not None, driven=False)
+    return {"run_id": run_id, "status": run.status, "run_outcome": outcome.document(), "goal": run.goal,
+            "target": run.target_branch,
             "limited_by": run.limited_by if run.status == "budget-limited" else None,
             "spend": spend_of_run(d.views().conn, run_id), "max_cost_micro_usd": run.max_cost_micro_usd,
             "max_tokens": run.max_tokens,
@@ -79,6 +85,17 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
             "egress_refused": _egress_refused(d, run.plan.task_ids if run.plan else ()),
             "warnings": _unchecked(integration),
             "receipt": {"sealed": sealed, "path": str(path) if path.exists() else None}}
+
+
+def _latest_candidate(d: RunDriver, run_id: str, task_id: str) -> str | None:
+    """The task's latest candidate that has a commit (its own work: not the merge queue's pins of merged trees nor
+    the base-tests trees of its candidates), as the views know it."""
+    from ...projections.candidates import candidates_of
+    from .base_tests import BOUNDARY
+
+    own = [c for c in candidates_of(d.views().conn, run_id, task_id) if c["commit"]
+           and not (c["boundary"] or "").startswith("integration-") and c["boundary"] != BOUNDARY]
+    return own[-1]["binding_id"] if own else None
 
 
 def _unchecked(integration: Any) -> list[dict[str, str]]:

@@ -17,7 +17,7 @@ from ...domain import worker as worker_aggregate
 from ...domain.codes import Code
 from ...domain.errors import DependenciesUnsettled, DocketError, OutcomeUnknown, Refused, RunClosed
 from ..world import faults
-from .checks import CheckSpec
+from .checks import CheckInterrupted, CheckSpec
 from .go_session import Session
 from .go_settings import GoSettings
 from .runs import load_run
@@ -58,6 +58,10 @@ def work_on(open_session: Callable[[], Session], settings: GoSettings, run_id: s
         _work_on(s, settings, run_id, task_id, interrupted)
     except _HeldForAPerson:
         return
+    except CheckInterrupted:
+        if interrupted is None or not interrupted.is_set():
+            raise
+        return  # its check was stopped and recorded as interrupted: the generation is judged again on resume
     finally:
         s.close()
 
@@ -405,6 +409,8 @@ def _check(s: Session, settings: GoSettings, run_id: str, binding: str, spec: Ch
         base = check_base(s.ledger, s.clock, s.effector, run_id, spec, repository=settings.repository,
                           artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
                           ledger_path=settings.ledger_path)
+    except CheckInterrupted:
+        raise  # the feedback waits for the base's result: the generation is judged again on resume
     except DocketError:
         base = None  # the note is left out; the candidate's own result stands
     return done.result or "failed", _run_feedback(s, binding, done, spec, base_result=base.result if base else None,

@@ -316,6 +316,7 @@ def _current_worker(ledger: Ledger, clock: Clock, processes: Any,
 
 def _task_worktree(ledger: Ledger, clock: Clock, effector: Any, task_id: str, repository: Path,
                    base: str | None = None, *, root: Path | None = None, host: str) -> task_aggregate.Task:
+    from ..world.data_owners import record_owner
     from ..world.files import own_data_folder
     from ..world.paths import task_worktree_path
 
@@ -324,6 +325,7 @@ def _task_worktree(ledger: Ledger, clock: Clock, effector: Any, task_id: str, re
         if task.worktree_intent is None:
             path = task_worktree_path(repository, task.run_id, task.task_id, root)
             own_data_folder(path.parents[1], root)  # <root>/workspaces/<key>: a planted symlink is unsafe-path
+            record_owner(path.parents[1], repository)  # whose it is, for gc once the repository is gone
 
             def decision(now: str) -> list[Event]:
                 current = load_task(ledger, task_id)

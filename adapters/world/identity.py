@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import stat
 from pathlib import Path
 
 from ...domain.errors import BadInput
@@ -24,12 +25,16 @@ _FORMAT = re.compile(r"repo-[0-9a-f]{32}")
 
 def read_identity(common_dir: Path) -> str | None:
     """The repository's docket identity, or None if it has none (or an unreadable one)."""
-    try:
-        fd = os.open(common_dir / ID_FILE, os.O_RDONLY | os.O_NOFOLLOW)
+    try:  # not blocking on a FIFO planted there; a folder or anything but a file is no identity
+        fd = os.open(common_dir / ID_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         text = os.read(fd, 64).decode("ascii", "replace").strip()
+    except OSError:
+        return None
     finally:
         os.close(fd)
     return text if _FORMAT.fullmatch(text) else None

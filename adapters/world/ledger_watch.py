@@ -18,7 +18,7 @@ is a broken chain, which `docket verify` reports, and a receipt citing the event
 
 Events appended after docket's last write by another process that chain correctly are accepted: another docket
 command (`docket run stop`, `docket approve`) appends those, and without a sandbox an agent running docket's
-own code cannot be told apart from one. With the sandbox on, no agent can open the ledger at all (README,
+own code cannot be told apart from one. With the sandbox on, no agent can open the ledger at all (docs/security.md,
 "What docket promises").
 
 A ledger in PostgreSQL has no file to swap: its watch checks the chain alone, through the same reader port.

@@ -15,7 +15,7 @@ namespace. The child binds before ``landlock_restrict_self`` (which then
 forbids binding), so the launch cannot listen there itself.
 
 Where no network namespace can be had (checked once per docket process, in a
-throwaway child), the launch keeps the Landlock port rule alone, as the README
+throwaway child), the launch keeps the Landlock port rule alone, as docs/security.md
 says. Costs about 0.3 ms per launch (a namespace with only loopback).
 """
 

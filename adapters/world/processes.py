@@ -23,9 +23,10 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING, Any
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from ...domain.sandbox import SandboxPolicy  # pydantic: only where a sandbox is made, never for status
 
 __all__ = ["GATE_SCRIPT", "GatedProcess", "LaunchSpec", "LogPathTaken", "PsutilProcesses", "free_port",
-           "wait_for_group"]
+           "hurry_stops", "wait_for_group"]
 
 GATE_SCRIPT = 'IFS= read -r _ || exit 125; exec <"$1" || exit 125; shift; exec "$@"'
 GATE_NAME = "docket-gate"  # the gated shell's $0: what ps shows until the agent runs
@@ -46,6 +47,16 @@ GATE_CLOSED_EXIT = 125
 
 _PROC = Path("/proc")
 _LINUX = sys.platform.startswith("linux")
+_hurry = threading.Event()  # set: every group stopped from now on gets its SIGKILL at once, with no grace
+
+
+def hurry_stops(hurry: bool = True) -> None:
+    """A second Ctrl-C: what this process stops (or is stopping) is killed at once, the SIGTERM's grace cut
+    short; False: stops take their grace again."""
+    if hurry:
+        _hurry.set()
+    else:
+        _hurry.clear()
 
 
 class LogPathTaken(FileExistsError):
@@ -299,7 +310,7 @@ class PsutilProcesses:
             state = self.group_liveness(identity)
             if state != "alive" or not self._signal_group(identity, sig):
                 break
-            state = self._wait_group(identity, patience)
+            state = self._wait_group(identity, patience, hurried=sig == signal.SIGTERM)
             if state != "alive":
                 break
         self._reap(identity)
@@ -331,13 +342,14 @@ class PsutilProcesses:
             return False
         return True
 
-    def _wait_group(self, identity: ProcessIdentity, seconds: float) -> Liveness:
+    def _wait_group(self, identity: ProcessIdentity, seconds: float, *, hurried: bool = False) -> Liveness:
+        """Wait until the group is gone, or seconds passed (hurried: or hurry_stops() was called)."""
         deadline = time.monotonic() + seconds
         pause = 0.005
         while True:
             self._reap(identity)
             state = self.group_liveness(identity)
-            if state != "alive" or time.monotonic() >= deadline:
+            if state != "alive" or time.monotonic() >= deadline or (hurried and _hurry.is_set()):
                 return state
             time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
             pause = min(pause * 2, 0.1)
@@ -444,17 +456,19 @@ def _create_log(path: Path) -> int:
 
 def wait_for_group(processes: Any, gated: Any, *, timeout_ms: int, idle_timeout_ms: int | None = None,
                    log_path: Path | None = None, grace: float = 5.0, poll: float = 0.05,
-                   max_log: int = DEFAULT_MAX_LOG) -> tuple[int, str | None]:
+                   max_log: int = DEFAULT_MAX_LOG,
+                   stop: Callable[[], bool] | None = None) -> tuple[int, str | None]:
     """Wait for a gated child (a check, a hook) to end; stop its whole group at its timeout, or after
-    idle_timeout_ms without its log growing. (returncode, "timeout" | "idle-timeout" | None); nothing of its group
-    is left running after. Its log (log_path) is kept under max_log as it grows and once it ended (log_cap.py)."""
+    idle_timeout_ms without its log growing, or as soon as stop() says so (its supervisor was interrupted).
+    (returncode, "timeout" | "idle-timeout" | "interrupted" | None); nothing of its group is left running after. Its
+    log (log_path) is kept under max_log as it grows and once it ended (log_cap.py)."""
     from .child_exit import ChildExit
     from .log_cap import cap_log
 
     popen = gated.popen
     with ChildExit(popen) as child_exit:  # its exit ends a poll's wait at once
         code, cause = _watch(processes, gated, child_exit, timeout_ms=timeout_ms, idle_timeout_ms=idle_timeout_ms,
-                             log_path=log_path, grace=grace, poll=poll, max_log=max_log)
+                             log_path=log_path, grace=grace, poll=poll, max_log=max_log, stop=stop)
     processes.stop_tree(gated.identity)  # it ended: nothing it started may outlive it
     if log_path is not None:
         cap_log(log_path, max_log)
@@ -462,7 +476,8 @@ def wait_for_group(processes: Any, gated: Any, *, timeout_ms: int, idle_timeout_
 
 
 def _watch(processes: Any, gated: Any, child_exit: Any, *, timeout_ms: int, idle_timeout_ms: int | None,
-           log_path: Path | None, grace: float, poll: float, max_log: int) -> tuple[int, str | None]:
+           log_path: Path | None, grace: float, poll: float, max_log: int,
+           stop: Callable[[], bool] | None = None) -> tuple[int, str | None]:
     """wait_for_group's loop until the child ended: (returncode, the timeout that stopped its group, or None)."""
     from .log_cap import cap_log
 
@@ -486,6 +501,8 @@ def _watch(processes: Any, gated: Any, child_exit: Any, *, timeout_ms: int, idle
             cause = "timeout"
         elif idle_timeout_ms is not None and (now - last_output) * 1000 >= idle_timeout_ms:
             cause = "idle-timeout"
+        if cause is None and stop is not None and stop():
+            cause = "interrupted"
         if cause is not None:
             processes.terminate_group(gated.identity, grace=grace)
             code = popen.wait()

@@ -99,7 +99,7 @@ def generate_key(prefix: str | Path) -> tuple[Path, Path]:
 
 
 def default_key_folder() -> Path:
-    """docket's own place for keys, ~/.docket (the README's quick start writes ~/.docket/signing)."""
+    """docket's own place for keys, ~/.docket (docs/go.md's example writes ~/.docket/signing)."""
     return Path.home() / ".docket"
 
 

@@ -103,7 +103,7 @@ def build_app(ledger: str | None, token: str, *, public_key: Path | None = None)
         return page(request, "runs", pages.runs_page(doc, now))
 
     def run_view(request: Request) -> Response:
-        from ..status import run_document
+        from ..status import run_document, with_config_changes
 
         run_id = request.path_params["run_id"]
         with context() as ctx:
@@ -113,6 +113,7 @@ def build_app(ledger: str | None, token: str, *, public_key: Path | None = None)
             if doc is None:
                 return HTMLResponse(pages.layout("not found", pages.not_found(views.position(), f"no run {run_id}"),
                                                  csrf), 404)
+            with_config_changes(ctx, doc)  # a held change to what the run trusts: waiting for you, as in status
             events = _run_events(ctx, run_id)
             receipt = _receipt(ctx, run_id, events)
         if request.query_params.get("format") == "json":
@@ -240,7 +241,8 @@ def _timeline_svg(doc: dict[str, Any], events: list[tuple[str, str, dict[str, An
     from .timeline import svg
 
     run = doc["run"]
-    return svg(timeline(events, [t["task_id"] for t in doc["tasks"]], run["opened_at"], run.get("closed_at") or now))
+    # the axis ends at the run's close: what gc or anything else records in its streams later is not the run's time
+    return svg(timeline(events, [t["task_id"] for t in doc["tasks"]], run["opened_at"], now, run.get("closed_at")))
 
 
 def _receipt(ctx: Any, run_id: str, events: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any] | None:

@@ -65,7 +65,18 @@ def _spend(spend: dict[str, Any]) -> str:
     return ", ".join(parts) or "-"
 
 
+def _outcome(outcome: dict[str, Any]) -> str:
+    """What the run came to, in the words every surface uses (domain/outcome.py), coloured by it (not by the run's
+    status: a completed run that delivered nothing is no success), and the needs-you marker when something of it
+    waits for a person."""
+    state = escape(str(outcome["state"]))
+    words = text(outcome["words"] + (f" ({outcome['detail']})" if outcome.get("detail") else ""))
+    marker = " <a class=\"needs-you\" href=\"/inbox\">needs you</a>" if outcome["needs_you"] else ""
+    return f"<span class=\"outcome {state}\">{words}</span>{marker}"
+
+
 def _status(r: dict[str, Any]) -> str:
+    """The run's status as the ledger says it, beside its outcome."""
     status = "waiting" if r["status"] == "active" and r.get("waiting_code") else r["status"]
     return f"<span class=\"status {escape(status)}\">{escape(status)}</span>"
 
@@ -78,12 +89,14 @@ def runs_page(doc: dict[str, Any], now: str) -> str:
                                        else "", f"max {r['max_tokens']} tokens" if r.get("max_tokens") else "") if x)
         ended = r.get("closed_at") or now
         duration = max(0, to_ms(ended) - to_ms(r["opened_at"])) if r.get("opened_at") else None
-        rows.append(f"<tr data-run=\"{text(r['run_id'])}\"><td><a href=\"/runs/{text(r['run_id'])}\">"
-                    f"{text(r['run_id'])}</a></td><td>{_status(r)}</td><td class=\"goal\">{text(r['goal'])}</td>"
+        needs = " class=\"needs-you\"" if r["outcome"]["needs_you"] else ""
+        rows.append(f"<tr data-run=\"{text(r['run_id'])}\"{needs}><td><a href=\"/runs/{text(r['run_id'])}\">"
+                    f"{text(r['run_id'])}</a></td><td>{_outcome(r['outcome'])}</td><td>{_status(r)}</td>"
+                    f"<td class=\"goal\">{text(r['goal'])}</td>"
                     f"<td>{text(r['target_branch'])}</td><td>{budget}</td>"
                     f"<td>{_spend(r['spend'])}{' (' + limits + ')' if limits else ''}</td>"
                     f"<td>{text(r.get('opened_at'))}</td><td>{_duration(duration)}</td></tr>")
-    table = ("<table class=\"runs\"><thead><tr><th>run</th><th>status</th><th>goal</th><th>target</th>"
+    table = ("<table class=\"runs\"><thead><tr><th>run</th><th>outcome</th><th>status</th><th>goal</th><th>target</th>"
              "<th>budget used</th><th>spend</th><th>started</th><th>duration</th></tr></thead><tbody>"
              + "".join(rows) + "</tbody></table>") if rows else "<p class=\"empty\">no runs yet</p>"
     return _main(doc["position"], f"<h1>runs</h1>{table}")
@@ -164,7 +177,8 @@ def run_page(doc: dict[str, Any], words: dict[int, str], task_steps: dict[str, s
              feedback: dict[str, list[dict[str, Any]]], checks: list[dict[str, Any]], tails: dict[str, str],
              timeline_svg: str, receipt: dict[str, Any] | None) -> str:
     r = doc["run"]
-    head = (f"<h1>run {text(r['run_id'])} {_status(r)}</h1><p class=\"goal\">{text(r['goal'])}</p>"
+    head = (f"<h1>run {text(r['run_id'])} {_outcome(doc['outcome'])}</h1><p class=\"goal\">{text(r['goal'])}</p>"
+            f"<p>status {_status(r)}</p>"
             f"<p>target <code>{text(r['target_branch'])}</code>, budget used {_duration(r['used_ms'])}"
             f"{' of ' + format_duration(r['budget_ms']) if r['budget_ms'] else ''}, spend {_spend(r['spend'])}</p>")
     waiting = "".join(f"<p class=\"attention\">{text(a)}</p>" for a in doc.get("attention", []))

@@ -362,7 +362,9 @@ class CheckPassed(_CheckResult):
 
 
 class CheckFailed(_CheckResult):
-    """The check did not pass: code says why (exit, signal, mutated, launch-failed, interrupted, artifact-...)."""
+    """The check did not pass: code says why (exit, signal, mutated, launch-failed, interrupted, artifact-...).
+    ``interrupted`` also when the docket supervising the run was interrupted (Ctrl-C, SIGTERM) and stopped the
+    check's process group: such a result says nothing of the candidate, and the check runs again on resume."""
 
     name = "CheckFailed"
     code: Code

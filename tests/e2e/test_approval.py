@@ -227,5 +227,5 @@ def test_integration_waits_for_approval_then_goes_on(world):
     assert (integration["status"], integration["steps_verified"], integration["awaiting_approval"]) == (
         "completed", 2, [])
     assert integration["final_commit"] == git(docket.cwd, "rev-parse", TARGET) != before
-    assert "  integration: completed, 2/2 step(s) verified, release at " in docket("status").stdout
+    assert "  integration: completed, 2 task(s) delivered, release at " in docket("status").stdout
     refused(docket("approve", RUN, "--by", "Late", check=False), "integration-prepared")

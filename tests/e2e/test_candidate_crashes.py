@@ -14,6 +14,7 @@ command then works again.
 
 from __future__ import annotations
 
+from docket.adapters.world.data_owners import OWNERS_FILE
 from docket.adapters.world.execution_pool import POOL, idle_only
 from docket.adapters.world.paths import executions_root, task_worktree_path
 import random
@@ -137,7 +138,7 @@ def execution_leftovers(repo: Path) -> list[str]:
     found = [path for path in registered if Path(path).resolve().is_relative_to(root)]
     if root.exists():
         found += [str(p) for p in root.rglob("*") if (p.is_symlink() or not p.is_dir())
-                  and p.relative_to(root).parts[0] != POOL]
+                  and p.relative_to(root).parts[0] not in (POOL, OWNERS_FILE)]  # the pool; whose the folder is
         found += [] if idle_only(root / POOL) else [f"{root / POOL} holds an execution not given back"]
     return found
 

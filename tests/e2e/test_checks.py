@@ -4,6 +4,7 @@ safely; afterwards real git agrees that nothing is left (`git worktree list`, `g
 
 from __future__ import annotations
 
+from docket.adapters.world.data_owners import OWNERS_FILE
 from docket.adapters.world.execution_pool import POOL, idle_only
 from docket.adapters.world.paths import executions_root
 import hashlib
@@ -74,7 +75,8 @@ class Checks(Workers):
         repo = self.docket.cwd
         assert "/docket/executions/" not in git(repo, "worktree", "list", "--porcelain")
         executions = executions_root(repo / ".git")
-        left = sorted(p for p in executions.rglob("*") if p.relative_to(executions).parts[0] != POOL) \
+        own = (POOL, OWNERS_FILE)  # the pool, and the record of whose the folder is
+        left = sorted(p for p in executions.rglob("*") if p.relative_to(executions).parts[0] not in own) \
             if executions.exists() else []
         assert idle_only(executions / POOL)  # executions given back to the pool, none left placed
         # parents <run>/<binding> may stay, empty; an execution <run>/<binding>/<check>-<attempt> may not

@@ -31,7 +31,7 @@ def run_demo(tmp_path: Path, *, shim: str | None = None) -> subprocess.Completed
 
 
 @pytest.mark.slow
-def test_demo_delivers_three_tasks_verifies_the_receipt_offline_and_resumes_a_crashed_go(tmp_path):
+def test_demo_delivers_three_tasks_verifies_the_receipt_offline_and_resumes_a_crashed_go(tmp_path, data_dir):
     result = run_demo(tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     out, both = result.stdout, result.stdout + result.stderr
@@ -44,12 +44,17 @@ def test_demo_delivers_three_tasks_verifies_the_receipt_offline_and_resumes_a_cr
     assert "ok: run demo, integration completed" in out
     assert "docket: error: bad-signature" in both
     # killed at a named crash point, then resumed to the end
-    assert "(killed: exit 137)" in out and re.search(r"^crashed +active ", out, re.MULTILINE)
+    # killed, its driver lease not run out yet: still taken for running
+    assert "(killed: exit 137)" in out and re.search(r"^crashed +running ", out, re.MULTILINE)
     assert "run crashed: delivered (completed)" in out
     assert "docket: error: chain-broken: position 8" in both
     tail = out[out.index("finally: the real ledger verifies"):]
     assert "chain intact" in tail and "2 run(s); 0 pending intent(s)" in tail
     assert list((tmp_path / "tmp").iterdir()) == []  # the throwaway repository is cleaned up
+    # gc removed what the delivered runs left; and the user's data folder (XDG_DATA_HOME, the test's) never held
+    # the workspaces of the repository the demo deleted: the demo's data folder was its own, and went with it
+    assert "removed worktree demo.default:" in out and "removed worktree crashed.t1:" in out
+    assert not data_dir.exists() or list(data_dir.rglob("*")) == [], list(data_dir.rglob("*"))[:10]
 
 
 @pytest.mark.slow

@@ -1,7 +1,9 @@
-"""Every example a user can copy: the command lines of README.md's code blocks, then every command's --help
-example, run in order in one fresh repository (the README's placeholder run id replaced by the run id the
-commands before printed). An example may be refused for what the repository holds (not found, a conflict, a
-failed agent), but none may be a usage error or a bug: what the docs show is what docket accepts."""
+"""Every example a user can copy: the command lines of the code blocks of README.md and of each docs/*.md page,
+then every command's --help example. README.md's lines and the --help examples run in order in one fresh
+repository, each docs page's in a fresh repository of its own (a page's placeholder run id replaced by the run id
+the commands before printed). An example may be refused for what the repository holds (not found, a conflict, a
+failed agent), but none may be a usage error or a bug: what the docs show is what docket accepts. The README's
+first run is also run as typed, shell lines and all, and must deliver; every relative link must lead somewhere."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from docket.cli.app import build_parser
 from tests.conftest import git, make_repo
@@ -99,28 +103,38 @@ def served_until_stopped(argv: list[str], repo: Path, env: dict[str, str], line:
     return []
 
 
-def test_every_readme_and_help_example_runs_in_a_fresh_repository(tmp_path: Path):
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+
+
+def page_text(name: str) -> str:
+    return (ROOT / name).read_text()
+
+
+def _example_repository(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A fresh repository with the agents the docs name (played by the scripted agent of examples/), a check that
+    passes, and the tasks file docs/go.md shows."""
     repo = make_repo(tmp_path / "repo")
     home = tmp_path / "home"
     home.mkdir()
-    readme = (ROOT / "README.md").read_text()
-    tasks = re.search(r"```toml\n(\[\[tasks\]\].*?)```", readme, re.DOTALL)
-    assert tasks, "the README shows a tasks file"
+    tasks = re.search(r"```toml\n(\[\[tasks\]\].*?)```", page_text("docs/go.md"), re.DOTALL)
+    assert tasks, "docs/go.md shows a tasks file"
     (repo / "tasks.toml").write_text(tasks.group(1))
     (repo / "task.md").write_text("fix the parser\n")
-    (repo / "docket.toml").write_text(  # the README's agent, played by the scripted agent of examples/
-        f'[agents.claude]\ncommand = ["{sys.executable}", "{AGENT}", "--prompt-file", "{{prompt_file}}"]\n'
-        'prompt = "file"\n\n'
-        f'[agents.aider]\ncommand = ["{sys.executable}", "{AGENT}", "--prompt-file", "{{prompt_file}}"]\n'
-        'prompt = "file"\n\n[checks.tests]\ncommand = ["true"]\n')
-    (repo / ".gitignore").write_text("tasks.toml\ntask.md\nanchor.json\n*.jsonl\nkeys/\n")
+    agent = f'command = ["{sys.executable}", "{AGENT}", "--prompt-file", "{{prompt_file}}"]\nprompt = "file"\n\n'
+    (repo / "docket.toml").write_text(  # the docs' agents, played by the scripted agent of examples/
+        'agent = "claude"\n\n' + "".join(f"[agents.{name}]\n{agent}" for name in ("claude", "aider", "mine"))
+        + '[checks.tests]\ncommand = ["true"]\n')
+    (repo / ".gitignore").write_text("tasks.toml\ntask.md\nanchor.json\n*.jsonl\nkeys/\n*.sqlite\n")
     git(repo, "add", "docket.toml", ".gitignore")
     git(repo, "commit", "-q", "-m", "docket")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKET_")}
     env.update(HOME=str(home), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
                GIT_COMMITTER_EMAIL="t@example.com")
-    examples = readme_examples(readme) + help_examples()
-    assert len(examples) > 40
+    return repo, home, env
+
+
+def _run_examples(examples: list[str], repo: Path, home: Path, env: dict[str, str]) -> list[str]:
+    """Each example line in order; the failures: a usage error, a bug, or a serve that did not come up."""
     run_id = PLACEHOLDER_RUN
     failures = []
     for line in examples:
@@ -139,24 +153,46 @@ def test_every_readme_and_help_example_runs_in_a_fresh_repository(tmp_path: Path
             print(f"{time.monotonic() - started:6.1f}s exit {done.returncode} {line}")
             if out is not None:
                 (repo / out).write_text(done.stdout)
-            codes = ERROR_LINE.findall(done.stderr)
             if done.returncode in (2, 70) or "Traceback" in done.stderr:
                 failures.append(f"{line}: exit {done.returncode}: {done.stderr.strip()[-300:]}")
             printed = RUN_ID.findall(done.stdout + done.stderr)
             if argv[1:3] in (["run", "open"], ["go", "--goal"]) and printed:
                 run_id = printed[0]  # the examples after it name the run it opened
-    assert failures == []
+    return failures
+
+
+def test_every_readme_and_help_example_runs_in_a_fresh_repository(tmp_path: Path):
+    repo, home, env = _example_repository(tmp_path)
+    examples = readme_examples(page_text("README.md")) + help_examples()
+    assert len(examples) > 40
+    assert _run_examples(examples, repo, home, env) == []
+
+
+@pytest.mark.parametrize("page", [p.name for p in DOCS if readme_examples(p.read_text())])
+def test_every_example_of_a_docs_page_runs_in_a_fresh_repository(tmp_path: Path, page: str):
+    """Each docs page's `docket ...` lines, in order, in a repository of their own."""
+    repo, home, env = _example_repository(tmp_path)
+    examples = readme_examples(page_text(f"docs/{page}"))
+    assert examples
+    assert _run_examples(examples, repo, home, env) == []
+
+
+def test_the_docs_pages_show_their_examples():
+    """The pages that teach by example keep them (and so keep them tested)."""
+    counted = {p.name: len(readme_examples(p.read_text())) for p in DOCS}
+    assert counted["go.md"] >= 5 and counted["steps.md"] >= 20 and counted["receipts.md"] >= 1
+    assert counted["machines.md"] >= 1
 
 
 def test_the_step_by_step_and_agents_examples_run_as_typed_in_a_fresh_repository(tmp_path: Path):
-    """README's "step by step" and "Agents" blocks, one line after another from `docket init`, as a user types them
-    (claude played by the scripted agent of examples/, ./my-agent.sh committed), and "Signing keys"' command: every
-    line exits 0."""
+    """docs/steps.md's "step by step" and "Agents" blocks, one line after another from `docket init`, as a user types
+    them (claude played by the scripted agent of examples/, ./my-agent.sh committed), and docs/receipts.md's "Signing
+    keys" command: every line exits 0."""
     from docket.adapters.world.landlock import abi_version
 
-    readme = (ROOT / "README.md").read_text()
-    examples = readme_examples(readme[readme.index("Or step by step"):readme.index("`run-7k2m9x4q` stands for")])
-    examples += re.findall(r"^`(docket key generate --out [^`]+)`", readme, re.MULTILINE)
+    steps = page_text("docs/steps.md")
+    examples = readme_examples(steps[steps.index("Step by step, inside"):steps.index("`run-7k2m9x4q` stands for")])
+    examples += re.findall(r"^`(docket key generate --out [^`]+)`", page_text("docs/receipts.md"), re.MULTILINE)
     assert any("--at" in line for line in examples) and any("worker stop" in line for line in examples)
     repo = make_repo(tmp_path / "repo")
     home = tmp_path / "home"
@@ -190,3 +226,79 @@ def test_the_step_by_step_and_agents_examples_run_as_typed_in_a_fresh_repository
                 run_id = RUN_ID.findall(done.stdout)[0]
     assert failures == []
     assert (repo / "keys" / "docket.key").is_file()
+
+
+def _first_run_script() -> str:
+    """The ```sh blocks of the README's first run, one after another, as a person types them into one shell."""
+    readme = page_text("README.md")
+    section = readme[readme.index("## A first run"):readme.index("\n## ", readme.index("## A first run") + 1)]
+    blocks = re.findall(r"```sh\n(.*?)```", section, re.DOTALL)
+    assert len(blocks) >= 6, "the first run shows its commands"
+    return "\n".join(blocks)
+
+
+def test_the_readme_first_run_delivers_as_typed(tmp_path: Path):
+    """From an empty folder to a delivered `docket go`: the README's first run, every line as it stands (the agent
+    script its own, the check pytest), with `docket` and a python3 that has pytest on PATH; the placeholder run id
+    of `--resume` is the run the script's `docket go` opened."""
+    from docket.adapters.world.landlock import abi_version
+
+    if abi_version() < 1:
+        pytest.skip("no Landlock here: the README's first run uses the default sandbox")
+    script = _first_run_script()
+    find_run = ("$(docket status --json | python3 -c "
+                "\"import json, sys; print(json.load(sys.stdin)['runs'][0]['run_id'])\")")
+    script = "set -eu\n" + script.replace(PLACEHOLDER_RUN, find_run)
+    home = tmp_path / "home"
+    home.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCKET_", "XDG_"))}
+    env.update(HOME=str(home), PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@example.com")
+    assert (Path(sys.executable).parent / "docket").exists(), "docket is installed beside this python"
+    started = time.monotonic()
+    done = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert time.monotonic() - started < 120  # five minutes of a person's, most of it typing
+    assert done.stdout.count("t1: delivered") == 2  # docket go, then docket go --resume on the ended run
+    assert "chain intact" in done.stdout
+    repo = work / "hello"
+    assert 'return "Hello, " + name' in git(repo, "show", "HEAD:greet.py")
+    assert git(repo, "status", "--porcelain") == ""  # the clean checkout moved with its branch
+
+
+LINK = re.compile(r"(?<!!)\[[^\]]+\]\(([^)\s]+)\)")
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation but - and _ dropped, spaces as -."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower().replace("`", "")).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.DOTALL)
+    return {_slug(h) for h in re.findall(r"^#+ (.+)$", text, re.MULTILINE)}
+
+
+def test_every_relative_link_of_the_readme_and_the_docs_leads_somewhere():
+    broken = []
+    for page in [ROOT / "README.md", *DOCS]:
+        text = re.sub(r"```.*?```", "", page.read_text(), flags=re.DOTALL)
+        for target in LINK.findall(text):
+            if re.match(r"[a-z]+:", target):
+                continue  # http:, https:, mailto:
+            path, _, anchor = target.partition("#")
+            where = (page.parent / path).resolve() if path else page
+            if not where.exists() or not where.is_relative_to(ROOT):
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+            elif anchor and where.suffix == ".md" and anchor not in _anchors(where):
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert broken == []
+
+
+def test_every_docs_page_is_linked_from_the_readme():
+    linked = {(ROOT / target.partition("#")[0]).resolve() for target in LINK.findall(page_text("README.md"))}
+    assert [p.name for p in DOCS if p.resolve() not in linked] == []

@@ -66,7 +66,7 @@ def test_an_untracked_file_where_a_task_writes_makes_the_run_wait_until_the_user
     assert "r1               waiting " in shown and "untracked greet.py" in shown
     human = world.run("go", "--resume", "r1")  # still in the way: waits again, saying the same
     assert human.returncode == WAITING, human.stderr
-    assert "run r1: waiting (active)" in human.stdout and "untracked greet.py" in human.stdout
+    assert "run r1: waiting for you (active)" in human.stdout and "untracked greet.py" in human.stdout
     assert "docket go --resume r1" in human.stdout
 
     (world.repo / "greet.py").unlink()  # the user moves it away

@@ -134,7 +134,8 @@ def test_nothing_typed_drives_the_terminal(docket):
         assert "\\x1b[2J" in shown and "\\x07" in shown and "\\x9b" in shown
     assert "\\u001b[2J" in log and "\\u0007" in log and "\\x9b" in log  # JSON payloads keep JSON's own escapes
     assert len(every_run.splitlines()) == 2  # the header and r1: no forged run line
-    assert len(one_run.splitlines()) == 3 and one_run.splitlines()[1].startswith("  spend: ")  # r1, its spend, its task
+    # r1, its status, its spend, its task
+    assert len(one_run.splitlines()) == 4 and one_run.splitlines()[2].startswith("  spend: ")
     assert len(log.splitlines()) == docket("log", "--json").json()["head"]
 
     assert docket("status", "r1", "--json", now=T0).json()["run"]["goal"] == HOSTILE

@@ -75,7 +75,9 @@ def test_readme_says_what_its_example_ids_are_and_points_only_inside_the_clone()
     import re
 
     readme = (ROOT / "README.md").read_text()
-    assert "`run-7k2m9x4q` stands for the run id that `docket run open` printed" in " ".join(readme.split())
+    assert "`run-7k2m9x4q` stands for the run id your `docket go` printed" in " ".join(readme.split())
+    steps = (ROOT / "docs" / "steps.md").read_text()  # where the step-by-step examples went
+    assert "`run-7k2m9x4q` stands for the run id that `docket run open` printed" in " ".join(steps.split())
     named = re.findall(r"`([\w./-]+\.(?:md|py|toml))`", readme)
     assert named and all(not n.startswith("..") and (ROOT / n).exists() for n in named), named
 

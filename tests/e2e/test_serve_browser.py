@@ -139,7 +139,7 @@ def test_the_page_keeps_up_with_a_thousand_task_run_and_serve_stays_under_100_mb
         page.wait_for_selector("#live.on")
         aborted = world.run("run", "abort", run_id, "--reason", "enough")
         assert aborted.returncode == 0, aborted.stderr
-        page.wait_for_selector("h1 .status.aborted", timeout=60_000)  # followed live: no reload
+        page.wait_for_selector("h1 .outcome.stopped", timeout=60_000)  # followed live: no reload
         assert page.locator("tr[data-task]").count() == 1000
         for _ in range(5):
             assert served.request(f"/runs/{run_id}")[0] == 200

@@ -30,7 +30,7 @@ def test_a_conflict_names_the_task_its_paths_and_the_overlap_warned_at_prepare_a
     assert "    same paths: t1 and t2 both change same.txt\n" in status
     assert "  action needed: task t2 not delivered: conflicted in same.txt; t1 changed the same paths\n" in status
     assert "  task t1: t1, merged (target not moved), the queue stopped at step 2 (conflicted)\n" in status
-    assert "  integration: stopped at step 2 (conflicted), 1/2 step(s) verified\n" in status
+    assert "  integration: stopped at step 2 (conflicted), 0 task(s) delivered\n" in status
     doc = docket("status", RUN, "--json").json()
     assert doc["attention"] == ["task t2 not delivered: conflicted in same.txt; t1 changed the same paths"]
     assert [s["delivered"] for s in doc["integration_steps"]] == [False, False]
@@ -38,7 +38,9 @@ def test_a_conflict_names_the_task_its_paths_and_the_overlap_warned_at_prepare_a
 
     assert states(docket) == {"t1": "merged (target not moved)", "t2": "conflicted"}
     board = docket("watch", RUN, "--once").stdout
-    assert "integrated" not in board and "delivered" not in board.replace("not delivered", "")
+    assert "integrated" not in board and "delivered" not in board.replace("not delivered", "").replace(
+        "0 task(s) delivered", "")
+    assert board.startswith("run r1: waiting for you [needs you], ")  # a run driven by hand: the conflict is yours
     assert "  action needed: task t2 not delivered: conflicted in same.txt; t1 changed the same paths\n" in board
     listing = docket("status").stdout
     assert "  action needed: task t2 not delivered: conflicted in same.txt" in listing
@@ -68,7 +70,7 @@ def test_a_checkout_in_the_targets_way_is_named_until_it_is_cleared_and_then_the
     assert done["status"] == "completed" and tip(docket, MAIN) == done["final_commit"]
     status = docket("status", RUN).stdout
     assert "action needed" not in status and "  task t1: t1, delivered\n" in status
-    assert f"  integration: completed, 2/2 step(s) verified, main at {done['final_commit'][:12]}" in status
+    assert f"  integration: completed, 2 task(s) delivered, main at {done['final_commit'][:12]}" in status
     assert states(docket) == {"t1": "delivered", "t2": "delivered"}
     assert [s["delivered"] for s in docket("status", RUN, "--json").json()["integration_steps"]] == [True, True]
 

@@ -103,7 +103,7 @@ def test_the_board_follows_a_real_worker_and_its_checks_and_no_escape_reaches_th
         assert (idle["task_id"], idle["state"], idle["generation"], idle["elapsed_ms"]) == ("t2", "not started", None, None)
 
         plain = docket("watch", "r1", "--once")
-        assert plain.stdout.splitlines()[0].startswith("run r1: active, budget ")
+        assert plain.stdout.splitlines()[0].startswith("run r1: running, budget ")
         assert " running " in plain.stdout.splitlines()[1] and plain.stdout.splitlines()[1].endswith(": still here")
 
         release.touch()

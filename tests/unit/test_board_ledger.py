@@ -135,7 +135,7 @@ def test_a_task_is_delivered_only_once_the_target_was_moved_to_a_commit_holding_
         i, intent, target_move.TargetObservation("found", commit=commit(2)), book.now()))
     board = book.board()
     assert states(board) == {"t1": "delivered", "t2": "delivered"}
-    assert board.integration == "completed, 2/2 step(s) verified" and board.target_commit == commit(2)
+    assert board.integration == "completed, 2 task(s) delivered" and board.target_commit == commit(2)
     assert board.attention == ()
 
 
@@ -147,7 +147,7 @@ def test_a_target_moved_by_someone_else_delivers_nothing_and_the_board_says_so()
     board = book.board()
     assert states(board) == {"t1": "merged (target not moved)", "t2": "merged (target not moved)"}
     assert [t.note for t in board.tasks] == ["target-moved", "target-moved"]
-    assert board.integration == "stopped (target-moved), 2/2 step(s) verified"
+    assert board.integration == "stopped (target-moved), 0 task(s) delivered"
     (todo,) = board.attention
     assert todo.startswith("main was not moved: refs/heads/main names " + OTHER)
     assert "moved by someone else" in todo
@@ -247,7 +247,7 @@ def test_the_run_line_alone_is_the_full_boards_without_its_task_lines():
         now = book.now()
         full = run_board(book.views.conn, "r1", now, tail=lambda path: None)
         alone = run_board(book.views.conn, "r1", now, tail=lambda path: None, with_tasks=False)
-        assert alone == replace(full, tasks=(), attention=())
+        assert alone == replace(full, tasks=(), attention=(), outcome=None)  # no per-task count
         checked.append(alone.integration)
     assert checked == ["unprepared", "merging, 0/2 step(s) verified", "merging, 1/2 step(s) verified"]
     assert run_board(book.views.conn, "r2", book.now(), with_tasks=False) is None

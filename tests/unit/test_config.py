@@ -162,9 +162,9 @@ def test_the_configuration_is_frozen():
         config.worktree = None  # type: ignore[misc]
 
 
-def test_the_readme_example_is_a_valid_configuration():
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    example = readme[readme.index("```toml\n", readme.index("## Configuration: docket.toml")) + 8:]
+def test_the_configuration_reference_example_is_a_valid_configuration():
+    page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    example = page[page.index("```toml\n", page.index("# Configuration: docket.toml")) + 8:]
     config = Config.model_validate(tomllib.loads(example[:example.index("```")]))
     assert config.default_agent == "claude" and config.worktree.ports
 

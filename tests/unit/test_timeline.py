@@ -50,3 +50,29 @@ def test_a_begin_recorded_twice_after_a_crash_is_one_span():
               ("CheckPassed", at(3), {"check_id": "c1"})]
     (lane,) = timeline(events, ["r.a"], T0, at(4)).lanes
     assert [(s.start_ms - to_ms(T0), s.outcome) for s in lane.spans] == [(1000, "passed")]
+
+
+def test_the_axis_of_a_closed_run_ends_at_its_close_whatever_its_streams_record_later():
+    """A `docket gc` days after the run releases its candidates in the run's streams: that is not the run's time, so
+    the axis still ends at the close and the run's bars keep their width (issue 35, item 10)."""
+    days = 3 * 86400
+    events = [
+        ("WorkerLaunched", at(1), {"worker_id": "r.a", "generation": 1}),
+        ("WorkerExited", at(6), {"worker_id": "r.a", "generation": 1, "cause": "exited"}),
+        ("CheckRequested", at(7), {"task_id": "r.a", "check_id": "c1", "check": "tests"}),
+        ("CheckPassed", at(9), {"check_id": "c1"}),
+        ("WorkerLaunched", at(8), {"worker_id": "r.b", "generation": 1}),  # never seen to exit before the close
+        ("CandidateReleaseRequested", at(days), {"binding_id": "b1"}),  # gc, three days on
+        ("CandidateReleased", at(days), {"binding_id": "b1"}),
+        ("WorktreeRemoved", at(days + 1), {"task_id": "r.a"}),
+        ("WorkerExited", at(days + 2), {"worker_id": "r.b", "generation": 1, "cause": "lost"}),  # observed late
+    ]
+    t = timeline(events, ["r.a", "r.b"], T0, at(days + 5), closed_at=at(10))
+    assert (t.start_ms, t.end_ms) == (to_ms(T0), to_ms(at(10)))
+    a, b = t.lanes
+    assert [(s.kind, s.start_ms - to_ms(T0), s.end_ms - to_ms(T0)) for s in a.spans] == [
+        ("agent", 1000, 6000), ("check", 7000, 9000)]
+    assert [(s.start_ms - to_ms(T0), s.end_ms - to_ms(T0), s.outcome) for s in b.spans] == [(8000, 10000, "lost")]
+    # while a run is open its axis ends now (or at a later event, a clock behind the ledger's)
+    assert timeline(events[:4], ["r.a"], T0, at(20)).end_ms == to_ms(at(20))
+    assert timeline(events[:4], ["r.a"], T0, at(5)).end_ms == to_ms(at(9))
