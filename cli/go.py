@@ -204,6 +204,7 @@ def _start(ctx: Context, config: Any) -> str:
     if not specs:
         raise UsageError("docket go needs --task TEXT (repeatable) or --tasks FILE")
     repository = ctx.require_repository()
+    _require_workspaces(repository)
     agent = agent_named(config, a.agent)
     target = a.target or config.run.target or _checked_out_target(repository)
     budget_ms = parse_duration(a.budget) if a.budget is not None else config.run.budget_ms
@@ -301,6 +302,7 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
         run = finish_opening(driver, run)
     assert run.plan is not None
     agent = planned_agent(config, run.plan.agent)
+    _require_workspaces(ctx.require_repository())
     settings = settings_from_config(config, agent, repository=ctx.require_repository(), ledger_path=ctx.paths.ledger)
     interrupted = interrupted if interrupted is not None else threading.Event()
     previous = {sig: signal.signal(sig, _on_signal(run_id, interrupted)) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -329,6 +331,13 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
 
         info(f"run {shown(run_id)} stopped here; go on with: docket go --resume {shown(run_id)}")
     return code
+
+
+def _require_workspaces(repository: Path) -> None:
+    """Refused before any work when workspaces cannot be made for this repository (a path git cannot borrow from)."""
+    from ..adapters.world.own_repositories import require_borrowable
+
+    require_borrowable(repository)
 
 
 def _on_signal(run_id: str, interrupted: Any) -> Any:

@@ -83,7 +83,10 @@ def worker_launch(ctx: Context) -> int:
     a.task = ctx.task_id(a.run, a.task)
     request, limits = launch_request(ctx, a.run, a.task, a.id or a.task, a.agent, a.command or [])
     repository = ctx.require_repository()
+    from ..adapters.world.own_repositories import require_borrowable
     from ..adapters.world.paths import main_worktree
+
+    require_borrowable(repository)
 
     effector = ctx.effector
     launched = launch_worker(ctx.ledger, ctx.clock, effector, effector.ports.launcher, request,

@@ -203,6 +203,7 @@ class Code(StrEnum):
     REPORT_MALFORMED = "report-malformed"
     REPORT_NOT_JUNIT = "report-not-junit"
     REPORT_REFUSED = "report-refused"
+    REPOSITORY_PATH_UNSUPPORTED = "repository-path-unsupported"
     REPORT_TOO_DEEP = "report-too-deep"
     REPORT_TOO_LARGE = "report-too-large"
     REPOSITORY_UNREADABLE = "repository-unreadable"

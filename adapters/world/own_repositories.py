@@ -27,12 +27,14 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...domain.codes import Code
+from ...domain.errors import Refused
 from .faults import crash_point
 from .objects import keep_docket_made
 from .repository import read_text
 
 __all__ = ["OwnRepository", "alternates_of", "borrows_from", "make_git_dir", "make_own_repository",
-           "read_own_repository", "write_index"]
+           "read_own_repository", "require_borrowable", "write_index"]
 
 TREE, FILE, EXECUTABLE, SYMLINK, GITLINK = 0o040000, 0o100644, 0o100755, 0o120000, 0o160000
 CONFIG = ("[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n"
@@ -92,6 +94,17 @@ def make_own_repository(common: Path, path: Path, *, head: str, commit: str, bra
     return True
 
 
+def require_borrowable(common: Path) -> None:
+    """Refused unless a workspace can borrow common's objects: git reads objects/info/alternates one path per
+    line, so a repository whose path holds a newline would hand every workspace a path that names nothing
+    (its work then read as diverged); say so before a run opens instead."""
+    objects = os.path.realpath(common / "objects")
+    if "\n" in objects:
+        raise Refused(Code.REPOSITORY_PATH_UNSUPPORTED,
+                      f"{objects!r} holds a newline: git's alternates cannot name it, so docket cannot make "
+                      "workspaces for this repository; move or rename it")
+
+
 def make_git_dir(common: Path, git: Path, *, head: str, commit: str, branch: str | None, store,  # noqa: ANN001
                  keep: bool = True) -> None:
     """The git dir of a repository of its own at git (made here; its parent must exist), index aside: config, HEAD,
@@ -102,6 +115,7 @@ def make_git_dir(common: Path, git: Path, *, head: str, commit: str, branch: str
         os.mkdir(git / folder, 0o700)
     _write_new(git / "config", CONFIG)
     _write_new(git / "HEAD", f"{head}\n")
+    require_borrowable(common)
     _write_new(git / "objects" / "info" / "alternates", os.path.realpath(common / "objects") + "\n")
     _write_new(git / "info" / "exclude", _read_exclude(common / "info" / "exclude"))
     if branch is not None:
