@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # As on a user's machine: Python writes bytecode, and checks that import the repository's code must still pass.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install test unit integration e2e demo demo-fleet demo-real bench docs clean
+.PHONY: install test test-campaigns unit integration e2e demo demo-fleet demo-real bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ install: $(STAMP)
 # are listed at the end so a growing suite shows where its time goes.
 test: $(STAMP)
 	$(BIN)/pytest -n 2 --durations=25
+
+# The crash and random-kill campaigns whole (every crash point, seed and round; `make test` samples them, see
+# tests/conftest.py): the tests marked campaign, under DOCKET_CAMPAIGNS=full.
+test-campaigns: $(STAMP)
+	DOCKET_CAMPAIGNS=full $(BIN)/pytest -n 2 --durations=25 -m campaign
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit

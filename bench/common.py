@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from docket.domain import events as ev
-from docket.domain import streams
-from docket.domain.values import from_ms, to_ms
+from docket.domain.kernel import streams
+from docket.domain.kernel.values import from_ms, to_ms
 
-from docket.adapters.world.ledger_rows import read_chain_rows, read_only
+from docket.adapters.world.ledger.ledger_rows import read_chain_rows, read_only
 
 WORK = Path(__file__).resolve().parent / ".work"
 BIN = Path(sys.executable).parent
@@ -202,7 +202,7 @@ def mixed_events(count: int, first_position: int = 2, per_run: int = 5000) -> It
 
 def new_ledger(path: Path) -> Any:
     """A docket ledger holding only its genesis event (position 1)."""
-    from docket.adapters.service_layer.ledger import Ledger
+    from docket.adapters.service_layer.kernel.ledger import Ledger
 
     ledger = Ledger(path)
     ledger.initialise(stamp(0))

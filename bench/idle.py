@@ -66,8 +66,8 @@ def _process(argv: list[str]) -> tuple[float, float]:
 
 def _idle_passes(with_index: Path, without_index: Path, rounds: int) -> tuple[float, float]:
     from docket.adapters.world.clock import FixedClock
-    from docket.adapters.service_layer.effector import Effector
-    from docket.adapters.service_layer.ledger import Ledger
+    from docket.adapters.service_layer.kernel.effector import Effector
+    from docket.adapters.service_layer.kernel.ledger import Ledger
 
     for path in (with_index, without_index):
         with sqlite3.connect(path) as conn:  # the first run's outcome: its intent stays pending
@@ -91,10 +91,10 @@ def _idle_passes(with_index: Path, without_index: Path, rounds: int) -> tuple[fl
 
 
 def _append_cost(saves: int) -> tuple[float, float]:
-    from docket.adapters.world import store
+    from docket.adapters.world.ledger import store
 
     from docket.domain.events import TaskPlanned
-    from docket.domain.streams import task_stream
+    from docket.domain.kernel.streams import task_stream
 
     events = [TaskPlanned(stream=task_stream(f"t{i}"), version=1, recorded_at=stamp(i + 1), task_id=f"t{i}",
                           run_id="run-bench", title=f"task {i}") for i in range(saves)]

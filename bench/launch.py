@@ -53,13 +53,13 @@ AGENT = ["sh", "-c", 'date +%s%N > "$0"; exit 0']  # then the stamp file's path,
 PYTHON_AGENT = [sys.executable, "-c", "import sys, time; open(sys.argv[1], 'w').write(str(time.time_ns()))"]
 TICKER = 'i=0; while [ "$i" -lt "$0" ]; do echo "tick $i"; sleep 1; i=$((i + 1)); done'
 # What 'docket worker launch' imports before the agent starts (timed in a fresh process, for information).
-LAUNCH_IMPORTS = ("import docket.cli.app, docket.cli.worker, docket.cli.agents, docket.adapters.service_layer.workers, "
-                  "docket.adapters.service_layer.supervisor, docket.adapters.service_layer.effector, docket.adapters.world.processes, "
-                  "docket.adapters.world.config_file")
+LAUNCH_IMPORTS = ("import docket.cli.app, docket.cli.worker, docket.cli.agents, docket.adapters.service_layer.use_cases.workers, "
+                  "docket.adapters.service_layer.use_cases.supervisor, docket.adapters.service_layer.kernel.effector, docket.adapters.world.processes.lifecycle, "
+                  "docket.adapters.world.files.config_file")
 # The parts of launch_worker timed for information: (label, module, class, method).
-PHASES = (("ledger decisions", "docket.adapters.service_layer.ledger", "Ledger", "decide"),
-          ("process scan", "docket.adapters.world.processes", "PsutilProcesses", "find_marked"),
-          ("spawn", "docket.adapters.world.processes", "PsutilProcesses", "spawn_gated"))
+PHASES = (("ledger decisions", "docket.adapters.service_layer.kernel.ledger", "Ledger", "decide"),
+          ("process scan", "docket.adapters.world.processes.lifecycle", "PsutilProcesses", "find_marked"),
+          ("spawn", "docket.adapters.world.processes.lifecycle", "PsutilProcesses", "spawn_gated"))
 
 
 def environment() -> dict[str, str]:
@@ -143,8 +143,8 @@ def measure_launch(folder: Path, rounds: int) -> LaunchFigures:
 
 def _open(folder: Path) -> tuple[Any, Any, Any, Path]:
     """The ledger of the repository in folder, a system clock and an effector with the real ports."""
-    from docket.adapters.service_layer.effector import Effector
-    from docket.adapters.service_layer.ledger import Ledger
+    from docket.adapters.service_layer.kernel.effector import Effector
+    from docket.adapters.service_layer.kernel.ledger import Ledger
     from docket.adapters.world.clock import SystemClock
 
     repository = folder / ".git"
@@ -154,8 +154,8 @@ def _open(folder: Path) -> tuple[Any, Any, Any, Path]:
 
 
 def _launch(ledger: Any, clock: Any, effector: Any, repository: Path, task: str, command: list[str]) -> Any:
-    from docket.adapters.service_layer.workers import LaunchRequest, launch_worker
-    from docket.domain.sandbox import Confinement
+    from docket.adapters.service_layer.use_cases.workers import LaunchRequest, launch_worker
+    from docket.domain.containment.sandbox import Confinement
 
     request = LaunchRequest(run_id="r1", task_id=task, worker_id=task, agent="command",
                             command=[arg.replace("{", "{{").replace("}", "}}") for arg in command],
@@ -167,7 +167,7 @@ def _launch(ledger: Any, clock: Any, effector: Any, repository: Path, task: str,
 
 def _in_process(folder: Path, rounds: int, stamp: Path, figures: LaunchFigures) -> None:
     """launch_worker for a relaunch of t1 in this process (imports done, ledger open): call to first instruction."""
-    from docket.adapters.service_layer.supervisor import Limits, supervise
+    from docket.adapters.service_layer.use_cases.supervisor import Limits, supervise
 
     ledger, clock, effector, repository = _open(folder)
     figures.phases_ms = {label: [] for label, *_ in PHASES}
@@ -225,7 +225,7 @@ class SupervisionFigures:
 
 def measure_supervision(folder: Path, tasks: list[str], seconds: int) -> SupervisionFigures:
     """Launch one agent per task (each prints a line a second for `seconds` s), supervise them all in this process."""
-    from docket.adapters.service_layer.supervisor import Limits, supervise
+    from docket.adapters.service_layer.use_cases.supervisor import Limits, supervise
 
     ledger, clock, effector, repository = _open(folder)
     try:

@@ -55,10 +55,10 @@ class Layout:
         git(self.repo, "reset", "-q", "--hard", self.base)
 
     def docket_side(self, i: int | None = None) -> None:
-        from docket.adapters.world.executions import (create_execution, execution_path, inspect_execution,
+        from docket.adapters.world.workspaces.executions import (create_execution, execution_path, inspect_execution,
                                                       observe_execution, remove_execution)
-        from docket.adapters.world.integration_refs import advance_ref
-        from docket.adapters.world.merge import merge_candidate
+        from docket.adapters.world.git.integration_refs import advance_ref
+        from docket.adapters.world.git.merge import merge_candidate
 
         if i is None:
             i = self.docket_round = self.docket_round + 1

@@ -23,7 +23,7 @@ import time
 
 from .common import Row, interleaved, median, spread, table
 
-from docket.domain.merkle import Tree, verify_inclusion
+from docket.domain.kernel.merkle import Tree, verify_inclusion
 
 GOAL = 1.5
 

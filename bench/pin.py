@@ -64,7 +64,7 @@ def prepare(layout: Layout, under: Path = WORK) -> tuple[Path, str]:
     """The layout's repository (made once, then reused) and its commit."""
     from .workspaces import prepare as make
 
-    from docket.adapters.world.object_graphs import wait_out_gc
+    from docket.adapters.world.git.object_graphs import wait_out_gc
 
     repo = under / f"workspaces-{layout.files}" if layout.name == "project" else \
         under / f"pin-nested-{layout.files}-{layout.dirs}"
@@ -88,8 +88,8 @@ def edit(root: Path, modified: list[str], added: list[str], round_: int) -> None
 
 def docket_pin(common: Path, workspace: Path, base: str, ref: str) -> tuple[str, int]:
     """The pin as `docket go` runs it for a task whose agent did not commit: (the candidate's tree, changed paths)."""
-    from docket.adapters.world.candidates import complete_candidate, pin_candidate
-    from docket.adapters.world.capture import capture_twice
+    from docket.adapters.world.git.candidates import complete_candidate, pin_candidate
+    from docket.adapters.world.git.capture import capture_twice
     from docket.domain.binding import binding_id, binding_seed, worktree_identity
 
     got = capture_twice(workspace, expected_head=None, base=base, artifact_dir=None, repository=common)
@@ -111,8 +111,8 @@ class Measured:
 
 
 def measure(repo: Path, base: str, layout: Layout, rounds: int, under: Path = WORK) -> Measured:
-    from docket.adapters.world.change_watch import forget_watches, watch_of
-    from docket.adapters.world.worktrees import create_worktree
+    from docket.adapters.world.git.change_watch import forget_watches, watch_of
+    from docket.adapters.world.workspaces.worktrees import create_worktree
 
     work = under / f"pin-{layout.name}-places"
     shutil.rmtree(work, ignore_errors=True)

@@ -20,7 +20,7 @@ one row says why.
   psycopg server-side cursor as docket's reader does, doing nothing with them; and, for information, psql's
   ``COPY (the same query) TO STDOUT`` into /dev/null. The ledger is filled fast: docket's genesis, then the
   realistic event mix of bench/common.py mapped as docket stores it, chained with docket's own chain functions
-  (domain/chain.py) and loaded with COPY, then checked to verify (information: no goal is set).
+  (domain/kernel/chain.py) and loaded with COPY, then checked to verify (information: no goal is set).
 
     python -m bench postgres [--quick]
 """
@@ -44,7 +44,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from docket.domain import events as ev
-from docket.domain import streams
+from docket.domain.kernel import streams
 
 from .common import BIN, Row, log, make, median, mixed_events, spread, stamp
 
@@ -111,7 +111,7 @@ def databases(server_url: str, count: int, settings: dict[str, str] | None = Non
 
 def docket_ledger(url: str) -> Any:
     """docket's ledger in the database at url, holding its genesis event (position 1)."""
-    from docket.adapters.service_layer.ledger import Ledger
+    from docket.adapters.service_layer.kernel.ledger import Ledger
 
     ledger = Ledger(Path(tempfile.gettempdir()), url=url, lock_timeout=LOCK_TIMEOUT)
     ledger.initialise(stamp(0))
@@ -124,7 +124,7 @@ def bare_recorder(url: str) -> Any:
     from eventsourcing.postgres import PostgresFactory
     from eventsourcing.utils import Environment
 
-    from docket.adapters.world.database_url import postgres_env
+    from docket.adapters.world.ledger.database_url import postgres_env
 
     recorder = PostgresFactory(Environment("", postgres_env(url, lock_timeout=LOCK_TIMEOUT))).application_recorder()
     recorder.insert_events(stored([task_events(-1, 1)])[0])
@@ -140,7 +140,7 @@ def count_events(url: str) -> int:
 
 def verified_head(url: str) -> int:
     """The position the ledger at url verifies to, through docket's reader port (AssertionError if it breaks)."""
-    from docket.adapters.world.postgres_reader import postgres_reader
+    from docket.adapters.world.ledger.postgres_reader import postgres_reader
 
     with postgres_reader(url) as reader:
         head, broken = reader.verify_chain()
@@ -165,7 +165,7 @@ def task_events(first: int, count: int) -> list[ev.Event]:
 
 def stored(batches: list[list[ev.Event]]) -> list[list[Any]]:
     """The same batches as docket's mapper stores them (the exact stored bytes)."""
-    from docket.adapters.world.store import CanonicalMapper
+    from docket.adapters.world.ledger.store import CanonicalMapper
 
     mapper = CanonicalMapper()
     return [[mapper.to_stored_event(e) for e in batch] for batch in batches]
@@ -254,7 +254,7 @@ WORKER = """
 import json, sys, time
 from pathlib import Path
 from bench.postgres import task_events, LOCK_TIMEOUT
-from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.kernel.ledger import Ledger
 
 url, worker, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 first = 1_000_000 * (worker + 1)
@@ -336,10 +336,10 @@ def burst_rows(burst: Burst, alone: Burst) -> list[Row]:
 
 def fill_ledger(url: str, size: int, chunk: int = 50_000) -> int:
     """A ledger of `size` events at url, fast: docket's genesis appended as docket does, then size - 1 events of
-    bench/common.py's mix, stored as docket's mapper stores them, chained with domain/chain.py's functions and
+    bench/common.py's mix, stored as docket's mapper stores them, chained with domain/kernel/chain.py's functions and
     loaded with COPY, with the Merkle hashes of completed blocks the recorder keeps; returns the chain's head."""
-    from docket.adapters.world.store import CanonicalMapper
-    from docket.domain.chain import chain_entry, next_digest
+    from docket.adapters.world.ledger.store import CanonicalMapper
+    from docket.domain.kernel.chain import chain_entry, next_digest
 
     ledger = docket_ledger(url)
     recorder, mapper = ledger.recorder, CanonicalMapper()

@@ -17,8 +17,8 @@ import json
 import sqlite3
 from pathlib import Path
 
-from docket.adapters.service_layer.projector import catch_up, open_views
-from docket.adapters.world.reader import SqliteLedgerReader
+from docket.adapters.service_layer.kernel.projector import catch_up, open_views
+from docket.adapters.world.ledger.reader import SqliteLedgerReader
 
 from .common import Row, cached_ledger, interleaved, log, median, read_only, remove, spread, temp_dir
 

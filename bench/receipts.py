@@ -103,9 +103,9 @@ def world(size: int) -> Path:
 
 
 def _keep_blocks(path: Path) -> None:
-    from docket.adapters.service_layer.ledger import Ledger
-    from docket.adapters.service_layer.ledger_tree import ledger_tree
-    from docket.adapters.world.reader import ledger_reader
+    from docket.adapters.service_layer.kernel.ledger import Ledger
+    from docket.adapters.service_layer.kernel.ledger_tree import ledger_tree
+    from docket.adapters.world.ledger.reader import ledger_reader
 
     ledger = Ledger(path)
     with ledger_reader(path) as reader:
@@ -150,8 +150,8 @@ def _round(folder: Path, copy: str, figures: dict[str, list[float]]) -> None:
 
 
 def _roots(folder: Path, rounds: int) -> dict[str, list[float]]:
-    from docket.adapters.service_layer.ledger_tree import ledger_tree
-    from docket.adapters.world.reader import ledger_reader
+    from docket.adapters.service_layer.kernel.ledger_tree import ledger_tree
+    from docket.adapters.world.ledger.reader import ledger_reader
 
     with ledger_reader(folder / "cold" / "ledger.sqlite") as cold, \
             ledger_reader(folder / "warm" / "ledger.sqlite") as warm:

@@ -16,12 +16,12 @@ import sys
 from itertools import count
 from pathlib import Path
 
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.service_layer.requests import GenerationRequests
-from docket.adapters.service_layer.tasks import plan_task
-from docket.adapters.service_layer.worker_generations import register_worker
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.service_layer.use_cases.requests import GenerationRequests
+from docket.adapters.service_layer.use_cases.tasks import plan_task
+from docket.adapters.service_layer.use_cases.worker_generations import register_worker
 from docket.adapters.world.clock import FixedClock
-from docket.adapters.world.request_channel import RequestChannel, descends_from, send
+from docket.adapters.world.processes.request_channel import RequestChannel, descends_from, send
 from docket.domain import requests as rq
 from docket.domain import run as run_aggregate
 

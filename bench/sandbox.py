@@ -46,10 +46,10 @@ def _world(folder: Path) -> tuple[Path, Path, Path]:
 
 def _launch(processes, common: Path, worktree: Path, worker: Path, stamp: Path, log_path: Path, *, sandboxed: bool) -> float:
     """Seconds from before the policy to the agent's first instruction."""
-    from docket.adapters.world.processes import LaunchSpec
-    from docket.adapters.world.sandbox_roots import sandbox_for
-    from docket.adapters.world.workspaces import agent_roots
-    from docket.domain.sandbox import Confinement
+    from docket.adapters.world.processes.lifecycle import LaunchSpec
+    from docket.adapters.world.processes.sandbox_roots import sandbox_for
+    from docket.adapters.world.workspaces.port import agent_roots
+    from docket.domain.containment.sandbox import Confinement
 
     env = {"PATH": os.environ["PATH"]}
     argv = (*AGENT, str(stamp))
@@ -69,11 +69,11 @@ def _launch(processes, common: Path, worktree: Path, worker: Path, stamp: Path, 
 
 
 def run(quick: bool) -> list[Row]:
-    from docket.adapters.world.landlock import Ruleset, abi_version
-    from docket.adapters.world.processes import PsutilProcesses
-    from docket.adapters.world.sandbox_roots import sandbox_for
-    from docket.adapters.world.workspaces import agent_roots
-    from docket.domain.sandbox import Confinement
+    from docket.adapters.world.processes.landlock import Ruleset, abi_version
+    from docket.adapters.world.processes.lifecycle import PsutilProcesses
+    from docket.adapters.world.processes.sandbox_roots import sandbox_for
+    from docket.adapters.world.workspaces.port import agent_roots
+    from docket.domain.containment.sandbox import Confinement
 
     if abi_version() < 1:
         log("sandbox: this kernel has no Landlock; nothing to measure")

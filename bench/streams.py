@@ -10,14 +10,14 @@ renewed as often. Streams are folded from their snapshot (every
 
 from __future__ import annotations
 
-from docket.adapters.service_layer.leases import grant_lease, renew_lease
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.service_layer.runs import open_run
-from docket.adapters.service_layer.worker_generations import register_worker
+from docket.adapters.service_layer.use_cases.leases import grant_lease, renew_lease
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.service_layer.use_cases.runs import open_run
+from docket.adapters.service_layer.use_cases.worker_generations import register_worker
 from docket.adapters.world.clock import FixedClock
 from docket.domain import events as ev
-from docket.domain.streams import lease_stream
-from docket.domain.values import from_ms, to_ms
+from docket.domain.kernel.streams import lease_stream
+from docket.domain.kernel.values import from_ms, to_ms
 
 from .common import Row, log, median, remove, temp_dir, timed
 

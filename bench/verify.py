@@ -6,7 +6,7 @@ with its stored digest (the rows verify must read), doing nothing with them.
 docket: the whole ``docket verify --ledger FILE`` process, which reads the same
 rows, recomputes every digest, checks recorded times, the genesis event and the
 schema, in parts in as many processes as it uses on this machine (see
-adapters/world/chain_parts.py). The two processes take turns; ratio = baseline
+adapters/world/ledger/chain_parts.py). The two processes take turns; ratio = baseline
 time / verify time (the fraction of a plain read's speed that verify keeps).
 For information, a third process takes turns with them: ``docket verify``
 pinned to one CPU with ``taskset``, so it verifies in one pass.
@@ -27,8 +27,8 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from docket.adapters.world.chain_parts import part_count, usable_cpus
-from docket.domain.chain import verify_chain
+from docket.adapters.world.ledger.chain_parts import part_count, usable_cpus
+from docket.domain.kernel.chain import verify_chain
 
 from .common import BIN, Row, cached_ledger, interleaved, log, median, read_chain_rows, read_only, run_process, spread
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from .common import WORK, Row, interleaved, log, median, spread
 
-from docket.adapters.world.candidates import pin_candidate
-from docket.adapters.world.capture import capture_twice
-from docket.adapters.world.worktrees import create_worktree
+from docket.adapters.world.git.candidates import pin_candidate
+from docket.adapters.world.git.capture import capture_twice
+from docket.adapters.world.workspaces.worktrees import create_worktree
 
 CREATE_GOAL, PIN_GOAL = 1.5, 0.7
 ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com", "GIT_COMMITTER_NAME": "bench",

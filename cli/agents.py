@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..domain.errors import BadInput, NotFound
-from ..domain.sandbox import Confinement
+from ..domain.kernel.errors import BadInput, NotFound
+from ..domain.containment.sandbox import Confinement
 from .context import Context
 
 __all__ = ["launch_request"]
@@ -17,13 +17,13 @@ COMMAND_AGENT = "command"  # the agent name recorded for a command given on the 
 def launch_request(ctx: Context, run_id: str, task_id: str, worker_id: str, agent: str | None,
                    argv: list[str]) -> tuple[Any, dict[str, int | None]]:
     """The LaunchRequest and the supervision limits (timeout_ms, idle_timeout_ms)."""
-    from ..adapters.service_layer.workers import LaunchRequest
-    from ..adapters.world.config_file import load_trusted_config
+    from ..adapters.service_layer.use_cases.workers import LaunchRequest
+    from ..adapters.world.files.config_file import load_trusted_config
 
-    from ..adapters.service_layer.go_settings import workspace_root
+    from ..adapters.service_layer.go.settings import workspace_root
 
     config = load_trusted_config(Path.cwd())
-    from ..adapters.world.sandbox_roots import require_sandbox
+    from ..adapters.world.processes.sandbox_roots import require_sandbox
 
     require_sandbox(Confinement(mode=config.sandbox))  # refused before anything is made or recorded
     if argv and argv[0] == "--":

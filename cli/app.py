@@ -20,7 +20,7 @@ from .output import emit, emit_error
 from .parsing import Parser, UsageError, command, common_options
 
 if TYPE_CHECKING:
-    from ..domain.errors import DocketError
+    from ..domain.kernel.errors import DocketError
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -332,7 +332,7 @@ def _command_word(argv: Sequence[str]) -> str | None:
 
 def _require_unicode(argv: Sequence[str]) -> None:
     """Bytes that are not UTF-8 reach Python as lone surrogates, which no ledger field can hold."""
-    from ..domain.errors import BadInput
+    from ..domain.kernel.errors import BadInput
 
     for arg in argv:
         try:
@@ -357,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: list[str], *, as_json: bool, debug: bool) -> int:
-    from ..domain.errors import DocketError, OutputFailed
+    from ..domain.kernel.errors import DocketError, OutputFailed
 
     try:
         _require_unicode(argv)
@@ -368,11 +368,11 @@ def _main(argv: list[str], *, as_json: bool, debug: bool) -> int:
         if not getattr(args, "handler", None):
             raise UsageError("a command is needed (see 'docket --help')")
         if "DOCKET_HOST" in os.environ:  # refused before anything is recorded under it
-            from ..adapters.world.host import host_id
+            from ..adapters.world.processes.host import host_id
 
             host_id()
-        from ..adapters.world.database_outage import DEFAULT_WAIT_SECONDS
-        from ..adapters.world.ledger_rows import DEFAULT_LOCK_TIMEOUT
+        from ..adapters.world.ledger.database_outage import DEFAULT_WAIT_SECONDS
+        from ..adapters.world.ledger.ledger_rows import DEFAULT_LOCK_TIMEOUT
         from .context import Context, seconds_setting
 
         # refused before the command starts, not when (deep in it, maybe never) it first waits
@@ -431,25 +431,25 @@ def _print_traceback_if(debug: bool) -> None:
 
 def _told_as_ledger_failure(e: DocketError) -> DocketError:
     """A database failure that is a tampered ledger file (text in it that is not UTF-8) fails verification."""
-    from ..domain.errors import StorageFailed
+    from ..domain.kernel.errors import StorageFailed
 
     if not isinstance(e, StorageFailed):
         return e
-    from ..adapters.world.storage_errors import storage_failure
+    from ..adapters.world.ledger.storage_errors import storage_failure
 
     return storage_failure(e) or e
 
 
 def _with_hint(e: DocketError) -> str:
     """The message; a database's failure says where its detail is."""
-    from ..domain.errors import StorageFailed
+    from ..domain.kernel.errors import StorageFailed
 
     return f"{e.message} (rerun with --debug for the traceback)" if isinstance(e, StorageFailed) else e.message
 
 
 def _describe(e: Exception) -> tuple[str, str, int]:
     """Known failures of the world get their own code; anything else is a bug."""
-    from ..adapters.world.storage_errors import storage_failure
+    from ..adapters.world.ledger.storage_errors import storage_failure
 
     name = type(e).__name__
     if name == "ValidationError" and type(e).__module__.startswith("pydantic"):
@@ -472,7 +472,7 @@ _EXTRAS = {"psycopg": "postgres", "psycopg_pool": "postgres", "psycopg_binary": 
 
 def _missing_extra(e: Exception) -> tuple[str, str, int] | None:
     """missing-dependency (exit 2) for a module of an optional extra that is not installed, naming what to install."""
-    from ..domain.codes import Code
+    from ..domain.kernel.codes import Code
 
     if not isinstance(e, ImportError) or (extra := _EXTRAS.get((e.name or "").split(".")[0])) is None:
         return None

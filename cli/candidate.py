@@ -48,9 +48,9 @@ def candidate_document(candidate: Any) -> dict[str, Any]:
 
 
 def candidate_pin(ctx: Context) -> int:
-    from ..adapters.service_layer.candidates import pin_task
-    from ..adapters.service_layer.tasks import load_task
-    from ..domain.errors import Refused
+    from ..adapters.service_layer.use_cases.candidates import pin_task
+    from ..adapters.service_layer.use_cases.tasks import load_task
+    from ..domain.kernel.errors import Refused
     from .output import emit, shown
 
     a = ctx.args
@@ -96,7 +96,7 @@ def _worker_of(ctx: Context, task: Any) -> tuple[str | None, int | None]:
 def _config(ctx: Context) -> Any:
     from pathlib import Path
 
-    from ..adapters.world.config_file import find_config, load_config
+    from ..adapters.world.files.config_file import find_config, load_config
 
     return load_config(find_config(Path.cwd()))
 
@@ -110,7 +110,7 @@ def candidate_list(ctx: Context) -> int:
     if a.run is None:
         rows = [r for r in candidates.all_candidates(conn) if a.task is None or r["task_id"] == a.task]
     else:
-        from ..adapters.service_layer.runs import load_run
+        from ..adapters.service_layer.use_cases.runs import load_run
 
         load_run(ctx.ledger, a.run)  # an unknown run is run-not-found, as everywhere
         rows = candidates.candidates_of(conn, a.run, None if a.task is None else ctx.task_id(a.run, a.task))
@@ -121,7 +121,7 @@ def candidate_list(ctx: Context) -> int:
 
 
 def candidate_show(ctx: Context) -> int:
-    from ..adapters.service_layer.candidates import find_candidate
+    from ..adapters.service_layer.use_cases.candidates import find_candidate
     from ..projections import checks
     from .output import emit, shown
 
@@ -143,15 +143,15 @@ def candidate_show(ctx: Context) -> int:
 
 
 def candidate_release(ctx: Context) -> int:
-    from ..adapters.service_layer.candidates import find_candidate, release_candidate
+    from ..adapters.service_layer.use_cases.candidates import find_candidate, release_candidate
     from .output import emit, shown
 
     a = ctx.args
     candidate = find_candidate(ctx.ledger, ctx.views(), a.candidate)
     reason = a.reason
     if candidate.status == "pinned":
-        from ..adapters.service_layer.housekeeping import kept_elsewhere
-        from ..domain.errors import Refused
+        from ..adapters.service_layer.use_cases.housekeeping import kept_elsewhere
+        from ..domain.kernel.errors import Refused
         from ..projections import candidates
         from .worktree import artifact_dir
 

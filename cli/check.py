@@ -25,23 +25,23 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def check_run(ctx: Context) -> int:
-    from ..adapters.world.process_tree import become_subreaper
+    from ..adapters.world.processes.process_tree import become_subreaper
 
     become_subreaper()  # what the agents, checks and hooks it launches leave is adopted here, and stopped
     from pathlib import Path
 
-    from ..adapters.service_layer.candidates import find_candidate
-    from ..adapters.service_layer.base_checks import run_check
-    from ..adapters.service_layer.base_tests import check_base_tests
-    from ..adapters.service_layer.checks import CheckSpec
-    from ..adapters.world.config_file import load_trusted_config
-    from ..domain.errors import BadInput, NotFound
+    from ..adapters.service_layer.use_cases.candidates import find_candidate
+    from ..adapters.service_layer.use_cases.base_checks import run_check
+    from ..adapters.service_layer.use_cases.base_tests import check_base_tests
+    from ..adapters.service_layer.use_cases.checks import CheckSpec
+    from ..adapters.world.files.config_file import load_trusted_config
+    from ..domain.kernel.errors import BadInput, NotFound
     from .output import emit, info, shown
 
     a = ctx.args
     config = load_trusted_config(Path.cwd())
-    from ..adapters.world.sandbox_roots import require_sandbox
-    from ..domain.sandbox import Confinement
+    from ..adapters.world.processes.sandbox_roots import require_sandbox
+    from ..domain.containment.sandbox import Confinement
 
     require_sandbox(Confinement(mode=config.sandbox))  # refused before anything is made or recorded
     names = list(dict.fromkeys(a.checks or sorted(config.checks)))
@@ -53,7 +53,7 @@ def check_run(ctx: Context) -> int:
             raise NotFound("check-not-found", f"docket.toml has no [checks.{name}] (configured: {known})")
     candidate = find_candidate(ctx.ledger, ctx.views(), a.candidate)
     if candidate.status != "pinned":
-        from ..domain.errors import Refused
+        from ..domain.kernel.errors import Refused
 
         raise Refused("candidate-not-pinned", f"candidate {candidate.binding_id} is {candidate.status}; checks run "
                                               "only on a pinned candidate")

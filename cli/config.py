@@ -31,7 +31,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def config_show(ctx: Context) -> int:
-    from ..adapters.world.config_file import config_path, find_config, load_config
+    from ..adapters.world.files.config_file import config_path, find_config, load_config
 
     path = find_config(Path.cwd())
     config = load_config(path)
@@ -57,20 +57,20 @@ def config_show(ctx: Context) -> int:
 
 
 def _trusted(path: Path) -> bool:
-    from ..adapters.world.config_file import config_sha256
-    from ..adapters.world.paths import find_git_common_dir
-    from ..adapters.world.user_config import trusts
+    from ..adapters.world.files.config_file import config_sha256
+    from ..adapters.world.files.paths import find_git_common_dir
+    from ..adapters.world.files.user_config import trusts
 
     common = find_git_common_dir(path.parent.absolute())
     return common is not None and trusts(common, config_sha256(path))
 
 
 def config_trust(ctx: Context) -> int:
-    from ..adapters.world.config_file import config_sha256, find_config, load_config
-    from ..adapters.world.paths import find_git_common_dir
-    from ..adapters.world.user_config import trust, trust_file
-    from ..domain.codes import Code
-    from ..domain.errors import NotFound
+    from ..adapters.world.files.config_file import config_sha256, find_config, load_config
+    from ..adapters.world.files.paths import find_git_common_dir
+    from ..adapters.world.files.user_config import trust, trust_file
+    from ..domain.kernel.codes import Code
+    from ..domain.kernel.errors import NotFound
 
     path = find_config(Path.cwd())
     common = find_git_common_dir(Path.cwd().absolute())
@@ -90,7 +90,7 @@ def config_trust(ctx: Context) -> int:
 
 def write_default_config() -> tuple[Path | None, bool]:
     """The repository's docket.toml path (None outside a checkout), and whether the commented default was written."""
-    from ..adapters.world.config_file import config_path, write_default
+    from ..adapters.world.files.config_file import config_path, write_default
 
     path = config_path(Path.cwd())
     if path is None:
@@ -132,7 +132,7 @@ def _key(name: str) -> str:
 
 
 def _value(value: Any, key: str = "") -> str:
-    from ..domain.values import format_duration
+    from ..domain.kernel.values import format_duration
 
     if key.endswith("_ms"):
         return json.dumps(format_duration(value))

@@ -13,14 +13,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..adapters.world.paths import LedgerPaths, resolve_paths
-from ..domain.errors import BadInput, NotFound, Refused
+from ..adapters.world.files.paths import LedgerPaths, resolve_paths
+from ..domain.kernel.errors import BadInput, NotFound, Refused
 
 if TYPE_CHECKING:
     from ..adapters.world.clock import Clock
-    from ..adapters.service_layer.effector import Effector
-    from ..adapters.service_layer.ledger import Ledger
-    from ..adapters.world.reader import SqliteLedgerReader
+    from ..adapters.service_layer.kernel.effector import Effector
+    from ..adapters.service_layer.kernel.ledger import Ledger
+    from ..adapters.world.ledger.reader import SqliteLedgerReader
     from ..projections.views import Views
 
 
@@ -52,7 +52,7 @@ class Context:
 
     def require_ledger_file(self) -> None:
         """The ledger file exists and is what it claims to be; warn once if others could read or replace it."""
-        from ..adapters.world.files import check_ledger_file, exposure_warnings
+        from ..adapters.world.files.files import check_ledger_file, exposure_warnings
         from .output import warn
 
         if self.paths.url is not None:
@@ -69,20 +69,20 @@ class Context:
     def approval_required(self) -> bool:
         """[integration] approval in the docket.toml around the working directory, read with the standard library
         once, and only when asked (a status with nothing to approve reads no configuration at all)."""
-        from ..adapters.world.config_file import approval_required
+        from ..adapters.world.files.config_file import approval_required
 
         return approval_required(Path.cwd())
 
     @cached_property
     def lock_timeout(self) -> int:
         """Seconds to wait for the ledger's write lock: DOCKET_LOCK_TIMEOUT, else 60."""
-        from ..adapters.world.ledger_rows import DEFAULT_LOCK_TIMEOUT  # not the ledger's module: status catching up
+        from ..adapters.world.ledger.ledger_rows import DEFAULT_LOCK_TIMEOUT  # not the ledger's module: status catching up
 
         return seconds_setting("DOCKET_LOCK_TIMEOUT", 1, DEFAULT_LOCK_TIMEOUT)
 
     def open_ledger(self) -> Ledger:
         """The ledger file opened for writing (created if missing), not yet checked."""
-        from ..adapters.service_layer.ledger import Ledger
+        from ..adapters.service_layer.kernel.ledger import Ledger
 
         chosen = getattr(self.args, "ledger", None) or os.environ.get("DOCKET_LEDGER")
         if chosen and not self.paths.ledger.parent.is_dir():  # docket makes only its own folder, in the repository
@@ -96,7 +96,7 @@ class Context:
 
     def _open_database(self, ledger_class: type[Ledger]) -> Ledger:
         """The PostgreSQL ledger, this machine's docket folder made for its views."""
-        from ..adapters.world.files import own_folder
+        from ..adapters.world.files.files import own_folder
 
         docket_folder = self.paths.ledger.parent
         own_folder(docket_folder.parent, docket_folder)
@@ -115,7 +115,7 @@ class Context:
         return ledger
 
     def require_own_repository(self, ledger: Ledger) -> None:
-        from ..adapters.world.identity import identity_mismatch
+        from ..adapters.world.ledger.identity import identity_mismatch
 
         common = self.repository
         if common is None or ledger.repository_id is None:
@@ -128,7 +128,7 @@ class Context:
     @cached_property
     def repository(self) -> Path | None:
         """The git common dir of the repository around the working directory, if any."""
-        from ..adapters.world.paths import find_git_common_dir
+        from ..adapters.world.files.paths import find_git_common_dir
 
         return find_git_common_dir(Path.cwd())
 
@@ -172,7 +172,7 @@ class Context:
 
     @cached_property
     def effector(self) -> Effector:
-        from ..adapters.service_layer.effector import Effector
+        from ..adapters.service_layer.kernel.effector import Effector
 
         return Effector(self.ledger, self.clock, home=self.repository)  # this host's clone, for a shared ledger
 
@@ -181,13 +181,13 @@ class Context:
         """The ledger read through the LedgerReader port, over a read-only connection kept for the command's life."""
         self.require_ledger_file()
         if self.paths.url is not None:
-            from ..adapters.world.postgres_reader import postgres_reader
+            from ..adapters.world.ledger.postgres_reader import postgres_reader
 
             reader = self._resources.enter_context(postgres_reader(self.paths.url))
             if "stored_events" in reader.missing_tables():
                 raise NotFound("no-ledger", f"no docket ledger in {self.paths.where}; run 'docket init' first")
             return reader  # type: ignore[return-value]  (the same LedgerReader port)
-        from ..adapters.world.reader import ledger_reader
+        from ..adapters.world.ledger.reader import ledger_reader
 
         reader = self._resources.enter_context(ledger_reader(self.paths.ledger))
         if "stored_events" in reader.missing_tables():
@@ -196,7 +196,7 @@ class Context:
 
     def views(self, *, writable: bool = False) -> Views:
         """The views at the ledger's head (see adapters.service_layer.view_freshness.fresh_views), closed when the command ends."""
-        from ..adapters.service_layer.view_freshness import current_views, fresh_views
+        from ..adapters.service_layer.kernel.view_freshness import current_views, fresh_views
         from .output import warn
 
         reader = self.ledger_reader  # before creating views beside a file that is not a ledger
@@ -209,8 +209,8 @@ class Context:
 
     def views_at(self, at: str) -> tuple[Views, str | None]:
         """Views rebuilt in memory up to a position or time, and the ledger's time there."""
-        from ..adapters.service_layer.checkpoints import checkpoint_folder
-        from ..adapters.service_layer.view_freshness import views_at
+        from ..adapters.service_layer.kernel.checkpoints import checkpoint_folder
+        from ..adapters.service_layer.kernel.view_freshness import views_at
 
         views, then = views_at(self.ledger_reader, at, checkpoint_folder(self.paths.views))
         self._resources.callback(views.conn.close)
@@ -218,7 +218,7 @@ class Context:
 
     def update_views(self) -> None:
         """After a recorded event: bring the views file up to it, or warn that it will catch up later."""
-        from ..adapters.service_layer.view_freshness import update_views
+        from ..adapters.service_layer.kernel.view_freshness import update_views
         from .output import warn
 
         update_views(self.ledger_reader, self.paths.views, timeout=self.lock_timeout, warn=warn)

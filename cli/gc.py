@@ -27,7 +27,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def gc(ctx: Context) -> int:
-    from ..adapters.service_layer.housekeeping import gc as collect
+    from ..adapters.service_layer.use_cases.housekeeping import gc as collect
     from ..projections import candidates, checks, tasks
     from .output import emit, shown
     from .worktree import artifact_dir
@@ -51,9 +51,9 @@ def gc(ctx: Context) -> int:
 def _empty_execution_folders(ctx: Context, *, apply: bool) -> list[Any]:
     """Empty <run>/<binding> folders a crash left under the repository's executions (in the data folder and under
     [workspace] root)."""
-    from ..adapters.service_layer.housekeeping import Kept
-    from ..adapters.world.executions import empty_execution_folders
-    from ..adapters.world.paths import executions_root
+    from ..adapters.service_layer.use_cases.housekeeping import Kept
+    from ..adapters.world.workspaces.executions import empty_execution_folders
+    from ..adapters.world.files.paths import executions_root
     from .reconcile import configured_workspace_roots
 
     if ctx.repository is None:
@@ -67,9 +67,9 @@ def _empty_execution_folders(ctx: Context, *, apply: bool) -> list[Any]:
 def _idle_executions(ctx: Context, *, apply: bool) -> list[Any]:
     """Idle folders of the repository's pool of executions: all once no run of this ledger is open, else those
     beyond the newest few the pool keeps for reuse. A placed one (a check runs there) is never among them."""
-    from ..adapters.service_layer.housekeeping import Kept
-    from ..adapters.world.execution_pool import KEEP_IDLE
-    from ..adapters.world.executions import idle_executions
+    from ..adapters.service_layer.use_cases.housekeeping import Kept
+    from ..adapters.world.workspaces.execution_pool import KEEP_IDLE
+    from ..adapters.world.workspaces.executions import idle_executions
     from ..projections import runs
     from .reconcile import configured_workspace_roots
 
@@ -86,11 +86,11 @@ def _idle_executions(ctx: Context, *, apply: bool) -> list[Any]:
 
 def _forgotten_data(ctx: Context, *, apply: bool) -> list[Any]:
     """The folders in the data folder (and under [workspace] root) of repositories that are gone: their path no
-    longer exists, or holds no git repository, or one with another identity (adapters/world/data_owners.py). Those
+    longer exists, or holds no git repository, or one with another identity (adapters/world/workspaces/data_owners.py). Those
     of the repository gc runs in are never among them; apply removes them, never following a symlink."""
-    from ..adapters.service_layer.housekeeping import Kept
-    from ..adapters.world.data_owners import forgotten_data, record_owner
-    from ..adapters.world.paths import data_dir, executions_root, repository_key, workspaces_root
+    from ..adapters.service_layer.use_cases.housekeeping import Kept
+    from ..adapters.world.workspaces.data_owners import forgotten_data, record_owner
+    from ..adapters.world.files.paths import data_dir, executions_root, repository_key, workspaces_root
     from .reconcile import configured_workspace_roots
 
     roots = [data_dir(), *configured_workspace_roots()]

@@ -14,7 +14,7 @@ __all__ = ["register", "register_supervise"]
 DEFAULT_CYCLES = 3
 DEFAULT_PARALLEL = 4
 GO_EXIT = {"delivered": 0, "failed": 6, "stopped": 7, "waiting": 8}
-# each outcome of domain/outcome.py as the summary's "outcome" (GO_EXIT's class): a run closed short of delivering
+# each outcome of domain/reports/outcome.py as the summary's "outcome" (GO_EXIT's class): a run closed short of delivering
 # every task failed; an open run docket go let go of is stopped, or waits for you
 GO_OUTCOMES = {"delivered": "delivered", "partly-delivered": "failed", "nothing-delivered": "failed",
                "stopped": "stopped", "waiting-for-you": "waiting", "running": "stopped"}
@@ -65,7 +65,7 @@ def register_supervise(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 def _count(limit: int) -> Any:
     def parse(text: str) -> int:
-        from ..domain.errors import BadInput
+        from ..domain.kernel.errors import BadInput
 
         if not text.isdigit() or not 1 <= int(text[:6]) <= limit or len(text) > 6:
             raise BadInput("bad-count", f"{text[:20]!r} is not a whole number from 1 to {limit}")
@@ -77,7 +77,7 @@ def _count(limit: int) -> Any:
 
 
 def go(ctx: Context) -> int:
-    from ..adapters.world.process_tree import become_subreaper
+    from ..adapters.world.processes.process_tree import become_subreaper
     from .output import finish_despite_output
 
     finish_despite_output()  # a run whose output went away (a closed terminal, stdout) still ends: its work is its own
@@ -131,28 +131,28 @@ def _warn_clock_skew(ctx: Context) -> None:
 
 def _watch_ledger(ctx: Context) -> None:
     """From here on, this process knows its ledger file's identity and the chain head it wrote: the target moves
-    and the receipt is sealed only while both are as it knows them (adapters/world/ledger_watch.py)."""
-    from ..adapters.world.ledger_watch import watch_database, watch_ledger
+    and the receipt is sealed only while both are as it knows them (adapters/world/ledger/ledger_watch.py)."""
+    from ..adapters.world.ledger.ledger_watch import watch_database, watch_ledger
 
     ctx.ledger.watch = watch_ledger(ctx.paths.ledger) if ctx.paths.url is None else watch_database(ctx.paths.url)
 
 
 def _exists(ctx: Context, run_id: str) -> bool:
-    from ..adapters.service_layer.go_start import run_exists
+    from ..adapters.service_layer.go.start import run_exists
 
     return run_exists(ctx.ledger, run_id)
 
 
 def _driver(ctx: Context) -> Any:
     """The service layer's hold on this command's ledger, reader and views."""
-    from ..adapters.service_layer.go_session import RunDriver
+    from ..adapters.service_layer.go.session import RunDriver
 
     return RunDriver(ctx.ledger, ctx.clock, ctx.effector, ctx.paths.ledger, ctx.lock_timeout,
                      reader=lambda: ctx.ledger_reader, views=ctx.views, update_views=ctx.update_views)
 
 
 def _config() -> Any:
-    from ..adapters.world.config_file import load_trusted_config
+    from ..adapters.world.files.config_file import load_trusted_config
     from .output import warn
 
     config = load_trusted_config(Path.cwd())
@@ -162,7 +162,7 @@ def _config() -> Any:
 
 
 def _specs(ctx: Context) -> list[Any]:
-    from ..domain.errors import BadInput
+    from ..domain.kernel.errors import BadInput
     from ..domain.plan import parse_tasks, tasks_from_texts
     from .parsing import UsageError
 
@@ -191,10 +191,10 @@ def _read_tasks_file(name: str) -> str:
 
 def _start(ctx: Context, config: Any) -> str:
     """Open the run, plan its tasks and record the plan; the run's id."""
-    from ..adapters.service_layer.go_delivery import export_key
-    from ..adapters.service_layer.go_settings import agent_named
-    from ..adapters.service_layer.go_start import start_run
-    from ..domain.values import parse_cost, parse_duration, parse_tokens
+    from ..adapters.service_layer.go.delivery import export_key
+    from ..adapters.service_layer.go.settings import agent_named
+    from ..adapters.service_layer.go.start import start_run
+    from ..domain.kernel.values import parse_cost, parse_duration, parse_tokens
     from .parsing import UsageError
 
     a = ctx.args
@@ -229,16 +229,16 @@ def _warn_no_checks(config: Any) -> None:
 
 def _trusted(config: Any, repository: Path) -> tuple[str | None, list[str]]:
     """What the run trusts: the digest of the docket.toml it read, and the paths no candidate changes unapproved."""
-    from ..adapters.world.config_file import find_config, trusted_configuration
-    from ..adapters.world.paths import main_worktree
+    from ..adapters.world.files.config_file import find_config, trusted_configuration
+    from ..adapters.world.files.paths import main_worktree
 
     return trusted_configuration(find_config(Path.cwd()), config, main_worktree(repository) or repository)
 
 
 def _checked_out_target(repository: Path) -> str:
     """No --target and no [run] target: the branch checked out in the main checkout, said on stderr."""
-    from ..adapters.world.paths import checked_out_branch, main_worktree
-    from ..domain.errors import BadInput
+    from ..adapters.world.files.paths import checked_out_branch, main_worktree
+    from ..domain.kernel.errors import BadInput
     from .output import info, shown
 
     branch = checked_out_branch(repository)
@@ -251,16 +251,16 @@ def _checked_out_target(repository: Path) -> str:
 
 def _check_resume(ctx: Context, run_id: str, config: Any) -> None:
     """A run to resume: planned (or its planning finished now from the options), its options the same."""
-    from ..adapters.service_layer.go_start import check_resumed_options, check_resumed_tasks
-    from ..adapters.service_layer.runs import load_run
-    from ..domain.errors import Refused
+    from ..adapters.service_layer.go.start import check_resumed_options, check_resumed_tasks
+    from ..adapters.service_layer.use_cases.runs import load_run
+    from ..domain.kernel.errors import Refused
 
     a = ctx.args
     run = load_run(ctx.ledger, run_id)
     if run.plan is None:
-        from ..adapters.service_layer.go_delivery import export_key
-        from ..adapters.service_layer.go_settings import agent_named
-        from ..adapters.service_layer.go_start import plan_run
+        from ..adapters.service_layer.go.delivery import export_key
+        from ..adapters.service_layer.go.settings import agent_named
+        from ..adapters.service_layer.go.start import plan_run
 
         specs = _specs(ctx)
         if not specs:
@@ -286,13 +286,13 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
     import signal
     import threading
 
-    from ..adapters.service_layer.go import drive_run
-    from ..adapters.service_layer.go_delivery import choose_signer
-    from ..adapters.service_layer.go_hooks import RunHooks
-    from ..adapters.service_layer.go_recovery import end_gone_supervisions, finish_opening
-    from ..adapters.service_layer.go_settings import planned_agent, settings_from_config
-    from ..adapters.service_layer.go_summary import run_summary
-    from ..adapters.service_layer.runs import load_run
+    from ..adapters.service_layer.go.drive import drive_run
+    from ..adapters.service_layer.go.delivery import choose_signer
+    from ..adapters.service_layer.go.hooks import RunHooks
+    from ..adapters.service_layer.go.recovery import end_gone_supervisions, finish_opening
+    from ..adapters.service_layer.go.settings import planned_agent, settings_from_config
+    from ..adapters.service_layer.go.summary import run_summary
+    from ..adapters.service_layer.use_cases.runs import load_run
     from .output import warn
 
     run = load_run(ctx.ledger, run_id)
@@ -321,7 +321,7 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
             view.close()
         code = _summarise(ctx, run_summary(driver, run_id), interrupted=interrupted.is_set(), show=show)
     finally:
-        from ..adapters.world.processes import hurry_stops
+        from ..adapters.world.processes.lifecycle import hurry_stops
 
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -335,7 +335,7 @@ def _supervise_to_end(ctx: Context, config: Any, run_id: str, *, parallel: int |
 
 def _require_workspaces(repository: Path) -> None:
     """Refused before any work when workspaces cannot be made for this repository (a path git cannot borrow from)."""
-    from ..adapters.world.own_repositories import require_borrowable
+    from ..adapters.world.git.own_repositories import require_borrowable
 
     require_borrowable(repository)
 
@@ -345,7 +345,7 @@ def _on_signal(run_id: str, interrupted: Any) -> Any:
     after a grace) and records it; another one kills what is left of them at once. Each says so on stderr."""
     import os
 
-    from ..adapters.world.processes import hurry_stops
+    from ..adapters.world.processes.lifecycle import hurry_stops
     from .output import shown
 
     first = (f"docket: stopping run {shown(run_id)}: its agents and checks are stopped and recorded (Ctrl-C again "
@@ -413,13 +413,13 @@ class _NoView:
 
 
 def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bool = True) -> int:
-    """Print the run's summary (see adapters/service_layer/go_summary.py) and what it came to; go's exit code."""
-    from ..domain.outcome import CLOSED_STATUSES, run_outcome
+    """Print the run's summary (see adapters/service_layer/go/summary.py) and what it came to; go's exit code."""
+    from ..domain.reports.outcome import CLOSED_STATUSES, run_outcome
     from .output import emit, shown
     from .status import base_check_lines, outcome_line, spend_words
 
     run_id = doc["run_id"]
-    said = doc["run_outcome"]  # what the run came to, in the words every surface uses (domain/outcome.py)
+    said = doc["run_outcome"]  # what the run came to, in the words every surface uses (domain/reports/outcome.py)
     if interrupted and doc["status"] not in CLOSED_STATUSES:  # stopped here, whatever it waited for before
         said = run_outcome(doc["status"], said["delivered"], said["tasks"], driven=False).document()
         doc["run_outcome"] = said
@@ -517,8 +517,8 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
 def supervise(ctx: Context) -> int:
     import threading
 
-    from ..adapters.service_layer.go_recovery import recover
-    from ..adapters.service_layer.runs import load_run
+    from ..adapters.service_layer.go.recovery import recover
+    from ..adapters.service_layer.use_cases.runs import load_run
     from .output import emit, finish_despite_output, shown
 
     finish_despite_output()  # as docket go: the runs are driven to their ends whatever becomes of the output

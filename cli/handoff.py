@@ -31,7 +31,7 @@ def required_checks() -> dict[str, str]:
     """Each required check of docket.toml and the digest of its configuration now."""
     from pathlib import Path
 
-    from ..adapters.world.config_file import load_trusted_config
+    from ..adapters.world.files.config_file import load_trusted_config
     from ..domain.config import check_config_sha256
 
     config = load_trusted_config(Path.cwd())
@@ -39,8 +39,8 @@ def required_checks() -> dict[str, str]:
 
 
 def handoff_offer(ctx: Context) -> int:
-    from ..adapters.service_layer.candidates import find_candidate
-    from ..adapters.service_layer.handoff import offer_handoff
+    from ..adapters.service_layer.use_cases.candidates import find_candidate
+    from ..adapters.service_layer.use_cases.handoff import offer_handoff
     from .output import emit
 
     found = find_candidate(ctx.ledger, ctx.views(), ctx.args.candidate)
@@ -54,9 +54,9 @@ def handoff_offer(ctx: Context) -> int:
 
 
 def handoff_confirm(ctx: Context) -> int:
-    from ..adapters.service_layer.candidates import find_candidate
-    from ..adapters.service_layer.handoff import confirm_handoff, last_rejection
-    from ..domain.errors import Refused
+    from ..adapters.service_layer.use_cases.candidates import find_candidate
+    from ..adapters.service_layer.use_cases.handoff import confirm_handoff, last_rejection
+    from ..domain.kernel.errors import Refused
     from .output import emit
 
     found = find_candidate(ctx.ledger, ctx.views(), ctx.args.candidate)

@@ -35,13 +35,13 @@ def register_answer(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _age_ms(asked_at: str, now: str) -> int:
-    from ..domain.values import to_ms
+    from ..domain.kernel.values import to_ms
 
     return max(0, to_ms(now) - to_ms(asked_at))
 
 
 def inbox(ctx: Context) -> int:
-    from ..domain.values import format_duration
+    from ..domain.kernel.values import format_duration
     from ..projections.inbox import open_questions
     from .output import emit, shown
 
@@ -78,7 +78,7 @@ def inbox(ctx: Context) -> int:
 
 def _config_changes(ctx: Context) -> list[dict[str, Any]]:
     """Candidates waiting for a person because they change what their run trusts (docket.toml, named scripts)."""
-    from ..adapters.service_layer.approval import waiting_for_a_person
+    from ..adapters.service_layer.use_cases.approval import waiting_for_a_person
 
     return waiting_for_a_person(ctx.ledger, ctx.views(), ctx.args.run, with_diff=True)
 
@@ -97,13 +97,13 @@ def _row(q: dict[str, Any], now: str) -> dict[str, Any]:
 
 
 def answer(ctx: Context) -> int:
-    from ..adapters.service_layer.requests import answer_question, local_user
-    from ..adapters.world.config_file import find_config, load_config, load_trusted_config
+    from ..adapters.service_layer.use_cases.requests import answer_question, local_user
+    from ..adapters.world.files.config_file import find_config, load_config, load_trusted_config
     from .output import emit, shown
 
     a = ctx.args
     if os.environ.get("DOCKET_WORKER"):  # docket sets it for every agent it launches: an agent never answers
-        from ..domain.errors import Refused
+        from ..domain.kernel.errors import Refused
 
         raise Refused("answer-from-agent", "this runs inside an agent docket launched; a person answers its "
                                            "questions, from outside")

@@ -24,22 +24,22 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def integrate(ctx: Context) -> int:
-    from ..adapters.world.process_tree import become_subreaper
+    from ..adapters.world.processes.process_tree import become_subreaper
 
     become_subreaper()  # what the agents, checks and hooks it launches leave is adopted here, and stopped
     from pathlib import Path
 
-    from ..adapters.service_layer.checks import CheckSpec
-    from ..adapters.service_layer.integration import integrate as run_queue
-    from ..adapters.world.config_file import load_trusted_config
-    from ..domain.errors import Refused
+    from ..adapters.service_layer.use_cases.checks import CheckSpec
+    from ..adapters.service_layer.use_cases.integration import integrate as run_queue
+    from ..adapters.world.files.config_file import load_trusted_config
+    from ..domain.kernel.errors import Refused
     from ..projections import candidates, tasks
     from .output import emit, shown
 
     run_id = ctx.args.run
     config = load_trusted_config(Path.cwd())
-    from ..adapters.world.sandbox_roots import require_sandbox
-    from ..domain.sandbox import Confinement
+    from ..adapters.world.processes.sandbox_roots import require_sandbox
+    from ..domain.containment.sandbox import Confinement
 
     require_sandbox(Confinement(mode=config.sandbox))  # refused before anything is made or recorded
     specs = [CheckSpec.of(name, chosen, sandbox=config.sandbox) for name, chosen in sorted(config.checks.items())]

@@ -22,7 +22,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def key_generate(ctx: Context) -> int:
-    from ..adapters.world.signing import generate_key, load_verifier
+    from ..adapters.world.ledger.signing import generate_key, load_verifier
     from .output import emit, shown
 
     private, public = generate_key(ctx.args.out)

@@ -46,16 +46,16 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 def _resource(text: str) -> str:
     """The resource's one name: a relative one is relative to the repository root, not the working directory."""
-    from ..adapters.world.paths import repository_root
-    from ..domain.names import normalise_resource
+    from ..adapters.world.files.paths import repository_root
+    from ..domain.kernel.names import normalise_resource
 
     root = repository_root(Path.cwd())
     return normalise_resource(text, None if root is None else str(root))
 
 
 def lease_grant(ctx: Context) -> int:
-    from ..adapters.service_layer.leases import grant_lease
-    from ..domain.values import format_duration, parse_duration
+    from ..adapters.service_layer.use_cases.leases import grant_lease
+    from ..domain.kernel.values import format_duration, parse_duration
 
     a = ctx.args
     a.resource = _resource(a.resource)
@@ -67,8 +67,8 @@ def lease_grant(ctx: Context) -> int:
 
 
 def lease_renew(ctx: Context) -> int:
-    from ..adapters.service_layer.leases import renew_lease
-    from ..domain.values import parse_duration
+    from ..adapters.service_layer.use_cases.leases import renew_lease
+    from ..domain.kernel.values import parse_duration
 
     a = ctx.args
     a.resource = _resource(a.resource)
@@ -77,7 +77,7 @@ def lease_renew(ctx: Context) -> int:
 
 
 def lease_release(ctx: Context) -> int:
-    from ..adapters.service_layer.leases import release_lease
+    from ..adapters.service_layer.use_cases.leases import release_lease
 
     ctx.args.resource = _resource(ctx.args.resource)
     appended = release_lease(ctx.ledger, ctx.clock, ctx.args.resource, ctx.args.token)
@@ -85,7 +85,7 @@ def lease_release(ctx: Context) -> int:
 
 
 def lease_expire(ctx: Context) -> int:
-    from ..adapters.service_layer.leases import expire_lease
+    from ..adapters.service_layer.use_cases.leases import expire_lease
 
     ctx.args.resource = _resource(ctx.args.resource)
     appended = expire_lease(ctx.ledger, ctx.clock, ctx.args.resource)

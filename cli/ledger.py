@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from ..domain.errors import BadInput, NotFound, OutcomeUnknown, VerificationFailed
+from ..domain.kernel.errors import BadInput, NotFound, OutcomeUnknown, VerificationFailed
 from .context import Context
 from .output import Progress, emit, shown
 from .parsing import command, group, position
@@ -49,10 +49,10 @@ def ledger_copy(ctx: Context) -> int:
     """Copy the ledger this command reads (--ledger, DOCKET_DATABASE_URL ...) to --to."""
     from pathlib import Path
 
-    from ..adapters.service_layer.ledger import Ledger
-    from ..adapters.service_layer.ledger_copy import copy_ledger
-    from ..adapters.world.paths import LedgerPaths
-    from ..adapters.world.database_url import redacted
+    from ..adapters.service_layer.kernel.ledger import Ledger
+    from ..adapters.service_layer.kernel.ledger_copy import copy_ledger
+    from ..adapters.world.files.paths import LedgerPaths
+    from ..adapters.world.ledger.database_url import redacted
 
     to = ctx.args.to
     if "\x00" in to:
@@ -64,7 +64,7 @@ def ledger_copy(ctx: Context) -> int:
             raise BadInput("bad-ledger-path", f"{shown(path)} must name a file in a folder that exists")
         target_paths = LedgerPaths(ledger=path, views=path.with_name(path.stem + ".views.sqlite"))
     else:
-        from ..adapters.world.database_url import postgres_env
+        from ..adapters.world.ledger.database_url import postgres_env
 
         try:
             postgres_env(url, lock_timeout=0)
@@ -94,10 +94,10 @@ def ledger_copy(ctx: Context) -> int:
 
 def _reader_of(paths: Any) -> Any:
     if paths.url is not None:
-        from ..adapters.world.postgres_reader import postgres_reader
+        from ..adapters.world.ledger.postgres_reader import postgres_reader
 
         return postgres_reader(paths.url)
-    from ..adapters.world.reader import ledger_reader
+    from ..adapters.world.ledger.reader import ledger_reader
 
     return ledger_reader(paths.ledger)
 
@@ -109,7 +109,7 @@ def add_schema(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 def init(ctx: Context) -> int:
     """Create the ledger, bound to the repository around the working directory (if any)."""
-    from ..adapters.world.identity import ensure_identity
+    from ..adapters.world.ledger.identity import ensure_identity
 
     ledger = ctx.open_ledger()
     created = False
@@ -137,8 +137,8 @@ def init(ctx: Context) -> int:
 def _join(ctx: Context, ledger: Any) -> None:
     """Give this clone the shared ledger's repository id, so that it may record there (create-only: a clone with an
     identity of its own keeps it, and the commands that record refuse it, foreign-ledger)."""
-    from ..adapters.world.identity import adopt_identity
-    from ..domain.errors import BadInput, NotFound
+    from ..adapters.world.ledger.identity import adopt_identity
+    from ..domain.kernel.errors import BadInput, NotFound
 
     if ctx.paths.url is None:
         raise BadInput("not-shared", "--join is for a ledger several machines share (DOCKET_DATABASE_URL or "
@@ -153,7 +153,7 @@ def _join(ctx: Context, ledger: Any) -> None:
 
 def _verified(ctx: Context, *, anchor: Any = None, until: int | None = None) -> dict[str, Any]:
     """The chain recomputed (with progress on a terminal); VerificationFailed names the first bad position."""
-    from ..adapters.service_layer.verification import verify_ledger
+    from ..adapters.service_layer.kernel.verification import verify_ledger
 
     reader = ctx.ledger_reader
     progress = Progress("verifying", reader.head_position())
@@ -164,7 +164,7 @@ def _verified(ctx: Context, *, anchor: Any = None, until: int | None = None) -> 
 
 
 def verify(ctx: Context) -> int:
-    from ..adapters.service_layer.verification import read_anchor
+    from ..adapters.service_layer.kernel.verification import read_anchor
 
     anchor = read_anchor(ctx.args.anchor) if ctx.args.anchor else None
     try:
@@ -193,8 +193,8 @@ def _foreign_ledger(ctx: Context) -> str | None:
     so this is said, not refused; the commands that record refuse it (foreign-ledger)."""
     import os
 
-    from ..adapters.service_layer.verification import ledger_repository_id
-    from ..adapters.world.identity import identity_mismatch
+    from ..adapters.service_layer.kernel.verification import ledger_repository_id
+    from ..adapters.world.ledger.identity import identity_mismatch
 
     if getattr(ctx.args, "ledger", None) or os.environ.get("DOCKET_LEDGER") or ctx.repository is None:
         return None
@@ -204,7 +204,7 @@ def _foreign_ledger(ctx: Context) -> str | None:
 
 def replay(ctx: Context) -> int:
     """Verify, rebuild every projection into a fresh file and compare; --apply finishes pending intents."""
-    from ..adapters.service_layer.replay import apply_pending, rebuild_and_compare, rebuild_views_cut_off
+    from ..adapters.service_layer.kernel.replay import apply_pending, rebuild_and_compare, rebuild_views_cut_off
     from .output import warn
 
     a = ctx.args
@@ -224,7 +224,7 @@ def replay(ctx: Context) -> int:
         progress.close()
     doc: dict[str, Any] = {"verified": checked, **rebuilt}
     if not a.until:  # snapshots and kept Merkle hashes are derived from the events, like views: recompute, repair
-        from ..adapters.service_layer.ledger_tree import repair_kept_blocks
+        from ..adapters.service_layer.kernel.ledger_tree import repair_kept_blocks
 
         ledger = ctx.open_ledger()
         doc["snapshot_drift"] = ledger.snapshot_drift(repair=True)
@@ -232,7 +232,7 @@ def replay(ctx: Context) -> int:
         if repaired:
             doc["merkle_drift"] = [{"first": first, "last": last} for first, last in repaired]
     if a.apply:
-        from ..adapters.service_layer.abandoned_checks import settle_abandoned_checks
+        from ..adapters.service_layer.use_cases.abandoned_checks import settle_abandoned_checks
 
         doc.update(apply_pending(ctx.ledger, ctx.effector, after_driving=ctx.update_views,
                                  settle=lambda: settle_abandoned_checks(ctx.ledger, ctx.clock, ctx.effector,

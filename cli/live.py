@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..domain.plan import short_id
-from ..domain.values import format_cost, format_duration
+from ..domain.kernel.values import format_cost, format_duration
 from .output import shown, warn
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class LiveView:
 
     def board(self, *, with_tasks: bool = True) -> Board | None:
         """The run's board at the ledger's head (None: no such run); without with_tasks, its run line alone."""
-        from ..adapters.world.logs import last_output_line
+        from ..adapters.world.files.logs import last_output_line
         from ..projections.board import run_board
 
         views = self._views()
@@ -119,7 +119,7 @@ class LiveView:
 
     def _new_event_lines(self) -> list[str]:
         """A line for each event of the run recorded since the last call (from the first one of the run on)."""
-        from ..adapters.service_layer.event_log import listed_events
+        from ..adapters.service_layer.kernel.event_log import listed_events
 
         reader = self.ctx.ledger_reader
         head = reader.head_position()
@@ -159,7 +159,7 @@ class LiveView:
             _silence(self.stream)
 
     def _views(self) -> Any:
-        from ..adapters.service_layer.view_freshness import fresh_views
+        from ..adapters.service_layer.kernel.view_freshness import fresh_views
 
         return fresh_views(self.ctx.ledger_reader, self.ctx.paths.views, timeout=self.ctx.lock_timeout,
                            warn=self._warn_once)
@@ -198,7 +198,7 @@ def run_summary(board: Board) -> str:
 
 
 def _outcome(board: Board) -> str:
-    """What the run came to, as every surface words it (domain/outcome.py); its status when the board has no
+    """What the run came to, as every surface words it (domain/reports/outcome.py); its status when the board has no
     outcome (the run's line alone), and [needs you] when something of it waits for a person."""
     if board.outcome is None:
         return board.status

@@ -8,8 +8,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from ..domain.errors import BadInput, NotFound, VerificationFailed
-from ..domain.streams import run_stream
+from ..domain.kernel.errors import BadInput, NotFound, VerificationFailed
+from ..domain.kernel.streams import run_stream
 from .context import Context
 from .output import shown, streamed_document
 
@@ -41,7 +41,7 @@ def log(ctx: Context) -> int:
         raise NotFound("run-not-found", f"no run {a.run}")
 
     def matching(after: int, until: int) -> Iterator[dict[str, Any]]:
-        from ..adapters.service_layer.event_log import listed_events
+        from ..adapters.service_layer.kernel.event_log import listed_events
 
         for row, body in listed_events(reader, ctx.paths.views, run_id=a.run, topics=topics, after=after,
                                        until=until, lock_timeout=lambda: ctx.lock_timeout):

@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from ..domain.errors import NotFound
+from ..domain.kernel.errors import NotFound
 from .context import Context
 from .output import shown
 
@@ -17,7 +17,7 @@ CHUNK = 1 << 16
 
 
 def print_log(ctx: Context, worker_id: str, generation: int | None, *, follow: bool) -> int:
-    from ..adapters.service_layer.worker_generations import load_worker
+    from ..adapters.service_layer.use_cases.worker_generations import load_worker
 
     worker = load_worker(ctx.ledger, worker_id)
     generation = worker.generation if generation is None else generation
@@ -29,11 +29,11 @@ def print_log(ctx: Context, worker_id: str, generation: int | None, *, follow: b
     if ctx.json:
         os.close(fd)
         if follow:
-            from ..domain.errors import BadInput
+            from ..domain.kernel.errors import BadInput
 
             raise BadInput("json-and-follow", "--json prints one document: the log's digest and tail; "
                                               "follow the log without --json")
-        from ..adapters.world.logs import log_summary
+        from ..adapters.world.files.logs import log_summary
         from .output import emit
 
         summary = log_summary(path)
@@ -57,7 +57,7 @@ def print_log(ctx: Context, worker_id: str, generation: int | None, *, follow: b
 
 
 def _still_running(ctx: Context, worker_id: str, generation: int) -> bool:
-    from ..adapters.service_layer.worker_generations import load_worker
+    from ..adapters.service_layer.use_cases.worker_generations import load_worker
 
     worker = load_worker(ctx.ledger, worker_id)
     return worker.generation == generation and worker.status in ("launching", "running")

@@ -58,7 +58,7 @@ def _said(reply: dict[str, Any]) -> str:
 
 def _told(call: Any) -> str:
     """What a tool says: the channel's reply in words, or why docket could not be reached."""
-    from ..domain.errors import DocketError
+    from ..domain.kernel.errors import DocketError
 
     try:
         return _said(call())
@@ -109,7 +109,7 @@ def serve_mcp(ctx: Context) -> int:
 
     channel = channel_path(ctx.args.socket)
     if not channel.is_socket():
-        from ..domain.errors import NotFound
+        from ..domain.kernel.errors import NotFound
 
         raise NotFound("no-channel", f"{channel} is not a request channel: docket serves one for each agent it "
                                      "launches, for as long as that agent runs")

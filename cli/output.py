@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from ..domain.names import has_unsafe_characters, is_unsafe_character
+from ..domain.kernel.names import has_unsafe_characters, is_unsafe_character
 
 __all__ = ["ESCAPE_ERRORS", "OutputGuard", "Progress", "emit", "emit_error", "info", "shown", "streamed_document",
            "warn"]
@@ -240,7 +240,7 @@ class OutputGuard:
         return self.stdout.failure
 
     def failed_output(self) -> Exception:
-        from ..domain.errors import OutputFailed
+        from ..domain.kernel.errors import OutputFailed
 
         error = self.stdout.failure
         reason = "it is closed" if error is not None and error.errno == errno.EBADF else \
@@ -256,7 +256,7 @@ class OutputGuard:
     def settled(self, exit_code: int, as_json: bool) -> int:
         """The command's exit code once its output is flushed: output-failed if stdout failed and no error said
         so yet (a reader that closed its pipe ends the output quietly)."""
-        from ..domain.errors import OutputFailed
+        from ..domain.kernel.errors import OutputFailed
 
         try:
             self.stdout.flush()

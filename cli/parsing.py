@@ -92,8 +92,8 @@ def group(nouns: Any, name: str, help: str, example: str) -> Any:  # noqa: A002
 
 def position(text: str) -> int:
     """An argument type: a ledger position or another whole number from 1."""
-    from ..domain.errors import BadInput
-    from ..domain.values import parse_position
+    from ..domain.kernel.errors import BadInput
+    from ..domain.kernel.values import parse_position
 
     try:
         return parse_position(text)

@@ -23,8 +23,8 @@ def add_prove_consistency(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def prove_consistency(ctx: Context) -> int:
-    from ..adapters.service_layer.proofs import prove_consistency as prove
-    from ..adapters.service_layer.proofs import sealed_head
+    from ..adapters.service_layer.kernel.proofs import prove_consistency as prove
+    from ..adapters.service_layer.kernel.proofs import sealed_head
 
     reader = ctx.ledger_reader
     doc = prove(reader, sealed_head(reader, ctx.args.old), sealed_head(reader, ctx.args.new))
@@ -40,7 +40,7 @@ def export_all(ctx: Context) -> int:
     import json
     import sys
 
-    from ..adapters.service_layer.proofs import sealed_receipts
+    from ..adapters.service_layer.kernel.proofs import sealed_receipts
 
     for sealed in sealed_receipts(ctx.ledger_reader):
         sys.stdout.write(json.dumps(sealed, sort_keys=True, separators=(",", ":")) + "\n")

@@ -53,7 +53,7 @@ def add_verify_receipt(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def seal(ctx: Context) -> int:
-    from ..adapters.service_layer.receipts import seal_run
+    from ..adapters.service_layer.use_cases.receipts import seal_run
     from .output import emit
 
     from ..projections.tasks import tasks_of
@@ -77,9 +77,9 @@ def seal(ctx: Context) -> int:
 
 
 def export(ctx: Context) -> int:
-    from ..adapters.service_layer.export import receipt_bundle
-    from ..adapters.service_layer.receipts import find_receipt
-    from ..adapters.world.signing import load_signer, write_bundle
+    from ..adapters.service_layer.use_cases.export import receipt_bundle
+    from ..adapters.service_layer.use_cases.receipts import find_receipt
+    from ..adapters.world.ledger.signing import load_signer, write_bundle
     from .output import emit, shown
 
     if ctx.args.all:
@@ -106,11 +106,11 @@ def export(ctx: Context) -> int:
 
 def verify_receipt(ctx: Context) -> int:
     """Reads no ledger at all: the bundle and the key are everything it needs."""
-    from ..adapters.service_layer.export import verify_bundle
-    from ..adapters.world.signing import load_verifier, read_bundle
+    from ..adapters.service_layer.use_cases.export import verify_bundle
+    from ..adapters.world.ledger.signing import load_verifier, read_bundle
     from .output import emit, shown
 
-    from ..domain.receipt_claims import check_expected, subject_of
+    from ..domain.reports.receipt_claims import check_expected, subject_of
 
     verifier = load_verifier(ctx.args.key)
     summary = verify_bundle(read_bundle(ctx.args.file), verifier)
@@ -141,15 +141,15 @@ def _expected(args: argparse.Namespace, receipt: dict[str, Any]) -> Any:
     """What --repository, --commit and --run say to expect; a path is read for its identity and root commits."""
     from pathlib import Path
 
-    from ..domain.receipt_claims import REPOSITORY_ID, Expected
+    from ..domain.reports.receipt_claims import REPOSITORY_ID, Expected
 
     given = args.repository
     if given is None or REPOSITORY_ID.fullmatch(given):
         return Expected(run=args.run, commit=args.commit, repository_id=given)
-    from ..adapters.world.history import root_commits
-    from ..adapters.world.identity import read_identity
-    from ..adapters.world.paths import find_git_common_dir
-    from ..domain.errors import NotFound
+    from ..adapters.world.git.history import root_commits
+    from ..adapters.world.ledger.identity import read_identity
+    from ..adapters.world.files.paths import find_git_common_dir
+    from ..domain.kernel.errors import NotFound
 
     common = find_git_common_dir(Path(given).absolute())
     if common is None:

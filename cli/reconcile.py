@@ -33,9 +33,9 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def reconcile(ctx: Context) -> int:
-    from ..adapters.service_layer.abandoned_checks import settle_abandoned_checks
-    from ..adapters.service_layer.reconciliation import reconcile_supervisions
-    from ..adapters.service_layer.reconciliation import reconcile_workers
+    from ..adapters.service_layer.use_cases.abandoned_checks import settle_abandoned_checks
+    from ..adapters.service_layer.use_cases.reconciliation import reconcile_supervisions
+    from ..adapters.service_layer.use_cases.reconciliation import reconcile_workers
     from ..projections import runs, workers
     from ..projections.workers import active_workers
 
@@ -81,8 +81,8 @@ def reconcile(ctx: Context) -> int:
 
 def _reconcile_folders(ctx: Context, *, apply: bool) -> list[Any]:
     """Symlinks or files planted where docket makes its folders (beside the ledger, in the data folder)."""
-    from ..adapters.world.paths import data_dir, repository_key
-    from ..adapters.world.planted import find_planted, move_aside
+    from ..adapters.world.files.paths import data_dir, repository_key
+    from ..adapters.world.files.planted import find_planted, move_aside
 
     docket_dir = ctx.paths.ledger.parent
     roots = list(dict.fromkeys([data_dir(), *configured_workspace_roots()]))
@@ -95,9 +95,9 @@ def configured_workspace_roots() -> list[Any]:
     """docket.toml's [workspace] root, when one is set and the file reads."""
     from pathlib import Path
 
-    from ..adapters.service_layer.go_settings import workspace_root
-    from ..adapters.world.config_file import find_config, load_config
-    from ..domain.errors import DocketError
+    from ..adapters.service_layer.go.settings import workspace_root
+    from ..adapters.world.files.config_file import find_config, load_config
+    from ..domain.kernel.errors import DocketError
 
     try:
         root = workspace_root(load_config(find_config(Path.cwd())))
@@ -115,11 +115,11 @@ def _unfinished_checks(ctx: Context) -> list[dict[str, Any]]:
 
 def _reconcile_git(ctx: Context, *, apply: bool) -> list[Any]:
     """Refs under refs/docket/ and worktrees in docket's folders that no ledger record owns."""
-    from ..adapters.service_layer.housekeeping import reconcile_git
-    from ..adapters.world.paths import task_worktree_path
+    from ..adapters.service_layer.use_cases.housekeeping import reconcile_git
+    from ..adapters.world.files.paths import task_worktree_path
     from ..projections import candidates, checks, integrations, tasks
 
-    from ..domain.errors import Refused
+    from ..domain.kernel.errors import Refused
     from .output import warn
 
     repository = ctx.repository
@@ -142,7 +142,7 @@ def _reconcile_git(ctx: Context, *, apply: bool) -> list[Any]:
                         for root in roots}
     owned_worktrees |= {row["execution"] for row in checks.live_executions(conn)
                         if row["execution_state"] in ("requested", "ready", "removing")}
-    from ..adapters.service_layer.ref_graphs import reconcile_ref_graphs
+    from ..adapters.service_layer.use_cases.ref_graphs import reconcile_ref_graphs
 
     found = reconcile_git(ctx.effector.ports.inventory, repository, owned_refs=owned_refs,
                           owned_worktrees=owned_worktrees, apply=apply, roots=roots)
@@ -155,8 +155,8 @@ def _reconcile_git(ctx: Context, *, apply: bool) -> list[Any]:
 def _untrusted_pool_entries(repository: Any, root: Any, *, apply: bool) -> list[Any]:
     """What the pool of executions holds that no trustworthy record describes (a give back or a placement killed
     half-way): the next execution made would discard it too; reconcile does it without one."""
-    from ..adapters.service_layer.housekeeping import GitFinding
-    from ..adapters.world.executions import untrusted_pool_entries
+    from ..adapters.service_layer.use_cases.housekeeping import GitFinding
+    from ..adapters.world.workspaces.executions import untrusted_pool_entries
 
     return [GitFinding("pool-entry", str(path), "in the pool of executions, no trustworthy record describes it",
                        "discarded" if apply else None)

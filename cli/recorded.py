@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from .output import emit, shown
 
 if TYPE_CHECKING:
-    from ..adapters.service_layer.appended import Appended
+    from ..adapters.service_layer.kernel.appended import Appended
     from .context import Context
 
 __all__ = ["event_doc", "recorded"]

@@ -63,8 +63,8 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def channel_path(given: str | None) -> Path:
-    from ..adapters.world.request_channel import CHANNEL_VARIABLE
-    from ..domain.errors import NotFound
+    from ..adapters.world.processes.request_channel import CHANNEL_VARIABLE
+    from ..domain.kernel.errors import NotFound
 
     path = given or os.environ.get(CHANNEL_VARIABLE)
     if not path:
@@ -80,8 +80,8 @@ def derived_id(kind: str, fields: dict[str, Any]) -> str:
 
 def send_request(path: Path, kind: str, fields: dict[str, Any], request_id: str | None = None) -> dict[str, Any]:
     """Send the request over the channel; its reply. NotFound when no docket serves the channel."""
-    from ..adapters.world.request_channel import send
-    from ..domain.errors import NotFound
+    from ..adapters.world.processes.request_channel import send
+    from ..domain.kernel.errors import NotFound
 
     document = {"kind": kind, "request_id": request_id or derived_id(kind, fields), **fields}
     try:
@@ -105,7 +105,7 @@ def ask(path: Path, question: str, reason: str, choices: list[str], *, request_i
 
 
 def _finish(ctx: Context, reply: dict[str, Any], human: str | None) -> int:
-    from ..domain.errors import Refused, WorkStopped
+    from ..domain.kernel.errors import Refused, WorkStopped
     from .output import emit
 
     status = reply.get("status")
@@ -118,7 +118,7 @@ def _finish(ctx: Context, reply: dict[str, Any], human: str | None) -> int:
 
 
 def ask_command(ctx: Context) -> int:
-    from ..domain.errors import WorkStopped
+    from ..domain.kernel.errors import WorkStopped
 
     a = ctx.args
     wait = 0.0 if a.no_wait else a.timeout
@@ -134,7 +134,7 @@ def _cost(text: str | None) -> int | None:
         return None
     from decimal import Decimal, InvalidOperation
 
-    from ..domain.errors import BadInput
+    from ..domain.kernel.errors import BadInput
 
     try:
         amount = Decimal(text)

@@ -43,10 +43,10 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run_open(ctx: Context) -> int:
-    from ..adapters.service_layer.runs import open_run
+    from ..adapters.service_layer.use_cases.runs import open_run
     from ..adapters.world.clock import new_id
-    from ..domain.errors import NotFound
-    from ..domain.values import parse_cost, parse_duration, parse_tokens
+    from ..domain.kernel.errors import NotFound
+    from ..domain.kernel.values import parse_cost, parse_duration, parse_tokens
 
     a = ctx.args
     budget_ms = None if a.budget is None else parse_duration(a.budget)
@@ -57,8 +57,8 @@ def run_open(ctx: Context) -> int:
         raise NotFound("not-a-repository", "run 'docket run open' inside the git repository the run targets")
     from pathlib import Path
 
-    from ..adapters.world.config_file import find_config, load_config
-    from ..domain.errors import BadInput
+    from ..adapters.world.files.config_file import find_config, load_config
+    from ..domain.kernel.errors import BadInput
 
     config = load_config(find_config(Path.cwd()))  # [run] for what the command line leaves out; [git] remote
     target = a.target or config.run.target
@@ -94,21 +94,21 @@ def _run_doc(run: Any) -> dict[str, Any]:
 
 
 def run_pause(ctx: Context) -> int:
-    from ..adapters.service_layer.runs import pause_run
+    from ..adapters.service_layer.use_cases.runs import pause_run
 
     appended = pause_run(ctx.ledger, ctx.clock, ctx.args.run, ctx.args.reason)
     return recorded(ctx, appended, f"run {ctx.args.run} paused")
 
 
 def run_resume(ctx: Context) -> int:
-    from ..adapters.service_layer.runs import resume_run
+    from ..adapters.service_layer.use_cases.runs import resume_run
 
     appended = resume_run(ctx.ledger, ctx.clock, ctx.args.run)
     return recorded(ctx, appended, f"run {ctx.args.run} resumed")
 
 
 def run_abort(ctx: Context) -> int:
-    from ..adapters.service_layer.runs import abort_run
+    from ..adapters.service_layer.use_cases.runs import abort_run
     from ..domain.events import IntentCancelled
 
     appended = abort_run(ctx.ledger, ctx.clock, ctx.args.run, ctx.args.reason)
@@ -118,7 +118,7 @@ def run_abort(ctx: Context) -> int:
 
 
 def run_complete(ctx: Context) -> int:
-    from ..adapters.service_layer.runs import complete_run
+    from ..adapters.service_layer.use_cases.runs import complete_run
 
     appended = complete_run(ctx.ledger, ctx.clock, ctx.args.run)
     return recorded(ctx, appended, f"run {ctx.args.run} completed")

@@ -35,7 +35,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _listening(address: str, port: int) -> socket.socket:
-    from ..domain.errors import BadInput, Refused
+    from ..domain.kernel.errors import BadInput, Refused
 
     if not 0 <= port <= 65535:
         raise BadInput("bad-port", f"a port is 0 to 65535, not {port}")
@@ -71,7 +71,7 @@ def _loopback(host: str) -> bool:
 def _require_public_key(path: Path) -> None:
     """--key names a public key a receipt is verified with: one that is not there or not a key is refused now
     (key-not-found, bad-key), not at the first verify a person clicks."""
-    from ..adapters.world.signing import load_verifier
+    from ..adapters.world.ledger.signing import load_verifier
 
     load_verifier(path)
 

@@ -11,8 +11,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..domain.errors import NotFound
-from ..domain.values import format_cost, format_duration
+from ..domain.kernel.errors import NotFound
+from ..domain.kernel.values import format_cost, format_duration
 from .context import Context
 from .output import emit, shown
 from .parsing import command
@@ -73,15 +73,15 @@ def _config_changes(ctx: Context, doc: dict[str, Any]) -> list[dict[str, Any]]:
             t.get("result") is None and (t.get("candidate") or {}).get("handoff") == "confirmed"
             for t in doc["tasks"]):
         return []
-    from ..adapters.service_layer.approval import waiting_for_a_person
+    from ..adapters.service_layer.use_cases.approval import waiting_for_a_person
 
     return waiting_for_a_person(ctx.ledger, ctx.views(), run["run_id"])
 
 
 def with_config_changes(ctx: Context, doc: dict[str, Any]) -> dict[str, Any]:
     """The run's document with its config_changes (the candidates that wait for a person because they change what
-    it trusts), and its outcome waiting for you when there are any (domain/outcome.py)."""
-    from ..domain.outcome import run_outcome
+    it trusts), and its outcome waiting for you when there are any (domain/reports/outcome.py)."""
+    from ..domain.reports.outcome import run_outcome
 
     doc["config_changes"] = _config_changes(ctx, doc)
     if doc["config_changes"]:
@@ -95,8 +95,7 @@ def run_document(conn: Any, run_id: str, now: str, position: int,
                  approval_required: Callable[[], bool]) -> tuple[dict[str, Any] | None, dict[int, str], dict[str, str]]:
     """One run as `docket status RUN --json` shows it (None: no such run), with each merge step's state in words and
     the same for each task whose current step says more than its own result."""
-    from ..projections import (approvals, board, candidates, checks, inbox, integration_steps, intents, leases, runs,
-                               tasks, usage, workers)
+    from ..projections import approvals, board, candidates, checks, inbox, integration_steps, intents, leases, runs, tasks, usage, workers
 
     run = runs.get_run(conn, run_id)
     if run is None:
@@ -113,7 +112,7 @@ def run_document(conn: Any, run_id: str, now: str, position: int,
     doc = {
         "position": position,
         "run": {**runs.with_budget(run, now), "spend": usage.spend_of_run(conn, run_id)},
-        "outcome": shown_board.outcome.document(),  # what the run came to (domain/outcome.py)
+        "outcome": shown_board.outcome.document(),  # what the run came to (domain/reports/outcome.py)
         "attention": list(shown_board.attention),
         "tasks": [{**t, "state": states.get(t["task_id"]),
                    "spend": task_spend.get(t["task_id"], dict(usage.NO_SPEND))}
@@ -162,7 +161,7 @@ def _seconds(ms: int) -> str:
 
 
 def outcome_line(outcome: dict[str, Any]) -> str:
-    """A run's outcome as every surface words it (domain/outcome.py): "partly delivered (2 of 3)", "stopped (1 of 3
+    """A run's outcome as every surface words it (domain/reports/outcome.py): "partly delivered (2 of 3)", "stopped (1 of 3
     delivered)"."""
     return outcome["words"] + (f" ({outcome['detail']})" if outcome.get("detail") else "")
 
@@ -299,7 +298,7 @@ def base_check_lines(rows: list[dict[str, Any]]) -> list[str]:
 def _lease_words(le: dict[str, Any], now: str, worker_generation: int | None) -> str:
     """Held until its expiry; past it with no release recorded, expired (the domain's rule: it may be reclaimed);
     released or expired as recorded, with no 'until' that no longer holds."""
-    from ..domain.values import to_ms
+    from ..domain.kernel.values import to_ms
 
     holder = f"{shown(le['worker_id'])} gen {le['generation']} token {le['token']}"
     if le["status"] == "released":
@@ -403,7 +402,7 @@ def _check_words(check: dict[str, Any]) -> str:
 
 def _with_process(w: dict[str, Any], now: str) -> dict[str, Any]:
     """A worker's row, with how long its generation has run and its last line of output (read from its log)."""
-    from ..domain.values import to_ms
+    from ..domain.kernel.values import to_ms
 
     started, ended = w.get("launched_at"), w.get("ended_at")
     elapsed = max(0, to_ms(ended or now) - to_ms(started)) if started else None

@@ -25,7 +25,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def task_plan(ctx: Context) -> int:
-    from ..adapters.service_layer.tasks import plan_task
+    from ..adapters.service_layer.use_cases.tasks import plan_task
     from ..adapters.world.clock import new_id
 
     a = ctx.args
@@ -33,7 +33,7 @@ def task_plan(ctx: Context) -> int:
     text = a.prompt if a.prompt is not None else _read_prompt_file(a.prompt_file) if a.prompt_file else None
     sha256 = None
     if text is not None:
-        from ..adapters.world.prompts import store_prompt
+        from ..adapters.world.files.prompts import store_prompt
 
         ctx.require_ledger_file()
         sha256, _ = store_prompt(ctx.paths.ledger.parent, text)  # the text is there before the event names it
@@ -44,7 +44,7 @@ def task_plan(ctx: Context) -> int:
 
 
 def _read_prompt_file(name: str) -> str:
-    from ..adapters.world.prompts import MAX_PROMPT_BYTES
+    from ..adapters.world.files.prompts import MAX_PROMPT_BYTES
     from .text_files import read_text
 
     return read_text(name, limit=MAX_PROMPT_BYTES, code="bad-prompt-file", stdin=True)

@@ -10,7 +10,7 @@ def read_text(name: str, *, limit: int, code: str, stdin: bool = False) -> str:
     read, is not UTF-8 or holds more than ``limit`` bytes (``prompt-too-large`` for that, when code is a prompt's)."""
     import sys
 
-    from ..domain.errors import BadInput
+    from ..domain.kernel.errors import BadInput
 
     too_large = BadInput("prompt-too-large" if code == "bad-prompt-file" else code,
                          f"{name} holds more than {limit} bytes")
@@ -19,7 +19,7 @@ def read_text(name: str, *, limit: int, code: str, stdin: bool = False) -> str:
         if len(data) > limit:
             raise too_large
     else:
-        from ..adapters.world.files import read_named_file
+        from ..adapters.world.files.files import read_named_file
 
         data = read_named_file(name, limit, code=code, too_large=too_large)  # a FIFO or device: refused at once
     try:

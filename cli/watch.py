@@ -6,7 +6,7 @@ import argparse
 import time
 from typing import Any
 
-from ..domain.errors import NotFound
+from ..domain.kernel.errors import NotFound
 from .context import Context
 from .parsing import command
 

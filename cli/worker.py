@@ -49,7 +49,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def worker_register(ctx: Context) -> int:
-    from ..adapters.service_layer.worker_generations import register_worker
+    from ..adapters.service_layer.use_cases.worker_generations import register_worker
     from ..adapters.world.clock import new_id
 
     a = ctx.args
@@ -61,7 +61,7 @@ def worker_register(ctx: Context) -> int:
 
 
 def worker_relaunch(ctx: Context) -> int:
-    from ..adapters.service_layer.worker_generations import relaunch_worker
+    from ..adapters.service_layer.use_cases.worker_generations import relaunch_worker
 
     ctx.args.worker = ctx.worker_id(ctx.args.worker)
     appended = relaunch_worker(ctx.ledger, ctx.clock, ctx.args.worker)
@@ -71,11 +71,11 @@ def worker_relaunch(ctx: Context) -> int:
 
 
 def worker_launch(ctx: Context) -> int:
-    from ..adapters.world.process_tree import become_subreaper
+    from ..adapters.world.processes.process_tree import become_subreaper
 
     become_subreaper()  # what the agents, checks and hooks it launches leave is adopted here, and stopped
-    from ..adapters.service_layer.supervisor import Limits, supervise
-    from ..adapters.service_layer.workers import launch_worker
+    from ..adapters.service_layer.use_cases.supervisor import Limits, supervise
+    from ..adapters.service_layer.use_cases.workers import launch_worker
     from .agents import launch_request
     from .output import emit, shown
 
@@ -83,8 +83,8 @@ def worker_launch(ctx: Context) -> int:
     a.task = ctx.task_id(a.run, a.task)
     request, limits = launch_request(ctx, a.run, a.task, a.id or a.task, a.agent, a.command or [])
     repository = ctx.require_repository()
-    from ..adapters.world.own_repositories import require_borrowable
-    from ..adapters.world.paths import main_worktree
+    from ..adapters.world.git.own_repositories import require_borrowable
+    from ..adapters.world.files.paths import main_worktree
 
     require_borrowable(repository)
 
@@ -142,8 +142,8 @@ def _pin_line(ended: Any) -> str:
 
 
 def worker_stop(ctx: Context) -> int:
-    from ..adapters.service_layer.worker_generations import load_worker
-    from ..adapters.service_layer.workers import finish_stop, request_stop
+    from ..adapters.service_layer.use_cases.worker_generations import load_worker
+    from ..adapters.service_layer.use_cases.workers import finish_stop, request_stop
     from .output import emit, shown
 
     a = ctx.args

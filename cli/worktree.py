@@ -24,14 +24,14 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 def artifact_dir() -> str | None:
     from pathlib import Path
 
-    from ..adapters.world.config_file import find_config, load_config
+    from ..adapters.world.files.config_file import find_config, load_config
 
     return load_config(find_config(Path.cwd())).artifact_dir
 
 
 def worktree_remove(ctx: Context) -> int:
-    from ..adapters.service_layer.housekeeping import remove_task_worktree
-    from ..adapters.service_layer.tasks import load_task
+    from ..adapters.service_layer.use_cases.housekeeping import remove_task_worktree
+    from ..adapters.service_layer.use_cases.tasks import load_task
     from ..projections import candidates
     from .output import emit, shown
 

@@ -12,9 +12,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .canonical import canonical_json
-from .errors import BadInput
-from .names import check_branch_name
+from .kernel.canonical import canonical_json
+from .kernel.errors import BadInput
+from .kernel.names import check_branch_name
 
 __all__ = [
     "BINDING_VERSION",

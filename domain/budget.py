@@ -10,7 +10,7 @@ can make it negative or too large to store.
 
 from __future__ import annotations
 
-from .values import MAX_SAFE_INT, to_ms
+from .kernel.values import MAX_SAFE_INT, to_ms
 
 __all__ = ["clock", "remaining_ms", "used_ms"]
 

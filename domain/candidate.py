@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Literal
 
 from . import events as ev
 from .aggregate import next_event
-from .errors import Refused
-from .junit import TestFailure
-from .process_identity import ProcessIdentity as Process
+from .kernel.errors import Refused
+from .reports.junit import TestFailure
+from .containment.process_identity import ProcessIdentity as Process
 from .run import Run, require_open
-from .streams import candidate_stream as stream_of
+from .kernel.streams import candidate_stream as stream_of
 from .worker import process_of
 
 if TYPE_CHECKING:

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 from . import events as ev
 from .aggregate import next_event
 from .candidate import Candidate, CheckResult, CheckRun
-from .codes import Code
-from .errors import Refused
-from .junit import Judgment, TestReport
+from .kernel.codes import Code
+from .kernel.errors import Refused
+from .reports.junit import Judgment, TestReport
 from .run import Run, require_open
-from .sandbox import SandboxRecord
-from .streams import candidate_stream as stream_of
+from .containment.sandbox import SandboxRecord
+from .kernel.streams import candidate_stream as stream_of
 from .worker import recorded_identity
 
 if TYPE_CHECKING:

@@ -14,13 +14,13 @@ from typing import Annotated, Any, Literal
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationInfo,
                       field_validator, model_validator)
 
-from .canonical import canonical_json
-from .errors import BadInput
+from .kernel.canonical import canonical_json
+from .kernel.errors import BadInput
 from .events.base import Id
-from .names import check_branch_name, has_unsafe_characters
-from .protected import DEFAULT_PROTECTED
-from .sandbox import Confinement, extra_path, network_setting
-from .values import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LOG, parse_cost, parse_duration, parse_size, parse_tokens
+from .kernel.names import check_branch_name, has_unsafe_characters
+from .containment.protected import DEFAULT_PROTECTED
+from .containment.sandbox import Confinement, extra_path, network_setting
+from .kernel.values import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LOG, parse_cost, parse_duration, parse_size, parse_tokens
 
 __all__ = ["AgentConfig", "CandidatesConfig", "CheckConfig", "Config", "DEFAULT_TOML", "GitConfig", "HookConfig", "IntegrationConfig", "RunConfig", "WorktreeConfig",
            "check_artifact_dir", "check_config_sha256", "expand", "placeholders"]
@@ -175,7 +175,7 @@ NetworkValue = Annotated[str | tuple[int, ...] | tuple[str, ...], BeforeValidato
 def _ports_only(network: str | tuple[int, ...] | tuple[str, ...]) -> str | tuple[int, ...] | tuple[str, ...]:
     """A check's or hook's network: "any", "none" or ports; a host list needs the egress proxy, which serves agents
     (whose refusals it records on the worker's stream)."""
-    from .egress import is_host_list
+    from .containment.egress import is_host_list
 
     if is_host_list(network):
         raise ValueError("a list of hosts is enforced by docket's egress proxy, which serves agents only; give a "
@@ -204,7 +204,7 @@ class AgentConfig(_Section):
     read: list[ExtraPath] = []
     write: list[ExtraPath] = []
     # Hosts it may reach through docket's egress proxy, ports, "none" or "any". Not set: its model API's hosts when
-    # its program is one docs/agents.md has a block for (claude, codex, aider: domain/egress.py), else "any".
+    # its program is one docs/agents.md has a block for (claude, codex, aider: domain/containment/egress.py), else "any".
     network: NetworkValue = "any"
     # Its log's cap: past it the middle is cut (head and tail kept, a line says how much), recorded in WorkerExited
     max_log: Size = DEFAULT_MAX_LOG
@@ -213,7 +213,7 @@ class AgentConfig(_Section):
     @classmethod
     def _network_of_its_program(cls, data: Any) -> Any:
         if isinstance(data, dict) and "network" not in data:
-            from .egress import default_network
+            from .containment.egress import default_network
 
             command = data.get("command")
             hosts = default_network(command if isinstance(command, list) else None)
@@ -254,7 +254,7 @@ class CheckConfig(_Section):
     read: list[ExtraPath] = []  # e.g. a virtual environment or toolchain outside the execution
     write: list[ExtraPath] = []
     network: PortsNetworkValue = "none"  # it runs code the agent wrote: no TCP unless the configuration says so
-    # Paths a candidate cannot weaken (domain/protected.py): one that changes them is also checked on the base-tests
+    # Paths a candidate cannot weaken (domain/containment/protected.py): one that changes them is also checked on the base-tests
     # tree (its code, the base's files of these paths) and passes only if both pass; [] turns it off for this check.
     protected: list[RelativeGlob] = list(DEFAULT_PROTECTED)
 
@@ -383,7 +383,7 @@ class InboxConfig(_Section):
 
 class LedgerConfig(_Section):
     """[ledger]: url, a postgresql:// URL: the ledger is that PostgreSQL database (several machines share it); read
-    by adapters/world/paths.py before anything else, which refuses a password in it (the file is committed)."""
+    by adapters/world/files/paths.py before anything else, which refuses a password in it (the file is committed)."""
 
     url: Annotated[str, StringConstraints(pattern=r"^postgres(ql)?://", max_length=2000)] | None = None
 
@@ -420,7 +420,7 @@ class HookConfig(_Section):
     @field_validator("command")
     @classmethod
     def _recordable(cls, command: list[str]) -> list[str]:
-        from .processes import looks_secret_value
+        from .containment.processes import looks_secret_value
 
         if not command[0].strip():
             raise ValueError("command[0] is blank: name the program to run")
@@ -487,7 +487,7 @@ class Config(_Section):
         or write roots, an environment allow-list, a network written out (other than "none"), hooks (commands run on a
         run's events), identities trusted to answer the inbox, ignored files of the checkout copied into workspaces, the
         ledger's database, and sandbox = "off". A repository's docket.toml is
-        honoured for these only once its user trusts that very file (adapters/world/user_config.py)."""
+        honoured for these only once its user trusts that very file (adapters/world/files/user_config.py)."""
         found = ['sandbox = "off"'] if self.sandbox == "off" else []
         sections: list[tuple[str, AgentConfig | CheckConfig]] = [
             *((f"[agents.{n}]", a) for n, a in sorted(self.agents.items())),
@@ -506,7 +506,7 @@ class Config(_Section):
         return found
 
     def trusted_commands(self) -> list[list[str]]:
-        """The commands whose repository files a run trusts (domain/trust.py): every check's (a shell check's as
+        """The commands whose repository files a run trusts (domain/containment/trust.py): every check's (a shell check's as
         the shell runs it), every hook's and every [worktree] setup command."""
         checks = [["sh", "-c", " ".join(c.command)] if c.shell else list(c.command) for c in self.checks.values()]
         return [*checks, *(list(h.command) for h in self.hooks.values()), *(list(a) for a in self.worktree.setup)]

@@ -22,7 +22,7 @@ from typing import Literal
 from . import events as ev
 from . import run as run_aggregate
 from .aggregate import next_event
-from .values import from_ms, to_ms
+from .kernel.values import from_ms, to_ms
 
 __all__ = [
     "RemoteRefObservation",

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Literal
 from . import events as ev
 from .aggregate import next_event
 from .candidate import Candidate
-from .codes import Code
-from .streams import candidate_stream as stream_of
+from .kernel.codes import Code
+from .kernel.streams import candidate_stream as stream_of
 from .worker import recorded_identity
 
 if TYPE_CHECKING:

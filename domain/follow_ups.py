@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 from . import events as ev
 from .aggregate import next_event
-from .errors import BadInput, Refused
+from .kernel.errors import BadInput, Refused
 from .plan import ledger_task_id
 from .run import Run, require_open
-from .streams import run_stream, task_stream
+from .kernel.streams import run_stream, task_stream
 
 __all__ = ["CHOICES", "MAX_ADDED", "added_task", "choice_of", "dependencies"]
 

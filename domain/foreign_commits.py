@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from . import events as ev
 from .aggregate import next_event
-from .streams import integration_stream
+from .kernel.streams import integration_stream
 
 if TYPE_CHECKING:  # the effect machinery is imported only where an effect is observed (a plan records none)
     from .effects import ForeignCommits

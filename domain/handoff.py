@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 from . import events as ev
 from .aggregate import next_event
 from .candidate import Candidate
-from .errors import Refused, StaleGeneration
+from .kernel.errors import Refused, StaleGeneration
 from .run import Run, require_open
-from .streams import candidate_stream as stream_of
+from .kernel.streams import candidate_stream as stream_of
 
 if TYPE_CHECKING:
     from .effects import CandidateRefObservation

@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 from . import events as ev
 from .aggregate import next_event
-from .sandbox import SandboxRecord
-from .streams import hooks_stream as stream_of
+from .containment.sandbox import SandboxRecord
+from .kernel.streams import hooks_stream as stream_of
 
 __all__ = ["ALIASES", "HookCommand", "HookObservation", "HookRequest", "Hooks", "apply", "check_selector", "decide", "matches",
            "request", "stream_of", "types_of"]
@@ -122,7 +122,7 @@ class HookCommand:
     argv: Sequence[str]
     timeout_ms: int
     env_allow: Sequence[str] = ()
-    sandbox: str = "landlock"  # docket.toml's sandbox, and the hook's extras and network (see domain/sandbox.py)
+    sandbox: str = "landlock"  # docket.toml's sandbox, and the hook's extras and network (see domain/containment/sandbox.py)
     read: Sequence[str] = ()
     write: Sequence[str] = ()
     network: str | tuple[int, ...] = "any"

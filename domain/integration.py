@@ -42,12 +42,12 @@ from typing import TYPE_CHECKING, Literal
 
 from . import events as ev
 from .aggregate import next_event
-from .codes import Code
-from .errors import AwaitingApproval, DependenciesUnsettled, Refused
+from .kernel.codes import Code
+from .kernel.errors import AwaitingApproval, DependenciesUnsettled, Refused
 from .foreign_commits import moved_by_others_event
 from .run import Run, require_open
-from .streams import integration_stream as stream_of
-from .trust import trusted_changes
+from .kernel.streams import integration_stream as stream_of
+from .containment.trust import trusted_changes
 
 if TYPE_CHECKING:
     from .effects import Act, ForeignCommits, IntegrationObservation, Unknown
@@ -510,7 +510,7 @@ def queue_step(integration: Integration, run: Run, step: ev.IntegrationStep, *, 
 
 def require_trusted_unchanged(integration: Integration | None, run: Run, step: ev.IntegrationStep,
                               changed: Sequence[str]) -> None:
-    """Refused ``config-change`` when the step's candidate changes a path the run trusts (domain/trust.py) and no
+    """Refused ``config-change`` when the step's candidate changes a path the run trusts (domain/containment/trust.py) and no
     ApprovalRecorded names it: its checks passing is not enough, a person decides."""
     held = trusted_changes(changed, run.trusted_paths)
     if held and (integration is None or step.binding_id not in integration.approved()):

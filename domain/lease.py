@@ -12,10 +12,10 @@ from dataclasses import dataclass, replace
 
 from . import events as ev
 from .aggregate import next_event
-from .errors import Refused, StaleToken
+from .kernel.errors import Refused, StaleToken
 from .run import Run, require_open
-from .streams import lease_stream as stream_of
-from .values import add_ms, to_ms
+from .kernel.streams import lease_stream as stream_of
+from .kernel.values import add_ms, to_ms
 from .worker import Worker, require_current
 
 __all__ = ["Lease", "apply", "expire", "grant", "release", "renew", "stream_of"]

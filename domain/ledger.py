@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from . import events as ev
-from .chain import CHAIN_ALGORITHM, GENESIS_DIGEST
-from .streams import LEDGER_STREAM
+from .kernel.chain import CHAIN_ALGORITHM, GENESIS_DIGEST
+from .kernel.streams import LEDGER_STREAM
 
 __all__ = ["LEDGER_STREAM", "GENESIS_TYPES", "create"]
 

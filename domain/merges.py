@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .errors import BadInput
+from .kernel.errors import BadInput
 
 __all__ = ["TRAILER_NAMES", "PathOverlap", "changed_paths_overlap", "merge_message", "trailers"]
 

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import BadInput
-from .names import has_unsafe_characters
+from .kernel.errors import BadInput
+from .kernel.names import has_unsafe_characters
 
 __all__ = ["MAX_TASKS", "TaskSpec", "check_tasks", "ledger_task_id", "parse_tasks", "short_id", "tasks_from_texts"]
 

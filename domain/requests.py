@@ -1,6 +1,6 @@
 """A worker's request to docket, and a question's answer: decided once, the same reply every time after. Pure.
 
-An agent asks through a channel bound to its worker generation (``adapters/world/request_channel.py``): ask a
+An agent asks through a channel bound to its worker generation (``adapters/world/processes/request_channel.py``): ask a
 person (a question), report progress, propose a follow-up task, say it is done. Each request carries an id the
 agent chose. The same id with the same content is one request: it is recorded once and gets the same reply every
 time (a question's reply is "waiting" until it is answered, then its answer). The same id with other content is
@@ -23,11 +23,11 @@ from typing import Any, Literal
 
 from . import events as ev
 from .aggregate import next_event
-from .canonical import canonical_json
-from .errors import BadInput, NotFound, Refused
+from .kernel.canonical import canonical_json
+from .kernel.errors import BadInput, NotFound, Refused
 from .run import Run, require_open
-from .streams import request_stream as stream_of
-from .values import add_ms, to_ms
+from .kernel.streams import request_stream as stream_of
+from .kernel.values import add_ms, to_ms
 
 __all__ = [
     "KINDS",
@@ -197,7 +197,7 @@ def _content(kind: str, raw: Mapping[str, Any]) -> dict[str, Any]:
         value = raw.get(name)
         if value is None:
             return None
-        from .values import MAX_SAFE_INT
+        from .kernel.values import MAX_SAFE_INT
 
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SAFE_INT:
             raise BadInput("bad-request", f"{name} is a whole number from 0 to {MAX_SAFE_INT}")

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from . import events as ev
 from .aggregate import next_event
-from .codes import Code
-from .errors import Refused
+from .kernel.codes import Code
+from .kernel.errors import Refused
 from .integration import Integration, stream_of
 from .target_move import moved_by_others, moved_unrecorded
 

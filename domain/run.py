@@ -22,12 +22,12 @@ from . import budget
 from . import events as ev
 from . import usage as usage_rules
 from .aggregate import next_event
-from .errors import BadInput, Refused, RunClosed
-from .names import check_branch_name
-from .process_identity import ProcessIdentity as Process
-from .streams import run_stream as stream_of
-from .trust import MAX_TRUSTED_PATHS
-from .values import format_duration
+from .kernel.errors import BadInput, Refused, RunClosed
+from .kernel.names import check_branch_name
+from .containment.process_identity import ProcessIdentity as Process
+from .kernel.streams import run_stream as stream_of
+from .containment.trust import MAX_TRUSTED_PATHS
+from .kernel.values import format_duration
 
 __all__ = [
     "Run",
@@ -105,7 +105,7 @@ class Run:
     max_cost_micro_usd: int | None = None  # RunOpened.v2's limits on what its agents report they used
     max_tokens: int | None = None
     limited_by: str | None = None  # what made it budget-limited: "time", "cost" or "tokens"
-    configured: bool = False  # RunConfigurationRecorded: what it trusts is recorded (domain/trust.py)
+    configured: bool = False  # RunConfigurationRecorded: what it trusts is recorded (domain/containment/trust.py)
     config_sha256: str | None = None
     trusted_paths: tuple[str, ...] = ()  # a candidate changing one is queued only once a person approves it
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Literal
 
 from . import events as ev
 from .aggregate import next_event
-from .codes import Code
-from .errors import Refused, TargetCheckedOut
+from .kernel.codes import Code
+from .kernel.errors import Refused, TargetCheckedOut
 from .foreign_commits import moved_by_others_event
 from .integration import Integration, stream_of
 

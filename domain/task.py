@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from . import events as ev
 from .aggregate import next_event
-from .errors import Refused
-from .names import task_branch
+from .kernel.errors import Refused
+from .kernel.names import task_branch
 from .run import Run, require_open
-from .streams import task_stream as stream_of
+from .kernel.streams import task_stream as stream_of
 
 if TYPE_CHECKING:
     from .candidate import TestsReported
@@ -241,7 +241,7 @@ def check_feedback(check: str, result: str, code: str | None, tests: TestsReport
     else the end of its output (tail, redacted already); escaped. message: what the failure says (the tracked file
     a check changed, say). base_result: the check's result on the run's base,
     when known; a note says when it fails there too."""
-    from .junit import TestReport, escaped, report_feedback
+    from .reports.junit import TestReport, escaped, report_feedback
 
     lines = [f"{check}: {result}" + (f" ({code}: {escaped(message)})" if code and message else
                                       f" ({code})" if code else "")]

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .values import MAX_SAFE_INT
+from .kernel.values import MAX_SAFE_INT
 
 __all__ = ["REPORT_TYPES", "Usage", "by_generation", "by_task", "of_report", "reached", "run_usage"]
 

@@ -14,13 +14,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from . import events as ev
-from .agent_reports import AgentReport
+from .reports.agent_reports import AgentReport
 from .aggregate import next_event
-from .errors import Refused, StaleGeneration
-from .process_identity import ProcessIdentity as Process
-from .sandbox import SandboxRecord
+from .kernel.errors import Refused, StaleGeneration
+from .containment.process_identity import ProcessIdentity as Process
+from .containment.sandbox import SandboxRecord
 from .run import Run, require_open
-from .streams import worker_stream as stream_of
+from .kernel.streams import worker_stream as stream_of
 
 if TYPE_CHECKING:
     from .effects import Act, Unknown

@@ -22,7 +22,7 @@ PK = "position"
 
 
 def _recorded(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    from ..domain.canonical import canonical_json
+    from ..domain.kernel.canonical import canonical_json
 
     approved = p["candidates"]
     c.execute("INSERT OR IGNORE INTO approvals (position, run_id, [by], recorded_at, candidates, binding_ids, "

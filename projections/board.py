@@ -22,7 +22,7 @@ A task's note says why its state is what it is, and the board's attention what t
 the ledger says was not moved (checked out, moved by someone else), candidates awaiting approval, a task whose step
 ended short of the target. `docket status` words the integration the same way (the functions below).
 
-The board's outcome is what the run came to for a person (domain/outcome.py: delivered, partly delivered (n of m),
+The board's outcome is what the run came to for a person (domain/reports/outcome.py: delivered, partly delivered (n of m),
 nothing delivered, stopped, waiting for you, running), from the tasks the target holds (``delivered_tasks``) and
 what waits for a person (``run_outcome_of``); `docket status`, the web pages and `docket go` word it the same way.
 
@@ -37,17 +37,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..domain.outcome import CLOSED_STATUSES, Outcome, run_outcome
-from ..domain.values import to_ms
-from . import (approvals, candidates, checks, inbox, integration_steps, integrations, leases, runs, tasks, usage,
-               workers)
+from ..domain.reports.outcome import CLOSED_STATUSES, Outcome, run_outcome
+from ..domain.kernel.values import to_ms
+from . import approvals, candidates, checks, inbox, integration_steps, integrations, leases, runs, tasks, usage, workers
 from .query import ViewsConnection
 
 __all__ = ["CLOSED", "Board", "TaskLine", "attention_and_wait", "awaiting_approval", "current_steps",
            "delivered_steps", "delivered_tasks", "driver_alive", "integration_summary", "overlap_lines",
            "overlap_warnings", "run_attention", "run_board", "run_outcome_of", "step_note", "step_state", "step_words"]
 
-CLOSED = CLOSED_STATUSES  # the run statuses that end it (domain/outcome.py)
+CLOSED = CLOSED_STATUSES  # the run statuses that end it (domain/reports/outcome.py)
 PATHS_SHOWN = 3  # conflicting paths named; the rest counted
 OVERLAPS_SHOWN = 10  # same-path warnings shown; the rest counted
 NAME_CHARS = 120  # of each path or task named
@@ -215,7 +214,7 @@ def delivered_tasks(steps: list[dict[str, Any]], integration: dict[str, Any]) ->
 def run_outcome_of(conn: ViewsConnection, run: dict[str, Any], integration: dict[str, Any], now: str,
                    approval_required: Callable[[], bool], *, steps: list[dict[str, Any]] | None = None,
                    task_ids: Iterable[str] | None = None, needs_you: bool | None = None) -> Outcome:
-    """What the run came to (domain/outcome.py): its status, how many of its tasks (planned or added) the target
+    """What the run came to (domain/reports/outcome.py): its status, how many of its tasks (planned or added) the target
     holds, whether something waits for a person (``needs_you``, else read here: docket go ended waiting, an open
     question or proposal, a candidate awaiting approval, a target in the way: a change to what the run trusts held
     for approval is read from the ledger, by `docket status`), whether anything drives it (a run docket go planned
@@ -231,7 +230,7 @@ def run_outcome_of(conn: ViewsConnection, run: dict[str, Any], integration: dict
 
 
 def driver_alive(conn: ViewsConnection, run_id: str, now: str) -> bool:
-    """Whether a docket process drives the run: it holds the run's driver lease (adapters/service_layer/leases.py's
+    """Whether a docket process drives the run: it holds the run's driver lease (adapters/service_layer/use_cases/leases.py's
     driver_resource), unexpired at now. A driver renews it every third of its time or stops driving, so a docket go
     killed outright is seen gone once its lease runs out."""
     return any(le["resource"] == f"driver/{run_id}" and le["status"] == "held" and to_ms(le["expires_at"]) > to_ms(now)

@@ -25,7 +25,7 @@ _REQUESTED = ("worker_id", "generation", "boundary", "ref", "parent", "tree", "b
 
 
 def _pin_requested(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    from ..domain.canonical import canonical_json
+    from ..domain.kernel.canonical import canonical_json
 
     values = {"binding_id": p["binding_id"], "run_id": p["run_id"], "task_id": p["task_id"],
               **{k: p[k] for k in _REQUESTED}, "changed_count": len(p["changed_paths"]),

@@ -39,7 +39,7 @@ def _common(position: int, at: str, p: dict[str, Any], kind: str, status: str) -
 
 
 def _asked(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    from ..domain.canonical import canonical_json
+    from ..domain.kernel.canonical import canonical_json
 
     _insert(c, {**_common(position, at, p, "ask", "open"), "reason": p["reason"], "question": p["question"],
                 "choices": canonical_json(p["choices"]).decode(), "deadline_at": p["deadline_at"],

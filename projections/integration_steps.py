@@ -77,14 +77,14 @@ def _failed(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) ->
 
 
 def _conflicted(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    from ..domain.canonical import canonical_json
+    from ..domain.kernel.canonical import canonical_json
 
     _set(c, p, "status = 'conflicted', head = ?, code = ?, message = ?, paths = ?, ended_at = ?",
          (p["head"], p["reason"], p["message"], canonical_json(p["paths"]).decode(), at))
 
 
 def _verified(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    from ..domain.canonical import canonical_json
+    from ..domain.kernel.canonical import canonical_json
 
     _set(c, p, "status = 'verified', verification_binding = ?, checks = ?, ended_at = ?",
          (p["verification_binding"], canonical_json(p["checks"]).decode(), at))
@@ -97,7 +97,7 @@ def _rejected(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) 
 
 
 def _batch_verified(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    from ..domain.canonical import canonical_json
+    from ..domain.kernel.canonical import canonical_json
 
     c.execute("UPDATE integration_steps SET status = 'verified', verification_binding = ?, checks = ?, ended_at = ?, "
               "batch = ?, bisect = NULL WHERE run_id = ? AND step BETWEEN ? AND ? AND status = 'merged'",

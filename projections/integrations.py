@@ -51,7 +51,7 @@ def _approved(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) 
 
 
 def _prepared(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    from ..domain.canonical import canonical_json
+    from ..domain.kernel.canonical import canonical_json
 
     fields = ("repository", "target_branch", "target_ref", "expected_commit", "integration_ref")
     first = "CASE WHEN prepared = 0 THEN ? ELSE {0} END"  # the first IntegrationPrepared fixes the queue

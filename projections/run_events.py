@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
-from ..domain import streams
+from ..domain.kernel import streams
 
 TABLE = "run_events"
 CREATE = f"CREATE TABLE {TABLE} (run_id TEXT NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (run_id, position)) " \

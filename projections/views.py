@@ -16,9 +16,8 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any
 
-from ..domain.errors import StorageFailed, translating
-from . import (approvals, candidates, checks, inbox, integration_steps, integrations, intents, leases, run_events, runs,
-               tasks, usage, workers)
+from ..domain.kernel.errors import StorageFailed, translating
+from . import approvals, candidates, checks, inbox, integration_steps, integrations, intents, leases, run_events, runs, tasks, usage, workers
 
 __all__ = ["EVENT_INDEXES", "READ_MODELS", "Views", "connect_views", "open_read_only", "schema_signature"]
 
@@ -180,7 +179,7 @@ class Views:
         """The position table (schema, position, digest, genesis); StorageFailed if there is none."""
         return dict(self.conn.execute(f"SELECT key, value FROM {META}").fetchall())
 
-    # Checkpoints (adapters/service_layer/checkpoints.py) -----------------
+    # Checkpoints (adapters/service_layer/kernel/checkpoints.py) -----------------
     @translated
     def copy_read_models_into(self, path: str) -> int:
         """Copy the read models and the position, as they stand now, into a new database file; returns the position."""

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +22,53 @@ for _inherited in ("COLUMNS", "LINES"):
     os.environ.pop(_inherited, None)
 
 T0 = "2026-01-01T00:00:00.000Z"
+
+
+# ---------------------------------------------------------------- campaigns: sampled in `make test`, whole in
+# `make test-campaigns` (DOCKET_CAMPAIGNS=full). A campaign (marked `campaign`) is a test that repeats one behaviour
+# over many crash points, seeds or random instants. `make test` runs each campaign's first rounds and, of its
+# parametrized cases, a rotating sample: every named crash point is still reached in every run (the single-host
+# crash tests name each one), and every case of the campaign itself comes round within a few runs. The rotation is
+# the UTC day unless DOCKET_TEST_ROTATION sets it; the run's header prints it, so a failure reproduces with it.
+
+
+def campaigns_full() -> bool:
+    """Whether the campaigns run whole (DOCKET_CAMPAIGNS=full: `make test-campaigns`)."""
+    return os.environ.get("DOCKET_CAMPAIGNS") == "full"
+
+
+def rotation() -> int:
+    """This run's rotation: the same in every xdist worker (the controller sets it before they start)."""
+    given = os.environ.get("DOCKET_TEST_ROTATION", "")
+    return int(given) if given.isdigit() else int(time.time() // 86_400)
+
+
+def campaign_rounds(full: int, sampled: int) -> int:
+    """How many rounds a random-kill campaign runs: all of them under DOCKET_CAMPAIGNS=full, else its first few
+    (the same seeded instants, so a failure in `make test` reproduces in the full campaign too)."""
+    return full if campaigns_full() else min(full, sampled)
+
+
+def campaign_cases(*groups: list, salt: int = 0) -> list:
+    """The cases of a parametrized campaign, all of them collected: under DOCKET_CAMPAIGNS=full all run; else one
+    case of each group runs, chosen by the rotation (so each group's every case runs once in len(group) runs), and
+    the others are skipped saying so."""
+    if campaigns_full():
+        return [value for group in groups for value in group]
+    turn = rotation() + salt
+    reason = "sampled out of this run's rotation: DOCKET_CAMPAIGNS=full (make test-campaigns) runs every case"
+    return [value if i == turn % len(group) else pytest.param(value, marks=pytest.mark.skip(reason=reason))
+            for group in groups for i, value in enumerate(group)]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Before xdist starts its workers, which inherit it: all of them sample the same cases.
+    os.environ.setdefault("DOCKET_TEST_ROTATION", str(rotation()))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return (f"docket campaigns: {'full' if campaigns_full() else 'sampled'}, "
+            f"DOCKET_TEST_ROTATION={os.environ.get('DOCKET_TEST_ROTATION')}")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -72,7 +120,7 @@ def git(cwd: Path, *args: str) -> str:
 def listed_places(repo: Path) -> list[str]:
     """What git lists as worktrees of repo (its main checkout, linked worktrees), and every workspace and execution
     docket made for it (repositories of their own in the data folder, which git does not list)."""
-    from docket.adapters.world.inventory import DulwichInventory
+    from docket.adapters.world.git.inventory import DulwichInventory
 
     listing = git(repo, "worktree", "list", "--porcelain")
     found = [line.split(" ", 1)[1] for line in listing.splitlines() if line.startswith("worktree ")]

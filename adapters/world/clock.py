@@ -6,7 +6,7 @@ import os
 import time
 from typing import Protocol
 
-from ...domain.values import from_ms, parse_time, to_ms
+from ...domain.kernel.values import from_ms, parse_time, to_ms
 
 __all__ = ["Clock", "FixedClock", "SkewedClock", "SystemClock", "clock_from_env", "new_id"]
 

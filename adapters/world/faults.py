@@ -42,10 +42,10 @@ CRASH_POINTS = {
     "check:after-exit": "the check's process ended; its execution not inspected, no result recorded",
     "check:before-result": "the execution inspected and artifacts copied back; the result not yet recorded",
     "check:after-result": "the check's result recorded; its execution's removal not yet asked for",
-    "base:after-check": "a check's result on the run's base recorded (adapters/service_layer/base_checks.py); the candidate "
+    "base:after-check": "a check's result on the run's base recorded (adapters/service_layer/use_cases/base_checks.py); the candidate "
                         "that asked for it not yet judged",
     "base-tests:after-check": "a check's result on a candidate's base-tests tree recorded "
-                              "(adapters/service_layer/base_tests.py); the candidate not yet judged",
+                              "(adapters/service_layer/use_cases/base_tests.py); the candidate not yet judged",
     "handoff:after-observe": "the candidate's ref observed for a handoff confirmation; nothing decided or recorded",
     "integrate:after-prepare": "IntegrationPrepared recorded (v2: the queue opened as the first task passed); no "
                                "step merged yet",

@@ -2,8 +2,11 @@
 
 Each request reads through a command context of its own (cli/context.py), as `docket status` does, in Starlette's
 thread pool; nothing is cached between requests but the token. The one write is an answer from the inbox, made as
-`docket answer` makes it (adapters/service_layer/requests.py), via "web". `/events` streams the ledger's head
-position as server-sent events; the page's script fetches a fresh <main> when it moves.
+`docket answer` makes it (adapters/service_layer/use_cases/requests.py), via "web". `/events` streams the ledger's head
+position as server-sent events; the page's script fetches a fresh main element when it moves.
+
+The pages are Jinja2 templates (templates/, rendered by pages.py with autoescape on): this module hands them values,
+never markup.
 """
 
 from __future__ import annotations
@@ -87,10 +90,9 @@ def build_app(ledger: str | None, token: str, *, public_key: Path | None = None)
         finally:
             ctx.close()
 
-    def page(request: Request, title: str, main: str) -> Response:
-        if request.query_params.get("fragment") == "main":
-            return HTMLResponse(main)
-        return HTMLResponse(pages.layout(title, main, csrf))
+    def page(request: Request, title: str, shown: pages.Page, status: int = 200) -> Response:
+        fragment = request.query_params.get("fragment") == "main"
+        return HTMLResponse(pages.render(shown, title=title, csrf=csrf, fragment=fragment), status)
 
     def runs_view(request: Request) -> Response:
         from ..status import runs_document
@@ -111,16 +113,15 @@ def build_app(ledger: str | None, token: str, *, public_key: Path | None = None)
             doc, words, current = run_document(views.conn, run_id, now, views.position(),
                                                lambda: ctx.approval_required)
             if doc is None:
-                return HTMLResponse(pages.layout("not found", pages.not_found(views.position(), f"no run {run_id}"),
-                                                 csrf), 404)
+                return page(request, "not found", pages.not_found(views.position(), f"no run {run_id}"), 404)
             with_config_changes(ctx, doc)  # a held change to what the run trusts: waiting for you, as in status
             events = _run_events(ctx, run_id)
             receipt = _receipt(ctx, run_id, events)
         if request.query_params.get("format") == "json":
             return JSONResponse(doc)
         checks, tails, feedback = _details(doc, events)
-        svg = _timeline_svg(doc, events, now)
-        return page(request, f"run {run_id}", pages.run_page(doc, words, current, feedback, checks, tails, svg,
+        drawn = _timeline(doc, events, now)
+        return page(request, f"run {run_id}", pages.run_page(doc, words, current, feedback, checks, tails, drawn,
                                                             receipt))
 
     def timeline_view(request: Request) -> Response:
@@ -133,7 +134,7 @@ def build_app(ledger: str | None, token: str, *, public_key: Path | None = None)
             if doc is None:
                 return PlainTextResponse("not found", 404)
             events = _run_events(ctx, run_id)
-        return Response(_timeline_svg(doc, events, now), media_type="image/svg+xml")
+        return Response(pages.render_timeline(_timeline(doc, events, now)), media_type="image/svg+xml")
 
     def verify_view(request: Request) -> Response:
         if not _same_origin(request) or not token_matches(request.headers.get(CSRF_HEADER), csrf):
@@ -143,10 +144,10 @@ def build_app(ledger: str | None, token: str, *, public_key: Path | None = None)
         return JSONResponse(result)
 
     def inbox_view(request: Request) -> Response:
-        from ...adapters.service_layer.requests import local_user
+        from ...adapters.service_layer.use_cases.requests import local_user
         from ...projections.inbox import open_questions
 
-        from ...adapters.service_layer.approval import waiting_for_a_person
+        from ...adapters.service_layer.use_cases.approval import waiting_for_a_person
 
         with context() as ctx:
             views = ctx.views()
@@ -207,7 +208,7 @@ def _head(context: Callable[[], Any]) -> int:
 
 def _run_events(ctx: Any, run_id: str) -> list[tuple[str, str, dict[str, Any]]]:
     """The run's events (type without version, recorded_at, payload), in ledger order."""
-    from ...adapters.service_layer.event_log import listed_events
+    from ...adapters.service_layer.kernel.event_log import listed_events
 
     reader = ctx.ledger_reader
     return [(row[3].split(".v")[0], body["recorded_at"], body["payload"])
@@ -236,13 +237,15 @@ def _details(doc: dict[str, Any], events: list[tuple[str, str, dict[str, Any]]])
     return list(checks.values()), tails, feedback
 
 
-def _timeline_svg(doc: dict[str, Any], events: list[tuple[str, str, dict[str, Any]]], now: str) -> str:
-    from ...domain.timeline import timeline
-    from .timeline import svg
+def _timeline(doc: dict[str, Any], events: list[tuple[str, str, dict[str, Any]]], now: str) -> dict[str, Any]:
+    """The run's timeline as timeline.py lays it out, for templates/timeline.svg to draw."""
+    from ...domain.reports.timeline import timeline
+    from .timeline import drawing
 
     run = doc["run"]
     # the axis ends at the run's close: what gc or anything else records in its streams later is not the run's time
-    return svg(timeline(events, [t["task_id"] for t in doc["tasks"]], run["opened_at"], now, run.get("closed_at")))
+    return drawing(timeline(events, [t["task_id"] for t in doc["tasks"]], run["opened_at"], now,
+                            run.get("closed_at")))
 
 
 def _receipt(ctx: Any, run_id: str, events: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any] | None:
@@ -257,9 +260,9 @@ def _receipt(ctx: Any, run_id: str, events: list[tuple[str, str, dict[str, Any]]
 def _verify(ctx: Any, run_id: str, public_key: Path | None) -> dict[str, Any]:
     """verify-receipt on the run's exported bundle, as the command runs it, with the public key beside the run's
     export key (or the one `docket serve --key` named)."""
-    from ...adapters.service_layer.export import verify_bundle
-    from ...adapters.world.signing import load_verifier, read_bundle
-    from ...domain.errors import DocketError
+    from ...adapters.service_layer.use_cases.export import verify_bundle
+    from ...adapters.world.ledger.signing import load_verifier, read_bundle
+    from ...domain.kernel.errors import DocketError
     from ...projections import runs
 
     bundle = ctx.paths.ledger.parent / "receipts" / f"{run_id}.intoto.jsonl"
@@ -285,9 +288,9 @@ def _verify(ctx: Any, run_id: str, public_key: Path | None) -> dict[str, Any]:
 
 def _answer(context: Callable[[], Any], key: str, choice: str | None, text: str | None) -> Response:
     """Record the answer (or a follow-up's decision) as `docket answer` does, by the local user, via the web."""
-    from ...adapters.service_layer.requests import answer_question, local_user
-    from ...adapters.world.config_file import find_config, load_config
-    from ...domain.errors import DocketError
+    from ...adapters.service_layer.use_cases.requests import answer_question, local_user
+    from ...adapters.world.files.config_file import find_config, load_config
+    from ...domain.kernel.errors import DocketError
 
     try:
         number = int(choice) if choice is not None else None

@@ -12,8 +12,8 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from ..names import normal_resource, valid_branch_name
-from ..values import MAX_DURATION_MS, MAX_SAFE_INT, to_ms
+from ..kernel.names import normal_resource, valid_branch_name
+from ..kernel.values import MAX_DURATION_MS, MAX_SAFE_INT, to_ms
 
 __all__ = [
     "AbsolutePath",

@@ -12,8 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from ..values import MAX_DURATION_MS, MAX_SAFE_INT
-from ..sandbox import SandboxRecord
+from ..kernel.values import MAX_DURATION_MS, MAX_SAFE_INT
+from ..containment.sandbox import SandboxRecord
 from .base import (AbsolutePath, Code, Commit, Event, Generation, Host, Id, RemoteName, RemoteUrl, RepositoryPath,
                    Sha256, Tail, Text)
 from .worker import ProcessIdentity

@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from ..values import MAX_SAFE_INT
+from ..kernel.values import MAX_SAFE_INT
 from .base import Event, Id, Text, Timestamp
 
 __all__ = ["IntentCancelled", "IntentOutcomeUnknown", "IntentOutcomeUnknownV2"]

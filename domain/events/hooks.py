@@ -13,8 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from ..values import MAX_DURATION_MS
-from ..sandbox import SandboxRecord
+from ..kernel.values import MAX_DURATION_MS
+from ..containment.sandbox import SandboxRecord
 from .base import AbsolutePath, Commit, Event, Id, PositiveMs, Position, RepositoryPath, Sha256, Tail, Text
 
 __all__ = ["HookFinished", "HookRequested"]
@@ -44,14 +44,14 @@ class HookRequested(Event):
     repository: RepositoryPath  # the repository the base's copies of the files it names are read from
     ledger: AbsolutePath  # DOCKET_LEDGER, and where the event is read from
     directory: AbsolutePath  # where its started-marker, stdin document and log are made
-    # Its sandbox as docket.toml asked it (the roots are the machine's: adapters/world/sandbox_roots.py). Hooks asked
+    # Its sandbox as docket.toml asked it (the roots are the machine's: adapters/world/processes/sandbox_roots.py). Hooks asked
     # for before docket had a sandbox ran without one: "off".
     sandbox: Literal["landlock", "off"] = "off"
     read: Annotated[list[ExtraPath], Field(max_length=256)] = []
     write: Annotated[list[ExtraPath], Field(max_length=256)] = []
     network: Literal["any", "none"] | Annotated[list[Port], Field(max_length=1000)] = "any"
     # The run's base commit: the repository files the command names are run as this commit holds them
-    # (adapters/world/base_copies.py). None: asked for before docket did so; such a hook naming a file is not run.
+    # (adapters/world/workspaces/base_copies.py). None: asked for before docket did so; such a hook naming a file is not run.
     base: Commit | None = None
 
 

@@ -16,9 +16,9 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, StringConstraints
 
-from ..canonical import check_canonical_value
+from ..kernel.canonical import check_canonical_value
 
-from ..values import MAX_SAFE_INT
+from ..kernel.values import MAX_SAFE_INT
 from .base import (AbsolutePath, BranchName, Code, Commit, Event, Generation, Id, Position, RemoteName, RemoteUrl,
                    RepositoryPath, Sha256, Text)
 from .candidate import TreePath

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from ..values import MAX_SAFE_INT
+from ..kernel.values import MAX_SAFE_INT
 from .base import Code, Event, Generation, Id, Sha256, Text, Timestamp
 
 __all__ = [

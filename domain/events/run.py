@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from ..values import MAX_SAFE_INT
+from ..kernel.values import MAX_SAFE_INT
 from .base import (AbsolutePath, BranchName, Code, Commit, Event, Id, PositiveMs, ProcessIdentity, RemoteName, RemoteUrl,
                    RepositoryPath, Sha256, Text, Timestamp)
 
@@ -220,7 +220,7 @@ class RunPlannedV2(Event):
 
 
 class RunConfigurationRecorded(Event):
-    """What the run trusts, recorded once when ``docket go`` plans it (domain/trust.py): the digest of the docket.toml
+    """What the run trusts, recorded once when ``docket go`` plans it (domain/containment/trust.py): the digest of the docket.toml
     it read from the user's checkout (null: none, the defaults), and the repository paths a candidate may not change
     without a person's approval (docket.toml, .gitattributes, .gitmodules and every file a check, hook or
     [worktree] setup command names). A candidate changing one waits for ``docket approve``, whatever its checks

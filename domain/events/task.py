@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from ..values import MAX_SAFE_INT
+from ..kernel.values import MAX_SAFE_INT
 from .base import AbsolutePath, BranchName, Code, Commit, Event, Host, Id, RepositoryPath, Sha256, Text
 
 __all__ = ["TaskFeedbackRecorded", "TaskFinished", "TaskPlanned", "TaskPlannedV2", "WorktreeCreated", "WorktreeFailed", "WorktreeLost",

@@ -5,8 +5,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from ..values import MAX_SAFE_INT
-from ..sandbox import SandboxRecord
+from ..kernel.values import MAX_SAFE_INT
+from ..containment.sandbox import SandboxRecord
 from .base import (AbsolutePath, Code, Event, Generation, Host, Id, Position, ProcessIdentity, Sha256, Tail, Text,
                    Timestamp)
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.egress_proxy import EgressProxy
-from docket.adapters.world.landlock import abi_version
-from docket.adapters.world.private_mounts import network_available
-from docket.domain.egress import refused_address
+from docket.adapters.world.processes.egress_proxy import EgressProxy
+from docket.adapters.world.processes.landlock import abi_version
+from docket.adapters.world.processes.private_mounts import network_available
+from docket.domain.containment.egress import refused_address
 from tests.conftest import git
 from tests.e2e.go_world import make_go_world
 

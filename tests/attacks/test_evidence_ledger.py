@@ -19,7 +19,7 @@ TASKS = '[[tasks]]\nid = "t"\ntitle = "honest work"\nprompt = "write honest.txt"
 # The documented chain (DESIGN.md, docs/events.md), recomputed from the first edited position on.
 AGENT = '''\
 import os, shutil, sqlite3, sys
-from docket.domain.chain import GENESIS_DIGEST, chain_entry, next_digest
+from docket.domain.kernel.chain import GENESIS_DIGEST, chain_entry, next_digest
 
 ledger = os.environ["DOCKET_LEDGER"]
 attack = sys.argv[2]  # argv[1]: the prompt's file, which it ignores

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from docket.adapters.world.landlock import abi_version
+from docket.adapters.world.processes.landlock import abi_version
 from tests.conftest import git
 from tests.e2e.fleet_world import make_fleet
 from tests.e2e.go_world import config

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from docket.adapters.world.paths import executions_root
+from docket.adapters.world.files.paths import executions_root
 from tests.conftest import Docket
 
 

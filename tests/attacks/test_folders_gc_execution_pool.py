@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from docket.adapters.world.execution_pool import KEEP_IDLE, POOL
-from docket.adapters.world.executions import (create_execution, execution_path, observe_execution,
+from docket.adapters.world.workspaces.execution_pool import KEEP_IDLE, POOL
+from docket.adapters.world.workspaces.executions import (create_execution, execution_path, observe_execution,
                                               remove_execution)
-from docket.adapters.world.paths import executions_root
+from docket.adapters.world.files.paths import executions_root
 from tests.conftest import Docket, git
 
 BINDING = "0123456789abcdef" * 4
@@ -59,7 +59,7 @@ def test_gc_removes_every_idle_execution_once_no_run_is_open_and_never_a_placed_
 
 
 def test_gc_keeps_the_newest_idle_executions_while_a_run_is_open(docket: Docket) -> None:
-    from docket.adapters.world import execution_pool
+    from docket.adapters.world.workspaces import execution_pool
 
     docket("init")
     docket("run", "open", "--target", "main", "--goal", "g", "--id", "r1")

@@ -69,7 +69,7 @@ def test_a_tasks_file_or_prompt_file_that_is_not_a_regular_file_is_refused_at_on
 
 
 def test_a_receipt_bundle_that_is_a_fifo_is_refused_at_once(docket: Docket, fifo: Path, tmp_path: Path):
-    from docket.adapters.world.signing import generate_key
+    from docket.adapters.world.ledger.signing import generate_key
 
     _, public = generate_key(tmp_path / "docket")
     done = _run(docket, "verify-receipt", str(fifo), "--key", str(public))

@@ -34,7 +34,7 @@ def _data(world: GoWorld) -> Path:
 
 def _plant(world: GoWorld, where: str, outside: Path) -> Path:
     """A symlink to outside at a folder docket makes: beside the ledger, or in the data folder."""
-    from docket.adapters.world.paths import repository_key
+    from docket.adapters.world.files.paths import repository_key
 
     if where in ("receipts", "logs", "workers", "prompts", "checks", "integrations", "import-guard"):
         link = world.ledger.parent / where

@@ -68,7 +68,7 @@ def test_a_lock_whose_recorded_writer_is_dead_is_broken_without_waiting(tmp_path
 
     from dulwich.repo import Repo
 
-    from docket.adapters.world import ref_locks
+    from docket.adapters.world.git import ref_locks
     from tests.conftest import make_repo
 
     repo_path = make_repo(tmp_path / "repo")

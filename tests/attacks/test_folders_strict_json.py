@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world import signing
-from docket.domain.canonical import DuplicateKey, strict_json
-from docket.domain.errors import VerificationFailed
+from docket.adapters.world.ledger import signing
+from docket.domain.kernel.canonical import DuplicateKey, strict_json
+from docket.domain.kernel.errors import VerificationFailed
 
 COMMIT = "d20ace7968ba43c0219f62d71334c1095bab1602"
 

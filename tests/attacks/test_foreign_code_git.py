@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docket.adapters.world.candidates import DulwichCandidateRefs
-from docket.adapters.world.capture import Capture, DulwichCapture
-from docket.adapters.world.executions import execution_path
-from docket.adapters.world.integration_refs import DulwichMerges
-from docket.adapters.world.workspaces import DulwichWorkspaces
+from docket.adapters.world.git.candidates import DulwichCandidateRefs
+from docket.adapters.world.git.capture import Capture, DulwichCapture
+from docket.adapters.world.workspaces.executions import execution_path
+from docket.adapters.world.git.integration_refs import DulwichMerges
+from docket.adapters.world.workspaces.port import DulwichWorkspaces
 from tests.conftest import git
 
 from .foreign_code import markers, plant

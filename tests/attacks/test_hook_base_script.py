@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.landlock import abi_version
+from docket.adapters.world.processes.landlock import abi_version
 from tests.conftest import git
 from tests.e2e.go_world import GoWorld, make_go_world, wait_until
 

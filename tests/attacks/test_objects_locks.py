@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.ref_locks import STALE_LOCK_SECONDS
+from docket.adapters.world.git.ref_locks import STALE_LOCK_SECONDS
 from tests.conftest import git
 from tests.e2e.go_world import make_go_world
 

@@ -3,7 +3,7 @@ escapes and a bidi override.
 
 One NUL at the end of an agent's output made its WorkerExited unrecordable: `docket go` ended in exit 70, and every
 resume and `docket reconcile --apply` read the same log again and failed the same way, for good. Output becomes text
-in one place (domain/processes.py, output_text): decoded, redacted, NUL escaped (``\\x00``: no event can hold it);
+in one place (domain/containment/processes.py, output_text): decoded, redacted, NUL escaped (``\\x00``: no event can hold it);
 the other characters are kept as printed, for --json, and every renderer escapes them. No event holds a NUL, the run
 finishes and resumes, and the honest task of the same run lands.
 """

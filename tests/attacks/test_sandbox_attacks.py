@@ -22,7 +22,7 @@ SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- sandbox-test-secret"
 
 
 def _landlock() -> int:
-    from docket.adapters.world.landlock import abi_version
+    from docket.adapters.world.processes.landlock import abi_version
 
     return abi_version()
 

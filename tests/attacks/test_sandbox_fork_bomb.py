@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world import process_tree
-from docket.adapters.world.pids_limit import PIDS_MAX, PidsLimit
-from docket.adapters.world.processes import LaunchSpec, PsutilProcesses
+from docket.adapters.world.processes import process_tree
+from docket.adapters.world.processes.pids_limit import PIDS_MAX, PidsLimit
+from docket.adapters.world.processes.lifecycle import LaunchSpec, PsutilProcesses
 
 BOMB = r'''
 import os, sys, time

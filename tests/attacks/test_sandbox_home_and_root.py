@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.landlock import abi_version
-from docket.adapters.world.processes import LaunchSpec, PsutilProcesses, wait_for_group
-from docket.adapters.world.sandbox_roots import sandbox_for
-from docket.domain.sandbox import Confinement
+from docket.adapters.world.processes.landlock import abi_version
+from docket.adapters.world.processes.lifecycle import LaunchSpec, PsutilProcesses, wait_for_group
+from docket.adapters.world.processes.sandbox_roots import sandbox_for
+from docket.domain.containment.sandbox import Confinement
 
 pytestmark = pytest.mark.skipif(abi_version() < 1, reason="this kernel has no Landlock: the sandbox cannot be tested")
 

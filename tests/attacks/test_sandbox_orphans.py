@@ -65,7 +65,7 @@ def test_a_daemon_a_check_detached_never_writes_its_execution_or_the_pool(tmp_pa
     """A check leaves a setsid daemon that would write a tracked file of its execution half a second later: docket
     stops it before it inspects (so the give back may trust the inspection's scan), and nothing in the pool of
     executions is ever written by it."""
-    from docket.adapters.world.paths import executions_root
+    from docket.adapters.world.files.paths import executions_root
 
     world = make_go_world(tmp_path)
     daemon = "setsid sh -c 'sleep 0.5; echo tampered >> README.md' </dev/null >/dev/null 2>&1 & true"

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world import private_mounts
-from docket.adapters.world.landlock import abi_version
-from docket.adapters.world.processes import LaunchSpec, PsutilProcesses, wait_for_group
-from docket.adapters.world.sandbox_roots import sandbox_for
-from docket.domain.sandbox import Confinement
+from docket.adapters.world.processes import private_mounts
+from docket.adapters.world.processes.landlock import abi_version
+from docket.adapters.world.processes.lifecycle import LaunchSpec, PsutilProcesses, wait_for_group
+from docket.adapters.world.processes.sandbox_roots import sandbox_for
+from docket.domain.containment.sandbox import Confinement
 
 pytestmark = [pytest.mark.skipif(abi_version() < 1, reason="this kernel has no Landlock: the sandbox cannot be tested"),
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="unix sockets in namespaces: Linux")]
@@ -351,7 +351,7 @@ print(process.returncode, out, err[-2000:], flush=True)
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become an ordinary user for the test")
 def test_as_an_ordinary_user_a_launch_gets_a_loopback_only_network_whose_listener_docket_serves():
-    from docket.adapters.world import private_network
+    from docket.adapters.world.processes import private_network
 
     python = shutil.which("python3", path="/usr/bin:/bin:/usr/local/bin")
     if python is None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.landlock import abi_version
+from docket.adapters.world.processes.landlock import abi_version
 from tests.conftest import git
 from tests.e2e.go_world import make_go_world
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.capture import capture_twice
-from docket.domain.errors import Refused
+from docket.adapters.world.git.capture import capture_twice
+from docket.domain.kernel.errors import Refused
 from docket.domain.events import candidate as limits
 from docket.domain.events.candidate import MAX_CHANGED_PATHS
 from tests.conftest import git

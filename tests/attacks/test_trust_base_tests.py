@@ -140,8 +140,8 @@ def test_changed_protected_paths_are_named(world):
     checked = w.run("verify-receipt", str(bundle), "--key", f"{keys}.pub")
     assert checked.returncode == 0, checked.stderr
     # a receipt that hides a protected change, or claims a base-tests run it did not have, contradicts its events
-    from docket.domain.errors import VerificationFailed
-    from docket.domain.receipts import receipt_sha256, verify_statement
+    from docket.domain.kernel.errors import VerificationFailed
+    from docket.domain.reports.receipts import receipt_sha256, verify_statement
 
     statement = json.loads(base64.b64decode(json.loads(bundle.read_text().splitlines()[0])["payload"]))
     verify_statement(copy.deepcopy(statement))

@@ -55,8 +55,8 @@ def test_a_candidate_pinned_with_dot_git_before_is_that_checks_failed_execution_
 
     from dulwich.objects import Blob, Commit, Tree
 
-    from docket.adapters.world.executions import execution_path, observe_execution
-    from docket.adapters.world.repository import open_repo
+    from docket.adapters.world.workspaces.executions import execution_path, observe_execution
+    from docket.adapters.world.git.repository import open_repo
     from docket.domain.execution import decide_execution
     from tests.conftest import git
 

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from docket.adapters.world.workspaces import agent_roots
+from docket.adapters.world.workspaces.port import agent_roots
 from tests.conftest import git
 from tests.e2e.go_world import AGENT, make_go_world, unsandboxed
 
@@ -94,7 +94,7 @@ prompt = "file"
 
 
 def test_the_sandbox_seam_gives_an_agent_no_other_workspace(tmp_path: Path) -> None:
-    from docket.adapters.world.paths import task_worktree_path
+    from docket.adapters.world.files.paths import task_worktree_path
 
     common = tmp_path / "repo" / ".git"
     mine, theirs = task_worktree_path(common, "r1", "r1.b"), task_worktree_path(common, "r1", "r1.a")

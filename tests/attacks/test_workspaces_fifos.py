@@ -4,7 +4,7 @@ The capture opened what the workspace named with a plain open(): a FIFO as a fol
 ``core.excludesFile`` the workspace's own git config names, hung `docket go` forever (deaf to SIGTERM), and its
 resume too; an excludes file naming ``~/.ssh/id_rsa`` or ``/dev/zero`` was read by docket's own process. Now every
 file of a workspace is opened without following symlinks and without blocking, and read only when it is a regular
-file (adapters/world/regular_files.py), and ignore rules come from the workspace's own files and the user's own
+file (adapters/world/files/regular_files.py), and ignore rules come from the workspace's own files and the user's own
 configuration only, never from a path the workspace's config names. Each attacking task ends with a recorded result,
 the run finishes, and the honest task lands.
 """
@@ -106,8 +106,8 @@ def test_a_fifo_or_a_device_is_never_opened_as_a_workspace_file(tmp_path: Path):
 
 
 def _never_blocks(tmp_path: Path, fifo: Path) -> None:
-    from docket.adapters.world.regular_files import NotRegular, open_regular
-    from docket.adapters.world.size_limit import large_file_id
+    from docket.adapters.world.files.regular_files import NotRegular, open_regular
+    from docket.adapters.world.git.size_limit import large_file_id
 
     for path in (fifo, Path("/dev/zero"), tmp_path):
         with pytest.raises(NotRegular):

@@ -125,8 +125,8 @@ prompt = "file"
 
 def test_the_agents_own_git_does_take_what_it_planted(tmp_path: Path) -> None:
     """The control: what the agent plants works in its workspace (so the test above shows containment, not a dud)."""
-    from docket.adapters.world.paths import task_worktree_path
-    from docket.adapters.world.workspaces import DulwichWorkspaces
+    from docket.adapters.world.files.paths import task_worktree_path
+    from docket.adapters.world.workspaces.port import DulwichWorkspaces
 
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -49,7 +49,7 @@ DELIVERED = {"greet.py": 'print("hello")\nprint("HELLO")\n', "name.py": 'NAME = 
 def _sandbox_off_without_landlock() -> str:
     """Where the kernel has no Landlock, docket refuses to launch unless told sandbox = "off": these worlds test
     everything but the sandbox (tests/attacks/ tests it, and says when it cannot)."""
-    from docket.adapters.world.landlock import abi_version
+    from docket.adapters.world.processes.landlock import abi_version
 
     return "" if abi_version() >= 1 else 'sandbox = "off"\n'
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.kernel.ledger import Ledger
 from docket.adapters.world.clock import FixedClock
 from docket.cli.app import COMMANDS
 from docket.domain import events as ev
@@ -162,7 +162,7 @@ def prepare(docket, candidate: dict) -> None:  # noqa: ANN001
         worker = payloads(docket, "HandoffConfirmed.v1")[-1]
 
         def decision(now: str) -> list[ev.Event]:
-            from docket.adapters.service_layer.runs import load_run
+            from docket.adapters.service_layer.use_cases.runs import load_run
 
             existing = ledger.get(integration_aggregate.apply, integration_aggregate.stream_of(RUN))
             run: Run = load_run(ledger, RUN)

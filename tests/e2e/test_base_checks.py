@@ -16,8 +16,8 @@ from xml.etree import ElementTree
 
 import pytest
 
-from docket.adapters.world.signing import load_signer, sign_statement
-from docket.domain.receipts import receipt_sha256
+from docket.adapters.world.ledger.signing import load_signer, sign_statement
+from docket.domain.reports.receipts import receipt_sha256
 from tests.conftest import git
 from tests.e2e.go_world import GoWorld, config, make_go_world
 

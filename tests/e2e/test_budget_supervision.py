@@ -17,7 +17,7 @@ import time
 import psutil
 import pytest
 
-from docket.domain.values import to_ms
+from docket.domain.kernel.values import to_ms
 
 pytestmark = pytest.mark.slow
 

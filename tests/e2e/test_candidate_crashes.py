@@ -14,9 +14,9 @@ command then works again.
 
 from __future__ import annotations
 
-from docket.adapters.world.data_owners import OWNERS_FILE
-from docket.adapters.world.execution_pool import POOL, idle_only
-from docket.adapters.world.paths import executions_root, task_worktree_path
+from docket.adapters.world.workspaces.data_owners import OWNERS_FILE
+from docket.adapters.world.workspaces.execution_pool import POOL, idle_only
+from docket.adapters.world.files.paths import executions_root, task_worktree_path
 import random
 import signal
 import subprocess
@@ -28,12 +28,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.world.store import decode_event
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.world.ledger.store import decode_event
 from docket.domain import candidate as candidate_aggregate
 from docket.domain import task as task_aggregate
 
-from ..conftest import git
+from ..conftest import campaign_rounds, git
 from .test_worker_crashes import effector_points, kill_ledger_processes, ledger_processes, wait_for
 
 RUN, TASK = "r1", "t1"
@@ -478,15 +478,18 @@ def timed(docket, *args: str) -> float:  # noqa: ANN001
 
 
 @pytest.mark.slow
+@pytest.mark.campaign
 def test_sigkill_at_random_instants_of_check_run_then_recovery_converges(docket, repo, world):
-    """12 rounds: `check run` of a check that sleeps 0.5 s, SIGKILLed after a seeded random delay (from its start-up
-    to a little after it would have ended), recovered; every run has exactly one result, passed or interrupted."""
+    """12 rounds (`make test`: the first 4; `make test-campaigns`: all): `check run` of a check that sleeps 0.5 s,
+    SIGKILLed after a seeded random delay (from its start-up to a little after it would have ended), recovered; every
+    run has exactly one result, passed or interrupted."""
     seed = 8
     rng = random.Random(seed)
+    rounds = campaign_rounds(12, 4)
     binding = pinned_by_the_agent(world)["binding_id"]
     lasts = timed(docket, "check", "run", binding, "--check", "slow")
     killed = Counter()
-    for round_ in range(12):
+    for round_ in range(rounds):
         killed[kill_after(background(docket, "check", "run", binding, "--check", "slow"),
                           rng.uniform(0.0, 1.2 * lasts))] += 1
         recover(docket)
@@ -495,7 +498,7 @@ def test_sigkill_at_random_instants_of_check_run_then_recovery_converges(docket,
     results = Counter(interrupted_or_passed(r[0]) for r in runs.values())
     assert set(results) <= {"passed", "interrupted"}, (results, f"seed {seed}")
     assert killed[True] >= 1, (killed, results, f"seed {seed}")
-    print(f"check run, seed {seed}: killed {killed[True]} of 12; results {dict(results)}")
+    print(f"check run, seed {seed}: killed {killed[True]} of {rounds}; results {dict(results)}")
     again = docket("check", "run", binding, "--check", "slow", "--json").json()
     (outcome,) = again["checks"]
     assert (outcome["result"], outcome["attempt"]) == ("passed", len(runs) + 1), (outcome, f"seed {seed}")
@@ -503,17 +506,20 @@ def test_sigkill_at_random_instants_of_check_run_then_recovery_converges(docket,
 
 
 @pytest.mark.slow
+@pytest.mark.campaign
 def test_sigkill_at_random_instants_of_candidate_pin_then_recovery_converges(docket, repo, world):
-    """12 rounds: change the worktree, `candidate pin` SIGKILLed after a seeded random delay, recover; each round
-    leaves its binding pinned (the intent was recorded) or nothing (it was not), and pinning again finds it."""
+    """12 rounds (`make test`: the first 4; `make test-campaigns`: all): change the worktree, `candidate pin`
+    SIGKILLed after a seeded random delay, recover; each round leaves its binding pinned (the intent was recorded) or
+    nothing (it was not), and pinning again finds it."""
     seed = 8
     rng = random.Random(seed)
+    rounds = campaign_rounds(12, 4)
     assert world("true")["pin"]["result"] == "unchanged"
     (task_worktree_path(repo / ".git", RUN, TASK) / "first.txt").write_text("first\n")
     lasts = timed(docket, "candidate", "pin", RUN, "--task", TASK)  # the first capture hashes every file:
     lasts = min(lasts, timed(docket, "candidate", "pin", RUN, "--task", TASK))  # the warm one is the one to kill
     killed, recovered = Counter(), 0
-    for round_ in range(12):
+    for round_ in range(rounds):
         (task_worktree_path(repo / ".git", RUN, TASK) / f"round-{round_}.txt").write_text(f"{round_}\n")
         # its first half is start-up and capture: most kills land after it, where the pin is recorded and made
         was_killed = kill_after(background(docket, "candidate", "pin", RUN, "--task", TASK),
@@ -530,7 +536,7 @@ def test_sigkill_at_random_instants_of_candidate_pin_then_recovery_converges(doc
         assert Counter(e.binding_id for e in ledger_events(docket.ledger)
                        if e.type_name() == "CandidatePinRequested.v1")[again["binding_id"]] == 1, why
     assert killed[True] >= 1, (killed, f"seed {seed}")
-    print(f"candidate pin, seed {seed}: killed {killed[True]} of 12; of those pinned by recovery {recovered}")
+    print(f"candidate pin, seed {seed}: killed {killed[True]} of {rounds}; of those pinned by recovery {recovered}")
 
 
 # ---------------------------------------------------------------- found while writing these
@@ -538,7 +544,7 @@ def test_sigkill_at_random_instants_of_candidate_pin_then_recovery_converges(doc
 
 @pytest.mark.slow
 def test_replay_after_a_check_run_finds_no_snapshot_drift(docket, repo, world):
-    """Before candidate streams were in adapters/service_layer/aggregates.py, the ledger snapshotted them every 10 versions and
+    """Before candidate streams were in adapters/service_layer/kernel/aggregates.py, the ledger snapshotted them every 10 versions and
     replay, finding no fold for them, called each snapshot drifted and exited 1."""
     binding = pinned_by_the_agent(world)["binding_id"]  # versions 1-2 of the candidate's stream
     docket("check", "run", binding, "--check", "ok")  # versions 3-10: the ledger snapshots the stream

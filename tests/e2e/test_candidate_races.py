@@ -6,7 +6,7 @@ assertions hold whatever order the two cores run them in.
 
 from __future__ import annotations
 
-from docket.adapters.world.paths import executions_root, task_worktree_path
+from docket.adapters.world.files.paths import executions_root, task_worktree_path
 import subprocess
 import sys
 

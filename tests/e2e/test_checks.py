@@ -4,9 +4,9 @@ safely; afterwards real git agrees that nothing is left (`git worktree list`, `g
 
 from __future__ import annotations
 
-from docket.adapters.world.data_owners import OWNERS_FILE
-from docket.adapters.world.execution_pool import POOL, idle_only
-from docket.adapters.world.paths import executions_root
+from docket.adapters.world.workspaces.data_owners import OWNERS_FILE
+from docket.adapters.world.workspaces.execution_pool import POOL, idle_only
+from docket.adapters.world.files.paths import executions_root
 import hashlib
 import json
 import os
@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from docket.domain.canonical import canonical_json
+from docket.domain.kernel.canonical import canonical_json
 from docket.domain.config import SHELL
 
 from ..conftest import Docket, git

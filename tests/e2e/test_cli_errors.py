@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from docket import __version__
-from docket.adapters.world.paths import find_git_common_dir
+from docket.adapters.world.files.paths import find_git_common_dir
 
 from ..conftest import T0, Docket, Result, git
 
@@ -35,9 +35,9 @@ ZERO_DIGEST = "0" * 64
 
 def supervise_from(ledger_path: Path, run_id: str, now: str) -> None:
     """Record a supervision of the run (RunSupervised), as `docket worker launch` does while its agent runs."""
-    from docket.adapters.service_layer.ledger import Ledger
+    from docket.adapters.service_layer.kernel.ledger import Ledger
     from docket.domain import run as run_aggregate
-    from docket.domain.processes import ProcessIdentity
+    from docket.domain.containment.processes import ProcessIdentity
 
     ledger = Ledger(ledger_path)
     try:

@@ -15,9 +15,9 @@ def test_one_task_runs_through_the_service_layer_and_the_git_ports():
                            timeout=300)
     assert shown.returncode == 0, shown.stderr
     files = {line.strip() for line in shown.stdout.splitlines() if line.startswith("  ")}
-    assert {"cli/go.py", "adapters/service_layer/go.py", "adapters/service_layer/go_start.py",
-            "adapters/service_layer/go_task.py", "adapters/service_layer/go_delivery.py",
-            "adapters/world/capture.py", "adapters/world/candidates.py", "adapters/world/merge.py",
-            "adapters/world/integration_refs.py", "domain/target_move.py"} <= files, sorted(files)
+    assert {"cli/go.py", "adapters/service_layer/go/drive.py", "adapters/service_layer/go/start.py",
+            "adapters/service_layer/go/task.py", "adapters/service_layer/go/delivery.py",
+            "adapters/world/git/capture.py", "adapters/world/git/candidates.py", "adapters/world/git/merge.py",
+            "adapters/world/git/integration_refs.py", "domain/target_move.py"} <= files, sorted(files)
     assert all(f.split("/")[0] in ("domain", "projections", "adapters", "cli") for f in files)
     assert f"{len(files)} docket source files ran a function for one task" in shown.stdout

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from docket.adapters.world.paths import task_worktree_path
-from docket.domain.protected import DEFAULT_PROTECTED
+from docket.adapters.world.files.paths import task_worktree_path
+from docket.domain.containment.protected import DEFAULT_PROTECTED
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-from docket.adapters.world.config_file import find_config, write_default
+from docket.adapters.world.files.config_file import find_config, write_default
 from docket.domain.config import DEFAULT_TOML
 
 from ..conftest import Docket, git
@@ -118,7 +118,7 @@ def test_status_does_not_import_the_configuration(docket, repo):
              "from docket.cli.app import main\n"
              "with contextlib.redirect_stdout(io.StringIO()):\n"
              "    code = main(['status', '--json'])\n"
-             "config = {'docket.domain.config', 'docket.adapters.world.config_file', 'docket.cli.config', 'tomllib'}\n"
+             "config = {'docket.domain.config', 'docket.adapters.world.files.config_file', 'docket.cli.config', 'tomllib'}\n"
              "print(code, sorted(set(sys.modules) & config))\n")
     out = subprocess.run([sys.executable, "-c", probe], cwd=repo, env=docket.env, capture_output=True,
                          text=True, check=True).stdout

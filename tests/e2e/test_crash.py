@@ -7,7 +7,7 @@ import signal
 import pytest
 
 from docket.adapters.world.faults import CRASH_POINTS
-from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.kernel.ledger import Ledger
 
 from ..conftest import git
 

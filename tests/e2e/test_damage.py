@@ -12,7 +12,7 @@ import json
 import sqlite3
 
 import pytest
-from docket.domain.chain import GENESIS_DIGEST, chain_entry, next_digest
+from docket.domain.kernel.chain import GENESIS_DIGEST, chain_entry, next_digest
 
 from ..conftest import T0
 

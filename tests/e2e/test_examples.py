@@ -188,7 +188,7 @@ def test_the_step_by_step_and_agents_examples_run_as_typed_in_a_fresh_repository
     """docs/steps.md's "step by step" and "Agents" blocks, one line after another from `docket init`, as a user types
     them (claude played by the scripted agent of examples/, ./my-agent.sh committed), and docs/receipts.md's "Signing
     keys" command: every line exits 0."""
-    from docket.adapters.world.landlock import abi_version
+    from docket.adapters.world.processes.landlock import abi_version
 
     steps = page_text("docs/steps.md")
     examples = readme_examples(steps[steps.index("Step by step, inside"):steps.index("`run-7k2m9x4q` stands for")])
@@ -241,7 +241,7 @@ def test_the_readme_first_run_delivers_as_typed(tmp_path: Path):
     """From an empty folder to a delivered `docket go`: the README's first run, every line as it stands (the agent
     script its own, the check pytest), with `docket` and a python3 that has pytest on PATH; the placeholder run id
     of `--resume` is the run the script's `docket go` opened."""
-    from docket.adapters.world.landlock import abi_version
+    from docket.adapters.world.processes.landlock import abi_version
 
     if abi_version() < 1:
         pytest.skip("no Landlock here: the README's first run uses the default sandbox")

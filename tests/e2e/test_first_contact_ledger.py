@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.kernel.ledger import Ledger
 from docket.domain.events import TaskPlanned
 
 T0 = "2026-01-01T00:00:00.000Z"

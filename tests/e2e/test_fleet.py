@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
+from tests.conftest import campaign_cases, git
 from tests.e2e.fleet_world import make_fleet
 from tests.e2e.go_world import DELIVERED, TASKS, GoWorld, wait_until
 
@@ -85,8 +85,15 @@ def test_two_hosts_deliver_one_run_once_with_one_receipt(fleet):
     assert beta.json("status", "r1")["run"]["status"] == "completed"  # beta's views, from the shared ledger
 
 
-@pytest.mark.parametrize("fault", ["go:before-integrate", "integrate:after-merge-computed", "integrate:before-push",
-                                   "integrate:after-step", "check:after-request", "check:after-exit"])
+# A campaign: each case waits out a 60 s driver lease. `make test` runs one of the merge queue's points and one of
+# the checks' each run, in rotation (all six within four runs; `make test-campaigns` runs all six). Every point is
+# also reached on one host in every run: go:before-integrate, integrate:after-merge-computed and integrate:after-step
+# in test_go_crashes.py, integrate:before-push in test_shared_remote.py, check:after-request and check:after-exit in
+# test_candidate_crashes.py; and a takeover from a SIGKILLed host by test_a_killed_hosts_unfinished_tasks_... below.
+@pytest.mark.campaign
+@pytest.mark.parametrize("fault", campaign_cases(
+    ["go:before-integrate", "integrate:after-merge-computed", "integrate:before-push", "integrate:after-step"],
+    ["check:after-request", "check:after-exit"]))
 def test_a_killed_hosts_run_is_finished_by_the_other_once_its_lease_expires(fleet, fault):
     """alpha dies with every task done and the queue not finished, or in the queue's first merge while agents still
     work (its merge computed; its integration ref moved in alpha's clone only; the merge recorded, not verified),
@@ -216,7 +223,9 @@ def test_a_killed_hosts_unfinished_tasks_are_relaunched_by_the_other_host(fleet)
     assert verified.returncode == 0, verified.stderr
 
 
-@pytest.mark.parametrize("seed", [2026_12_03, 2026_12_04])
+# A campaign: one seed a run in `make test` (in rotation), both in `make test-campaigns`.
+@pytest.mark.campaign
+@pytest.mark.parametrize("seed", campaign_cases([2026_12_03, 2026_12_04], salt=1))
 def test_a_host_dying_at_a_random_instant_leaves_the_run_to_the_other(fleet, seed):
     """alpha's supervisor and its agents SIGKILLed at a random instant of the run, its agents' work or its merge
     queue (seeded: a failure names it; 2026_12_03 kills it mid-queue, where beta once waited for a merge alpha had

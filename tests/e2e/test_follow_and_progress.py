@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.kernel.ledger import Ledger
 from docket.domain.events import TaskPlanned
 
 T0 = "2026-01-01T00:00:00.000Z"

@@ -6,7 +6,7 @@ Real repositories, the scripted agent, the real CLI; real git agrees afterwards.
 
 from __future__ import annotations
 
-from docket.adapters.world.paths import task_worktree_path
+from docket.adapters.world.files.paths import task_worktree_path
 import subprocess
 from pathlib import Path
 

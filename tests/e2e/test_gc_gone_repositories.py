@@ -11,7 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
-from docket.adapters.world.paths import executions_root, workspaces_root
+from docket.adapters.world.files.paths import executions_root, workspaces_root
 from tests.conftest import make_repo
 from tests.e2e.go_world import GoWorld, make_go_world
 

@@ -21,12 +21,12 @@ from ..conftest import Docket
 # fire RUN AFTER: call fire_hooks once and print what it did; finish TASK RESULT: record TaskFinished
 DRIVER = """
 import json, sys
-from docket.adapters.service_layer.effector import Effector
-from docket.adapters.service_layer.hooks import fire_hooks
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.service_layer.runs import load_run
+from docket.adapters.service_layer.kernel.effector import Effector
+from docket.adapters.service_layer.use_cases.hooks import fire_hooks
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.service_layer.use_cases.runs import load_run
 from docket.adapters.world.clock import SystemClock
-from docket.adapters.world.config_file import find_config, load_config
+from docket.adapters.world.files.config_file import find_config, load_config
 from docket.domain import task
 from pathlib import Path
 

@@ -114,8 +114,8 @@ def test_an_agent_asks_a_person_answers_and_the_answer_reaches_the_target(tmp_pa
                            "answered_by"], "via": "cli"}}
     assert {asked["position"], answer["position"]} <= set(receipt["cited"])
     # a receipt that says another answer was given contradicts the cited event, its digest made to match
-    from docket.domain.errors import VerificationFailed
-    from docket.domain.receipts import receipt_sha256, verify_statement
+    from docket.domain.kernel.errors import VerificationFailed
+    from docket.domain.reports.receipts import receipt_sha256, verify_statement
 
     request["answer"]["text"] = "ada"
     statement["predicate"]["receipt_sha256"] = receipt_sha256(receipt)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import Docket, git, make_repo
+from ..conftest import Docket, campaign_rounds, git, make_repo
 from .test_integration import RUN, TARGET, fsck, make_world, merges_on, offered, payloads, tip
 from .test_worker_crashes import effector_points
 
@@ -116,8 +116,10 @@ def test_a_step_left_pending_by_a_crash_is_finished_by_replay_and_integrate_goes
 
 
 @pytest.mark.slow
+@pytest.mark.campaign
 def test_integrate_killed_at_random_instants_converges_when_run_again(world):  # noqa: ANN001
-    """SIGKILL at random moments, not only at named points: each time, running it again ends where an uninterrupted
+    """SIGKILL at random moments, not only at named points (10 in `make test-campaigns`, 4 in `make test`; the seed,
+    DOCKET_TEST_SEED or the time, is in every failure's message): each time, running it again ends where an uninterrupted
     run ends, with one merge per step, one completion, no stray docket ref and a valid chain."""
     import os
     import random
@@ -131,7 +133,8 @@ def test_integrate_killed_at_random_instants_converges_when_run_again(world):  #
     docket("integrate", RUN)
     duration = time.monotonic() - started  # the whole process, start-up included
     killed = 0
-    for attempt in range(10):
+    attempts = campaign_rounds(10, 4)
+    for attempt in range(attempts):
         docket = world.restore()
         proc = subprocess.Popen([sys.executable, "-m", "docket", "integrate", RUN], cwd=docket.cwd, env=docket.env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -142,7 +145,7 @@ def test_integrate_killed_at_random_instants_converges_when_run_again(world):  #
         proc.wait(timeout=120)
         done = docket("integrate", RUN, "--json", check=False)
         if done.returncode == 4:  # killed mid ref write: its lock is left, and broken once stale (as git never does)
-            from docket.adapters.world.ref_locks import STALE_LOCK_SECONDS
+            from docket.adapters.world.git.ref_locks import STALE_LOCK_SECONDS
 
             time.sleep(STALE_LOCK_SECONDS + 1)
             docket("replay", "--apply")
@@ -159,7 +162,7 @@ def test_integrate_killed_at_random_instants_converges_when_run_again(world):  #
         assert refs == [f"refs/docket/integrations/{RUN}"], (seed, attempt)
         fsck(docket)
         docket("verify")
-    assert killed >= 3, (seed, killed, duration)  # most instants fall inside the run
+    assert killed >= (3 * attempts + 9) // 10, (seed, killed, duration)  # most instants fall inside the run
 
 
 @pytest.mark.slow

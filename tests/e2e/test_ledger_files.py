@@ -112,8 +112,8 @@ def test_a_symlinked_views_file_is_refused_and_its_target_untouched(docket, tmp_
 
 
 def test_open_views_refuses_a_symlink(tmp_path):
-    from docket.adapters.service_layer.projector import open_views
-    from docket.domain.errors import BadInput
+    from docket.adapters.service_layer.kernel.projector import open_views
+    from docket.domain.kernel.errors import BadInput
 
     target = tmp_path / "target.sqlite"
     target.write_bytes(b"")

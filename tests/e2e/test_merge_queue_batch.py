@@ -121,8 +121,8 @@ def assert_forged_batch_claims_are_caught(world: World, bundle: Path, keys: Path
     import base64
     import copy
 
-    from docket.adapters.world.signing import load_signer, sign_statement
-    from docket.domain.receipts import receipt_sha256
+    from docket.adapters.world.ledger.signing import load_signer, sign_statement
+    from docket.domain.reports.receipts import receipt_sha256
 
     lines = bundle.read_bytes().splitlines()
     original = json.loads(base64.b64decode(json.loads(lines[0])["payload"]))

@@ -7,7 +7,7 @@ exactly its content, it can go, and real git agrees afterwards.
 
 from __future__ import annotations
 
-from docket.adapters.world.paths import executions_root, task_worktree_path
+from docket.adapters.world.files.paths import executions_root, task_worktree_path
 import subprocess
 import sys
 import time
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.workspaces import DulwichWorkspaces
+from docket.adapters.world.workspaces.port import DulwichWorkspaces
 
 from ..conftest import git, listed_places
 

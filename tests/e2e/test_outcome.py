@@ -1,4 +1,4 @@
-"""Issue 35: a run reads as what it came to, in the same words on every surface (domain/outcome.py): `docket go`'s
+"""Issue 35: a run reads as what it came to, in the same words on every surface (domain/reports/outcome.py): `docket go`'s
 summary, `docket status` (text and --json, one run and the runs list), `docket watch`, and the web pages. A run where
 every task failed is "nothing delivered" (not a green "completed"), one that delivered some "partly delivered (n of
 m)", one that delivered all "delivered", and one whose agent's question waits "waiting for you", marked [needs you]."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from docket.domain.chain import GENESIS_DIGEST, chain_entry, next_digest
-from docket.domain.merkle import verify_consistency
+from docket.domain.kernel.chain import GENESIS_DIGEST, chain_entry, next_digest
+from docket.domain.kernel.merkle import verify_consistency
 
 from ..conftest import git
 from .receipt_world import RUN, clean_two_tasks, keys

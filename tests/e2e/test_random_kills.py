@@ -17,8 +17,8 @@ from collections import Counter
 
 import pytest
 
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.world.store import decode_event
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.world.ledger.store import decode_event
 
 from ..integration.test_decide import invalid_grants
 

@@ -13,7 +13,7 @@ repository of its own in docket's data folder, under none; the last test here sh
 
 from __future__ import annotations
 
-from docket.adapters.world.paths import task_worktree_path
+from docket.adapters.world.files.paths import task_worktree_path
 import json
 import os
 import re

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.config_file import load_config
+from docket.adapters.world.files.config_file import load_config
 from docket.domain.config import AgentConfig, expand, placeholders
-from docket.domain.processes import scrub_environment
+from docket.domain.containment.processes import scrub_environment
 
 from ..agents.agents_doc import agent_block
 from ..agents.real_clis import AIDER, CLAUDE, CODEX, RealCli
@@ -33,7 +33,7 @@ def page_agent(tmp_path: Path, name: str) -> AgentConfig:
 
 
 def launch(tmp_path: Path, config: AgentConfig, executable: Path) -> tuple[list[str], dict[str, str]]:
-    """The argv and environment docket would start the agent with (adapters/service_layer/workers.py), the installed
+    """The argv and environment docket would start the agent with (adapters/service_layer/use_cases/workers.py), the installed
     executable's folder first on PATH."""
     worktree, worker_dir = tmp_path / "worktree", tmp_path / "worker"
     worktree.mkdir()

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.service_layer.export import verify_bundle
-from docket.adapters.world.signing import load_signer, load_verifier, read_bundle, sign_statement
+from docket.adapters.service_layer.use_cases.export import verify_bundle
+from docket.adapters.world.ledger.signing import load_signer, load_verifier, read_bundle, sign_statement
 from docket.cli.app import main
-from docket.domain.errors import DocketError
-from docket.domain.receipts import receipt_sha256
+from docket.domain.kernel.errors import DocketError
+from docket.domain.reports.receipts import receipt_sha256
 
 from ..conftest import Docket, make_repo
 from .receipt_world import RUN, clean_two_tasks, keys
@@ -123,7 +123,7 @@ def test_a_cited_events_state_changed_and_signed_again(exported, tmp_path, capsy
 
 
 def test_a_digest_recomputed_for_a_changed_event_is_not_in_the_tree(exported, tmp_path, capsys):
-    from docket.domain.chain import chain_entry, next_digest
+    from docket.domain.kernel.chain import chain_entry, next_digest
 
     def change(value: dict) -> None:
         event = run_opened(value)

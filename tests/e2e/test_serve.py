@@ -17,8 +17,11 @@ import pytest
 
 from tests.e2e.go_world import GoWorld, agent_world, make_go_world, wait_until
 
-HOSTILE = '<script>alert(1)</script>\x1b]0;owned\x07 & "quotes"'  # the goal: docket takes any text for it
-HOSTILE_TITLE = '<img src=x onerror=alert(2)> & "quotes"'  # a title refuses control characters
+HOSTILE = '<script>alert(1)</script>\x1b]0;owned\x07 & "quotes" \'single\''  # the goal: docket takes any text for it
+HOSTILE_TITLE = '<img src=x onerror=alert(2)> & "quotes" \'single\''  # a title refuses control characters
+# as the pages show them: escaped by the templates' autoescape (markupsafe: " is &#34;, ' is &#39;), controls visible
+SHOWN_GOAL = "&lt;script&gt;alert(1)&lt;/script&gt;\\x1b]0;owned\\x07 &amp; &#34;quotes&#34; &#39;single&#39;"
+SHOWN_TITLE = "&lt;img src=x onerror=alert(2)&gt; &amp; &#34;quotes&#34; &#39;single&#39;"
 TASKS = f'[[tasks]]\nid = "name"\ntitle = {json.dumps(HOSTILE_TITLE)}\nprompt = "Name it."\n'
 ASKING = '''
 import subprocess, sys
@@ -145,8 +148,13 @@ def test_pages_show_a_hostile_goal_and_title_as_text_under_a_policy_that_forbids
         assert "<script>alert" not in page and "\x1b" not in page and "\x07" not in page
         assert page.count("<script") == 1 and '<script src="/static/app.js" defer></script>' in page
     _, _, run = served.request("/runs/r1")
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in run and "\\x1b]0;owned\\x07" in run
-    assert "&lt;img src=x onerror=alert(2)&gt; &amp; &quot;quotes&quot;" in run and "<img" not in run
+    assert f'<p class="goal">{SHOWN_GOAL}</p>' in run and f'<td class="title">{SHOWN_TITLE}</td>' in run
+    assert "<img" not in run and "'single'" not in run and '"quotes"' not in run
+    _, _, runs = served.request("/")
+    assert f'<td class="goal">{SHOWN_GOAL}</td>' in runs
+    _, _, fragment = served.request("/runs/r1?fragment=main")  # what the page's script swaps in: escaped the same
+    assert fragment.startswith("<main data-position=") and fragment.endswith("</main>") and "<script" not in fragment
+    assert f'<p class="goal">{SHOWN_GOAL}</p>' in fragment and f'<td class="title">{SHOWN_TITLE}</td>' in fragment
     _, headers, svg = served.request("/runs/r1/timeline.svg")
     assert headers["content-type"].startswith("image/svg+xml") and "<script" not in svg
     assert "r1.name" in svg and 'class="span agent"' in svg

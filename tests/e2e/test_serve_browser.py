@@ -112,9 +112,9 @@ def test_the_page_keeps_up_with_a_thousand_task_run_and_serve_stays_under_100_mb
 
     import psutil
 
-    from docket.adapters.service_layer.go_start import record_plan
-    from docket.adapters.service_layer.ledger import Ledger
-    from docket.adapters.service_layer.tasks import plan_task
+    from docket.adapters.service_layer.go.start import record_plan
+    from docket.adapters.service_layer.kernel.ledger import Ledger
+    from docket.adapters.service_layer.use_cases.tasks import plan_task
     from docket.adapters.world.clock import SystemClock
 
     world = make_go_world(tmp_path)

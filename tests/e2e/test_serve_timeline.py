@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from docket.domain.values import format_duration, to_ms
+from docket.domain.kernel.values import format_duration, to_ms
 from tests.e2e.go_world import make_go_world
 from tests.e2e.test_serve import Served
 

@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.kernel.ledger import Ledger
 from docket.domain.events import TaskPlanned
 
 T0 = "2026-01-01T00:00:00.000Z"
@@ -130,7 +130,7 @@ def test_a_rewritten_chain_differs_from_the_anchor(docket, ledger, tmp_path):
     anchor = tmp_path / "anchor.json"
     anchor.write_text(docket("verify", "--json").stdout)
     # Rewrite event 5 and recompute every digest after it, as a careful forger would.
-    from docket.domain.chain import chain_entry, next_digest
+    from docket.domain.kernel.chain import chain_entry, next_digest
 
     conn = sqlite3.connect(ledger)
     with conn:

@@ -8,8 +8,8 @@ import sqlite3
 
 import pytest
 
-from docket.domain.canonical import canonical_json
-from docket.domain.chain import chain_entry, next_digest
+from docket.domain.kernel.canonical import canonical_json
+from docket.domain.kernel.chain import chain_entry, next_digest
 
 TIMES = [f"2026-01-01T00:0{minute}:00.000Z" for minute in range(6)]
 

@@ -65,7 +65,7 @@ def assert_nothing_raw(text: str) -> None:
 
 
 def _release(docket: Docket) -> Path:
-    from docket.adapters.world.paths import task_worktree_path
+    from docket.adapters.world.files.paths import task_worktree_path
 
     return task_worktree_path(docket.cwd / ".git", "r1", "t1") / ".git" / "test-release"
 

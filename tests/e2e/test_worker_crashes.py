@@ -17,7 +17,7 @@ marker file outside the worktree as its first instruction.
 
 from __future__ import annotations
 
-from docket.adapters.world.paths import task_worktree_path
+from docket.adapters.world.files.paths import task_worktree_path
 import os
 import random
 import signal
@@ -30,10 +30,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.kernel.ledger import Ledger
 from docket.domain import worker as worker_aggregate
 
-from ..conftest import git
+from ..conftest import campaign_rounds, git
 
 AGENT = Path(__file__).resolve().parents[1] / "agents" / "marker_agent.sh"
 RUN, TASK = "r1", "t1"
@@ -315,14 +315,15 @@ def test_crash_during_stop_then_reconcile_converges(docket, repo, world, point, 
 
 
 @pytest.mark.slow
+@pytest.mark.campaign
 def test_sigkill_at_random_instants_of_launch_and_supervision_then_reconcile_converges(docket, repo, world):
-    """10 rounds: launch an agent that runs 1.5 s, SIGKILL the docket process after a seeded random delay
+    """10 rounds (`make test`: the first 4, seed 7's early, late, late, early kills; `make test-campaigns`: all): launch an agent that runs 1.5 s, SIGKILL the docket process after a seeded random delay
     (anywhere from its startup to after the agent's end), reconcile --apply, check convergence; the next round
     launches the same task again."""
     background, marker = world
     rng = random.Random(7)
     outcomes = Counter()
-    for _ in range(10):
+    for _ in range(campaign_rounds(10, 4)):
         launch = background(*launch_args(marker, 1.5))
         # half the kills land before the gate (docket needs ~0.5-1 s to get there), half around the agent's run
         time.sleep(rng.uniform(0.0, 1.0) if rng.random() < 0.5 else rng.uniform(1.0, 5.0))
@@ -352,7 +353,7 @@ def test_sigkill_at_random_instants_of_launch_and_supervision_then_reconcile_con
 @pytest.mark.slow
 @pytest.mark.parametrize("attempt", range(3))
 def test_two_launches_of_one_task_at_once_run_the_agent_once(docket, repo, world, tmp_path, attempt):
-    """Before the worktree lock (adapters/world/repository.py), 3 of 4 attempts broke: each launch cleaned up the other's
+    """Before the worktree lock (adapters/world/git/repository.py), 3 of 4 attempts broke: each launch cleaned up the other's
     half-made worktree (os-error, an internal KeyError) or recorded it as diverged, for good."""
     background, marker = world
     release = tmp_path / "release"  # the winner's agent runs until the loser has answered

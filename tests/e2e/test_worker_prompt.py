@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from docket.adapters.world.paths import task_worktree_path
+from docket.adapters.world.files.paths import task_worktree_path
 import subprocess
 import sys
 from pathlib import Path

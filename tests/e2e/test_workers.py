@@ -7,7 +7,7 @@ ledger in DOCKET_LEDGER (agents and their grandchildren), group by group.
 
 from __future__ import annotations
 
-from docket.adapters.world.paths import task_worktree_path
+from docket.adapters.world.files.paths import task_worktree_path
 import hashlib
 import json
 import os
@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from docket.domain.processes import bounded_tail
+from docket.domain.containment.processes import bounded_tail
 
 from ..conftest import Docket, Result
 

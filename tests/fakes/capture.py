@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from docket.adapters.world.capture import Capture, Unstable
-from docket.domain.errors import Conflict, Refused
-from docket.domain.values import DEFAULT_MAX_FILE_SIZE
+from docket.adapters.world.git.capture import Capture, Unstable
+from docket.domain.kernel.errors import Conflict, Refused
+from docket.domain.kernel.values import DEFAULT_MAX_FILE_SIZE
 
 from .repository import FakeGitPort, FakeRepository, FakeWorld
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from docket.adapters.world.inventory import DOCKET_REFS, check_docket_ref, check_removal, worktree_kind
+from docket.adapters.world.git.inventory import DOCKET_REFS, check_docket_ref, check_removal, worktree_kind
 from docket.domain.effects import BranchObservation, DocketWorktree
 
 from .repository import FakeGitPort, FakeRepository, FakeWorld

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
-from docket.domain.canonical import canonical_json
-from docket.domain.chain import GENESIS_DIGEST, ChainHead, ChainRow, chain_entry, next_digest
+from docket.domain.kernel.canonical import canonical_json
+from docket.domain.kernel.chain import GENESIS_DIGEST, ChainHead, ChainRow, chain_entry, next_digest
 
 __all__ = ["FakeLedgerReader"]
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from docket.domain.effects import ForeignCommits, IntegrationObservation, MergeResult
-from docket.domain.errors import BadInput
+from docket.domain.kernel.errors import BadInput
 from docket.domain.target_move import CheckoutObservation, TargetObservation
 
 from .repository import FakeGitPort, FakeRepository, FakeWorld, ancestors, ref_value

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from docket.adapters.world.processes import LaunchSpec, LogPathTaken
-from docket.domain.processes import Liveness, ProcessIdentity, liveness_of
+from docket.adapters.world.processes.lifecycle import LaunchSpec, LogPathTaken
+from docket.domain.containment.processes import Liveness, ProcessIdentity, liveness_of
 
 __all__ = ["FakeGatedProcess", "FakePopen", "FakeProcesses"]
 

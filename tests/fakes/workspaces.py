@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from docket.domain.effects import ExecutionInspection, ExecutionObservation, WorktreeObservation
-from docket.domain.errors import Refused
-from docket.domain.names import check_include_pattern
+from docket.domain.kernel.errors import Refused
+from docket.domain.kernel.names import check_include_pattern
 
 from .repository import FakeGitPort, FakeRepository, FakeWorld
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.artifacts import check_artifact_path, copy_artifacts
+from docket.adapters.world.workspaces.artifacts import check_artifact_path, copy_artifacts
 from docket.domain.binding import CopiedArtifact
-from docket.domain.errors import Refused
+from docket.domain.kernel.errors import Refused
 
 ARTIFACTS = "out"
 
@@ -211,7 +211,7 @@ def test_a_fifo_is_refused(sides) -> None:
 
 def test_a_crafted_tree_with_dot_dot_entries_is_never_checked_out(repo: Path, tmp_path: Path) -> None:
     """A commit whose tree names '..' under the artifact folder is refused whole: nothing is written anywhere."""
-    from docket.adapters.world.executions import create_execution, execution_path
+    from docket.adapters.world.workspaces.executions import create_execution, execution_path
 
     def run(*args: str, stdin: str | None = None) -> str:
         return subprocess.run(["git", *args], cwd=repo, input=stdin, check=True, capture_output=True,

@@ -12,7 +12,7 @@ import subprocess
 from bench.common import BIN
 from bench.launch import environment, measure_launch, measure_supervision, prepare
 
-from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.kernel.ledger import Ledger
 
 
 def test_launch_and_supervision_workloads_run_and_leave_a_verifiable_ledger(tmp_path):

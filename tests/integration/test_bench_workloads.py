@@ -10,7 +10,7 @@ from __future__ import annotations
 from bench.common import fill, lease_events, mixed_events, new_ledger, read_chain_rows, read_only
 from bench.streams import _build
 
-from docket.domain.chain import verify_chain
+from docket.domain.kernel.chain import verify_chain
 
 
 def test_lease_and_mixed_workloads_make_a_verifiable_ledger(tmp_path):

@@ -8,8 +8,8 @@ import subprocess
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docket.domain.errors import BadInput
-from docket.domain.names import check_branch_name, has_unsafe_characters
+from docket.domain.kernel.errors import BadInput
+from docket.domain.kernel.names import check_branch_name, has_unsafe_characters
 
 
 def _git_accepts_branch(name: str, cwd: str) -> bool:

@@ -15,19 +15,19 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from docket.adapters.service_layer import runs, tasks
-from docket.adapters.service_layer.candidates import load_candidate
-from docket.adapters.service_layer.effector import Effector
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.service_layer.projector import catch_up, open_views
+from docket.adapters.service_layer.use_cases import runs, tasks
+from docket.adapters.service_layer.use_cases.candidates import load_candidate
+from docket.adapters.service_layer.kernel.effector import Effector
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.service_layer.kernel.projector import catch_up, open_views
 from docket.adapters.world.clock import FixedClock
-from docket.adapters.world.reader import ledger_reader
+from docket.adapters.world.ledger.reader import ledger_reader
 from docket.domain import candidate as aggregate
 from docket.domain import check as candidate_check
 from docket.domain import events as ev
 from docket.domain import execution as candidate_execution
 from docket.domain.effects import CandidateRefObservation, ExecutionObservation
-from docket.domain.processes import ProcessIdentity
+from docket.domain.containment.processes import ProcessIdentity
 from docket.domain.worker import LaunchObservation
 from docket.projections import candidates, checks
 from docket.projections.views import READ_MODELS

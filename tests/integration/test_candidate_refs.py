@@ -11,7 +11,7 @@ import pytest
 
 from tests.fakes.candidate_refs import FakeCandidateRefs
 from tests.fakes.repository import FakeRepository
-from docket.adapters.world.candidates import DulwichCandidateRefs
+from docket.adapters.world.git.candidates import DulwichCandidateRefs
 from docket.domain.binding import candidate_ref
 from tests.conftest import git
 
@@ -156,7 +156,7 @@ def test_real_git_agrees_with_the_pinned_commit(repo: Path) -> None:
 
 
 def test_the_target_history_is_what_git_reaches_from_the_branch_back_to_the_base(repo: Path) -> None:
-    from docket.adapters.world.candidates import observe_target_history
+    from docket.adapters.world.git.candidates import observe_target_history
 
     world = RealWorld(repo)
     (repo / "base.txt").write_text("base\n")

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docket.adapters.world import capture as capture_module
-from docket.adapters.world.capture import CACHE_NAME, Capture, Unstable, capture, capture_twice
-from docket.domain.errors import BadInput, Conflict, NotFound, Refused
+from docket.adapters.world.git import capture as capture_module
+from docket.adapters.world.git.capture import CACHE_NAME, Capture, Unstable, capture, capture_twice
+from docket.domain.kernel.errors import BadInput, Conflict, NotFound, Refused
 from tests.conftest import git
 
 ARTIFACTS = "artifacts"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.capture import Capture, DulwichCapture
-from docket.domain.errors import Conflict, Refused
+from docket.adapters.world.git.capture import Capture, DulwichCapture
+from docket.domain.kernel.errors import Conflict, Refused
 from tests.conftest import git
 from tests.fakes.capture import FakeCapture
 from tests.fakes.repository import FakeRepository

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.capture import Capture, Unstable, capture, capture_twice
+from docket.adapters.world.git.capture import Capture, Unstable, capture, capture_twice
 from tests.conftest import git
 
 

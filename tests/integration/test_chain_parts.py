@@ -11,12 +11,12 @@ import sqlite3
 
 import pytest
 
-from docket.adapters.world import chain_parts
-from docket.adapters.world.chain_parts import verify_chain_in_parts
-from docket.adapters.world.ledger_rows import read_chain_rows
-from docket.domain.canonical import canonical_json
-from docket.domain.chain import GENESIS_DIGEST, ChainHead, chain_entry, next_digest, verify_chain
-from docket.domain.errors import VerificationFailed
+from docket.adapters.world.ledger import chain_parts
+from docket.adapters.world.ledger.chain_parts import verify_chain_in_parts
+from docket.adapters.world.ledger.ledger_rows import read_chain_rows
+from docket.domain.kernel.canonical import canonical_json
+from docket.domain.kernel.chain import GENESIS_DIGEST, ChainHead, chain_entry, next_digest, verify_chain
+from docket.domain.kernel.errors import VerificationFailed
 
 EVENTS = 60  # in 2 parts split at 30; in 3 at 20 and 40
 
@@ -195,8 +195,8 @@ def test_verify_ledger_in_parts_reports_what_one_pass_reports(tmp_path, monkeypa
     """A real ledger: genesis, chain in parts, the orphan digest of a cut tail, the schema."""
     from bench.common import fill, mixed_events, new_ledger
 
-    from docket.adapters.service_layer.verification import verify_ledger
-    from docket.adapters.world.reader import ledger_reader
+    from docket.adapters.service_layer.kernel.verification import verify_ledger
+    from docket.adapters.world.ledger.reader import ledger_reader
 
     path = tmp_path / "real.sqlite"
     ledger = new_ledger(path)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world import change_watch
-from docket.adapters.world.capture import Unstable, capture, capture_twice
-from docket.adapters.world.worktrees import create_worktree
+from docket.adapters.world.git import change_watch
+from docket.adapters.world.git.capture import Unstable, capture, capture_twice
+from docket.adapters.world.workspaces.worktrees import create_worktree
 from tests.conftest import git
 
 FILES = {f"pkg{a}/mod{b}/file{c}.txt": f"content {a} {b} {c}\n" for a in range(3) for b in range(3) for c in range(4)}
@@ -130,7 +130,7 @@ def test_a_workspace_made_by_another_process_is_walked(tmp_path, made):
     """A restart: the process that made the workspace (and held its watch) is gone."""
     common, base, _ = made
     other = tmp_path / "data" / "workspaces" / "key" / "run" / "other"
-    code = ("import sys\nfrom pathlib import Path\nfrom docket.adapters.world.worktrees import create_worktree\n"
+    code = ("import sys\nfrom pathlib import Path\nfrom docket.adapters.world.workspaces.worktrees import create_worktree\n"
             "create_worktree(Path(sys.argv[1]), Path(sys.argv[2]), 'docket/run/other', sys.argv[3])\n")
     subprocess.run([sys.executable, "-c", code, str(common), str(other), base], check=True)
     (other / "pkg0" / "mod0" / "file0.txt").write_text("changed while nobody watched\n")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.checkout import observe_checkout, update_checkout
+from docket.adapters.world.git.checkout import observe_checkout, update_checkout
 from docket.domain.target_move import CheckoutObservation
 
 from ..conftest import git
@@ -134,8 +134,8 @@ def test_the_fake_observes_and_updates_a_checkout_as_the_real_one_does(tmp_path)
 def test_the_target_intent_moves_a_clean_checkout_then_the_branch(repo, commits, same_tree):
     """Through the intent kind: act once, and the branch, HEAD, index and files are the integrated commit's; also
     when the integrated commit has the expected commit's very tree (a merge that changed nothing)."""
-    from docket.adapters.service_layer.intents import INTEGRATION_TARGET
-    from docket.adapters.world.integration_refs import DulwichMerges
+    from docket.adapters.service_layer.kernel.intents import INTEGRATION_TARGET
+    from docket.adapters.world.git.integration_refs import DulwichMerges
     from docket.domain import events as ev
     from docket.domain import integration
     from docket.domain.effects import Act
@@ -263,7 +263,7 @@ def test_what_is_in_the_way_is_what_git_merge_refuses_and_the_move_leaves_what_g
 
 @pytest.mark.parametrize("world", ["real", "fake"])
 def test_the_merge_ports_move_a_clean_checkout_and_never_a_dirty_one_alike(world, repo, commits):
-    from docket.adapters.world.integration_refs import DulwichMerges
+    from docket.adapters.world.git.integration_refs import DulwichMerges
     from tests.fakes.merges import FakeMerges
 
     old, new = commits

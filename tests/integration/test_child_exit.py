@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.child_exit import ChildExit
-from docket.adapters.world.processes import LaunchSpec, PsutilProcesses, wait_for_group
+from docket.adapters.world.processes.child_exit import ChildExit
+from docket.adapters.world.processes.lifecycle import LaunchSpec, PsutilProcesses, wait_for_group
 
 HOUR = 3600.0
 needs_pidfd = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfd on this system: a wait is a sleep")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docket.adapters.world.conflicts import MAX_LINES, conflict_hunks
+from docket.adapters.world.git.conflicts import MAX_LINES, conflict_hunks
 from tests.conftest import git, make_repo
 
 

@@ -1,4 +1,4 @@
-"""Whose folders the data folder holds (adapters/world/data_owners.py), on real folders and real git repositories:
+"""Whose folders the data folder holds (adapters/world/workspaces/data_owners.py), on real folders and real git repositories:
 the record docket writes, the workspaces' borrowed objects for folders made before it, and what is never removed
 (a repository still there, one that cannot be told, symlinks anywhere)."""
 
@@ -9,8 +9,8 @@ import os
 import shutil
 from pathlib import Path
 
-from docket.adapters.world.data_owners import OWNERS_FILE, forgotten_data, record_owner
-from docket.adapters.world.identity import ensure_identity
+from docket.adapters.world.workspaces.data_owners import OWNERS_FILE, forgotten_data, record_owner
+from docket.adapters.world.ledger.identity import ensure_identity
 from tests.conftest import make_repo
 
 

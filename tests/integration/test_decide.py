@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.service_layer.leases import grant_lease
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.service_layer.runs import abort_run, load_run, open_run
-from docket.adapters.service_layer.worker_generations import register_worker, relaunch_worker
+from docket.adapters.service_layer.use_cases.leases import grant_lease
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.service_layer.use_cases.runs import abort_run, load_run, open_run
+from docket.adapters.service_layer.use_cases.worker_generations import register_worker, relaunch_worker
 from docket.adapters.world.clock import FixedClock
 from docket.domain import run as run_aggregate
-from docket.domain.errors import Conflict, DocketError, Refused
+from docket.domain.kernel.errors import Conflict, DocketError, Refused
 
 T0 = "2026-01-01T00:00:00.000Z"
 
@@ -67,7 +67,7 @@ def invalid_grants(path: Path) -> list[str]:
 
 
 def _all_events(ledger: Ledger):
-    from docket.adapters.world.store import decode_event
+    from docket.adapters.world.ledger.store import decode_event
 
     for n in ledger.recorder.select_notifications(start=1, limit=10**9):
         yield n.id, decode_event(n.originator_id, n.originator_version, n.topic, n.state)
@@ -176,7 +176,7 @@ def test_many_rounds_of_racing_processes_make_no_invalid_grant(repo, ledger_path
     prefix = pair[0].split(":")[0]
     for i in range(ROUNDS):
         setup_run(ledger, repo, f"{prefix}{i}")
-    from docket.adapters.service_layer.effector import Effector
+    from docket.adapters.service_layer.kernel.effector import Effector
 
     Effector(ledger, FixedClock(T0)).run_pending()  # every run active
     ledger.close()

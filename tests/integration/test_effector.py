@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.service_layer.effector import Effector
+from docket.adapters.service_layer.kernel.effector import Effector
 from tests.fakes.inventory import FakeInventory
 from tests.fakes.repository import FakeRepository
-from docket.adapters.world.inventory import DulwichInventory
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.service_layer.ports import Ports
-from docket.adapters.service_layer.runs import load_run, open_run
+from docket.adapters.world.git.inventory import DulwichInventory
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.service_layer.kernel.ports import Ports
+from docket.adapters.service_layer.use_cases.runs import load_run, open_run
 from docket.adapters.world.clock import FixedClock
 from docket.domain.events import IntentOutcomeUnknownV2, RunBasePinFailed, RunBasePinned
 
@@ -107,7 +107,7 @@ def test_racing_effectors_leave_exactly_one_outcome_per_intent(repo, ledger_path
 
 
 def test_branches_are_read_from_packed_refs_and_linked_worktrees(repo, tmp_path):
-    from docket.adapters.world.repository import observe_branch
+    from docket.adapters.world.git.repository import observe_branch
 
     git(repo, "branch", "feature")
     git(repo, "pack-refs", "--all")
@@ -190,7 +190,7 @@ def test_a_stuck_intent_is_not_recorded_again_on_every_pass(repo, ledger_path, t
 
 def test_an_intent_against_another_repository_is_not_driven(repo, ledger_path, tmp_path):
     """A ledger bound to one repository observes no other (an intent naming another's path stays unknown)."""
-    from docket.adapters.world.identity import ensure_identity
+    from docket.adapters.world.ledger.identity import ensure_identity
 
     other = tmp_path / "other"
     git(tmp_path, "init", "-q", "-b", "main", str(other))
@@ -209,7 +209,7 @@ def test_an_intent_against_another_repository_is_not_driven(repo, ledger_path, t
 
 
 def _real_world(repo: Path, tmp_path: Path):
-    from docket.adapters.world.identity import ensure_identity
+    from docket.adapters.world.ledger.identity import ensure_identity
 
     git(repo, "branch", "feature")
     blob = git(repo, "hash-object", "-w", "README.md")
@@ -245,10 +245,10 @@ def test_a_recorded_repository_not_here_is_acted_on_in_this_hosts_own_clone(tmp_
     whose mismatch the ports report. Never another repository, and never another host's clone of it, even where
     its path can be reached (two hosts on one machine: beta acting in alpha's clone once shared alpha's pool of
     check executions, which failed its checks)."""
-    from docket.adapters.service_layer.effector import Effector
-    from docket.adapters.service_layer.ledger import Ledger
+    from docket.adapters.service_layer.kernel.effector import Effector
+    from docket.adapters.service_layer.kernel.ledger import Ledger
     from docket.adapters.world.clock import FixedClock
-    from docket.adapters.world.identity import adopt_identity
+    from docket.adapters.world.ledger.identity import adopt_identity
     from tests.conftest import make_repo
 
     identity = "repo-" + "a" * 32

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.execution_pool import POOL, idle_only, records_of
-from docket.adapters.world.executions import (create_execution, execution_path, inspect_execution,
+from docket.adapters.world.workspaces.execution_pool import POOL, idle_only, records_of
+from docket.adapters.world.workspaces.executions import (create_execution, execution_path, inspect_execution,
                                               observe_execution, remove_execution)
-from docket.adapters.world.paths import executions_root
+from docket.adapters.world.files.paths import executions_root
 from tests.conftest import git
 
 RUN, BINDING = "run-pool", "0123456789abcdef" * 4
@@ -198,7 +198,7 @@ def test_records_live_outside_the_execution(world: World) -> None:
 SCRIPT = """
 import sys
 from pathlib import Path
-from docket.adapters.world.executions import create_execution, remove_execution
+from docket.adapters.world.workspaces.executions import create_execution, remove_execution
 common, path, commit, what = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
 if what == "create":
     create_execution(common, path, commit)
@@ -268,7 +268,7 @@ def test_kills_at_random_moments_never_leave_a_wrong_execution(world: World) -> 
 def test_a_crafted_tree_brought_from_the_pool_is_refused_and_writes_nothing(world: World, tmp_path: Path,
                                                                            name: str) -> None:
     """The diff of a warm entry to a commit whose tree names '..' or '.git' (git refuses both) is refused whole."""
-    from docket.domain.errors import Refused
+    from docket.domain.kernel.errors import Refused
 
     warm = world.create(world.a)
     remove_execution(world.common, warm, group_alive=False)  # the next creation brings this entry, not a checkout
@@ -295,7 +295,7 @@ def test_a_crafted_tree_brought_from_the_pool_is_refused_and_writes_nothing(worl
 
 
 def test_the_pool_keeps_a_few_idle_entries_and_removes_the_rest(world: World) -> None:
-    from docket.adapters.world.execution_pool import KEEP_IDLE
+    from docket.adapters.world.workspaces.execution_pool import KEEP_IDLE
 
     placed = [world.create(world.a) for _ in range(KEEP_IDLE + 2)]  # as many checks at once
     for path in placed[:2]:  # given back while the others still run: kept (only idle entries count)

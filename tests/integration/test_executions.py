@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.executions import execution_path
-from docket.adapters.world.paths import repository_key
+from docket.adapters.world.workspaces.executions import execution_path
+from docket.adapters.world.files.paths import repository_key
 from tests.fakes.repository import FakeRepository
 from tests.fakes.workspaces import FakeWorkspaces
-from docket.adapters.world.workspaces import DulwichWorkspaces
-from docket.adapters.world.processes import PsutilProcesses
-from docket.domain.errors import BadInput, Refused
+from docket.adapters.world.workspaces.port import DulwichWorkspaces
+from docket.adapters.world.processes.lifecycle import PsutilProcesses
+from docket.domain.kernel.errors import BadInput, Refused
 from tests.conftest import git
 
 RUN, BINDING, ARTIFACTS = "run-7k2m9x4q", "0123456789abcdef" * 4, "out"

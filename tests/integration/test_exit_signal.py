@@ -11,7 +11,7 @@ import threading
 import anyio
 import pytest
 
-from docket.adapters.service_layer.supervisor import ExitSignal
+from docket.adapters.service_layer.use_cases.supervisor import ExitSignal
 
 HOUR = 3600.0
 

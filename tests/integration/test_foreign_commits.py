@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docket.adapters.world.integration_refs import DulwichMerges
+from docket.adapters.world.git.integration_refs import DulwichMerges
 from tests.conftest import git
 from tests.fakes.merges import FakeMerges
 from tests.fakes.repository import FakeRepository

@@ -1,11 +1,11 @@
-"""adapters/world/history.py on real repositories: root commits (two when unrelated histories were merged), the
+"""adapters/world/git/history.py on real repositories: root commits (two when unrelated histories were merged), the
 first-parent line, and what an unknown commit gives."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from docket.adapters.world.history import first_parents, root_commits
+from docket.adapters.world.git.history import first_parents, root_commits
 from tests.conftest import git, make_repo
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from docket.adapters.world.identity import ID_FILE, read_identity
+from docket.adapters.world.ledger.identity import ID_FILE, read_identity
 
 IDENTITY = "repo-" + "a" * 32
 

@@ -9,15 +9,15 @@ import sys
 
 import pytest
 
-from docket.adapters.service_layer import checkpoints
-from docket.adapters.service_layer.event_log import belongs_to_run, run_rows
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.service_layer.projector import catch_up, open_views
-from docket.adapters.service_layer.view_freshness import views_at
-from docket.adapters.world.ledger_rows import read_events, read_only
-from docket.adapters.world.reader import ledger_reader
+from docket.adapters.service_layer.kernel import checkpoints
+from docket.adapters.service_layer.kernel.event_log import belongs_to_run, run_rows
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.service_layer.kernel.projector import catch_up, open_views
+from docket.adapters.service_layer.kernel.view_freshness import views_at
+from docket.adapters.world.ledger.ledger_rows import read_events, read_only
+from docket.adapters.world.ledger.reader import ledger_reader
 from docket.domain.events import LeaseGranted, LeaseRenewed, RunCompleted, RunOpened, TaskPlanned
-from docket.domain.values import from_ms, to_ms
+from docket.domain.kernel.values import from_ms, to_ms
 from docket.projections.views import READ_MODELS
 
 T0 = "2026-01-01T00:00:00.000Z"

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from docket.adapters.world.import_guard import MARKER, guard_environment, guard_folder, violations
+from docket.adapters.world.workspaces.import_guard import MARKER, guard_environment, guard_folder, violations
 
 
 def _run(tmp_path: Path, code: str, *, checkout: Path, execution: Path, pythonpath: str) -> tuple[int, Path]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from docket.adapters.world.checkout import observe_checkout, update_checkout
+from docket.adapters.world.git.checkout import observe_checkout, update_checkout
 from tests.attacks.foreign_code import markers, plant
 from tests.conftest import git
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.service_layer.intents import INTEGRATION_STEP, INTEGRATION_TARGET
-from docket.adapters.world.capture import DulwichCapture
-from docket.adapters.world.integration_refs import DulwichMerges
+from docket.adapters.service_layer.kernel.intents import INTEGRATION_STEP, INTEGRATION_TARGET
+from docket.adapters.world.git.capture import DulwichCapture
+from docket.adapters.world.git.integration_refs import DulwichMerges
 from docket.domain import events as ev
 from docket.domain import integration, target_move
 from docket.domain.effects import Act, Unknown

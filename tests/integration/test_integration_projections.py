@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.service_layer.projector import catch_up, open_views
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.service_layer.kernel.projector import catch_up, open_views
 from docket.adapters.world.clock import FixedClock
-from docket.adapters.world.reader import ledger_reader
+from docket.adapters.world.ledger.reader import ledger_reader
 from docket.domain import events as ev
 from docket.domain import integration as aggregate
 from docket.domain import target_move

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from docket.adapters.world.processes import LaunchSpec, PsutilProcesses, hurry_stops, wait_for_group
+from docket.adapters.world.processes.lifecycle import LaunchSpec, PsutilProcesses, hurry_stops, wait_for_group
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.capture import Capture, DulwichCapture, Unstable
-from docket.adapters.world.executions import execution_path
+from docket.adapters.world.git.capture import Capture, DulwichCapture, Unstable
+from docket.adapters.world.workspaces.executions import execution_path
 from tests.fakes.ports import FakeGitPorts
 from tests.fakes.repository import FakeRepository
-from docket.adapters.world.inventory import DulwichInventory
-from docket.adapters.world.workspaces import DulwichWorkspaces
-from docket.adapters.world.paths import task_branch, task_worktree_path
-from docket.domain.errors import BadInput, Conflict, Refused
+from docket.adapters.world.git.inventory import DulwichInventory
+from docket.adapters.world.workspaces.port import DulwichWorkspaces
+from docket.adapters.world.files.paths import task_branch, task_worktree_path
+from docket.domain.kernel.errors import BadInput, Conflict, Refused
 from tests.conftest import git
 
 RUN, TASK, BINDING = "run-7k2m9x4q", "task-1", "0123456789abcdef" * 4

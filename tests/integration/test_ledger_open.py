@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.kernel.ledger import Ledger
 
 
 def test_opening_an_existing_ledger_takes_no_write_lock(tmp_path):

@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.kernel.ledger import Ledger
 from tests.fakes.ledger_reader import FakeLedgerReader
-from docket.adapters.world.reader import SqliteLedgerReader, ledger_reader
+from docket.adapters.world.ledger.reader import SqliteLedgerReader, ledger_reader
 
 from .test_idle_costs import T0, mixed
 
 ROOT = Path(__file__).resolve().parents[2]
 LEDGER_TABLES = ("stored_events", "chain", "tracking", "snapshots", "merkle_nodes")
 # Where SQL on the ledger's tables may be written: the store (writes) and the reader (reads), and the file checks.
-ALLOWED = {"adapters/world/store.py", "adapters/world/reader.py", "adapters/world/ledger_rows.py",  # the reader's rows
-           "adapters/world/schema_check.py", "adapters/world/files.py",
-           "adapters/world/postgres_store.py", "adapters/world/postgres_reader.py"}  # the same, on PostgreSQL
+ALLOWED = {"adapters/world/ledger/store.py", "adapters/world/ledger/reader.py", "adapters/world/ledger/ledger_rows.py",  # the reader's rows
+           "adapters/world/ledger/schema_check.py", "adapters/world/files/files.py",
+           "adapters/world/ledger/postgres_store.py", "adapters/world/ledger/postgres_reader.py"}  # the same, on PostgreSQL
 # a table named outright, or by the names its owners give it in f-strings
 SQL_ON_A_LEDGER_TABLE = re.compile(
     r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+(?:\[?(?:" + "|".join(LEDGER_TABLES) + r")\b"

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from eventsourcing.persistence import IntegrityError
 
-from docket.adapters.service_layer.ledger import Ledger
-from docket.domain.chain import ChainHead, verify_chain
-from docket.domain.errors import VerificationFailed
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.domain.kernel.chain import ChainHead, verify_chain
+from docket.domain.kernel.errors import VerificationFailed
 from docket.domain.events import TaskPlanned
 
 T0 = "2026-01-01T00:00:00.000Z"
@@ -51,12 +51,12 @@ class Store:
     @contextmanager
     def reader(self) -> Iterator[Any]:
         if self.url is None:
-            from docket.adapters.world.reader import ledger_reader
+            from docket.adapters.world.ledger.reader import ledger_reader
 
             with ledger_reader(self.path) as reader:
                 yield reader
         else:
-            from docket.adapters.world.postgres_reader import postgres_reader
+            from docket.adapters.world.ledger.postgres_reader import postgres_reader
 
             with postgres_reader(self.url) as reader:
                 yield reader
@@ -297,7 +297,7 @@ def _holding_the_write_lock(store: Store) -> Iterator[None]:
 
 
 def test_a_writer_holding_the_lock_gives_ledger_busy_not_a_hang(store):
-    from docket.domain.errors import Conflict
+    from docket.domain.kernel.errors import Conflict
 
     ledger = store.open()
     ledger.append([task_event(1)])
@@ -331,7 +331,7 @@ def test_a_database_restarted_under_an_open_ledger_loses_nothing_and_is_used_aga
         monkeypatch.setenv("DOCKET_DATABASE_WAIT", "0")
         with pytest.raises(Exception) as failed:
             ledger.append([task_event(2)])
-        from docket.adapters.world.storage_errors import storage_failure
+        from docket.adapters.world.ledger.storage_errors import storage_failure
 
         assert storage_failure(failed.value) is not None  # the CLI says `docket: error: database: ...`, exit 2
         postgres_cluster.start(folder)

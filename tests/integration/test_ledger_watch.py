@@ -1,4 +1,4 @@
-"""docket go's watch over its ledger file (adapters/world/ledger_watch.py) on real SQLite files: what its own writes
+"""docket go's watch over its ledger file (adapters/world/ledger/ledger_watch.py) on real SQLite files: what its own writes
 and other docket writers append passes; a file deleted or replaced, an event edited with or without the chain
 recomputed, a tail cut, does not."""
 
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.world.ledger_watch import watch_ledger
-from docket.domain.chain import GENESIS_DIGEST, chain_entry, next_digest
-from docket.domain.codes import Code
-from docket.domain.errors import LedgerTampered, VerificationFailed
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.world.ledger.ledger_watch import watch_ledger
+from docket.domain.kernel.chain import GENESIS_DIGEST, chain_entry, next_digest
+from docket.domain.kernel.codes import Code
+from docket.domain.kernel.errors import LedgerTampered, VerificationFailed
 from docket.domain.events import TaskPlanned
 
 T0 = "2026-01-01T00:00:00.000Z"
@@ -134,7 +134,7 @@ def test_the_watch_keeps_a_bounded_number_of_heads_and_still_finds_an_early_writ
     """Was: one chain head kept per event written, for a whole run that never moved its target, each read again
     at the check: a thousand-task run kept 40,000 and grew docket go's memory. Every WRITES_PER_CHECK writes the
     heads are checked and let go; an edit of one of them is still found."""
-    from docket.adapters.world.ledger_watch import WRITES_PER_CHECK
+    from docket.adapters.world.ledger.ledger_watch import WRITES_PER_CHECK
 
     for i in range(2, 2 + 3 * WRITES_PER_CHECK):
         watched.append([task_event(i)])
@@ -145,7 +145,7 @@ def test_the_watch_keeps_a_bounded_number_of_heads_and_still_finds_an_early_writ
 
 
 def test_an_edit_a_check_made_while_writing_found_is_raised_by_every_later_check(watched: Ledger, ledger_path: Path):
-    from docket.adapters.world.ledger_watch import WRITES_PER_CHECK
+    from docket.adapters.world.ledger.ledger_watch import WRITES_PER_CHECK
 
     watched.append([task_event(2)])  # position 3
     _edit(ledger_path, 3, b'"title":"task', b'"title":"TASK', recompute=True)
@@ -159,7 +159,7 @@ def test_an_edit_a_check_made_while_writing_found_is_raised_by_every_later_check
 
 @pytest.fixture
 def watched_database(ledger_path: Path, postgres_url: str):
-    from docket.adapters.world.ledger_watch import watch_database
+    from docket.adapters.world.ledger.ledger_watch import watch_database
 
     ledger = Ledger(ledger_path, url=postgres_url)
     ledger.initialise(T0)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.kernel.ledger import Ledger
 from docket.adapters.world.clock import SystemClock
 from docket.domain import run as run_aggregate
 from tests.conftest import make_repo
@@ -17,7 +17,7 @@ from tests.conftest import make_repo
 OTHER = """
 import sys
 from pathlib import Path
-from docket.adapters.service_layer.ledger import Ledger
+from docket.adapters.service_layer.kernel.ledger import Ledger
 ledger = Ledger(Path(sys.argv[1]))
 print(ledger.head())
 ledger.close()

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from tests.fakes.merges import FakeMerges
 from tests.fakes.repository import FakeRepository
-from docket.adapters.world.integration_refs import DulwichMerges, advance_ref, observe_integration
-from docket.adapters.world.merge import merge_candidate
+from docket.adapters.world.git.integration_refs import DulwichMerges, advance_ref, observe_integration
+from docket.adapters.world.git.merge import merge_candidate
 from docket.domain.effects import MergeResult
-from docket.domain.errors import BadInput
+from docket.domain.kernel.errors import BadInput
 from docket.domain.merges import PathOverlap, changed_paths_overlap, merge_message, trailers
 from tests.conftest import git
 
@@ -625,7 +625,7 @@ def test_a_conflict_in_a_virtual_base_has_the_markers_git_puts_there(tmp_path_fa
     for byte (git merge-file makes it with git's merge of the virtual base; one deeper, markers of 9)."""
     from dulwich.objects import Blob
 
-    from docket.adapters.world.merge import _with_markers
+    from docket.adapters.world.git.merge import _with_markers
 
     path = tmp_path_factory.mktemp("markers")
     for name, lines in zip(("base", "ours", "theirs"), three_ways, strict=True):
@@ -686,7 +686,7 @@ def test_fake_and_real_ports_observe_the_target_alike(world: str, empty: Path, t
 def test_is_ancestor_agrees_with_git_on_parents_ancestors_siblings_and_itself(empty: Path) -> None:
     """A merge commit's parents are answered without a walk (an integration of a thousand steps walked its whole
     history at each observation); everything else as git's merge-base --is-ancestor says."""
-    from docket.adapters.world.repository import is_ancestor, open_repo
+    from docket.adapters.world.git.repository import is_ancestor, open_repo
 
     a = commit(empty, {b"a": ("100644", b"a")})
     b = commit(empty, {b"b": ("100644", b"b")}, a, when=1_767_225_700)

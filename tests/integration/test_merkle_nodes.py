@@ -7,13 +7,13 @@ import sqlite3
 
 import pytest
 
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.service_layer.ledger_tree import ledger_tree, repair_kept_blocks, wrong_kept_blocks
-from docket.adapters.service_layer.verification import Anchor, verify_ledger
-from docket.adapters.world.reader import ledger_reader
-from docket.domain.chain import ChainHead
-from docket.domain.errors import VerificationFailed
-from docket.domain.merkle import Tree
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.service_layer.kernel.ledger_tree import ledger_tree, repair_kept_blocks, wrong_kept_blocks
+from docket.adapters.service_layer.kernel.verification import Anchor, verify_ledger
+from docket.adapters.world.ledger.reader import ledger_reader
+from docket.domain.kernel.chain import ChainHead
+from docket.domain.kernel.errors import VerificationFailed
+from docket.domain.kernel.merkle import Tree
 
 from .test_idle_costs import T0, mixed
 
@@ -50,7 +50,7 @@ def test_blocks_kept_through_the_store_are_read_back_and_give_the_reference_tree
 
 
 def test_the_append_that_completes_a_block_keeps_its_hash(tmp_path):
-    from docket.adapters.service_layer.ledger_tree import BLOCK_HEIGHT
+    from docket.adapters.service_layer.kernel.ledger_tree import BLOCK_HEIGHT
 
     ledger_path = tmp_path / "appended.sqlite"
     ledger = Ledger(ledger_path)
@@ -85,7 +85,7 @@ def test_blocks_of_a_rewritten_chain_are_not_read(ledger, ledger_path):
 
 
 def test_replay_finds_a_wrong_kept_hash_and_puts_it_right_and_an_anchor_never_trusts_it(tmp_path):
-    from docket.adapters.service_layer.ledger_tree import BLOCK_HEIGHT
+    from docket.adapters.service_layer.kernel.ledger_tree import BLOCK_HEIGHT
 
     ledger_path = tmp_path / "big.sqlite"
     ledger = Ledger(ledger_path)

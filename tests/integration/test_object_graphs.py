@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import subprocess
 
-from docket.adapters.world.object_graphs import missing_objects
-from docket.adapters.world.repository import open_repo
+from docket.adapters.world.git.object_graphs import missing_objects
+from docket.adapters.world.git.repository import open_repo
 from tests.conftest import git, make_repo
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import time
 
-from docket.adapters.world.objects import add_object
-from docket.adapters.world.repository import open_repo
-from docket.adapters.world.stale_locks import STALE_LOCK_SECONDS, stale_locks
+from docket.adapters.world.git.objects import add_object
+from docket.adapters.world.git.repository import open_repo
+from docket.adapters.world.git.stale_locks import STALE_LOCK_SECONDS, stale_locks
 from tests.conftest import git, make_repo
 
 

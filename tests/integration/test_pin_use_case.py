@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.service_layer.candidates import pin_task
-from docket.adapters.service_layer.effector import Effector
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.service_layer.ports import Ports
+from docket.adapters.service_layer.use_cases.candidates import pin_task
+from docket.adapters.service_layer.kernel.effector import Effector
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.service_layer.kernel.ports import Ports
 from docket.adapters.world.clock import SystemClock
-from docket.adapters.world.candidates import DulwichCandidateRefs
-from docket.adapters.world.capture import DulwichCapture
+from docket.adapters.world.git.candidates import DulwichCandidateRefs
+from docket.adapters.world.git.capture import DulwichCapture
 from docket.domain import events as ev
 from docket.domain import task as task_aggregate
 
-from docket.adapters.world.paths import task_worktree_path
-from docket.domain.values import DEFAULT_MAX_FILE_SIZE
+from docket.adapters.world.files.paths import task_worktree_path
+from docket.domain.kernel.values import DEFAULT_MAX_FILE_SIZE
 
 RUN, TASK = "r1", "t1"
 
@@ -34,7 +34,7 @@ class WrittenBetweenCaptures(DulwichCapture):
 
     def capture_twice(self, worktree, *, expected_head, base, artifact_dir, repository=None,  # noqa: ANN001, ANN201
                       max_file_size=DEFAULT_MAX_FILE_SIZE):  # noqa: ANN001
-        from docket.adapters.world.capture import capture_twice
+        from docket.adapters.world.git.capture import capture_twice
 
         return capture_twice(worktree, expected_head=expected_head, base=base, artifact_dir=artifact_dir,
                              repository=repository, between=lambda: self.change(Path(worktree)),
@@ -79,7 +79,7 @@ def _refs(repo: Path) -> list[str]:
 
 
 def test_a_capture_too_large_to_record_is_refused_with_its_own_code_and_nothing_pinned(docket, ledger, monkeypatch):
-    from docket.domain.errors import Refused
+    from docket.domain.kernel.errors import Refused
     from docket.domain.events import candidate as candidate_events
 
     for name in ("b.txt", "c.txt"):

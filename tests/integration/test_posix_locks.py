@@ -14,10 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.service_layer.projector import open_views
-from docket.adapters.world.files import check_ledger_file
-from docket.adapters.world.ledger_rows import connect_read_only
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.service_layer.kernel.projector import open_views
+from docket.adapters.world.files.files import check_ledger_file
+from docket.adapters.world.ledger.ledger_rows import connect_read_only
 from docket.projections.views import open_read_only
 
 from .test_ledger_watch import T0, task_event
@@ -58,7 +58,7 @@ def test_events_appended_after_the_file_checks_reach_the_file(tmp_path: Path):
 
 def test_views_written_after_a_second_open_reach_the_file(tmp_path: Path):
     path = tmp_path / "views.sqlite"
-    subprocess.run([sys.executable, "-c", "import sys; from docket.adapters.service_layer.projector import open_views; "
+    subprocess.run([sys.executable, "-c", "import sys; from docket.adapters.service_layer.kernel.projector import open_views; "
                     "open_views(sys.argv[1]).conn.close()", str(path)], check=True)
     first = open_read_only(str(path))  # status's fast path reads the views as they are ...
     assert first is not None and first.position() == 0

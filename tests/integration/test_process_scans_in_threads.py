@@ -16,8 +16,8 @@ from typing import Any
 
 import psutil
 
-from docket.adapters.world.process_tree import adopted_by_init_in
-from docket.adapters.world.processes import PsutilProcesses
+from docket.adapters.world.processes.process_tree import adopted_by_init_in
+from docket.adapters.world.processes.lifecycle import PsutilProcesses
 
 BUDGET = 40  # lines of the scan under test with another scan run before them
 

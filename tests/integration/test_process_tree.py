@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from docket.adapters.world.processes import PsutilProcesses
+from docket.adapters.world.processes.lifecycle import PsutilProcesses
 
 ORPHAN = '''
 import os, sys, time
@@ -62,7 +62,7 @@ def test_a_daemon_another_subreaper_adopted_is_found_but_a_child_of_a_living_ses
     import subprocess
     import sys
 
-    from docket.adapters.world.process_tree import adopted_by_init_in
+    from docket.adapters.world.processes.process_tree import adopted_by_init_in
 
     folder = tmp_path / "workspace"
     folder.mkdir()

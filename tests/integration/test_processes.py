@@ -23,8 +23,8 @@ import psutil
 import pytest
 
 from tests.fakes.processes import FakeProcesses
-from docket.adapters.world.processes import GatedProcess, LaunchSpec, LogPathTaken, PsutilProcesses, free_port
-from docket.domain.processes import ProcessIdentity
+from docket.adapters.world.processes.lifecycle import GatedProcess, LaunchSpec, LogPathTaken, PsutilProcesses, free_port
+from docket.domain.containment.processes import ProcessIdentity
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -150,7 +150,7 @@ def test_a_launch_whose_held_process_was_killed_at_its_gate_is_released_for_its_
     """The ledger already holds the process (WorkerLaunched) when its gate opens: if something killed it at the
     gate, the release hands it over all the same and its supervision records how it ended. It used to raise
     BrokenPipeError, which ended the whole `docket go` as if its stdout had been closed (exit 0, nothing said)."""
-    from docket.adapters.service_layer.launcher import Launcher
+    from docket.adapters.service_layer.kernel.launcher import Launcher
 
     marker = tmp_path / "ran"
     launcher = Launcher(procs)
@@ -181,7 +181,7 @@ HELD_BY_A_DYING_LAUNCHER = textwrap.dedent("""
     launcher = subprocess.Popen([sys.executable, "-c", '''
     import os, sys, time
     from pathlib import Path
-    from docket.adapters.world.processes import LaunchSpec, PsutilProcesses
+    from docket.adapters.world.processes.lifecycle import LaunchSpec, PsutilProcesses
     spec = LaunchSpec(argv=("touch", sys.argv[1]), cwd=Path.cwd(), env={"PATH": os.environ["PATH"]},
                       log_path=Path(sys.argv[2]))
     gated = PsutilProcesses().spawn_gated(spec)

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import sqlite3
 
-from docket.adapters.service_layer.effector import Effector
-from docket.adapters.service_layer.leases import grant_lease
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.service_layer.projector import catch_up, open_views
-from docket.adapters.service_layer.runs import load_run, open_run, pause_run
-from docket.adapters.service_layer.tasks import plan_task
-from docket.adapters.service_layer.worker_generations import register_worker, relaunch_worker
+from docket.adapters.service_layer.kernel.effector import Effector
+from docket.adapters.service_layer.use_cases.leases import grant_lease
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.service_layer.kernel.projector import catch_up, open_views
+from docket.adapters.service_layer.use_cases.runs import load_run, open_run, pause_run
+from docket.adapters.service_layer.use_cases.tasks import plan_task
+from docket.adapters.service_layer.use_cases.worker_generations import register_worker, relaunch_worker
 from docket.adapters.world.clock import FixedClock
-from docket.adapters.world.reader import ledger_reader
+from docket.adapters.world.ledger.reader import ledger_reader
 from docket.domain import run as run_aggregate
-from docket.domain.processes import ProcessIdentity
+from docket.domain.containment.processes import ProcessIdentity
 from docket.projections import intents, leases, runs, workers
 from docket.projections.views import READ_MODELS
 

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from docket.adapters.service_layer.projector import open_views
-from docket.adapters.world.store import CanonicalMapper
+from docket.adapters.service_layer.kernel.projector import open_views
+from docket.adapters.world.ledger.store import CanonicalMapper
 from docket.domain.events import EVENT_TYPES, Event
-from docket.domain.values import LATEST_TIME, MAX_SAFE_INT, from_ms, to_ms
+from docket.domain.kernel.values import LATEST_TIME, MAX_SAFE_INT, from_ms, to_ms
 from docket.projections import runs
 from docket.projections.views import READ_MODELS
 

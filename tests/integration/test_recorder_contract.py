@@ -18,9 +18,9 @@ from eventsourcing.tests.persistence import (
     ProcessRecorderTestCase,
 )
 
-from docket.adapters.world.ledger_rows import read_chain_rows
-from docket.adapters.world.store import ChainedSQLiteApplicationRecorder, ChainedSQLiteProcessRecorder
-from docket.domain.chain import verify_chain
+from docket.adapters.world.ledger.ledger_rows import read_chain_rows
+from docket.adapters.world.ledger.store import ChainedSQLiteApplicationRecorder, ChainedSQLiteProcessRecorder
+from docket.domain.kernel.chain import verify_chain
 
 
 class _FileBacked:
@@ -70,7 +70,7 @@ class _DatabaseBacked:
     def setUp(self) -> None:
         from eventsourcing.postgres import PostgresDatastore
 
-        from docket.adapters.world.database_url import postgres_env
+        from docket.adapters.world.ledger.database_url import postgres_env
 
         env = postgres_env(self.url, lock_timeout=30)
         self.datastore = PostgresDatastore(
@@ -79,7 +79,7 @@ class _DatabaseBacked:
             max_overflow=8)  # uuid originator ids, the library's own tests' default: chained by their hex (store.py)
 
     def tearDown(self) -> None:
-        from docket.adapters.world.postgres_reader import postgres_reader
+        from docket.adapters.world.ledger.postgres_reader import postgres_reader
 
         self.datastore.close()
         with postgres_reader(self.url) as reader:
@@ -89,7 +89,7 @@ class _DatabaseBacked:
         assert head.position == count
 
     def create_recorder(self):  # noqa: ANN201
-        from docket.adapters.world.postgres_store import ChainedPostgresProcessRecorder
+        from docket.adapters.world.ledger.postgres_store import ChainedPostgresProcessRecorder
 
         recorder = ChainedPostgresProcessRecorder(self.datastore)
         recorder.create_table()

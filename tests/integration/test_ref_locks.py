@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.inventory import delete_ref
-from docket.adapters.world.integration_refs import advance_ref
-from docket.adapters.world.ref_locks import STALE_LOCK_SECONDS
+from docket.adapters.world.git.inventory import delete_ref
+from docket.adapters.world.git.integration_refs import advance_ref
+from docket.adapters.world.git.ref_locks import STALE_LOCK_SECONDS
 
 from ..conftest import git, make_repo
 
@@ -47,7 +47,7 @@ def test_a_stale_lock_under_refs_docket_is_removed_and_the_ref_made(repo):
 def test_a_fresh_lock_nobody_claims_is_waited_out_within_the_write(repo, monkeypatch):
     """Was: left, nothing written (a resume right after a kill then ended in outcome-unknown). Now the write waits
     until the lock grows stale (each wait here ages the lock by as long instead of sleeping), then goes on."""
-    from docket.adapters.world import ref_locks
+    from docket.adapters.world.git import ref_locks
 
     head = git(repo, "rev-parse", "HEAD")
     ref = "refs/docket/integrations/r1"

@@ -1,4 +1,4 @@
-"""A shared git remote through dulwich (adapters/world/remote.py), on real repositories: a bare remote on disk, and
+"""A shared git remote through dulwich (adapters/world/git/remote.py), on real repositories: a bare remote on disk, and
 the same remote served by `git daemon` (git's own server checks the old value of every update it takes)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.remote import (DulwichRemotes, fetch_commit, push_ref, redacted_url, remote_refs,
+from docket.adapters.world.git.remote import (DulwichRemotes, fetch_commit, push_ref, redacted_url, remote_refs,
                                          remote_url)
 from tests.conftest import git, make_repo
 
@@ -187,8 +187,8 @@ def test_a_prompt_pushed_by_one_host_is_fetched_by_another_only_with_its_digest(
     digest. A ref naming other content under a digest is refused (prompt-changed), never used."""
     import hashlib
 
-    from docket.adapters.world.prompt_refs import PROMPT_REFS, fetch_prompt, publish_prompt
-    from docket.domain.errors import VerificationFailed
+    from docket.adapters.world.git.prompt_refs import PROMPT_REFS, fetch_prompt, publish_prompt
+    from docket.domain.kernel.errors import VerificationFailed
 
     repo, remote, _first, _second = world
     git(repo, "remote", "set-url", "origin", url)
@@ -220,7 +220,7 @@ def test_a_push_killed_holding_the_remotes_lock_leaves_nothing_that_refuses_the_
     import sys
 
     repo, remote, _first, second = world
-    code = ("import sys; from pathlib import Path; from docket.adapters.world.remote import push_ref; "
+    code = ("import sys; from pathlib import Path; from docket.adapters.world.git.remote import push_ref; "
             "push_ref(Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], expected=None)")
     killed = subprocess.run([sys.executable, "-c", code, str(repo), str(remote), REF, second],
                             env={**os.environ, "DOCKET_FAULT": "ref:after-lock@candidates"}, capture_output=True)

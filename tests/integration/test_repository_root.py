@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docket.adapters.world.paths import repository_root
+from docket.adapters.world.files.paths import repository_root
 
 from ..conftest import git
 

@@ -1,6 +1,6 @@
 """A worker generation's request channel: a real socket, a real ledger file, `docket request` as the agent runs it.
 
-The channel stands in for the one `docket go` serves (adapters/service_layer/workers.py: _open_channel): the
+The channel stands in for the one `docket go` serves (adapters/service_layer/use_cases/workers.py: _open_channel): the
 same GenerationRequests, bound to one worker generation, and the same peer check, here against this test's own
 process (the clients are its children) or against a process the clients do not descend from.
 """
@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.service_layer.requests import GenerationRequests, answer_question, local_user
-from docket.adapters.service_layer.tasks import plan_task
-from docket.adapters.service_layer.worker_generations import register_worker
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.service_layer.use_cases.requests import GenerationRequests, answer_question, local_user
+from docket.adapters.service_layer.use_cases.tasks import plan_task
+from docket.adapters.service_layer.use_cases.worker_generations import register_worker
 from docket.adapters.world.clock import FixedClock
-from docket.adapters.world.request_channel import RequestChannel, descends_from, send
+from docket.adapters.world.processes.request_channel import RequestChannel, descends_from, send
 from docket.domain import requests as rq
 from docket.domain import run, worker
-from docket.domain.errors import Refused
+from docket.domain.kernel.errors import Refused
 
 from ..unit.builders import COMMIT, T0
 
@@ -262,7 +262,7 @@ def test_a_flood_of_new_requests_is_refused_past_the_bound_and_not_recorded(ledg
 def test_a_docket_without_a_script_of_its_own_is_one_program_for_the_agent_all_the_same(tmp_path, monkeypatch):
     """Codex CLI's block names docket's MCP server by one program ({docket}): a docket run as `python -m docket`
     (no script beside its interpreter) gets a two-line script in the worker's folder that runs it."""
-    from docket.adapters.world import request_channel
+    from docket.adapters.world.processes import request_channel
 
     assert request_channel.docket_program(tmp_path) == Path(request_channel.docket_command()[0])  # its own script
     monkeypatch.setattr(request_channel, "docket_command", lambda: [sys.executable, "-m", "docket"])

@@ -6,9 +6,9 @@ import sqlite3
 
 import pytest
 
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.world.schema_check import EXPECTED_SCHEMA, check_schema, schema_of
-from docket.domain.errors import VerificationFailed
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.world.ledger.schema_check import EXPECTED_SCHEMA, check_schema, schema_of
+from docket.domain.kernel.errors import VerificationFailed
 
 
 def test_the_expected_schema_is_what_a_new_ledger_gets(ledger_path):

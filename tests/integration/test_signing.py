@@ -16,8 +16,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docket.adapters.world import signing
-from docket.domain.errors import BadInput, DocketError, NotFound, Refused, VerificationFailed
+from docket.adapters.world.ledger import signing
+from docket.domain.kernel.errors import BadInput, DocketError, NotFound, Refused, VerificationFailed
 from tests.conftest import Docket
 
 COMMIT = "d20ace7968ba43c0219f62d71334c1095bab1602"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.blobs import file_blob_id, write_loose_blob
-from docket.adapters.world.capture import capture, capture_twice
-from docket.domain.codes import Code
-from docket.domain.errors import Refused
+from docket.adapters.world.git.blobs import file_blob_id, write_loose_blob
+from docket.adapters.world.git.capture import capture, capture_twice
+from docket.domain.kernel.codes import Code
+from docket.domain.kernel.errors import Refused
 from tests.conftest import git
 
 LIMIT = 1000
@@ -138,7 +138,7 @@ def test_a_large_loose_blob_is_written_out_streamed_sparse_and_checked(tmp_path:
 def test_an_objects_size_is_read_from_its_header_loose_packed_or_a_delta(tmp_path: Path):
     from dulwich.repo import Repo
 
-    from docket.adapters.world.blobs import stored_size
+    from docket.adapters.world.git.blobs import stored_size
 
     git(tmp_path, "init", "-q", "-b", "main")
     base = b"".join(b"line %d of a file that deltas well\n" % i for i in range(2000))
@@ -165,7 +165,7 @@ def test_an_objects_size_is_read_from_its_header_loose_packed_or_a_delta(tmp_pat
 def test_a_large_blob_only_the_history_holds_is_found_before_anything_is_copied(work: Path):
     from dulwich.repo import Repo
 
-    from docket.adapters.world.blobs import oversized_blobs
+    from docket.adapters.world.git.blobs import oversized_blobs
 
     home = work.parent / "home"
     git(work.parent, "clone", "-q", "--bare", str(work), str(home))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from docket.adapters.world.log_cap import MARKER_BYTES, cap_log, cut_so_far, marker
-from docket.adapters.world.logs import log_summary
+from docket.adapters.world.files.log_cap import MARKER_BYTES, cap_log, cut_so_far, marker
+from docket.adapters.world.files.logs import log_summary
 
 CAP = 10_000
 
@@ -66,7 +66,7 @@ def test_a_symlink_or_a_fifo_is_never_capped(tmp_path: Path):
 
 def test_a_checks_or_hooks_flood_is_capped_while_it_runs_and_when_it_ends(tmp_path: Path):
     """wait_for_group (checks and hooks) keeps the log of what it waits for under max_log, with the same marker."""
-    from docket.adapters.world.processes import LaunchSpec, PsutilProcesses, wait_for_group
+    from docket.adapters.world.processes.lifecycle import LaunchSpec, PsutilProcesses, wait_for_group
 
     log = tmp_path / "log"
     script = "echo FIRST; yes | head -c 30000000; echo LAST"
@@ -104,7 +104,7 @@ def test_output_written_while_a_cut_copies_the_tail_is_kept_after_it(tmp_path: P
     """The process writes while the cut copies its tail: what it wrote meanwhile is copied after the tail, not
     lost, and the count adds up to the byte. The write is made to land inside the copy, so no timing decides it;
     without catching up (_CATCH_UP = 0) the same write is lost, which the second half shows."""
-    from docket.adapters.world import log_cap
+    from docket.adapters.world.files import log_cap
 
     def cut_with_a_write_during_the_copy(log: Path, catch_up: int) -> tuple[bytes, int, int]:
         fd = _appending(log)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docket.adapters.world.merge import merge_candidate
+from docket.adapters.world.git.merge import merge_candidate
 from tests.conftest import git
 from tests.integration.test_merge import MESSAGE, SEVEN, loose_objects, three
 

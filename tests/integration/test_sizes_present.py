@@ -9,9 +9,9 @@ from pathlib import Path
 
 from dulwich.objects import Blob
 
-from docket.adapters.world.blobs import has_object
-from docket.adapters.world.objects import add_object
-from docket.adapters.world.repository import open_repo
+from docket.adapters.world.git.blobs import has_object
+from docket.adapters.world.git.objects import add_object
+from docket.adapters.world.git.repository import open_repo
 from tests.conftest import git
 
 

@@ -14,15 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docket.adapters.service_layer.effector import Effector
-from docket.adapters.service_layer.leases import expire_lease, grant_lease, release_lease, renew_lease
-from docket.adapters.service_layer.ledger import SNAPSHOT_EVERY, Ledger
-from docket.adapters.service_layer.runs import open_run, pause_run, resume_run
-from docket.adapters.service_layer.worker_generations import register_worker
+from docket.adapters.service_layer.kernel.effector import Effector
+from docket.adapters.service_layer.use_cases.leases import expire_lease, grant_lease, release_lease, renew_lease
+from docket.adapters.service_layer.kernel.ledger import SNAPSHOT_EVERY, Ledger
+from docket.adapters.service_layer.use_cases.runs import open_run, pause_run, resume_run
+from docket.adapters.service_layer.use_cases.worker_generations import register_worker
 from docket.adapters.world.clock import FixedClock
 from docket.domain import lease, run
 from docket.domain.aggregate import fold
-from docket.domain.errors import DocketError
+from docket.domain.kernel.errors import DocketError
 
 T0 = "2026-01-01T00:00:00.000Z"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.service_layer.runs import pause_run
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.service_layer.use_cases.runs import pause_run
 from docket.adapters.world.clock import FixedClock
 
 PROBE = ("import sys, io, contextlib\n"
@@ -20,7 +20,7 @@ PROBE = ("import sys, io, contextlib\n"
          "heavy = {'eventsourcing', 'dulwich', 'sqlite_utils', 'psutil', 'anyio', 'pydantic', 'psycopg', 'random',\n"
          "         'secrets'}\n"
          "print(code, sorted({m.split('.')[0] for m in sys.modules} & heavy),\n"
-         "      'docket.adapters.service_layer.ledger' in sys.modules)\n")
+         "      'docket.adapters.service_layer.kernel.ledger' in sys.modules)\n")
 
 
 def test_status_catching_up_the_views_does_not_load_the_ledger_application(docket):

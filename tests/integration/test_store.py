@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from eventsourcing.persistence import IntegrityError
 
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.world.ledger_rows import read_chain_rows
-from docket.adapters.world.store import ChainBroken
-from docket.domain.chain import GENESIS_DIGEST, verify_chain
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.world.ledger.ledger_rows import read_chain_rows
+from docket.adapters.world.ledger.store import ChainBroken
+from docket.domain.kernel.chain import GENESIS_DIGEST, verify_chain
 from docket.domain.events import LedgerCreatedV2, TaskPlanned
 
 T0 = "2026-01-01T00:00:00.000Z"

@@ -13,12 +13,12 @@ import sys
 
 import pytest
 
-from docket.adapters.service_layer.leases import renew_lease
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.service_layer.stream_cache import StreamCache
+from docket.adapters.service_layer.use_cases.leases import renew_lease
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.service_layer.kernel.stream_cache import StreamCache
 from docket.domain import lease, run, worker
 from docket.domain.aggregate import fold
-from docket.domain.errors import DocketError
+from docket.domain.kernel.errors import DocketError
 
 from .test_snapshots import leased_ledger
 
@@ -75,8 +75,8 @@ def test_another_process_appends_and_the_next_read_and_decision_see_it(repo, led
     before = ledger.get(lease.apply, STREAM)
     script = (
         "import sys\n"
-        "from docket.adapters.service_layer.leases import renew_lease\n"
-        "from docket.adapters.service_layer.ledger import Ledger\n"
+        "from docket.adapters.service_layer.use_cases.leases import renew_lease\n"
+        "from docket.adapters.service_layer.kernel.ledger import Ledger\n"
         "from docket.adapters.world.clock import FixedClock\n"
         "ledger = Ledger(__import__('pathlib').Path(sys.argv[1]))\n"
         "clock = FixedClock(sys.argv[3])\n"
@@ -168,7 +168,7 @@ def _spy_intent_scans(ledger: Ledger) -> list[int]:
 
 
 def test_a_named_intent_this_process_appended_is_looked_for_from_its_position(repo, ledger_path):
-    from docket.adapters.service_layer.runs import open_run
+    from docket.adapters.service_layer.use_cases.runs import open_run
     from docket.adapters.world.clock import FixedClock
 
     ledger, clock, token = leased_ledger(ledger_path, repo, renewals=20)
@@ -195,8 +195,8 @@ def test_a_named_intent_this_process_appended_is_looked_for_from_its_position(re
 
 
 def test_a_named_intent_resolved_since_is_not_pending(repo, ledger_path):
-    from docket.adapters.service_layer.effector import Effector
-    from docket.adapters.service_layer.runs import open_run
+    from docket.adapters.service_layer.kernel.effector import Effector
+    from docket.adapters.service_layer.use_cases.runs import open_run
 
     ledger, clock, token = leased_ledger(ledger_path, repo, renewals=2)
     open_run(ledger, clock, run_id="r2", intent_id="pin-r2", goal="g", target_branch="main", budget_ms=None,
@@ -213,8 +213,8 @@ def _pending_as_data(pending):
 def test_pending_intents_behind_a_stuck_cursor_are_folded_on_not_rescanned(repo, ledger_path):
     """An intent that stays pending holds the effector's cursor back; each search for pending intents reads only
     what was appended since the last one, and finds exactly what a fresh process scanning from the cursor finds."""
-    from docket.adapters.service_layer.effector import Effector
-    from docket.adapters.service_layer.runs import open_run
+    from docket.adapters.service_layer.kernel.effector import Effector
+    from docket.adapters.service_layer.use_cases.runs import open_run
     from docket.adapters.world.clock import FixedClock
 
     ledger, clock, token = leased_ledger(ledger_path, repo, renewals=2)

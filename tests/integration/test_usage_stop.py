@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.service_layer.projector import catch_up, open_views
-from docket.adapters.service_layer.runs import load_run, open_run
-from docket.adapters.service_layer.usage import run_usage, stop_when_spent
-from docket.adapters.service_layer.worker_generations import register_worker
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.service_layer.kernel.projector import catch_up, open_views
+from docket.adapters.service_layer.use_cases.runs import load_run, open_run
+from docket.adapters.service_layer.use_cases.usage import run_usage, stop_when_spent
+from docket.adapters.service_layer.use_cases.worker_generations import register_worker
 from docket.adapters.world.clock import FixedClock
-from docket.adapters.world.reader import ledger_reader
+from docket.adapters.world.ledger.reader import ledger_reader
 from docket.domain import events as ev
 from docket.domain.usage import Usage
 from docket.projections import runs, usage, workers
@@ -127,7 +127,7 @@ def test_the_read_models_keep_the_limits_the_spend_per_run_and_task_and_what_sto
     ledger = Ledger(ledger_path)
     ledger.initialise(T0)
     clock = FixedClock(T0)
-    from docket.adapters.service_layer.tasks import plan_task
+    from docket.adapters.service_layer.use_cases.tasks import plan_task
 
     open_run(ledger, clock, run_id="r1", intent_id="i1", goal="g", target_branch="main", budget_ms=None,
              repository=str(repo / ".git"), max_cost_micro_usd=1_000_000, max_tokens=5_000)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from docket.adapters.service_layer.projector import catch_up, views_anchor_break
-from docket.adapters.world.reader import SqliteLedgerReader
+from docket.adapters.service_layer.kernel.projector import catch_up, views_anchor_break
+from docket.adapters.world.ledger.reader import SqliteLedgerReader
 from docket.projections.views import Views
 
 

@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.service_layer import ledger as ledger_module
-from docket.adapters.service_layer.leases import grant_lease
-from docket.adapters.service_layer.tasks import plan_task
-from docket.adapters.service_layer.worker_generations import register_worker
+from docket.adapters.service_layer.kernel import ledger as ledger_module
+from docket.adapters.service_layer.use_cases.leases import grant_lease
+from docket.adapters.service_layer.use_cases.tasks import plan_task
+from docket.adapters.service_layer.use_cases.worker_generations import register_worker
 from docket.adapters.world.clock import FixedClock
 from tests.fakes.processes import FakeProcesses
-from docket.adapters.world.processes import PsutilProcesses
+from docket.adapters.world.processes.lifecycle import PsutilProcesses
 from docket.domain import run, worker
-from docket.domain.errors import Refused
+from docket.domain.kernel.errors import Refused
 from docket.domain.events import LeaseGranted
-from docket.domain.processes import ProcessIdentity
+from docket.domain.containment.processes import ProcessIdentity
 
 from ..unit.builders import COMMIT, T0
 
@@ -216,8 +216,8 @@ def _worktree_on(ledger, host: str) -> None:
 
 def _driving(ledger, clock, host: str) -> None:
     """A supervision on host holds run r1's driver lease (as `docket go` claims it)."""
-    from docket.adapters.service_layer.leases import driver_resource
-    from docket.domain.process_identity import ProcessIdentity as Process
+    from docket.adapters.service_layer.use_cases.leases import driver_resource
+    from docket.domain.containment.process_identity import ProcessIdentity as Process
 
     supervision = f"supervision-{host}"
     ledger.decide(lambda now: [run.supervised(ledger.get(run.apply, run.stream_of("r1")), supervision,
@@ -229,7 +229,7 @@ def _driving(ledger, clock, host: str) -> None:
 def test_a_task_on_a_host_that_stopped_renewing_is_taken_over_once_its_lease_expired(ledger, clock):
     """take_over gives the generation and the worktree up only once the other host's lease on the worktree expired
     unrenewed, and only by a host that drives the run; never a worktree of this host's, and once."""
-    from docket.adapters.service_layer.takeover import take_over
+    from docket.adapters.service_layer.use_cases.takeover import take_over
     from docket.domain import task
 
     processes = FakeProcesses()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.paths import task_branch, task_worktree_path
-from docket.adapters.world.workspaces import DulwichWorkspaces
+from docket.adapters.world.files.paths import task_branch, task_worktree_path
+from docket.adapters.world.workspaces.port import DulwichWorkspaces
 from tests.conftest import git
 
 BRANCH = task_branch("run-1", "task-1")

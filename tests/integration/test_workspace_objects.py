@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world import capture as capture_module
-from docket.adapters.world.capture import capture_twice
-from docket.adapters.world.paths import task_worktree_path
-from docket.adapters.world.workspaces import DulwichWorkspaces
-from docket.domain.errors import Refused
+from docket.adapters.world.git import capture as capture_module
+from docket.adapters.world.git.capture import capture_twice
+from docket.adapters.world.files.paths import task_worktree_path
+from docket.adapters.world.workspaces.port import DulwichWorkspaces
+from docket.domain.kernel.errors import Refused
 from tests.conftest import git
 
 
@@ -67,7 +67,7 @@ def test_a_planted_blob_is_never_copied_into_the_repository(workspace) -> None:
     got = capture_twice(path, expected_head=None, base=base, artifact_dir=None)  # new.txt's blob: workspace only
     (path / ".git" / "objects" / oid[:2] / oid[2:]).unlink()
     plant(path, oid, b"blob", b"a different content\n")
-    from docket.adapters.world.capture import bring_home
+    from docket.adapters.world.git.capture import bring_home
 
     with pytest.raises(Refused) as refused:
         bring_home(path, common, got)

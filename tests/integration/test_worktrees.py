@@ -11,9 +11,9 @@ import pytest
 
 from tests.fakes.repository import FakeRepository
 from tests.fakes.workspaces import FakeWorkspaces
-from docket.adapters.world.workspaces import DulwichWorkspaces
-from docket.adapters.world.paths import main_worktree, task_branch, task_worktree_path
-from docket.domain.errors import BadInput
+from docket.adapters.world.workspaces.port import DulwichWorkspaces
+from docket.adapters.world.files.paths import main_worktree, task_branch, task_worktree_path
+from docket.domain.kernel.errors import BadInput
 from tests.conftest import git
 
 RUN, TASK = "run-7k2m9x4q", "task-1"

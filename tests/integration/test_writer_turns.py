@@ -9,8 +9,8 @@ import threading
 import time
 from pathlib import Path
 
-from docket.adapters.service_layer.ledger import Ledger
-from docket.adapters.service_layer.runs import abort_run, load_run
+from docket.adapters.service_layer.kernel.ledger import Ledger
+from docket.adapters.service_layer.use_cases.runs import abort_run, load_run
 from docket.adapters.world.clock import FixedClock
 from docket.domain import lease, run, worker
 from tests.integration.test_decide import T0, _all_events, setup_run

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from docket.domain import lease, run, task, worker
-from docket.domain.processes import ProcessIdentity
-from docket.domain.values import from_ms, to_ms
+from docket.domain.containment.processes import ProcessIdentity
+from docket.domain.kernel.values import from_ms, to_ms
 
 SUPERVISOR = ProcessIdentity(host="h", boot_id="b", pid=7, pgid=7, start_time="1")
 T0 = "2026-01-01T00:00:00.000Z"

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docket.domain.agent_reports import AgentReport, parse_report
-from docket.domain.values import MAX_SAFE_INT
+from docket.domain.reports.agent_reports import AgentReport, parse_report
+from docket.domain.kernel.values import MAX_SAFE_INT
 
 CLAUDE = {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 2512, "num_turns": 3,
           "result": "Done.", "session_id": "0b9c3f6e-5a1d-4c1e-9f2a-7d1e8c2b4a10", "total_cost_usd": 0.0123456,

@@ -12,9 +12,9 @@ from types import ModuleType
 
 import pytest
 
-from docket.adapters.world.config_file import load_config
+from docket.adapters.world.files.config_file import load_config
 from docket.domain.config import AgentConfig, Config, expand
-from docket.domain.processes import scrub_environment
+from docket.domain.containment.processes import scrub_environment
 
 from ..agents.agents_doc import DOC, SCRIPTED_AGENT, SCRIPTED_PLACEHOLDER, agent_block, marked_blocks
 

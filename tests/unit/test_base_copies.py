@@ -1,4 +1,4 @@
-"""The base's copies of the files a setup command or a hook names (adapters/world/base_copies.py): written from the
+"""The base's copies of the files a setup command or a hook names (adapters/world/workspaces/base_copies.py): written from the
 base commit, read-only; a setup command's words naming them pointed there; a file named inside a shell string must
 be the base's in the workspace, or the command is refused (script-not-from-base)."""
 
@@ -9,8 +9,8 @@ import stat
 
 import pytest
 
-from docket.adapters.world.base_copies import materialise, setup_command
-from docket.domain.errors import Refused
+from docket.adapters.world.workspaces.base_copies import materialise, setup_command
+from docket.domain.kernel.errors import Refused
 from tests.conftest import git, make_repo
 
 

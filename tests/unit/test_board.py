@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from docket.domain.values import from_ms, to_ms
+from docket.domain.kernel.values import from_ms, to_ms
 from docket.projections.board import run_board
 from docket.projections.views import Views
 

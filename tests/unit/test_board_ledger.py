@@ -8,9 +8,9 @@ import sqlite3
 
 from docket.domain import events as ev
 from docket.domain import integration, run, target_move, task, worker
-from docket.domain.canonical import canonical_json
+from docket.domain.kernel.canonical import canonical_json
 from docket.domain.effects import IntegrationObservation
-from docket.domain.values import from_ms, to_ms
+from docket.domain.kernel.values import from_ms, to_ms
 from docket.projections import integrations
 from docket.projections.board import overlap_lines, overlap_warnings, run_board
 from docket.projections.views import Views

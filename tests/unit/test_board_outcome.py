@@ -1,4 +1,4 @@
-"""The board's outcome (projections/board.py, domain/outcome.py) from the views alone: what the target holds, what
+"""The board's outcome (projections/board.py, domain/reports/outcome.py) from the views alone: what the target holds, what
 waits for a person, whether a docket process still drives the run; and the integration said by what it delivered."""
 
 from __future__ import annotations

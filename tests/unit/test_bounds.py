@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from docket.domain import events as ev
 from docket.domain import lease
-from docket.domain.errors import BadInput
-from docket.domain.values import (
+from docket.domain.kernel.errors import BadInput
+from docket.domain.kernel.values import (
     LATEST_TIME,
     MAX_DURATION_MS,
     MAX_SAFE_INT,

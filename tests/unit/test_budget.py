@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from docket.domain import budget, run
 from docket.domain import events as ev
-from docket.domain.canonical import canonical_json
-from docket.domain.values import MAX_DURATION_MS, MAX_SAFE_INT, from_ms, to_ms
+from docket.domain.kernel.canonical import canonical_json
+from docket.domain.kernel.values import MAX_DURATION_MS, MAX_SAFE_INT, from_ms, to_ms
 from docket.projections import runs
 from docket.projections.views import Views
 

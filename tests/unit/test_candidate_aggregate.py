@@ -9,10 +9,10 @@ from docket.domain import events as ev
 from docket.domain.check import (check_result, concluded, decide_check_launch, interrupted, request_check,
                                  request_check_launch)
 from docket.domain.effects import Act, CandidateRefObservation, ExecutionObservation, TargetHistory, Unknown
-from docket.domain.errors import Refused
+from docket.domain.kernel.errors import Refused
 from docket.domain.execution import RemovalObservation, decide_execution, decide_removal, request_removal
 from docket.domain.handoff import confirm_handoff, offer_handoff
-from docket.domain.processes import ProcessIdentity
+from docket.domain.containment.processes import ProcessIdentity
 from docket.domain.worker import LaunchObservation
 
 from .builders import COMMIT, T0, Book, at
@@ -315,8 +315,8 @@ def test_a_cancelled_pin_leaves_nothing_to_check():
 
 
 def test_a_candidate_with_its_checks_survives_a_snapshot_exactly():
-    from docket.domain.canonical import canonical_json
-    from docket.domain.snapshot import SnapshotError, from_value, to_value
+    from docket.domain.kernel.canonical import canonical_json
+    from docket.domain.kernel.snapshot import SnapshotError, from_value, to_value
 
     book = Book()
     c = launched_check(book)
@@ -332,8 +332,8 @@ def test_a_candidate_with_its_checks_survives_a_snapshot_exactly():
 
 
 def test_every_stream_prefix_names_an_aggregate_whose_snapshots_can_be_checked():
-    from docket.adapters.service_layer.aggregates import AGGREGATES
-    from docket.domain import streams
+    from docket.adapters.service_layer.kernel.aggregates import AGGREGATES
+    from docket.domain.kernel import streams
 
     prefixes = {value[:-1] for name, value in vars(streams).items() if name.endswith("_PREFIX")}
     assert prefixes == set(AGGREGATES)

@@ -14,7 +14,7 @@ from docket.domain.binding import (
     candidate_ref,
     worktree_identity,
 )
-from docket.domain.errors import BadInput
+from docket.domain.kernel.errors import BadInput
 
 HEAD, TREE = "a" * 40, "b" * 40
 

@@ -4,8 +4,8 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from docket.domain.canonical import canonical_json
-from docket.domain.chain import GENESIS_DIGEST, ChainHead, ChainRow, chain_entry, next_digest, verify_chain
+from docket.domain.kernel.canonical import canonical_json
+from docket.domain.kernel.chain import GENESIS_DIGEST, ChainHead, ChainRow, chain_entry, next_digest, verify_chain
 
 events = st.lists(
     st.tuples(st.text(min_size=1, max_size=20), st.integers(1, 50), st.sampled_from(["A.v1", "B.v1"]),
@@ -123,7 +123,7 @@ def test_a_forged_time_that_is_not_text_is_named_escaped():
 
 
 def test_quoted_streams_and_types_are_cached_within_a_bound():
-    from docket.domain.chain import _STREAMS
+    from docket.domain.kernel.chain import _STREAMS
 
     for i in range(100_005):
         _STREAMS[f"s{i}"]
@@ -137,7 +137,7 @@ def test_rows_read_in_batches_verify_across_batch_boundaries():
     """read_chain_rows hands on SQLite rows a thousand at a time; a break after the first batch is still named."""
     import sqlite3
 
-    from docket.adapters.world.ledger_rows import read_chain_rows
+    from docket.adapters.world.ledger.ledger_rows import read_chain_rows
 
     rows = build([(f"s{n % 7}", n // 7 + 1, "A.v1", _state("2026-01-01T00:00:00.000Z", n)) for n in range(2_500)])
     conn = sqlite3.connect(":memory:")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.config_file import load_config
-from docket.domain.canonical import canonical_json
+from docket.adapters.world.files.config_file import load_config
+from docket.domain.kernel.canonical import canonical_json
 from docket.domain.config import CheckConfig, Config, check_artifact_dir, check_config_sha256
 
 TESTS = '[checks.tests]\ncommand = ["pytest", "-q"]\n'

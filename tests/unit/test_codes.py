@@ -1,4 +1,4 @@
-"""Error codes have one home, domain/codes.py: every code raised is a Code member, and no decision compares a code
+"""Error codes have one home, domain/kernel/codes.py: every code raised is a Code member, and no decision compares a code
 with a string typed out again (it names an exception type or a Code member).
 
 Read from the source with ast, so a new ``e.code == "..."`` fails here.
@@ -10,7 +10,7 @@ import ast
 import re
 from pathlib import Path
 
-from docket.domain.codes import Code
+from docket.domain.kernel.codes import Code
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("domain", "projections", "adapters", "cli")
@@ -70,7 +70,7 @@ def test_every_code_raised_as_a_string_is_a_member():
             if isinstance(node, ast.Call) and _called(node) in ERRORS and node.args:
                 unknown += [f"{path.relative_to(ROOT)}:{node.lineno}: {s}" for s in _strings(node.args[0])
                             if s not in set(Code)]
-    assert unknown == [], "add these codes to domain/codes.py"
+    assert unknown == [], "add these codes to domain/kernel/codes.py"
 
 
 def test_no_decision_compares_a_code_with_a_string():
@@ -86,7 +86,7 @@ def test_the_check_finds_a_string_comparison():
 
 
 def test_an_error_of_its_own_type_prints_its_code_and_keeps_its_family():
-    from docket.domain import errors
+    from docket.domain.kernel import errors
 
     made = {kind: kind("why") for kind in (errors.RunClosed, errors.TargetCheckedOut, errors.AwaitingApproval,
                                            errors.DependenciesUnsettled, errors.OutputExists, errors.StaleGeneration,
@@ -101,7 +101,7 @@ def test_an_error_of_its_own_type_prints_its_code_and_keeps_its_family():
 
 
 def test_an_error_explained_in_context_keeps_its_type_code_and_exit_code():
-    from docket.domain import errors
+    from docket.domain.kernel import errors
 
     for original in (errors.NotFound("key-not-found", "no key"), errors.BadInput("bad-key", "not a key"),
                      errors.OutputExists("there"), errors.StorageFailed("disk I/O error")):

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.config_file import MAX_CONFIG_BYTES, key_lines, load_config
+from docket.adapters.world.files.config_file import MAX_CONFIG_BYTES, key_lines, load_config
 from docket.domain.config import DEFAULT_TOML, Config, expand
-from docket.domain.errors import BadInput
+from docket.domain.kernel.errors import BadInput
 
 AIDER = '[agents.aider]\ncommand = ["aider", "--message", "{prompt}"]\n'
 
@@ -170,7 +170,7 @@ def test_the_configuration_reference_example_is_a_valid_configuration():
 
 
 def test_workspace_root_is_absolute_or_under_home(tmp_path):
-    from docket.adapters.service_layer.go_settings import workspace_root
+    from docket.adapters.service_layer.go.settings import workspace_root
 
     assert loaded(tmp_path, "[workspace]\nroot = \"/srv/docket\"\n").workspace.root == "/srv/docket"
     assert workspace_root(loaded(tmp_path, "[workspace]\nroot = \"~/work\"\n")) == Path.home() / "work"

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.service_layer import ledger as ledger_module
+from docket.adapters.service_layer.kernel import ledger as ledger_module
 from docket.adapters.world.clock import FixedClock
-from docket.adapters.service_layer.effector import Effector
-from docket.adapters.service_layer.intents import INTENT_KINDS, RUN_BASE_PIN, IntentKind
-from docket.adapters.service_layer.ports import Ports
+from docket.adapters.service_layer.kernel.effector import Effector
+from docket.adapters.service_layer.kernel.intents import INTENT_KINDS, RUN_BASE_PIN, IntentKind
+from docket.adapters.service_layer.kernel.ports import Ports
 from docket.domain import run
 from docket.domain.effects import INTENT_TYPES, Act, BranchObservation, decide_base_pin
 from docket.domain.events import EVENT_TYPES, IntentOutcomeUnknownV2, RunBasePinFailed, RunBasePinned

@@ -17,7 +17,7 @@ from docket.domain.effects import (
     last_unknown,
     record_unknown,
 )
-from docket.domain.values import to_ms
+from docket.domain.kernel.values import to_ms
 
 from .builders import T0, at
 

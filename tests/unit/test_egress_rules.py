@@ -1,4 +1,4 @@
-"""Egress by host, the pure rules (domain/egress.py): allow-list entries, matching, the addresses never reached, the
+"""Egress by host, the pure rules (domain/containment/egress.py): allow-list entries, matching, the addresses never reached, the
 default of a known agent, the bounded tally; and the network values docket.toml may give."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from docket.domain.config import Config
-from docket.domain.egress import RefusalTally, default_network, host_allowed, host_entry, refused_address
-from docket.domain.sandbox import SandboxPolicy, network_setting
+from docket.domain.containment.egress import RefusalTally, default_network, host_allowed, host_entry, refused_address
+from docket.domain.containment.sandbox import SandboxPolicy, network_setting
 
 
 def test_entries_are_hosts_in_normal_form():

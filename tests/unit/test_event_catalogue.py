@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from docket.adapters.service_layer.aggregates import AGGREGATES, aggregate_of, state_class_of
+from docket.adapters.service_layer.kernel.aggregates import AGGREGATES, aggregate_of, state_class_of
 from docket.domain import events as ev
 from docket.domain.events.base import Event
 
@@ -78,7 +78,7 @@ def test_every_model_of_the_events_defers_its_validator_to_first_use():
     """A model built at import costs a write command its validator (PlannedTask and ExportKey did: about 15 ms)."""
     from pydantic import BaseModel
 
-    from docket.domain import sandbox
+    from docket.domain.containment import sandbox
 
     modules = [__import__(f"docket.domain.events.{m}", fromlist=["_"]) for m in MODULES] + [sandbox]
     models = [obj for module in modules for obj in vars(module).values()

@@ -9,7 +9,7 @@ import pytest
 from docket.domain import follow_ups
 from docket.domain import requests as rq
 from docket.domain import run as run_aggregate
-from docket.domain.errors import BadInput, Refused, RunClosed
+from docket.domain.kernel.errors import BadInput, Refused, RunClosed
 
 from .builders import T0, Book
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from docket.domain import run, task
-from docket.domain.errors import Refused
+from docket.domain.kernel.errors import Refused
 
 from .builders import T0, Book, at
 

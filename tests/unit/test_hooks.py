@@ -117,7 +117,7 @@ def test_a_hook_is_an_argv_list_or_a_table_with_a_timeout_and_env_allow():
 
 
 def test_the_hooks_state_has_a_snapshot_form():
-    from docket.domain.snapshot import from_value, to_value
+    from docket.domain.kernel.snapshot import from_value, to_value
 
     state, intent = _requested()
     state = hooks.apply(state, hooks.decide(state, intent, HookObservation("ended"), T0), 11)

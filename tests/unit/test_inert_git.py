@@ -1,10 +1,10 @@
-"""The switches and the environment every git command docket runs carries (adapters/world/inert_git.py)."""
+"""The switches and the environment every git command docket runs carries (adapters/world/git/inert_git.py)."""
 
 from __future__ import annotations
 
 import os
 
-from docket.adapters.world.inert_git import inert_environment, inert_switches
+from docket.adapters.world.git.inert_git import inert_environment, inert_switches
 
 
 def test_every_program_git_could_run_on_its_own_is_switched_off() -> None:

@@ -7,7 +7,7 @@ import pytest
 from docket.domain import events as ev
 from docket.domain import integration, target_move
 from docket.domain.effects import Act, IntegrationObservation, Unknown
-from docket.domain.errors import Refused
+from docket.domain.kernel.errors import Refused
 from docket.domain.run import Run
 
 from .builders import T0

@@ -10,7 +10,7 @@ import pytest
 from docket.domain import events as ev
 from docket.domain import integration
 from docket.domain.effects import IntegrationObservation
-from docket.domain.errors import Refused
+from docket.domain.kernel.errors import Refused
 
 from .builders import T0
 from .test_integration_aggregate import HEAD, RUN, fold, prepared, rolling

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.config_file import approval_required, load_config
+from docket.adapters.world.files.config_file import approval_required, load_config
 from docket.domain.config import DEFAULT_TOML, Config
-from docket.domain.errors import BadInput
+from docket.domain.kernel.errors import BadInput
 
 
 def written(folder: Path, text: str) -> Path:

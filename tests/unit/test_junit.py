@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from docket.domain.junit import (MAX_REPORT_BYTES, ReportError, judge_relative, parse_junit, report_feedback)
+from docket.domain.reports.junit import (MAX_REPORT_BYTES, ReportError, judge_relative, parse_junit, report_feedback)
 
 
 def _pytest_report(tmp_path: Path, source: str) -> bytes:
@@ -78,7 +78,7 @@ def test_a_huge_report_is_refused_before_it_is_parsed() -> None:
 
 
 def test_too_many_test_cases_are_refused() -> None:
-    from docket.domain import junit
+    from docket.domain.reports import junit
 
     data = b"<testsuites>" + b'<testcase classname="a" name="x"/>' * (junit.MAX_TESTS + 1) + b"</testsuites>"
     with pytest.raises(ReportError) as caught:

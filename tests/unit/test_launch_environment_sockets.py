@@ -4,7 +4,7 @@ env_allow names them exactly: a glob, even "*", is not asking for the user's ssh
 
 from __future__ import annotations
 
-from docket.domain.processes import WITHHELD_UNLESS_NAMED, scrub_environment
+from docket.domain.containment.processes import WITHHELD_UNLESS_NAMED, scrub_environment
 
 DOORS = {"SSH_AUTH_SOCK": "/run/user/0/ssh-agent.sock", "SSH_AGENT_PID": "4242", "GPG_AGENT_INFO": "/run/gpg:1:1",
          "DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/0/bus", "DOCKER_HOST": "unix:///var/run/docker.sock",

@@ -2,7 +2,7 @@ import pytest
 
 from docket.domain import events as ev
 from docket.domain import lease, task, worker
-from docket.domain.errors import Refused
+from docket.domain.kernel.errors import Refused
 
 from .builders import T0, Book, at
 

@@ -10,11 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from docket.adapters.service_layer.event_log import listed_events
-from docket.adapters.service_layer.view_freshness import views_at
+from docket.adapters.service_layer.kernel.event_log import listed_events
+from docket.adapters.service_layer.kernel.view_freshness import views_at
 from tests.fakes.ledger_reader import FakeLedgerReader
 from docket.cli import output
-from docket.domain.errors import NotFound, VerificationFailed
+from docket.domain.kernel.errors import NotFound, VerificationFailed
 from docket.domain.events import RunCompleted, RunOpened, TaskPlanned
 from docket.projections import runs, tasks
 

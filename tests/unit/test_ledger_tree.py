@@ -1,12 +1,12 @@
-"""The ledger's Merkle tree from kept block hashes answers exactly as the reference tree (domain/merkle.Tree)."""
+"""The ledger's Merkle tree from kept block hashes answers exactly as the reference tree (domain/kernel/merkle.Tree)."""
 
 from __future__ import annotations
 
 import pytest
 
-from docket.adapters.service_layer.ledger_tree import ledger_tree
+from docket.adapters.service_layer.kernel.ledger_tree import ledger_tree
 from tests.fakes.ledger_reader import FakeLedgerReader
-from docket.domain.merkle import Tree, verify_consistency, verify_inclusion
+from docket.domain.kernel.merkle import Tree, verify_consistency, verify_inclusion
 
 from .builders import at
 

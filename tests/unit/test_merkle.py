@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docket.domain.merkle import (
+from docket.domain.kernel.merkle import (
     EMPTY_ROOT, Tree, consistency_proof, inclusion_proof, leaf_hash, node_hash, root, root_from_inclusion_path,
     verify_consistency, verify_inclusion,
 )

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from docket.domain import events as ev
-from docket.domain.errors import BadInput
-from docket.domain.names import check_branch_name, has_unsafe_characters, normalise_resource
+from docket.domain.kernel.errors import BadInput
+from docket.domain.kernel.names import check_branch_name, has_unsafe_characters, normalise_resource
 
 from .builders import T0
 

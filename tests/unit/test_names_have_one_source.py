@@ -1,6 +1,6 @@
 """Stream, table and event type names are spelled only by their owners.
 
-Streams: domain/streams.py (each aggregate re-exports its own as ``stream_of``).
+Streams: domain/kernel/streams.py (each aggregate re-exports its own as ``stream_of``).
 Tables: the read model that declares ``TABLE``. Event type names: the event
 classes (``Cls.type_name()``). Anyone else asks the owner, so renaming a stream
 or a table is one edit, and a typo cannot silently miss every event.
@@ -12,7 +12,7 @@ import ast
 import pathlib
 import re
 
-from docket.domain import streams
+from docket.domain.kernel import streams
 from docket.projections.views import EVENT_INDEXES, READ_MODELS
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -36,7 +36,7 @@ def _code_files():
 
 
 def test_only_domain_streams_spells_a_stream_name():
-    owner = (ROOT / "domain" / "streams.py").resolve()
+    owner = (ROOT / "domain" / "kernel" / "streams.py").resolve()
     found = [f"{path.relative_to(ROOT)}:{line}: {text[:40]!r}"
              for path in _code_files() if path.resolve() != owner
              for line, text in _strings(path)

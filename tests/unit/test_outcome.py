@@ -1,10 +1,10 @@
-"""The one rule a run's outcome is worded by (domain/outcome.py): the same words on every surface."""
+"""The one rule a run's outcome is worded by (domain/reports/outcome.py): the same words on every surface."""
 
 from __future__ import annotations
 
 import pytest
 
-from docket.domain.outcome import STATES, run_outcome
+from docket.domain.reports.outcome import STATES, run_outcome
 
 
 @pytest.mark.parametrize(("status", "delivered", "tasks", "needs_you", "driven", "state", "line"), [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from docket.domain.errors import BadInput
+from docket.domain.kernel.errors import BadInput
 from docket.domain.plan import TaskSpec, ledger_task_id, parse_tasks, short_id, tasks_from_texts
 
 

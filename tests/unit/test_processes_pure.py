@@ -8,7 +8,7 @@ import string
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docket.domain.processes import (
+from docket.domain.containment.processes import (
     SECRET_NAME,
     ProcessIdentity,
     bounded_tail,
@@ -163,7 +163,7 @@ def test_tail_and_last_line_basics():
 
 def test_output_becomes_text_once_nul_escaped_and_the_rest_kept_for_renderers():
     """NUL never reaches an event (no event can hold it); the renderers escape everything else (safe_text)."""
-    from docket.domain.processes import output_text, safe_text
+    from docket.domain.containment.processes import output_text, safe_text
 
     assert output_text(b"a\x00b\xff\x1b[1m\r\nd") == "a\\x00b\ufffd\x1b[1m\nd"
     assert safe_text("lone \udcff surrogate\u2028\x1b") == "lone \\udcff surrogate\\u2028\\x1b"

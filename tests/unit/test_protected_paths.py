@@ -1,4 +1,4 @@
-"""A check's protected globs (domain/protected.py): ** spans folders, * stays within one; the default covers the test
+"""A check's protected globs (domain/containment/protected.py): ** spans folders, * stays within one; the default covers the test
 folders, test modules anywhere, every conftest.py and pytest.ini."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from docket.domain.config import CheckConfig, check_config_sha256
-from docket.domain.protected import DEFAULT_PROTECTED, is_protected, protected_changes
+from docket.domain.containment.protected import DEFAULT_PROTECTED, is_protected, protected_changes
 
 
 @pytest.mark.parametrize("path", ["tests/test_app.py", "tests/data/x.json", "test/a.py", "conftest.py",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from docket.domain.errors import VerificationFailed
-from docket.domain.receipt_claims import (
+from docket.domain.kernel.errors import VerificationFailed
+from docket.domain.reports.receipt_claims import (
     FOREIGN_LIMIT,
     Expected,
     ForeignCommits,
@@ -14,7 +14,7 @@ from docket.domain.receipt_claims import (
     foreign_commits,
     subject_of,
 )
-from docket.domain.receipts import receipt_sha256, verify_statement
+from docket.domain.reports.receipts import receipt_sha256, verify_statement
 from tests.unit.test_receipts import BASE, made
 
 A, B, C, M1, M2 = ("1" * 40, "2" * 40, "3" * 40, "4" * 40, "5" * 40)

@@ -9,11 +9,11 @@ import hashlib
 
 import pytest
 
-from docket.domain.canonical import canonical_json
-from docket.domain.chain import GENESIS_DIGEST, chain_entry, next_digest
-from docket.domain.errors import VerificationFailed
-from docket.domain.merkle import Tree
-from docket.domain.receipts import PREDICATE_TYPE, receipt_checks, receipt_sha256, verify_statement
+from docket.domain.kernel.canonical import canonical_json
+from docket.domain.kernel.chain import GENESIS_DIGEST, chain_entry, next_digest
+from docket.domain.kernel.errors import VerificationFailed
+from docket.domain.kernel.merkle import Tree
+from docket.domain.reports.receipts import PREDICATE_TYPE, receipt_checks, receipt_sha256, verify_statement
 
 T0 = "2026-01-01T00:00:00.000Z"
 BASE, MOVED = "a" * 40, "b" * 40

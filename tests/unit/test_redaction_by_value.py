@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from docket.domain.config import Config
-from docket.domain.junit import parse_junit
-from docket.domain.processes import (
+from docket.domain.reports.junit import parse_junit
+from docket.domain.containment.processes import (
     MIN_SECRET_CHARS,
     bounded_tail,
     last_line,

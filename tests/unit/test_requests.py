@@ -6,7 +6,7 @@ import pytest
 
 from docket.domain import requests as rq
 from docket.domain import run as run_aggregate
-from docket.domain.errors import BadInput, NotFound, Refused, RunClosed
+from docket.domain.kernel.errors import BadInput, NotFound, Refused, RunClosed
 
 from .builders import Book, T0, at
 

@@ -8,7 +8,7 @@ import pytest
 from docket.domain import events as ev
 from docket.domain import integration, requeue, target_move
 from docket.domain.effects import ForeignCommits, IntegrationObservation
-from docket.domain.errors import Refused
+from docket.domain.kernel.errors import Refused
 
 from .builders import T0
 from .test_integration_aggregate import CANDIDATE, HEAD, OTHER, RUN, TREE, fold, rolling

@@ -3,7 +3,7 @@ import pytest
 from docket.domain import events as ev
 from docket.domain import run
 from docket.domain.effects import is_resolved, record_unknown
-from docket.domain.errors import BadInput, Refused
+from docket.domain.kernel.errors import BadInput, Refused
 
 from .builders import SUPERVISOR, COMMIT, T0, Book, at
 

@@ -1,4 +1,4 @@
-"""The read roots found on a machine (adapters/world/sandbox_roots.py) never open a home dot-folder whole nor reach a
+"""The read roots found on a machine (adapters/world/processes/sandbox_roots.py) never open a home dot-folder whole nor reach a
 secret: a PATH folder under the home is itself, its programs' real installs, ~/.local/bin's ~/.local/lib, a tool
 manager's entries less the credential-looking ones; and nothing found contains or lies in a forbidden path."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from docket.adapters.world.sandbox_roots import (
+from docket.adapters.world.processes.sandbox_roots import (
     CREDENTIAL_NAME,
     forbidden_paths,
     install_roots,

@@ -1,16 +1,16 @@
-"""The sandbox policy (domain/sandbox.py), its configuration, and what an older kernel makes of it."""
+"""The sandbox policy (domain/containment/sandbox.py), its configuration, and what an older kernel makes of it."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
-from docket.adapters.world import landlock
-from docket.adapters.world.sandbox_roots import require_sandbox
-from docket.domain.codes import Code
+from docket.adapters.world.processes import landlock
+from docket.adapters.world.processes.sandbox_roots import require_sandbox
+from docket.domain.kernel.codes import Code
 from docket.domain.config import Config
-from docket.domain.errors import Refused
-from docket.domain.sandbox import Confinement, SandboxPolicy, network_setting, unsandboxed
+from docket.domain.kernel.errors import Refused
+from docket.domain.containment.sandbox import Confinement, SandboxPolicy, network_setting, unsandboxed
 
 
 def test_a_policy_sorts_its_roots_keeps_a_written_root_out_of_the_read_ones_and_has_a_stable_digest():
@@ -65,7 +65,7 @@ def test_without_landlock_a_sandboxed_launch_is_refused_unless_the_configuration
 
 
 def test_the_install_of_a_program_folder_is_what_its_programs_need(tmp_path):
-    from docket.adapters.world.sandbox_roots import install_roots
+    from docket.adapters.world.processes.sandbox_roots import install_roots
 
     home = tmp_path / "home"
     npm = home / ".cache" / "agents" / "codex-1" / "node_modules" / ".bin"  # an npm install under a mixed folder

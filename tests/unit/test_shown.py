@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from docket.cli.output import shown
-from docket.domain.names import has_unsafe_characters
+from docket.domain.kernel.names import has_unsafe_characters
 
 
 def test_controls_bidi_and_invisible_characters_become_escapes():

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from docket.adapters.world.config_file import load_config
-from docket.domain.codes import Code
+from docket.adapters.world.files.config_file import load_config
+from docket.domain.kernel.codes import Code
 from docket.domain.config import DEFAULT_MAX_FILE_SIZE, DEFAULT_TOML, Config
-from docket.domain.errors import BadInput
-from docket.domain.values import MAX_SAFE_INT, format_size, parse_size
+from docket.domain.kernel.errors import BadInput
+from docket.domain.kernel.values import MAX_SAFE_INT, format_size, parse_size
 
 
 @pytest.mark.parametrize(("value", "size"), [
@@ -61,7 +61,7 @@ def test_the_candidates_table_is_strict(tmp_path, text, expected):
 
 
 def test_max_log_defaults_to_100_mb_and_takes_a_size(tmp_path):
-    from docket.domain.values import DEFAULT_MAX_LOG
+    from docket.domain.kernel.values import DEFAULT_MAX_LOG
 
     agent = '[agents.a]\ncommand = ["a", "{prompt}"]\n'
     assert load_config(_written(tmp_path, agent)).agents["a"].max_log == DEFAULT_MAX_LOG == 100_000_000

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from docket.domain.timeline import timeline
-from docket.domain.values import from_ms, to_ms
+from docket.domain.reports.timeline import timeline
+from docket.domain.kernel.values import from_ms, to_ms
 
 T0 = "2026-12-03T10:00:00.000Z"
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docket.domain.values import to_ms
+from docket.domain.kernel.values import to_ms
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 

@@ -1,4 +1,4 @@
-"""What a run trusts of its repository (domain/trust.py) and the rule that a candidate changing it is queued only
+"""What a run trusts of its repository (domain/containment/trust.py) and the rule that a candidate changing it is queued only
 once a person approves it, whatever its checks said (domain/integration.py: require_trusted_unchanged)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 from docket.domain import events as ev
 from docket.domain import integration, run
-from docket.domain.errors import Refused
-from docket.domain.trust import named_paths, trusted_changes
+from docket.domain.kernel.errors import Refused
+from docket.domain.containment.trust import named_paths, trusted_changes
 
 from .builders import T0, Book
 from .test_integration_aggregate import CANDIDATE, HEAD, RUN, fold

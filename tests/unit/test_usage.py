@@ -10,9 +10,9 @@ import pytest
 from docket.domain import events as ev
 from docket.domain import run
 from docket.domain.config import Config
-from docket.domain.errors import BadInput
+from docket.domain.kernel.errors import BadInput
 from docket.domain.usage import Usage, by_generation, by_task, reached, run_usage
-from docket.domain.values import MAX_SAFE_INT, format_cost, parse_cost, parse_tokens
+from docket.domain.kernel.values import MAX_SAFE_INT, format_cost, parse_cost, parse_tokens
 
 from .builders import COMMIT, T0, Book, at
 

@@ -6,8 +6,8 @@ from pydantic import ValidationError
 
 from docket.domain import events as ev
 from docket.domain.effects import BranchObservation, Unknown, decide_base_pin
-from docket.domain.errors import BadInput
-from docket.domain.values import format_duration, from_ms, parse_duration, parse_time, to_ms
+from docket.domain.kernel.errors import BadInput
+from docket.domain.kernel.values import format_duration, from_ms, parse_duration, parse_time, to_ms
 
 from .builders import T0, Book
 

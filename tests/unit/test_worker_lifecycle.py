@@ -6,8 +6,8 @@ import pytest
 
 from docket.domain import worker
 from docket.domain.effects import Act, Unknown
-from docket.domain.errors import Refused
-from docket.domain.processes import ProcessIdentity
+from docket.domain.kernel.errors import Refused
+from docket.domain.containment.processes import ProcessIdentity
 
 from .builders import T0, Book, at
 

@@ -1,0 +1,507 @@
+"""Use case: run one attempt of a check against a pinned candidate, in its own execution, through the launch gate.
+
+The path of one check run, each step recorded before the next is taken:
+
+1. CheckRequested (the attempt, bound to the configuration's digest) and the
+   execution intent: a detached worktree at the candidate's commit;
+2. the launch intent: the command started held at a gate, its identity
+   recorded (CheckLaunched), only then the gate opened;
+3. the command watched until it ends, its timeout or idle timeout stopping its
+   whole process group; the execution inspected (a mutated one fails the check)
+   and the artifact directory copied back to the task's worktree;
+4. one result: CheckPassed, CheckFailed or CheckTimedOut, with the output's
+   digest and a bounded tail;
+5. the execution's removal intent (refused while the group lives).
+
+If this process dies part way, ``settle_checks`` (run by ``docket replay
+--apply`` and ``docket reconcile --apply``) records the run as interrupted once
+nothing of it can be running, and removes its execution. If the supervisor
+driving the run is interrupted (Ctrl-C, SIGTERM: ``stopping_checks``), the
+check's group is stopped at once (TERM, then KILL after a grace), the run is
+recorded as interrupted (CheckFailed ``interrupted``, which says nothing of the
+candidate: the check runs again on resume), its execution removed, and
+``CheckInterrupted`` raised; no new check of that run starts meanwhile. How a
+check is judged (by its exit, or relative to the run's base) is chosen in
+``base_checks``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ....domain import candidate as candidate_aggregate
+from ....domain import check as candidate_check
+from ....domain import execution as candidate_execution
+from ....domain.kernel.canonical import canonical_json
+from ....domain.kernel.codes import Code
+from ....domain.kernel.errors import DocketError, OutcomeUnknown, Refused, WorkStopped
+from ....domain.events import Event
+from ....domain.containment.processes import scrub_environment
+from ....domain.containment.sandbox import Confinement
+from ...world import faults
+from ...world.clock import Clock, new_id
+from ...world.files.logs import known_secrets, log_summary
+from .candidates import load_candidate
+from ..kernel.ledger import Ledger
+from .runs import load_run
+from .workers import last_message
+
+__all__ = ["Baseline", "CheckInterrupted", "CheckOutcome", "CheckSpec", "pinned_candidate", "remove_execution",
+           "run_attempt", "settle_checks", "stopping_checks"]
+
+POLL_SECONDS = 0.05
+STOP_GRACE_SECONDS = 5.0
+INTERRUPTED_MESSAGE = ("stopped: the docket supervising the run was interrupted (Ctrl-C or SIGTERM); this says "
+                       "nothing of the candidate, and the check runs again when the run goes on")
+
+
+class CheckInterrupted(WorkStopped):
+    """The check was not run to its end: the docket supervising its run was interrupted (``stopping_checks``). A
+    run of it that had started is recorded as interrupted; nothing is judged by it."""
+
+    def __init__(self, message: str):
+        super().__init__(Code.INTERRUPTED, message)
+
+
+_stops: dict[str, threading.Event] = {}  # run id -> set once its supervisor is interrupted: its checks stop
+_stops_lock = threading.Lock()
+
+
+@contextmanager
+def stopping_checks(run_id: str, interrupted: threading.Event) -> Iterator[None]:
+    """While inside: once ``interrupted`` is set, every check this process runs for the run (a task's, the base's,
+    the merge queue's) stops, and no new one starts (CheckInterrupted)."""
+    with _stops_lock:
+        previous = _stops.get(run_id)
+        _stops[run_id] = interrupted
+    try:
+        yield
+    finally:
+        with _stops_lock:
+            if previous is None:
+                _stops.pop(run_id, None)
+            else:
+                _stops[run_id] = previous
+
+
+def _stopped(run_id: str) -> bool:
+    with _stops_lock:
+        event = _stops.get(run_id)
+    return event is not None and event.is_set()
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """One configured check, as a run needs it (from docket.toml's [checks.NAME])."""
+
+    name: str
+    argv: Any  # (execution path) -> the exact argv
+    config_sha256: str
+    required: bool
+    timeout_ms: int
+    idle_timeout_ms: int | None = None
+    environment: Any = None  # (execution path) -> extra variables; None: none
+    env_allow: Sequence[str] = ()
+    junit: str | None = None  # its JUnit XML report, relative to the execution's root
+    judge: str = "exit"  # exit | relative-to-base
+    confinement: Confinement = Confinement(network="none")  # its sandbox (sandboxes.py)
+    protected: tuple[str, ...] = ()  # globs a candidate cannot weaken (domain/containment/protected.py, base_tests.py); (): none
+
+    @classmethod
+    def of(cls, name: str, check: Any, *, sandbox: str = "landlock") -> CheckSpec:
+        """The spec of docket.toml's [checks.NAME] (a domain.config.CheckConfig); sandbox: docket.toml's."""
+        from ....domain.config import check_config_sha256
+
+        confinement = Confinement(mode=sandbox, read=tuple(check.read), write=tuple(check.write),  # type: ignore
+                                  network=check.network)
+        return cls(name=name, argv=check.argv, config_sha256=check_config_sha256(name, check),
+                   required=check.required, timeout_ms=check.timeout_ms, idle_timeout_ms=check.idle_timeout_ms,
+                   environment=check.environment, env_allow=check.env_allow, junit=check.junit, judge=check.judge,
+                   confinement=confinement, protected=tuple(check.protected))
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What a relative judgment compares with: the run's base's check of the same configuration (its candidate and
+    check run) and the tests failing there (None: its report could not be used, so nothing is explained by it)."""
+
+    binding_id: str
+    check_id: str
+    failing: frozenset[str] | None
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    check_id: str
+    check: str
+    attempt: int
+    result: str  # passed | failed | timed-out
+    code: str | None
+    exit_code: int | None
+    signal: int | None
+    execution: str
+    execution_state: str
+    output_sha256: str | None
+    tail: str
+    artifacts: tuple[dict[str, Any], ...]
+    log_path: str | None
+
+
+def pinned_candidate(ledger: Ledger, binding: str) -> candidate_aggregate.Candidate:
+    """The candidate checks run on; Refused ``candidate-not-pinned`` unless it is pinned."""
+    candidate = load_candidate(ledger, binding)
+    if candidate.status != "pinned" or candidate.commit is None:
+        raise Refused("candidate-not-pinned", f"candidate {binding} is {candidate.status}; checks run only on a "
+                                              "pinned candidate")
+    return candidate
+
+
+def run_attempt(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec: CheckSpec, *,
+                baseline: Baseline | None, artifact_dir: str | None, docket_dir: Path,
+                ledger_path: Path) -> CheckOutcome:
+    """Run one attempt of the check against the candidate and record its result; its execution removed after.
+
+    With spec.junit its report is read and recorded (CheckTestsReported) before the result. Given the baseline of
+    a check judged relative to the base (``base_checks.run_check`` finds it), a command that failed only tests
+    failing there too passes; without one, the check is judged by its exit."""
+    from ...world.workspaces.executions import execution_path
+    from ...world.processes.host import host_id
+    from ...world.files.paths import root_of_workspace
+
+    candidate = pinned_candidate(ledger, binding)
+    if _stopped(candidate.run_id):
+        raise CheckInterrupted(f"check {spec.name} was not started: the docket supervising run {candidate.run_id} "
+                               "was interrupted")
+    repository = effector.local(candidate.repository)  # this host's clone: a check runs where it is driven
+    # beside the task's workspace ([workspace] root), else the default; a workspace another host made is not here
+    root = root_of_workspace(candidate.worktree) if repository == Path(candidate.repository) else None
+    check_id, execution_intent = new_id("check"), new_id("execution")
+    chosen: dict[str, Any] = {}
+    from ...world.workspaces.data_owners import record_owner
+    from ...world.files.files import own_data_folder
+    from ...world.files.paths import executions_root
+
+    # a symlink planted at <root>/executions/<key> is refused (unsafe-path) before the check is requested; below it
+    # (folders made and removed under the worktrees lock) the execution's own observation refuses one
+    own_data_folder(executions_root(repository, root), root)
+    record_owner(executions_root(repository, root), repository)  # whose it is, for gc once the repository is gone
+
+    def decision(now: str) -> list[Event]:
+        current = load_candidate(ledger, binding)
+        path = str(execution_path(repository, current.run_id, binding, spec.name, current.attempts(spec.name) + 1,
+                                  root))
+        argv = tuple(spec.argv(path))
+        chosen.update(path=path, argv=argv)
+        return candidate_check.request_check(
+            current, load_run(ledger, current.run_id), check_id=check_id, execution_intent=execution_intent,
+            check=spec.name, config_sha256=spec.config_sha256,
+            argv_sha256=hashlib.sha256(canonical_json(list(argv))).hexdigest(), required=spec.required,
+            timeout_ms=spec.timeout_ms, idle_timeout_ms=spec.idle_timeout_ms, execution_for=lambda _: path,
+            artifact_dir=artifact_dir, now=now, repository=str(repository), host=host_id())
+
+    ledger.decide(decision, clock.now())
+    faults.crash_point("check:after-request")
+    effector.run_pending(only={execution_intent}, after=0)
+    run = load_candidate(ledger, binding).check_run(check_id)
+    if run.execution_intent is not None:
+        raise OutcomeUnknown("outcome-unknown", f"the execution of check {check_id} is not known to be made yet; "
+                                                "'docket replay --apply' observes again")
+    if run.execution_state == "failed":
+        return _finish(ledger, clock, effector, binding, check_id, "failed", code="execution-diverged",
+                       message=last_message(ledger, candidate_aggregate.stream_of(binding),
+                                            "the execution could not be made"), remove=False)
+    outcome = _launch_and_wait(ledger, clock, effector, binding, check_id, spec, chosen["argv"],
+                               docket_dir=docket_dir, ledger_path=ledger_path, baseline=baseline)
+    return outcome
+
+
+def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str, spec: CheckSpec,
+                     argv: tuple[str, ...], *, docket_dir: Path, ledger_path: Path,
+                     baseline: Baseline | None) -> CheckOutcome:
+    from ...world.processes.lifecycle import LaunchSpec
+    from ...world.processes.host import host_id
+    from ..kernel.launcher import HOST_MARK, LAUNCH_MARK
+
+    candidate = load_candidate(ledger, binding)
+    run = candidate.check_run(check_id)
+    launcher = effector.ports.launcher
+    log_path = docket_dir / "checks" / binding / f"{spec.name}-{run.attempt}.{check_id}.log"
+    from ...world.files.files import own_folder
+
+    own_folder(docket_dir, log_path.parent)
+    intent_id = new_id("checklaunch")
+    env, _ = scrub_environment(os.environ, spec.env_allow)
+    env = {k: v for k, v in env.items() if not k.startswith("DOCKET_")}
+    env.update(spec.environment(run.execution) if spec.environment else {})
+    env.update(DOCKET_RUN=candidate.run_id, DOCKET_TASK=candidate.task_id, DOCKET_CANDIDATE=binding,
+               DOCKET_CHECK=spec.name, DOCKET_COMMIT=candidate.commit or "", DOCKET_LEDGER=str(ledger_path),
+               DOCKET_EXECUTION=run.execution)
+    env[LAUNCH_MARK] = intent_id
+    env[HOST_MARK] = host_id()
+    env = _guarded(env, Path(run.repository), docket_dir, run.execution)
+    from ...world.workspaces.import_guard import guard_folder
+    from ...world.processes.sandbox_roots import sandbox_for
+    from ...world.workspaces.port import agent_roots
+
+    execution = Path(run.execution)
+    sandbox = sandbox_for(spec.confinement, write=[execution],
+                          read=[*agent_roots(Path(run.repository), execution)[1], guard_folder(docket_dir)],
+                          temporary=log_path.with_name(f"{log_path.stem}.tmp"), argv=argv, env=env, cwd=execution)
+
+    def decision(now: str) -> Event:
+        return candidate_check.request_check_launch(load_candidate(ledger, binding), check_id,
+                                                    intent_id=intent_id, log_path=str(log_path), now=now,
+                                                    sandbox=sandbox.record())
+
+    ledger.decide(decision, clock.now())
+    launcher.expect(intent_id, LaunchSpec(argv=argv, cwd=execution, env=env, log_path=log_path, sandbox=sandbox))
+    try:
+        effector.run_pending(only={intent_id}, after=0)
+        run = load_candidate(ledger, binding).check_run(check_id)
+        if run.launch_failure is not None:
+            return _finish(ledger, clock, effector, binding, check_id, "failed", code="launch-failed",
+                           message=last_message(ledger, candidate_aggregate.stream_of(binding),
+                                                "the check could not be started"))
+        if run.process is None:
+            raise OutcomeUnknown("outcome-unknown", f"the launch of check {check_id} is not known to have happened "
+                                                    "yet; 'docket replay --apply' observes again")
+        faults.crash_point("check:before-gate")
+        gated = launcher.release(intent_id, run.process)
+    finally:
+        launcher.close()
+    if gated is None:
+        raise Refused("launched-elsewhere", f"check {check_id} was launched by another docket process")
+    started = time.monotonic()
+    code, cause = _wait(effector.ports.processes, gated, log_path, spec, stop=lambda: _stopped(candidate.run_id))
+    duration_ms = int((time.monotonic() - started) * 1000)
+    faults.crash_point("check:after-exit")
+    if cause == "interrupted":  # its group is gone: recorded as such, judged by nobody, run again on resume
+        _finish(ledger, clock, effector, binding, check_id, "failed", code=Code.INTERRUPTED,
+                message=f"check {spec.name}: {INTERRUPTED_MESSAGE}", signal=-code if code < 0 else None,
+                exit_code=code if code >= 0 else None, duration_ms=duration_ms, log_path=log_path)
+        raise CheckInterrupted(f"check {spec.name} was stopped: the docket supervising run {candidate.run_id} was "
+                               "interrupted")
+    return _conclude(ledger, clock, effector, binding, check_id, code, cause, duration_ms, log_path, spec, baseline)
+
+
+def _guarded(env: dict[str, str], repository: Path, docket_dir: Path, execution: str) -> dict[str, str]:
+    """env with the import guard (world/import_guard.py): a Python check cannot import the user's checkout."""
+    from ...world.workspaces.import_guard import guard_environment, guard_folder
+    from ...world.files.paths import main_worktree
+
+    checkout = main_worktree(repository)
+    if checkout is None:
+        return env
+    return guard_environment(env, folder=guard_folder(docket_dir), checkout=checkout, execution=execution)
+
+
+def _wait(processes: Any, gated: Any, log_path: Path, spec: CheckSpec, *,
+          stop: Any = None) -> tuple[int, str | None]:
+    """Wait for the check's process; stop its group at the timeout or idle timeout, or once stop() says its
+    supervisor was interrupted. (returncode, "timeout" | "idle-timeout" | "interrupted" | None)."""
+    from ...world.processes.lifecycle import wait_for_group
+
+    return wait_for_group(processes, gated, timeout_ms=spec.timeout_ms, idle_timeout_ms=spec.idle_timeout_ms,
+                          log_path=log_path, grace=STOP_GRACE_SECONDS, poll=POLL_SECONDS, stop=stop)
+
+
+def _conclude(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str, code: int,
+              cause: str | None, duration_ms: int, log_path: Path, spec: CheckSpec,
+              baseline: Baseline | None) -> CheckOutcome:
+    """Inspect the execution, copy its artifacts back, read its report, and record the one result."""
+    candidate = load_candidate(ledger, binding)
+    run = candidate.check_run(check_id)
+    inspection = effector.ports.workspaces.inspect_execution(Path(run.repository), Path(run.execution),
+                                                             candidate.commit)
+    artifacts: list[dict[str, Any]] = []
+    artifact_error: DocketError | None = None
+    if inspection.state == "matching" and run.artifact_dir:
+        from ...world.workspaces.artifacts import copy_artifacts
+
+        try:
+            tracked = effector.ports.capture.tree_paths(Path(run.repository), candidate.commit,
+                                                        run.artifact_dir)  # not check output
+            copied = copy_artifacts(Path(run.execution), run.artifact_dir, Path(candidate.worktree), tracked=tracked)
+            artifacts = [dict(path=a.path, sha256=a.sha256, size=a.size) for a in copied]
+        except DocketError as e:
+            artifact_error = e
+    signal = -code if code < 0 else None
+    exit_code = code if code >= 0 else None
+    judgment = None
+    if spec.junit and cause is None and inspection.state == "matching":
+        judgment = _record_report(ledger, clock, binding, check_id, spec, Path(run.execution), code, baseline)
+    faults.crash_point("check:before-result")
+    if cause is not None:
+        return _finish(ledger, clock, effector, binding, check_id, "timed-out", cause=cause, exit_code=exit_code,
+                       signal=signal, duration_ms=duration_ms, log_path=log_path, execution=inspection.state,
+                       artifacts=artifacts)
+    if inspection.state != "matching":
+        return _finish(ledger, clock, effector, binding, check_id, "failed", code=f"execution-{inspection.state}",
+                       message=f"the check changed its execution: {inspection.detail}"[:4000], exit_code=exit_code,
+                       signal=signal, duration_ms=duration_ms, log_path=log_path, execution=inspection.state)
+    from ...world.workspaces.import_guard import violations
+
+    refused = violations(log_path)
+    if refused:
+        return _finish(ledger, clock, effector, binding, check_id, "failed", code="import-outside-execution",
+                       message=("the check imported from the user's checkout, not its execution: "
+                                + "; ".join(refused))[:4000], exit_code=exit_code, signal=signal,
+                       duration_ms=duration_ms, log_path=log_path, execution=inspection.state)
+    if artifact_error is not None:
+        return _finish(ledger, clock, effector, binding, check_id, "failed", code=artifact_error.code,
+                       message=artifact_error.message[:4000], exit_code=exit_code, signal=signal,
+                       duration_ms=duration_ms, log_path=log_path, execution=inspection.state)
+    if code == 0 or (judgment is not None and judgment.passed):
+        return _finish(ledger, clock, effector, binding, check_id, "passed", duration_ms=duration_ms,
+                       exit_code=exit_code, log_path=log_path, execution=inspection.state, artifacts=artifacts)
+    how = f"exited {exit_code}" if exit_code is not None else f"was killed by signal {signal}"
+    if judgment is not None and judgment.new:
+        how += f"; {len(judgment.new)} test(s) failed that pass on the run's base"
+    return _finish(ledger, clock, effector, binding, check_id, "failed", code="exit" if exit_code is not None
+                   else "signal", message=f"the check's command {how}", exit_code=exit_code, signal=signal,
+                   duration_ms=duration_ms, log_path=log_path, execution=inspection.state, artifacts=artifacts)
+
+
+def _record_report(ledger: Ledger, clock: Clock, binding: str, check_id: str, spec: CheckSpec, execution: Path,
+                   code: int, baseline: Baseline | None) -> Any:
+    """Read the check's JUnit report from its execution and record CheckTestsReported; the relative judgment
+    (domain.junit.Judgment) when the command failed and the check is judged relative to a baseline that has
+    usable failures, else None (judged by its exit)."""
+    from ....domain.reports.junit import MAX_REPORT_BYTES, ReportError, judge_relative, parse_junit
+    from ...world.workspaces.artifacts import read_report
+
+    assert spec.junit is not None
+    parsed, problem, digest = None, None, None
+    try:
+        data = read_report(execution, spec.junit, MAX_REPORT_BYTES)
+        if data is None:
+            problem = ("report-missing", f"the check wrote no report at {spec.junit}")
+        else:
+            digest = hashlib.sha256(data).hexdigest()
+            parsed = parse_junit(data, known_secrets())
+    except ReportError as e:
+        problem = (e.code, e.message)
+    except DocketError as e:
+        problem = ("report-unreadable", f"{e.code}: {e.message}")
+    except OSError as e:
+        problem = ("report-unreadable", f"{spec.junit} cannot be read: {e.strerror or e}")
+    judgment = None
+    if baseline is not None and code != 0 and parsed is not None and baseline.failing is not None:
+        judgment = judge_relative(parsed, baseline.failing)
+
+    def decision(now: str) -> list[Event]:
+        return candidate_check.tests_reported(
+            load_candidate(ledger, binding), check_id, now, report=spec.junit, report_sha256=digest, parsed=parsed,
+            problem=problem, judge="exit" if baseline is None else "relative-to-base",
+            base=None if baseline is None else (baseline.binding_id, baseline.check_id), judgment=judgment)
+
+    ledger.decide(decision, clock.now())
+    return judgment
+
+
+def _finish(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str, result: str, *,
+            code: str | None = None, message: str | None = None, cause: str | None = None,
+            exit_code: int | None = None, signal: int | None = None, duration_ms: int | None = None,
+            log_path: Path | None = None, execution: str = "none", artifacts: Sequence[dict[str, Any]] = (),
+            remove: bool = True) -> CheckOutcome:
+    summary = log_summary(log_path)
+
+    def decision(now: str) -> list[Event]:
+        return candidate_check.check_result(
+            load_candidate(ledger, binding), check_id, result, now, duration_ms=duration_ms,
+            output_sha256=summary.sha256, output_bytes=summary.size, tail=summary.tail, execution=execution,
+            artifacts=artifacts, code=code, exit_code=exit_code, signal=signal, message=message, cause=cause)
+
+    ledger.decide(decision, clock.now())
+    faults.crash_point("check:after-result")
+    if remove:
+        remove_execution(ledger, clock, effector, binding, check_id)
+    run = load_candidate(ledger, binding).check_run(check_id)
+    return CheckOutcome(check_id, run.check, run.attempt, run.result or result, run.result_code, exit_code, signal,
+                        run.execution, run.execution_state, summary.sha256, summary.tail, tuple(artifacts),
+                        str(log_path) if log_path else None)
+
+
+def remove_execution(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str) -> str:
+    """Record and drive the removal of the check run's execution; its state after (removed, or removing)."""
+    intent_id = new_id("unexec")
+
+    def decision(now: str) -> list[Event]:
+        return candidate_execution.request_removal(load_candidate(ledger, binding), check_id, intent_id=intent_id,
+                                                   now=now)
+
+    ledger.decide(decision, clock.now())
+    run = load_candidate(ledger, binding).check_run(check_id)
+    if run.removal_intent is not None:
+        effector.run_pending(only={run.removal_intent}, after=0)
+        run = load_candidate(ledger, binding).check_run(check_id)
+    return run.execution_state
+
+
+def settle_checks(ledger: Ledger, clock: Clock, effector: Any, unfinished: Sequence[tuple[str, str]], *,
+                  stop_orphans: bool, driving: tuple[str, str] | None = None) -> list[tuple[str, str]]:
+    """Finish check runs (binding, check id) that no live docket process is running any more.
+
+    A run whose process is positively gone, or never started, is recorded as
+    interrupted; with stop_orphans, a run whose process still lives but whose
+    supervising docket is gone has its group stopped first. Every finished run's
+    execution is then removed. Returns (check id, what was done) for each.
+
+    driving (run id, this host): the caller drives that run, its driver lease taken over from another host whose
+    hold expired. A run of that run's checks on another host was that driver's: its result would never be taken, so
+    it is recorded as interrupted (lost) and runs again here; its execution is left to its own host.
+    """
+    processes = effector.ports.processes
+    done = []
+    for binding, check_id in unfinished:
+        candidate = load_candidate(ledger, binding)
+        run = candidate.check_run(check_id)
+        what = []
+        if driving is not None and candidate.run_id == driving[0] and run.execution_intent is not None:
+
+            def given_up(now: str) -> list[Event]:
+                return candidate_check.lose_execution(load_candidate(ledger, binding), check_id, here=driving[1],
+                                                      now=now)
+
+            if ledger.decide(given_up, clock.now()):
+                what.append(f"its execution on host {run.host} given up")
+                run = load_candidate(ledger, binding).check_run(check_id)
+        if run.execution_intent is not None or run.launch_intent is not None or run.removal_intent is not None:
+            continue  # its intent is pending: the effector settles it first
+        elsewhere = (driving is not None and candidate.run_id == driving[0] and run.process is not None
+                     and run.process.host != driving[1])
+        if run.result is None:
+            liveness = "none" if run.process is None else processes.group_liveness(run.process)
+            if liveness == "alive" and stop_orphans and run.supervisor is not None \
+                    and processes.liveness(run.supervisor) == "dead":
+                liveness = processes.terminate_group(run.process, grace=STOP_GRACE_SECONDS)
+                what.append("stopped its process group")
+            if elsewhere and liveness == "unknown":
+                liveness = "lost"
+            if liveness not in ("dead", "none", "lost"):
+                continue
+
+            def decision(now: str, liveness: str = liveness) -> list[Event]:
+                return candidate_check.interrupted(load_candidate(ledger, binding), check_id,
+                                                   "lost" if liveness == "lost" else "dead", now)
+
+            if ledger.decide(decision, clock.now()):
+                what.append("recorded as interrupted" + (f" (lost with host {run.process.host})"
+                                                         if liveness == "lost" and run.process else ""))
+        run = load_candidate(ledger, binding).check_run(check_id)
+        if elsewhere:
+            pass  # another host's execution: removed there (docket reconcile on that host), never from here
+        elif run.result is not None and run.execution_state in ("ready", "requested"):
+            what.append(f"execution {remove_execution(ledger, clock, effector, binding, check_id)}")
+        if what:
+            done.append((check_id, ", ".join(what)))
+    return done
+

@@ -1,0 +1,714 @@
+"""Use case: integrate a run's confirmed candidates into its target branch, as a journaled merge queue.
+
+``integrate`` can be run again at any time and goes on where the ledger says:
+
+1. before the queue is fixed: offered handoffs are confirmed (or rejected) as
+   the integrator would, each task's latest confirmed candidate becomes a step
+   (in the run's task order; tasks without one are skipped), approval is
+   checked, and IntegrationPrepared fixes the target, its expected commit, the
+   steps and the required checks;
+2. each step without an outcome: the merge is computed in the object store
+   first (deterministic, so a crash and a rerun make the same commit), then
+   either IntegrationStepConflicted stops the queue, or the step's intent moves
+   ``refs/docket/integrations/<run>`` by compare-and-swap;
+3. a merged step is re-verified: its tree is pinned as a candidate of the
+   step's task (boundary ``integration-<step>``) and every required check runs
+   on it (a result recorded there under the same configuration is reused, never
+   run twice): IntegrationStepVerified, or IntegrationStepRejected which stops
+   the queue; with ``[integration] batch = N`` the checks run once on the merge of
+   the last of up to N steps merged one on top of the other, and a batch that
+   fails is bisected (domain/integration.py: ``probe``);
+4. after the last step, the target's intent moves the target branch from the
+   expected commit (IntegrationCompleted), or finds it moved or checked out
+   (IntegrationTargetMoved): nothing is reset or forced. A worktree that has the
+   target checked out, clean, is moved with it (its index and files first, as
+   git's ``updateInstead``; the intent names it); one with local changes, or any
+   with ``checked_out_target = "refuse"``, is refused ``target-checked-out``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ....domain import candidate as candidate_aggregate
+from ....domain import integration as integration_aggregate
+from ....domain import target_move
+from ....domain import events as ev
+from ....domain.check import concluded
+from ....domain.kernel.codes import Code
+from ....domain.kernel.errors import DependenciesUnsettled, OutcomeUnknown, Refused, TargetCheckedOut
+from ....domain.merges import changed_paths_overlap, merge_message, trailers
+from ....domain.run import require_open
+from ...world import faults
+from ...world.clock import Clock, new_id
+from .base_checks import run_check
+from .candidates import drive, load_candidate, pin_tree
+from .checks import CheckSpec
+from .handoff import confirm_handoff
+from .requeue import docket_moves_between, settle_moved_target
+from ..kernel.ledger import Ledger
+from .runs import load_run
+
+__all__ = ["Integrated", "advance", "fetch_integrated", "integrate", "integration_ref", "load_integration",
+           "queue_task", "record_moved_target"]
+
+
+def integration_ref(run_id: str) -> str:
+    return f"refs/docket/integrations/{run_id}"
+
+
+@dataclass(frozen=True)
+class Integrated:
+    """Where the integration stands after this pass: the aggregate, the tasks skipped (no confirmed candidate) when
+    the queue was fixed by this pass, and the steps' path overlaps the queue was fixed with."""
+
+    integration: integration_aggregate.Integration
+    skipped: tuple[str, ...] = ()
+    overlaps: tuple[ev.PathOverlapWarning, ...] = ()
+
+
+def load_integration(ledger: Ledger, run_id: str) -> integration_aggregate.Integration | None:
+    return ledger.get(integration_aggregate.apply, integration_aggregate.stream_of(run_id))
+
+
+def integrate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, tasks: Sequence[str],
+              candidates: Mapping[str, Sequence[str]], checks: Sequence[CheckSpec], approval_required: bool,
+              artifact_dir: str | None, docket_dir: Path, ledger_path: Path,
+              checked_out_target: target_move.CheckedOutTarget = "update", batch: int = 1) -> Integrated:
+    """One pass of the queue, to its end (completed or stopped) or its first unknown outcome.
+
+    tasks: the run's tasks in plan order; candidates: each task's candidates (binding ids) in pin order; checks:
+    the configured checks, the required ones of which every merged step must pass again; checked_out_target:
+    [integration] checked_out_target, what to do with a target some worktree has checked out; batch: [integration]
+    batch, the steps one check run covers at most."""
+    required = [spec for spec in checks if spec.required]
+    skipped: tuple[str, ...] = ()
+    existing = load_integration(ledger, run_id)
+    if existing is None or not existing.prepared:
+        skipped = _prepare(ledger, clock, effector, run_id, tasks, candidates, required, approval_required,
+                           checked_out_target)
+        faults.crash_point("integrate:after-prepare")
+    elif existing.rolling:
+        _close_queue(ledger, clock, effector, run_id, tasks, candidates, required)
+    integration = advance(ledger, clock, effector, run_id, checks=checks, artifact_dir=artifact_dir,
+                          docket_dir=docket_dir, ledger_path=ledger_path, checked_out_target=checked_out_target,
+                          batch=batch)
+    prepared = _prepared_event(ledger, run_id)
+    return Integrated(integration, skipped, tuple(prepared.overlaps) if prepared else ())
+
+
+def advance(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, checks: Sequence[CheckSpec],
+            artifact_dir: str | None, docket_dir: Path, ledger_path: Path,
+            checked_out_target: target_move.CheckedOutTarget = "update",
+            move_target: bool = True, batch: int = 1,
+            may_grow: Callable[[], bool] = lambda: False,
+            going_on: Callable[[], bool] = lambda: True) -> integration_aggregate.Integration:
+    """Take the prepared queue as far as it goes now: to its end, its first unknown outcome, or (a queue that goes
+    on) until it waits for its next step; move_target False leaves the target where it is. going_on is asked
+    before each effect: once it says no (docket go stopping), the queue is left where it is, to go on later.
+
+    batch: the steps one check run covers at most ([integration] batch); an open batch of fewer is checked at once
+    unless may_grow says more steps may yet come to join it (docket go, while its agents work)."""
+    required = [spec for spec in checks if spec.required]
+    rounds = 0  # re-queues onto a moved target this pass made (bounded: domain/requeue.py)
+    flush = False  # the next step conflicts with the open batch's merges: the batch is checked first
+    while True:
+        integration = load_integration(ledger, run_id)
+        assert integration is not None
+        if not going_on():
+            return integration
+        if target_move.moved_unrecorded(integration):
+            rounds += settle_moved_target(ledger, clock, effector, run_id, rounds=rounds)
+            continue
+        if integration.ended or integration.status == "open":
+            return integration
+        step = integration.next_step()
+        if step is None:
+            if not move_target:
+                return integration
+            _move_target(ledger, clock, effector, integration, checked_out_target)
+            continue
+        if step.status == "waiting":
+            _merge_step(ledger, clock, effector, integration, step)
+        elif step.status == "merging":
+            _drive_step(ledger, effector, run_id, step)
+        else:  # merged: re-verify (with a batch: once the batch is full, or nothing more comes to join it now)
+            if batch > 1 and integration.failing is None and not flush and len(integration.open_batch()) < batch:
+                following = next((s for s in integration.steps if s.status in ("waiting", "merging")), None)
+                if following is not None and following.status == "merging":
+                    _drive_step(ledger, effector, run_id, following)
+                    continue
+                if following is not None:
+                    flush = not _merge_step(ledger, clock, effector, integration, following, batch)
+                    continue
+                if may_grow():
+                    if move_target and _behind(integration):
+                        _move_target(ledger, clock, effector, integration, checked_out_target)
+                        continue
+                    return integration
+            faults.crash_point("integrate:after-step")
+            _verify_step(ledger, clock, effector, integration, integration.probe(), required,
+                         artifact_dir=artifact_dir, docket_dir=docket_dir, ledger_path=ledger_path, batched=batch > 1)
+            flush = False
+
+
+def _behind(integration: integration_aggregate.Integration) -> bool:
+    """A queue that goes on whose verified steps lie beyond the commit its target names, the target not asked for."""
+    return (integration.rolling and integration.target is None
+            and any(s.status == "verified" for s in integration.steps[integration.rebased_after:])
+            and integration.head() != integration.target_expected)
+
+
+# --- a queue that goes on ------------------------------------------------------------------------------------------
+
+
+def queue_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: str, binding: str, *,
+               checks: Sequence[CheckSpec], depends_on: Sequence[str]) -> integration_aggregate.Integration:
+    """Append the task's confirmed candidate to the run's merge queue (opened first if it is not: a queue that
+    goes on, from the commit the target names now), once the steps of the tasks it depends on are verified."""
+    existing = load_integration(ledger, run_id)
+    candidate = load_candidate(ledger, binding)
+    if existing is None or not existing.prepared:
+        _open_queue(ledger, clock, effector, run_id, effector.local(candidate.repository), checks)
+    integration = load_integration(ledger, run_id)
+    assert integration is not None
+    changed = {s.task_id: _changed_paths(ledger, s) for s in integration.steps
+               if s.status not in integration_aggregate.DROPPED and s.task_id != task_id}
+    overlaps = []
+    for other, paths in changed.items():
+        for found in changed_paths_overlap([paths, candidate.changed_paths]):
+            overlaps.append(ev.PathOverlapWarning(first_task=other, second_task=task_id, paths=list(found.paths[:1000])))
+    assert candidate.worker_id is not None and candidate.commit is not None
+    step = ev.IntegrationStep(task_id=task_id, binding_id=binding, commit=candidate.commit,
+                              worker_id=candidate.worker_id, generation=candidate.generation or 1)
+
+    def decision(now: str) -> list[ev.Event]:
+        current = load_integration(ledger, run_id)
+        assert current is not None
+        verified = {s.task_id for s in current.steps if s.status == "verified"}
+        return integration_aggregate.queue_step(current, load_run(ledger, run_id), step,
+                                                waiting_for=[d for d in depends_on if d not in verified],
+                                                overlaps=overlaps, now=now, changed=candidate.changed_paths)
+
+    ledger.decide(decision, clock.now())
+    faults.crash_point("integrate:after-queued")
+    current = load_integration(ledger, run_id)
+    assert current is not None
+    return current
+
+
+_pinned_paths: dict[tuple[str, str, str], tuple[str, ...]] = {}  # (ledger, binding, commit) -> the paths changed
+
+
+def _changed_paths(ledger: Ledger, step: integration_aggregate.StepState) -> tuple[str, ...]:
+    """The paths a queued step's candidate changed: fixed once it is pinned, so each is read once per process
+    (every task queued compared itself with every step by reading each step's candidate: O(N) reads per task)."""
+    key = (str(ledger.path), step.binding_id, step.commit)
+    paths = _pinned_paths.get(key)
+    if paths is None:
+        if len(_pinned_paths) > 100_000:
+            _pinned_paths.clear()
+        paths = _pinned_paths[key] = tuple(load_candidate(ledger, step.binding_id).changed_paths)
+    return paths
+
+
+def _open_queue(ledger: Ledger, clock: Clock, effector: Any, run_id: str, repository: Path,
+                checks: Sequence[CheckSpec]) -> None:
+    run = load_run(ledger, run_id)
+    target = _observe_target(effector, repository, run.target_branch, None, run.remote)
+    if target.state != "found":
+        _require_target(run.target_branch, target, "update")  # refused: missing or unreadable
+    assert target.commit is not None
+    required = [ev.RequiredCheck(check=s.name, config_sha256=s.config_sha256) for s in checks if s.required]
+    # moved by someone else since the run was based (a human pushed, or an agent reset it): the queue goes on from
+    # there, and the commits docket never saw are recorded with it
+    # (another docket run of this ledger that moved it is no stranger: its own events say so)
+    foreign, known = None, None
+    if run.base_commit is not None and target.commit != run.base_commit:
+        known = docket_moves_between(ledger, repository, run_id, run.base_commit, target.commit)
+        if known is None:
+            foreign = effector.ports.merges.foreign_commits(repository, run.base_commit, target.commit)
+    ledger.decide(lambda now: integration_aggregate.open_queue(
+        load_integration(ledger, run_id), load_run(ledger, run_id), repository=str(repository),
+        target_branch=run.target_branch, expected_commit=target.commit, integration_ref=integration_ref(run_id),
+        required_checks=required, now=now, foreign=foreign, moved_by_docket=known is not None), clock.now())
+    faults.crash_point("integrate:after-prepare")
+
+
+def _close_queue(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Sequence[str],
+                 candidates: Mapping[str, Sequence[str]], required: Sequence[CheckSpec]) -> None:
+    """Queue what passed without a step yet (in plan order), then close the queue once every task has finished."""
+    from ....domain import task as task_aggregate
+
+    integration = load_integration(ledger, run_id)
+    assert integration is not None
+    if integration.closed:
+        return
+    queued = {s.binding_id for s in integration.steps}
+    run = load_run(ledger, run_id)
+    for task_id in tasks:
+        for binding in candidates.get(task_id, ())[-1:]:
+            if binding not in queued:
+                try:
+                    queue_task(ledger, clock, effector, run_id, task_id, binding, checks=required,
+                               depends_on=run.plan.depends_on(task_id) if run.plan else ())
+                except DependenciesUnsettled:
+                    return  # the queue goes on first; closed on a later pass
+
+    def decision(now: str) -> list[ev.Event]:
+        current = load_integration(ledger, run_id)
+        assert current is not None
+        unfinished = [t for t in tasks
+                      if ledger.get(task_aggregate.apply, task_aggregate.stream_of(t)).result is None]
+        return integration_aggregate.close_queue(current, load_run(ledger, run_id), unfinished=unfinished, now=now)
+
+    try:
+        ledger.decide(decision, clock.now())
+    except Refused as e:
+        if e.code != Code.TASKS_UNFINISHED:
+            raise
+
+
+def _prepared_event(ledger: Ledger, run_id: str) -> ev.IntegrationPrepared | None:
+    for _, event in ledger.history(integration_aggregate.stream_of(run_id)):
+        if isinstance(event, ev.IntegrationPrepared):
+            return event
+    return None
+
+
+# --- preparing the queue -------------------------------------------------------------------------------------------
+
+
+def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Sequence[str],
+             candidates: Mapping[str, Sequence[str]], required: Sequence[CheckSpec],
+             approval_required: bool, checked_out_target: target_move.CheckedOutTarget) -> tuple[str, ...]:
+    """Confirm offered handoffs, pick each task's step and record IntegrationPrepared; the tasks skipped."""
+    run = load_run(ledger, run_id)
+    if run.base_commit is None:
+        raise Refused("run-base-not-pinned", f"run {run_id} has no pinned base commit yet")
+    digests = {spec.name: spec.config_sha256 for spec in required}
+    picked: list[candidate_aggregate.Candidate] = []
+    skipped: list[str] = []
+    for task_id in tasks:
+        chosen = None
+        for binding in reversed(candidates.get(task_id, ())):
+            candidate = load_candidate(ledger, binding)
+            if candidate.worker_id is None:
+                continue  # a pin made outside any worker (an integration's re-verification): never a step
+            if candidate.handoff in ("offered", "rejected") and candidate.status == "pinned":
+                candidate = confirm_handoff(ledger, clock, effector, binding, digests)  # as the integrator
+            if candidate.handoff == "confirmed" and candidate.status == "pinned":
+                chosen = candidate
+                break
+        if chosen is None:
+            skipped.append(task_id)
+        else:
+            picked.append(chosen)
+    repository = effector.local(picked[0].repository) if picked else None
+    target = _observe_target(effector, repository, run.target_branch, None, run.remote) if repository else None
+    if target is not None:
+        _require_target(run.target_branch, target, checked_out_target)
+    foreign = None
+    if target is not None and target.commit is not None and target.commit != run.base_commit:
+        foreign = effector.ports.merges.foreign_commits(repository, run.base_commit, target.commit)
+    steps = [ev.IntegrationStep(task_id=c.task_id, binding_id=c.binding_id, commit=c.commit, worker_id=c.worker_id,
+                                generation=c.generation) for c in picked]
+    overlaps = [ev.PathOverlapWarning(first_task=picked[o.first].task_id, second_task=picked[o.second].task_id,
+                                      paths=list(o.paths[:1000]))
+                for o in changed_paths_overlap([c.changed_paths for c in picked])][:1000]
+
+    def decision(now: str) -> list[ev.Event]:
+        return integration_aggregate.prepare(
+            load_integration(ledger, run_id), load_run(ledger, run_id), repository=str(repository),
+            target_branch=run.target_branch, expected_commit=target.commit if target else run.base_commit,
+            integration_ref=integration_ref(run_id), steps=steps,
+            required_checks=[ev.RequiredCheck(check=s.name, config_sha256=s.config_sha256) for s in required],
+            overlaps=overlaps, approval_required=approval_required, now=now, foreign=foreign,
+            changed={c.binding_id: c.changed_paths for c in picked})
+
+    ledger.decide(decision, clock.now())
+    return tuple(skipped)
+
+
+def _observe_target(effector: Any, repository: Path, branch: str, final_commit: str | None,
+                    remote: tuple[str, str] | None = None) -> target_move.TargetObservation:
+    """The target branch, and the index and files of the worktree that has it checked out, if any: against the
+    commit it names and final_commit (the one it is to move to; None: not known yet). With the run's shared remote
+    (name, URL): the branch there, its commit fetched."""
+    if remote is not None:
+        from ..kernel.intents import remote_target
+
+        return remote_target(effector.ports.remotes, repository, remote, f"refs/heads/{branch}")
+    merges = effector.ports.merges
+    observed = merges.observe_target(repository, branch)
+    if observed.state != "found" or observed.checked_out is None:
+        return observed
+    assert observed.commit is not None
+    return replace(observed, checkout=merges.observe_checkout(Path(observed.checked_out), observed.commit,
+                                                              final_commit or observed.commit))
+
+
+def _require_target(branch: str, target: target_move.TargetObservation,
+                    checked_out_target: target_move.CheckedOutTarget) -> str | None:
+    """The worktree to update with the branch, if one has it checked out. Refused unless the target branch names a
+    commit and any worktree that has it checked out may be updated, clean (nothing recorded)."""
+    if target.state != "found":
+        raise Refused("target-unreadable" if target.state == "unreadable" else "target-missing",
+                      f"the target branch {branch} cannot be integrated into: "
+                      f"{target.detail or ('it ' + ('is absent' if target.state == 'missing' else 'cannot be read'))}")
+    return target_move.checkout_to_update(branch, target, policy=checked_out_target)
+
+
+# --- the steps -----------------------------------------------------------------------------------------------------
+
+
+def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integration_aggregate.Integration,
+                step: integration_aggregate.StepState, batch_size: int = 1) -> bool:
+    """Compute the step's merge in the object store (onto the open batch's last merge, if any), then record its
+    conflict or its intent, and drive it. False, with nothing recorded, when it conflicts with an open batch: the
+    batch is checked first, and the step merged onto what of it is verified (its conflict, if any, is with
+    verified work only)."""
+    assert integration.repository is not None
+    head = integration.tip()
+    message = merge_message(f"docket: integrate task {step.task_id} of run {integration.run_id}",
+                            trailers(integration.run_id, step.task_id, step.worker_id, step.generation,
+                                     step.binding_id))
+    _fetch_candidate(ledger, effector, integration, step)
+    fetch_integrated(ledger, effector, integration, head)
+    merged = effector.ports.merges.merge_candidate(effector.local(integration.repository), head, step.commit,
+                                                   message)
+    faults.crash_point("integrate:after-merge-computed")
+    if merged.state == "unreadable":
+        raise OutcomeUnknown("repository-unreadable", f"step {step.step} cannot be merged: {merged.detail}")
+    if merged.state in ("conflicted", "unmergeable") and integration.open_batch():
+        return False
+    intent_id = new_id("integrate")
+    repair = ""
+    if integration.rolling and merged.state in ("conflicted", "unmergeable"):
+        repair = _conflict_feedback(effector.local(integration.repository), head, step, merged)
+
+    def decision(now: str) -> list[ev.Event]:
+        current = load_integration(ledger, integration.run_id)
+        assert current is not None
+        run = load_run(ledger, integration.run_id)
+        require_open(run)  # an aborted run's queue goes no further
+        if merged.state in ("conflicted", "unmergeable"):
+            paths = merged.conflicts
+            dropped = integration_aggregate.conflicted(
+                current, step.step, head=head, reason=merged.state, paths=paths,
+                message=(f"task {step.task_id}'s candidate does not merge into {head}: "
+                         + (", ".join(paths[:20]) if paths else merged.detail)), now=now)
+            return dropped + _repair(ledger, run, step, "integration-conflict", repair, dropped, now)
+        return integration_aggregate.request_step(current, step.step, intent_id=intent_id,
+                                                  head=current.ref_from() if current.rolling else head,
+                                                  merge_commit=merged.commit, tree=merged.tree, merge=merged.state,
+                                                  now=now, merged_onto=head if merged.state == "merged" else None,
+                                                  merge_message=message if merged.state == "merged" else None,
+                                                  batch_size=batch_size, remote=run.remote)
+
+    ledger.decide(decision, clock.now())
+    current = load_integration(ledger, integration.run_id)
+    assert current is not None
+    if current.step(step.step).status == "merging":
+        _drive_step(ledger, effector, integration.run_id, current.step(step.step))
+    return True
+
+
+def _fetch_candidate(ledger: Ledger, effector: Any, integration: integration_aggregate.Integration,
+                     step: integration_aggregate.StepState) -> None:
+    """With a shared remote, the step's candidate as the remote has it (pinned on another machine, it is only
+    there); OutcomeUnknown while the remote cannot give it. Nothing is fetched when it is here already."""
+    remote = load_run(ledger, integration.run_id).remote
+    if remote is None:
+        return
+    assert integration.repository is not None
+    ref = load_candidate(ledger, step.binding_id).ref
+    if not effector.ports.remotes.fetch(effector.local(integration.repository), remote[0], remote[1], ref,
+                                        step.commit):
+        raise OutcomeUnknown("remote-unreachable", f"step {step.step}'s candidate {step.commit} cannot be fetched "
+                                                   f"from the remote {remote[0]} ({remote[1]}) yet")
+
+
+def fetch_integrated(ledger: Ledger, effector: Any, integration: integration_aggregate.Integration,
+                     commit: str, *, repository: Path | None = None) -> None:
+    """With a shared remote, a commit of the queue (a step's merge, the head a step went onto, the commit the queue
+    went on from) brought into repository (default: where this machine integrates) when it is not there: made on
+    another machine, it is on the remote, in the history of the run's integration ref or of its target branch
+    there. OutcomeUnknown while the remote cannot give it."""
+    remote = load_run(ledger, integration.run_id).remote
+    if remote is None:
+        return
+    assert integration.repository is not None and integration.integration_ref is not None
+    repository = repository or effector.local(integration.repository)
+    remotes = effector.ports.remotes
+    for ref in (integration.integration_ref, integration.target_ref):
+        if ref and remotes.fetch(repository, remote[0], remote[1], ref, commit, reaching=True):
+            return
+    raise OutcomeUnknown("remote-unreachable", f"the integrated commit {commit} of run {integration.run_id} is not "
+                                               f"here and cannot be fetched from the remote {remote[0]} yet")
+
+
+def _conflict_feedback(repository: Path, head: str, step: integration_aggregate.StepState, merged: Any) -> str:
+    """What the task's agent is told when its candidate does not merge into the integrated head."""
+    from ....domain.containment.processes import redact
+    from ...world.git.conflicts import conflict_hunks
+    from ...world.files.logs import known_secrets
+
+    paths = list(merged.conflicts)
+    named = ", ".join(paths[:20]) + (f" and {len(paths) - 20} more" if len(paths) > 20 else "")
+    # the files' lines reach the ledger in the feedback: redacted like any output docket keeps
+    hunks = redact(conflict_hunks(repository, head, step.commit, paths), known_secrets()) if paths else ""
+    named, hunks = _cut(named, 600), _cut(hunks, 2800)  # the feedback keeps 4,000 characters: the words first
+    return (f"your work conflicts with work integrated before it, on {named or merged.detail}. Your worktree now "
+            "starts from the integrated head: keep what it has in those files and make your change again on top "
+            "of it." + (f"\nThe integrated head ('-') and your candidate ('+') there:\n{hunks}" if hunks else ""))
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _repair(ledger: Ledger, run: Any, step: integration_aggregate.StepState, code: str, text: str,
+            dropped: Sequence[ev.Event], now: str) -> list[ev.Event]:
+    """In a queue that goes on, with the step dropped: the task's feedback, so its agent repairs it (a cycle)."""
+    from ....domain import task as task_aggregate
+
+    if not dropped or not load_integration(ledger, run.run_id).rolling:  # type: ignore[union-attr]
+        return []
+    task = ledger.get(task_aggregate.apply, task_aggregate.stream_of(step.task_id))
+    if task is None or task.result is not None:
+        return []
+    return task_aggregate.record_feedback(task, run, generation=step.generation, code=code, check=None,
+                                          binding_id=step.binding_id, feedback=text, now=now)
+
+
+def _drive_step(ledger: Ledger, effector: Any, run_id: str, step: integration_aggregate.StepState) -> None:
+    assert step.intent_id is not None
+
+    def step_now() -> integration_aggregate.StepState:
+        current = load_integration(ledger, run_id)
+        assert current is not None
+        return current.step(step.step)
+
+    integration = load_integration(ledger, run_id)
+    assert integration is not None and integration.repository is not None
+    merged_onto = integration.tip()  # the head the merge was computed on (integration.tip() moves with the step)
+    repository = effector.local(integration.repository)
+    # asked for on a machine that is gone: what it merged is on the remote
+    _fetch_candidate(ledger, effector, integration, step)
+    fetch_integrated(ledger, effector, integration, merged_onto)
+    _complete_merge(effector, repository, run_id, step, merged_onto)  # a prune may have taken it before the ref moves
+    drive(effector, step.intent_id, lambda: step_now().status != "merging")
+    _complete_merge(effector, repository, run_id, step, merged_onto)  # or after, having looked before it moved
+    if step_now().status == "merging":
+        raise OutcomeUnknown("outcome-unknown", f"the move of {integration_ref(run_id)} for step {step.step} is not "
+                                                "known to have happened yet; 'docket integrate' observes again")
+
+
+def _complete_merge(effector: Any, repository: Path, run_id: str, step: integration_aggregate.StepState,
+                    head: str) -> list[str]:
+    """Every object the step's merge commit reaches in the repository: what a prune deleted (a merge's objects are
+    written before the integration ref names them) is computed again, byte for byte; the ids still missing."""
+    if step.merge != "merged" or step.merge_commit is None:
+        return []
+    merges = effector.ports.merges
+    parents = [head, step.commit]
+    missing = merges.missing_objects(repository, [step.merge_commit], parents)
+    if missing:
+        message = merge_message(f"docket: integrate task {step.task_id} of run {run_id}",
+                                trailers(run_id, step.task_id, step.worker_id, step.generation, step.binding_id))
+        merges.merge_candidate(repository, head, step.commit, message)
+        missing = merges.missing_objects(repository, [step.merge_commit], parents)
+    return missing
+
+
+def complete_merges(ledger: Ledger, effector: Any, run_id: str) -> list[str]:
+    """Every merged step's merge commit made whole again in the repository (computed again from its recorded head
+    and candidate); the ids still missing."""
+    integration = load_integration(ledger, run_id)
+    if integration is None or integration.repository is None:
+        return []
+    repository, left = effector.local(integration.repository), []
+    for step in integration.steps:
+        if step.head is not None:
+            left += _complete_merge(effector, repository, run_id, step, step.head)
+    return sorted(set(left))
+
+
+def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integration_aggregate.Integration,
+                 probe: Sequence[integration_aggregate.StepState], required: Sequence[CheckSpec], *,
+                 artifact_dir: str | None, docket_dir: Path, ledger_path: Path, batched: bool = False) -> None:
+    """Pin the merged tree of the probe's last step as a candidate of its task, run every required check on it
+    (a result recorded there is reused, never run twice), and record the verdict on the probe's steps: verified,
+    or (one step) rejected, or (several: a batch) failed, to be bisected."""
+    step = probe[-1]
+    assert integration.repository is not None and step.merge_commit is not None and step.tree is not None
+    assert integration.integration_ref is not None
+    from ...world.files.paths import integration_output_path
+
+    fetch_integrated(ledger, effector, integration, step.merge_commit)
+    boundary = f"integration-{step.step}"
+    output = integration_output_path(effector.local(integration.repository), integration.run_id, boundary)
+    from ...world.files.files import own_folder
+
+    own_folder(effector.local(integration.repository) / "docket", output)
+    candidate = pin_tree(ledger, clock, effector, integration.run_id, step.task_id,
+                         repository=effector.local(integration.repository), parent=step.merge_commit, tree=step.tree,
+                         boundary=boundary, source=integration.integration_ref, output=output,
+                         changed_since=probe[0].head)
+    binding = candidate.binding_id
+    first = probe[0]
+    passed: list[ev.CheckBinding] = []
+    wanted = {c.check: c.config_sha256 for c in integration.required_checks}
+    for spec in required:
+        if spec.name not in wanted:
+            continue  # configured as required after the queue was fixed: the queue checks what it was fixed with
+        if spec.config_sha256 != wanted[spec.name]:
+            raise Refused("check-config-changed", f"check {spec.name}'s configuration changed since the integration "
+                                                  f"of run {integration.run_id} was prepared; restore it to go on")
+        done = concluded(load_candidate(ledger, binding), spec.name, wanted[spec.name])
+        if done is None:
+            outcome = run_check(ledger, clock, effector, binding, spec, artifact_dir=artifact_dir,
+                                docket_dir=docket_dir, ledger_path=ledger_path)
+            done = load_candidate(ledger, binding).check_run(outcome.check_id)
+        if done.result != "passed":
+            run = done
+            faults.crash_point("integrate:before-rejected")
+
+            def rejection(now: str) -> list[ev.Event]:
+                current = load_integration(ledger, integration.run_id)
+                assert current is not None
+                reason = run.result_code or run.result or "check-failed"
+                if len(probe) > 1:
+                    return integration_aggregate.batch_failed(
+                        current, first.step, step.step, verification_binding=binding, tree=step.tree,
+                        check=spec.name, check_id=run.check_id, code=reason,
+                        message=(f"check {spec.name} {run.result} on the merge of steps {first.step}..{step.step} "
+                                 f"(tasks {', '.join(s.task_id for s in probe)})"
+                                 + (f": {run.result_code}" if run.result_code else "")), now=now)
+                message = (f"check {spec.name} {run.result} on the merge of step {step.step} (task {step.task_id})"
+                           + (f": {run.result_code}" if run.result_code else ""))
+                dropped = integration_aggregate.rejected(
+                    current, step.step, verification_binding=binding, check=spec.name, check_id=run.check_id,
+                    code=reason, message=message, now=now)
+                if not dropped:
+                    return []
+                after = integration_aggregate.apply(current, dropped[0], 0)
+                again = integration_aggregate.requeue_after(after, step.step, now)
+                text = (f"{message}: your work passed on its own but not merged with the work integrated before it"
+                        + (_merged_with(current) if batched else "") + ". Your worktree now starts from the "
+                        "integrated head: keep what it has and make your change again on top of it.")
+                return dropped + again + _repair(ledger, load_run(ledger, integration.run_id), step,
+                                                 "integration-rejected", text, dropped, now)
+
+            ledger.decide(rejection, clock.now())
+            if len(probe) > 1:
+                faults.crash_point("integrate:after-batch-failed")
+            return
+        passed.append(ev.CheckBinding(check=spec.name, check_id=done.check_id, config_sha256=done.config_sha256,
+                                      output_sha256=done.output_sha256))
+    if set(wanted) - {c.check for c in passed}:
+        missing = sorted(set(wanted) - {c.check for c in passed})
+        raise Refused("check-not-configured", f"the queue requires check(s) {', '.join(missing)}, which docket.toml "
+                                              "no longer configures")
+    faults.crash_point("integrate:before-verified")
+
+    def verification(now: str) -> list[ev.Event]:
+        current = load_integration(ledger, integration.run_id)
+        assert current is not None
+        if len(probe) > 1:
+            made = integration_aggregate.batch_verified(current, first.step, step.step, verification_binding=binding,
+                                                        tree=step.tree, checks=passed, now=now)
+        else:
+            made = integration_aggregate.verified(current, step.step, verification_binding=binding, tree=step.tree,
+                                                  checks=passed, now=now)
+        if not made or not current.rolling:
+            return made
+        return made + [e for s in probe for e in _delivered_task(ledger, s, now)]
+
+    ledger.decide(verification, clock.now())
+
+
+def _merged_with(integration: integration_aggregate.Integration) -> str:
+    """What a batch's rejected step was merged with: the integrated head it went onto (which passed the checks),
+    and the tasks whose work reached it last."""
+    head = integration.head()
+    landed = [s.task_id for s in integration.steps if s.status == "verified"]
+    recent = ", ".join(landed[-10:]) + (f" and {len(landed) - 10} earlier" if len(landed) > 10 else "")
+    return (f" (merged onto {head}, on which the checks passed" + (f", holding the work of tasks {recent}"
+                                                                    if landed else "") + ")")
+
+
+def _delivered_task(ledger: Ledger, step: integration_aggregate.StepState, now: str) -> list[ev.Event]:
+    """In a queue that goes on, with the step verified: its task has passed (TaskFinished)."""
+    from ....domain import task as task_aggregate
+
+    task = ledger.get(task_aggregate.apply, task_aggregate.stream_of(step.task_id))
+    if task is None:
+        return []
+    return task_aggregate.finish(task, load_run(ledger, task.run_id), result="passed", binding_id=step.binding_id,
+                                 code=None, message=None, now=now)
+
+
+# --- the target ----------------------------------------------------------------------------------------------------
+
+
+def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integration_aggregate.Integration,
+                 checked_out_target: target_move.CheckedOutTarget) -> None:
+    assert integration.repository is not None and integration.target_branch is not None
+    if integration.target is None:
+        remote = load_run(ledger, integration.run_id).remote
+        observed = _observe_target(effector, effector.local(integration.repository), integration.target_branch,
+                                   integration.head() if integration.rolling else integration.steps[-1].merge_commit,
+                                   remote)
+        checkout = None
+        if observed.state == "found" and observed.commit == integration.target_expected:
+            checkout = _require_target(integration.target_branch, observed, checked_out_target)
+        faults.crash_point("integrate:before-target")
+        intent_id = new_id("target")
+
+        def decision(now: str) -> list[ev.Event]:
+            current = load_integration(ledger, integration.run_id)
+            assert current is not None
+            require_open(load_run(ledger, integration.run_id))
+            return target_move.request_target(current, intent_id=intent_id, checkout=checkout, now=now,
+                                              remote=remote)
+
+        ledger.decide(decision, clock.now())
+    current = load_integration(ledger, integration.run_id)
+    assert current is not None
+    if current.target_intent is None:
+        return  # another integrator settled the target meanwhile: the caller's loop sees how
+    moving_to = integration.head() if integration.rolling else integration.steps[-1].merge_commit
+    if moving_to is not None:
+        fetch_integrated(ledger, effector, current, moving_to)  # what is pushed to the remote's target
+
+    def requested() -> bool:
+        now = load_integration(ledger, integration.run_id)
+        return now is not None and now.target_intent is not None
+
+    drive(effector, current.target_intent, lambda: not requested())
+    after = load_integration(ledger, integration.run_id)
+    assert after is not None
+    if after.target_intent is not None:
+        raise OutcomeUnknown("outcome-unknown", f"the move of {integration.target_ref} is not known to have happened "
+                                                "yet; 'docket integrate' observes again")
+    if after.target is None and after.target_code == Code.TARGET_CHECKED_OUT:
+        raise TargetCheckedOut(_last_target_message(ledger, integration.run_id))
+
+
+def record_moved_target(ledger: Ledger, clock: Clock, effector: Any, run_id: str) -> None:
+    """When the target was found moved when it was to move: record who moved it, once, and (a queue that goes on)
+    re-queue onto it (adapters/service_layer/use_cases/requeue.py); nothing otherwise. Also after a crash between the
+    records, before the receipt is sealed."""
+    settle_moved_target(ledger, clock, effector, run_id)
+
+
+def _last_target_message(ledger: Ledger, run_id: str) -> str:
+    for _, event in reversed(ledger.history(integration_aggregate.stream_of(run_id))):
+        if isinstance(event, ev.IntegrationTargetMoved):
+            return event.message
+    return "the target branch is checked out"

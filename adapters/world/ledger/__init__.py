@@ -1,0 +1,1 @@
+"""The event store: the chained ledger on SQLite or PostgreSQL, its reader, its watch, signing keys."""

@@ -1,0 +1,1 @@
+"""Processes and the sandbox: starting, watching and stopping process groups, Landlock, namespaces, the egress proxy."""
