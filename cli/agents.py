@@ -8,6 +8,7 @@ from typing import Any
 from ..domain.kernel.errors import BadInput, NotFound
 from ..domain.containment.sandbox import Confinement
 from .context import Context
+from ..domain.kernel.codes import Code
 
 __all__ = ["launch_request"]
 
@@ -34,19 +35,19 @@ def launch_request(ctx: Context, run_id: str, task_id: str, worker_id: str, agen
                   workspace_root=workspace_root(config), confinement=Confinement(mode=config.sandbox))
     if argv:
         if agent is not None:
-            raise BadInput("agent-and-command", "give either --agent NAME or a command after --, not both")
+            raise BadInput(Code.AGENT_AND_COMMAND, "give either --agent NAME or a command after --, not both")
         # a command given here is taken literally: braces in it are not placeholders
         literal = [arg.replace("{", "{{").replace("}", "}}") for arg in argv]
         return (LaunchRequest(agent=COMMAND_AGENT, command=literal, **common),
                 {"timeout_ms": None, "idle_timeout_ms": None})
     name = agent or config.default_agent or (next(iter(config.agents)) if len(config.agents) == 1 else None)
     if name is None:
-        raise BadInput("no-agent", "name an agent with --agent NAME (an [agents.NAME] of docket.toml), or give a "
+        raise BadInput(Code.NO_AGENT, "name an agent with --agent NAME (an [agents.NAME] of docket.toml), or give a "
                                    "command after --")
     chosen = config.agents.get(name)
     if chosen is None:
         known = ", ".join(sorted(config.agents)) or "none"
-        raise NotFound("agent-not-found", f"docket.toml has no [agents.{name}] (configured: {known})")
+        raise NotFound(Code.AGENT_NOT_FOUND, f"docket.toml has no [agents.{name}] (configured: {known})")
     common["confinement"] = config.confinement(chosen)
     return (LaunchRequest(agent=name, command=chosen.command, prompt_mode=chosen.prompt, env=chosen.env,
                           env_allow=chosen.env_allow, report=chosen.report, **common),

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from . import __version__
 from .output import emit, emit_error
 from .parsing import Parser, UsageError, command, common_options
+from ..domain.kernel.codes import Code
 
 if TYPE_CHECKING:
     from ..domain.kernel.errors import DocketError
@@ -339,7 +340,7 @@ def _require_unicode(argv: Sequence[str]) -> None:
             arg.encode("utf-8")
         except UnicodeEncodeError:
             shown = arg.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
-            raise BadInput("bad-encoding", f"argument {shown[:60]!r} is not valid UTF-8") from None
+            raise BadInput(Code.BAD_ENCODING, f"argument {shown[:60]!r} is not valid UTF-8") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,6 +7,7 @@ from typing import Any
 
 from .context import Context
 from .parsing import command, group
+from ..domain.kernel.codes import Code
 
 __all__ = ["register", "candidate_document"]
 
@@ -64,7 +65,7 @@ def candidate_pin(ctx: Context) -> int:
     ctx.update_views()
     if pinned.result == "unstable":
         shown_paths = ", ".join(pinned.differing[:5]) + (" ..." if len(pinned.differing) > 5 else "")
-        raise Refused("candidate-unstable", f"the worktree of task {a.task} changed between two captures "
+        raise Refused(Code.CANDIDATE_UNSTABLE, f"the worktree of task {a.task} changed between two captures "
                                             f"({shown_paths}); nothing was pinned (recorded as CandidateUnstable)")
     if pinned.result == "unchanged":
         emit(ctx.json, {"result": "unchanged", "task_id": a.task, "head": pinned.head, "tree": pinned.tree,
@@ -160,7 +161,7 @@ def candidate_release(ctx: Context) -> int:
         kept = kept_elsewhere(ctx.ledger, ctx.effector.ports.capture, ctx.effector.ports.candidate_refs,
                               candidate.binding_id, bindings, artifact_dir=artifact_dir())
         if kept is None and not a.discard:
-            raise Refused("unpreserved-candidate", f"{candidate.ref} is the only copy of its work (changed: "
+            raise Refused(Code.UNPRESERVED_CANDIDATE, f"{candidate.ref} is the only copy of its work (changed: "
                           f"{', '.join(candidate.changed_paths[:5])}{' ...' if len(candidate.changed_paths) > 5 else ''}"
                           "); nothing was released ('--discard' drops it anyway, on the record)")
         reason = f"{reason}; kept: {kept}" if kept else f"discarded: {reason}"

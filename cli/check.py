@@ -8,6 +8,7 @@ from typing import Any
 
 from .context import Context
 from .parsing import command, group
+from ..domain.kernel.codes import Code
 
 __all__ = ["register"]
 
@@ -46,16 +47,16 @@ def check_run(ctx: Context) -> int:
     require_sandbox(Confinement(mode=config.sandbox))  # refused before anything is made or recorded
     names = list(dict.fromkeys(a.checks or sorted(config.checks)))
     if not names:
-        raise BadInput("no-checks", "docket.toml has no [checks.NAME]; add one (see 'docket config show')")
+        raise BadInput(Code.NO_CHECKS, "docket.toml has no [checks.NAME]; add one (see 'docket config show')")
     for name in names:
         if name not in config.checks:
             known = ", ".join(sorted(config.checks)) or "none"
-            raise NotFound("check-not-found", f"docket.toml has no [checks.{name}] (configured: {known})")
+            raise NotFound(Code.CHECK_NOT_FOUND, f"docket.toml has no [checks.{name}] (configured: {known})")
     candidate = find_candidate(ctx.ledger, ctx.views(), a.candidate)
     if candidate.status != "pinned":
         from ..domain.kernel.errors import Refused
 
-        raise Refused("candidate-not-pinned", f"candidate {candidate.binding_id} is {candidate.status}; checks run "
+        raise Refused(Code.CANDIDATE_NOT_PINNED, f"candidate {candidate.binding_id} is {candidate.status}; checks run "
                                               "only on a pinned candidate")
     outcomes = []
     base_tests: list[dict[str, Any]] = []

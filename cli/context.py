@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..adapters.world.files.paths import LedgerPaths, resolve_paths
 from ..domain.kernel.errors import BadInput, NotFound, Refused
+from ..domain.kernel.codes import Code
 
 if TYPE_CHECKING:
     from ..adapters.world.clock import Clock
@@ -30,7 +31,7 @@ def seconds_setting(variable: str, least: int, default: int) -> int:
     if not text:
         return default
     if not (text.isascii() and text.isdigit()) or len(text) > 8 or not least <= int(text) <= 86_400:
-        raise BadInput("bad-config", f"{variable}={text[:40]!r} is not a whole number of seconds from {least} to "
+        raise BadInput(Code.BAD_CONFIG, f"{variable}={text[:40]!r} is not a whole number of seconds from {least} to "
                                      f"86400 (unset: {default})")
     return int(text)
 
@@ -58,7 +59,7 @@ class Context:
         if self.paths.url is not None:
             return  # a database: the reader finds whether it holds a ledger
         if not os.path.lexists(self.paths.ledger):
-            raise NotFound("no-ledger", f"no docket ledger at {self.paths.ledger}; run 'docket init' first")
+            raise NotFound(Code.NO_LEDGER, f"no docket ledger at {self.paths.ledger}; run 'docket init' first")
         if not self._ledger_file_checked:
             if check_ledger_file(self.paths.ledger):
                 for code, message in exposure_warnings(self.paths.ledger):
@@ -86,7 +87,7 @@ class Context:
 
         chosen = getattr(self.args, "ledger", None) or os.environ.get("DOCKET_LEDGER")
         if chosen and not self.paths.ledger.parent.is_dir():  # docket makes only its own folder, in the repository
-            raise BadInput("bad-ledger-path", f"the folder of {self.paths.ledger} does not exist; make it first")
+            raise BadInput(Code.BAD_LEDGER_PATH, f"the folder of {self.paths.ledger} does not exist; make it first")
         if self.paths.url is not None:
             ledger = self._open_database(Ledger)
         else:
@@ -103,7 +104,7 @@ class Context:
         try:
             return ledger_class(self.paths.ledger, url=self.paths.url, lock_timeout=self.lock_timeout)
         except ValueError as e:
-            raise BadInput("bad-database-url", str(e)) from None
+            raise BadInput(Code.BAD_DATABASE_URL, str(e)) from None
 
     @cached_property
     def ledger(self) -> Ledger:
@@ -122,7 +123,7 @@ class Context:
             return  # outside any repository (an auditor's copy), or a ledger bound to none
         mismatch = identity_mismatch(common, ledger.repository_id)
         if mismatch:
-            raise Refused("foreign-ledger", f"{mismatch}: {self.paths.where} was not made for this repository "
+            raise Refused(Code.FOREIGN_LEDGER, f"{mismatch}: {self.paths.where} was not made for this repository "
                                             "(pass --ledger for this repository's own ledger)")
 
     @cached_property
@@ -135,7 +136,7 @@ class Context:
     def require_repository(self) -> Path:
         """The git common dir around the working directory; NotFound outside a repository."""
         if self.repository is None:
-            raise NotFound("not-a-repository", "no git repository here; run inside the repository the ledger is for")
+            raise NotFound(Code.NOT_A_REPOSITORY, "no git repository here; run inside the repository the ledger is for")
         return self.repository
 
     def task_id(self, run_id: str, given: str) -> str:
@@ -155,7 +156,7 @@ class Context:
 
         found = workers.named(self.views().conn, given)
         if len(found) > 1:
-            raise BadInput("ambiguous-id", f"{given} names workers of several runs ({', '.join(found[:5])}); give "
+            raise BadInput(Code.AMBIGUOUS_ID, f"{given} names workers of several runs ({', '.join(found[:5])}); give "
                                            "the full id")
         return found[0] if found else given
 
@@ -185,13 +186,13 @@ class Context:
 
             reader = self._resources.enter_context(postgres_reader(self.paths.url))
             if "stored_events" in reader.missing_tables():
-                raise NotFound("no-ledger", f"no docket ledger in {self.paths.where}; run 'docket init' first")
+                raise NotFound(Code.NO_LEDGER, f"no docket ledger in {self.paths.where}; run 'docket init' first")
             return reader  # type: ignore[return-value]  (the same LedgerReader port)
         from ..adapters.world.ledger.reader import ledger_reader
 
         reader = self._resources.enter_context(ledger_reader(self.paths.ledger))
         if "stored_events" in reader.missing_tables():
-            raise NotFound("no-ledger", f"{self.paths.ledger} is not a docket ledger; run 'docket init' first")
+            raise NotFound(Code.NO_LEDGER, f"{self.paths.ledger} is not a docket ledger; run 'docket init' first")
         return reader
 
     def views(self, *, writable: bool = False) -> Views:

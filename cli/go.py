@@ -8,6 +8,7 @@ from typing import Any
 
 from .context import Context
 from .parsing import command
+from ..domain.kernel.codes import Code
 
 __all__ = ["register", "register_supervise"]
 
@@ -68,7 +69,7 @@ def _count(limit: int) -> Any:
         from ..domain.kernel.errors import BadInput
 
         if not text.isdigit() or not 1 <= int(text[:6]) <= limit or len(text) > 6:
-            raise BadInput("bad-count", f"{text[:20]!r} is not a whole number from 1 to {limit}")
+            raise BadInput(Code.BAD_COUNT, f"{text[:20]!r} is not a whole number from 1 to {limit}")
         return int(text)
     return parse
 
@@ -178,7 +179,7 @@ def _specs(ctx: Context) -> list[Any]:
         try:
             document = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
-            raise BadInput("bad-tasks", f"{a.tasks}: {e}") from None
+            raise BadInput(Code.BAD_TASKS, f"{a.tasks}: {e}") from None
         return parse_tasks(document, a.tasks)
     return []
 
@@ -243,7 +244,7 @@ def _checked_out_target(repository: Path) -> str:
 
     branch = checked_out_branch(repository)
     if branch is None:
-        raise BadInput("no-target", "name the target branch with --target BRANCH (or set [run] target in "
+        raise BadInput(Code.NO_TARGET, "name the target branch with --target BRANCH (or set [run] target in "
                                     "docket.toml): the main checkout has no branch checked out")
     info(f"target {shown(branch)} (the branch checked out in {shown(str(main_worktree(repository)))})")
     return branch
@@ -264,7 +265,7 @@ def _check_resume(ctx: Context, run_id: str, config: Any) -> None:
 
         specs = _specs(ctx)
         if not specs:
-            raise Refused("run-not-planned", f"run {run_id} was not planned by docket go; give its --task or --tasks "
+            raise Refused(Code.RUN_NOT_PLANNED, f"run {run_id} was not planned by docket go; give its --task or --tasks "
                                              "again to finish planning it")
         agent, key = agent_named(config, a.agent), export_key(a.key)
         repository = ctx.require_repository()

@@ -9,6 +9,7 @@ from typing import Any
 
 from .context import Context
 from .parsing import command
+from ..domain.kernel.codes import Code
 
 __all__ = ["register", "register_answer"]
 
@@ -105,7 +106,7 @@ def answer(ctx: Context) -> int:
     if os.environ.get("DOCKET_WORKER"):  # docket sets it for every agent it launches: an agent never answers
         from ..domain.kernel.errors import Refused
 
-        raise Refused("answer-from-agent", "this runs inside an agent docket launched; a person answers its "
+        raise Refused(Code.ANSWER_FROM_AGENT, "this runs inside an agent docket launched; a person answers its "
                                            "questions, from outside")
     # an identity other than the local user is trusted only from a docket.toml its user trusts (config-untrusted)
     trusted = (load_trusted_config(Path.cwd()) if a.identity else load_config(find_config(Path.cwd()))).inbox.trusted

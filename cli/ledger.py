@@ -10,6 +10,7 @@ from ..domain.kernel.errors import BadInput, NotFound, OutcomeUnknown, Verificat
 from .context import Context
 from .output import Progress, emit, shown
 from .parsing import command, group, position
+from ..domain.kernel.codes import Code
 
 __all__ = ["add_init", "add_ledger", "add_replay", "add_schema", "add_verify"]
 
@@ -56,12 +57,12 @@ def ledger_copy(ctx: Context) -> int:
 
     to = ctx.args.to
     if "\x00" in to:
-        raise BadInput("bad-ledger-path", "--to holds a NUL byte")
+        raise BadInput(Code.BAD_LEDGER_PATH, "--to holds a NUL byte")
     url = to if to.startswith(("postgresql://", "postgres://")) else None
     if url is None:
         path = Path(to).expanduser().absolute()
         if path.is_dir() or not path.parent.is_dir():
-            raise BadInput("bad-ledger-path", f"{shown(path)} must name a file in a folder that exists")
+            raise BadInput(Code.BAD_LEDGER_PATH, f"{shown(path)} must name a file in a folder that exists")
         target_paths = LedgerPaths(ledger=path, views=path.with_name(path.stem + ".views.sqlite"))
     else:
         from ..adapters.world.ledger.database_url import postgres_env
@@ -69,10 +70,10 @@ def ledger_copy(ctx: Context) -> int:
         try:
             postgres_env(url, lock_timeout=0)
         except ValueError as e:
-            raise BadInput("bad-database-url", str(e)[:300]) from None
+            raise BadInput(Code.BAD_DATABASE_URL, str(e)[:300]) from None
         target_paths = LedgerPaths(ledger=ctx.paths.ledger, views=ctx.paths.views, url=url)
     if target_paths.where == ctx.paths.where:
-        raise BadInput("same-ledger", "the ledger cannot be copied onto itself")
+        raise BadInput(Code.SAME_LEDGER, "the ledger cannot be copied onto itself")
     source = ctx.ledger_reader
     target = Ledger(target_paths.ledger, url=url, lock_timeout=ctx.lock_timeout)
     try:
@@ -141,10 +142,10 @@ def _join(ctx: Context, ledger: Any) -> None:
     from ..domain.kernel.errors import BadInput, NotFound
 
     if ctx.paths.url is None:
-        raise BadInput("not-shared", "--join is for a ledger several machines share (DOCKET_DATABASE_URL or "
+        raise BadInput(Code.NOT_SHARED, "--join is for a ledger several machines share (DOCKET_DATABASE_URL or "
                                      "[ledger] url); a file ledger belongs to the repository it is in")
     if not ledger.is_initialised():
-        raise NotFound("no-ledger", f"{ctx.paths.where} has no ledger to join yet: run 'docket init' in the clone "
+        raise NotFound(Code.NO_LEDGER, f"{ctx.paths.where} has no ledger to join yet: run 'docket init' in the clone "
                                     "that starts it")
     common = ctx.require_repository()
     if ledger.repository_id is not None:
@@ -209,11 +210,11 @@ def replay(ctx: Context) -> int:
 
     a = ctx.args
     if a.apply and a.until:
-        raise BadInput("usage", "--apply drives intents at the head of the ledger; it cannot be combined with --until")
+        raise BadInput(Code.USAGE, "--apply drives intents at the head of the ledger; it cannot be combined with --until")
     reader = ctx.ledger_reader
     head = reader.head_position()
     if a.until and a.until > head:
-        raise NotFound("position-not-found", f"position {a.until} is past the end of the ledger ({head})")
+        raise NotFound(Code.POSITION_NOT_FOUND, f"position {a.until} is past the end of the ledger ({head})")
     rebuild_views_cut_off(reader, ctx.paths.views)
     checked = _verified(ctx, until=a.until)
     progress = Progress("rebuilding", checked["events"])
@@ -241,21 +242,21 @@ def replay(ctx: Context) -> int:
         doc["stale_locks"] = ctx.effector.ports.inventory.stale_locks(ctx.repository)
     _render_replay(ctx, doc, checked)
     if doc.get("drift"):
-        raise VerificationFailed("projection-drift", f"projections differed in {', '.join(doc['drift'])}; rebuilt from the ledger")
+        raise VerificationFailed(Code.PROJECTION_DRIFT, f"projections differed in {', '.join(doc['drift'])}; rebuilt from the ledger")
     if doc.get("snapshot_drift"):
-        raise VerificationFailed("snapshot-drift", f"snapshots differed from their events for "
+        raise VerificationFailed(Code.SNAPSHOT_DRIFT, f"snapshots differed from their events for "
                                                    f"{', '.join(doc['snapshot_drift'])}; recomputed from the ledger")
     if doc.get("merkle_drift"):
-        raise VerificationFailed("merkle-node-drift", f"kept Merkle hashes differed from the chain digests of "
+        raise VerificationFailed(Code.MERKLE_NODE_DRIFT, f"kept Merkle hashes differed from the chain digests of "
                                                       f"{len(doc['merkle_drift'])} block(s); recomputed")
     if doc.get("cursor_repaired"):
-        raise VerificationFailed("effector-cursor-drift",
+        raise VerificationFailed(Code.EFFECTOR_CURSOR_DRIFT,
                                  f"the effector's cursor skipped pending intent(s) {', '.join(doc['cursor_repaired']['skipped'])}; "
                                  "moved back and driven")
     if doc.get("pending"):
         named = ", ".join(f"{p['intent_id']} ({p['reason'] or 'not yet observed'})" for p in doc["pending"][:5])
         more = f" and {len(doc['pending']) - 5} more" if len(doc["pending"]) > 5 else ""
-        raise OutcomeUnknown("intents-pending", f"{len(doc['pending'])} intent(s) still pending: {named}{more}; "
+        raise OutcomeUnknown(Code.INTENTS_PENDING, f"{len(doc['pending'])} intent(s) still pending: {named}{more}; "
                                                 "replay again later")
     return 0
 

@@ -12,6 +12,7 @@ from ..domain.kernel.errors import BadInput, NotFound, VerificationFailed
 from ..domain.kernel.streams import run_stream
 from .context import Context
 from .output import shown, streamed_document
+from ..domain.kernel.codes import Code
 
 __all__ = ["EXAMPLE", "HELP", "add_log_arguments", "add_log_command", "log"]
 
@@ -38,7 +39,7 @@ def log(ctx: Context) -> int:
     topics = _topics(a.type)
     reader = _listable_ledger(ctx)
     if a.run is not None and not reader.has_stream(run_stream(a.run)):
-        raise NotFound("run-not-found", f"no run {a.run}")
+        raise NotFound(Code.RUN_NOT_FOUND, f"no run {a.run}")
 
     def matching(after: int, until: int) -> Iterator[dict[str, Any]]:
         from ..adapters.service_layer.kernel.event_log import listed_events
@@ -102,7 +103,7 @@ def _topics(type_: str | None) -> list[str]:
 
     topics = [t for t in EVENT_TYPES if t == type_ or t.split(".v")[0] == type_]
     if not topics:
-        raise BadInput("unknown-event-type", f"no event type {type_!r}; 'docket schema' lists them")
+        raise BadInput(Code.UNKNOWN_EVENT_TYPE, f"no event type {type_!r}; 'docket schema' lists them")
     return topics
 
 
@@ -126,7 +127,7 @@ def _listable_ledger(ctx: Context) -> Any:
         raise VerificationFailed(e.code, f"{e.message}; nothing is listed (run 'docket verify')") from None
     last_event, chain_end = reader.last_event_and_chain_end()
     if last_event != chain_end:
-        raise VerificationFailed("ledger-unverifiable", f"the ledger's last event is at position {last_event} "
+        raise VerificationFailed(Code.LEDGER_UNVERIFIABLE, f"the ledger's last event is at position {last_event} "
                                                         f"but its chain ends at {chain_end}; nothing is listed "
                                                         "(run 'docket verify')")
     return reader

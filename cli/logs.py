@@ -10,6 +10,7 @@ import time
 from ..domain.kernel.errors import NotFound
 from .context import Context
 from .output import shown
+from ..domain.kernel.codes import Code
 
 __all__ = ["print_log"]
 
@@ -25,13 +26,13 @@ def print_log(ctx: Context, worker_id: str, generation: int | None, *, follow: b
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
-        raise NotFound("log-not-found", f"worker {worker_id} generation {generation} has no log at {path}") from None
+        raise NotFound(Code.LOG_NOT_FOUND, f"worker {worker_id} generation {generation} has no log at {path}") from None
     if ctx.json:
         os.close(fd)
         if follow:
             from ..domain.kernel.errors import BadInput
 
-            raise BadInput("json-and-follow", "--json prints one document: the log's digest and tail; "
+            raise BadInput(Code.JSON_AND_FOLLOW, "--json prints one document: the log's digest and tail; "
                                               "follow the log without --json")
         from ..adapters.world.files.logs import log_summary
         from .output import emit

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from .context import Context
 from .parsing import command
+from ..domain.kernel.codes import Code
 
 __all__ = ["register"]
 
@@ -111,7 +112,7 @@ def serve_mcp(ctx: Context) -> int:
     if not channel.is_socket():
         from ..domain.kernel.errors import NotFound
 
-        raise NotFound("no-channel", f"{channel} is not a request channel: docket serves one for each agent it "
+        raise NotFound(Code.NO_CHANNEL, f"{channel} is not a request channel: docket serves one for each agent it "
                                      "launches, for as long as that agent runs")
     build_server(channel, max(0.0, ctx.args.wait)).run("stdio")
     return 0

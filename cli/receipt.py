@@ -7,6 +7,7 @@ from typing import Any
 
 from .context import Context
 from .parsing import UsageError, command
+from ..domain.kernel.codes import Code
 
 __all__ = ["add_export", "add_seal", "add_verify_receipt"]
 
@@ -153,7 +154,7 @@ def _expected(args: argparse.Namespace, receipt: dict[str, Any]) -> Any:
 
     common = find_git_common_dir(Path(given).absolute())
     if common is None:
-        raise NotFound("not-a-repository", f"--repository {given}: neither a repository id (repo-...) nor a git "
+        raise NotFound(Code.NOT_A_REPOSITORY, f"--repository {given}: neither a repository id (repo-...) nor a git "
                                            "repository")
     base = receipt["run"].get("base_commit")
     return Expected(run=args.run, commit=args.commit, repository_id=read_identity(common),

@@ -17,6 +17,7 @@ from typing import Any
 
 from .context import Context
 from .parsing import command, group
+from ..domain.kernel.codes import Code
 
 __all__ = ["ask", "register", "send_request"]
 
@@ -68,7 +69,7 @@ def channel_path(given: str | None) -> Path:
 
     path = given or os.environ.get(CHANNEL_VARIABLE)
     if not path:
-        raise NotFound("no-channel", f"no request channel: docket sets ${CHANNEL_VARIABLE} for the agents it "
+        raise NotFound(Code.NO_CHANNEL, f"no request channel: docket sets ${CHANNEL_VARIABLE} for the agents it "
                                      "launches; run this inside an agent's workspace, or pass --socket")
     return Path(path)
 
@@ -87,7 +88,7 @@ def send_request(path: Path, kind: str, fields: dict[str, Any], request_id: str 
     try:
         return send(path, document)
     except (OSError, ValueError) as e:
-        raise NotFound("no-channel", f"no docket serves the request channel {path} ({type(e).__name__}): its "
+        raise NotFound(Code.NO_CHANNEL, f"no docket serves the request channel {path} ({type(e).__name__}): its "
                                      "generation has ended, or this is not an agent's workspace") from None
 
 
@@ -112,7 +113,7 @@ def _finish(ctx: Context, reply: dict[str, Any], human: str | None) -> int:
     if status == "refused" or status == "error":
         raise Refused(str(reply.get("code") or "refused"), str(reply.get("message") or "refused"))
     if status == "expired":
-        raise WorkStopped("question-expired", "the question's deadline passed unanswered")
+        raise WorkStopped(Code.QUESTION_EXPIRED, "the question's deadline passed unanswered")
     emit(ctx.json, reply, human if human is not None else str(status))
     return 0
 
@@ -124,7 +125,7 @@ def ask_command(ctx: Context) -> int:
     wait = 0.0 if a.no_wait else a.timeout
     reply = ask(channel_path(a.socket), a.question, a.reason, a.choices, request_id=a.request_id, wait_seconds=wait)
     if reply.get("status") == "waiting" and not a.no_wait:
-        raise WorkStopped("still-waiting", f"no answer within {a.timeout:g}s; the question ({reply.get('request')}) "
+        raise WorkStopped(Code.STILL_WAITING, f"no answer within {a.timeout:g}s; the question ({reply.get('request')}) "
                                            "stays open: ask again to wait on")
     return _finish(ctx, reply, reply.get("answer") if reply.get("status") == "answered" else "waiting")
 
@@ -141,7 +142,7 @@ def _cost(text: str | None) -> int | None:
     except InvalidOperation:
         amount = Decimal(-1)
     if not amount.is_finite() or amount < 0 or amount > 10 ** 9:
-        raise BadInput("bad-cost", f"{text[:40]!r} is not an amount of US dollars (e.g. 0.42)")
+        raise BadInput(Code.BAD_COST, f"{text[:40]!r} is not an amount of US dollars (e.g. 0.42)")
     return int((amount * 1_000_000).to_integral_value())
 
 

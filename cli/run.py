@@ -9,6 +9,7 @@ from .context import Context
 from .output import emit, shown
 from .parsing import command, group
 from .recorded import recorded
+from ..domain.kernel.codes import Code
 
 __all__ = ["register"]
 
@@ -54,7 +55,7 @@ def run_open(ctx: Context) -> int:
     max_tokens = None if a.max_tokens is None else parse_tokens(a.max_tokens)
     repository = ctx.repository
     if repository is None:
-        raise NotFound("not-a-repository", "run 'docket run open' inside the git repository the run targets")
+        raise NotFound(Code.NOT_A_REPOSITORY, "run 'docket run open' inside the git repository the run targets")
     from pathlib import Path
 
     from ..adapters.world.files.config_file import find_config, load_config
@@ -66,7 +67,7 @@ def run_open(ctx: Context) -> int:
     max_cost = max_cost if a.max_cost is not None else config.run.max_cost_micro_usd
     max_tokens = max_tokens if a.max_tokens is not None else config.run.max_tokens
     if target is None:
-        raise BadInput("no-target", "name the target branch with --target BRANCH (or set [run] target in "
+        raise BadInput(Code.NO_TARGET, "name the target branch with --target BRANCH (or set [run] target in "
                                     "docket.toml)")
     run_id, intent_id = a.id or new_id("run"), new_id("intent")
     try:

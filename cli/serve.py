@@ -10,6 +10,7 @@ from typing import Any
 
 from .context import Context
 from .parsing import command
+from ..domain.kernel.codes import Code
 
 __all__ = ["register"]
 
@@ -38,16 +39,16 @@ def _listening(address: str, port: int) -> socket.socket:
     from ..domain.kernel.errors import BadInput, Refused
 
     if not 0 <= port <= 65535:
-        raise BadInput("bad-port", f"a port is 0 to 65535, not {port}")
+        raise BadInput(Code.BAD_PORT, f"a port is 0 to 65535, not {port}")
     try:
         family = socket.AF_INET6 if ":" in address else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((address, port))
     except socket.gaierror as e:
-        raise BadInput("bad-address", f"cannot listen on {address!r}: {e.strerror}") from None
+        raise BadInput(Code.BAD_ADDRESS, f"cannot listen on {address!r}: {e.strerror}") from None
     except (TypeError, UnicodeError, ValueError):  # a name no resolver can encode (idna), a NUL in it
-        raise BadInput("bad-address", f"cannot listen on {address!r}: not an address or host name") from None
+        raise BadInput(Code.BAD_ADDRESS, f"cannot listen on {address!r}: not an address or host name") from None
     except OSError as e:
         raise Refused("address-in-use" if e.errno == 98 else "cannot-listen",
                       f"cannot listen on {address} port {port}: {e.strerror}") from None

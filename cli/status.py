@@ -16,6 +16,7 @@ from ..domain.kernel.values import format_cost, format_duration
 from .context import Context
 from .output import emit, shown
 from .parsing import command
+from ..domain.kernel.codes import Code
 
 __all__ = ["outcome_line", "register", "run_document", "runs_document", "spend_words", "with_config_changes"]
 
@@ -39,7 +40,7 @@ def status(ctx: Context) -> int:
     if a.run:
         doc, words, current = run_document(conn, a.run, now, position, lambda: ctx.approval_required)
         if doc is None:
-            raise NotFound("run-not-found", f"no run {a.run}" + (f" at {a.at}" if a.at else ""))
+            raise NotFound(Code.RUN_NOT_FOUND, f"no run {a.run}" + (f" at {a.at}" if a.at else ""))
         if a.at is not None:
             doc["config_changes"] = []
         else:

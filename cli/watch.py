@@ -9,6 +9,7 @@ from typing import Any
 from ..domain.kernel.errors import NotFound
 from .context import Context
 from .parsing import command
+from ..domain.kernel.codes import Code
 
 __all__ = ["register"]
 
@@ -31,11 +32,11 @@ def watch(ctx: Context) -> int:
     ctx.require_ledger_file()
     run_id = latest_open_run(ctx) if ctx.args.run is None else ctx.args.run
     if run_id is None:
-        raise NotFound("no-run", "no open run to watch; name one (docket status lists them)")
+        raise NotFound(Code.NO_RUN, "no open run to watch; name one (docket status lists them)")
     view = LiveView(ctx, run_id)
     board = view.board()
     if board is None:
-        raise NotFound("run-not-found", f"no run {run_id}")
+        raise NotFound(Code.RUN_NOT_FOUND, f"no run {run_id}")
     if ctx.json:
         emit(True, {"position": view.views_position, **board.document()}, None)
         return 0

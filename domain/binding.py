@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from .kernel.canonical import canonical_json
 from .kernel.errors import BadInput
 from .kernel.names import check_branch_name
+from .kernel.codes import Code
 
 __all__ = [
     "BINDING_VERSION",
@@ -85,7 +86,7 @@ def binding_id(seed: str, head: str, tree: str, changed_paths: Sequence[str], wo
     """
     for name, oid in (("head", head), ("tree", tree)):
         if not _OBJECT_ID.fullmatch(oid):
-            raise BadInput("bad-object-id", f"{name} {oid!r} is not a 40-digit lower-case hex object id")
+            raise BadInput(Code.BAD_OBJECT_ID, f"{name} {oid!r} is not a 40-digit lower-case hex object id")
     return _digest({
         "binding_seed": seed,
         "changed_paths": sorted(set(changed_paths)),
@@ -99,13 +100,13 @@ def binding_id(seed: str, head: str, tree: str, changed_paths: Sequence[str], wo
 def candidate_ref(run_id: str, binding: str) -> str:
     """``refs/docket/candidates/<run>/<binding>``; BadInput ``bad-candidate-ref`` unless both are safe ref parts."""
     if not _SHA256.fullmatch(binding):
-        raise BadInput("bad-candidate-ref", f"binding id {binding!r} is not a 64-digit lower-case hex digest")
+        raise BadInput(Code.BAD_CANDIDATE_REF, f"binding id {binding!r} is not a 64-digit lower-case hex digest")
     if not run_id or "/" in run_id:
-        raise BadInput("bad-candidate-ref", f"run id {run_id!r} is not a single ref name component")
+        raise BadInput(Code.BAD_CANDIDATE_REF, f"run id {run_id!r} is not a single ref name component")
     try:
         check_branch_name(f"candidates/{run_id}/{binding}")
     except BadInput as e:
-        raise BadInput("bad-candidate-ref", e.message) from None
+        raise BadInput(Code.BAD_CANDIDATE_REF, e.message) from None
     return f"{CANDIDATE_REF_PREFIX}{run_id}/{binding}"
 
 

@@ -26,6 +26,7 @@ from .containment.process_identity import ProcessIdentity as Process
 from .run import Run, require_open
 from .kernel.streams import candidate_stream as stream_of
 from .worker import process_of
+from .kernel.codes import Code
 
 if TYPE_CHECKING:
     from .effects import Act, CandidateRefObservation, RemoteRefObservation, TargetHistory, Unknown
@@ -128,7 +129,7 @@ class Candidate:
         for run in self.checks:
             if run.check_id == check_id:
                 return run
-        raise Refused("unknown-check", f"candidate {self.binding_id} has no check run {check_id}")
+        raise Refused(Code.UNKNOWN_CHECK, f"candidate {self.binding_id} has no check run {check_id}")
 
     def attempts(self, check: str) -> int:
         return sum(1 for run in self.checks if run.check == check)
@@ -246,7 +247,7 @@ def request_pin(existing: Candidate | None, run: Run, *, intent_id: str, task_id
         if existing.status in ("pinning", "pinned", "releasing"):
             return []
         if existing.status == "diverged":
-            raise Refused("candidate-diverged", f"{existing.ref} names another commit than this capture's; "
+            raise Refused(Code.CANDIDATE_DIVERGED, f"{existing.ref} names another commit than this capture's; "
                                                 "it is left untouched (see 'docket log')")
     require_open(run)
     version = existing.version if existing is not None else 0
@@ -328,7 +329,7 @@ def require_recordable(changed: Sequence[str], where: str, *, at_least: bool = F
     if recordable(changed):
         return
     more = "at least " if at_least else ""
-    raise Refused("too-many-changes", f"{where} changes {more}{len(changed)} paths ({more}"
+    raise Refused(Code.TOO_MANY_CHANGES, f"{where} changes {more}{len(changed)} paths ({more}"
                                       f"{sum(map(len, changed))} characters); a candidate records at most "
                                       f"{limits.MAX_CHANGED_PATHS} paths and {limits.MAX_CHANGED_CHARS} characters (is "
                                       "a build folder not ignored?); nothing was pinned")
@@ -339,7 +340,7 @@ def request_release(candidate: Candidate, *, intent_id: str, reason: str, now: s
     if candidate.status in ("released", "releasing"):
         return []
     if candidate.status != "pinned" or candidate.commit is None:
-        raise Refused("candidate-not-pinned", f"candidate {candidate.binding_id} is {candidate.status}, not pinned")
+        raise Refused(Code.CANDIDATE_NOT_PINNED, f"candidate {candidate.binding_id} is {candidate.status}, not pinned")
     return [next_event(ev.CandidateReleaseRequested, stream_of(candidate.binding_id), candidate.version, now,
                        intent_id=intent_id, run_id=candidate.run_id, binding_id=candidate.binding_id,
                        repository=candidate.repository, ref=candidate.ref, commit=candidate.commit,

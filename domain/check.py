@@ -50,7 +50,7 @@ def request_check(candidate: Candidate, run: Run, *, check_id: str, execution_in
     given (ExecutionRequested.v2)."""
     require_open(run)
     if candidate.status != "pinned" or candidate.commit is None:
-        raise Refused("candidate-not-pinned", f"candidate {candidate.binding_id} is {candidate.status}; checks run "
+        raise Refused(Code.CANDIDATE_NOT_PINNED, f"candidate {candidate.binding_id} is {candidate.status}; checks run "
                                               "only on a pinned candidate")
     attempt = candidate.attempts(check) + 1
     path = execution_for(attempt)
@@ -86,9 +86,9 @@ def request_check_launch(candidate: Candidate, check_id: str, *, intent_id: str,
                          now: str, sandbox: SandboxRecord | None = None) -> ev.Event:
     run = candidate.check_run(check_id)
     if run.execution_state != "ready":
-        raise Refused("execution-not-ready", f"check {check_id}'s execution is {run.execution_state}")
+        raise Refused(Code.EXECUTION_NOT_READY, f"check {check_id}'s execution is {run.execution_state}")
     if run.launch_intent is not None or run.process is not None or run.launch_failure or run.result:
-        raise Refused("check-launched", f"check {check_id} was launched already; a new attempt is a new check run")
+        raise Refused(Code.CHECK_LAUNCHED, f"check {check_id} was launched already; a new attempt is a new check run")
     return next_event(ev.CheckLaunchRequested, stream_of(candidate.binding_id), candidate.version, now,
                       intent_id=intent_id, run_id=candidate.run_id, check_id=check_id,
                       binding_id=candidate.binding_id, execution=run.execution, log_path=log_path,

@@ -21,6 +21,7 @@ from .kernel.names import check_branch_name, has_unsafe_characters
 from .containment.protected import DEFAULT_PROTECTED
 from .containment.sandbox import Confinement, extra_path, network_setting
 from .kernel.values import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LOG, parse_cost, parse_duration, parse_size, parse_tokens
+from .kernel.codes import Code
 
 __all__ = ["AgentConfig", "CandidatesConfig", "CheckConfig", "Config", "DEFAULT_TOML", "GitConfig", "HookConfig", "IntegrationConfig", "RunConfig", "WorktreeConfig",
            "check_artifact_dir", "check_config_sha256", "expand", "placeholders"]
@@ -63,7 +64,7 @@ def expand(template: str, *, worktree: str, worker_dir: str | None = None, port:
             return token[0]
         value = values.get(match.group(1) or "")
         if value is None:
-            raise BadInput("bad-placeholder", f"{token!r} in {template!r} has no value here")
+            raise BadInput(Code.BAD_PLACEHOLDER, f"{token!r} in {template!r} has no value here")
         return value
 
     return _TOKEN.sub(replace, template)

@@ -18,6 +18,7 @@ from .kernel.errors import BadInput, Refused
 from .plan import ledger_task_id
 from .run import Run, require_open
 from .kernel.streams import run_stream, task_stream
+from .kernel.codes import Code
 
 __all__ = ["CHOICES", "MAX_ADDED", "added_task", "choice_of", "dependencies"]
 
@@ -31,17 +32,17 @@ def dependencies(run: Run, proposer: str, named: Sequence[str]) -> tuple[str, ..
     the ledger). Refused ``follow-up-refused`` when it cannot be added: the run has no plan, too many follow-ups,
     or a name that is no task of the run."""
     if run.plan is None:
-        raise Refused("follow-up-refused", f"run {run.run_id} has no plan ('docket go' plans one): no task can be "
+        raise Refused(Code.FOLLOW_UP_REFUSED, f"run {run.run_id} has no plan ('docket go' plans one): no task can be "
                                            "added to it")
     if run.plan.added >= MAX_ADDED or len(run.plan.tasks) >= MAX_TASKS:
-        raise Refused("follow-up-refused", f"run {run.run_id} has {run.plan.added} follow-up task(s) and "
+        raise Refused(Code.FOLLOW_UP_REFUSED, f"run {run.run_id} has {run.plan.added} follow-up task(s) and "
                                            f"{len(run.plan.tasks)} in all, the most it may")
     known = set(run.plan.task_ids)
     found = [proposer]
     for name in named:
         task_id = ledger_task_id(run.run_id, name) if ledger_task_id(run.run_id, name) in known else name
         if task_id not in known:
-            raise Refused("follow-up-refused", f"the follow-up depends on {name[:128]!r}, which is no task of run "
+            raise Refused(Code.FOLLOW_UP_REFUSED, f"the follow-up depends on {name[:128]!r}, which is no task of run "
                                                f"{run.run_id}")
         if task_id not in found:
             found.append(task_id)
@@ -74,11 +75,11 @@ def choice_of(text: str | None, choice: int | None) -> bool:
     """Whether a person's answer to a proposal accepts it: choice 1 or "accept"; choice 2 or "refuse"."""
     if choice is not None:
         if not 1 <= choice <= len(CHOICES):
-            raise BadInput("no-such-choice", "a proposed follow-up offers choices 1 (accept) and 2 (refuse)")
+            raise BadInput(Code.NO_SUCH_CHOICE, "a proposed follow-up offers choices 1 (accept) and 2 (refuse)")
         picked = CHOICES[choice - 1]
         if text is not None and text.strip().lower() != picked:
-            raise BadInput("answer-and-choice", "give the answer's text or a choice, not both")
+            raise BadInput(Code.ANSWER_AND_CHOICE, "give the answer's text or a choice, not both")
         return picked == "accept"
     if text is None or text.strip().lower() not in CHOICES:
-        raise BadInput("bad-answer", "a proposed follow-up is answered accept or refuse (or --choice 1 or 2)")
+        raise BadInput(Code.BAD_ANSWER, "a proposed follow-up is answered accept or refuse (or --choice 1 or 2)")
     return text.strip().lower() == "accept"

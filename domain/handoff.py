@@ -17,6 +17,7 @@ from .candidate import Candidate
 from .kernel.errors import Refused, StaleGeneration
 from .run import Run, require_open
 from .kernel.streams import candidate_stream as stream_of
+from .kernel.codes import Code
 
 if TYPE_CHECKING:
     from .effects import CandidateRefObservation
@@ -31,10 +32,10 @@ def offer_handoff(candidate: Candidate, worker_generation: int | None, run: Run,
     """
     require_open(run)
     if candidate.status != "pinned" or candidate.commit is None:
-        raise Refused("candidate-not-pinned", f"candidate {candidate.binding_id} is {candidate.status}; only a "
+        raise Refused(Code.CANDIDATE_NOT_PINNED, f"candidate {candidate.binding_id} is {candidate.status}; only a "
                                               "pinned candidate is handed off")
     if candidate.worker_id is None or candidate.generation is None:
-        raise Refused("no-worker", f"candidate {candidate.binding_id} was not made by a worker; a worker hands off "
+        raise Refused(Code.NO_WORKER, f"candidate {candidate.binding_id} was not made by a worker; a worker hands off "
                                    "what it made")
     if worker_generation != candidate.generation:
         raise StaleGeneration(f"candidate {candidate.binding_id} was made by generation "
@@ -59,7 +60,7 @@ def confirm_handoff(candidate: Candidate, *, worker_generation: int, process: st
     if candidate.handoff == "confirmed":
         return []
     if candidate.handoff not in ("offered", "rejected"):
-        raise Refused("handoff-not-offered", f"candidate {candidate.binding_id} was not offered "
+        raise Refused(Code.HANDOFF_NOT_OFFERED, f"candidate {candidate.binding_id} was not offered "
                                              f"('docket handoff offer {candidate.binding_id[:12]}')")
     assert candidate.worker_id is not None and candidate.generation is not None and candidate.commit is not None
     stream = stream_of(candidate.binding_id)

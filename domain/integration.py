@@ -398,10 +398,10 @@ def record_approval(existing: Integration | None, run: Run, *, by: str,
     approved while the queue goes on."""
     require_open(run)
     if existing is not None and existing.prepared and (not existing.rolling or existing.closed or existing.ended):
-        raise Refused("integration-prepared", f"the integration of run {run.run_id} is prepared already; an approval "
+        raise Refused(Code.INTEGRATION_PREPARED, f"the integration of run {run.run_id} is prepared already; an approval "
                                               "now would change nothing")
     if not candidates:
-        raise Refused("nothing-to-approve", f"run {run.run_id} has no confirmed handoff to approve (an offered one "
+        raise Refused(Code.NOTHING_TO_APPROVE, f"run {run.run_id} has no confirmed handoff to approve (an offered one "
                                             "is confirmed by 'docket handoff confirm CANDIDATE', or by "
                                             "'docket integrate', which then waits for approval)")
     return [next_event(ev.ApprovalRecorded, stream_of(run.run_id), 0 if existing is None else existing.version, now,
@@ -423,7 +423,7 @@ def prepare(existing: Integration | None, run: Run, *, repository: str, target_b
     changed = changed or {}
     require_open(run)
     if not steps:
-        raise Refused("nothing-to-integrate", f"run {run.run_id} has no confirmed handoff to integrate")
+        raise Refused(Code.NOTHING_TO_INTEGRATE, f"run {run.run_id} has no confirmed handoff to integrate")
     for step in steps:
         require_trusted_unchanged(existing, run, step, changed.get(step.binding_id, ()))
     approved_by: list[str] = []
@@ -484,19 +484,19 @@ def queue_step(integration: Integration, run: Run, step: ev.IntegrationStep, *, 
     whose step is not verified) is not integrated yet."""
     require_open(run)
     if not integration.rolling:
-        raise Refused("queue-fixed", f"the integration of run {run.run_id} was fixed when it was prepared")
+        raise Refused(Code.QUEUE_FIXED, f"the integration of run {run.run_id} was fixed when it was prepared")
     if any(s.binding_id == step.binding_id for s in integration.steps):
         if integration.ended and not integration.moved_unrecorded():  # it will never be taken: say so, once asked
-            raise Refused("queue-stopped", f"the merge queue of run {run.run_id} stopped ({integration.status}) "
+            raise Refused(Code.QUEUE_STOPPED, f"the merge queue of run {run.run_id} stopped ({integration.status}) "
                                            f"before task {step.task_id}'s step was integrated")
         return []
     if integration.closed:
-        raise Refused("queue-closed", f"the merge queue of run {run.run_id} is closed")
+        raise Refused(Code.QUEUE_CLOSED, f"the merge queue of run {run.run_id} is closed")
     if integration.moved_unrecorded():
         raise DependenciesUnsettled(f"the target of run {run.run_id} was found moved; task {step.task_id} is queued "
                                     "once the queue goes on from where it is")
     if integration.ended:
-        raise Refused("queue-stopped", f"the merge queue of run {run.run_id} stopped ({integration.status}); "
+        raise Refused(Code.QUEUE_STOPPED, f"the merge queue of run {run.run_id} stopped ({integration.status}); "
                                        "nothing more is integrated")
     if waiting_for:
         raise DependenciesUnsettled(f"task {step.task_id} depends on {', '.join(waiting_for)}, not "
@@ -526,7 +526,7 @@ def close_queue(integration: Integration, run: Run, *, unfinished: Sequence[str]
         return []
     require_open(run)
     if unfinished:
-        raise Refused("tasks-unfinished", f"task(s) {', '.join(unfinished)} of run {run.run_id} have not finished")
+        raise Refused(Code.TASKS_UNFINISHED, f"task(s) {', '.join(unfinished)} of run {run.run_id} have not finished")
     return [next_event(ev.IntegrationQueueClosed, stream_of(run.run_id), integration.version, now, run_id=run.run_id,
                        steps=len(integration.steps))]
 
@@ -539,7 +539,7 @@ def _pending(integration: Integration, number: int) -> StepState | None:
         return step
     if (step is not None and step.step < number) or not integration.prepared or not 1 <= number <= len(
             integration.steps):
-        raise Refused("step-not-next", f"step {number} of the integration of run {integration.run_id} is not the "
+        raise Refused(Code.STEP_NOT_NEXT, f"step {number} of the integration of run {integration.run_id} is not the "
                                        f"next to do ({integration.status})")
     return None
 
@@ -569,7 +569,7 @@ def request_step(integration: Integration, number: int, *, intent_id: str, head:
     assert integration.repository is not None and integration.integration_ref is not None
     wanted = integration.ref_from() if integration.rolling else integration.tip()
     if head != wanted:
-        raise Refused("stale-head", f"step {number} must move the integration ref from {wanted}, not {head}")
+        raise Refused(Code.STALE_HEAD, f"step {number} must move the integration ref from {wanted}, not {head}")
     on_remote = {} if remote is None else {"remote": remote[0], "remote_url": remote[1]}
     return [next_event(ev.IntegrationStepRequestedV2 if remote else ev.IntegrationStepRequested,
                        stream_of(integration.run_id), integration.version, now,
@@ -621,7 +621,7 @@ def verified(integration: Integration, number: int, *, verification_binding: str
     if step is None:
         return []
     if step.status != "merged":
-        raise Refused("step-not-merged", f"step {number} is {step.status}, not merged")
+        raise Refused(Code.STEP_NOT_MERGED, f"step {number} is {step.status}, not merged")
     return [next_event(ev.IntegrationStepVerified, stream_of(integration.run_id), integration.version, now,
                        run_id=integration.run_id, step=number, task_id=step.task_id,
                        verification_binding=verification_binding, tree=tree, checks=list(checks))]
@@ -633,7 +633,7 @@ def rejected(integration: Integration, number: int, *, verification_binding: str
     if step is None:
         return []
     if step.status != "merged":
-        raise Refused("step-not-merged", f"step {number} is {step.status}, not merged")
+        raise Refused(Code.STEP_NOT_MERGED, f"step {number} is {step.status}, not merged")
     return [next_event(ev.IntegrationStepRejected, stream_of(integration.run_id), integration.version, now,
                        run_id=integration.run_id, step=number, task_id=step.task_id,
                        verification_binding=verification_binding, check=check, check_id=check_id, code=code,
@@ -699,7 +699,7 @@ def seal(integration: Integration, *, receipt: dict, receipt_sha256: str, ledger
     if integration.receipt_sha256 is not None:
         return []
     if not integration.ended:
-        raise Refused("not-integrated", f"the integration of run {integration.run_id} is {integration.status}; a "
+        raise Refused(Code.NOT_INTEGRATED, f"the integration of run {integration.run_id} is {integration.status}; a "
                                         "run is sealed once its integration has ended ('docket integrate')")
     return [next_event(ev.ReceiptSealed, stream_of(integration.run_id), integration.version, now,
                        run_id=integration.run_id, receipt_sha256=receipt_sha256, ledger_position=ledger_position,

@@ -17,6 +17,7 @@ from .run import Run, require_open
 from .kernel.streams import lease_stream as stream_of
 from .kernel.values import add_ms, to_ms
 from .worker import Worker, require_current
+from .kernel.codes import Code
 
 __all__ = ["Lease", "apply", "expire", "grant", "release", "renew", "stream_of"]
 
@@ -74,14 +75,14 @@ def grant(lease: Lease | None, holder: Worker | None, worker: Worker, generation
                    f"(token {lease.token}) until {lease.expires_at}")
         fenced = holder is not None and holder.generation != lease.generation
         if holder_liveness == "alive":
-            raise Refused("lease-held", f"{held_by}, and its process is alive")
+            raise Refused(Code.LEASE_HELD, f"{held_by}, and its process is alive")
         if holder_liveness == "elsewhere" and not lease.is_expired(now) and not fenced:
-            raise Refused("lease-held", f"{held_by}, by a process of another host, which renews it")
+            raise Refused(Code.LEASE_HELD, f"{held_by}, by a process of another host, which renews it")
         if holder_liveness == "unknown":
-            raise Refused("lease-holder-unknown", f"{held_by}; whether its process is gone cannot be told, "
+            raise Refused(Code.LEASE_HOLDER_UNKNOWN, f"{held_by}; whether its process is gone cannot be told, "
                                                   "so the lease is not reclaimed")
         if holder_liveness != "dead" and not lease.is_expired(now) and not fenced:
-            raise Refused("lease-held", held_by)
+            raise Refused(Code.LEASE_HELD, held_by)
         supersedes = lease.token
     return next_event(ev.LeaseGranted, stream_of(resource), lease.version if lease else 0, now,
                       resource=resource, run_id=run.run_id, worker_id=worker.worker_id,
@@ -91,11 +92,11 @@ def grant(lease: Lease | None, holder: Worker | None, worker: Worker, generation
 
 def _require_held_with(lease: Lease | None, resource: str, token: int) -> Lease:
     if lease is None:
-        raise Refused("lease-not-held", f"{resource} has never been leased")
+        raise Refused(Code.LEASE_NOT_HELD, f"{resource} has never been leased")
     if token != lease.token:
         raise StaleToken(f"token {token} is not the current token {lease.token} of {resource}")
     if lease.status != "held":
-        raise Refused("lease-not-held", f"the lease on {resource} (token {token}) is {lease.status}")
+        raise Refused(Code.LEASE_NOT_HELD, f"the lease on {resource} (token {token}) is {lease.status}")
     return lease
 
 
@@ -103,7 +104,7 @@ def renew(lease: Lease | None, holder: Worker, resource: str, token: int, ttl_ms
     lease = _require_held_with(lease, resource, token)
     require_current(holder, lease.generation)
     if lease.is_expired(now):
-        raise Refused("lease-expired", f"the lease on {resource} (token {token}) expired at {lease.expires_at}")
+        raise Refused(Code.LEASE_EXPIRED, f"the lease on {resource} (token {token}) expired at {lease.expires_at}")
     return next_event(ev.LeaseRenewed, stream_of(resource), lease.version, now,
                       resource=resource, run_id=lease.run_id, token=token,
                       expires_at=add_ms(now, ttl_ms))
@@ -117,8 +118,8 @@ def release(lease: Lease | None, resource: str, token: int, now: str) -> ev.Even
 
 def expire(lease: Lease | None, resource: str, now: str) -> ev.Event:
     if lease is None or lease.status != "held":
-        raise Refused("lease-not-held", f"{resource} has no lease to expire")
+        raise Refused(Code.LEASE_NOT_HELD, f"{resource} has no lease to expire")
     if not lease.is_expired(now):
-        raise Refused("lease-not-expired", f"the lease on {resource} runs until {lease.expires_at}")
+        raise Refused(Code.LEASE_NOT_EXPIRED, f"the lease on {resource} runs until {lease.expires_at}")
     return next_event(ev.LeaseExpired, stream_of(resource), lease.version, now,
                       resource=resource, run_id=lease.run_id, token=lease.token)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .kernel.errors import BadInput
+from .kernel.codes import Code
 
 __all__ = ["TRAILER_NAMES", "PathOverlap", "changed_paths_overlap", "merge_message", "trailers"]
 
@@ -21,7 +22,7 @@ def trailers(run: str, task: str, worker: str, generation: int, candidate: str) 
     values = (run, task, worker, str(generation), candidate)
     for name, value in zip(TRAILER_NAMES, values):
         if not value or value != value.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
-            raise BadInput("bad-trailer", f"{name} value {value!r} cannot be a one-line trailer")
+            raise BadInput(Code.BAD_TRAILER, f"{name} value {value!r} cannot be a one-line trailer")
     return "".join(f"{name}: {value}\n" for name, value in zip(TRAILER_NAMES, values))
 
 

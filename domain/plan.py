@@ -15,6 +15,7 @@ from typing import Any
 
 from .kernel.errors import BadInput
 from .kernel.names import has_unsafe_characters
+from .kernel.codes import Code
 
 __all__ = ["MAX_TASKS", "TaskSpec", "check_tasks", "ledger_task_id", "parse_tasks", "short_id", "tasks_from_texts"]
 
@@ -54,52 +55,52 @@ def parse_tasks(document: dict[str, Any], source: str = "the tasks file") -> lis
     """The ``[[tasks]]`` of a parsed TOML document, checked (BadInput ``bad-tasks`` naming what is wrong)."""
     extra = sorted(set(document) - {"tasks"})
     if extra:
-        raise BadInput("bad-tasks", f"{source}: unknown key {extra[0]!r} (a tasks file holds [[tasks]] tables only)")
+        raise BadInput(Code.BAD_TASKS, f"{source}: unknown key {extra[0]!r} (a tasks file holds [[tasks]] tables only)")
     tables = document.get("tasks")
     if not isinstance(tables, list) or not tables:
-        raise BadInput("bad-tasks", f"{source} has no [[tasks]] table")
+        raise BadInput(Code.BAD_TASKS, f"{source} has no [[tasks]] table")
     specs = []
     for number, table in enumerate(tables, 1):
         where = f"{source}: task {number}"
         if not isinstance(table, dict):
-            raise BadInput("bad-tasks", f"{where} is not a table")
+            raise BadInput(Code.BAD_TASKS, f"{where} is not a table")
         unknown = sorted(set(table) - _KEYS)
         if unknown:
-            raise BadInput("bad-tasks", f"{where}: unknown key {unknown[0]!r} (known: depends_on, id, prompt, title)")
+            raise BadInput(Code.BAD_TASKS, f"{where}: unknown key {unknown[0]!r} (known: depends_on, id, prompt, title)")
         for key in ("id", "title", "prompt"):
             if not isinstance(table.get(key), str):
-                raise BadInput("bad-tasks", f"{where}: {key} must be a string")
+                raise BadInput(Code.BAD_TASKS, f"{where}: {key} must be a string")
         depends = table.get("depends_on", [])
         if not isinstance(depends, list) or not all(isinstance(d, str) for d in depends):
-            raise BadInput("bad-tasks", f"{where}: depends_on must be a list of task ids")
+            raise BadInput(Code.BAD_TASKS, f"{where}: depends_on must be a list of task ids")
         specs.append(TaskSpec(table["id"], table["title"], table["prompt"], tuple(depends)))
     return check_tasks(specs, source)
 
 
 def check_tasks(specs: list[TaskSpec], source: str = "the tasks") -> list[TaskSpec]:
     if not specs:
-        raise BadInput("no-tasks", "give at least one task (--task TEXT or --tasks FILE)")
+        raise BadInput(Code.NO_TASKS, "give at least one task (--task TEXT or --tasks FILE)")
     if len(specs) > MAX_TASKS:
-        raise BadInput("bad-tasks", f"{source}: at most {MAX_TASKS} tasks, not {len(specs)}")
+        raise BadInput(Code.BAD_TASKS, f"{source}: at most {MAX_TASKS} tasks, not {len(specs)}")
     seen: set[str] = set()
     for spec in specs:
         if not _ID.match(spec.id):
-            raise BadInput("bad-tasks", f"{source}: task id {spec.id[:60]!r} must be 1 to 40 letters, digits, "
+            raise BadInput(Code.BAD_TASKS, f"{source}: task id {spec.id[:60]!r} must be 1 to 40 letters, digits, "
                                         "'-' or '_', starting with a letter or digit")
         if spec.id in seen:
-            raise BadInput("bad-tasks", f"{source}: task id {spec.id!r} is given twice")
+            raise BadInput(Code.BAD_TASKS, f"{source}: task id {spec.id!r} is given twice")
         if not spec.title.strip() or len(spec.title) > MAX_TITLE_CHARS or has_unsafe_characters(spec.title):
-            raise BadInput("bad-tasks", f"{source}: task {spec.id}: the title must be 1 to {MAX_TITLE_CHARS} "
+            raise BadInput(Code.BAD_TASKS, f"{source}: task {spec.id}: the title must be 1 to {MAX_TITLE_CHARS} "
                                         "characters without control or invisible characters")
         if not spec.prompt.strip() or "\x00" in spec.prompt:
-            raise BadInput("bad-tasks", f"{source}: task {spec.id}: the prompt is empty or holds NUL")
+            raise BadInput(Code.BAD_TASKS, f"{source}: task {spec.id}: the prompt is empty or holds NUL")
         for dependency in spec.depends_on:
             if dependency == spec.id:
-                raise BadInput("bad-tasks", f"{source}: task {spec.id} depends on itself")
+                raise BadInput(Code.BAD_TASKS, f"{source}: task {spec.id} depends on itself")
             if dependency not in seen:
-                raise BadInput("bad-tasks", f"{source}: task {spec.id} depends on {dependency[:60]!r}, which is not "
+                raise BadInput(Code.BAD_TASKS, f"{source}: task {spec.id} depends on {dependency[:60]!r}, which is not "
                                             "a task listed before it")
         if len(set(spec.depends_on)) != len(spec.depends_on):
-            raise BadInput("bad-tasks", f"{source}: task {spec.id} names a dependency twice")
+            raise BadInput(Code.BAD_TASKS, f"{source}: task {spec.id} names a dependency twice")
         seen.add(spec.id)
     return specs

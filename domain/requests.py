@@ -28,6 +28,7 @@ from .kernel.errors import BadInput, NotFound, Refused
 from .run import Run, require_open
 from .kernel.streams import request_stream as stream_of
 from .kernel.values import add_ms, to_ms
+from .kernel.codes import Code
 
 __all__ = [
     "KINDS",
@@ -190,7 +191,7 @@ def _content(kind: str, raw: Mapping[str, Any]) -> dict[str, Any]:
         if value is None and not required:
             return None
         if not isinstance(value, str) or not value.strip() or len(value) > limit or "\x00" in value:
-            raise BadInput("bad-request", f"{name} is text of 1 to {limit} characters")
+            raise BadInput(Code.BAD_REQUEST, f"{name} is text of 1 to {limit} characters")
         return value
 
     def count(name: str) -> int | None:
@@ -200,24 +201,24 @@ def _content(kind: str, raw: Mapping[str, Any]) -> dict[str, Any]:
         from .kernel.values import MAX_SAFE_INT
 
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SAFE_INT:
-            raise BadInput("bad-request", f"{name} is a whole number from 0 to {MAX_SAFE_INT}")
+            raise BadInput(Code.BAD_REQUEST, f"{name} is a whole number from 0 to {MAX_SAFE_INT}")
         return value
 
     allowed = {"ask": {"question", "reason", "choices"}, "progress": {"summary", "input_tokens", "output_tokens",
                "cost_micro_usd"}, "propose": {"title", "prompt", "depends_on"}, "finish": {"summary"}}
     if kind not in allowed:
-        raise BadInput("bad-request", f"a request is one of {', '.join(KINDS)}, not {str(kind)[:40]!r}")
+        raise BadInput(Code.BAD_REQUEST, f"a request is one of {', '.join(KINDS)}, not {str(kind)[:40]!r}")
     unknown = sorted(set(raw) - allowed[kind])
     if unknown:
-        raise BadInput("bad-request", f"a {kind} request has no field {unknown[0][:40]!r}")
+        raise BadInput(Code.BAD_REQUEST, f"a {kind} request has no field {unknown[0][:40]!r}")
     if kind == "ask":
         reason = raw.get("reason", "blocked")
         if reason not in REASONS:
-            raise BadInput("bad-request", f"reason is one of {', '.join(REASONS)}")
+            raise BadInput(Code.BAD_REQUEST, f"reason is one of {', '.join(REASONS)}")
         choices = raw.get("choices") or []
         if (not isinstance(choices, list) or len(choices) > MAX_CHOICES
                 or not all(isinstance(c, str) and c.strip() and len(c) <= 200 and "\x00" not in c for c in choices)):
-            raise BadInput("bad-request", f"choices are up to {MAX_CHOICES} texts of 1 to 200 characters")
+            raise BadInput(Code.BAD_REQUEST, f"choices are up to {MAX_CHOICES} texts of 1 to 200 characters")
         return {"question": text("question"), "reason": reason, "choices": choices}
     if kind == "progress":
         return {"summary": text("summary"), "input_tokens": count("input_tokens"),
@@ -226,7 +227,7 @@ def _content(kind: str, raw: Mapping[str, Any]) -> dict[str, Any]:
         depends = raw.get("depends_on") or []
         if not isinstance(depends, list) or len(depends) > 100 or not all(isinstance(d, str) and _ID.match(d)
                                                                          for d in depends):
-            raise BadInput("bad-request", "depends_on is a list of up to 100 task ids")
+            raise BadInput(Code.BAD_REQUEST, "depends_on is a list of up to 100 task ids")
         return {"title": text("title", 200), "prompt": text("prompt"), "depends_on": depends}
     return {"summary": text("summary")}
 
@@ -334,9 +335,9 @@ def answer(question: Request | None, run: Run, *, text: str | None, choice: int 
     """QuestionAnswered, once; AnswerRefused when who answers is not trusted (recorded, then refused by the
     caller); nothing when the same answer by the same person was recorded already."""
     if question is None:
-        raise NotFound("unknown-question", "no question has that id ('docket inbox' lists them)")
+        raise NotFound(Code.UNKNOWN_QUESTION, "no question has that id ('docket inbox' lists them)")
     if question.kind != "ask" or question.status == "refused":
-        raise Refused("not-a-question", f"{question.key} is a {question.kind} request, not a question")
+        raise Refused(Code.NOT_A_QUESTION, f"{question.key} is a {question.kind} request, not a question")
     if not trusted:
         return [next_event(ev.AnswerRefused, stream_of(question.key), question.version, now,
                            request_key=question.key, run_id=question.run_id, answered_by=by,
@@ -344,21 +345,21 @@ def answer(question: Request | None, run: Run, *, text: str | None, choice: int 
                            message=f"{by} is neither the local user nor named in [inbox] trusted")]
     if choice is not None:
         if not question.choices:
-            raise BadInput("no-choices", f"question {question.key} offers no choices; answer it with text")
+            raise BadInput(Code.NO_CHOICES, f"question {question.key} offers no choices; answer it with text")
         if not 1 <= choice <= len(question.choices):
-            raise BadInput("no-such-choice", f"question {question.key} offers choices 1 to {len(question.choices)}")
+            raise BadInput(Code.NO_SUCH_CHOICE, f"question {question.key} offers choices 1 to {len(question.choices)}")
         chosen = question.choices[choice - 1]
         if text is not None and text != chosen:
-            raise BadInput("answer-and-choice", "give the answer's text or a choice, not both")
+            raise BadInput(Code.ANSWER_AND_CHOICE, "give the answer's text or a choice, not both")
         text = chosen
     if text is None or not text.strip() or len(text) > MAX_TEXT or "\x00" in text:
-        raise BadInput("bad-answer", f"an answer is text of 1 to {MAX_TEXT} characters")
+        raise BadInput(Code.BAD_ANSWER, f"an answer is text of 1 to {MAX_TEXT} characters")
     if question.status == "answered":
         if (question.answer, question.answered_by) == (text, by):
             return []
-        raise Refused("already-answered", f"question {question.key} was answered by {question.answered_by}")
+        raise Refused(Code.ALREADY_ANSWERED, f"question {question.key} was answered by {question.answered_by}")
     if question.status == "expired":
-        raise Refused("question-expired", f"question {question.key} expired at its deadline {question.deadline_at}")
+        raise Refused(Code.QUESTION_EXPIRED, f"question {question.key} expired at its deadline {question.deadline_at}")
     require_open(run)
     return [next_event(ev.QuestionAnswered, stream_of(question.key), question.version, now, request_key=question.key,
                        run_id=question.run_id, task_id=question.task_id, worker_id=question.worker_id,
@@ -380,7 +381,7 @@ def decide_follow_up(proposal: Request, run: Run, *, accept: bool, by: str, trus
     if proposal.decision != "queued":
         if proposal.decision == wanted and proposal.decided_by == by:
             return []
-        raise Refused("already-decided", f"the follow-up {proposal.key} was {proposal.decision} by "
+        raise Refused(Code.ALREADY_DECIDED, f"the follow-up {proposal.key} was {proposal.decision} by "
                                          f"{proposal.decided_by or 'the run policy'}")
     require_open(run)
     task_id, added = (None, []) if not accept else follow_ups.added_task(

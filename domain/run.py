@@ -28,6 +28,7 @@ from .containment.process_identity import ProcessIdentity as Process
 from .kernel.streams import run_stream as stream_of
 from .containment.trust import MAX_TRUSTED_PATHS
 from .kernel.values import format_duration
+from .kernel.codes import Code
 
 __all__ = [
     "Run",
@@ -247,7 +248,7 @@ def open_run(
     commit as the base: the repository's own branch, or the one on the shared git remote (name, URL) when given."""
     check_branch_name(target_branch)
     if not goal.strip():
-        raise BadInput("empty-goal", "a run needs a goal")
+        raise BadInput(Code.EMPTY_GOAL, "a run needs a goal")
     stream = stream_of(run_id)
     opened = next_event(
         ev.RunOpenedV2, stream, 0, now, run_id=run_id, goal=goal, target_branch=target_branch, budget_ms=budget_ms,
@@ -280,17 +281,17 @@ def record_base_pin(run: Run, intent_id: str, now: str, *, commit: str | None = 
 
 def pause(run: Run, reason: str | None, now: str) -> ev.Event:
     if run.status != "active":
-        raise Refused("run-not-active", f"run {run.run_id} is {run.status}; only an active run can be paused")
+        raise Refused(Code.RUN_NOT_ACTIVE, f"run {run.run_id} is {run.status}; only an active run can be paused")
     return next_event(ev.RunPaused, stream_of(run.run_id), run.version, now, run_id=run.run_id, reason=reason)
 
 
 def resume(run: Run, now: str) -> ev.Event:
     if run.status != "paused":
-        raise Refused("run-not-paused", f"run {run.run_id} is {run.status}; only a paused run can be resumed")
+        raise Refused(Code.RUN_NOT_PAUSED, f"run {run.run_id} is {run.status}; only a paused run can be resumed")
     remaining = run.remaining_ms(now)
     if remaining == 0:
         raise Refused(
-            "budget-exhausted",
+            Code.BUDGET_EXHAUSTED,
             f"run {run.run_id} has used its whole budget of {format_duration(run.budget_ms or 0)}",
         )
     return next_event(ev.RunResumed, stream_of(run.run_id), run.version, now, run_id=run.run_id)
@@ -317,7 +318,7 @@ def plan_run(run: Run, tasks: list[tuple[str, list[str]]], agent: str, cycles: i
     if run.plan is not None:
         if run.plan.as_planned() == wanted:
             return []
-        raise Refused("plan-differs", f"run {run.run_id} is already planned with other tasks, agent, cycles or "
+        raise Refused(Code.PLAN_DIFFERS, f"run {run.run_id} is already planned with other tasks, agent, cycles or "
                                       "parallelism; resume it with the same ones")
     key = None if export_key is None else ev.ExportKey(keyid=export_key[0], path=export_key[1])
     return [next_event(ev.RunPlannedV2, stream_of(run.run_id), run.version, now, run_id=run.run_id,
@@ -333,7 +334,7 @@ def record_configuration(run: Run, *, config_sha256: str | None, trusted_paths: 
         return []
     paths = sorted(set(trusted_paths))
     if len(paths) > MAX_TRUSTED_PATHS:
-        raise BadInput("too-many-trusted-paths", f"the checks, hooks and setup commands name {len(paths)} repository "
+        raise BadInput(Code.TOO_MANY_TRUSTED_PATHS, f"the checks, hooks and setup commands name {len(paths)} repository "
                                                  f"files; at most {MAX_TRUSTED_PATHS}")
     return [next_event(ev.RunConfigurationRecorded, stream_of(run.run_id), run.version, now, run_id=run.run_id,
                        config_sha256=config_sha256, trusted_paths=paths)]
@@ -375,7 +376,7 @@ def exhaust_usage(run: Run, usage: usage_rules.Usage, now: str) -> list[ev.Event
 def complete(run: Run, now: str) -> ev.Event:
     if run.status not in ("active", "paused"):
         if run.status == "opening":
-            raise Refused("run-base-not-pinned", f"run {run.run_id} has no pinned base commit yet")
+            raise Refused(Code.RUN_BASE_NOT_PINNED, f"run {run.run_id} has no pinned base commit yet")
         raise RunClosed(f"run {run.run_id} is already {run.status}")
     return next_event(ev.RunCompleted, stream_of(run.run_id), run.version, now, run_id=run.run_id)
 

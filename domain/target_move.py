@@ -93,7 +93,7 @@ def request_target(integration: Integration, *, intent_id: str, checkout: str | 
     # a queue that goes on moves it whenever verified steps lie beyond it, though a step was queued meanwhile
     behind = integration.rolling and not integration.ended and integration.head() != integration.target_expected
     if integration.status != "updating-target" and not behind:
-        raise Refused("integration-not-verified", f"the integration of run {integration.run_id} is "
+        raise Refused(Code.INTEGRATION_NOT_VERIFIED, f"the integration of run {integration.run_id} is "
                                                   f"{integration.status}; the target moves after every step is "
                                                   "verified")
     last = [s for s in integration.steps if s.status == "verified"][-1] if integration.rolling else (

@@ -17,6 +17,7 @@ from .kernel.errors import Refused
 from .kernel.names import task_branch
 from .run import Run, require_open
 from .kernel.streams import task_stream as stream_of
+from .kernel.codes import Code
 
 if TYPE_CHECKING:
     from .candidate import TestsReported
@@ -127,7 +128,7 @@ def apply(task: Task | None, event: ev.Event, position: int) -> Task:
 def plan(existing: Task | None, run: Run, task_id: str, title: str, now: str, *,
          prompt_sha256: str | None = None, prompt_chars: int = 0) -> ev.Event:
     if existing is not None:
-        raise Refused("task-exists", f"task {task_id} is already planned in run {existing.run_id}")
+        raise Refused(Code.TASK_EXISTS, f"task {task_id} is already planned in run {existing.run_id}")
     require_open(run)
     return next_event(ev.TaskPlannedV2, stream_of(task_id), 0, now, task_id=task_id, run_id=run.run_id, title=title,
                       prompt_sha256=prompt_sha256, prompt_chars=prompt_chars)
@@ -141,7 +142,7 @@ def request_worktree(task: Task, run: Run, intent_id: str, repository: str, path
     if task.worktree is not None or task.worktree_intent is not None:
         return []
     if run.base_commit is None:
-        raise Refused("run-base-not-pinned", f"run {run.run_id} has no pinned base commit yet")
+        raise Refused(Code.RUN_BASE_NOT_PINNED, f"run {run.run_id} has no pinned base commit yet")
     fields: dict[str, Any] = {} if host is None else {"host": host}
     return [next_event(ev.WorktreeRequestedV2 if host is not None else ev.WorktreeRequested, stream_of(task.task_id),
                        task.version, now, intent_id=intent_id, run_id=run.run_id, task_id=task.task_id,
@@ -171,7 +172,7 @@ def record_feedback(task: Task, run: Run, *, generation: int, code: str, check: 
     """TaskFeedbackRecorded for a generation's failed work, once per generation (nothing if judged already)."""
     require_open(run)
     if task.result is not None:
-        raise Refused("task-finished", f"task {task.task_id} has finished ({task.result})")
+        raise Refused(Code.TASK_FINISHED, f"task {task.task_id} has finished ({task.result})")
     if task.judged(generation):
         return []
     text = feedback.strip() or code
@@ -217,7 +218,7 @@ def record_answered(task: Task, run: Run, *, generation: int, request_keys: list
     """TaskAnswered for a generation that ended waiting for answers, once (nothing if its end was dealt with)."""
     require_open(run)
     if task.result is not None:
-        raise Refused("task-finished", f"task {task.task_id} has finished ({task.result})")
+        raise Refused(Code.TASK_FINISHED, f"task {task.task_id} has finished ({task.result})")
     if task.judged(generation):
         return []
     return [next_event(ev.TaskAnswered, stream_of(task.task_id), task.version, now, task_id=task.task_id,
@@ -306,7 +307,7 @@ def request_removal(task: Task, *, intent_id: str, repository: str, head: str, t
     if task.removal_intent is not None:
         return []
     if task.worktree is None or task.branch is None:
-        raise Refused("no-worktree", f"task {task.task_id} has no worktree"
+        raise Refused(Code.NO_WORKTREE, f"task {task.task_id} has no worktree"
                                      + (f" (its worktree {task.removed} was removed)" if task.removed else ""))
     return [next_event(ev.WorktreeRemovalRequested, stream_of(task.task_id), task.version, now, intent_id=intent_id,
                        run_id=task.run_id, task_id=task.task_id, repository=repository, path=task.worktree,

@@ -21,6 +21,7 @@ from .containment.process_identity import ProcessIdentity as Process
 from .containment.sandbox import SandboxRecord
 from .run import Run, require_open
 from .kernel.streams import worker_stream as stream_of
+from .kernel.codes import Code
 
 if TYPE_CHECKING:
     from .effects import Act, Unknown
@@ -112,10 +113,10 @@ def apply(worker: Worker | None, event: ev.Event, position: int) -> Worker:
 def register(existing: Worker | None, run: Run, worker_id: str, role: str,
              task_run_id: str | None, task_id: str | None, now: str) -> ev.Event:
     if existing is not None:
-        raise Refused("worker-exists", f"worker {worker_id} is already registered in run {existing.run_id}")
+        raise Refused(Code.WORKER_EXISTS, f"worker {worker_id} is already registered in run {existing.run_id}")
     require_open(run)
     if task_id is not None and task_run_id != run.run_id:
-        raise Refused("task-not-in-run", f"task {task_id} does not belong to run {run.run_id}")
+        raise Refused(Code.TASK_NOT_IN_RUN, f"task {task_id} does not belong to run {run.run_id}")
     return next_event(ev.WorkerRegistered, stream_of(worker_id), 0, now, worker_id=worker_id,
                       run_id=run.run_id, role=role, generation=1, task_id=task_id)
 
@@ -124,7 +125,7 @@ def relaunch(worker: Worker, run: Run, now: str) -> ev.Event:
     """Raise the generation. Refused while this generation's process may still run: stop it, or let it end."""
     require_open(run)
     if worker.status in ACTIVE:
-        raise Refused("worker-running", f"worker {worker.worker_id} generation {worker.generation} is "
+        raise Refused(Code.WORKER_RUNNING, f"worker {worker.worker_id} generation {worker.generation} is "
                       f"{worker.status}; its process must be positively gone first ('docket worker stop')")
     return next_event(ev.WorkerRelaunched, stream_of(worker.worker_id), worker.version, now,
                       worker_id=worker.worker_id, run_id=worker.run_id,
@@ -147,7 +148,7 @@ def lose(worker: Worker, run: Run, generation: int, *, host: str, lease_expired_
 def require_current(worker: Worker, generation: int) -> None:
     if generation > worker.generation:
         raise Refused(
-            "unknown-generation",
+            Code.UNKNOWN_GENERATION,
             f"worker {worker.worker_id} has no generation {generation}; its current generation is {worker.generation}",
         )
     if generation < worker.generation:
@@ -173,13 +174,13 @@ def request_launch(worker: Worker, run: Run, *, intent_id: str, agent: str, argv
     """The intent to start this generation's process. A generation runs at most one."""
     require_open(run)
     if run.status != "active":
-        raise Refused("run-not-active", f"run {run.run_id} is {run.status}; workers launch only in an active run")
+        raise Refused(Code.RUN_NOT_ACTIVE, f"run {run.run_id} is {run.status}; workers launch only in an active run")
     if worker.task_id is None:
-        raise Refused("worker-without-task", f"worker {worker.worker_id} has no task to work on")
+        raise Refused(Code.WORKER_WITHOUT_TASK, f"worker {worker.worker_id} has no task to work on")
     if run.remaining_ms(now) == 0:
-        raise Refused("budget-exhausted", f"run {run.run_id} has used its whole budget")
+        raise Refused(Code.BUDGET_EXHAUSTED, f"run {run.run_id} has used its whole budget")
     if worker.status != "registered":
-        raise Refused("generation-used", f"worker {worker.worker_id} generation {worker.generation} is "
+        raise Refused(Code.GENERATION_USED, f"worker {worker.worker_id} generation {worker.generation} is "
                       f"{worker.status}; a new process needs a new generation")
     return next_event(ev.WorkerLaunchRequested, stream_of(worker.worker_id), worker.version, now,
                       intent_id=intent_id, run_id=worker.run_id, worker_id=worker.worker_id, task_id=worker.task_id,
@@ -236,11 +237,11 @@ def decide_launch(worker: Worker, intent: ev.WorkerLaunchRequested, observed: La
 def request_stop(worker: Worker, *, intent_id: str, reason: str, now: str) -> list[ev.Event]:
     """The intent to stop the current generation's process group; nothing if a stop is already pending."""
     if worker.status == "launching":  # no identity recorded yet: nothing could be stopped for sure
-        raise Refused("worker-launching", f"worker {worker.worker_id} generation {worker.generation} is still "
+        raise Refused(Code.WORKER_LAUNCHING, f"worker {worker.worker_id} generation {worker.generation} is still "
                       "launching; stop it once it runs (a launch whose command died is resolved by "
                       "'docket replay --apply')")
     if worker.status not in ACTIVE:
-        raise Refused("worker-not-running", f"worker {worker.worker_id} generation {worker.generation} is "
+        raise Refused(Code.WORKER_NOT_RUNNING, f"worker {worker.worker_id} generation {worker.generation} is "
                       f"{worker.status}")
     if worker.stop_intent is not None:
         return []

@@ -13,6 +13,7 @@ import posixpath
 import unicodedata
 
 from .errors import BadInput
+from .codes import Code
 
 __all__ = [
     "check_branch_name",
@@ -60,7 +61,7 @@ def normalise_resource(text: str, root: str | None) -> str:
     """
 
     def refuse(why: str) -> BadInput:
-        return BadInput("bad-resource", f"resource {_quoted(text)} {why}")
+        return BadInput(Code.BAD_RESOURCE, f"resource {_quoted(text)} {why}")
 
     if has_unsafe_characters(text):
         raise refuse("contains a control, bidi or invisible character")
@@ -93,7 +94,7 @@ def check_branch_name(name: str) -> str:
     """
     problem = _branch_problem(name)
     if problem:
-        raise BadInput("bad-branch-name", f"branch name {_quoted(name)} {problem}")
+        raise BadInput(Code.BAD_BRANCH_NAME, f"branch name {_quoted(name)} {problem}")
     return name
 
 
@@ -131,7 +132,7 @@ def task_branch(run_id: str, task_id: str) -> str:
     """The branch a task's worktree is on: ``docket/<run>/<task>`` (BadInput ``bad-branch-name`` if git refuses it)."""
     for part in (run_id, task_id):
         if not part or "/" in part:
-            raise BadInput("bad-branch-name", f"id {_quoted(part)} is not a single branch name component")
+            raise BadInput(Code.BAD_BRANCH_NAME, f"id {_quoted(part)} is not a single branch name component")
     return check_branch_name(f"docket/{run_id}/{task_id}")
 
 
@@ -142,7 +143,7 @@ def check_include_pattern(pattern: str) -> str:
     Refused: empty, absolute, a ``..`` or ``.`` part, an empty part, unsafe characters.
     """
     def refuse(why: str) -> BadInput:
-        return BadInput("bad-include", f"include pattern {_quoted(pattern)} {why}")
+        return BadInput(Code.BAD_INCLUDE, f"include pattern {_quoted(pattern)} {why}")
 
     if not pattern:
         raise refuse("is empty")

@@ -11,6 +11,7 @@ import re
 from datetime import datetime, timedelta, timezone
 
 from .errors import BadInput
+from .codes import Code
 
 __all__ = [
     "DEFAULT_MAX_FILE_SIZE",
@@ -70,7 +71,7 @@ def to_ms(timestamp: str) -> int:
 def from_ms(ms: int) -> str:
     """docket's timestamp of a millisecond count; out of the recordable range is BadInput."""
     if not 0 <= ms <= _LATEST_MS:
-        raise BadInput("time-out-of-range",
+        raise BadInput(Code.TIME_OUT_OF_RANGE,
                        f"{ms} ms is outside the times docket can record ({EARLIEST_TIME} to {LATEST_TIME})")
     moment = _EPOCH + timedelta(milliseconds=ms)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
@@ -80,7 +81,7 @@ def add_ms(timestamp: str, ms: int) -> str:
     """timestamp + ms, refused when the result is past the times docket can record."""
     total = to_ms(timestamp) + ms
     if not 0 <= total <= _LATEST_MS:
-        raise BadInput("time-out-of-range",
+        raise BadInput(Code.TIME_OUT_OF_RANGE,
                        f"{timestamp} plus {format_duration(ms)} is past {LATEST_TIME}, the latest time docket can record")
     return from_ms(total)
 
@@ -90,12 +91,12 @@ def parse_time(text: str) -> str:
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise BadInput("bad-time", f"{text!r} is not an ISO-8601 time") from None
+        raise BadInput(Code.BAD_TIME, f"{text!r} is not an ISO-8601 time") from None
     if moment.tzinfo is None:
-        raise BadInput("bad-time", f"{text!r} has no UTC offset; add 'Z' or '+00:00'")
+        raise BadInput(Code.BAD_TIME, f"{text!r} has no UTC offset; add 'Z' or '+00:00'")
     ms = (moment - _EPOCH) // timedelta(milliseconds=1)  # aware datetimes subtract without overflow
     if not 0 <= ms <= _LATEST_MS:
-        raise BadInput("bad-time", f"{text!r} is outside the times docket can record ({EARLIEST_TIME} to {LATEST_TIME})")
+        raise BadInput(Code.BAD_TIME, f"{text!r} is outside the times docket can record ({EARLIEST_TIME} to {LATEST_TIME})")
     return from_ms(ms)
 
 
@@ -107,13 +108,13 @@ def parse_duration(text: str) -> int:
     text = text.strip()
     match = _DURATION.fullmatch(text) if text else None
     if match is None:
-        raise BadInput("bad-duration",
+        raise BadInput(Code.BAD_DURATION,
                        f"{text!r} is not a duration like 90m, 1h30m, 45s or 250ms (units d h m s ms, each once, in that order)")
     ms = sum(int(n) * _UNIT_MS[u] for n, u in zip(match.groups(), _DURATION_UNITS) if n is not None)
     if ms <= 0:
-        raise BadInput("bad-duration", f"{text!r} must be longer than zero")
+        raise BadInput(Code.BAD_DURATION, f"{text!r} must be longer than zero")
     if ms > MAX_DURATION_MS:
-        raise BadInput("bad-duration", f"{text!r} is longer than the maximum, {format_duration(MAX_DURATION_MS)}")
+        raise BadInput(Code.BAD_DURATION, f"{text!r} is longer than the maximum, {format_duration(MAX_DURATION_MS)}")
     return ms
 
 
@@ -129,16 +130,16 @@ def parse_size(value: int | str) -> int:
     (KB MB GB TB are powers of 1000, KiB MiB GiB TiB of 1024; units in any case) -> bytes, at least one and at most
     MAX_SAFE_INT."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise BadInput("bad-size", f"{value!r} is not a size like 100MB, 1GiB or a number of bytes")
+        raise BadInput(Code.BAD_SIZE, f"{value!r} is not a size like 100MB, 1GiB or a number of bytes")
     match = None if isinstance(value, int) else _SIZE.fullmatch(value.strip())
     if isinstance(value, str) and match is None:
-        raise BadInput("bad-size", f"{value!r} is not a size like 100MB, 1GiB or 300B (units B KB MB GB TB "
+        raise BadInput(Code.BAD_SIZE, f"{value!r} is not a size like 100MB, 1GiB or 300B (units B KB MB GB TB "
                                    "KiB MiB GiB TiB)")
     size = value if isinstance(value, int) else int(match.group(1)) * _SIZE_UNITS[(match.group(2) or "b").lower()]
     if size <= 0:
-        raise BadInput("bad-size", f"{value!r} must be more than zero bytes")
+        raise BadInput(Code.BAD_SIZE, f"{value!r} must be more than zero bytes")
     if size > MAX_SAFE_INT:
-        raise BadInput("bad-size", f"{value!r} is more than the maximum, {MAX_SAFE_INT} bytes")
+        raise BadInput(Code.BAD_SIZE, f"{value!r} is more than the maximum, {MAX_SAFE_INT} bytes")
     return size
 
 
@@ -150,18 +151,18 @@ def parse_cost(value: int | float | str) -> int:
     """An amount of US dollars as docket.toml or a user spells it (2.50, "2.50", "$2.50", 3) -> an integer number of
     millionths of a dollar (micro-USD), more than zero and at most MAX_SAFE_INT; at most six decimal places."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise BadInput("bad-cost", f"{value!r} is not an amount of US dollars like 2.50")
+        raise BadInput(Code.BAD_COST, f"{value!r} is not an amount of US dollars like 2.50")
     # a TOML float: its shortest decimal spelling, never its binary expansion (2.5 -> "2.5", not 2.4999...)
     text = _plain_decimal(repr(value)) if isinstance(value, float) else str(value).strip()
     match = _COST.fullmatch(text)
     if match is None:
-        raise BadInput("bad-cost", f"{str(value)[:40]!r} is not an amount of US dollars like 2.50 (at most six "
+        raise BadInput(Code.BAD_COST, f"{str(value)[:40]!r} is not an amount of US dollars like 2.50 (at most six "
                                    "decimal places)")
     micro = int(match.group(1)) * 1_000_000 + int((match.group(2) or "").ljust(6, "0"))
     if micro <= 0:
-        raise BadInput("bad-cost", f"{text!r} must be more than zero dollars")
+        raise BadInput(Code.BAD_COST, f"{text!r} must be more than zero dollars")
     if micro > MAX_SAFE_INT:
-        raise BadInput("bad-cost", f"{text!r} is more than the maximum, {format_cost(MAX_SAFE_INT)}")
+        raise BadInput(Code.BAD_COST, f"{text!r} is more than the maximum, {format_cost(MAX_SAFE_INT)}")
     return micro
 
 
@@ -184,12 +185,12 @@ def parse_tokens(value: int | str) -> int:
     most MAX_SAFE_INT."""
     if isinstance(value, bool) or not isinstance(value, (int, str)) or (
             isinstance(value, str) and not _TOKENS.fullmatch(value.strip())):
-        raise BadInput("bad-count", f"{str(value)[:40]!r} is not a number of tokens like 2000000")
+        raise BadInput(Code.BAD_COUNT, f"{str(value)[:40]!r} is not a number of tokens like 2000000")
     tokens = int(value)
     if tokens <= 0:
-        raise BadInput("bad-count", f"{value!r} must be more than zero tokens")
+        raise BadInput(Code.BAD_COUNT, f"{value!r} must be more than zero tokens")
     if tokens > MAX_SAFE_INT:
-        raise BadInput("bad-count", f"{value!r} is more than the maximum, {MAX_SAFE_INT} tokens")
+        raise BadInput(Code.BAD_COUNT, f"{value!r} is more than the maximum, {MAX_SAFE_INT} tokens")
     return tokens
 
 
@@ -204,7 +205,7 @@ def format_size(size: int) -> str:
 def parse_position(text: str) -> int:
     """A ledger position as typed by a user: 1 to MAX_SAFE_INT, plain ASCII digits."""
     if not _POSITION.fullmatch(text) or int(text) > MAX_SAFE_INT:
-        raise BadInput("bad-position", f"{text[:40]!r} is not a ledger position (1 to {MAX_SAFE_INT})")
+        raise BadInput(Code.BAD_POSITION, f"{text[:40]!r} is not a ledger position (1 to {MAX_SAFE_INT})")
     return int(text)
 
 

@@ -22,6 +22,7 @@ from xml.parsers import expat
 
 from ..kernel.names import is_unsafe_character
 from ..containment.processes import redact
+from ..kernel.codes import Code
 
 __all__ = ["MAX_REPORT_BYTES", "Judgment", "ReportError", "TestFailure", "TestReport", "escaped", "judge_relative",
            "parse_junit", "report_feedback"]
@@ -72,7 +73,7 @@ def parse_junit(data: bytes, secrets: Collection[str] = ()) -> TestReport:
     declares a DOCTYPE or entities, is not well-formed XML, or is not JUnit (its root is neither testsuites nor
     testsuite)."""
     if len(data) > MAX_REPORT_BYTES:
-        raise ReportError("report-too-large", f"the report has {len(data)} bytes; at most {MAX_REPORT_BYTES} are read")
+        raise ReportError(Code.REPORT_TOO_LARGE, f"the report has {len(data)} bytes; at most {MAX_REPORT_BYTES} are read")
     collector = _Collector(tuple(secrets))
     parser = expat.ParserCreate()
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
@@ -86,15 +87,15 @@ def parse_junit(data: bytes, secrets: Collection[str] = ()) -> TestReport:
     try:
         parser.Parse(data, True)
     except expat.ExpatError as e:
-        raise ReportError("report-malformed", f"the report is not well-formed XML ({expat.ErrorString(e.code)}, "
+        raise ReportError(Code.REPORT_MALFORMED, f"the report is not well-formed XML ({expat.ErrorString(e.code)}, "
                                               f"line {e.lineno})") from None
     if collector.root is None:
-        raise ReportError("report-malformed", "the report is empty")
+        raise ReportError(Code.REPORT_MALFORMED, "the report is empty")
     return TestReport(collector.tests, tuple(collector.failing.values()))
 
 
 def _refuse(*_: object) -> None:
-    raise ReportError("report-refused", "the report declares a DOCTYPE or an entity; such reports are not read "
+    raise ReportError(Code.REPORT_REFUSED, "the report declares a DOCTYPE or an entity; such reports are not read "
                                         "(entity expansion and external references are refused)")
 
 
@@ -114,16 +115,16 @@ class _Collector:
     def start(self, name: str, attributes: dict[str, str]) -> None:
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise ReportError("report-too-deep", f"the report nests elements deeper than {MAX_DEPTH}")
+            raise ReportError(Code.REPORT_TOO_DEEP, f"the report nests elements deeper than {MAX_DEPTH}")
         if self.root is None:
             if name not in ("testsuites", "testsuite"):
-                raise ReportError("report-not-junit", f"the report's root is <{name[:40]}>, not <testsuites> or "
+                raise ReportError(Code.REPORT_NOT_JUNIT, f"the report's root is <{name[:40]}>, not <testsuites> or "
                                                       "<testsuite>")
             self.root = name
         if name == "testcase" and self.case is None:
             self.tests += 1
             if self.tests > MAX_TESTS:
-                raise ReportError("report-too-large", f"the report has more than {MAX_TESTS} test cases")
+                raise ReportError(Code.REPORT_TOO_LARGE, f"the report has more than {MAX_TESTS} test cases")
             self.case, self.outcome, self.message = dict(attributes), None, None
         elif name in ("failure", "error") and self.case is not None and self.outcome is None:
             self.outcome = "failed" if name == "failure" else "error"
@@ -145,7 +146,7 @@ class _Collector:
                 test_id = _test_id(self.case.get("classname", ""), self.case.get("name", ""), self.secrets)
                 if test_id not in self.failing:
                     if len(self.failing) >= MAX_FAILING:
-                        raise ReportError("report-too-large", f"the report has more than {MAX_FAILING} failing tests")
+                        raise ReportError(Code.REPORT_TOO_LARGE, f"the report has more than {MAX_FAILING} failing tests")
                     self.failing[test_id] = TestFailure(test_id, self.outcome,  # type: ignore[arg-type]
                                                         self.message or self.outcome)
             self.case = None

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..kernel.errors import VerificationFailed
+from ..kernel.codes import Code
 
 __all__ = [
     "REPOSITORY_ID",
@@ -90,17 +91,17 @@ class Expected:
 def check_expected(receipt: dict[str, Any], expected: Expected, *, subject_digest: dict[str, str]) -> None:
     """VerificationFailed (receipt-for-another-run, -commit, -repository) when the receipt is about something else."""
     if expected.run is not None and receipt["run"]["id"] != expected.run:
-        raise VerificationFailed("receipt-for-another-run", f"the receipt is of run {receipt['run']['id']!r}, not "
+        raise VerificationFailed(Code.RECEIPT_FOR_ANOTHER_RUN, f"the receipt is of run {receipt['run']['id']!r}, not "
                                                             f"{expected.run!r}")
     if expected.commit is not None:
         commit = subject_digest.get("gitCommit")
         wanted = expected.commit.lower()
         if commit is None:
-            raise VerificationFailed("receipt-for-another-commit", f"the receipt's run stopped and vouches for no "
+            raise VerificationFailed(Code.RECEIPT_FOR_ANOTHER_COMMIT, f"the receipt's run stopped and vouches for no "
                                      f"commit (its target stayed at {receipt['target']['expected_commit']}), not "
                                      f"for {expected.commit}")
         if len(wanted) < 7 or not commit.startswith(wanted):
-            raise VerificationFailed("receipt-for-another-commit", f"the receipt vouches for commit {commit}, not "
+            raise VerificationFailed(Code.RECEIPT_FOR_ANOTHER_COMMIT, f"the receipt vouches for commit {commit}, not "
                                                                    f"{expected.commit}")
     if expected.repository_id is not None or expected.roots is not None or expected.path_given:
         _check_repository(receipt, expected)
@@ -109,17 +110,17 @@ def check_expected(receipt: dict[str, Any], expected: Expected, *, subject_diges
 def _check_repository(receipt: dict[str, Any], expected: Expected) -> None:
     said = receipt.get("repository")
     if said is None:
-        raise VerificationFailed("receipt-for-another-repository", "the receipt (format 1) names no repository: it "
+        raise VerificationFailed(Code.RECEIPT_FOR_ANOTHER_REPOSITORY, "the receipt (format 1) names no repository: it "
                                                                    "cannot be matched to one")
     if expected.repository_id is not None and said.get("id") == expected.repository_id:
         return
     if not expected.path_given:  # an id was given, and it is not the receipt's
-        raise VerificationFailed("receipt-for-another-repository", f"the receipt is of repository {said.get('id')}, "
+        raise VerificationFailed(Code.RECEIPT_FOR_ANOTHER_REPOSITORY, f"the receipt is of repository {said.get('id')}, "
                                                                    f"not {expected.repository_id}")
     if expected.roots is None:
-        raise VerificationFailed("receipt-for-another-repository", f"the receipt's base commit "
+        raise VerificationFailed(Code.RECEIPT_FOR_ANOTHER_REPOSITORY, f"the receipt's base commit "
                                  f"{receipt['run']['base_commit']} is not in that repository")
     if sorted(expected.roots) != sorted(said.get("roots") or []):
-        raise VerificationFailed("receipt-for-another-repository", f"the receipt's repository has root commit(s) "
+        raise VerificationFailed(Code.RECEIPT_FOR_ANOTHER_REPOSITORY, f"the receipt's repository has root commit(s) "
                                  f"{', '.join(said.get('roots') or []) or 'unknown'}; that repository's history of "
                                  f"the base has {', '.join(expected.roots)}")

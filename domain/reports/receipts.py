@@ -22,6 +22,7 @@ from ..kernel.chain import chain_entry, next_digest
 from ..kernel.errors import VerificationFailed
 from ..kernel.merkle import verify_inclusion
 from .receipt_claims import subject_of
+from ..kernel.codes import Code
 
 __all__ = [
     "CHECK_EVENT_TYPES",
@@ -74,16 +75,16 @@ class _Cited:
 def verify_statement(statement: dict[str, Any]) -> VerifiedReceipt:
     """The receipt the statement carries, once every check holds; else VerificationFailed naming what failed."""
     if statement.get("predicateType") != PREDICATE_TYPE:
-        raise VerificationFailed("bad-statement", f"predicateType is not {PREDICATE_TYPE}: not a docket receipt")
+        raise VerificationFailed(Code.BAD_STATEMENT, f"predicateType is not {PREDICATE_TYPE}: not a docket receipt")
     predicate = _object(statement.get("predicate"), "predicate")
     receipt = _object(predicate.get("receipt"), "predicate.receipt")
     try:
         digest = receipt_sha256(receipt)
     except CanonicalJSONError as e:
-        raise VerificationFailed("bad-statement", f"the receipt is not canonical JSON: {e}") from None
+        raise VerificationFailed(Code.BAD_STATEMENT, f"the receipt is not canonical JSON: {e}") from None
     if predicate.get("receipt_sha256") != digest:
         sealed = _shown(predicate.get("receipt_sha256"))
-        raise VerificationFailed("receipt-digest-mismatch", f"the receipt's sha256 is {digest}, not the {sealed} it "
+        raise VerificationFailed(Code.RECEIPT_DIGEST_MISMATCH, f"the receipt's sha256 is {digest}, not the {sealed} it "
                                                             "is sealed with")
     ledger = _object(predicate.get("ledger"), "predicate.ledger")
     size = _integer(ledger.get("tree_size"), "ledger.tree_size")
@@ -94,13 +95,13 @@ def verify_statement(statement: dict[str, Any]) -> VerifiedReceipt:
     _check_head(ledger.get("head"), head, size, root)
     positions = [c.position for c in cited]
     if positions != receipt.get("cited"):
-        raise VerificationFailed("cited-events-mismatch", f"the events exported (positions {_few(positions)}) are "
+        raise VerificationFailed(Code.CITED_EVENTS_MISMATCH, f"the events exported (positions {_few(positions)}) are "
                                                           f"not the ones the receipt cites "
                                                           f"({_few(receipt.get('cited'))})")
     try:
         final_commit = _Contradictions(receipt, cited).check(statement)
     except (KeyError, TypeError, AttributeError, ValueError) as e:
-        raise VerificationFailed("bad-statement", f"the receipt lacks a field or has a wrong type ({e!r})") from None
+        raise VerificationFailed(Code.BAD_STATEMENT, f"the receipt lacks a field or has a wrong type ({e!r})") from None
     return VerifiedReceipt(run_id=receipt["run"]["id"], final_commit=final_commit,
                            outcome=receipt["target"]["outcome"], tree_size=size, root=root,
                            events_checked=len(cited), receipt=receipt)
@@ -112,9 +113,9 @@ def _check_head(event: Any, head: str, size: int, root: str) -> None:
     try:
         _check_event(event, None, size, root)
     except VerificationFailed as e:
-        raise VerificationFailed("head-not-proven", f"the ledger head: {e.message}") from None
+        raise VerificationFailed(Code.HEAD_NOT_PROVEN, f"the ledger head: {e.message}") from None
     if event["position"] != size or event["digest"] != head:
-        raise VerificationFailed("head-not-proven", f"the head digest {head} is not the digest of the event at "
+        raise VerificationFailed(Code.HEAD_NOT_PROVEN, f"the head digest {head} is not the digest of the event at "
                                                     f"position {size}, the last of the tree of size {size}")
 
 
@@ -125,26 +126,26 @@ def _check_event(event: Any, index: int | None, size: int, root: str) -> _Cited:
     stream, type_ = event.get("stream"), event.get("type")
     version = _integer(event.get("version"), f"{where}.version")
     if not isinstance(stream, str) or not isinstance(type_, str):
-        raise VerificationFailed("bad-statement", f"{where} has no stream or type")
+        raise VerificationFailed(Code.BAD_STATEMENT, f"{where} has no stream or type")
     state = _base64(event.get("state"), f"{where}.state")
     previous, digest = _hex(event.get("previous_digest"), f"{where}.previous_digest"), _hex(
         event.get("digest"), f"{where}.digest")
     recomputed = next_digest(previous, chain_entry(position, stream, version, type_, state))
     named = f"the event at position {position} ({_shown(type_)} on {_shown(stream)})"
     if recomputed != digest:
-        raise VerificationFailed("event-digest-mismatch", f"{named} recomputes to chain digest {recomputed}, not the "
+        raise VerificationFailed(Code.EVENT_DIGEST_MISMATCH, f"{named} recomputes to chain digest {recomputed}, not the "
                                                           f"{digest} exported with it")
     if not verify_inclusion(bytes.fromhex(digest), position - 1, size, _path(event.get("audit_path"), where),
                             bytes.fromhex(root)):
-        raise VerificationFailed("bad-proof", f"the audit path of {named} does not prove its digest in the tree of "
+        raise VerificationFailed(Code.BAD_PROOF, f"the audit path of {named} does not prove its digest in the tree of "
                                               f"size {size} with root {root}")
     try:
         body = strict_json(state)
         payload = body["payload"]
     except (ValueError, KeyError, TypeError, RecursionError):
-        raise VerificationFailed("bad-statement", f"the state of {named} is not an event's JSON") from None
+        raise VerificationFailed(Code.BAD_STATEMENT, f"the state of {named} is not an event's JSON") from None
     if not isinstance(payload, dict):
-        raise VerificationFailed("bad-statement", f"the state of {named} has no payload object")
+        raise VerificationFailed(Code.BAD_STATEMENT, f"the state of {named} has no payload object")
     return _Cited(position, type_.rsplit(".v", 1)[0], payload)
 
 
@@ -158,7 +159,7 @@ class _Contradictions:
     def check(self, statement: dict[str, Any]) -> str:
         receipt = self.receipt
         if receipt.get("format") not in FORMATS:
-            raise VerificationFailed("bad-statement", f"receipt format {_shown(receipt.get('format'))} is not one "
+            raise VerificationFailed(Code.BAD_STATEMENT, f"receipt format {_shown(receipt.get('format'))} is not one "
                                                       f"this docket reads ({', '.join(map(str, FORMATS))})")
         for event in self.cited:
             if "run_id" in event.payload and event.payload["run_id"] != self.run_id:
@@ -462,7 +463,7 @@ class _Contradictions:
 
     @staticmethod
     def _fail(message: str) -> None:
-        raise VerificationFailed("receipt-contradicts-event", message)
+        raise VerificationFailed(Code.RECEIPT_CONTRADICTS_EVENT, message)
 
 
 _ABSENT = object()
@@ -480,25 +481,25 @@ def _same(found: Any, said: Any) -> bool:
 
 def _object(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise VerificationFailed("bad-statement", f"{where} is not a JSON object")
+        raise VerificationFailed(Code.BAD_STATEMENT, f"{where} is not a JSON object")
     return value
 
 
 def _list(value: Any, where: str) -> list[Any]:
     if not isinstance(value, list):
-        raise VerificationFailed("bad-statement", f"{where} is not a list")
+        raise VerificationFailed(Code.BAD_STATEMENT, f"{where} is not a list")
     return value
 
 
 def _integer(value: Any, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 2**53 - 1:
-        raise VerificationFailed("bad-statement", f"{where} is not a position (a whole number from 1)")
+        raise VerificationFailed(Code.BAD_STATEMENT, f"{where} is not a position (a whole number from 1)")
     return value
 
 
 def _hex(value: Any, where: str) -> str:
     if not isinstance(value, str) or len(value) != 64 or not _HEX64.issuperset(value):
-        raise VerificationFailed("bad-statement", f"{where} is not a sha256 in lowercase hex")
+        raise VerificationFailed(Code.BAD_STATEMENT, f"{where} is not a sha256 in lowercase hex")
     return value
 
 
@@ -506,7 +507,7 @@ def _path(value: Any, where: str) -> list[bytes]:
     """An audit path: hex hashes. A malformed one proves nothing: bad-proof."""
     if not isinstance(value, list) or not all(isinstance(h, str) and len(h) == 64 and _HEX64.issuperset(h)
                                               for h in value):
-        raise VerificationFailed("bad-proof", f"the audit path of {where} is not a list of sha256 hex hashes")
+        raise VerificationFailed(Code.BAD_PROOF, f"the audit path of {where} is not a list of sha256 hex hashes")
     return [bytes.fromhex(h) for h in value]
 
 
@@ -516,7 +517,7 @@ def _base64(value: Any, where: str) -> bytes:
     except ValueError:  # binascii.Error is one
         data = None
     if data is None or base64.b64encode(data).decode("ascii") != value:
-        raise VerificationFailed("bad-statement", f"{where} is not canonical standard base64")
+        raise VerificationFailed(Code.BAD_STATEMENT, f"{where} is not canonical standard base64")
     return data
 
 

@@ -39,7 +39,7 @@ def choose_signer(run: run_aggregate.Run, key: str | None) -> Any:
     if key is not None:
         signer = load_signer(key)
         if planned is not None and signer.public_key.keyid != planned[0]:
-            raise Refused("plan-differs", f"run {run.run_id} was planned to export with key {planned[0]} "
+            raise Refused(Code.PLAN_DIFFERS, f"run {run.run_id} was planned to export with key {planned[0]} "
                                           f"({planned[1]}), not {signer.public_key.keyid}")
         return signer
     if planned is None:
@@ -51,7 +51,7 @@ def choose_signer(run: run_aggregate.Run, key: str | None) -> Any:
         raise e.explained(f"run {run.run_id} exports its receipt with key {keyid}, planned at {path}: "
                           f"{e.message}; resume with --key naming that key's private file") from None
     if signer.public_key.keyid != keyid:
-        raise Refused("plan-differs", f"run {run.run_id} exports its receipt with key {keyid}, but {path} now "
+        raise Refused(Code.PLAN_DIFFERS, f"run {run.run_id} exports its receipt with key {keyid}, but {path} now "
                                       f"holds key {signer.public_key.keyid}; resume with --key naming the planned "
                                       "key's private file")
     return signer

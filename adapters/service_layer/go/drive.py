@@ -173,7 +173,7 @@ def _drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrup
     if errors and not lost:
         raise errors[0]
     if lost:
-        raise Refused("driver-lost", f"this supervisor's lease on run {run_id} expired unrenewed and another "
+        raise Refused(Code.DRIVER_LOST, f"this supervisor's lease on run {run_id} expired unrenewed and another "
                                      "supervisor took the run over; it drives the run from here")
 
 

@@ -12,6 +12,7 @@ from ....domain.kernel.values import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LOG
 from ....domain.containment.sandbox import Confinement
 from ....domain.kernel.errors import BadInput, NotFound
 from ..use_cases.checks import CheckSpec
+from ....domain.kernel.codes import Code
 
 if TYPE_CHECKING:
     from ....domain.config import Config
@@ -72,10 +73,10 @@ def agent_named(config: Config, wanted: str | None) -> str:
     """The agent a new plan names: the one asked for, else docket.toml's 'agent', else the only one configured."""
     name = wanted or config.default_agent or (next(iter(config.agents)) if len(config.agents) == 1 else None)
     if name is None:
-        raise BadInput("no-agent", "name an agent with --agent NAME (an [agents.NAME] of docket.toml)")
+        raise BadInput(Code.NO_AGENT, "name an agent with --agent NAME (an [agents.NAME] of docket.toml)")
     if name not in config.agents:
         known = ", ".join(sorted(config.agents)) or "none"
-        raise NotFound("agent-not-found", f"docket.toml has no [agents.{name}] (configured: {known})")
+        raise NotFound(Code.AGENT_NOT_FOUND, f"docket.toml has no [agents.{name}] (configured: {known})")
     return name
 
 
@@ -83,7 +84,7 @@ def planned_agent(config: Config, name: str) -> Agent:
     """The agent the run was planned with, as docket.toml configures it now."""
     chosen = config.agents.get(name)
     if chosen is None:
-        raise NotFound("agent-not-found", f"docket.toml has no [agents.{name}], the agent this run was "
+        raise NotFound(Code.AGENT_NOT_FOUND, f"docket.toml has no [agents.{name}], the agent this run was "
                                           "planned with")
     return Agent(name, tuple(chosen.command), chosen.prompt, dict(chosen.env), tuple(chosen.env_allow),
                  chosen.timeout_ms, chosen.idle_timeout_ms, chosen.report, config.confinement(chosen), chosen.max_log)

@@ -15,6 +15,7 @@ from .session import RunDriver
 from ..kernel.ledger import Ledger
 from ..use_cases.runs import load_run, open_run
 from ..use_cases.tasks import plan_task
+from ....domain.kernel.codes import Code
 
 __all__ = ["check_resumed_options", "check_resumed_tasks", "plan_run", "record_configuration", "record_plan", "run_exists",
            "start_run"]
@@ -91,15 +92,15 @@ def check_resumed_options(run: run_aggregate.Run, *, goal: str | None, cycles: i
     """A planned run resumed with options: each one given is the plan's."""
     assert run.plan is not None
     if goal is not None and goal != run.goal:
-        raise Refused("plan-differs", f"run {run.run_id} has another goal; resume it without --goal or with its own")
+        raise Refused(Code.PLAN_DIFFERS, f"run {run.run_id} has another goal; resume it without --goal or with its own")
     if cycles is not None and cycles != run.plan.cycles:
-        raise Refused("plan-differs", f"run {run.run_id} was planned with --cycles {run.plan.cycles}")
+        raise Refused(Code.PLAN_DIFFERS, f"run {run.run_id} was planned with --cycles {run.plan.cycles}")
     if agent is not None and agent != run.plan.agent:
-        raise Refused("plan-differs", f"run {run.run_id} was planned with --agent {run.plan.agent}")
+        raise Refused(Code.PLAN_DIFFERS, f"run {run.run_id} was planned with --agent {run.plan.agent}")
 
 
 def check_resumed_tasks(run: run_aggregate.Run, specs: Sequence[TaskSpec]) -> None:
     """A planned run resumed with its tasks given again: the plan's tasks."""
     assert run.plan is not None
     if [ledger_task_id(run.run_id, spec.id) for spec in specs] != list(run.plan.as_planned().task_ids):
-        raise Refused("plan-differs", f"run {run.run_id} was planned with other tasks")
+        raise Refused(Code.PLAN_DIFFERS, f"run {run.run_id} was planned with other tasks")

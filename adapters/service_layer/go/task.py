@@ -286,7 +286,7 @@ def _fetch_run_base(s: Session, run: run_aggregate.Run, repository: Path) -> Non
         return
     if not s.effector.ports.remotes.fetch(repository, *run.remote, f"refs/heads/{run.target_branch}",
                                           run.base_commit, reaching=True):
-        raise OutcomeUnknown("remote-unreachable", f"the run's base {run.base_commit} is not here and cannot be "
+        raise OutcomeUnknown(Code.REMOTE_UNREACHABLE, f"the run's base {run.base_commit} is not here and cannot be "
                                                    f"fetched from the remote {run.remote[0]} yet")
 
 
@@ -308,7 +308,7 @@ def _start_commit(s: Session, settings: GoSettings, run: run_aggregate.Run,
         message = f"docket: start {task.task_id} from {dependency}\n\nDocket-Run: {run.run_id}\n"
         if run.remote is not None and not s.effector.ports.remotes.fetch(settings.repository, *run.remote,
                                                                          candidate.ref, candidate.commit):
-            raise OutcomeUnknown("remote-unreachable", f"{dependency}'s candidate {candidate.commit} cannot be "
+            raise OutcomeUnknown(Code.REMOTE_UNREACHABLE, f"{dependency}'s candidate {candidate.commit} cannot be "
                                                        f"fetched from the remote {run.remote[0]} yet")
         merged = s.effector.ports.merges.merge_candidate(settings.repository, head, candidate.commit, message)
         if merged.state in ("merged", "already-merged") and merged.commit:

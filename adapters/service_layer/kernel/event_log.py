@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ....domain.kernel.canonical import canonical_json
 from ....domain.kernel.errors import DocketError, VerificationFailed
 from ....projections import run_events
+from ....domain.kernel.codes import Code
 
 if TYPE_CHECKING:
     from .ports import LedgerReader, Row
@@ -44,7 +45,7 @@ def _body(row: Row) -> dict[str, Any]:
             return body
     except (ValueError, TypeError):
         pass
-    raise VerificationFailed("ledger-unverifiable", f"position {row[0]}: the stored event is not docket's JSON; "
+    raise VerificationFailed(Code.LEDGER_UNVERIFIABLE, f"position {row[0]}: the stored event is not docket's JSON; "
                                                     "nothing more is listed (run 'docket verify')")
 
 

@@ -33,6 +33,7 @@ from .aggregates import aggregate_of, state_class_of
 from .stream_cache import Folded, PendingScan, StreamCache
 from ...world.files.files import prepare_ledger_file
 from ...world.ledger.ledger_rows import DEFAULT_LOCK_TIMEOUT
+from ....domain.kernel.codes import Code
 
 if TYPE_CHECKING:
     from ...world.clock import Clock
@@ -168,7 +169,7 @@ class Ledger(Application):
 
     def _busy(self, error: Exception) -> Exception:
         if "locked" in str(error) or "busy" in str(error) or isinstance(error, LedgerBusy):
-            return Conflict("ledger-busy", f"another process holds the ledger's write lock ({self.where}); "
+            return Conflict(Code.LEDGER_BUSY, f"another process holds the ledger's write lock ({self.where}); "
                                            f"gave up after {self.lock_timeout}s (DOCKET_LOCK_TIMEOUT)")
         if self.url is not None:
             from ....domain.kernel.errors import StorageFailed
@@ -211,7 +212,7 @@ class Ledger(Application):
         except LedgerBusy as e:
             raise self._busy(e) from None
         except IntegrityError:
-            raise Conflict("concurrent-update", "another writer changed the same record; try again") from None
+            raise Conflict(Code.CONCURRENT_UPDATE, "another writer changed the same record; try again") from None
 
     @_riding_out
     def append(self, events: Sequence[Event]) -> list[int]:
@@ -244,7 +245,7 @@ class Ledger(Application):
                 positions = self.recorder._insert_chained(c, stored)
                 head = self.recorder._chain_head(c)
                 if positions != [row[0] for row in rows] or head.digest != rows[-1][5]:
-                    raise VerificationFailed("chain-broken", f"the copy parts from the source at positions "
+                    raise VerificationFailed(Code.CHAIN_BROKEN, f"the copy parts from the source at positions "
                                                              f"{rows[0][0]}..{rows[-1][0]}: nothing of them was kept")
         except LedgerBusy as e:
             raise self._busy(e) from None
@@ -554,7 +555,7 @@ class Ledger(Application):
 
     def require_initialised(self) -> None:
         if not self.is_initialised():
-            raise NotFound("no-ledger", f"no docket ledger at {self.where}; run 'docket init' first")
+            raise NotFound(Code.NO_LEDGER, f"no docket ledger at {self.where}; run 'docket init' first")
 
     def initialise(self, now: str, repository_id: str | None = None, repository: str | None = None) -> bool:
         """Append LedgerCreated at position 1 unless it is there; True if created now."""
@@ -563,7 +564,7 @@ class Ledger(Application):
         def decision(now: str) -> list[Event]:
             if self.head() != 0:
                 if self.genesis() is None:
-                    raise NotFound("no-ledger", f"{self.where} holds events but no LedgerCreated at position 1")
+                    raise NotFound(Code.NO_LEDGER, f"{self.where} holds events but no LedgerCreated at position 1")
                 return []
             created.append(True)
             return [ledger_aggregate.create(now, repository_id, repository)]

@@ -20,6 +20,7 @@ from typing import Any
 from ....domain.kernel.chain import ChainHead
 from ....domain.kernel.errors import Conflict, VerificationFailed
 from .ports import LedgerReader
+from ....domain.kernel.codes import Code
 
 __all__ = ["Copied", "copy_ledger"]
 
@@ -41,12 +42,12 @@ def copy_ledger(source: LedgerReader, target: Any, target_reader: Callable[[], A
     """
     head, broken = source.verify_chain()
     if broken is not None:
-        raise VerificationFailed("chain-broken", f"the source ledger's chain breaks at position {broken.position} "
+        raise VerificationFailed(Code.CHAIN_BROKEN, f"the source ledger's chain breaks at position {broken.position} "
                                                  f"({broken.reason}); nothing was copied")
     start = target.head()
     if start:
         if start > head.position or target.digest_at(start) != source.digest_at(start):
-            raise Conflict("target-not-empty", f"the target already holds {start} events that are not the start of "
+            raise Conflict(Code.TARGET_NOT_EMPTY, f"the target already holds {start} events that are not the start of "
                                                "this ledger; copy into an empty database or file")
     rows = source.chain_rows(after=start, until=head.position)
     try:
@@ -63,6 +64,6 @@ def copy_ledger(source: LedgerReader, target: Any, target_reader: Callable[[], A
     with target_reader() as reader:
         target_head, broken = reader.verify_chain()
     if broken is not None or target_head != head:
-        raise VerificationFailed("chain-broken", f"the copy does not verify: its chain ends at {target_head.position} "
+        raise VerificationFailed(Code.CHAIN_BROKEN, f"the copy does not verify: its chain ends at {target_head.position} "
                                                  f"{target_head.digest}, the source's at {head.position} {head.digest}")
     return Copied(head, copied, start)

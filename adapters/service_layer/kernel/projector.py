@@ -11,6 +11,7 @@ from ....projections.views import Views, connect_views
 from . import checkpoints
 from ...world import faults
 from ...world.files.files import create_private_file
+from ....domain.kernel.codes import Code
 
 if TYPE_CHECKING:
     from .ports import LedgerReader
@@ -98,11 +99,11 @@ def views_anchor_break(ledger: LedgerReader, views: Views) -> VerificationFailed
     if not position or views.genesis() != ledger.digest_at(1):
         return None  # empty views, or another ledger's
     if position > (head := ledger.head_position()):
-        return VerificationFailed("ledger-cut", f"position {position}: the views saw the ledger reach it, but the "
+        return VerificationFailed(Code.LEDGER_CUT, f"position {position}: the views saw the ledger reach it, but the "
                                                 f"ledger now ends at {head}; events were cut from its tail "
                                                 "(run 'docket replay' to rebuild the views from what is left)")
     if (found := ledger.digest_at(position)) != digest:
-        return VerificationFailed("ledger-rewritten", f"position {position}: the ledger's digest "
+        return VerificationFailed(Code.LEDGER_REWRITTEN, f"position {position}: the ledger's digest "
                                                       f"({found[:16] or 'none'}) differs from the one the views "
                                                       f"recorded there ({digest[:16] or 'none'}); the ledger was "
                                                       "rewritten (run 'docket replay' to rebuild the views from it)")

@@ -22,6 +22,7 @@ from ....domain.kernel.errors import BadInput, NotFound, Refused, VerificationFa
 from ....domain.kernel.merkle import verify_consistency
 from ....domain.kernel.streams import run_stream
 from .ledger_tree import ledger_tree
+from ....domain.kernel.codes import Code
 
 __all__ = ["SealedHead", "is_bundle", "prove_consistency", "sealed_head", "sealed_head_of_bundle",
            "sealed_head_of_run", "sealed_receipts"]
@@ -67,8 +68,8 @@ def sealed_head_of_run(reader: Any, run_id: str) -> SealedHead:
             found = sealed
     if found is None:
         if not reader.has_stream(run_stream(run_id)):
-            raise NotFound("run-not-found", f"no run {run_id} and no bundle file of that name")
-        raise Refused("not-sealed", f"run {run_id} has no sealed receipt ('docket seal {run_id}')")
+            raise NotFound(Code.RUN_NOT_FOUND, f"no run {run_id} and no bundle file of that name")
+        raise Refused(Code.NOT_SEALED, f"run {run_id} has no sealed receipt ('docket seal {run_id}')")
     return SealedHead(found["ledger_position"], found["merkle_root"], found["ledger_digest"], f"run {run_id}")
 
 
@@ -94,16 +95,16 @@ def sealed_head_of_bundle(path: str | Path) -> SealedHead:
         envelopes = signing.read_bundle(path)
         statement = strict_json(base64.b64decode(envelopes[0]["payload"], validate=True))
         if statement.get("predicateType") != PREDICATE_TYPE:
-            raise BadInput("bad-anchor", f"the first line of {path.name} is not a docket receipt ({PREDICATE_TYPE})")
+            raise BadInput(Code.BAD_ANCHOR, f"the first line of {path.name} is not a docket receipt ({PREDICATE_TYPE})")
         ledger = statement["predicate"]["ledger"]
         size, root, head = ledger["tree_size"], ledger["root"], ledger["head_digest"]
     except VerificationFailed as e:
-        raise BadInput("bad-anchor", e.message) from None
+        raise BadInput(Code.BAD_ANCHOR, e.message) from None
     except (KeyError, TypeError, AttributeError, ValueError, RecursionError, binascii.Error):
-        raise BadInput("bad-anchor", f"{path.name} has no receipt statement with ledger.tree_size, ledger.root and "
+        raise BadInput(Code.BAD_ANCHOR, f"{path.name} has no receipt statement with ledger.tree_size, ledger.root and "
                                      "ledger.head_digest on its first line") from None
     if type(size) is not int or not 1 <= size <= MAX_POSITION or not _is_hex64(root) or not _is_hex64(head):
-        raise BadInput("bad-anchor", f"{path.name}: ledger.tree_size must be a whole number from 1, ledger.root and "
+        raise BadInput(Code.BAD_ANCHOR, f"{path.name}: ledger.tree_size must be a whole number from 1, ledger.root and "
                                      "ledger.head_digest 64 lowercase hex digits")
     return SealedHead(size, root, head, f"bundle {path.name}")
 
@@ -115,11 +116,11 @@ def prove_consistency(reader: Any, old: SealedHead, new: SealedHead) -> dict[str
     old into new (one of them was sealed on a ledger that has since been rewritten, or on another ledger).
     """
     if old.size > new.size:
-        raise BadInput("old-after-new", f"{old.source} was sealed at size {old.size}, after {new.source} "
+        raise BadInput(Code.OLD_AFTER_NEW, f"{old.source} was sealed at size {old.size}, after {new.source} "
                                         f"(size {new.size}); give the older one first")
     head = reader.head_position()
     if new.size > head:
-        raise VerificationFailed("inconsistent", f"{new.source} was sealed at size {new.size}, but this ledger "
+        raise VerificationFailed(Code.INCONSISTENT, f"{new.source} was sealed at size {new.size}, but this ledger "
                                                  f"ends at {head}")
     tree = ledger_tree(reader, new.size)
     proof = tree.consistency_proof(old.size)
@@ -129,7 +130,7 @@ def prove_consistency(reader: Any, old: SealedHead, new: SealedHead) -> dict[str
         ours = tree.root(old.size).hex(), tree.root().hex()
         differs = [f"{head.source} sealed root {head.root} at size {head.size}, this ledger's is {root}"
                    for head, root in zip((old, new), ours) if head.root != root]
-        raise VerificationFailed("inconsistent", "this ledger does not extend " + old.source + " into " + new.source
+        raise VerificationFailed(Code.INCONSISTENT, "this ledger does not extend " + old.source + " into " + new.source
                                  + (": " + "; ".join(differs) if differs else ""))
     return doc
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ....domain.kernel.canonical import strict_json
 from ....domain.kernel.chain import CHAIN_ALGORITHM, GENESIS_DIGEST, ChainBreak, ChainHead
 from ....domain.kernel.errors import BadInput, NotFound, VerificationFailed
+from ....domain.kernel.codes import Code
 
 if TYPE_CHECKING:
     from ...world.ledger.reader import SqliteLedgerReader
@@ -44,11 +45,11 @@ def read_anchor(path: str | Path) -> Anchor:
     from ...world.ledger.signing import MAX_BUNDLE_BYTES
 
     data = read_named_file(path, MAX_BUNDLE_BYTES, code="bad-anchor",  # a FIFO or /dev/zero: refused at once
-                           missing=NotFound("anchor-not-found", f"no anchor file {path}"))
+                           missing=NotFound(Code.ANCHOR_NOT_FOUND, f"no anchor file {path}"))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise BadInput("bad-anchor", f"{path} is not a JSON anchor: {e}") from None
+        raise BadInput(Code.BAD_ANCHOR, f"{path} is not a JSON anchor: {e}") from None
     from .proofs import is_bundle, sealed_head_of_bundle
 
     if is_bundle(text):
@@ -57,15 +58,15 @@ def read_anchor(path: str | Path) -> Anchor:
     try:
         doc = strict_json(text)
     except (ValueError, RecursionError) as e:
-        raise BadInput("bad-anchor", f"{path} is not a JSON anchor: {e}") from None
+        raise BadInput(Code.BAD_ANCHOR, f"{path} is not a JSON anchor: {e}") from None
     head = doc.get("head", doc) if isinstance(doc, dict) else None
     position = head.get("position") if isinstance(head, dict) else None
     digest = head.get("digest") if isinstance(head, dict) else None
     # bool is an int in Python: `true` is not position 1.
     if type(position) is not int or not 1 <= position <= MAX_POSITION:
-        raise BadInput("bad-anchor", f"{path} needs a 'position' (a whole number from 1), at the top or under 'head'")
+        raise BadInput(Code.BAD_ANCHOR, f"{path} needs a 'position' (a whole number from 1), at the top or under 'head'")
     if not (isinstance(digest, str) and len(digest) == 64 and set(digest) <= HEX_DIGITS):
-        raise BadInput("bad-anchor", f"{path} needs a 'digest' (64 lowercase hex digits), at the top or under 'head'")
+        raise BadInput(Code.BAD_ANCHOR, f"{path} needs a 'digest' (64 lowercase hex digits), at the top or under 'head'")
     return Anchor(ChainHead(position, digest))
 
 
@@ -86,7 +87,7 @@ def verify_ledger(reader: SqliteLedgerReader, *, anchor: Anchor | None = None, u
         if orphan is not None:
             broken = ChainBreak(head.position + 1, "event missing; its digest is still recorded")
     if broken is not None:
-        raise VerificationFailed("chain-broken", f"position {broken.position}: {broken.reason}")
+        raise VerificationFailed(Code.CHAIN_BROKEN, f"position {broken.position}: {broken.reason}")
     reader.check_schema()
     if anchor is not None and anchor.merkle_root is not None:
         # From the digests alone, not the kept block hashes: what the receipt is checked against trusts nothing.
@@ -94,7 +95,7 @@ def verify_ledger(reader: SqliteLedgerReader, *, anchor: Anchor | None = None, u
 
         root = Tree(reader.chain_digests(until=anchor.head.position)).root().hex()
         if root != anchor.merkle_root:
-            raise VerificationFailed("merkle-root-mismatch", f"the Merkle root over positions 1..{anchor.head.position}"
+            raise VerificationFailed(Code.MERKLE_ROOT_MISMATCH, f"the Merkle root over positions 1..{anchor.head.position}"
                                      f" is {root}, not the {anchor.merkle_root} of {anchor.source}")
     return {"ok": True, "events": head.position, "head": {"position": head.position, "digest": head.digest},
             "algorithm": CHAIN_ALGORITHM}
@@ -119,7 +120,7 @@ def genesis_break(reader: LedgerReader) -> ChainBreak | None:
 
     row = reader.event_at(1)
     if row is None:
-        raise NotFound("no-ledger", "the ledger holds no events; run 'docket init' first")
+        raise NotFound(Code.NO_LEDGER, "the ledger holds no events; run 'docket init' first")
     _, stream, version, topic, state = row
     genesis = None
     if topic in GENESIS_TYPES and stream == LEDGER_STREAM and version == 1:

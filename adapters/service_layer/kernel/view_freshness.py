@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ....domain.kernel.errors import BadInput, StorageFailed
 from ....projections.views import Views, open_read_only, schema_signature
+from ....domain.kernel.codes import Code
 
 if TYPE_CHECKING:
     from .ports import LedgerReader
@@ -113,7 +114,7 @@ def views_at(ledger: LedgerReader, at: str, checkpoints: Path | None = None) -> 
     try:
         if at.isascii() and at.isdigit():
             if (until := parse_position(at)) > (head := ledger.head_position()):
-                raise NotFound("position-not-found", f"position {at} is past the end of the ledger ({head})")
+                raise NotFound(Code.POSITION_NOT_FOUND, f"position {at} is past the end of the ledger ({head})")
             if checkpoints is not None:
                 start_from_checkpoint(ledger, views, checkpoints, until=until)
             position = catch_up(ledger, views, until=until)

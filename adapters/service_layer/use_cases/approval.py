@@ -20,6 +20,7 @@ from ...world.clock import Clock
 from ..kernel.ledger import Ledger
 from .runs import load_run
 from .tasks import load_task
+from ....domain.kernel.codes import Code
 
 __all__ = ["MAX_APPROVER_LENGTH", "approve", "check_approver", "waiting_for_a_person"]
 
@@ -29,11 +30,11 @@ MAX_APPROVER_LENGTH = 200
 def check_approver(by: str) -> str:
     """The approver's name as recorded; BadInput ``bad-approver`` unless it is 1 to 200 characters of visible text."""
     if not by.strip():
-        raise BadInput("bad-approver", "--by names who approves; it is empty")
+        raise BadInput(Code.BAD_APPROVER, "--by names who approves; it is empty")
     if has_unsafe_characters(by):
-        raise BadInput("bad-approver", f"--by {by[:60]!r} contains a control, bidi or invisible character")
+        raise BadInput(Code.BAD_APPROVER, f"--by {by[:60]!r} contains a control, bidi or invisible character")
     if len(by) > MAX_APPROVER_LENGTH:
-        raise BadInput("bad-approver", f"--by is {len(by)} characters long; at most {MAX_APPROVER_LENGTH}")
+        raise BadInput(Code.BAD_APPROVER, f"--by is {len(by)} characters long; at most {MAX_APPROVER_LENGTH}")
     return by
 
 
@@ -45,7 +46,7 @@ def approve(ledger: Ledger, clock: Clock, views: Any, run_id: str, task_id: str 
     by = check_approver(by)
     load_run(ledger, run_id)
     if task_id is not None and load_task(ledger, task_id).run_id != run_id:
-        raise NotFound("task-not-found", f"run {run_id} has no task {task_id}")
+        raise NotFound(Code.TASK_NOT_FOUND, f"run {run_id} has no task {task_id}")
     found = [row["binding_id"] for row in confirmed_candidates(views.conn, run_id, task_id)]
 
     def decision(now: str) -> list[Event]:

@@ -26,6 +26,7 @@ from ...world.clock import Clock, new_id
 from ..kernel.ledger import Ledger
 from .runs import load_run
 from .tasks import load_task
+from ....domain.kernel.codes import Code
 
 __all__ = ["Pinned", "boundary_of", "find_candidate", "load_candidate", "pin_task", "pin_tree", "release_candidate"]
 
@@ -51,7 +52,7 @@ def boundary_of(generation: int | None) -> str:
 def load_candidate(ledger: Ledger, binding_id: str) -> candidate_aggregate.Candidate:
     candidate = ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(binding_id))
     if candidate is None:
-        raise NotFound("candidate-not-found", f"no candidate {binding_id}")
+        raise NotFound(Code.CANDIDATE_NOT_FOUND, f"no candidate {binding_id}")
     return candidate
 
 
@@ -62,16 +63,16 @@ def find_candidate(ledger: Ledger, views: Any, key: str) -> candidate_aggregate.
     if not re.fullmatch(r"[0-9a-f]{8,64}", key):
         from ....domain.kernel.errors import BadInput
 
-        raise BadInput("bad-candidate", f"{key!r} is not a binding id or a commit (8 to 64 lower-case hex digits)")
+        raise BadInput(Code.BAD_CANDIDATE, f"{key!r} is not a binding id or a commit (8 to 64 lower-case hex digits)")
     if len(key) == 64 and ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(key)) is not None:
         return load_candidate(ledger, key)
     from ....projections.candidates import matching
 
     matches = sorted({row["binding_id"] for row in matching(views.conn, key)})
     if not matches:
-        raise NotFound("candidate-not-found", f"no candidate has binding id or commit {key}")
+        raise NotFound(Code.CANDIDATE_NOT_FOUND, f"no candidate has binding id or commit {key}")
     if len(matches) > 1:
-        raise Refused("candidate-ambiguous", f"{key} names {len(matches)} candidates; give more digits")
+        raise Refused(Code.CANDIDATE_AMBIGUOUS, f"{key} names {len(matches)} candidates; give more digits")
     return load_candidate(ledger, matches[0])
 
 
@@ -84,11 +85,11 @@ def pin_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: 
     task = load_task(ledger, task_id)
     run = load_run(ledger, run_id)
     if task.run_id != run.run_id:
-        raise Refused("task-not-in-run", f"task {task_id} does not belong to run {run_id}")
+        raise Refused(Code.TASK_NOT_IN_RUN, f"task {task_id} does not belong to run {run_id}")
     if task.worktree is None:
-        raise Refused("no-worktree", f"task {task_id} has no worktree yet ('docket worker launch' makes it)")
+        raise Refused(Code.NO_WORKTREE, f"task {task_id} has no worktree yet ('docket worker launch' makes it)")
     if run.base_commit is None:
-        raise Refused("run-base-not-pinned", f"run {run_id} has no pinned base commit yet")
+        raise Refused(Code.RUN_BASE_NOT_PINNED, f"run {run_id} has no pinned base commit yet")
     # what changed is measured from where the worktree started: a task that depends on others starts from their work
     captured = effector.ports.capture.capture_twice(Path(task.worktree), expected_head=None,
                                                     base=task.base or run.base_commit, artifact_dir=artifact_dir,
@@ -174,11 +175,11 @@ def task_repository(task: task_aggregate.Task) -> Path:
 def settled(candidate: candidate_aggregate.Candidate) -> candidate_aggregate.Candidate:
     """The candidate, once its pin has an outcome; the outcome as an error otherwise."""
     if candidate.status == "diverged":
-        raise Refused("candidate-diverged", f"{candidate.ref} names another commit"
+        raise Refused(Code.CANDIDATE_DIVERGED, f"{candidate.ref} names another commit"
                       f"{' (' + candidate.diverged_commit + ')' if candidate.diverged_commit else ''} than this "
                       "capture's; it is left untouched")
     if candidate.status == "pinning":
-        raise OutcomeUnknown("outcome-unknown", f"the pin of candidate {candidate.binding_id} is not known to have "
+        raise OutcomeUnknown(Code.OUTCOME_UNKNOWN, f"the pin of candidate {candidate.binding_id} is not known to have "
                                                 "happened yet; 'docket replay --apply' observes again")
     return candidate
 
@@ -198,7 +199,7 @@ def release_candidate(ledger: Ledger, clock: Clock, effector: Any, binding: str,
         drive(effector, release, lambda: load_candidate(ledger, binding).release_intent is None)
         candidate = load_candidate(ledger, binding)
     if candidate.status == "releasing":
-        raise OutcomeUnknown("outcome-unknown", f"the release of {candidate.ref} is not known to have happened yet")
+        raise OutcomeUnknown(Code.OUTCOME_UNKNOWN, f"the release of {candidate.ref} is not known to have happened yet")
     if candidate.status != "released":
         raise Refused(candidate.release_failure or "candidate-not-released",
                       f"{candidate.ref} was not released: it names another commit than the pinned "
@@ -220,7 +221,7 @@ def pin_tree(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: 
 
     run = load_run(ledger, run_id)
     if run.base_commit is None:
-        raise Refused("run-base-not-pinned", f"run {run_id} has no pinned base commit yet")
+        raise Refused(Code.RUN_BASE_NOT_PINNED, f"run {run_id} has no pinned base commit yet")
     since = changed_since or run.base_commit
     if changed is None:
         changed = effector.ports.capture.changed_paths(repository, since, parent)

@@ -159,7 +159,7 @@ def pinned_candidate(ledger: Ledger, binding: str) -> candidate_aggregate.Candid
     """The candidate checks run on; Refused ``candidate-not-pinned`` unless it is pinned."""
     candidate = load_candidate(ledger, binding)
     if candidate.status != "pinned" or candidate.commit is None:
-        raise Refused("candidate-not-pinned", f"candidate {binding} is {candidate.status}; checks run only on a "
+        raise Refused(Code.CANDIDATE_NOT_PINNED, f"candidate {binding} is {candidate.status}; checks run only on a "
                                               "pinned candidate")
     return candidate
 
@@ -212,7 +212,7 @@ def run_attempt(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec:
     effector.run_pending(only={execution_intent}, after=0)
     run = load_candidate(ledger, binding).check_run(check_id)
     if run.execution_intent is not None:
-        raise OutcomeUnknown("outcome-unknown", f"the execution of check {check_id} is not known to be made yet; "
+        raise OutcomeUnknown(Code.OUTCOME_UNKNOWN, f"the execution of check {check_id} is not known to be made yet; "
                                                 "'docket replay --apply' observes again")
     if run.execution_state == "failed":
         return _finish(ledger, clock, effector, binding, check_id, "failed", code="execution-diverged",
@@ -271,14 +271,14 @@ def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
                            message=last_message(ledger, candidate_aggregate.stream_of(binding),
                                                 "the check could not be started"))
         if run.process is None:
-            raise OutcomeUnknown("outcome-unknown", f"the launch of check {check_id} is not known to have happened "
+            raise OutcomeUnknown(Code.OUTCOME_UNKNOWN, f"the launch of check {check_id} is not known to have happened "
                                                     "yet; 'docket replay --apply' observes again")
         faults.crash_point("check:before-gate")
         gated = launcher.release(intent_id, run.process)
     finally:
         launcher.close()
     if gated is None:
-        raise Refused("launched-elsewhere", f"check {check_id} was launched by another docket process")
+        raise Refused(Code.LAUNCHED_ELSEWHERE, f"check {check_id} was launched by another docket process")
     started = time.monotonic()
     code, cause = _wait(effector.ports.processes, gated, log_path, spec, stop=lambda: _stopped(candidate.run_id))
     duration_ms = int((time.monotonic() - started) * 1000)

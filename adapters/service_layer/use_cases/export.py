@@ -21,6 +21,7 @@ from ....domain.reports.receipt_claims import subject_of
 from ...world.ledger import signing
 from ..kernel.ledger_tree import ledger_tree
 from .receipts import Sealed
+from ....domain.kernel.codes import Code
 
 __all__ = ["BundleSummary", "check_statements", "receipt_bundle", "receipt_statement", "verify_bundle"]
 
@@ -32,14 +33,14 @@ def receipt_statement(reader: Any, sealed: Sealed) -> dict[str, Any]:
     event = sealed.event
     tree = ledger_tree(reader, event.ledger_position)
     if tree.root().hex() != event.merkle_root:
-        raise VerificationFailed("ledger-rewritten", f"the ledger's Merkle root over positions 1..{tree.size} is not "
+        raise VerificationFailed(Code.LEDGER_REWRITTEN, f"the ledger's Merkle root over positions 1..{tree.size} is not "
                                                      f"the {event.merkle_root} sealed at position {sealed.position}; "
                                                      "run 'docket verify'")
     head = event.ledger_position
     rows = {row[0]: row for row in reader.events_at(sorted({*event.cited_positions, head}))}
     for position in (*event.cited_positions, head):
         if position not in rows:
-            raise VerificationFailed("ledger-cut", f"the event at position {position} is not in the ledger")
+            raise VerificationFailed(Code.LEDGER_CUT, f"the event at position {position} is not in the ledger")
 
     def proven(position: int) -> dict[str, Any]:
         _, stream, version, type_, state = rows[position]
@@ -107,7 +108,7 @@ def verify_bundle(envelopes: list[dict[str, Any]], verifier: Any) -> BundleSumma
     """Every line's signature, the receipt's statement (domain.receipts.verify_statement) and each test-result
     line against the check it must state; VerificationFailed naming the line and what failed."""
     if not envelopes:
-        raise VerificationFailed("bad-bundle", "the bundle has no line")
+        raise VerificationFailed(Code.BAD_BUNDLE, "the bundle has no line")
     statement = _line(envelopes[0], 1, verifier)
     try:
         verified = verify_statement(statement)
@@ -115,13 +116,13 @@ def verify_bundle(envelopes: list[dict[str, Any]], verifier: Any) -> BundleSumma
         raise VerificationFailed(e.code, f"line 1 (the receipt): {e.message}") from None
     expected = check_statements(verified.receipt)
     if len(envelopes) - 1 != len(expected):
-        raise VerificationFailed("bundle-lines-mismatch", f"the bundle has {len(envelopes) - 1} test-result line(s) "
+        raise VerificationFailed(Code.BUNDLE_LINES_MISMATCH, f"the bundle has {len(envelopes) - 1} test-result line(s) "
                                                           f"after the receipt; the receipt names {len(expected)} "
                                                           "check result(s)")
     for number, (envelope, wanted) in enumerate(zip(envelopes[1:], expected), start=2):
         if _line(envelope, number, verifier) != wanted:
             check = receipt_checks(verified.receipt)[number - 2]
-            raise VerificationFailed("check-statement-mismatch", f"line {number} is not the test result of check "
+            raise VerificationFailed(Code.CHECK_STATEMENT_MISMATCH, f"line {number} is not the test result of check "
                                                                  f"{check['check']} (run {check['check_id']}) that "
                                                                  "the receipt names there")
     return BundleSummary(verified, len(expected), statement["predicate"]["receipt_sha256"])

@@ -26,6 +26,7 @@ from ..kernel.ledger import Ledger
 from ..kernel.liveness import process_liveness
 from .runs import load_run
 from .worker_generations import record_refusal
+from ....domain.kernel.codes import Code
 
 __all__ = ["confirm_handoff", "last_rejection", "offer_handoff"]
 
@@ -55,7 +56,7 @@ def confirm_handoff(ledger: Ledger, clock: Clock, effector: Any, binding: str,
     candidate = load_candidate(ledger, binding)
     worker = _worker(ledger, candidate)
     if worker is None:
-        raise Refused("no-worker", f"candidate {binding} was not made by a worker")
+        raise Refused(Code.NO_WORKER, f"candidate {binding} was not made by a worker")
     processes = effector.ports.processes
     pin = effector.ports.candidate_refs.observe_candidate(Path(candidate.repository), candidate.ref,
                                                           candidate.parent, candidate.tree)

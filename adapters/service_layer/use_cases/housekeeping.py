@@ -37,6 +37,7 @@ from ..kernel.liveness import holder_liveness, process_liveness
 from ..kernel.ports import CandidateRefsPort, CapturePort, InventoryPort
 from .runs import load_run
 from .tasks import load_task
+from ....domain.kernel.codes import Code
 
 __all__ = ["GitFinding", "Kept", "Preservation", "TargetHistories", "gc", "kept_elsewhere", "pinned", "preservation",
            "reconcile_git", "remove_task_worktree"]
@@ -124,14 +125,14 @@ def remove_task_worktree(ledger: Ledger, clock: Clock, effector: Any, processes:
     else Refused ``unpinned-work``."""
     task = load_task(ledger, task_id)
     if task.worktree is None:
-        raise Refused("no-worktree", f"task {task_id} has no worktree"
+        raise Refused(Code.NO_WORKTREE, f"task {task_id} has no worktree"
                                      + (f" (its worktree {task.removed} was removed)" if task.removed else ""))
     if task.removal_intent is None:
         _require_idle(ledger, processes, task)
         kept = preservation(ledger, effector.ports.capture, task, bindings, artifact_dir=artifact_dir,
                             kept_by=kept_by)
         if not kept.preserved:
-            raise Refused("unpinned-work", f"the worktree of task {task_id} holds {kept.reason}; pin it first "
+            raise Refused(Code.UNPINNED_WORK, f"the worktree of task {task_id} holds {kept.reason}; pin it first "
                                            f"('docket candidate pin {task.run_id} --task {task_id}')")
         assert kept.head is not None and kept.tree is not None
         intent_id = new_id("unworktree")
@@ -150,7 +151,7 @@ def remove_task_worktree(ledger: Ledger, clock: Clock, effector: Any, processes:
         effector.run_pending(only={task.removal_intent}, after=0)
         task = load_task(ledger, task_id)
     if task.removal_intent is not None:
-        raise OutcomeUnknown("outcome-unknown", f"the removal of {task.worktree} is not known to have happened yet; "
+        raise OutcomeUnknown(Code.OUTCOME_UNKNOWN, f"the removal of {task.worktree} is not known to have happened yet; "
                                                 "'docket replay --apply' observes again")
     if task.removal_failure is not None and task.worktree is not None:
         raise Refused(task.removal_failure, f"the worktree of task {task_id} moved since its content was checked; "
@@ -165,13 +166,13 @@ def _require_idle(ledger: Ledger, processes: Any, task: task_aggregate.Task) -> 
     lease = ledger.get(lease_aggregate.apply, lease_aggregate.stream_of(resource))
     liveness = holder_liveness(ledger, processes, lease)
     if liveness not in ("dead", "none"):
-        raise Refused("worker-running", f"worker {lease.worker_id} holds the worktree of task {task.task_id} and "
+        raise Refused(Code.WORKER_RUNNING, f"worker {lease.worker_id} holds the worktree of task {task.task_id} and "
                                         f"its process is {liveness}; stop it first ('docket worker stop')")
     worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(task.task_id))
     if worker is not None and worker.task_id == task.task_id:
         liveness = process_liveness(processes, worker)
         if liveness not in ("dead", "none"):
-            raise Refused("worker-running", f"worker {worker.worker_id} of task {task.task_id} is {liveness}; "
+            raise Refused(Code.WORKER_RUNNING, f"worker {worker.worker_id} of task {task.task_id} is {liveness}; "
                                             "stop it first ('docket worker stop')")
 
 

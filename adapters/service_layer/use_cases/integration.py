@@ -288,7 +288,7 @@ def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Se
     """Confirm offered handoffs, pick each task's step and record IntegrationPrepared; the tasks skipped."""
     run = load_run(ledger, run_id)
     if run.base_commit is None:
-        raise Refused("run-base-not-pinned", f"run {run_id} has no pinned base commit yet")
+        raise Refused(Code.RUN_BASE_NOT_PINNED, f"run {run_id} has no pinned base commit yet")
     digests = {spec.name: spec.config_sha256 for spec in required}
     picked: list[candidate_aggregate.Candidate] = []
     skipped: list[str] = []
@@ -382,7 +382,7 @@ def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integr
                                                    message)
     faults.crash_point("integrate:after-merge-computed")
     if merged.state == "unreadable":
-        raise OutcomeUnknown("repository-unreadable", f"step {step.step} cannot be merged: {merged.detail}")
+        raise OutcomeUnknown(Code.REPOSITORY_UNREADABLE, f"step {step.step} cannot be merged: {merged.detail}")
     if merged.state in ("conflicted", "unmergeable") and integration.open_batch():
         return False
     intent_id = new_id("integrate")
@@ -428,7 +428,7 @@ def _fetch_candidate(ledger: Ledger, effector: Any, integration: integration_agg
     ref = load_candidate(ledger, step.binding_id).ref
     if not effector.ports.remotes.fetch(effector.local(integration.repository), remote[0], remote[1], ref,
                                         step.commit):
-        raise OutcomeUnknown("remote-unreachable", f"step {step.step}'s candidate {step.commit} cannot be fetched "
+        raise OutcomeUnknown(Code.REMOTE_UNREACHABLE, f"step {step.step}'s candidate {step.commit} cannot be fetched "
                                                    f"from the remote {remote[0]} ({remote[1]}) yet")
 
 
@@ -447,7 +447,7 @@ def fetch_integrated(ledger: Ledger, effector: Any, integration: integration_agg
     for ref in (integration.integration_ref, integration.target_ref):
         if ref and remotes.fetch(repository, remote[0], remote[1], ref, commit, reaching=True):
             return
-    raise OutcomeUnknown("remote-unreachable", f"the integrated commit {commit} of run {integration.run_id} is not "
+    raise OutcomeUnknown(Code.REMOTE_UNREACHABLE, f"the integrated commit {commit} of run {integration.run_id} is not "
                                                f"here and cannot be fetched from the remote {remote[0]} yet")
 
 
@@ -504,7 +504,7 @@ def _drive_step(ledger: Ledger, effector: Any, run_id: str, step: integration_ag
     drive(effector, step.intent_id, lambda: step_now().status != "merging")
     _complete_merge(effector, repository, run_id, step, merged_onto)  # or after, having looked before it moved
     if step_now().status == "merging":
-        raise OutcomeUnknown("outcome-unknown", f"the move of {integration_ref(run_id)} for step {step.step} is not "
+        raise OutcomeUnknown(Code.OUTCOME_UNKNOWN, f"the move of {integration_ref(run_id)} for step {step.step} is not "
                                                 "known to have happened yet; 'docket integrate' observes again")
 
 
@@ -567,7 +567,7 @@ def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integ
         if spec.name not in wanted:
             continue  # configured as required after the queue was fixed: the queue checks what it was fixed with
         if spec.config_sha256 != wanted[spec.name]:
-            raise Refused("check-config-changed", f"check {spec.name}'s configuration changed since the integration "
+            raise Refused(Code.CHECK_CONFIG_CHANGED, f"check {spec.name}'s configuration changed since the integration "
                                                   f"of run {integration.run_id} was prepared; restore it to go on")
         done = concluded(load_candidate(ledger, binding), spec.name, wanted[spec.name])
         if done is None:
@@ -612,7 +612,7 @@ def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integ
                                       output_sha256=done.output_sha256))
     if set(wanted) - {c.check for c in passed}:
         missing = sorted(set(wanted) - {c.check for c in passed})
-        raise Refused("check-not-configured", f"the queue requires check(s) {', '.join(missing)}, which docket.toml "
+        raise Refused(Code.CHECK_NOT_CONFIGURED, f"the queue requires check(s) {', '.join(missing)}, which docket.toml "
                                               "no longer configures")
     faults.crash_point("integrate:before-verified")
 
@@ -694,7 +694,7 @@ def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integ
     after = load_integration(ledger, integration.run_id)
     assert after is not None
     if after.target_intent is not None:
-        raise OutcomeUnknown("outcome-unknown", f"the move of {integration.target_ref} is not known to have happened "
+        raise OutcomeUnknown(Code.OUTCOME_UNKNOWN, f"the move of {integration.target_ref} is not known to have happened "
                                                 "yet; 'docket integrate' observes again")
     if after.target is None and after.target_code == Code.TARGET_CHECKED_OUT:
         raise TargetCheckedOut(_last_target_message(ledger, integration.run_id))

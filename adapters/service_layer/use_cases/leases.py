@@ -20,6 +20,7 @@ from ..kernel.ledger import Ledger
 from ..kernel.liveness import holder_liveness
 from .runs import load_run
 from .worker_generations import load_worker, record_refusal
+from ....domain.kernel.codes import Code
 
 __all__ = ["driver_resource", "expire_lease", "grant_lease", "release_lease", "renew_lease", "worktree_resource"]
 
@@ -94,7 +95,7 @@ def renew_lease(ledger: Ledger, clock: Clock, resource: str, token: int, ttl_ms:
     def decision(now: str) -> Event:
         lease = _load_lease(ledger, resource)
         if lease is None:
-            raise Refused("lease-not-held", f"{resource} has never been leased")
+            raise Refused(Code.LEASE_NOT_HELD, f"{resource} has never been leased")
         holder = load_worker(ledger, lease.worker_id)
         return lease_aggregate.renew(lease, holder, resource, token, ttl_ms, now)
 

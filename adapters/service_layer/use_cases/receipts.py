@@ -26,6 +26,7 @@ from ...world.clock import Clock
 from ..kernel.ledger import Ledger
 from ..kernel.ledger_tree import ledger_tree
 from .runs import load_run
+from ....domain.kernel.codes import Code
 
 __all__ = ["Sealed", "build_receipt", "find_receipt", "seal_run"]
 
@@ -45,11 +46,11 @@ def seal_run(ledger: Ledger, reader: Any, clock: Clock, run_id: str, tasks: Sequ
     stream = integration_aggregate.stream_of(run_id)
     integration = ledger.get(integration_aggregate.apply, stream)
     if integration is None:
-        raise Refused("not-integrated", f"run {run_id} has no integration yet ('docket integrate {run_id}')")
+        raise Refused(Code.NOT_INTEGRATED, f"run {run_id} has no integration yet ('docket integrate {run_id}')")
     if integration.receipt_sha256 is not None:
         return find_receipt(ledger, run_id)
     if not integration.ended:
-        raise Refused("not-integrated", f"the integration of run {run_id} is {integration.status}; a run is sealed "
+        raise Refused(Code.NOT_INTEGRATED, f"the integration of run {run_id} is {integration.status}; a run is sealed "
                                         "once its integration has ended ('docket integrate')")
     ledger.require_intact()  # never seal what docket go's ledger no longer holds as it wrote it
     receipt = build_receipt(ledger, run_id, tasks)
@@ -61,7 +62,7 @@ def seal_run(ledger: Ledger, reader: Any, clock: Clock, run_id: str, tasks: Sequ
         current = ledger.get(integration_aggregate.apply, stream)
         assert current is not None
         if current.receipt_sha256 is None and current.version != integration.version:
-            raise Conflict("concurrent-update", f"the integration of run {run_id} changed while its receipt was "
+            raise Conflict(Code.CONCURRENT_UPDATE, f"the integration of run {run_id} changed while its receipt was "
                                                 "built; seal again")
         return integration_aggregate.seal(current, receipt=receipt, receipt_sha256=receipt_sha256(receipt),
                                           ledger_position=head.position, ledger_digest=head.digest,
@@ -81,7 +82,7 @@ def find_receipt(ledger: Ledger, run_id: str) -> Sealed:
     for position, event in reversed(ledger.history(integration_aggregate.stream_of(run_id))):
         if isinstance(event, ev.ReceiptSealed):
             return Sealed(position, event)
-    raise Refused("not-sealed", f"run {run_id} has no sealed receipt ('docket seal {run_id}')")
+    raise Refused(Code.NOT_SEALED, f"run {run_id} has no sealed receipt ('docket seal {run_id}')")
 
 
 def _json(value: dict[str, Any]) -> dict[str, Any]:
@@ -133,12 +134,12 @@ class _Builder:
         opened = self.first(run_events, ev.RunOpened)
         pinned = self.last(run_events, ev.RunBasePinned)
         if opened is None:
-            raise NotFound("run-not-found", f"no run {self.run_id}")
+            raise NotFound(Code.RUN_NOT_FOUND, f"no run {self.run_id}")
         assert isinstance(opened, ev.RunOpened)
         stream = integration_aggregate.stream_of(self.run_id)
         prepared = self.first(stream, ev.IntegrationPrepared, ev.IntegrationPreparedV2)
         if prepared is None:
-            raise Refused("not-integrated", f"run {self.run_id} has no prepared integration")
+            raise Refused(Code.NOT_INTEGRATED, f"run {self.run_id} has no prepared integration")
         assert isinstance(prepared, ev.IntegrationPrepared | ev.IntegrationPreparedV2)
         queued = [(position, e) for position, e in self.history(stream) if isinstance(e, ev.IntegrationStepQueued)]
         self.cited.update(position for position, _ in queued)

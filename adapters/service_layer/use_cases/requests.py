@@ -22,6 +22,7 @@ from ...world import faults
 from ...world.clock import Clock
 from ..kernel.ledger import Ledger
 from .runs import load_run
+from ....domain.kernel.codes import Code
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_REQUESTS = 1000  # distinct requests one generation may make: what an agent can add to the ledger is bounded
@@ -177,7 +178,7 @@ def answer_question(ledger: Ledger, clock: Clock, key: str, *, text: str | None,
 
     appended = ledger.decide(decision, clock.now())
     if any(type(event).name == "AnswerRefused" for _, event in appended) or not allowed:
-        raise Refused("untrusted-answerer", f"{by} may not answer: only the local user ({local_user()}) and the "
+        raise Refused(Code.UNTRUSTED_ANSWERER, f"{by} may not answer: only the local user ({local_user()}) and the "
                                             "identities [inbox] trusted names may")
     question = load_request(ledger, key)
     assert question is not None

@@ -11,6 +11,7 @@ from ...world import faults
 from ...world.clock import Clock
 from ..kernel.appended import Appended, record
 from ..kernel.ledger import Ledger
+from ....domain.kernel.codes import Code
 
 if TYPE_CHECKING:
     from ..kernel.effector import Effector
@@ -21,7 +22,7 @@ __all__ = ["abort_run", "complete_run", "load_run", "open_run", "pause_run", "re
 def load_run(ledger: Ledger, run_id: str) -> run_aggregate.Run:
     run = ledger.get(run_aggregate.apply, run_aggregate.stream_of(run_id))
     if run is None:
-        raise NotFound("run-not-found", f"no run {run_id}")
+        raise NotFound(Code.RUN_NOT_FOUND, f"no run {run_id}")
     return run
 
 
@@ -40,7 +41,7 @@ def open_run(ledger: Ledger, clock: Clock, *, run_id: str, intent_id: str, goal:
 
     def decision(now: str) -> list[Event]:
         if ledger.get(run_aggregate.apply, run_aggregate.stream_of(run_id)) is not None:
-            raise Refused("run-exists", f"run {run_id} already exists")
+            raise Refused(Code.RUN_EXISTS, f"run {run_id} already exists")
         return run_aggregate.open_run(run_id, intent_id, goal, target_branch, budget_ms, repository, now,
                                       remote=on_remote, max_cost_micro_usd=max_cost_micro_usd, max_tokens=max_tokens)
 
@@ -59,7 +60,7 @@ def open_run(ledger: Ledger, clock: Clock, *, run_id: str, intent_id: str, goal:
         failed = NotFound if run.failure_code == Code.UNKNOWN_BRANCH else Refused
         raise failed(run.failure_code or "base-pin-failed", run.failure_message or "the base could not be pinned")
     if wait and intent_id in run.pending_intents:
-        raise OutcomeUnknown("outcome-unknown", f"run {run_id} is recorded but its base pin is not known yet; "
+        raise OutcomeUnknown(Code.OUTCOME_UNKNOWN, f"run {run_id} is recorded but its base pin is not known yet; "
                                                 "'docket replay --apply' observes again")
     return run
 
@@ -74,7 +75,7 @@ def shared_remote(repository: str, remote: str) -> tuple[str, str]:
     try:
         return remote, redacted_url(remote_url(Path(repository), remote))
     except (ValueError, OSError) as e:
-        raise BadInput("unknown-remote", f"[git] remote names {remote!r}: {e}") from None
+        raise BadInput(Code.UNKNOWN_REMOTE, f"[git] remote names {remote!r}: {e}") from None
 
 
 def pause_run(ledger: Ledger, clock: Clock, run_id: str, reason: str | None) -> Appended:

@@ -8,6 +8,7 @@ from ...world.clock import Clock
 from ..kernel.appended import Appended, record
 from ..kernel.ledger import Ledger
 from .runs import load_run
+from ....domain.kernel.codes import Code
 
 __all__ = ["load_task", "plan_task"]
 
@@ -15,7 +16,7 @@ __all__ = ["load_task", "plan_task"]
 def load_task(ledger: Ledger, task_id: str) -> task_aggregate.Task:
     task = ledger.get(task_aggregate.apply, task_aggregate.stream_of(task_id))
     if task is None:
-        raise NotFound("task-not-found", f"no task {task_id}")
+        raise NotFound(Code.TASK_NOT_FOUND, f"no task {task_id}")
     return task
 
 

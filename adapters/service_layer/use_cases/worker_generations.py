@@ -14,6 +14,7 @@ from ..kernel.appended import Appended, record
 from ..kernel.ledger import Ledger
 from .runs import load_run
 from .tasks import load_task
+from ....domain.kernel.codes import Code
 
 __all__ = ["load_worker", "record_refusal", "register_worker", "relaunch_worker"]
 
@@ -21,7 +22,7 @@ __all__ = ["load_worker", "record_refusal", "register_worker", "relaunch_worker"
 def load_worker(ledger: Ledger, worker_id: str) -> worker_aggregate.Worker:
     worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(worker_id))
     if worker is None:
-        raise NotFound("worker-not-found", f"no worker {worker_id}")
+        raise NotFound(Code.WORKER_NOT_FOUND, f"no worker {worker_id}")
     return worker
 
 

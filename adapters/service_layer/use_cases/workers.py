@@ -151,7 +151,7 @@ def _require_worktree_here(ledger: Ledger, processes: Any, request: LaunchReques
     host = worktree_host(load_task(ledger, request.task_id), previous)
     if host is None or host == processes.this_host()[0]:
         return
-    raise Refused("worktree-elsewhere", f"task {request.task_id}'s worktree is on host {host}; a generation is "
+    raise Refused(Code.WORKTREE_ELSEWHERE, f"task {request.task_id}'s worktree is on host {host}; a generation is "
                                         "launched only on the host that has its worktree")
 
 
@@ -245,7 +245,7 @@ def _launch_sandboxed(ledger: Ledger, clock: Clock, effector: Any, launcher: Any
         if worker.status == "launch-failed":
             raise WorkFailed(worker.exit_cause or "launch-failed", _launch_failure(ledger, worker))
         if worker.status != "running" or worker.process is None:
-            raise OutcomeUnknown("outcome-unknown", f"worker {request.worker_id} generation {worker.generation}: "
+            raise OutcomeUnknown(Code.OUTCOME_UNKNOWN, f"worker {request.worker_id} generation {worker.generation}: "
                                                     "the launch's outcome is not known yet")
         faults.crash_point("launch:before-gate")
         channel = _open_channel(ledger, clock, request, worker, channel_path, docket_dir)  # served before it runs
@@ -258,7 +258,7 @@ def _launch_sandboxed(ledger: Ledger, clock: Clock, effector: Any, launcher: Any
         launcher.close()
     if gated is None:
         channel.close()
-        raise Refused("launched-elsewhere", f"worker {request.worker_id} generation {worker.generation} was "
+        raise Refused(Code.LAUNCHED_ELSEWHERE, f"worker {request.worker_id} generation {worker.generation} was "
                                             "launched by another docket process")
     faults.crash_point("launch:after-gate")
     return Launched(request.worker_id, request.run_id, request.task_id, worker.generation, worker.process, gated,
@@ -289,7 +289,7 @@ def _current_worker(ledger: Ledger, clock: Clock, processes: Any,
     if existing is not None and existing.status == "running":
         liveness = process_liveness(processes, existing)
         if liveness != "dead":
-            raise Refused("worker-running", f"worker {request.worker_id} generation {existing.generation} is "
+            raise Refused(Code.WORKER_RUNNING, f"worker {request.worker_id} generation {existing.generation} is "
                           f"running (its process is {liveness}); 'docket worker stop {request.worker_id}' first")
         exit_worker(ledger, clock, request.worker_id, existing.generation,
                     cause=worker_aggregate.exit_cause(existing), exit_code=None, signal=None,
@@ -299,13 +299,13 @@ def _current_worker(ledger: Ledger, clock: Clock, processes: Any,
         task = load_task(ledger, request.task_id)
         run = load_run(ledger, request.run_id)
         if task.run_id != run.run_id:
-            raise Refused("task-not-in-run", f"task {request.task_id} does not belong to run {run.run_id}")
+            raise Refused(Code.TASK_NOT_IN_RUN, f"task {request.task_id} does not belong to run {run.run_id}")
         worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(request.worker_id))
         if worker is None:
             return [worker_aggregate.register(None, run, request.worker_id, "implementer", task.run_id,
                                               task.task_id, now)]
         if worker.task_id != task.task_id:
-            raise Refused("worker-has-other-task", f"worker {worker.worker_id} works on task {worker.task_id}")
+            raise Refused(Code.WORKER_HAS_OTHER_TASK, f"worker {worker.worker_id} works on task {worker.task_id}")
         if worker.status == "registered":
             return []
         return [worker_aggregate.relaunch(worker, run, now)]
@@ -340,7 +340,7 @@ def _task_worktree(ledger: Ledger, clock: Clock, effector: Any, task_id: str, re
     if task.worktree is None:
         if task.worktree_failure is not None:
             raise Refused(task.worktree_failure, last_message(ledger, task_aggregate.stream_of(task_id)))
-        raise OutcomeUnknown("outcome-unknown", f"the worktree of task {task_id} is not known to be made yet; "
+        raise OutcomeUnknown(Code.OUTCOME_UNKNOWN, f"the worktree of task {task_id} is not known to be made yet; "
                                                 "'docket replay --apply' observes again")
     return task
 

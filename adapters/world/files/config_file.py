@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ....domain.kernel.errors import BadInput
 from .paths import find_git_common_dir, syntax_message
+from ....domain.kernel.codes import Code
 
 if TYPE_CHECKING:
     from ....domain.config import Config
@@ -40,7 +41,7 @@ def find_config(start: Path) -> Path | None:
     if path is None or not os.path.lexists(path):
         return None
     if path.is_symlink():
-        raise BadInput("config-symlink", f"{path} is a symlink; docket reads only a regular docket.toml in the "
+        raise BadInput(Code.CONFIG_SYMLINK, f"{path} is a symlink; docket reads only a regular docket.toml in the "
                                          "repository, never one a link points to")
     return path
 
@@ -59,11 +60,11 @@ def load_config(path: Path | None) -> Config:
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise BadInput("bad-config", syntax_message(str(e))) from None
+        raise BadInput(Code.BAD_CONFIG, syntax_message(str(e))) from None
     try:
         return Config.model_validate(document)
     except ValidationError as e:
-        raise BadInput("bad-config", _validation_message(path, text, e)) from None
+        raise BadInput(Code.BAD_CONFIG, _validation_message(path, text, e)) from None
 
 
 def trusted_configuration(path: Path | None, config: Config, repository: Path) -> tuple[str | None, list[str]]:
@@ -146,19 +147,19 @@ def _read_text(path: Path) -> str:
         fd = os.open(path, flags)
     except OSError as e:
         if os.path.islink(path):
-            raise BadInput("config-symlink", f"{path} is a symlink; docket reads only a regular docket.toml") from None
-        raise BadInput("config-unreadable", f"{path}: {e.strerror}") from None
+            raise BadInput(Code.CONFIG_SYMLINK, f"{path} is a symlink; docket reads only a regular docket.toml") from None
+        raise BadInput(Code.CONFIG_UNREADABLE, f"{path}: {e.strerror}") from None
     with os.fdopen(fd, "rb") as file:
         if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-            raise BadInput("config-not-a-file", f"{path} is not a regular file")
+            raise BadInput(Code.CONFIG_NOT_A_FILE, f"{path} is not a regular file")
         data = file.read(MAX_CONFIG_BYTES + 1)
     if len(data) > MAX_CONFIG_BYTES:
-        raise BadInput("config-too-large", f"{path} is larger than {MAX_CONFIG_BYTES // 1024} KiB")
+        raise BadInput(Code.CONFIG_TOO_LARGE, f"{path} is larger than {MAX_CONFIG_BYTES // 1024} KiB")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
-        raise BadInput("config-encoding", f"{CONFIG_NAME} line {line}: not valid UTF-8 (byte {e.start})") from None
+        raise BadInput(Code.CONFIG_ENCODING, f"{CONFIG_NAME} line {line}: not valid UTF-8 (byte {e.start})") from None
 
 
 MAX_PROBLEMS_SHOWN = 20  # every problem of a real file; a pathological one is cut

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ....domain.kernel.errors import BadInput, Refused, VerificationFailed
 from ..ledger.ledger_rows import LEDGER_TABLES, connect_read_only
+from ....domain.kernel.codes import Code
 
 __all__ = ["SQLITE_HEADER", "check_ledger_file", "create_private_file", "exposure_warnings", "own_data_folder",
            "own_folder", "prepare_ledger_file", "read_named_file", "unsafe_folder"]
@@ -159,12 +160,12 @@ def check_ledger_file(path: Path) -> bool:
     found = [name for name in LEDGER_TABLES if name in tables]
     if not found:
         if tables:
-            raise BadInput("not-a-ledger", f"{path} is an SQLite database but not a docket ledger; refusing to touch it")
+            raise BadInput(Code.NOT_A_LEDGER, f"{path} is an SQLite database but not a docket ledger; refusing to touch it")
         return False
     missing = [name for name in LEDGER_TABLES if name not in tables]
     if missing:
         raise VerificationFailed(
-            "ledger-unverifiable",
+            Code.LEDGER_UNVERIFIABLE,
             f"the ledger {path} has no {', '.join(missing)} table: it was damaged and cannot be verified",
         )
     return True
@@ -212,7 +213,7 @@ def _check_header_of(path: Path, *, header: bytes | None) -> bool:
     if not start:
         return False
     if start != header:
-        raise BadInput("not-a-ledger", f"{path} is not an SQLite database, so not a docket ledger; refusing to touch it")
+        raise BadInput(Code.NOT_A_LEDGER, f"{path} is not an SQLite database, so not a docket ledger; refusing to touch it")
     return True
 
 
@@ -227,12 +228,12 @@ def _kept_descriptor(path: Path) -> int:
         fd = os.open(path, os.O_RDONLY | _NO_FOLLOW)
     except OSError as e:
         if os.path.islink(path):
-            raise BadInput("symlink-refused", f"{path} is a symbolic link; docket opens only its own files") from None
-        raise BadInput("unreadable-file", f"cannot open {path}: {e.strerror}") from None
+            raise BadInput(Code.SYMLINK_REFUSED, f"{path} is a symbolic link; docket opens only its own files") from None
+        raise BadInput(Code.UNREADABLE_FILE, f"cannot open {path}: {e.strerror}") from None
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)  # a device or a FIFO: no database this process holds locks on
-        raise BadInput("not-a-regular-file", f"{path} is not a regular file; docket keeps its ledger in one")
+        raise BadInput(Code.NOT_A_REGULAR_FILE, f"{path} is not a regular file; docket keeps its ledger in one")
     # replaced between the lstat and the open by a file already kept: this descriptor stays open too
     return _KEPT.setdefault((st.st_dev, st.st_ino), fd)
 
@@ -242,6 +243,6 @@ def _tables(path: Path) -> set[str]:
     try:
         return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.DatabaseError as e:
-        raise BadInput("not-a-ledger", f"{path} is not a readable SQLite database ({e})") from None
+        raise BadInput(Code.NOT_A_LEDGER, f"{path} is not a readable SQLite database ({e})") from None
     finally:
         conn.close()

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ....domain.kernel.errors import BadInput, NotFound
 from ....domain.kernel.names import task_branch
+from ....domain.kernel.codes import Code
 
 __all__ = [
     "LedgerPaths",
@@ -93,7 +94,7 @@ def resolve_paths(ledger_option: str | None, cwd: Path | None = None,
     url = None if ledger_option else os.environ.get("DOCKET_DATABASE_URL", "").strip() or None
     chosen = ledger_option or os.environ.get("DOCKET_LEDGER")
     if url and chosen:
-        raise BadInput("bad-environment", "DOCKET_DATABASE_URL and DOCKET_LEDGER are both set; a ledger is one or the "
+        raise BadInput(Code.BAD_ENVIRONMENT, "DOCKET_DATABASE_URL and DOCKET_LEDGER are both set; a ledger is one or the "
                                           "other (--ledger FILE chooses a file whatever is set)")
     if url is None and not chosen:
         url = _configured_url(where, warn)
@@ -105,12 +106,12 @@ def resolve_paths(ledger_option: str | None, cwd: Path | None = None,
         common = find_git_common_dir(where)
         if common is None:
             raise NotFound(
-                "not-a-repository",
+                Code.NOT_A_REPOSITORY,
                 "no git repository here; run inside one, or pass --ledger PATH (or set DOCKET_LEDGER)",
             )
         ledger = common / "docket" / "ledger.sqlite"
     if ledger.is_dir():
-        raise BadInput("ledger-is-a-directory", f"{ledger} is a directory; --ledger names the ledger file itself")
+        raise BadInput(Code.LEDGER_IS_A_DIRECTORY, f"{ledger} is a directory; --ledger names the ledger file itself")
     views_name = "views.sqlite" if ledger.name == "ledger.sqlite" else ledger.stem + ".views.sqlite"
     return LedgerPaths(ledger=ledger, views=ledger.with_name(views_name))
 
@@ -125,7 +126,7 @@ def database_paths(url: str, common: Path | None) -> LedgerPaths:
     try:
         postgres_env(url, lock_timeout=0)
     except ValueError as e:
-        raise BadInput("bad-database-url", f"{str(e)[:300]} (postgresql://user@host:port/database)") from None
+        raise BadInput(Code.BAD_DATABASE_URL, f"{str(e)[:300]} (postgresql://user@host:port/database)") from None
     key = hashlib.sha256(redacted(url).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     folder = common / "docket" if common is not None else data_dir() / "databases"
     return LedgerPaths(ledger=folder / f"ledger.{key}.postgres", views=folder / f"views.{key}.sqlite", url=url)
@@ -155,15 +156,15 @@ def _configured_url(cwd: Path, warn: Callable[[str, str], None] | None = None) -
         _unparsed(text, str(e), warn)
         return None
     except AttributeError:
-        raise BadInput("bad-config", "docket.toml: [ledger] must be a table (url = \"postgresql://...\")") from None
+        raise BadInput(Code.BAD_CONFIG, "docket.toml: [ledger] must be a table (url = \"postgresql://...\")") from None
     if url is None:
         return None
     if not isinstance(url, str) or not url.strip():
-        raise BadInput("bad-config", "docket.toml: [ledger] url must be a postgresql:// URL")
+        raise BadInput(Code.BAD_CONFIG, "docket.toml: [ledger] url must be a postgresql:// URL")
     from urllib.parse import urlsplit
 
     if urlsplit(url).password:
-        raise BadInput("bad-config", "docket.toml: [ledger] url holds a password, and docket.toml is committed with "
+        raise BadInput(Code.BAD_CONFIG, "docket.toml: [ledger] url holds a password, and docket.toml is committed with "
                                      "the repository; give it in PGPASSWORD or ~/.pgpass instead")
     return url.strip()
 
@@ -188,7 +189,7 @@ def _unparsed(text: str, error: str, warn: Callable[[str, str], None] | None) ->
     what = syntax_message(error)
     named = next((n for n, line in enumerate(text.splitlines(), 1) if _LEDGER_NAMED.match(line)), None)
     if named is not None:
-        raise BadInput("bad-config", f"{what}; the file names a [ledger] (line {named}), so which ledger to open is "
+        raise BadInput(Code.BAD_CONFIG, f"{what}; the file names a [ledger] (line {named}), so which ledger to open is "
                                      "unknown: fix it, or choose one with --ledger FILE or DOCKET_DATABASE_URL")
     if warn is not None:
         warn("bad-config", f"{what}; reading the repository's ledger file, as docket.toml names no other "

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from ....domain.kernel.errors import BadInput, VerificationFailed
+from ....domain.kernel.codes import Code
 
 __all__ = ["MAX_PROMPT_BYTES", "prompt_path", "read_prompt", "store_prompt"]
 
@@ -25,9 +26,9 @@ def store_prompt(docket_dir: Path, text: str) -> tuple[str, Path]:
     """Store the prompt's text (idempotent: the same text is one file); its digest and path."""
     data = text.encode("utf-8")
     if len(data) > MAX_PROMPT_BYTES:
-        raise BadInput("prompt-too-large", f"a prompt holds at most {MAX_PROMPT_BYTES} bytes; this one has {len(data)}")
+        raise BadInput(Code.PROMPT_TOO_LARGE, f"a prompt holds at most {MAX_PROMPT_BYTES} bytes; this one has {len(data)}")
     if "\x00" in text:
-        raise BadInput("bad-prompt", "a prompt cannot contain NUL characters")
+        raise BadInput(Code.BAD_PROMPT, "a prompt cannot contain NUL characters")
     sha = hashlib.sha256(data).hexdigest()
     path = prompt_path(docket_dir, sha)
     from .files import own_folder
@@ -50,9 +51,9 @@ def read_prompt(docket_dir: Path, sha256: str) -> tuple[Path, str]:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as e:
-        raise VerificationFailed("prompt-missing", f"the prompt {sha256} is not at {path}: {e.strerror}") from None
+        raise VerificationFailed(Code.PROMPT_MISSING, f"the prompt {sha256} is not at {path}: {e.strerror}") from None
     with os.fdopen(fd, "rb") as f:
         data = f.read(MAX_PROMPT_BYTES + 1)
     if hashlib.sha256(data).hexdigest() != sha256:
-        raise VerificationFailed("prompt-changed", f"{path} no longer holds the prompt the ledger names ({sha256})")
+        raise VerificationFailed(Code.PROMPT_CHANGED, f"{path} no longer holds the prompt the ledger names ({sha256})")
     return path, data.decode("utf-8")

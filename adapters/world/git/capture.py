@@ -151,20 +151,20 @@ def capture(worktree: Path, *, expected_head: str | None, base: str, artifact_di
     try:
         repo = open_repo(worktree)
     except (NotGitRepository, OSError) as e:
-        raise Refused("worktree-unreadable", f"{worktree} is not a git worktree: {e}") from None
+        raise Refused(Code.WORKTREE_UNREADABLE, f"{worktree} is not a git worktree: {e}") from None
     with repo:
         if repo.bare or not same(Path(repo.path), worktree):
-            raise Refused("worktree-unreadable", f"{worktree} is not the top folder of a git worktree")
+            raise Refused(Code.WORKTREE_UNREADABLE, f"{worktree} is not the top folder of a git worktree")
         try:
             head = repo.refs[b"HEAD"]
             commit = repo[head]
         except KeyError:
-            raise Refused("worktree-unreadable", f"the worktree {worktree} has no commit at HEAD") from None
+            raise Refused(Code.WORKTREE_UNREADABLE, f"the worktree {worktree} has no commit at HEAD") from None
         if not isinstance(commit, Commit):
-            raise Refused("worktree-unreadable", f"HEAD of {worktree} names a {commit.type_name.decode()}")
+            raise Refused(Code.WORKTREE_UNREADABLE, f"HEAD of {worktree} names a {commit.type_name.decode()}")
         head_hex = head.decode("ascii")
         if expected_head is not None and head_hex != expected_head:
-            raise Conflict("head-moved", f"HEAD of {worktree} is {head_hex}, not the expected {expected_head}")
+            raise Conflict(Code.HEAD_MOVED, f"HEAD of {worktree} is {head_hex}, not the expected {expected_head}")
         base_tree = _tree_of(repo, base)
         written = None if home is None else _home_store(home)
         try:
@@ -447,7 +447,7 @@ class _Walk:
         if isinstance(e, NotRegular):  # swapped for a FIFO or a device after it was listed: never read
             return Refused(Code.WORKTREE_NOT_REGULAR, f"{where} was a file when listed and is not one when read (a "
                                                       "FIFO, a device?); nothing was pinned")
-        return Refused("worktree-unreadable", f"cannot read {where}: {e.strerror}")
+        return Refused(Code.WORKTREE_UNREADABLE, f"cannot read {where}: {e.strerror}")
 
     def _subfolder(self, path: bytes) -> None:
         if self.tracked.get(path, (0,))[0] == GITLINK:  # a submodule keeps the commit HEAD records
@@ -479,7 +479,7 @@ class _Walk:
             except OSError as e:
                 raise self._unreadable(path, e) from None
             except ValueError as e:
-                raise Refused("worktree-unreadable", f"{os.fsdecode(path)} in {os.fsdecode(self.root)} {e}") from None
+                raise Refused(Code.WORKTREE_UNREADABLE, f"{os.fsdecode(path)} in {os.fsdecode(self.root)} {e}") from None
             self.large.require_base_holds(path, sha, size)
             self.stats[path] = key + sha
             return mode, sha
@@ -590,7 +590,7 @@ def _artifact_prefix(artifact_dir: str | None) -> bytes | None:
         return None
     normal = os.path.normpath(artifact_dir)
     if os.path.isabs(normal) or normal == ".." or normal.startswith("../") or normal == ".":
-        raise BadInput("bad-artifact-dir", f"the artifact directory {artifact_dir!r} is not inside the worktree")
+        raise BadInput(Code.BAD_ARTIFACT_DIR, f"the artifact directory {artifact_dir!r} is not inside the worktree")
     return os.fsencode(normal)
 
 
@@ -627,12 +627,12 @@ def _tree_of(repo, base: str) -> bytes:  # noqa: ANN001
     try:
         obj = repo[base.encode("ascii")]
     except (KeyError, ValueError, UnicodeEncodeError):
-        raise NotFound("base-missing", f"the base {base} is not in the repository") from None
+        raise NotFound(Code.BASE_MISSING, f"the base {base} is not in the repository") from None
     if isinstance(obj, Commit):
         return obj.tree
     if isinstance(obj, Tree):
         return obj.id
-    raise NotFound("base-missing", f"the base {base} names a {obj.type_name.decode()}, not a commit")
+    raise NotFound(Code.BASE_MISSING, f"the base {base} names a {obj.type_name.decode()}, not a commit")
 
 
 def _apply(keep: Callable[[object], bytes], trees: dict[bytes, list[tuple[bytes, int, bytes]]],
@@ -716,14 +716,14 @@ def bring_home(workspace: Path, repository: Path, captured: Capture, *,
     try:
         home = open_repo(repository)
     except (NotGitRepository, OSError) as e:
-        raise Refused("worktree-unreadable", f"cannot open the repository {repository}: {e}") from None
+        raise Refused(Code.WORKTREE_UNREADABLE, f"cannot open the repository {repository}: {e}") from None
     with home, open_repo(workspace) as repo:
         try:
             require_small_history(repo.object_store, home.object_store, captured.head, captured.tree,
                                   max_file_size)
             return import_objects(repo.object_store, home.object_store, captured.head, captured.tree)
         except (KeyError, ValueError, ChecksumMismatch) as e:
-            raise Refused("worktree-unreadable", f"the workspace {workspace} cannot give the objects its capture "
+            raise Refused(Code.WORKTREE_UNREADABLE, f"the workspace {workspace} cannot give the objects its capture "
                                                  f"needs: {e}") from None
         except zlib.error as e:  # a blob under max_file_size (set high) that dulwich will not hold in memory
             from ....domain.kernel.codes import Code

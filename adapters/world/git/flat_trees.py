@@ -82,7 +82,7 @@ def _flatten(store, tree_id: bytes) -> _Flat:  # noqa: ANN001
         kind, raw = store.get_raw(sha)  # raw: no Tree object built per folder
         if kind != 2 or hashlib.sha1(b"tree %d\0" % len(raw) + raw).hexdigest().encode("ascii") != sha:
             # a workspace's own store is the agent's to write: what is remembered by id must be what the id names
-            raise Refused("worktree-unreadable", f"tree {sha.decode()} in the object store is not that tree")
+            raise Refused(Code.WORKTREE_UNREADABLE, f"tree {sha.decode()} in the object store is not that tree")
         remember_tree(sha, raw)
         trees[sha] = entries = list(parse_tree(raw, 20))
         for name, mode, child in entries:

@@ -11,6 +11,7 @@ from ....domain.target_move import CheckoutObservation, TargetObservation
 from .checkout import observe_checkout, update_checkout
 from .merge import MERGE_IDENTITY, merge_candidate
 from .repository import DulwichRepository, is_ancestor, is_commit, open_repo
+from ....domain.kernel.codes import Code
 
 __all__ = ["DulwichMerges", "advance_ref", "foreign_commits", "observe_integration", "observe_target"]
 
@@ -104,7 +105,7 @@ def advance_ref(repository: Path, ref: str, expected_old: str | None, new: str, 
     from dulwich.refs import check_ref_format
 
     if not ref.startswith("refs/") or not check_ref_format(ref.encode("utf-8", "surrogateescape")):
-        raise BadInput("bad-ref", f"{ref!r} is not a well-formed ref name under refs/")
+        raise BadInput(Code.BAD_REF, f"{ref!r} is not a well-formed ref name under refs/")
     try:
         repo = open_repo(repository)
     except (NotGitRepository, OSError):

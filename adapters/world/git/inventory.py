@@ -32,6 +32,7 @@ from .repository import (
     same,
     unsafe_parent,
 )
+from ....domain.kernel.codes import Code
 
 __all__ = [
     "DulwichInventory",
@@ -201,9 +202,9 @@ def remove_worktree(repository: Path, path: Path, *, expected_head: str | None, 
 def check_removal(repository: Path, path: Path, *, branch: str | None, group_alive: bool) -> None:
     """What remove_worktree refuses before looking at the world (the fake shares it)."""
     if group_alive:
-        raise Refused("worktree-busy", f"a process group may still write in {path}; stop it first")
+        raise Refused(Code.WORKTREE_BUSY, f"a process group may still write in {path}; stop it first")
     if worktree_kind(repository, path) is None:
-        raise BadInput("bad-worktree-path", f"{path} is not a workspace or execution place of {repository}")
+        raise BadInput(Code.BAD_WORKTREE_PATH, f"{path} is not a workspace or execution place of {repository}")
     if branch is not None:
         check_branch_name(branch)
 
@@ -213,9 +214,9 @@ def check_docket_ref(ref: str) -> str:
     try:
         check_branch_name(ref)  # git's rules for any ref name, and docket's safe-to-show ones
     except BadInput:
-        raise BadInput("bad-ref", f"{ref!r} is not a well-formed ref name") from None
+        raise BadInput(Code.BAD_REF, f"{ref!r} is not a well-formed ref name") from None
     if not ref.startswith(DOCKET_REFS):
-        raise BadInput("bad-ref", f"{ref} is not under {DOCKET_REFS}: docket deletes only its own refs")
+        raise BadInput(Code.BAD_REF, f"{ref} is not under {DOCKET_REFS}: docket deletes only its own refs")
     return ref
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from ....domain.kernel.codes import Code
 
 __all__ = ["PROMPT_REFS", "fetch_prompt", "publish_prompt"]
 
@@ -60,5 +61,5 @@ def fetch_prompt(repository: Path, remote: str, recorded_url: str, sha256: str) 
         blob = repo.object_store[blob_id.encode("ascii")]
     data = blob.as_raw_string() if isinstance(blob, Blob) else b""
     if len(data) > MAX_PROMPT_BYTES or hashlib.sha256(data).hexdigest() != sha256:
-        raise VerificationFailed("prompt-changed", f"the remote's {ref} does not hold the prompt the ledger names")
+        raise VerificationFailed(Code.PROMPT_CHANGED, f"the remote's {ref} does not hold the prompt the ledger names")
     return data.decode("utf-8")

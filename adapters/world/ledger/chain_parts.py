@@ -23,6 +23,7 @@ from typing import Any
 from ....domain.kernel.chain import GENESIS_DIGEST, ChainBreak, ChainHead, recorded_time, verify_chain
 from ....domain.kernel.errors import VerificationFailed
 from .ledger_rows import connect_read_only, first_undecodable, head_position, read_chain_rows, undecodable_column
+from ....domain.kernel.codes import Code
 
 __all__ = ["MAX_PARTS", "PARTS_FROM_EVENTS", "part_count", "usable_cpus", "verify_chain_in_parts"]
 
@@ -160,10 +161,10 @@ def _run_parts(path: Path, plan: list[Part], progress: Callable[[int], None] | N
         try:
             outcome, value = pickle.loads(data)
         except Exception:  # nothing or a part of it: the child died before it finished
-            raise VerificationFailed("verify-incomplete", f"positions {after + 1}-{until} were not verified: "
+            raise VerificationFailed(Code.VERIFY_INCOMPLETE, f"positions {after + 1}-{until} were not verified: "
                                      "the process verifying them ended without a result") from None
         if outcome != "ok":
-            raise VerificationFailed("verify-incomplete", f"positions {after + 1}-{until} were not verified: {value}")
+            raise VerificationFailed(Code.VERIFY_INCOMPLETE, f"positions {after + 1}-{until} were not verified: {value}")
         results.append(value)
     return results
 

@@ -16,6 +16,7 @@ import stat
 from pathlib import Path
 
 from ....domain.kernel.errors import BadInput
+from ....domain.kernel.codes import Code
 
 __all__ = ["ID_FILE", "adopt_identity", "ensure_identity", "identity_mismatch", "mismatch_reason", "read_identity"]
 
@@ -52,7 +53,7 @@ def adopt_identity(common_dir: Path, given: str | None) -> str:
     if existing:
         return existing
     if given is not None and not _FORMAT.fullmatch(given):
-        raise BadInput("bad-repository-id", f"{given!r} is not a docket repository id")
+        raise BadInput(Code.BAD_REPOSITORY_ID, f"{given!r} is not a docket repository id")
     path = common_dir / ID_FILE
     path.parent.mkdir(mode=0o700, exist_ok=True)
     identity = given or "repo-" + secrets.token_hex(16)
@@ -68,7 +69,7 @@ def adopt_identity(common_dir: Path, given: str | None) -> str:
     except FileExistsError:
         identity = read_identity(common_dir) or ""
         if not identity:
-            raise BadInput("bad-repository-id", f"{path} exists but does not hold a docket repository id") from None
+            raise BadInput(Code.BAD_REPOSITORY_ID, f"{path} exists but does not hold a docket repository id") from None
     finally:
         os.unlink(draft)
     return identity

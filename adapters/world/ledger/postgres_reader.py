@@ -20,6 +20,7 @@ from ....domain.kernel.errors import StorageFailed, VerificationFailed
 from .ledger_rows import CHAIN_TABLE, LEDGER_TABLES, MAX_SAFE_POSITION, MERKLE_NODES_TABLE, Row
 from .database_url import postgres_env, redacted
 from .postgres_store import EVENTS_TABLE
+from ....domain.kernel.codes import Code
 
 __all__ = ["PostgresLedgerReader", "postgres_reader"]
 
@@ -175,7 +176,7 @@ class PostgresLedgerReader:
             "SELECT policyname, tablename FROM pg_policies WHERE schemaname = %s ORDER BY policyname",
             (self.schema,))]
         if problems:
-            raise VerificationFailed("schema-mismatch", f"the ledger holds what docket did not create: "
+            raise VerificationFailed(Code.SCHEMA_MISMATCH, f"the ledger holds what docket did not create: "
                                                         f"{'; '.join(problems)}")
 
 

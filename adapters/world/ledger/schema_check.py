@@ -13,6 +13,7 @@ import re
 import sqlite3
 
 from ....domain.kernel.errors import VerificationFailed
+from ....domain.kernel.codes import Code
 
 __all__ = ["EXPECTED_SCHEMA", "check_schema", "schema_of"]
 
@@ -64,4 +65,4 @@ def check_schema(conn: sqlite3.Connection) -> None:
                  for type_, name in sorted(EXPECTED_SCHEMA.keys() - found.keys() - _MADE_ON_FIRST_WRITE)]
     if problems:
         raise VerificationFailed(
-            "schema-mismatch", f"the ledger file's schema is not docket's: {'; '.join(problems)}")
+            Code.SCHEMA_MISMATCH, f"the ledger file's schema is not docket's: {'; '.join(problems)}")

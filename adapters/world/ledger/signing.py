@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ....domain.kernel.canonical import CanonicalJSONError, DuplicateKey, canonical_json, strict_json
 from ....domain.kernel.errors import BadInput, NotFound, OutputExists, Refused, VerificationFailed
+from ....domain.kernel.codes import Code
 
 if TYPE_CHECKING:
     from securesystemslib.signer import CryptoSigner, SSlibKey
@@ -114,16 +115,16 @@ def _make_folder(folder: Path) -> bool:
     except FileExistsError:
         pass
     except FileNotFoundError:
-        raise BadInput("bad-key-path", f"the folder of {_name(folder)} does not exist") from None
+        raise BadInput(Code.BAD_KEY_PATH, f"the folder of {_name(folder)} does not exist") from None
     except (OSError, RuntimeError) as e:  # RuntimeError: no home directory to expand
-        raise BadInput("bad-key-path", f"cannot create {_name(folder)}: {getattr(e, 'strerror', None) or e}") from None
+        raise BadInput(Code.BAD_KEY_PATH, f"cannot create {_name(folder)}: {getattr(e, 'strerror', None) or e}") from None
     return False
 
 
 def _key_paths(prefix: str | Path) -> tuple[Path, Path]:
     text = str(prefix)
     if not text or text.endswith(("/", os.sep)):
-        raise BadInput("bad-key-path", f"--out {_name(Path(text))!r} must name a file prefix, such as keys/docket")
+        raise BadInput(Code.BAD_KEY_PATH, f"--out {_name(Path(text))!r} must name a file prefix, such as keys/docket")
     return Path(text + ".key"), Path(text + ".pub")
 
 
@@ -132,12 +133,12 @@ def _create_key_file(path: Path, mode: int) -> int:
         fd = os.open(path, _CREATE_FLAGS, mode)
     except FileExistsError:
         if _is_symlink(path):
-            raise BadInput("symlink-refused", f"{_name(path)} is a symlink; docket does not follow it") from None
-        raise Refused("key-exists", f"{_name(path)} already exists; docket never overwrites a key") from None
+            raise BadInput(Code.SYMLINK_REFUSED, f"{_name(path)} is a symlink; docket does not follow it") from None
+        raise Refused(Code.KEY_EXISTS, f"{_name(path)} already exists; docket never overwrites a key") from None
     except FileNotFoundError:
-        raise BadInput("bad-key-path", f"the folder of {_name(path)} does not exist") from None
+        raise BadInput(Code.BAD_KEY_PATH, f"the folder of {_name(path)} does not exist") from None
     except (OSError, ValueError) as e:  # ValueError: a NUL in the path
-        raise BadInput("bad-key-path", f"cannot create {_name(path)}: {getattr(e, 'strerror', None) or e}") from None
+        raise BadInput(Code.BAD_KEY_PATH, f"cannot create {_name(path)}: {getattr(e, 'strerror', None) or e}") from None
     try:
         os.fchmod(fd, mode)  # the umask may have narrowed the creation mode; be exact
     except BaseException:
@@ -165,12 +166,12 @@ def load_signer(private_pem_path: str | Path) -> CryptoSigner:
     try:
         key = load_pem_private_key(data, password=None)
     except TypeError:
-        raise BadInput("bad-key", f"{_name(path)} is an encrypted private key; docket needs an unencrypted one"
+        raise BadInput(Code.BAD_KEY, f"{_name(path)} is an encrypted private key; docket needs an unencrypted one"
                        ) from None
     except Exception:  # noqa: BLE001 - cryptography raises ValueError or UnsupportedAlgorithm for anything else
-        raise BadInput("bad-key", f"{_name(path)} is not a PEM private key") from None
+        raise BadInput(Code.BAD_KEY, f"{_name(path)} is not a PEM private key") from None
     if not isinstance(key, Ed25519PrivateKey):
-        raise BadInput("bad-key", f"{_name(path)} is not an Ed25519 private key")
+        raise BadInput(Code.BAD_KEY, f"{_name(path)} is not an Ed25519 private key")
     return CryptoSigner(key)
 
 
@@ -185,15 +186,15 @@ def load_verifier(public_pem_path: str | Path) -> SSlibKey:
     try:
         key = load_pem_public_key(data)
     except Exception:  # noqa: BLE001 - ValueError or UnsupportedAlgorithm
-        raise BadInput("bad-key", f"{_name(path)} is not a PEM public key") from None
+        raise BadInput(Code.BAD_KEY, f"{_name(path)} is not a PEM public key") from None
     if not isinstance(key, Ed25519PublicKey):
-        raise BadInput("bad-key", f"{_name(path)} is not an Ed25519 public key")
+        raise BadInput(Code.BAD_KEY, f"{_name(path)} is not an Ed25519 public key")
     return SSlibKey.from_crypto(key)
 
 
 def _read_key_file(path: Path) -> bytes:
-    return _read_regular_file(path, MAX_KEY_BYTES, missing=NotFound("key-not-found", f"no key file at {_name(path)}"),
-                              too_large=BadInput("bad-key", f"{_name(path)} is larger than a key file can be"),
+    return _read_regular_file(path, MAX_KEY_BYTES, missing=NotFound(Code.KEY_NOT_FOUND, f"no key file at {_name(path)}"),
+                              too_large=BadInput(Code.BAD_KEY, f"{_name(path)} is larger than a key file can be"),
                               unreadable="bad-key")
 
 
@@ -205,11 +206,11 @@ def _read_regular_file(path: Path, limit: int, *, missing: Exception, too_large:
         raise missing from None
     except (OSError, ValueError) as e:  # ValueError: a NUL in the path
         if _is_symlink(path):
-            raise BadInput("symlink-refused", f"{_name(path)} is a symlink; docket does not follow it") from None
+            raise BadInput(Code.SYMLINK_REFUSED, f"{_name(path)} is a symlink; docket does not follow it") from None
         raise BadInput(unreadable, f"cannot open {_name(path)}: {getattr(e, 'strerror', None) or e}") from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise BadInput("not-a-regular-file", f"{_name(path)} is not a regular file")
+            raise BadInput(Code.NOT_A_REGULAR_FILE, f"{_name(path)} is not a regular file")
         chunks, size = [], 0
         while size <= limit and (chunk := os.read(fd, limit + 1 - size)):
             chunks.append(chunk)
@@ -281,7 +282,7 @@ def check_statement(value: Any) -> dict[str, Any]:
     """value if it is an in-toto Statement v1, else VerificationFailed bad-statement naming what is wrong."""
     problem = _statement_problem(value)
     if problem:
-        raise VerificationFailed("bad-statement", problem)
+        raise VerificationFailed(Code.BAD_STATEMENT, problem)
     return value
 
 
@@ -337,39 +338,39 @@ def verify_envelope(envelope: Any, verifier: SSlibKey) -> dict[str, Any]:
 
     payload, payload_type, keyid, sig = _envelope_parts(envelope)
     if payload_type != PAYLOAD_TYPE:
-        raise VerificationFailed("wrong-payload-type", f"payloadType is {payload_type[:80]!r}, not {PAYLOAD_TYPE}")
+        raise VerificationFailed(Code.WRONG_PAYLOAD_TYPE, f"payloadType is {payload_type[:80]!r}, not {PAYLOAD_TYPE}")
     if keyid != verifier.keyid:
-        raise VerificationFailed("wrong-key", f"the envelope is signed by key {keyid[:80]!r}, not by the given key "
+        raise VerificationFailed(Code.WRONG_KEY, f"the envelope is signed by key {keyid[:80]!r}, not by the given key "
                                               f"{verifier.keyid}")
     dsse = Envelope(payload, payload_type, {keyid: Signature(keyid, sig.hex())})
     try:
         dsse.verify([verifier], 1)
     except UnverifiedSignatureError:
-        raise VerificationFailed("bad-signature", f"the signature by key {keyid} does not match the envelope's "
+        raise VerificationFailed(Code.BAD_SIGNATURE, f"the signature by key {keyid} does not match the envelope's "
                                                   "payload and payloadType") from None
     try:
         value = strict_json(payload.decode("utf-8"))
         canonical = canonical_json(value) == payload
     except DuplicateKey as e:
-        raise VerificationFailed("bad-statement", f"the payload is not canonical JSON: {e}") from None
+        raise VerificationFailed(Code.BAD_STATEMENT, f"the payload is not canonical JSON: {e}") from None
     except (UnicodeDecodeError, ValueError, RecursionError, CanonicalJSONError):
-        raise VerificationFailed("bad-statement", "the payload is not JSON (or nested too deeply)") from None
+        raise VerificationFailed(Code.BAD_STATEMENT, "the payload is not JSON (or nested too deeply)") from None
     if not canonical:
-        raise VerificationFailed("bad-statement", "the payload is not canonical JSON")
+        raise VerificationFailed(Code.BAD_STATEMENT, "the payload is not canonical JSON")
     return check_statement(value)
 
 
 def _envelope_parts(envelope: Any) -> tuple[bytes, str, str, bytes]:
     """payload, payloadType, keyid and signature of a DSSE envelope with exactly one signature."""
     if not isinstance(envelope, dict) or set(envelope) != {"payload", "payloadType", "signatures"}:
-        raise VerificationFailed("bad-envelope", "not a DSSE envelope (payload, payloadType, signatures)")
+        raise VerificationFailed(Code.BAD_ENVELOPE, "not a DSSE envelope (payload, payloadType, signatures)")
     signatures = envelope["signatures"]
     if not isinstance(envelope["payloadType"], str) or not isinstance(signatures, list) or len(signatures) != 1:
-        raise VerificationFailed("bad-envelope", "a DSSE envelope has a payloadType string and one signature")
+        raise VerificationFailed(Code.BAD_ENVELOPE, "a DSSE envelope has a payloadType string and one signature")
     (signature,) = signatures
     if not isinstance(signature, dict) or set(signature) != {"keyid", "sig"} or not isinstance(
             signature["keyid"], str):
-        raise VerificationFailed("bad-envelope", "a signature is {keyid, sig}")
+        raise VerificationFailed(Code.BAD_ENVELOPE, "a signature is {keyid, sig}")
     return (_canonical_base64(envelope["payload"], "payload"), envelope["payloadType"], signature["keyid"],
             _canonical_base64(signature["sig"], "sig"))
 
@@ -381,7 +382,7 @@ def _canonical_base64(text: Any, field: str) -> bytes:
     except (binascii.Error, ValueError):
         data = None
     if data is None or base64.b64encode(data).decode("ascii") != text:
-        raise VerificationFailed("bad-envelope", f"{field} is not canonical standard base64")
+        raise VerificationFailed(Code.BAD_ENVELOPE, f"{field} is not canonical standard base64")
     return data
 
 
@@ -402,9 +403,9 @@ def write_bundle(path: str | Path, envelopes: Iterable[dict[str, Any]]) -> Path:
     try:
         fd = os.open(draft, _CREATE_FLAGS, 0o644)
     except FileNotFoundError:
-        raise BadInput("bad-output-path", f"the folder of {_name(path)} does not exist") from None
+        raise BadInput(Code.BAD_OUTPUT_PATH, f"the folder of {_name(path)} does not exist") from None
     except ValueError:
-        raise BadInput("bad-output-path", f"{path!r} is not a file name") from None
+        raise BadInput(Code.BAD_OUTPUT_PATH, f"{path!r} is not a file name") from None
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(lines)
@@ -424,23 +425,23 @@ def read_bundle(path: str | Path, max_bytes: int = MAX_BUNDLE_BYTES) -> list[dic
     file that is not JSON Lines of objects (every line ends with a newline), NotFound bundle-not-found."""
     path = Path(path)
     data = _read_regular_file(
-        path, max_bytes, missing=NotFound("bundle-not-found", f"no bundle at {_name(path)}"),
-        too_large=VerificationFailed("bad-bundle", f"{_name(path)} is larger than {max_bytes} bytes"),
+        path, max_bytes, missing=NotFound(Code.BUNDLE_NOT_FOUND, f"no bundle at {_name(path)}"),
+        too_large=VerificationFailed(Code.BAD_BUNDLE, f"{_name(path)} is larger than {max_bytes} bytes"),
         unreadable="bad-bundle-path")
     if not data:
-        raise VerificationFailed("bad-bundle", f"{_name(path)} is empty")
+        raise VerificationFailed(Code.BAD_BUNDLE, f"{_name(path)} is empty")
     if not data.endswith(b"\n"):
-        raise VerificationFailed("bad-bundle", f"{_name(path)} does not end with a newline")
+        raise VerificationFailed(Code.BAD_BUNDLE, f"{_name(path)} does not end with a newline")
     envelopes = []
     for number, line in enumerate(data[:-1].split(b"\n"), start=1):
         try:
             value = strict_json(line.decode("utf-8"))
         except DuplicateKey as e:  # parsers disagree on which one counts: a signed line is read one way only
-            raise VerificationFailed("bad-bundle", f"line {number} of {_name(path)}: {e}") from None
+            raise VerificationFailed(Code.BAD_BUNDLE, f"line {number} of {_name(path)}: {e}") from None
         except (UnicodeDecodeError, ValueError, RecursionError):
-            raise VerificationFailed("bad-bundle", f"line {number} of {_name(path)} is not JSON (or nested too "
+            raise VerificationFailed(Code.BAD_BUNDLE, f"line {number} of {_name(path)} is not JSON (or nested too "
                                                      "deeply)") from None
         if not isinstance(value, dict):
-            raise VerificationFailed("bad-bundle", f"line {number} of {_name(path)} is not a JSON object")
+            raise VerificationFailed(Code.BAD_BUNDLE, f"line {number} of {_name(path)} is not a JSON object")
         envelopes.append(value)
     return envelopes

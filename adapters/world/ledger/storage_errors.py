@@ -11,6 +11,7 @@ import sqlite3
 
 from ....domain.kernel.errors import DocketError, StorageFailed, VerificationFailed, translating
 from .ledger_rows import first_undecodable, undecodable_column
+from ....domain.kernel.codes import Code
 
 __all__ = ["ledger_failure", "storage_failure", "translated"]
 
@@ -30,7 +31,7 @@ def ledger_failure(conn: sqlite3.Connection, error: sqlite3.Error) -> DocketErro
             found = None
         if found is not None:
             position, column = found
-            return VerificationFailed("chain-broken", f"position {position}: the stored {column} is not UTF-8 text "
+            return VerificationFailed(Code.CHAIN_BROKEN, f"position {position}: the stored {column} is not UTF-8 text "
                                                       "(the ledger was changed outside docket)")
     return StorageFailed(str(error))
 
@@ -40,7 +41,7 @@ def storage_failure(error: BaseException) -> DocketError | None:
     translation of one); a ledger holding text that is not UTF-8 fails verification (exit 1), wherever it is read."""
     column = undecodable_column(error.__cause__ if isinstance(error, StorageFailed) else error)
     if column is not None:
-        return VerificationFailed("ledger-unverifiable", f"the ledger holds text that is not UTF-8 (column {column!r})"
+        return VerificationFailed(Code.LEDGER_UNVERIFIABLE, f"the ledger holds text that is not UTF-8 (column {column!r})"
                                                          ": it was changed outside docket; 'docket verify' names the "
                                                          "position")
     if isinstance(error, StorageFailed):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+from ....domain.kernel.codes import Code
 
 __all__ = ["host_id"]
 
@@ -22,6 +23,6 @@ def host_id() -> str:
     if not _HOST.fullmatch(chosen):
         from ....domain.kernel.errors import BadInput
 
-        raise BadInput("bad-host", f"DOCKET_HOST={chosen[:200]!r} is not a host id: 1 to 128 letters, digits, "
+        raise BadInput(Code.BAD_HOST, f"DOCKET_HOST={chosen[:200]!r} is not a host id: 1 to 128 letters, digits, "
                                    "'.', '_' or '-', starting with a letter or digit")
     return chosen

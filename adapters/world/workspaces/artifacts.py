@@ -21,6 +21,7 @@ from pathlib import Path
 from ....domain.binding import CopiedArtifact
 from ....domain.kernel.errors import Refused
 from ....domain.kernel.names import has_unsafe_characters
+from ....domain.kernel.codes import Code
 
 __all__ = ["copy_artifacts", "check_artifact_path", "read_report"]
 
@@ -33,7 +34,7 @@ def check_artifact_path(rel: str) -> list[str]:
     parts = rel.split("/")
     if (not rel or rel.startswith("/") or "\0" in rel or has_unsafe_characters(rel)
             or any(p in ("", ".", "..") for p in parts)):
-        raise Refused("artifact-escape", f"artifact path {rel!r} is not a plain relative path inside its root")
+        raise Refused(Code.ARTIFACT_ESCAPE, f"artifact path {rel!r} is not a plain relative path inside its root")
     return parts
 
 
@@ -100,11 +101,11 @@ def read_report(root: Path, rel: str, max_bytes: int) -> bytes | None:
                 return None
             except OSError as e:
                 if e.errno == errno.ELOOP:
-                    raise Refused("artifact-symlink", f"{rel} is a symlink (not followed)") from None
+                    raise Refused(Code.ARTIFACT_SYMLINK, f"{rel} is a symlink (not followed)") from None
                 raise
             with os.fdopen(fd, "rb") as f:
                 if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                    raise Refused("artifact-not-a-file", f"{rel} is not a regular file")
+                    raise Refused(Code.ARTIFACT_NOT_A_FILE, f"{rel} is not a regular file")
                 return f.read(max_bytes + 1)
         finally:
             os.close(folder)
@@ -116,7 +117,7 @@ def _open_root(root: Path) -> Iterator[int]:
         fd = os.open(root, _DIR_FLAGS)
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(root):
-            raise Refused("artifact-symlink", f"{root} is a symlink (not followed)") from None
+            raise Refused(Code.ARTIFACT_SYMLINK, f"{root} is a symlink (not followed)") from None
         raise
     try:
         yield fd
@@ -167,19 +168,19 @@ def _scan(folder: int, rel: str) -> Iterator[tuple[str, os.stat_result]]:
         check_artifact_path(child)
         st = os.stat(name, dir_fd=folder, follow_symlinks=False)
         if stat.S_ISLNK(st.st_mode):
-            raise Refused("artifact-symlink", f"artifact {child} is a symlink (not followed, nothing copied)")
+            raise Refused(Code.ARTIFACT_SYMLINK, f"artifact {child} is a symlink (not followed, nothing copied)")
         if stat.S_ISDIR(st.st_mode):
             inner = _open_dir(folder, name, child)
             try:
                 if (os.fstat(inner).st_dev, os.fstat(inner).st_ino) != (st.st_dev, st.st_ino):
-                    raise Refused("artifact-symlink", f"artifact folder {child} was replaced while read")
+                    raise Refused(Code.ARTIFACT_SYMLINK, f"artifact folder {child} was replaced while read")
                 yield from _scan(inner, child)
             finally:
                 os.close(inner)
         elif stat.S_ISREG(st.st_mode):
             yield child, st
         else:
-            raise Refused("artifact-not-a-file", f"artifact {child} is not a regular file (nothing copied)")
+            raise Refused(Code.ARTIFACT_NOT_A_FILE, f"artifact {child} is not a regular file (nothing copied)")
 
 
 def _read(root: int, rel: str, st: os.stat_result) -> tuple[bytes, int]:
@@ -191,12 +192,12 @@ def _read(root: int, rel: str, st: os.stat_result) -> tuple[bytes, int]:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=folder)
         except OSError as e:
             if e.errno == errno.ELOOP:
-                raise Refused("artifact-symlink", f"artifact {rel} is a symlink (not followed)") from None
+                raise Refused(Code.ARTIFACT_SYMLINK, f"artifact {rel} is a symlink (not followed)") from None
             raise
         with os.fdopen(fd, "rb") as f:
             now = os.fstat(f.fileno())
             if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-                raise Refused("artifact-symlink", f"artifact {rel} was replaced while read")
+                raise Refused(Code.ARTIFACT_SYMLINK, f"artifact {rel} was replaced while read")
             return f.read(), 0o755 if now.st_mode & 0o100 else 0o644
     finally:
         os.close(folder)
@@ -210,15 +211,15 @@ def _existing(folder: int, name: str, shown: str) -> bytes | None:
         return None
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise Refused("artifact-symlink", f"{shown} in the destination is a symlink (not followed)") from None
+            raise Refused(Code.ARTIFACT_SYMLINK, f"{shown} in the destination is a symlink (not followed)") from None
         if e.errno == errno.EISDIR:
-            raise Refused("artifact-conflict", f"{shown} in the destination is a folder") from None
+            raise Refused(Code.ARTIFACT_CONFLICT, f"{shown} in the destination is a folder") from None
         raise
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
         kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
-        raise Refused("artifact-conflict", f"{shown} in the destination is {kind}")
+        raise Refused(Code.ARTIFACT_CONFLICT, f"{shown} in the destination is {kind}")
     with os.fdopen(fd, "rb") as f:
         return f.read()
 
@@ -260,11 +261,11 @@ def _place(root: int, parts: list[str], data: bytes, mode: int) -> str:
             try:
                 os.rename(draft, name, src_dir_fd=folder, dst_dir_fd=folder)
             except (IsADirectoryError, NotADirectoryError, FileExistsError) as e:
-                raise Refused("artifact-conflict", f"{shown} in the destination is a folder") from e
+                raise Refused(Code.ARTIFACT_CONFLICT, f"{shown} in the destination is a folder") from e
             except OSError as e:
                 if e.errno != errno.ENOTEMPTY:
                     raise
-                raise Refused("artifact-conflict", f"{shown} in the destination is a folder") from e
+                raise Refused(Code.ARTIFACT_CONFLICT, f"{shown} in the destination is a folder") from e
         finally:
             try:
                 os.unlink(draft, dir_fd=folder)
@@ -272,7 +273,7 @@ def _place(root: int, parts: list[str], data: bytes, mode: int) -> str:
                 pass  # renamed into place
         landed = _existing(folder, name, shown)
         if landed is None or hashlib.sha256(landed).hexdigest() != digest:
-            raise Refused("artifact-conflict", f"{shown} in the destination has other content than the artifact")
+            raise Refused(Code.ARTIFACT_CONFLICT, f"{shown} in the destination has other content than the artifact")
         os.fsync(folder)
         return digest
     finally:

@@ -26,6 +26,7 @@ from .execution_pool import (POOL, clear_idle, discard_records, give_back, inspe
 from ..git.own_repositories import borrows_from, make_own_repository, read_own_repository
 from ..files.paths import executions_root, repository_key
 from ..git.repository import make_parents, making_worktrees, open_repo, remove_checkout, unsafe_parent
+from ....domain.kernel.codes import Code
 
 __all__ = ["create_execution", "empty_execution_folders", "execution_path", "execution_remnants", "idle_executions",
            "inspect_execution", "observe_execution", "remove_execution", "untrusted_pool_entries"]
@@ -38,9 +39,9 @@ def execution_path(common: Path, run: str, binding: str, check: str, attempt: in
     unless each part is one safe path component and attempt is a positive integer."""
     for part in (run, binding, check):
         if not part or "/" in part or "\0" in part or part.startswith(".") or has_unsafe_characters(part):
-            raise BadInput("bad-execution-path", f"{part!r} is not a single safe path component")
+            raise BadInput(Code.BAD_EXECUTION_PATH, f"{part!r} is not a single safe path component")
     if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
-        raise BadInput("bad-execution-path", f"attempt {attempt!r} is not a positive integer")
+        raise BadInput(Code.BAD_EXECUTION_PATH, f"attempt {attempt!r} is not a positive integer")
     return executions_root(Path(common), root) / run / binding / f"{check}-{attempt}"
 
 
@@ -103,7 +104,7 @@ def create_execution(repository: Path, path: Path, commit: str) -> None:
         with making_worktrees(repository, exclusive=True):
             observed = _observe(repo, repository, path, commit)
             if observed.state == "unsafe":  # nothing made: the effector records this as the check's outcome
-                raise Refused("execution-unsafe-tree", observed.detail)
+                raise Refused(Code.EXECUTION_UNSAFE_TREE, observed.detail)
             if observed.state != "absent":
                 return
             anchor = _anchor(path)
@@ -117,7 +118,7 @@ def create_execution(repository: Path, path: Path, commit: str) -> None:
                     return
                 make_own_repository(repository, path, head=commit, commit=commit, branch=None)
             except InvalidPathError as e:  # undone already: nothing is left at the path
-                raise Refused("execution-unsafe-tree",
+                raise Refused(Code.EXECUTION_UNSAFE_TREE,
                               f"commit {commit} names {e.args[0]!r}, which cannot be checked out safely") from None
 
 
@@ -187,7 +188,7 @@ def remove_execution(repository: Path, path: Path, *, group_alive: bool) -> None
     """
     repository, path = Path(repository), Path(path)
     if group_alive:
-        raise Refused("execution-busy", f"the check running in {path} is still alive; stop its process group first")
+        raise Refused(Code.EXECUTION_BUSY, f"the check running in {path} is still alive; stop its process group first")
     if not is_execution_place(repository, path):
         raise ValueError(f"{path} is not an execution place of {repository}")
     with making_worktrees(repository, exclusive=True):
