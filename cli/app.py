@@ -10,6 +10,7 @@ could not be written (output-failed), 70 internal error (a bug: rerun with
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -29,218 +30,56 @@ EXIT_INTERNAL = 70
 Nouns = Any  # argparse's subparsers action
 Common = argparse.ArgumentParser
 
-# Each declarer imports its noun's module when called, not before: a command's run
-# builds only its own parser, so it imports only its own module (see parse_args).
-
-
-def _init(nouns: Nouns, common: Common) -> None:
-    from .ledger import add_init
-    add_init(nouns, common)
-
-
-def _status(nouns: Nouns, common: Common) -> None:
-    from .status import register
-    register(nouns, common)
-
-
-def _log(nouns: Nouns, common: Common) -> None:
-    from .log_command import add_log_command
-    add_log_command(nouns, lambda group, name, handler, help, example:  # noqa: A006
-                    command(group, name, handler, common, help, example))
-
-
-def _watch(nouns: Nouns, common: Common) -> None:
-    from .watch import register
-    register(nouns, common)
-
-
-def _verify(nouns: Nouns, common: Common) -> None:
-    from .ledger import add_verify
-    add_verify(nouns, common)
-
-
-def _replay(nouns: Nouns, common: Common) -> None:
-    from .ledger import add_replay
-    add_replay(nouns, common)
-
-
-def _ledger(nouns: Nouns, common: Common) -> None:
-    from .ledger import add_ledger
-    add_ledger(nouns, common)
-
-
-def _schema(nouns: Nouns, common: Common) -> None:
-    from .ledger import add_schema
-    add_schema(nouns, common)
-
-
-def _run(nouns: Nouns, common: Common) -> None:
-    from .run import register
-    register(nouns, common)
-
-
-def _task(nouns: Nouns, common: Common) -> None:
-    from .task import register
-    register(nouns, common)
-
-
-def _worker(nouns: Nouns, common: Common) -> None:
-    from .worker import register
-    register(nouns, common)
-
-
-def _candidate(nouns: Nouns, common: Common) -> None:
-    from .candidate import register
-    register(nouns, common)
-
-
-def _check(nouns: Nouns, common: Common) -> None:
-    from .check import register
-    register(nouns, common)
-
-
-def _handoff(nouns: Nouns, common: Common) -> None:
-    from .handoff import register
-    register(nouns, common)
-
-
-def _approve(nouns: Nouns, common: Common) -> None:
-    from .approve import register
-    register(nouns, common)
-
-
-def _inbox(nouns: Nouns, common: Common) -> None:
-    from .inbox import register
-    register(nouns, common)
-
-
-def _answer(nouns: Nouns, common: Common) -> None:
-    from .inbox import register_answer
-    register_answer(nouns, common)
-
-
-def _request(nouns: Nouns, common: Common) -> None:
-    from .request import register
-    register(nouns, common)
-
-
-def _mcp(nouns: Nouns, common: Common) -> None:
-    from .mcp import register
-    register(nouns, common)
-
-
-def _serve(nouns: Nouns, common: Common) -> None:
-    from .serve import register
-    register(nouns, common)
-
-
-def _integrate(nouns: Nouns, common: Common) -> None:
-    from .integrate import register
-    register(nouns, common)
-
-
-def _seal(nouns: Nouns, common: Common) -> None:
-    from .receipt import add_seal
-    add_seal(nouns, common)
-
-
-def _export(nouns: Nouns, common: Common) -> None:
-    from .receipt import add_export
-    add_export(nouns, common)
-
-
-def _verify_receipt(nouns: Nouns, common: Common) -> None:
-    from .receipt import add_verify_receipt
-    add_verify_receipt(nouns, common)
-
-
-def _prove_consistency(nouns: Nouns, common: Common) -> None:
-    from .proofs import add_prove_consistency
-    add_prove_consistency(nouns, common)
-
-
-def _worktree(nouns: Nouns, common: Common) -> None:
-    from .worktree import register
-    register(nouns, common)
-
-
-def _gc(nouns: Nouns, common: Common) -> None:
-    from .gc import register
-    register(nouns, common)
-
-
-def _lease(nouns: Nouns, common: Common) -> None:
-    from .lease import register
-    register(nouns, common)
-
-
-def _reconcile(nouns: Nouns, common: Common) -> None:
-    from .reconcile import register
-    register(nouns, common)
-
-
-def _config(nouns: Nouns, common: Common) -> None:
-    from .config import register
-    register(nouns, common)
-
-
-def _key(nouns: Nouns, common: Common) -> None:
-    from .key import register
-    register(nouns, common)
-
-
-def _go(nouns: Nouns, common: Common) -> None:
-    from .go import register
-    register(nouns, common)
-
-
-def _supervise(nouns: Nouns, common: Common) -> None:
-    from .go import register_supervise
-    register_supervise(nouns, common)
-
-
-def _completion(nouns: Nouns, common: Common) -> None:
-    from .completion import add_completion
-    add_completion(nouns, common, build_parser)  # passed down: the completion module never imports this one
-
-
-# Every top-level command, in the order --help lists them, and the function that declares it.
-COMMANDS = {
-    "init": _init,
-    "status": _status,
-    "go": _go,
-    "supervise": _supervise,
-    "log": _log,
-    "watch": _watch,
-    "verify": _verify,
-    "replay": _replay,
-    "schema": _schema,
-    "ledger": _ledger,
-    "run": _run,
-    "task": _task,
-    "worker": _worker,
-    "candidate": _candidate,
-    "check": _check,
-    "handoff": _handoff,
-    "approve": _approve,
-    "inbox": _inbox,
-    "answer": _answer,
-    "request": _request,
-    "mcp": _mcp,
-    "serve": _serve,
-    "integrate": _integrate,
-    "seal": _seal,
-    "export": _export,
-    "verify-receipt": _verify_receipt,
-    "prove-consistency": _prove_consistency,
-    "worktree": _worktree,
-    "lease": _lease,
-    "reconcile": _reconcile,
-    "gc": _gc,
-    "config": _config,
-    "key": _key,
-    "completion": _completion,
+# Every top-level command, in the order --help lists them: the cli module that declares it and its declaring
+# function, called as declare(nouns, common). The module is imported when its command is declared, not before: a
+# command's run builds only its own parser, so it imports only its own module (see parse_args). Importing by name
+# happens in _declare alone, and tests/unit/test_cli_shape.py resolves every entry.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("ledger", "add_init"),
+    "status": ("status", "register"),
+    "go": ("go", "register"),
+    "supervise": ("go", "register_supervise"),
+    "log": ("log_command", "register"),
+    "watch": ("watch", "register"),
+    "verify": ("ledger", "add_verify"),
+    "replay": ("ledger", "add_replay"),
+    "schema": ("ledger", "add_schema"),
+    "ledger": ("ledger", "add_ledger"),
+    "run": ("run", "register"),
+    "task": ("task", "register"),
+    "worker": ("worker", "register"),
+    "candidate": ("candidate", "register"),
+    "check": ("check", "register"),
+    "handoff": ("handoff", "register"),
+    "approve": ("approve", "register"),
+    "inbox": ("inbox", "register"),
+    "answer": ("inbox", "register_answer"),
+    "request": ("request", "register"),
+    "mcp": ("mcp", "register"),
+    "serve": ("serve", "register"),
+    "integrate": ("integrate", "register"),
+    "seal": ("receipt", "add_seal"),
+    "export": ("receipt", "add_export"),
+    "verify-receipt": ("receipt", "add_verify_receipt"),
+    "prove-consistency": ("proofs", "add_prove_consistency"),
+    "worktree": ("worktree", "register"),
+    "lease": ("lease", "register"),
+    "reconcile": ("reconcile", "register"),
+    "gc": ("gc", "register"),
+    "config": ("config", "register"),
+    "key": ("key", "register"),
+    "completion": ("completion", "add_completion"),
 }
+
+
+def _declare(name: str, nouns: Nouns, common: Common) -> None:
+    module, function = COMMANDS[name]
+    declare = getattr(importlib.import_module(f"{__package__}.{module}"), function)
+    if name == "completion":
+        declare(nouns, common, build_parser)  # passed down: the completion module never imports this one
+    else:
+        declare(nouns, common)
+
 
 _ROOT_EPILOG = """\
 example:
@@ -284,9 +123,9 @@ def build_parser(only: str | None = None) -> Parser:
     parser.add_argument("--version", action="store_true", dest="show_version", default=argparse.SUPPRESS,
                         help="print docket's version (with --json: {\"version\": ...}) and exit")
     nouns = parser.add_subparsers(dest="noun", metavar="COMMAND", parser_class=Parser)
-    for name, declare in COMMANDS.items():
+    for name in COMMANDS:
         if only is None or name == only:
-            declare(nouns, common)
+            _declare(name, nouns, common)
     return parser
 
 
@@ -473,7 +312,6 @@ _EXTRAS = {"psycopg": "postgres", "psycopg_pool": "postgres", "psycopg_binary": 
 
 def _missing_extra(e: Exception) -> tuple[str, str, int] | None:
     """missing-dependency (exit 2) for a module of an optional extra that is not installed, naming what to install."""
-    from ..domain.kernel.codes import Code
 
     if not isinstance(e, ImportError) or (extra := _EXTRAS.get((e.name or "").split(".")[0])) is None:
         return None

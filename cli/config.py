@@ -11,6 +11,7 @@ from typing import Any
 from .context import Context
 from .output import emit, shown
 from .parsing import command, group
+from ..domain.kernel.codes import Code
 
 __all__ = ["register", "write_default_config"]
 
@@ -41,7 +42,7 @@ def config_show(ctx: Context) -> int:
         warn(code, message)
     widenings = config.widenings()
     trusted = _trusted(path) if path is not None and widenings else None
-    document = {"file": str(path) if path else None, "config": config.model_dump(mode="json"),
+    document: dict[str, Any] = {"file": str(path) if path else None, "config": config.model_dump(mode="json"),
                 "widens": widenings, "trusted": trusted}
     if path:
         heading = f"# from {shown(path)}"
@@ -69,7 +70,6 @@ def config_trust(ctx: Context) -> int:
     from ..adapters.world.files.config_file import config_sha256, find_config, load_config
     from ..adapters.world.files.paths import find_git_common_dir
     from ..adapters.world.files.user_config import trust, trust_file
-    from ..domain.kernel.codes import Code
     from ..domain.kernel.errors import NotFound
 
     path = find_config(Path.cwd())

@@ -12,6 +12,7 @@ from ..domain.kernel.errors import BadInput, NotFound, VerificationFailed
 from ..domain.kernel.streams import run_stream
 from .context import Context
 from .output import shown, streamed_document
+from .parsing import command
 from ..domain.kernel.codes import Code
 
 __all__ = ["EXAMPLE", "HELP", "add_log_arguments", "add_log_command", "log"]
@@ -32,6 +33,12 @@ def add_log_command(nouns: Any, command: Any) -> Any:
     parser = command(nouns, "log", log, HELP, EXAMPLE)
     add_log_arguments(parser)
     return parser
+
+
+def register(nouns: Any, common: Any) -> Any:
+    """Declare `docket log` under nouns, as every command is declared."""
+    return add_log_command(nouns, lambda group, name, handler, help, example:  # noqa: A006
+                           command(group, name, handler, common, help, example))
 
 
 def log(ctx: Context) -> int:

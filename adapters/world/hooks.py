@@ -34,6 +34,7 @@ from ...domain.containment.processes import ProcessIdentity, bounded_tail, scrub
 from .files.logs import known_secrets
 from . import faults
 from .processes.host import host_id
+from ...domain.kernel.codes import Code
 
 __all__ = ["STOP_GRACE_SECONDS", "act", "observe"]
 
@@ -227,7 +228,6 @@ def _workdir(intent: HookRequested) -> Path:
     """The hook's working directory, made: ``<intent id>.base``, holding the run's base commit's copies of the
     repository files its command names (base_copies.py). Refused (script-not-from-base) when it names one and the
     intent has no base (asked for before docket recorded it) or the base cannot be read."""
-    from ...domain.kernel.codes import Code
     from ...domain.containment.trust import named_paths
     from .workspaces.base_copies import materialise
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
-if TYPE_CHECKING:
-    from .codes import Code
+from .codes import Code
+
 
 __all__ = [
     "AwaitingApproval",
@@ -43,14 +43,6 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-def _codes() -> type[Code]:
-    """Code, imported when an error that names its member is first made: building the enum takes a few
-    milliseconds that a command raising nothing (``docket status``) does not spend at start."""
-    from .codes import Code
-
-    return Code
-
-
 class DocketError(Exception):
     exit_code = 2
 
@@ -78,7 +70,7 @@ class StorageFailed(DocketError):
     exit_code = 2
 
     def __init__(self, message: str):
-        super().__init__(_codes().DATABASE, message)
+        super().__init__(Code.DATABASE, message)
 
 
 def translating(driver_error: type[Exception]) -> Callable[[Callable[P, T]], Callable[P, T]]:
@@ -143,7 +135,7 @@ class OutputFailed(DocketError):
     exit_code = 9
 
     def __init__(self, message: str, *, reader_gone: bool = False):
-        super().__init__(_codes().OUTPUT_FAILED, message)
+        super().__init__(Code.OUTPUT_FAILED, message)
         self.reader_gone = reader_gone
 
 
@@ -154,7 +146,7 @@ class RunClosed(Refused):
     """The run is closed (completed, failed or cancelled): nothing more happens in it."""
 
     def __init__(self, message: str):
-        super().__init__(_codes().RUN_CLOSED, message)
+        super().__init__(Code.RUN_CLOSED, message)
 
 
 class LedgerTampered(VerificationFailed):
@@ -166,28 +158,28 @@ class TargetCheckedOut(Refused):
     """The integration target is checked out with changes in the way: only its user can lift that."""
 
     def __init__(self, message: str):
-        super().__init__(_codes().TARGET_CHECKED_OUT, message)
+        super().__init__(Code.TARGET_CHECKED_OUT, message)
 
 
 class AwaitingApproval(Refused):
     """The integration needs a person's approval of tasks first."""
 
     def __init__(self, message: str):
-        super().__init__(_codes().AWAITING_APPROVAL, message)
+        super().__init__(Code.AWAITING_APPROVAL, message)
 
 
 class DependenciesUnsettled(Refused):
     """A task's dependencies are not integrated yet: its step waits in the queue."""
 
     def __init__(self, message: str):
-        super().__init__(_codes().DEPENDENCIES_UNSETTLED, message)
+        super().__init__(Code.DEPENDENCIES_UNSETTLED, message)
 
 
 class OutputExists(Refused):
     """The file docket would write is there already; it is never overwritten."""
 
     def __init__(self, message: str):
-        super().__init__(_codes().OUTPUT_EXISTS, message)
+        super().__init__(Code.OUTPUT_EXISTS, message)
 
 
 class Fenced(Refused):
@@ -196,9 +188,9 @@ class Fenced(Refused):
 
 class StaleGeneration(Fenced):
     def __init__(self, message: str):
-        super().__init__(_codes().STALE_GENERATION, message)
+        super().__init__(Code.STALE_GENERATION, message)
 
 
 class StaleToken(Fenced):
     def __init__(self, message: str):
-        super().__init__(_codes().STALE_TOKEN, message)
+        super().__init__(Code.STALE_TOKEN, message)

@@ -33,11 +33,10 @@ HEAVY = {"dulwich", "sqlite_utils", "psutil", "anyio", "shtab"}
 # docket loads no pydantic plugins (docket/pydantic_plugins.py), so a write command imports none of them. Nor
 # strptime's module (calendar, the locale's regular expressions): docket's own timestamps are read without it. Nor
 # shutil (with zlib, bz2, lzma), which argparse imports to learn the terminal's width (cli/parsing.py).
-# Nor the catalogue of every error code (a StrEnum of some 200 members, imported where a code is raised) nor the
-# redaction's patterns (domain/containment/processes.py; the run aggregate needs only domain/containment/process_identity.py), nor signal
+# Nor the redaction's patterns (domain/containment/processes.py; the run aggregate needs only domain/containment/process_identity.py), nor signal
 # (for the crash points, which a write command not under a crash test never fires).
 ABSENT = {"importlib.metadata", "email", "zipfile", "csv", "_strptime", "calendar", "shutil", "bz2", "lzma",
-          "docket.domain.kernel.codes", "docket.domain.containment.processes", "signal"}
+          "docket.domain.containment.processes", "signal"}
 EFFECT_MACHINERY = {"docket.domain.effects", "docket.adapters.service_layer.kernel.effector", "docket.adapters.service_layer.kernel.intents"}
 
 

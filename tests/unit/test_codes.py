@@ -1,5 +1,6 @@
-"""Error codes have one home, domain/kernel/codes.py: every code raised is a Code member, and no decision compares a code
-with a string typed out again (it names an exception type or a Code member).
+"""Error codes have one home, domain/kernel/codes.py: every code raised is a Code constant, raised with the exit
+status the codes' table gives it (and docs/cli.md lists it under), and no decision compares a code with a string
+typed out again (it names an exception type or a Code constant).
 
 Read from the source with ast, so a new ``e.code == "..."`` fails here.
 """
@@ -10,12 +11,18 @@ import ast
 import re
 from pathlib import Path
 
-from docket.domain.kernel.codes import Code
+from docket.domain.kernel.codes import EXIT_STATUS, Code, all_codes, exit_status
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("domain", "projections", "adapters", "cli")
 ERRORS = {"DocketError", "BadInput", "Refused", "Conflict", "OutcomeUnknown", "NotFound", "WorkFailed", "WorkStopped",
-          "VerificationFailed", "ReportError"}
+          "VerificationFailed", "ReportError", "LedgerTampered", "Fenced"}
+# each family's exit status (domain/kernel/errors.py); ReportError is JUnit's, turned into a check's result, never an exit
+FAMILY_STATUS = {"BadInput": 2, "Refused": 3, "Conflict": 3, "OutcomeUnknown": 4, "NotFound": 5, "WorkFailed": 6,
+                 "WorkStopped": 7, "VerificationFailed": 1, "LedgerTampered": 1, "Fenced": 3, "DocketError": 2}
+# one code, two statuses: an expired question is refused to the person answering it (3), and stops the agent's own
+# `docket request ask` that waited for it (7)
+ALSO = {("question-expired", 7)}
 KEBAB = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
 
@@ -56,21 +63,81 @@ def string_comparisons(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def test_codes_are_unique_kebab_case_and_named_after_their_text():
-    texts = [code.value for code in Code]
-    assert len(texts) == len(set(texts))
+    codes = all_codes()
+    texts = list(codes.values())
+    assert len(texts) == len(set(texts)) > 200
     assert [t for t in texts if not KEBAB.match(t)] == []
-    assert [c.name for c in Code if c.name != c.value.upper().replace("-", "_")] == []
+    assert [name for name, text in codes.items() if name != text.upper().replace("-", "_")] == []
     assert Code.RUN_CLOSED == "run-closed" and f"{Code.RUN_CLOSED}" == "run-closed"  # printed as its text
+    assert set(EXIT_STATUS) <= set(texts) and exit_status(Code.NO_LEDGER) == 5 and exit_status("views-behind") is None
 
 
-def test_every_code_raised_as_a_string_is_a_member():
-    unknown = []
+def _code_argument(node: ast.Call) -> ast.expr | None:
+    return node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "code"), None)
+
+
+def raise_sites(tree: ast.AST) -> list[tuple[int, str, ast.expr]]:
+    """(line, error family, the code argument) of every error made with a code."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _called(node) in ERRORS and (code := _code_argument(node)) is not None:
+            found.append((node.lineno, _called(node), code))
+    return found
+
+
+def test_no_code_is_raised_as_a_string():
+    typed = [f"{path.relative_to(ROOT)}:{line}: {ast.unparse(code)}" for path, tree in _trees()
+             for line, _, code in raise_sites(tree) if isinstance(code, (ast.Constant, ast.JoinedStr))]
+    assert typed == [], "raise with a Code constant (domain/kernel/codes.py), not its text"
+
+
+def test_the_check_finds_a_code_raised_as_a_string():
+    sample = ast.parse('raise Refused("run-closed", "m")\nraise NotFound(code=f"x-{y}", message="m")\n'
+                       'raise BadInput(Code.BAD_ID, "m")\n')
+    assert [(line, family, ast.unparse(code)) for line, family, code in raise_sites(sample)] == [
+        (1, "Refused", "'run-closed'"), (2, "NotFound", "f'x-{y}'"), (3, "BadInput", "Code.BAD_ID")]
+
+
+def test_every_code_is_raised_with_the_exit_status_the_table_gives_it():
+    wrong = []
     for path, tree in _trees():
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and _called(node) in ERRORS and node.args:
-                unknown += [f"{path.relative_to(ROOT)}:{node.lineno}: {s}" for s in _strings(node.args[0])
-                            if s not in set(Code)]
-    assert unknown == [], "add these codes to domain/kernel/codes.py"
+        for line, family, code in raise_sites(tree):
+            if family not in FAMILY_STATUS or not (isinstance(code, ast.Attribute) and isinstance(code.value, ast.Name)
+                                                   and code.value.id == "Code"):
+                continue
+            text = getattr(Code, code.attr)
+            status = FAMILY_STATUS[family]
+            if exit_status(text) != status and (text, status) not in ALSO:
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: {text} raised as {family} ({status}), "
+                             f"the table says {exit_status(text)}")
+    assert wrong == [], "raise it with its family, or move it in EXIT_STATUS (domain/kernel/codes.py)"
+
+
+def _documented_statuses() -> dict[str, set[int]]:
+    """code -> the exit statuses docs/cli.md's exit-code list names it under: the lists of the error families (1 to 5,
+    9), not 6 to 8, which say what became of the work (a task's failure, a stop, a run waiting) by its reasons."""
+    found: dict[str, set[int]] = {}
+    status = None
+    text = (ROOT / "docs" / "cli.md").read_text()
+    section = text[text.index("## Exit codes"):text.index("## Warnings")]
+    for line in section.splitlines():
+        head = re.match(r"^- \*\*(\d+)\*\*", line)
+        if head:
+            status = int(head.group(1))
+        if status is not None and status not in (6, 7, 8):
+            for word in re.findall(r"`([a-z][a-z0-9-]+)`", line):
+                if word in set(all_codes().values()):
+                    found.setdefault(word, set()).add(status)
+    return found
+
+
+def test_the_docs_list_each_code_under_the_exit_status_it_has():
+    documented = _documented_statuses()
+    assert len(documented) > 100
+    wrong = {code: sorted(statuses) for code, statuses in documented.items()
+             if statuses != {exit_status(code)} and not all((code, s) in ALSO or s == exit_status(code)
+                                                            for s in statuses)}
+    assert wrong == {}, "docs/cli.md lists these under another exit status than domain/kernel/codes.py gives"
 
 
 def test_no_decision_compares_a_code_with_a_string():

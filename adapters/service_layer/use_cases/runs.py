@@ -14,7 +14,7 @@ from ..kernel.ledger import Ledger
 from ....domain.kernel.codes import Code
 
 if TYPE_CHECKING:
-    from ..kernel.effector import Effector
+    from ..kernel.ports import EffectorPort
 
 __all__ = ["abort_run", "complete_run", "load_run", "open_run", "pause_run", "resume_run"]
 
@@ -28,7 +28,7 @@ def load_run(ledger: Ledger, run_id: str) -> run_aggregate.Run:
 
 def open_run(ledger: Ledger, clock: Clock, *, run_id: str, intent_id: str, goal: str, target_branch: str,
              budget_ms: int | None, repository: str, wait: bool = True,
-             effector: Effector | None = None, remote: str | None = None, max_cost_micro_usd: int | None = None,
+             effector: EffectorPort | None = None, remote: str | None = None, max_cost_micro_usd: int | None = None,
              max_tokens: int | None = None) -> run_aggregate.Run:
     """Record the run and its base-pin intent; with wait, drive that intent to its outcome. The run as it then stands.
     remote: the name of the shared git remote ([git] remote) the run's base, candidates and target are on.
@@ -55,7 +55,6 @@ def open_run(ledger: Ledger, clock: Clock, *, run_id: str, intent_id: str, goal:
         effector.run_pending(only={intent_id}, after=intent_position - 1)
     run = load_run(ledger, run_id)
     if run.status == "failed":
-        from ....domain.kernel.codes import Code  # here, not at import: every code's StrEnum is a few ms of a command's start
 
         failed = NotFound if run.failure_code == Code.UNKNOWN_BRANCH else Refused
         raise failed(run.failure_code or "base-pin-failed", run.failure_message or "the base could not be pinned")

@@ -87,7 +87,6 @@ def config_sha256(path: Path) -> str:
 def require_trusted(path: Path | None, config: Config) -> None:
     """Refused ``config-untrusted`` when the repository's docket.toml widens a sandbox (Config.widenings) and its user
     has not trusted this very file (adapters/world/files/user_config.py): an agent's edit never widens its own sandbox."""
-    from ....domain.kernel.codes import Code
     from ....domain.kernel.errors import Refused
     from .user_config import trust_file, trusts
 

@@ -109,7 +109,6 @@ def unsafe_folder(path: Path) -> Refused:
         what = f"a symlink to {os.readlink(path)}"
     except OSError:  # not a symlink (or gone meanwhile)
         what = "not a folder"
-    from ....domain.kernel.codes import Code  # here: a StrEnum of every code is a few ms of every command's start
 
     return Refused(Code.UNSAFE_PATH, f"{path} is {what}; docket never writes through it: run 'docket reconcile "
                                      "--apply' to move it aside, then resume")

@@ -21,8 +21,8 @@ from pathlib import Path
 from ....domain.effects import ExecutionInspection, ExecutionObservation
 from ....domain.kernel.errors import BadInput, Refused
 from ....domain.kernel.names import has_unsafe_characters
-from .execution_pool import (POOL, clear_idle, discard_records, give_back, inspect_placed, observe_placed, place,
-                             records_of, remnant, sweep, untrusted)
+from .execution_pool import POOL, clear_idle, discard_records, place, records_of, remnant, sweep, untrusted
+from .execution_return import give_back, inspect_placed, observe_placed
 from ..git.own_repositories import borrows_from, make_own_repository, read_own_repository
 from ..files.paths import executions_root, repository_key
 from ..git.repository import make_parents, making_worktrees, open_repo, remove_checkout, unsafe_parent
@@ -268,7 +268,6 @@ def _absent_or_unsafe(repo, commit: str) -> ExecutionObservation:  # noqa: ANN00
     and stop the whole run; observed here, it is that check's failed outcome."""
     from dulwich.objects import Commit
 
-    from ....domain.kernel.codes import Code
     from ..git.flat_trees import flattened
 
     try:
@@ -323,7 +322,7 @@ def _first_change(repo, root: Path, admin: Path, commit: str, *, untracked_count
     execution must be exactly the commit). Otherwise only the tracked content
     is compared, and folders the tree does not have are not even entered.
     """
-    from dulwich.index import Index
+    from dulwich.index import ConflictedIndexEntry, Index
 
     tree = repo[repo[commit.encode("ascii")].tree]
     expected = {e.path.decode("utf-8", "surrogateescape"): (e.mode, e.sha.decode("ascii"))
@@ -334,7 +333,7 @@ def _first_change(repo, root: Path, admin: Path, commit: str, *, untracked_count
         return "the worktree has no index"
     staged = {}
     for name, entry in index.items():
-        if not hasattr(entry, "sha"):
+        if isinstance(entry, ConflictedIndexEntry):
             return f"{name.decode(errors='replace')} has a merge conflict in the index"
         staged[name.decode("utf-8", "surrogateescape")] = (entry.mode, entry.sha.decode("ascii"))
     if staged != expected:
