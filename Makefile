@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # As on a user's machine: Python writes bytecode, and checks that import the repository's code must still pass.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install test test-campaigns unit integration e2e demo demo-fleet demo-real bench docs clean
+.PHONY: install typecheck test test-campaigns unit integration e2e demo demo-fleet demo-real bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,11 @@ install: $(STAMP)
 
 # Both cores: the suite is mostly waiting on real processes (agents, checks, SIGKILLed dockets); the slowest tests
 # are listed at the end so a growing suite shows where its time goes.
-test: $(STAMP)
+# mypy over all of docket first ([tool.mypy] in pyproject.toml; tests/typecheck.py checks the package as installed)
+typecheck: $(STAMP)
+	$(BIN)/python -m tests.typecheck
+
+test: $(STAMP) typecheck
 	$(BIN)/pytest -n 2 --durations=25
 
 # The crash and random-kill campaigns whole (every crash point, seed and round; `make test` samples them, see

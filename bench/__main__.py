@@ -12,11 +12,11 @@ import json
 import time
 
 from . import (append, batch, go, growth, idle, launch, merge_step, merkle, pin, postgres, real_aider, rebuild,
-               receipts, requests, sandbox, scale, startup, status, streams, verify, workspaces)
+               receipts, requests, sandbox, scale, startup, startup_change, status, streams, verify, workspaces)
 from .common import WORK, machine, table
 
 BENCHMARKS = {"append": append, "verify": verify, "rebuild": rebuild, "status": status, "growth": growth,
-              "streams": streams, "startup": startup, "idle": idle, "launch": launch,
+              "streams": streams, "startup": startup, "startup_change": startup_change, "idle": idle, "launch": launch,
               "pin": pin, "workspaces": workspaces, "sandbox": sandbox, "merkle": merkle, "receipts": receipts, "go": go,
               "merge_step": merge_step, "batch": batch, "scale": scale, "real_aider": real_aider,
               "postgres": postgres, "requests": requests}

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .context import Context
 from .parsing import command, group
 from ..domain.kernel.codes import Code
+
+if TYPE_CHECKING:
+    from ..domain.candidate import Candidate
+    from ..domain.config import Config
+    from ..domain.task import Task
 
 __all__ = ["register", "candidate_document"]
 
@@ -40,7 +45,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
                    help="release it even when its ref is the only copy of its work (recorded as discarded)")
 
 
-def candidate_document(candidate: Any) -> dict[str, Any]:
+def candidate_document(candidate: Candidate) -> dict[str, Any]:
     return {"binding_id": candidate.binding_id, "run_id": candidate.run_id, "task_id": candidate.task_id,
             "worker_id": candidate.worker_id, "generation": candidate.generation, "boundary": candidate.boundary,
             "status": candidate.status, "commit": candidate.commit, "tree": candidate.tree,
@@ -73,6 +78,7 @@ def candidate_pin(ctx: Context) -> int:
              f"task {shown(a.task)}: nothing changed since the run's base; nothing pinned")
         return 0
     c = pinned.candidate
+    assert c is not None  # requested or pinned: the candidate is recorded
     if pinned.result == "requested":
         emit(ctx.json, {"result": "requested", **candidate_document(c)},
              f"candidate {c.binding_id}: pin requested (tree {c.tree}); 'docket replay --apply' carries it out")
@@ -84,7 +90,7 @@ def candidate_pin(ctx: Context) -> int:
     return 0
 
 
-def _worker_of(ctx: Context, task: Any) -> tuple[str | None, int | None]:
+def _worker_of(ctx: Context, task: Task) -> tuple[str | None, int | None]:
     """The task's worker and its generation, if one works on it (a launch names its worker after the task)."""
     from ..domain import worker as worker_aggregate
 
@@ -94,7 +100,7 @@ def _worker_of(ctx: Context, task: Any) -> tuple[str | None, int | None]:
     return worker.worker_id, worker.generation
 
 
-def _config(ctx: Context) -> Any:
+def _config(ctx: Context) -> Config:
     from pathlib import Path
 
     from ..adapters.world.files.config_file import find_config, load_config

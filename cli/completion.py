@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .context import Context
@@ -30,7 +30,7 @@ def completion(ctx: Context) -> int:
     return 0
 
 
-def _actions(parser: argparse.ArgumentParser):  # noqa: ANN202
+def _actions(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
     for action in parser._actions:
         yield action
         if isinstance(action, argparse._SubParsersAction):
@@ -44,5 +44,5 @@ def script(shell: str, parser: argparse.ArgumentParser) -> str:
 
     for action in _actions(parser):
         if action.dest in _FILE_OPTIONS:
-            action.complete = shtab.FILE  # type: ignore[attr-defined]
+            action.complete = shtab.FILE  # type: ignore[attr-defined]  # shtab's own attribute on argparse's actions
     return shtab.complete(parser, shell=shell)

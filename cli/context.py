@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..adapters.world.clock import Clock
     from ..adapters.service_layer.kernel.effector import Effector
     from ..adapters.service_layer.kernel.ledger import Ledger
-    from ..adapters.world.ledger.reader import SqliteLedgerReader
+    from ..adapters.service_layer.kernel.ports import LedgerReader
     from ..projections.views import Views
 
 
@@ -178,16 +178,16 @@ class Context:
         return Effector(self.ledger, self.clock, home=self.repository)  # this host's clone, for a shared ledger
 
     @cached_property
-    def ledger_reader(self) -> SqliteLedgerReader:
+    def ledger_reader(self) -> LedgerReader:
         """The ledger read through the LedgerReader port, over a read-only connection kept for the command's life."""
         self.require_ledger_file()
         if self.paths.url is not None:
             from ..adapters.world.ledger.postgres_reader import postgres_reader
 
-            reader = self._resources.enter_context(postgres_reader(self.paths.url))
-            if "stored_events" in reader.missing_tables():
+            server = self._resources.enter_context(postgres_reader(self.paths.url))
+            if "stored_events" in server.missing_tables():
                 raise NotFound(Code.NO_LEDGER, f"no docket ledger in {self.paths.where}; run 'docket init' first")
-            return reader  # type: ignore[return-value]  (the same LedgerReader port)
+            return server
         from ..adapters.world.ledger.reader import ledger_reader
 
         reader = self._resources.enter_context(ledger_reader(self.paths.ledger))

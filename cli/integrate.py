@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .context import Context
 from .parsing import command
+
+if TYPE_CHECKING:
+    from ..adapters.service_layer.use_cases.integration import Integrated
+    from ..domain.integration_state import Integration
 
 __all__ = ["register"]
 
@@ -71,7 +75,7 @@ def integrate(ctx: Context) -> int:
                   f"{integration.expected_commit}; nothing was reset or forced")
 
 
-def _document(integration: Any, done: Any) -> dict[str, Any]:
+def _document(integration: Integration, done: Integrated) -> dict[str, Any]:
     return {
         "run": integration.run_id, "status": integration.status, "target": integration.target_branch,
         "target_ref": integration.target_ref, "expected": integration.expected_commit,
@@ -87,7 +91,7 @@ def _document(integration: Any, done: Any) -> dict[str, Any]:
     }
 
 
-def _lines(integration: Any, done: Any) -> list[str]:
+def _lines(integration: Integration, done: Integrated) -> list[str]:
     lines = [f"run {integration.run_id}: integrating into {integration.target_branch} from "
              f"{integration.expected_commit}"]
     lines += [f"skipped task {task}: no confirmed candidate" for task in done.skipped]

@@ -55,6 +55,7 @@ def _resource(text: str) -> str:
 
 def lease_grant(ctx: Context) -> int:
     from ..adapters.service_layer.use_cases.leases import grant_lease
+    from ..domain.events import LeaseGranted
     from ..domain.kernel.values import format_duration, parse_duration
 
     a = ctx.args
@@ -62,18 +63,22 @@ def lease_grant(ctx: Context) -> int:
     ttl_ms = parse_duration(a.ttl)
     appended = grant_lease(ctx.ledger, ctx.clock, a.resource, a.worker, a.generation, ttl_ms)
     token, event = appended.last
+    assert isinstance(event, LeaseGranted)  # what a grant records
     return recorded(ctx, appended, f"lease on {a.resource} granted to {a.worker} generation {a.generation}: "
                     f"token {token}, expires {event.expires_at} ({format_duration(ttl_ms)})", token=token)
 
 
 def lease_renew(ctx: Context) -> int:
     from ..adapters.service_layer.use_cases.leases import renew_lease
+    from ..domain.events import LeaseRenewed
     from ..domain.kernel.values import parse_duration
 
     a = ctx.args
     a.resource = _resource(a.resource)
     appended = renew_lease(ctx.ledger, ctx.clock, a.resource, a.token, parse_duration(a.ttl))
-    return recorded(ctx, appended, f"lease on {a.resource} (token {a.token}) renewed until {appended.last[1].expires_at}")
+    renewed = appended.last[1]
+    assert isinstance(renewed, LeaseRenewed)  # what a renewal records
+    return recorded(ctx, appended, f"lease on {a.resource} (token {a.token}) renewed until {renewed.expires_at}")
 
 
 def lease_release(ctx: Context) -> int:

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..domain.kernel.errors import BadInput, NotFound, OutcomeUnknown, VerificationFailed
 from .context import Context
 from .output import Progress, emit, shown
 from .parsing import command, group, position
 from ..domain.kernel.codes import Code
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from ..adapters.service_layer.kernel.ledger import Ledger
+    from ..adapters.service_layer.kernel.ports import LedgerReader
+    from ..adapters.world.files.paths import LedgerPaths
 
 __all__ = ["add_init", "add_ledger", "add_replay", "add_schema", "add_verify"]
 
@@ -93,7 +100,7 @@ def ledger_copy(ctx: Context) -> int:
     return 0
 
 
-def _reader_of(paths: Any) -> Any:
+def _reader_of(paths: LedgerPaths) -> AbstractContextManager[LedgerReader]:
     if paths.url is not None:
         from ..adapters.world.ledger.postgres_reader import postgres_reader
 
@@ -135,7 +142,7 @@ def init(ctx: Context) -> int:
     return 0
 
 
-def _join(ctx: Context, ledger: Any) -> None:
+def _join(ctx: Context, ledger: Ledger) -> None:
     """Give this clone the shared ledger's repository id, so that it may record there (create-only: a clone with an
     identity of its own keeps it, and the commands that record refuse it, foreign-ledger)."""
     from ..adapters.world.ledger.identity import adopt_identity

@@ -53,7 +53,7 @@ class LiveView:
         self._events_after = 0  # event lines: the last position printed
         self._live: Any = None
         self._warned: set[str] = set()
-        self._drawn: tuple[float, Board] | None = None  # (when the table's board was built, that board)
+        self._drawn: tuple[float, Board | None] | None = None  # (when the table's board was built, that board)
         self._build_s = 0.0  # how long building that board took
 
     def board(self, *, with_tasks: bool = True) -> Board | None:
@@ -79,9 +79,9 @@ class LiveView:
                 self._guarded(self._print_new_events)
             return board
         started = time.monotonic()
-        if self._drawn is not None and self._drawn[1] is not None and not final:
+        if self._drawn is not None and not final:
             built_at, last = self._drawn
-            if started < built_at + BOARD_COST_SHARE * self._build_s:
+            if last is not None and started < built_at + BOARD_COST_SHARE * self._build_s:
                 return last
         board = self.board()
         self._build_s = time.monotonic() - started

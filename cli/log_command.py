@@ -6,7 +6,7 @@ import json
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..domain.kernel.errors import BadInput, NotFound, VerificationFailed
 from ..domain.kernel.streams import run_stream
@@ -14,6 +14,9 @@ from .context import Context
 from .output import shown, streamed_document
 from .parsing import command
 from ..domain.kernel.codes import Code
+
+if TYPE_CHECKING:
+    from ..adapters.service_layer.kernel.ports import LedgerReader
 
 __all__ = ["EXAMPLE", "HELP", "add_log_arguments", "add_log_command", "log"]
 
@@ -126,7 +129,7 @@ def _human_event(doc: dict[str, Any]) -> str:
             f"{shown(payload)}")
 
 
-def _listable_ledger(ctx: Context) -> Any:
+def _listable_ledger(ctx: Context) -> LedgerReader:
     """The ledger's reader, unless the ledger is visibly damaged: log does not list what cannot be verified."""
     try:
         reader = ctx.ledger_reader

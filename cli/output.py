@@ -230,7 +230,7 @@ class OutputGuard:
                 pass
         self.stdout = _Guarded(stdout, "stdout", self, raises=True)
         self.stderr = _Guarded(stderr, "stderr", self, raises=False)
-        sys.stdout, sys.stderr = self.stdout, self.stderr  # type: ignore[assignment]
+        sys.stdout, sys.stderr = self.stdout, self.stderr
 
     def uninstall(self) -> None:
         sys.stdout, sys.stderr = self._saved

@@ -64,15 +64,17 @@ def seal(ctx: Context) -> int:
     if sealed.sealed_now:
         ctx.update_views()
     event = sealed.event
-    outcome = event.receipt["target"]["outcome"]  # type: ignore[index]
-    final = event.receipt["target"]["final_commit"]  # type: ignore[index]
+    target = event.receipt["target"]
+    assert isinstance(target, dict)  # every receipt has its target section (domain/reports/receipts.py)
+    outcome, final = target["outcome"], target["final_commit"]
+    assert isinstance(outcome, dict)
     emit(ctx.json, {"run_id": event.run_id, "position": sealed.position, "sealed_now": sealed.sealed_now,
                     "receipt_sha256": event.receipt_sha256, "ledger_position": event.ledger_position,
                     "ledger_digest": event.ledger_digest, "merkle_root": event.merkle_root,
                     "cited": len(event.cited_positions), "receipt": event.receipt},
          f"run {event.run_id}: receipt {event.receipt_sha256[:16]} sealed at position {sealed.position}"
-         f"{'' if sealed.sealed_now else ' (sealed before)'}; integration {outcome['status']}"  # type: ignore[index]
-         f"{'' if outcome['code'] is None else ' (' + str(outcome['code']) + ')'}, "  # type: ignore[index]
+         f"{'' if sealed.sealed_now else ' (sealed before)'}; integration {outcome['status']}"
+         f"{'' if outcome['code'] is None else ' (' + str(outcome['code']) + ')'}, "
          f"target {final}; ledger head {event.ledger_position}, root {event.merkle_root[:16]}")
     return 0
 

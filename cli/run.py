@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .context import Context
 from .output import emit, shown
 from .parsing import command, group
 from .recorded import recorded
 from ..domain.kernel.codes import Code
+
+if TYPE_CHECKING:
+    from ..domain.run import Run
 
 __all__ = ["register"]
 
@@ -88,7 +91,7 @@ def run_open(ctx: Context) -> int:
     return 0
 
 
-def _run_doc(run: Any) -> dict[str, Any]:
+def _run_doc(run: Run) -> dict[str, Any]:
     return {"run_id": run.run_id, "status": run.status, "goal": run.goal, "target_branch": run.target_branch,
             "base_commit": run.base_commit, "budget_ms": run.budget_ms,
             "max_cost_micro_usd": run.max_cost_micro_usd, "max_tokens": run.max_tokens}

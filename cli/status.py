@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..domain.kernel.errors import NotFound
 from ..domain.kernel.values import format_cost, format_duration
@@ -17,6 +17,9 @@ from .context import Context
 from .output import emit, shown
 from .parsing import command
 from ..domain.kernel.codes import Code
+
+if TYPE_CHECKING:
+    from ..projections.query import ViewsConnection
 
 __all__ = ["outcome_line", "register", "run_document", "runs_document", "spend_words", "with_config_changes"]
 
@@ -92,7 +95,7 @@ def with_config_changes(ctx: Context, doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def run_document(conn: Any, run_id: str, now: str, position: int,
+def run_document(conn: ViewsConnection, run_id: str, now: str, position: int,
                  approval_required: Callable[[], bool]) -> tuple[dict[str, Any] | None, dict[int, str], dict[str, str]]:
     """One run as `docket status RUN --json` shows it (None: no such run), with each merge step's state in words and
     the same for each task whose current step says more than its own result."""
@@ -134,7 +137,7 @@ def run_document(conn: Any, run_id: str, now: str, position: int,
     return doc, words, current
 
 
-def runs_document(conn: Any, now: str, position: int, approval_required: Callable[[], bool]) -> dict[str, Any]:
+def runs_document(conn: ViewsConnection, now: str, position: int, approval_required: Callable[[], bool]) -> dict[str, Any]:
     """Every run as `docket status --json` shows them."""
     from ..projections import board, integration_steps, intents, runs, usage
 
@@ -151,7 +154,7 @@ def runs_document(conn: Any, now: str, position: int, approval_required: Callabl
     return {"position": position, "runs": all_runs, "pending_intents": intents.pending(conn)}
 
 
-def _integration_row(conn: Any, run: dict[str, Any]) -> dict[str, Any]:
+def _integration_row(conn: ViewsConnection, run: dict[str, Any]) -> dict[str, Any]:
     from ..projections import integrations
 
     return integrations.integration_of(conn, run["run_id"])
@@ -313,7 +316,7 @@ def _lease_words(le: dict[str, Any], now: str, worker_generation: int | None) ->
     return f"held by {holder} until {le['expires_at']}{fenced}"
 
 
-def _integration(conn: Any, run: dict[str, Any], integration: dict[str, Any],
+def _integration(conn: ViewsConnection, run: dict[str, Any], integration: dict[str, Any],
                  approval_required: Callable[[], bool], steps: list[dict[str, Any]]) -> dict[str, Any]:
     """The run's integration row, its same-path warnings as a list, the confirmed candidates that await approval
     (when approval is required and the queue can still be prepared: the run open, its integration unprepared), and
@@ -440,7 +443,7 @@ def _process_part(w: dict[str, Any]) -> str:
     elif status == "exited":
         how = [f"code {code}"] if code is not None else []
         how += [f"signal {signal}"] if signal is not None else []
-        part = f", {EXITS.get(cause, shown(cause))}" + (f" ({', '.join(how)})" if how else "")
+        part = f", {EXITS.get(str(cause), shown(cause))}" + (f" ({', '.join(how)})" if how else "")
     elif status == "launch-failed":
         part = f", launch-failed ({shown(cause)})" if cause else ", launch-failed"
     elif status == "lost":  # WorkerLost: given up with its host, which stopped renewing its leases

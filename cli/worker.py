@@ -62,10 +62,12 @@ def worker_register(ctx: Context) -> int:
 
 def worker_relaunch(ctx: Context) -> int:
     from ..adapters.service_layer.use_cases.worker_generations import relaunch_worker
+    from ..domain.events import WorkerRelaunched
 
     ctx.args.worker = ctx.worker_id(ctx.args.worker)
     appended = relaunch_worker(ctx.ledger, ctx.clock, ctx.args.worker)
     event = appended.last[1]
+    assert isinstance(event, WorkerRelaunched)  # what a relaunch records
     return recorded(ctx, appended, f"worker {ctx.args.worker} relaunched: generation {event.generation} "
                     f"(generation {event.fenced_generation} fenced)", generation=event.generation)
 
@@ -74,7 +76,7 @@ def worker_launch(ctx: Context) -> int:
     from ..adapters.world.processes.process_tree import become_subreaper
 
     become_subreaper()  # what the agents, checks and hooks it launches leave is adopted here, and stopped
-    from ..adapters.service_layer.use_cases.supervisor import Limits, supervise
+    from ..adapters.service_layer.use_cases.supervisor import supervise
     from ..adapters.service_layer.use_cases.workers import launch_worker
     from .agents import launch_request
     from .output import emit, shown
@@ -98,7 +100,7 @@ def worker_launch(ctx: Context) -> int:
 
         info(f"worker {shown(launched.worker_id)} generation {launched.generation} running as pid "
              f"{launched.process.pid} in {shown(launched.worktree)}; log {shown(launched.log_path)}")
-    (ended,) = supervise(ctx.ledger, ctx.clock, effector, [(launched, Limits(**limits))], supervisions=launched.supervisions)
+    (ended,) = supervise(ctx.ledger, ctx.clock, effector, [(launched, limits)], supervisions=launched.supervisions)
     ctx.update_views()
     doc = {"worker_id": launched.worker_id, "run_id": launched.run_id, "task_id": launched.task_id,
            "generation": launched.generation, "process": launched.process.as_dict(),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import events as ev
 from .aggregate import next_event
@@ -142,11 +142,12 @@ class Candidate:
 
 def apply(candidate: Candidate | None, event: ev.Event, position: int) -> Candidate:
     if isinstance(event, ev.CandidatePinRequested):
-        fields = dict(binding_id=event.binding_id, run_id=event.run_id, task_id=event.task_id, version=event.version,
-                      worker_id=event.worker_id, generation=event.generation, boundary=event.boundary,
-                      repository=event.repository, worktree=event.worktree, ref=event.ref, parent=event.parent,
-                      tree=event.tree, base=event.base, changed_paths=tuple(event.changed_paths),
-                      status="pinning", pin_intent=event.intent_id)
+        fields: dict[str, Any] = dict(  # Candidate's keyword arguments
+            binding_id=event.binding_id, run_id=event.run_id, task_id=event.task_id, version=event.version,
+            worker_id=event.worker_id, generation=event.generation, boundary=event.boundary,
+            repository=event.repository, worktree=event.worktree, ref=event.ref, parent=event.parent,
+            tree=event.tree, base=event.base, changed_paths=tuple(event.changed_paths),
+            status="pinning", pin_intent=event.intent_id)
         if candidate is None:
             return Candidate(**fields)
         return replace(candidate, **fields, commit=None, diverged_commit=None)  # pinned again after a release

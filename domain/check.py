@@ -131,7 +131,7 @@ def check_result(candidate: Candidate, check_id: str, result: CheckResult, now: 
     common = dict(run_id=candidate.run_id, check_id=check_id, binding_id=candidate.binding_id, check=run.check,
                   config_sha256=run.config_sha256, duration_ms=duration_ms, output_sha256=output_sha256,
                   output_bytes=output_bytes, tail=tail[-4000:], execution=execution,
-                  artifacts=[ev.ArtifactRecord(**a) for a in artifacts])
+                  artifacts=[ev.ArtifactRecord.model_validate(a) for a in artifacts])
     if result == "passed":
         return [next_event(ev.CheckPassed, stream, candidate.version, now, **common)]
     if result == "timed-out":

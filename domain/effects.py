@@ -146,7 +146,7 @@ def record_unknown(stream: str, version: int, intent_id: str, reason: str,
     the back-off has run out, counting the observations in a row.
     """
     reason = reason[:4000] or "no reason given"
-    if last is not None and last.reason == reason:
+    if last is not None and getattr(last, "reason", None) == reason:
         retry_at = getattr(last, "retry_at", None)
         if retry_at is not None and to_ms(now) < to_ms(retry_at):
             return None

@@ -157,7 +157,7 @@ def run_board(conn: ViewsConnection, run_id: str, now: str, *,
             else None, checks=_checks_summary(candidate_checks), depends_on=depends.get(task_id, ()),
             step=step["status"] if step else None,
             note=step_note(step, integration, overlaps, delivered) if step else None,
-            unsandboxed=bool(worker) and worker.get("sandbox") == "off"))
+            unsandboxed=bool(worker and worker.get("sandbox") == "off")))
     return Board(run_id=run_id, goal=run["goal"], status=run["status"], closed=closed,
                  target_branch=run["target_branch"], budget_ms=run["budget_ms"], used_ms=run["used_ms"],
                  remaining_ms=run["remaining_ms"],
@@ -174,8 +174,9 @@ def _state(task: dict[str, Any], worker: dict[str, Any] | None, candidate: dict[
     shown = step_state(step, delivered) if step is not None else None
     if shown is not None:
         return shown
-    repaired = last_step is not None and step is None  # superseded: the result it finished with is that step's
-    if task["result"] and not (repaired and task["passed_candidate"] == last_step["binding_id"]):
+    # superseded: the result it finished with is that step's
+    repaired = last_step is not None and step is None and task["passed_candidate"] == last_step["binding_id"]
+    if task["result"] and not repaired:
         return task["result"]
     if run_closed:
         return "stopped"

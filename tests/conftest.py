@@ -32,6 +32,10 @@ T0 = "2026-01-01T00:00:00.000Z"
 # the UTC day unless DOCKET_TEST_ROTATION sets it; the run's header prints it, so a failure reproduces with it.
 
 
+_SAMPLED_OUT = ("sampled out of rotation {} (DOCKET_TEST_ROTATION): DOCKET_CAMPAIGNS=full (make test-campaigns) "
+                "runs every case")
+
+
 def campaigns_full() -> bool:
     """Whether the campaigns run whole (DOCKET_CAMPAIGNS=full: `make test-campaigns`)."""
     return os.environ.get("DOCKET_CAMPAIGNS") == "full"
@@ -56,9 +60,21 @@ def campaign_cases(*groups: list, salt: int = 0) -> list:
     if campaigns_full():
         return [value for group in groups for value in group]
     turn = rotation() + salt
-    reason = "sampled out of this run's rotation: DOCKET_CAMPAIGNS=full (make test-campaigns) runs every case"
+    reason = _SAMPLED_OUT.format(rotation())
     return [value if i == turn % len(group) else pytest.param(value, marks=pytest.mark.skip(reason=reason))
             for group in groups for i, value in enumerate(group)]
+
+
+def campaign_split(values: list, part: int, parts: int = 2) -> list:
+    """The cases of one of `parts` tests that each try every value a different way (say, each named crash point
+    recovered by replay, or by running the command again): all of them collected; under DOCKET_CAMPAIGNS=full all
+    run; else each value runs in one of the tests, which one turning with the rotation, so that every value is
+    still tried in every run, and every pair of test and value within `parts` runs."""
+    if campaigns_full():
+        return list(values)
+    reason = _SAMPLED_OUT.format(rotation())
+    return [value if (rotation() + i) % parts == part else pytest.param(value, marks=pytest.mark.skip(reason=reason))
+            for i, value in enumerate(values)]
 
 
 def pytest_configure(config: pytest.Config) -> None:

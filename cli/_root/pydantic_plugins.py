@@ -28,7 +28,10 @@ import sys
 from collections.abc import Iterable
 from importlib.machinery import ModuleSpec
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader
 
 __all__ = ["LOADER", "install"]
 
@@ -45,7 +48,8 @@ class _NoPlugins:
 
     @staticmethod
     def find_spec(name: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
-        return ModuleSpec(name, _NoPlugins, origin=__file__) if name == LOADER else None
+        # the class itself is the loader (its methods are static): a Loader as importlib calls one
+        return ModuleSpec(name, cast("Loader", _NoPlugins), origin=__file__) if name == LOADER else None
 
     @staticmethod
     def create_module(spec: ModuleSpec) -> None:
@@ -62,4 +66,4 @@ class _NoPlugins:
 def install() -> None:
     """Answer for pydantic's plugin loader from now on (a loader already imported stays)."""
     if _NoPlugins not in sys.meta_path:
-        sys.meta_path.insert(0, _NoPlugins)  # type: ignore[arg-type]
+        sys.meta_path.insert(0, _NoPlugins)

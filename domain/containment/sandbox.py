@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints
 
@@ -125,7 +125,8 @@ class SandboxPolicy(BaseModel):
 
     def record(self) -> SandboxRecord:
         return SandboxRecord(enforced=self.enforced, write_roots=list(self.write), read_roots=list(self.read),
-                             network=self.network if isinstance(self.network, str) else list(self.network),
+                             network=self.network if isinstance(self.network, str)
+                             else cast("list[int] | list[str]", list(self.network)),  # ports or hosts, listed
                              policy_sha256=self.sha256())
 
 

@@ -95,7 +95,7 @@ def named_paths(commands: Iterable[Sequence[str]]) -> set[str]:
             if base in ("make", "gmake"):
                 found.update(_MAKEFILES)
                 if within not in (None, "."):
-                    found.update(posixpath.join(within, name) for name in _MAKEFILES)  # type: ignore[arg-type]
+                    found.update(posixpath.join(within, name) for name in _MAKEFILES)
             if word == "-C" and any(posixpath.basename(w) in ("make", "gmake") for w in words[:index]):
                 folder = _folder(following, within or ".")
                 if folder is not None:
@@ -107,7 +107,7 @@ def named_paths(commands: Iterable[Sequence[str]]) -> set[str]:
                 continue
             found.add(path)
             if within not in (None, "."):
-                joined = posixpath.normpath(posixpath.join(within, path))  # type: ignore[arg-type]
+                joined = posixpath.normpath(posixpath.join(within, path))
                 if not joined.startswith("../"):
                     found.add(joined)
     return found

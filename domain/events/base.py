@@ -103,7 +103,8 @@ class Event(BaseModel):
         return self.version
 
     def payload(self) -> dict[str, Any]:
-        return self.model_dump(exclude=self._ENVELOPE)
+        # pydantic excludes the names of any set, a frozenset too; its IncEx names set only
+        return self.model_dump(exclude=self._ENVELOPE)  # type: ignore[arg-type]
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 AbsolutePath = RepositoryPath  # an absolute path on the machine that recorded it

@@ -29,8 +29,10 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     value = dict(pairs)
     if len(value) != len(pairs):
         seen: set[str] = set()
-        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
-        raise DuplicateKey(f"the key {twice[:80]!r} is given twice in one object")
+        for twice, _ in pairs:
+            if twice in seen:
+                raise DuplicateKey(f"the key {twice[:80]!r} is given twice in one object")
+            seen.add(twice)
     return value
 
 

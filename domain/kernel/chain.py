@@ -125,6 +125,7 @@ def verify_chain(
     """
     position, digest = start.position, bytes.fromhex(start.digest)
     anchor_position = anchor.position if anchor is not None else 0  # an int either way: the loop compares ints
+    anchor_digest = anchor.digest if anchor is not None else None
     # Locals, and chain_entry written out inline: this loop runs once per event in the ledger, and each
     # step below was measured (docs/performance.md); the two digests per event are most of its time.
     sha256, streams, types = _sha256, _STREAMS, _TYPES
@@ -144,7 +145,7 @@ def verify_chain(
                 return _head(position, digest), ChainBreak(row_position, _backwards(time, last_time))
             time = last_time  # not docket's canonical state (the library's own contract tests store such)
         position, digest, last_time = row_position, recomputed, time
-        if position == anchor_position and stored != anchor.digest:
+        if position == anchor_position and stored != anchor_digest:
             return _head(position, digest), ChainBreak(position, "digest differs from the anchor")
     if anchor is not None and position < anchor.position:
         return _head(position, digest), ChainBreak(

@@ -80,7 +80,8 @@ class Tree:
                 if height == len(levels):
                     levels.append(bytearray())
         while len(below := levels[-1]) >= 2 * HASH_SIZE:  # above the chunks: a few nodes
-            hashes = [below[i:i + HASH_SIZE] for i in range(0, len(below), HASH_SIZE)]
+            level = bytes(below)
+            hashes = [level[i:i + HASH_SIZE] for i in range(0, len(level), HASH_SIZE)]
             pairs = iter(hashes)
             levels.append(bytearray(b"".join([node_hash(left, right) for left, right in zip(pairs, pairs)])))
         self._levels = levels  # never changed after this

@@ -57,7 +57,7 @@ def from_value(kind: Any, value: Any) -> Any:
     if origin is frozenset:
         _expect(value, list)
         return frozenset(from_value(args[0], item) for item in value)
-    if dataclasses.is_dataclass(kind):
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         _expect(value, dict)
         hints = _hints(kind)
         names = [f.name for f in dataclasses.fields(kind)]

@@ -131,11 +131,14 @@ def parse_size(value: int | str) -> int:
     MAX_SAFE_INT."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise BadInput(Code.BAD_SIZE, f"{value!r} is not a size like 100MB, 1GiB or a number of bytes")
-    match = None if isinstance(value, int) else _SIZE.fullmatch(value.strip())
-    if isinstance(value, str) and match is None:
-        raise BadInput(Code.BAD_SIZE, f"{value!r} is not a size like 100MB, 1GiB or 300B (units B KB MB GB TB "
-                                   "KiB MiB GiB TiB)")
-    size = value if isinstance(value, int) else int(match.group(1)) * _SIZE_UNITS[(match.group(2) or "b").lower()]
+    if isinstance(value, int):
+        size = value
+    else:
+        match = _SIZE.fullmatch(value.strip())
+        if match is None:
+            raise BadInput(Code.BAD_SIZE, f"{value!r} is not a size like 100MB, 1GiB or 300B (units B KB MB GB TB "
+                                       "KiB MiB GiB TiB)")
+        size = int(match.group(1)) * _SIZE_UNITS[(match.group(2) or "b").lower()]
     if size <= 0:
         raise BadInput(Code.BAD_SIZE, f"{value!r} must be more than zero bytes")
     if size > MAX_SAFE_INT:

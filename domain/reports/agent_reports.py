@@ -63,6 +63,11 @@ def parse_report(format: str, output: str) -> AgentReport | None:  # noqa: A002
     return None if report is None or report.empty else report
 
 
+def _object(value: object) -> dict[str, Any]:
+    """value when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def _objects(output: str) -> list[dict[str, Any]]:
     found = []
     for line in output.splitlines():
@@ -105,7 +110,7 @@ def _claude(output: str) -> AgentReport | None:
     if not results:
         return None
     result = results[-1]
-    usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
+    usage = _object(result.get("usage"))
     is_error = result.get("is_error")
     return AgentReport("claude-json", session_id=_session(result.get("session_id")),
                        input_tokens=_count(usage.get("input_tokens")), output_tokens=_count(usage.get("output_tokens")),
@@ -122,7 +127,7 @@ def _codex(output: str) -> AgentReport | None:
         return None
     inputs = outputs = 0 if turns else None
     for turn in turns:
-        usage = turn.get("usage") if isinstance(turn.get("usage"), dict) else {}
+        usage = _object(turn.get("usage"))
         i, o = _count(usage.get("input_tokens")), _count(usage.get("output_tokens"))
         inputs = None if inputs is None or i is None else _count(inputs + i)
         outputs = None if outputs is None or o is None else _count(outputs + o)

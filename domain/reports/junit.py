@@ -17,7 +17,7 @@ import hashlib
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NoReturn
 from xml.parsers import expat
 
 from ..kernel.names import is_unsafe_character
@@ -94,7 +94,7 @@ def parse_junit(data: bytes, secrets: Collection[str] = ()) -> TestReport:
     return TestReport(collector.tests, tuple(collector.failing.values()))
 
 
-def _refuse(*_: object) -> None:
+def _refuse(*_: object) -> NoReturn:
     raise ReportError(Code.REPORT_REFUSED, "the report declares a DOCTYPE or an entity; such reports are not read "
                                         "(entity expansion and external references are refused)")
 

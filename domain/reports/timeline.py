@@ -52,7 +52,7 @@ class Timeline:
     lanes: tuple[Lane, ...] = field(default_factory=tuple)
 
 
-def _key(kind: Kind, p: Mapping[str, Any]) -> tuple[Any, ...] | None:
+def _key(kind: Kind, p: Mapping[str, Any]) -> tuple[Any, ...]:
     """What pairs a span's beginning with its end."""
     if kind == "agent":
         return ("agent", p.get("worker_id"), p.get("generation"))

@@ -59,20 +59,20 @@ def test_gc_removes_every_idle_execution_once_no_run_is_open_and_never_a_placed_
 
 
 def test_gc_keeps_the_newest_idle_executions_while_a_run_is_open(docket: Docket) -> None:
-    from docket.adapters.world.workspaces import execution_pool
+    from docket.adapters.world.workspaces import execution_return  # give_back keeps up to its KEEP_IDLE
 
     docket("init")
     docket("run", "open", "--target", "main", "--goal", "g", "--id", "r1")
     common = docket.cwd / ".git"
     pool = executions_root(common) / POOL
     many = KEEP_IDLE + 2
-    execution_pool.KEEP_IDLE = many  # a pool that kept more than it keeps now (an older docket's)
+    execution_return.KEEP_IDLE = many  # a pool that kept more than it keeps now (an older docket's)
     try:
         paths = _executions(docket, many)
         for path in paths:
             remove_execution(common, path, group_alive=False)
     finally:
-        execution_pool.KEEP_IDLE = KEEP_IDLE
+        execution_return.KEEP_IDLE = KEEP_IDLE
     assert len(_idle(pool)) == many
     oldest = sorted(_idle(pool), key=lambda n: os.lstat(pool / f"{n}.rec").st_mtime_ns)[:2]
     applied = [i for i in docket("gc", "--apply", "--json").json()["items"] if i["kind"] == "execution"]

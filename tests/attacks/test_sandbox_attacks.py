@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import git
 from tests.e2e.go_world import make_go_world
+from tests.processes import alive
 
 HOSTILE = Path(__file__).with_name("hostile.py")
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- sandbox-test-secret"
@@ -33,14 +34,6 @@ pytestmark = pytest.mark.skipif(_landlock() < 6, reason="this kernel has no Land
 
 def _attacks(text: str) -> dict[str, str]:
     return dict(re.findall(r"^ATTACK (\S+) (allowed|denied)", text, re.M))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def test_a_hostile_agent_check_and_hook_touch_nothing_and_honest_work_lands(tmp_path: Path):
@@ -99,9 +92,9 @@ def test_a_hostile_agent_check_and_hook_touch_nothing_and_honest_work_lands(tmp_
     pid_files = list(docket.rglob("*.pid"))
     assert len(pid_files) >= 6, pid_files  # two of each kind; the check ran again on the merged tree
     deadline = time.monotonic() + 5
-    while any(_alive(int(p.read_text())) for p in pid_files) and time.monotonic() < deadline:
+    while any(alive(int(p.read_text())) for p in pid_files) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not [p for p in pid_files if _alive(int(p.read_text()))]
+    assert not [p for p in pid_files if alive(int(p.read_text()))]
     (hooked,) = [e["payload"]["sandbox"] for e in world.events("HookFinished")]
     assert hooked["enforced"] is True and hooked["network"] == "none"
     assert not [root for root in hooked["write_roots"] if Path(root) == world.repo or world.repo.is_relative_to(root)]

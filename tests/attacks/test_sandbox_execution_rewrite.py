@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tests.conftest import git
 from tests.e2e.go_world import make_go_world
+from tests.processes import alive
 
 REWRITER = Path(__file__).with_name("rewriter.py")
 TASKS = '''\
@@ -42,4 +43,4 @@ def test_a_daemon_rewriting_a_check_execution_has_no_effect(tmp_path: Path):
     (log,) = (world.repo / ".git" / "docket" / "workers").rglob("rewriter.log")
     pid, *attempts = log.read_text().splitlines()
     assert not [a for a in attempts if a.startswith("rewrote")]
-    assert not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "Z"
+    assert not alive(int(pid))

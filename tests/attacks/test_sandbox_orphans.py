@@ -8,17 +8,10 @@ from pathlib import Path
 
 from tests.conftest import git
 from tests.e2e.go_world import make_go_world
+from tests.processes import alive
 
 LEAVER = Path(__file__).with_name("leaver.py")
 TASKS = '[[tasks]]\nid = "only"\ntitle = "t"\nprompt = "write a.py"\n'
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def _world(tmp_path: Path, pause: str):
@@ -40,7 +33,7 @@ def test_a_detached_daemon_is_gone_before_its_generation_is_judged(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     assert world.file_at("main", "a.py") == "X = 1\n"
     (daemon,) = _daemons(world)
-    assert not _alive(daemon)
+    assert not alive(daemon)
 
 
 def test_a_daemon_left_when_docket_was_killed_is_found_and_stopped_when_the_run_resumes(tmp_path: Path):
@@ -52,12 +45,12 @@ def test_a_daemon_left_when_docket_was_killed_is_found_and_stopped_when_the_run_
         time.sleep(0.05)
     (daemon,) = _daemons(world)
     time.sleep(1.5)  # the agent has exited: its daemon, environment cleared, was adopted by init
-    assert _alive(daemon)
+    assert alive(daemon)
 
     resumed = world.resume("r1")
 
     assert resumed.returncode == 0, resumed.stderr
-    assert not _alive(daemon)
+    assert not alive(daemon)
     assert world.file_at("main", "a.py") == "X = 1\n"
 
 

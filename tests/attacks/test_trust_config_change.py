@@ -94,7 +94,7 @@ def test_a_candidate_changing_docket_toml_or_a_check_script_waits_for_a_person(t
             served.stop()
         assert code == 200 and [c["task_id"] for c in json.loads(listed_json)["config_changes"]] == ["trust.intruder"]
         assert code_html == 200 and 'class="config-change"' in page and "docket approve trust --task trust.intruder" \
-            in page and "+read = [&quot;~/.ssh&quot;" in page, page
+            in page and "+read = [&#34;~/.ssh&#34;" in page, page
         approved = world.run("approve", "trust", "--task", "trust.intruder", "--by", "alice")
         assert approved.returncode == 0, approved.stderr
         out, err = go.communicate(timeout=180)

@@ -33,7 +33,7 @@ from docket.adapters.world.ledger.store import decode_event
 from docket.domain import candidate as candidate_aggregate
 from docket.domain import task as task_aggregate
 
-from ..conftest import campaign_rounds, git
+from ..conftest import campaign_rounds, campaign_split, git
 from .test_worker_crashes import effector_points, kill_ledger_processes, ledger_processes, wait_for
 
 RUN, TASK = "r1", "t1"
@@ -244,8 +244,13 @@ def crash(docket, *args: str, point: str) -> None:  # noqa: ANN001
 # ---------------------------------------------------------------- pin
 
 
+# Each crash point of pin, release and worktree removal is recovered from two ways: by recovery (replay and
+# reconcile), and by running the command again without it. `make test` tries every point each run, half of them
+# one way and half the other, the halves swapping from one run to the next (tests/conftest.py's campaign_split);
+# `make test-campaigns` tries every point both ways.
 @pytest.mark.slow
-@pytest.mark.parametrize("point", PIN_POINTS)
+@pytest.mark.campaign
+@pytest.mark.parametrize("point", campaign_split(PIN_POINTS, 0))
 def test_crash_during_pin_then_recovery_converges_and_pinning_again_finds_the_same_binding(docket, repo, world,
                                                                                           point):
     assert world("true")["pin"]["result"] == "unchanged"  # the worker leaves a worktree with nothing to pin
@@ -270,7 +275,8 @@ def test_crash_during_pin_then_recovery_converges_and_pinning_again_finds_the_sa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("point", PIN_POINTS)
+@pytest.mark.campaign
+@pytest.mark.parametrize("point", campaign_split(PIN_POINTS, 1))
 def test_crash_during_pin_then_pinning_again_without_recovery_finishes_the_same_candidate(docket, repo, world, point):
     """The next pin drives the pending intent of the same capture itself (adopting a ref the killed one made)."""
     assert world("true")["pin"]["result"] == "unchanged"
@@ -310,7 +316,8 @@ def test_crash_during_the_automatic_pin_then_recovery_converges_and_a_manual_pin
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("point", RELEASE_POINTS)
+@pytest.mark.campaign
+@pytest.mark.parametrize("point", campaign_split(RELEASE_POINTS, 0))
 def test_crash_during_release_then_recovery_converges_and_release_and_pin_work_again(docket, repo, world, point):
     pinned = pinned_by_the_agent(world)
     crash(docket, "candidate", "release", pinned["binding_id"], point=point)
@@ -330,7 +337,8 @@ def test_crash_during_release_then_recovery_converges_and_release_and_pin_work_a
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("point", RELEASE_POINTS)
+@pytest.mark.campaign
+@pytest.mark.parametrize("point", campaign_split(RELEASE_POINTS, 1))
 def test_crash_during_release_then_releasing_again_without_recovery_finishes_it(docket, repo, world, point):
     pinned = pinned_by_the_agent(world)
     crash(docket, "candidate", "release", pinned["binding_id"], point=point)
@@ -411,7 +419,8 @@ def test_docket_killed_while_its_check_runs_then_replay_leaves_it_and_reconcile_
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("point", WORKTREE_REMOVAL_POINTS)
+@pytest.mark.campaign
+@pytest.mark.parametrize("point", campaign_split(WORKTREE_REMOVAL_POINTS, 0))
 def test_crash_during_worktree_remove_then_recovery_removes_it_and_keeps_the_candidate(docket, repo, world, point):
     pinned = pinned_by_the_agent(world)
     crash(docket, "worktree", "remove", TASK, point=point)
@@ -431,7 +440,8 @@ def test_crash_during_worktree_remove_then_recovery_removes_it_and_keeps_the_can
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("point", WORKTREE_REMOVAL_POINTS)
+@pytest.mark.campaign
+@pytest.mark.parametrize("point", campaign_split(WORKTREE_REMOVAL_POINTS, 1))
 def test_crash_during_worktree_remove_then_removing_again_without_recovery_finishes_it(docket, repo, world, point):
     pinned = pinned_by_the_agent(world)
     crash(docket, "worktree", "remove", TASK, point=point)

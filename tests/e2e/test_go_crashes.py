@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
+from tests.conftest import campaign_cases, git
 from tests.e2e.go_world import GoWorld, docket_processes, kill, make_go_world, wait_until
 
 GO_POINTS = [
@@ -90,8 +90,25 @@ def assert_converged(world: GoWorld, reference: str, summary: dict, planted: Pat
     assert len(judged) == len(set(judged))
 
 
+# The points only a `docket go` reaches run in every `make test`. The others are each reached in every run by the
+# crash tests of their own layer too (test_worker_crashes.py, test_candidate_crashes.py, test_handoff_crashes.py,
+# test_integration_crashes.py, test_receipts.py, test_crash.py: test_crash.py's first test checks that every point
+# has its test): of those, `make test` resumes a go killed at four, in rotation (all of them within five runs), and
+# `make test-campaigns` at every one.
+GO_ONLY_POINTS = [point for point in GO_POINTS if point.split(":")[0] in ("run-open", "go")
+                  or point == "integrate:after-queued"]
+SHARED_POINTS = [point for point in GO_POINTS if point not in GO_ONLY_POINTS]
+
+
+def _go_points() -> list:
+    always = campaign_cases(*([point] for point in GO_ONLY_POINTS))
+    groups = [SHARED_POINTS[i::4] for i in range(4)]
+    return always + campaign_cases(*groups)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("point", GO_POINTS)
+@pytest.mark.campaign
+@pytest.mark.parametrize("point", _go_points())
 def test_killed_at_a_named_point_then_resumed_delivers_the_same_tree(tmp_path: Path, reference: str, point: str):
     world = make_go_world(tmp_path, target="trunk")
     crashed = world.go("r1", "--target", "trunk", "--parallel", "3", fault=point)
@@ -100,9 +117,11 @@ def test_killed_at_a_named_point_then_resumed_delivers_the_same_tree(tmp_path: P
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.campaign
+@pytest.mark.parametrize("seed", campaign_cases([1, 2], [3, 4], salt=1))
 def test_killed_at_random_moments_then_resumed_delivers_the_same_tree(tmp_path: Path, reference: str, seed: int):
-    """Five SIGKILLs at random instants per seed (20 in all), each followed by a resume that may itself be killed."""
+    """Five SIGKILLs at random instants per seed (20 in all under `make test-campaigns`; `make test` runs two of the
+    four seeds, in rotation), each followed by a resume that may itself be killed."""
     chance = random.Random(seed)
     world = make_go_world(tmp_path, target="trunk")
     kills = 0

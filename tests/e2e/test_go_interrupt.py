@@ -10,9 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import psutil
-
 from tests.e2e.go_world import agent_world, docket_processes, make_go_world, wait_until
+from tests.processes import alive
 
 GUARD = 60  # a failure guard, never a measure of speed
 
@@ -54,13 +53,6 @@ def interrupted_once_started(process: subprocess.Popen[str], pid_files: tuple[Pa
     return first, second, out, err
 
 
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 def no_traceback(text: str) -> bool:
     return "Traceback" not in text
 
@@ -73,7 +65,7 @@ def test_ctrl_c_during_a_check_stops_it_records_it_and_a_resume_checks_the_same_
         process, (tmp_path / "check.pid", tmp_path / "grandchild.pid"), "the check")
     assert process.returncode == 7, out + err
     assert no_traceback(out + err), err
-    assert gone(check) and gone(grandchild)  # its whole group, not only the shell
+    assert not alive(check) and not alive(grandchild)  # its whole group, not only the shell
     assert wait_until(lambda: docket_processes(world.ledger) == [], timeout=10)
     assert "docket go --resume r1" in err, err  # how to go on
     assert "candidate -" not in out and "no checks" not in out, out  # its candidate was pinned and checked
@@ -122,7 +114,7 @@ def test_a_second_ctrl_c_kills_at_once_what_shrugs_off_the_first(tmp_path: Path)
     assert process.returncode == 7, err.text()
     assert no_traceback(out + err.text()), err.text()
     assert "killing" in err.text(), err.text()  # the second one was heard, and acted on
-    assert gone(check)
+    assert not alive(check)
     summary = json.loads(out)  # stdout is still exactly one document
     assert summary["outcome"] == "stopped"
     assert "docket go --resume r1" in err.text(), err.text()
@@ -170,7 +162,7 @@ def test_ctrl_c_while_an_agent_works_stops_its_group_records_it_and_a_resume_rel
         process, (tmp_path / "agent.pid", tmp_path / "agent-grandchild.pid"), "the agent")
     assert process.returncode == 7, out + err
     assert no_traceback(out + err), err
-    assert gone(agent_pid) and gone(grandchild)
+    assert not alive(agent_pid) and not alive(grandchild)
     assert wait_until(lambda: docket_processes(world.ledger) == [], timeout=10)
     assert "docket go --resume r1" in err, err
     assert [e["payload"]["reason"] for e in world.events("WorkerStopRequested")] == ["supervisor-gone"]
@@ -202,7 +194,7 @@ def test_ctrl_c_during_the_merge_queues_check_leaves_the_step_queued_and_a_resum
         process, (tmp_path / "check.pid", tmp_path / "grandchild.pid"), "the queue's check")
     assert process.returncode == 7, err
     assert no_traceback(out + err), err
-    assert gone(check) and gone(grandchild)
+    assert not alive(check) and not alive(grandchild)
     assert "docket go --resume r1" in err, err
     (failed,) = world.events("CheckFailed")
     assert (failed["payload"]["check"], failed["payload"]["code"]) == ("slow", "interrupted"), failed

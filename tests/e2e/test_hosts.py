@@ -11,6 +11,7 @@ from pathlib import Path
 import psutil
 
 from tests.e2e.go_world import GoWorld, make_go_world, wait_until
+from tests.processes import alive
 
 HANG = '[[tasks]]\nid = "slow"\ntitle = "slow"\nprompt = """hang\n"""\n'
 
@@ -27,13 +28,6 @@ def _killed_mid_run(tmp_path: Path) -> tuple[GoWorld, dict]:
         going.communicate(timeout=60)
     (launched,) = world.events("WorkerLaunched")
     return world, launched["payload"]["process"]
-
-
-def _alive(process: dict) -> bool:
-    try:
-        return psutil.Process(process["pid"]).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def test_every_process_identity_names_the_host_that_started_it(tmp_path):
@@ -56,13 +50,13 @@ def test_another_host_leaves_a_hosts_processes_workers_and_supervisions_alone(tm
     assert beta.returncode == 0, beta.stderr
     assert json.loads(beta.stdout)["findings"] == []
     time.sleep(0.5)
-    assert _alive(agent) and world.events("WorkerExited") == []
+    assert alive(agent["pid"]) and world.events("WorkerExited") == []
 
     world.env["DOCKET_HOST"] = "alpha"
     alpha = world.run("reconcile", "--apply", "--json")
     kinds = sorted({f["kind"] for f in json.loads(alpha.stdout)["findings"]})
     assert kinds == ["supervisor-gone", "unsupervised"], alpha.stdout
-    assert wait_until(lambda: not _alive(agent), timeout=30)
+    assert wait_until(lambda: not alive(agent["pid"]), timeout=30)
     assert [e["payload"]["cause"] for e in world.events("WorkerExited")] == ["stopped"]
 
 
@@ -84,7 +78,7 @@ def test_a_task_whose_worktree_is_another_hosts_is_not_launched_here(tmp_path):
     world, agent = _killed_mid_run(tmp_path)
     world.env["DOCKET_HOST"] = "alpha"
     assert world.run("reconcile", "--apply").returncode == 0  # alpha stops its own unsupervised agent
-    assert wait_until(lambda: not _alive(agent), timeout=30)
+    assert wait_until(lambda: not alive(agent["pid"]), timeout=30)
     before = world.json("log")["events"]
     world.env["DOCKET_HOST"] = "beta"
     refused = world.run("worker", "launch", "r1", "--task", "r1.slow", "--id", "r1.slow")

@@ -20,6 +20,7 @@ import pytest
 from docket.adapters.service_layer.kernel.ledger import Ledger
 from docket.adapters.world.ledger.store import decode_event
 
+from ..conftest import campaign_cases
 from ..integration.test_decide import invalid_grants
 
 COMMANDS = [
@@ -33,7 +34,8 @@ COMMANDS = [
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.campaign
+@pytest.mark.parametrize("seed", campaign_cases([0, 1], [2, 3]))  # two of the four each run, in rotation
 def test_random_sigkills_then_replay_converges(docket, repo, seed):
     rng = random.Random(seed)
     docket("init")

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from docket.adapters.world.git import capture as capture_module
+from docket.adapters.world.git import worktree_walk
 from docket.adapters.world.git.capture import CACHE_NAME, Capture, Unstable, capture, capture_twice
 from docket.domain.kernel.errors import BadInput, Conflict, NotFound, Refused
 from tests.conftest import git
@@ -327,8 +328,8 @@ def test_an_untracked_nested_repository_is_left_out(work):
 
 def counting_reads(monkeypatch) -> list[bytes]:
     reads: list[bytes] = []
-    real = capture_module._read_file
-    monkeypatch.setattr(capture_module, "_read_file", lambda path: reads.append(path) or real(path))
+    real = worktree_walk._read_file
+    monkeypatch.setattr(worktree_walk, "_read_file", lambda path: reads.append(path) or real(path))
     real_readlink = os.readlink
     monkeypatch.setattr(capture_module.os, "readlink", lambda path: reads.append(path) or real_readlink(path))
     return reads
@@ -407,14 +408,14 @@ def test_a_file_that_cannot_be_read_makes_the_worktree_unreadable(work, monkeypa
     base = head(work)
     modified(work)
 
-    real = capture_module._read_file
+    real = worktree_walk._read_file
 
     def denied(path: bytes) -> bytes:
         if path.endswith(b"/a.txt"):
             raise PermissionError(13, "Permission denied", path)
         return real(path)
 
-    monkeypatch.setattr(capture_module, "_read_file", denied)
+    monkeypatch.setattr(worktree_walk, "_read_file", denied)
     with pytest.raises(Refused) as unreadable:
         capture(work, expected_head=base, base=base, artifact_dir=ARTIFACTS)
     assert unreadable.value.code == "worktree-unreadable" and "a.txt" in unreadable.value.message
@@ -427,7 +428,7 @@ def test_a_failure_to_write_objects_propagates_as_an_io_error(work, monkeypatch)
     def disk_full(store, data: bytes) -> bytes:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(capture_module, "_write_blob", disk_full)
+    monkeypatch.setattr(worktree_walk, "_write_blob", disk_full)
     with pytest.raises(OSError) as failed:
         capture(work, expected_head=base, base=base, artifact_dir=ARTIFACTS)
     assert failed.value.errno == 28

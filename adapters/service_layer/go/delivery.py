@@ -4,7 +4,7 @@ signed, complete the run; or leave it waiting for its user."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ....domain import run as run_aggregate
 from ....domain.kernel.codes import Code
@@ -14,6 +14,10 @@ from .session import RunDriver
 from .settings import GoSettings
 from ..use_cases.runs import complete_run, load_run
 from ..use_cases.tasks import load_task
+
+if TYPE_CHECKING:
+    from securesystemslib.signer import CryptoSigner
+    from ..use_cases.receipts import Sealed
 
 __all__ = ["choose_signer", "deliver", "export_key", "receipt_path"]
 
@@ -30,7 +34,7 @@ def export_key(key: str | None) -> tuple[str, str] | None:
     return load_signer(key).public_key.keyid, os.path.abspath(key)
 
 
-def choose_signer(run: run_aggregate.Run, key: str | None) -> Any:
+def choose_signer(run: run_aggregate.Run, key: str | None) -> CryptoSigner | None:
     """The signer the run's receipt is exported with: --key's, else the key its plan records (None: no export).
     A key other than the planned one is refused, and a planned key that cannot be loaded says which key it is."""
     from ...world.ledger.signing import load_signer
@@ -57,9 +61,10 @@ def choose_signer(run: run_aggregate.Run, key: str | None) -> Any:
     return signer
 
 
-def deliver(d: RunDriver, settings: GoSettings, run_id: str, signer: Any) -> None:
+def deliver(d: RunDriver, settings: GoSettings, run_id: str, signer: CryptoSigner | None) -> None:
     """Once every task has finished: integrate what passed, seal, export, complete the run."""
-    from ..use_cases.integration import integrate, load_integration
+    from ..use_cases.integration import integrate
+    from ..use_cases.integration_steps import load_integration
 
     run = load_run(d.ledger, run_id)
     if run.status != "active" or run.plan is None:
@@ -67,7 +72,8 @@ def deliver(d: RunDriver, settings: GoSettings, run_id: str, signer: Any) -> Non
     tasks = [load_task(d.ledger, task_id) for task_id in run.plan.task_ids]
     if any(task.result is None for task in tasks):
         return
-    passed = {task.task_id: [task.finished_binding] for task in tasks if task.result == "passed"}
+    passed = {task.task_id: [task.finished_binding] for task in tasks  # a task passes on its candidate's checks
+              if task.result == "passed" and task.finished_binding is not None}
     integration = load_integration(d.ledger, run_id)
     queued = integration is not None and integration.rolling  # a queue that went on while the agents worked
     if (passed or queued) and (integration is None or not integration.ended or integration.moved_unrecorded()):
@@ -127,7 +133,7 @@ def receipt_path(docket_dir: Path, run_id: str) -> Path:
     return docket_dir / "receipts" / f"{run_id}.intoto.jsonl"
 
 
-def _export(d: RunDriver, sealed: Any, signer: Any) -> Path:
+def _export(d: RunDriver, sealed: Sealed, signer: CryptoSigner) -> Path:
     from ...world.ledger.signing import write_bundle
     from ..use_cases.export import receipt_bundle
 

@@ -42,12 +42,15 @@ from ....domain.kernel.codes import Code
 from ....domain.kernel.errors import DocketError, Fenced, Refused, RunClosed, TargetCheckedOut
 from .session import RunDriver, Session
 from .settings import GoSettings
-from .task import finish_task, held_for_a_person, queued_tasks, task_worker_id, work_on
+from .judging import held_for_a_person
+from .task import finish_task, queued_tasks, task_worker_id, work_on
 from ..use_cases.leases import driver_resource
 from ..use_cases.runs import load_run
 from ..use_cases.tasks import load_task
 
 if TYPE_CHECKING:
+    from securesystemslib.signer import CryptoSigner
+
     from .hooks import RunHooks
 
 __all__ = ["drive_run"]
@@ -61,7 +64,7 @@ DRIVER_TTL_MS = 60_000  # the run's driver lease; renewed every third of that
 
 
 def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupted: threading.Event,
-              signer: Any = None, hooks: RunHooks | None = None, parallel: int | None = None,
+              signer: CryptoSigner | None = None, hooks: RunHooks | None = None, parallel: int | None = None,
               tick: Callable[[], object] = lambda: None, standing_by: Callable[[str], None] = lambda _: None) -> None:
     """Supervise the planned run until every task has finished, or the run stops, or ``interrupted`` is set.
 
@@ -82,7 +85,7 @@ def drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupt
 
 
 def _drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrupted: threading.Event,
-               signer: Any, hooks: RunHooks | None, parallel: int | None, tick: Callable[[], object],
+               signer: CryptoSigner | None, hooks: RunHooks | None, parallel: int | None, tick: Callable[[], object],
                standing_by: Callable[[str], None]) -> None:
     from ..use_cases.checks import CheckInterrupted
     from .delivery import deliver
@@ -140,7 +143,7 @@ def _drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrup
             if errors:
                 raise errors[0]
             if run.status == "active" and not _start_work(open_session, settings, s, run, threads, errors,
-                                                          parallel or run.plan.parallel, interrupted,
+                                                          parallel or _plan_of(run).parallel, interrupted,
                                                           (changed, queue_changed), finished):
                 if not threads and not _awaiting_decisions(s, run_id):
                     break
@@ -186,7 +189,8 @@ def _integrate_while_working(open_session: Callable[[], Session], settings: GoSe
     task, a dropped one sends its task back to work."""
     from ....domain.kernel.errors import OutcomeUnknown
     from ..use_cases.checks import CheckInterrupted
-    from ..use_cases.integration import advance, load_integration
+    from ..use_cases.integration import advance
+    from ..use_cases.integration_steps import load_integration
 
     s = open_session()
     move_target = True
@@ -200,7 +204,7 @@ def _integrate_while_working(open_session: Callable[[], Session], settings: GoSe
                 try:
                     advance(s.ledger, s.clock, s.effector, run_id, checks=settings.checks,
                             artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
-                            ledger_path=settings.ledger_path, checked_out_target=settings.checked_out_target,  # type: ignore[arg-type]
+                            ledger_path=settings.ledger_path, checked_out_target=settings.checked_out_target,
                             move_target=move_target, batch=settings.batch,
                             may_grow=lambda: _queue_may_grow(s, run_id), going_on=integrating.is_set)
                 except (OutcomeUnknown, RunClosed):
@@ -220,6 +224,11 @@ def _integrate_while_working(open_session: Callable[[], Session], settings: GoSe
     finally:
         changed.set()
         s.close()
+
+
+def _plan_of(run: run_aggregate.Run) -> run_aggregate.Plan:
+    assert run.plan is not None, f"run {run.run_id} has no plan"  # go plans a run before it drives its work
+    return run.plan
 
 
 def _queue_may_grow(s: Session, run_id: str) -> bool:
@@ -287,6 +296,7 @@ def _claim_driver(s: Session, run_id: str, supervision_id: str | None, interrupt
                 liveness = ("dead" if held_by is None else "elsewhere" if elsewhere(processes, held_by)
                             else processes.liveness(held_by))
             me = s.ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(supervision_id))
+            assert me is not None  # registered above
             return lease_aggregate.grant(lease, holder, me, 1, run, resource, DRIVER_TTL_MS, now, liveness)
 
         try:

@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...world.clock import Clock
 from ..kernel.ledger import Ledger
 
 if TYPE_CHECKING:
     from ....projections.views import Views
-    from ..kernel.ports import LedgerReader
+    from ..kernel.ports import EffectorPort, LedgerReader
 
 __all__ = ["RunDriver", "Session"]
 
@@ -24,7 +24,7 @@ class Session:
 
     ledger: Ledger
     clock: Clock
-    effector: Any
+    effector: EffectorPort
     close: Callable[[], None] = lambda: None
 
 
@@ -37,7 +37,7 @@ class RunDriver:
 
     ledger: Ledger
     clock: Clock
-    effector: Any
+    effector: EffectorPort
     ledger_path: Path
     lock_timeout: int
     reader: Callable[[], LedgerReader]

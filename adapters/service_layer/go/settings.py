@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ....domain.kernel.values import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LOG
 from ....domain.containment.sandbox import Confinement
@@ -49,7 +49,7 @@ class GoSettings:
     setup: tuple[tuple[str, ...], ...] = ()
     include: tuple[str, ...] = ()
     ports: bool = False
-    checked_out_target: str = "update"  # a target checked out in a clean worktree: update it with the branch
+    checked_out_target: Literal["update", "refuse"] = "update"  # a target checked out in a clean worktree: update it with the branch
     workspace_root: Path | None = None  # [workspace] root; None: docket's data folder
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # [candidates] max_file_size
     batch: int = 1  # [integration] batch: the merge queue's steps one check run covers at most

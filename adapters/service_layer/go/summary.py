@@ -4,13 +4,17 @@ on the target, the workers that ran unsandboxed, the connections their egress pr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ....domain.kernel.codes import Code
 from .delivery import receipt_path
 from .session import RunDriver
 from ..use_cases.runs import load_run
 from ..use_cases.tasks import load_task
+
+if TYPE_CHECKING:
+    from ....domain.integration_state import Integration
+    from ....domain.run import Run
 
 __all__ = ["run_summary"]
 
@@ -21,7 +25,7 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
     from ....projections.checks import base_checks_of
     from ....projections.usage import spend_of_run
     from ..use_cases.candidates import load_candidate
-    from ..use_cases.integration import load_integration
+    from ..use_cases.integration_steps import load_integration
 
     run = load_run(d.ledger, run_id)
     integration = load_integration(d.ledger, run_id)
@@ -33,7 +37,9 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
         step = steps.get(task_id)  # its last
         code = task.finished_code
         if task.result == "passed":  # delivered only once its work reached the target
-            result = "delivered" if step is not None and integration.delivered(step) else "passed"
+            # a step is found only in an integration
+            result = "delivered" if step is not None and integration is not None and integration.delivered(step) \
+                else "passed"
             if step is not None and step.status in ("conflicted", "rejected"):  # re-queued onto a moved target
                 result, code = "undelivered", (Code.INTEGRATION_CONFLICT if step.status == "conflicted"
                                                else Code.INTEGRATION_REJECTED)
@@ -98,7 +104,7 @@ def _latest_candidate(d: RunDriver, run_id: str, task_id: str) -> str | None:
     return own[-1]["binding_id"] if own else None
 
 
-def _unchecked(integration: Any) -> list[dict[str, str]]:
+def _unchecked(integration: Integration | None) -> list[dict[str, str]]:
     """no-checks when the run's integration required no check: what it delivered was not checked."""
     if integration is None or integration.required_checks:
         return []
@@ -209,7 +215,7 @@ def _requeued(d: RunDriver, run_id: str) -> list[dict[str, Any]]:
             if isinstance(e, ev.IntegrationRequeued)]
 
 
-def _trusted_change(d: RunDriver, run: Any, integration: Any, task_id: str) -> dict[str, Any] | None:
+def _trusted_change(d: RunDriver, run: Run, integration: Integration | None, task_id: str) -> dict[str, Any] | None:
     """The task's latest confirmed candidate's changes to what the run trusts (domain/containment/trust.py), and whether a
     person approved them; None when it changes nothing trusted."""
     from ....domain.containment.trust import trusted_changes

@@ -19,7 +19,7 @@ AGGREGATES: dict[str, tuple[str, str]] = {
     "worker": ("worker", "Worker"),
     "lease": ("lease", "Lease"),
     "candidate": ("candidate", "Candidate"),
-    "integration": ("integration", "Integration"),
+    "integration": ("integration_state", "Integration"),
     "hooks": ("hooks", "Hooks"),
     "request": ("requests", "Request"),
 }

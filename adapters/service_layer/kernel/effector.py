@@ -15,7 +15,6 @@ again on its own before then; nothing is redone blindly.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,24 +24,13 @@ from ...world import faults
 from ...world.clock import Clock
 from .intents import INTENT_KINDS, IntentKind
 from .ledger import Ledger, PendingIntent
-from .ports import Ports, RealPorts, real_ports
+from .ports import IntentResult, PortSet, real_ports
 
 __all__ = ["Effector", "IntentResult"]
 
 ALREADY_RESOLVED = "already-resolved"
 BACKING_OFF = "backing-off"
 STILL_UNKNOWN = "still-unknown"  # observed again inside its back-off: the same reason, nothing recorded
-
-
-@dataclass(frozen=True)
-class IntentResult:
-    intent_id: str
-    intent_position: int
-    outcome: str  # the outcome event's type name, or one of the three words above
-    position: int | None
-    event: Event | None
-    unknown: bool = False
-    reason: str | None = None
 
 
 class _AlreadyResolved(Exception):
@@ -54,12 +42,12 @@ class _Act(Exception):
 
 
 class Effector:
-    def __init__(self, ledger: Ledger, clock: Clock, ports: Ports | RealPorts | None = None,
+    def __init__(self, ledger: Ledger, clock: Clock, ports: PortSet | None = None,
                  kinds: Mapping[str, IntentKind[Any, Any, Any]] = INTENT_KINDS, *, home: Path | None = None):
         """home: this host's clone of the ledger's repository (the git common dir), if it has one."""
         self.ledger = ledger
         self.clock = clock
-        self.ports = ports if ports is not None else real_ports()
+        self.ports: PortSet = ports if ports is not None else real_ports()
         self.kinds = kinds
         self.home = home
         self._local: dict[str, Path] = {}

@@ -12,11 +12,15 @@ ledger holds the process's identity (``release``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ....domain.events import WorkerLaunchRequested
 from ....domain.containment.processes import ProcessIdentity
 from ....domain.worker import LaunchObservation
+
+if TYPE_CHECKING:
+    from ...world.processes.lifecycle import LaunchSpec
+    from .process_ports import GatedHandle, ProcessPort
 
 __all__ = ["HOST_MARK", "LAUNCH_MARK", "Launcher"]
 
@@ -25,14 +29,14 @@ HOST_MARK = "DOCKET_HOST"  # beside it: the host id of the supervisor that start
 
 
 class Launcher:
-    def __init__(self, processes: Any):
+    def __init__(self, processes: ProcessPort):
         self.processes = processes
         self._me: ProcessIdentity | None = None
-        self._specs: dict[str, Any] = {}
-        self._held: dict[str, Any] = {}
+        self._specs: dict[str, LaunchSpec] = {}
+        self._held: dict[str, GatedHandle] = {}
         self._failed: dict[str, str] = {}
 
-    def expect(self, intent_id: str, spec: Any) -> None:
+    def expect(self, intent_id: str, spec: LaunchSpec) -> None:
         """What to start for this launch intent, should the effector find nothing started yet."""
         self._specs[intent_id] = spec
 
@@ -59,7 +63,7 @@ class Launcher:
         except OSError as e:  # no such program, a worktree gone, a log file that exists: a definite failure
             self._failed[intent.intent_id] = f"cannot start {spec.argv[0]!r}: {e.strerror or e}"[:4000]
 
-    def release(self, intent_id: str, recorded: ProcessIdentity | None) -> Any | None:
+    def release(self, intent_id: str, recorded: ProcessIdentity | None) -> GatedHandle | None:
         """Open the gate of the process the ledger recorded for this intent, if it is ours; else close it unopened.
 
         Returns the opened process (the caller supervises it), or None.

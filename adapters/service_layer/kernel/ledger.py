@@ -13,11 +13,10 @@ the last recorded event's time, inside that transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
-from functools import cached_property, wraps
+from collections.abc import Callable, Sequence
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from eventsourcing.application import Application
 from eventsourcing.persistence import IntegrityError, OperationalError
@@ -30,7 +29,9 @@ from ....domain.kernel.canonical import canonical_json
 from ....domain.events import Event
 from ....domain.kernel.snapshot import from_value, to_value
 from .aggregates import aggregate_of, state_class_of
-from .stream_cache import Folded, PendingScan, StreamCache
+from .ledger_outages import _riding_out
+from .pending_intents import PendingIntent, PendingIntents
+from .stream_cache import Folded, StreamCache
 from ...world.files.files import prepare_ledger_file
 from ...world.ledger.ledger_rows import DEFAULT_LOCK_TIMEOUT
 from ....domain.kernel.codes import Code
@@ -42,54 +43,11 @@ from ...world.ledger.store import CanonicalMapper, ChainedSQLiteFactory, Chained
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "Ledger", "PendingIntent"]
 
 S = TypeVar("S")
+E = TypeVar("E", bound=Event)
 SNAPSHOT_EVERY = 10  # versions between two snapshots of a stream: a command folds at most this many events
-EFFECTOR_CURSOR = "effector"  # tracking row: every intent at or below it has its outcome (a cursor, not the truth)
 
 
-MAX_OUTAGES = 10  # outages one call rides out, one after another, before it gives up (each waited out in full)
-
-
-def _riding_out(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Call it again after an outage of a PostgreSQL ledger's database is waited out (database_outage.py), when
-    nothing it did can have been kept: a read, or a write whose commit was not begun. A write that failed in its
-    commit is not known to be recorded or not: StorageFailed, for ``docket go --resume`` and replay to settle. Inside
-    a decision (its reads) the decision itself is what is called again."""
-    @wraps(method)
-    def riding_out(self: Ledger, *args: Any, **kwargs: Any) -> Any:
-        if self.url is None or self._cursor is not None:
-            return method(self, *args, **kwargs)
-        import psycopg
-        from eventsourcing.persistence import InterfaceError
-
-        from ....domain.kernel.errors import StorageFailed
-        from ...world.ledger.database_outage import waiting_out
-
-        outage = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
-        for _ in range(MAX_OUTAGES):
-            self.recorder.commit_begun = False
-            try:
-                return method(self, *args, **kwargs)
-            except outage as e:
-                if self.recorder.commit_begun:
-                    raise StorageFailed(f"the ledger's database {self.where} went away while a write was being "
-                                        f"committed, so whether it was recorded is not known ({e}); "
-                                        "'docket go --resume' or 'docket replay --apply' settles it") from e
-                waiting_out(self.recorder.ping, lambda error: isinstance(error, outage), self.where)
-        return method(self, *args, **kwargs)
-
-    return riding_out
-
-
-@dataclass(frozen=True)
-class PendingIntent:
-    """An intent in the chain with no outcome in the chain, and its latest uncertain observation."""
-
-    position: int
-    intent: Any  # an Event whose effect_role is "intent"
-    last_unknown: Any = None  # an IntentOutcomeUnknown event, or None
-
-
-class Ledger(Application):
+class Ledger(Application, PendingIntents):
     name = "docket"
 
     def __init__(self, path: Path, *, lock_timeout: int = DEFAULT_LOCK_TIMEOUT, streams: StreamCache | None = None,
@@ -165,7 +123,8 @@ class Ledger(Application):
         return CanonicalMapper()
 
     def construct_recorder(self) -> ChainedSQLiteProcessRecorder:
-        return self.factory.process_recorder()
+        # or ChainedPostgresProcessRecorder, which has the same methods (self.recorder's type, above)
+        return cast(ChainedSQLiteProcessRecorder, self.factory.process_recorder())
 
     def _busy(self, error: Exception) -> Exception:
         if "locked" in str(error) or "busy" in str(error) or isinstance(error, LedgerBusy):
@@ -315,10 +274,10 @@ class Ledger(Application):
         ]
 
     @_riding_out
-    def events_of(self, *types: type[Event]) -> list[tuple[int, Event]]:
+    def events_of(self, *types: type[E]) -> list[tuple[int, E]]:
         """Every event of these types, of any stream, in ledger order, with its position (inside a decision: as the
         decision's write transaction sees them)."""
-        return [(n.id, decode_event(n.originator_id, n.originator_version, n.topic, n.state))
+        return [(n.id, cast(E, decode_event(n.originator_id, n.originator_version, n.topic, n.state)))  # of types
                 for n in self.recorder.select_topics([t.type_name() for t in types], self._cursor)]
 
     @_riding_out
@@ -427,113 +386,6 @@ class Ledger(Application):
             return self.recorder.head_position(self._cursor)
         return self.recorder.max_notification_id() or 0
 
-    @_riding_out
-    def pending_intents(self, *, after: int | None = None, only: Collection[str] | None = None
-                        ) -> list[PendingIntent]:
-        """Intents after a position that have no outcome in the chain, in ledger order (only those named, if given).
-
-        By default the search starts at the effector's cursor, which only says
-        where to start looking (every intent at or below it was resolved when it
-        was moved); ``after=0`` reads the whole chain, as replay does. Named
-        intents this process appended are looked for from where it appended
-        them: an intent's outcomes follow it, so nothing before it can matter.
-        """
-        if self._cursor is not None:
-            return self._only(self._pending(self._cursor, self._start(self._cursor, after, only)), only)
-        with self.recorder.read_transaction() as c:
-            return self._only(self._pending(c, self._start(c, after, only)), only)
-
-    def _start(self, c: Any, after: int | None, only: Collection[str] | None) -> int | None:
-        """Where to look for the named intents: from the earliest of them, when this process appended each one and
-        the ledger still holds it there; else from after."""
-        if after is None or not only:
-            return after
-        named = list(only)
-        positions = [self.streams.intent_position(intent_id) for intent_id in named]
-        if any(p is None or p <= after for p in positions):
-            return after
-        for intent_id, position in zip(named, positions):
-            if self.recorder.intent_id_at(c, position) != intent_id:
-                return after
-        return min(p for p in positions if p is not None) - 1
-
-    @staticmethod
-    def _only(pending: list[PendingIntent], only: Collection[str] | None) -> list[PendingIntent]:
-        return pending if only is None else [p for p in pending if p.intent.intent_id in only]
-
-    def _pending(self, c: Any, after: int | None) -> list[PendingIntent]:
-        from ....domain.effects import INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES  # not on a plain command's path
-
-        if after is None:  # from the cursor: folded on from what this process already scanned
-            rows = self._unresolved_since_cursor(c, INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES)
-        else:
-            rows = self.recorder.select_intent_events(c, after, INTENT_TYPES, OUTCOME_TYPES, UNKNOWN_TYPES)
-        intents: dict[str, tuple[int, Event]] = {}
-        unknown: dict[str, Event] = {}
-        for n in rows:
-            event = decode_event(n.originator_id, n.originator_version, n.topic, n.state)
-            intent_id = event.intent_id  # type: ignore[attr-defined]
-            if event.effect_role == "intent":
-                intents[intent_id] = (n.id, event)
-            else:  # only unresolved intents and their unknowns come back: no outcome to drop
-                unknown[intent_id] = event
-        return [PendingIntent(position, intent, unknown.get(intent_id))
-                for intent_id, (position, intent) in intents.items()]
-
-    def _unresolved_since_cursor(self, c: Any, intents: Sequence[str], outcomes: Sequence[str],
-                                 unknowns: Sequence[str]) -> list[Any]:
-        """What select_intent_events(c, cursor, ...) returns, reading only the events after the last scan.
-
-        An intent whose outcome stays unknown holds the effector's cursor back (it is observed again later, and
-        holds no other intent back): scanning from the cursor each time would read every intent and outcome
-        recorded since, ever more as the run goes on. The process keeps which intents were unresolved as of the
-        head it last scanned to, from a start at or below the cursor, and reads only what was appended since; a
-        cursor put back (replay) or a head this transaction does not see yet starts the scan afresh.
-        """
-        cursor = self.recorder.tracked(c, EFFECTOR_CURSOR)
-        head = self.recorder.head_position(c)
-        types = (*intents, *outcomes, *unknowns)
-        outcome_types = set(outcomes)
-        with self.streams.pending_lock:
-            scan = self.streams.pending_scan
-            if scan is None or scan.start > cursor or scan.scanned_to > head:
-                scan = PendingScan(cursor, cursor, {})
-            unresolved = {intent_id: [p for p in ps if p > cursor] for intent_id, ps in scan.unresolved.items()}
-            for position, topic, intent_id in self.recorder.intent_rows(c, scan.scanned_to, head, types):
-                if topic in outcome_types:
-                    unresolved.pop(intent_id, None)
-                else:
-                    unresolved.setdefault(intent_id, []).append(position)
-            unresolved = {intent_id: ps for intent_id, ps in unresolved.items() if ps}
-            self.streams.pending_scan = PendingScan(cursor, head, unresolved)
-        return self.recorder.notifications_at(c, sorted(p for ps in unresolved.values() for p in ps))
-
-    @_riding_out
-    def effector_cursor(self) -> int:
-        with self.recorder.read_transaction() as c:
-            return self.recorder.tracked(c, EFFECTOR_CURSOR)
-
-    @_riding_out
-    def advance_effector_cursor(self) -> int:
-        """Move the cursor up to just below the first pending intent (or to the head); returns it."""
-        try:
-            with self.recorder.write_transaction() as c:
-                current = self.recorder.tracked(c, EFFECTOR_CURSOR)
-                pending = self._pending(c, None)
-                target = pending[0].position - 1 if pending else self.recorder.head_position(c)
-                if target > current:
-                    self.recorder.set_tracking(c, EFFECTOR_CURSOR, target)
-                return max(target, current)
-        except LedgerBusy as e:
-            raise self._busy(e) from None
-
-    def rewind_effector_cursor(self, position: int) -> None:
-        """Put the cursor back (replay found it past an intent that is still pending)."""
-        try:
-            with self.recorder.write_transaction() as c:
-                self.recorder.set_tracking(c, EFFECTOR_CURSOR, position)
-        except LedgerBusy as e:
-            raise self._busy(e) from None
 
     # Genesis ----------------------------------------------------------------
     def genesis(self) -> Event | None:

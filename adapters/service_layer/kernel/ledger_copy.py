@@ -13,14 +13,18 @@ makes its own as it is used, and `docket replay` checks them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ....domain.kernel.chain import ChainHead
 from ....domain.kernel.errors import Conflict, VerificationFailed
 from .ports import LedgerReader
 from ....domain.kernel.codes import Code
+
+if TYPE_CHECKING:
+    from .ledger import Ledger
 
 __all__ = ["Copied", "copy_ledger"]
 
@@ -34,7 +38,7 @@ class Copied:
     resumed_from: int  # the target's head before it (0: it was empty)
 
 
-def copy_ledger(source: LedgerReader, target: Any, target_reader: Callable[[], Any], *,
+def copy_ledger(source: LedgerReader, target: Ledger, target_reader: Callable[[], AbstractContextManager[LedgerReader]], *,
                 progress: Callable[[int], None] | None = None) -> Copied:
     """Copy every event of source (a reader) into target (a Ledger on the other store), verified on both sides.
 

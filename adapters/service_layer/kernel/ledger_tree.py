@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ....domain.kernel.merkle import Tree, node_hash
 from ...world.ledger.ledger_rows import MERKLE_BLOCK_HEIGHT
+
+if TYPE_CHECKING:
+    from .ports import LedgerReader
 
 __all__ = ["BLOCK_HEIGHT", "LedgerTree", "ledger_tree", "repair_kept_blocks", "wrong_kept_blocks"]
 
@@ -30,7 +33,7 @@ _BLOCKS_READ_AT_ONCE = 64  # blocks hashed from one read of their digests: bound
 KeepNodes = Callable[[int, Sequence[tuple[int, str, bytes]]], None]  # Ledger.keep_merkle_nodes
 
 
-def ledger_tree(reader: Any, size: int, *, keep: KeepNodes | None = None, height: int = BLOCK_HEIGHT) -> LedgerTree:
+def ledger_tree(reader: LedgerReader, size: int, *, keep: KeepNodes | None = None, height: int = BLOCK_HEIGHT) -> LedgerTree:
     """The tree over positions 1..size. ValueError when the ledger has fewer digests than that.
 
     Block hashes the ledger does not hold yet are computed from the digests, and handed to ``keep``
@@ -53,7 +56,7 @@ class LedgerTree(Tree):
 
     __slots__ = ("_block_trees", "_height", "_leaves", "_reader", "_upper")
 
-    def __init__(self, reader: Any, size: int, block_hashes: list[bytes], height: int) -> None:
+    def __init__(self, reader: LedgerReader, size: int, block_hashes: list[bytes], height: int) -> None:
         # Tree.__init__ is not called: it would hash every leaf, which is what this class avoids.
         self._reader, self._leaves, self._height = reader, size, height
         upper = [block_hashes]  # upper[k][i]: the hash of node i of height `height + k`
@@ -89,7 +92,7 @@ class LedgerTree(Tree):
         return tree
 
 
-def _block_hashes(reader: Any, blocks: list[int], height: int) -> list[tuple[int, str, bytes]]:
+def _block_hashes(reader: LedgerReader, blocks: list[int], height: int) -> list[tuple[int, str, bytes]]:
     """(block, chain digest at its last position (hex), hash) of each block, from its digests.
 
     Runs of consecutive blocks are read with one query each, a few dozen blocks at a time.
@@ -111,7 +114,7 @@ def _block_hashes(reader: Any, blocks: list[int], height: int) -> list[tuple[int
     return found
 
 
-def wrong_kept_blocks(reader: Any, size: int, *, height: int = BLOCK_HEIGHT) -> list[tuple[int, int, str, bytes]]:
+def wrong_kept_blocks(reader: LedgerReader, size: int, *, height: int = BLOCK_HEIGHT) -> list[tuple[int, int, str, bytes]]:
     """The kept block hashes within positions 1..size (those still matching the chain) that are not the hash
     of their chain digests: (first position, last position, digest, the right hash) of each."""
     kept = reader.merkle_nodes(height, size >> height)
@@ -119,7 +122,7 @@ def wrong_kept_blocks(reader: Any, size: int, *, height: int = BLOCK_HEIGHT) -> 
             for block, digest, hash_ in _block_hashes(reader, sorted(kept), height) if kept[block] != hash_]
 
 
-def repair_kept_blocks(reader: Any, size: int, keep: KeepNodes, *, height: int = BLOCK_HEIGHT) -> list[tuple[int, int]]:
+def repair_kept_blocks(reader: LedgerReader, size: int, keep: KeepNodes, *, height: int = BLOCK_HEIGHT) -> list[tuple[int, int]]:
     """Replace the wrong kept block hashes (wrong_kept_blocks) by the right ones; their position ranges.
 
     Replay's repair. Verify does not recompute them (it would double its time): a forged hash only makes

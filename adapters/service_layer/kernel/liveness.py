@@ -6,16 +6,20 @@ the process port.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ....domain import lease as lease_aggregate
 from ....domain import worker as worker_aggregate
 from .ledger import Ledger
 
+if TYPE_CHECKING:
+    from ....domain.containment.processes import ProcessIdentity
+    from .ports import ProcessPort
+
 __all__ = ["elsewhere", "holder_liveness", "process_liveness"]
 
 
-def process_liveness(processes: Any, worker: worker_aggregate.Worker) -> str:
+def process_liveness(processes: ProcessPort, worker: worker_aggregate.Worker) -> str:
     """What is known of the current generation's process: alive, dead, unknown, or none (it never had one)."""
     if worker.status == "launching":
         return "unknown"  # a launch is pending: a process may be starting
@@ -24,7 +28,7 @@ def process_liveness(processes: Any, worker: worker_aggregate.Worker) -> str:
     return processes.liveness(worker.process)
 
 
-def holder_liveness(ledger: Ledger, processes: Any, lease: lease_aggregate.Lease | None) -> str:
+def holder_liveness(ledger: Ledger, processes: ProcessPort, lease: lease_aggregate.Lease | None) -> str:
     """The liveness of the process of the generation holding lease: what a reclaim must know."""
     if lease is None or lease.status != "held":
         return "none"
@@ -38,6 +42,6 @@ def holder_liveness(ledger: Ledger, processes: Any, lease: lease_aggregate.Lease
     return process_liveness(processes, holder)
 
 
-def elsewhere(processes: Any, identity: Any) -> bool:
+def elsewhere(processes: ProcessPort, identity: ProcessIdentity) -> bool:
     """Whether the process is another host's (DOCKET_HOST): never looked at from here, reclaimed by expiry."""
     return identity.host != processes.this_host()[0]

@@ -9,13 +9,13 @@ without disk. The real effect adapters are chosen here, and only here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
-from ....domain.kernel.chain import ChainHead, ChainRow
+from ....domain.kernel.chain import ChainBreak, ChainHead, ChainRow
 from ....domain.kernel.values import DEFAULT_MAX_FILE_SIZE
 from ....domain.effects import (
     BranchObservation,
@@ -31,16 +31,18 @@ from ....domain.effects import (
     WorktreeObservation,
 )
 
+from .process_ports import GatedHandle, ProcessPort
+
 if TYPE_CHECKING:  # annotations only: compiling the secret patterns and importing the adapter cost start-up time
     from ....domain.target_move import CheckoutObservation, TargetObservation
-    from ....domain.containment.processes import Liveness, ProcessIdentity
     from ...world.git.capture import Capture, Unstable
-    from ...world.processes.lifecycle import LaunchSpec
     from ...world.git.remote import PushOutcome
+    from ....domain.events import Event
     from .launcher import Launcher
 
-__all__ = ["CandidateRefsPort", "CapturePort", "GatedHandle", "InventoryPort", "LedgerReader", "MergePort", "Ports",
-           "ProcessPort", "RealPorts", "RepositoryPort", "Row", "WorkspacePort", "real_ports"]
+__all__ = ["CandidateRefsPort", "CapturePort", "EffectorPort", "GatedHandle", "IntentResult", "InventoryPort",
+           "LedgerReader", "MergePort", "PortSet", "Ports", "ProcessPort", "RealPorts", "RemotePort", "RepositoryPort",
+           "Row", "WorkspacePort", "real_ports"]
 
 Row = tuple[int, str, int, str, bytes]  # an event as read: position, stream, version, type, stored state (JSON)
 
@@ -264,21 +266,6 @@ class InventoryPort(RepositoryPort, Protocol):
         ...
 
 
-class GatedHandle(Protocol):
-    """A started process held at the launch gate: it runs its command only once opened."""
-
-    identity: ProcessIdentity
-    popen: Any  # subprocess.Popen for the real one: the launcher wait()s on it
-
-    def open(self) -> None:
-        """Release the gate: the command runs."""
-        ...
-
-    def close_without_opening(self) -> None:
-        """The held process exits 125 without running the command."""
-        ...
-
-
 class RemotePort(Protocol):
     """A shared git remote, named as in the repository's config, at the URL the run recorded (an effect never goes
     elsewhere: the name now standing for another URL is unreachable)."""
@@ -299,50 +286,6 @@ class RemotePort(Protocol):
               reaching: bool = False) -> bool:
         """Bring the commit that ref names there (reaching: or has in its history) into the repository; whether it
         is here afterwards."""
-        ...
-
-
-class ProcessPort(Protocol):
-    """This machine's processes: identity, three-valued liveness, gated launch, stopping a whole group."""
-
-    def this_host(self) -> tuple[str, str]:
-        """(host name, boot id) of this machine."""
-        ...
-
-    def identity(self, pid: int) -> ProcessIdentity | None:
-        """Who runs at pid now; None if nothing does."""
-        ...
-
-    def liveness(self, identity: ProcessIdentity) -> Liveness:
-        """alive, dead (gone, pid reused, another boot) or unknown (another host, could not tell)."""
-        ...
-
-    def group_liveness(self, identity: ProcessIdentity) -> Liveness:
-        """Whether anything is left in identity's process group."""
-        ...
-
-    def spawn_gated(self, spec: LaunchSpec) -> GatedHandle:
-        """Start spec's command in its own process group, held at the gate; its log is created, never reused."""
-        ...
-
-    def terminate_group(self, identity: ProcessIdentity, *, grace: float = 5.0, wait: float = 10.0) -> Liveness:
-        """SIGTERM the group, SIGKILL it after grace, wait until it is gone; the group's liveness at the end."""
-        ...
-
-    def stop_tree(self, identity: ProcessIdentity, *, grace: float = 2.0) -> Liveness:
-        """Stop what an ended launch left: its group and every process it detached; dead once all are gone."""
-        ...
-
-    def find_orphans_in(self, folders: list[Path]) -> list[ProcessIdentity]:
-        """Live processes of this user adopted by init whose working directory lies in one of folders."""
-        ...
-
-    def kill(self, identity: ProcessIdentity, *, wait: float = 10.0) -> Liveness:
-        """SIGKILL one process (while it is identity); its liveness at the end."""
-        ...
-
-    def find_marked(self, name: str, value: str) -> list[tuple[ProcessIdentity, dict[str, str]]]:
-        """Live processes of this user whose environment has name=value, each with its DOCKET_* variables."""
         ...
 
 
@@ -381,6 +324,11 @@ class LedgerReader(Protocol):
         """The digest recorded at position; "" when there is none."""
         ...
 
+    def verify_chain(self, *, anchor: ChainHead | None = None, until: int | None = None,
+                     progress: Callable[[int], None] | None = None) -> tuple[ChainHead, ChainBreak | None]:
+        """The chain verified (domain.kernel.chain.verify_chain) up to until: its head and its first break, if any."""
+        ...
+
     def chain_digests(self, *, after: int = 0, until: int | None = None) -> Iterator[bytes]:
         """The 32-byte chain digests of positions (after, until], in order (the Merkle tree's leaves)."""
         ...
@@ -406,18 +354,87 @@ class LedgerReader(Protocol):
 
 
 @dataclass(frozen=True)
+class IntentResult:
+    """What driving one pending intent came to (kernel/effector.py)."""
+
+    intent_id: str
+    intent_position: int
+    outcome: str  # the outcome event's type name, or one of the effector's three words (already-resolved, ...)
+    position: int | None
+    event: Event | None
+    unknown: bool = False
+    reason: str | None = None
+
+
+class PortSet(Protocol):
+    """Every port an intent kind may name, as the effector and the use cases see them: RealPorts, Ports, or a
+    test's own set (tests/fakes/ports.py)."""
+
+    @property
+    def capture(self) -> CapturePort: ...
+    @property
+    def candidate_refs(self) -> CandidateRefsPort: ...
+    @property
+    def workspaces(self) -> WorkspacePort: ...
+    @property
+    def merges(self) -> MergePort: ...
+    @property
+    def inventory(self) -> InventoryPort: ...
+    @property
+    def processes(self) -> ProcessPort: ...
+    @property
+    def launcher(self) -> Launcher: ...
+    @property
+    def remotes(self) -> RemotePort: ...
+
+
+class EffectorPort(Protocol):
+    """The effector as the use cases drive it (kernel/effector.py's Effector): the intents they append are driven
+    to their outcomes, through the ports, on the repositories of this host."""
+
+    @property
+    def ports(self) -> PortSet: ...
+
+    def local(self, recorded: str | Path) -> Path:
+        """This host's repository for one the ledger recorded."""
+        ...
+
+    def run_pending(self, *, only: Collection[str] | None = None, after: int | None = None,
+                    force: bool = False) -> list[IntentResult]:
+        """Drive pending intents (only those named, if given), each on its own."""
+        ...
+
+
+class _NotGiven:
+    """A port a Ports was not given: any use of it says which (a test gives only the ports its intents use)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> NoReturn:
+        raise AttributeError(f"no {self._name} port was given to Ports (asked for its {attribute})")
+
+    def __repr__(self) -> str:
+        return f"<no {self._name} port>"
+
+
+def _not_given(name: str) -> Any:  # Any: the dataclass field stands in for the port it was not given
+    return field(default_factory=lambda: _NotGiven(name))
+
+
+@dataclass(frozen=True)
 class Ports:
     """Every port an intent kind may name; the launcher is the process port as launch intents see it. A test gives
-    only the ports its intents use."""
+    only the ports its intents use; using one it did not give raises AttributeError naming it."""
 
-    capture: CapturePort | None = None
-    candidate_refs: CandidateRefsPort | None = None
-    workspaces: WorkspacePort | None = None
-    merges: MergePort | None = None
-    inventory: InventoryPort | None = None
-    processes: ProcessPort | None = None
-    launcher: Launcher | None = None
-    remotes: RemotePort | None = None
+    capture: CapturePort = _not_given("capture")
+    candidate_refs: CandidateRefsPort = _not_given("candidate_refs")
+    workspaces: WorkspacePort = _not_given("workspaces")
+    merges: MergePort = _not_given("merges")
+    inventory: InventoryPort = _not_given("inventory")
+    processes: ProcessPort = _not_given("processes")
+    launcher: Launcher = _not_given("launcher")
+    remotes: RemotePort = _not_given("remotes")
 
 
 class RealPorts:

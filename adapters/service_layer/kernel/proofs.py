@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ....domain.kernel.canonical import strict_json
 from ....domain.kernel.errors import BadInput, NotFound, Refused, VerificationFailed
@@ -23,6 +23,9 @@ from ....domain.kernel.merkle import verify_consistency
 from ....domain.kernel.streams import run_stream
 from .ledger_tree import ledger_tree
 from ....domain.kernel.codes import Code
+
+if TYPE_CHECKING:
+    from .ports import LedgerReader
 
 __all__ = ["SealedHead", "is_bundle", "prove_consistency", "sealed_head", "sealed_head_of_bundle",
            "sealed_head_of_run", "sealed_receipts"]
@@ -39,7 +42,7 @@ class SealedHead:
     source: str  # what it was read from, for messages: "run r1" or "bundle receipt.jsonl"
 
 
-def sealed_head(reader: Any, spec: str) -> SealedHead:
+def sealed_head(reader: LedgerReader, spec: str) -> SealedHead:
     """A sealed head named on the command line: a bundle file if there is a file of that name, else a run id."""
     path = Path(spec)
     if path.is_file():
@@ -47,7 +50,7 @@ def sealed_head(reader: Any, spec: str) -> SealedHead:
     return sealed_head_of_run(reader, spec)
 
 
-def sealed_receipts(reader: Any) -> Iterator[dict[str, Any]]:
+def sealed_receipts(reader: LedgerReader) -> Iterator[dict[str, Any]]:
     """Every sealed receipt in ledger order, as `docket export --all --format jsonl` prints them: the run, the
     receipt's digest, the position of its ReceiptSealed, the ledger head and Merkle root it was sealed at,
     and the receipt."""
@@ -60,7 +63,7 @@ def sealed_receipts(reader: Any) -> Iterator[dict[str, Any]]:
                "merkle_root": sealed["merkle_root"], "receipt": sealed["receipt"]}
 
 
-def sealed_head_of_run(reader: Any, run_id: str) -> SealedHead:
+def sealed_head_of_run(reader: LedgerReader, run_id: str) -> SealedHead:
     """The head the run's ReceiptSealed recorded; Refused not-sealed when it has none."""
     found = None
     for sealed in sealed_receipts(reader):
@@ -109,7 +112,7 @@ def sealed_head_of_bundle(path: str | Path) -> SealedHead:
     return SealedHead(size, root, head, f"bundle {path.name}")
 
 
-def prove_consistency(reader: Any, old: SealedHead, new: SealedHead) -> dict[str, Any]:
+def prove_consistency(reader: LedgerReader, old: SealedHead, new: SealedHead) -> dict[str, Any]:
     """The consistency proof from old to new, computed from this ledger and checked against their roots.
 
     BadInput when old is newer than new; VerificationFailed inconsistent when this ledger does not extend

@@ -19,7 +19,6 @@ from ....domain.kernel.errors import BadInput, NotFound, VerificationFailed
 from ....domain.kernel.codes import Code
 
 if TYPE_CHECKING:
-    from ...world.ledger.reader import SqliteLedgerReader
     from .ports import LedgerReader
 
 __all__ = ["MAX_POSITION", "Anchor", "genesis_break", "ledger_repository_id", "read_anchor", "verify_ledger"]
@@ -70,7 +69,7 @@ def read_anchor(path: str | Path) -> Anchor:
     return Anchor(ChainHead(position, digest))
 
 
-def verify_ledger(reader: SqliteLedgerReader, *, anchor: Anchor | None = None, until: int | None = None,
+def verify_ledger(reader: LedgerReader, *, anchor: Anchor | None = None, until: int | None = None,
                   progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Recompute the chain (and an exported receipt's Merkle root, from the digests);
     raise VerificationFailed naming the first bad position (or the root).
@@ -79,16 +78,18 @@ def verify_ledger(reader: SqliteLedgerReader, *, anchor: Anchor | None = None, u
     report `docket verify --json` prints: events, head and algorithm.
     """
     broken = genesis_break(reader)
-    head = None
+    head: ChainHead | None = None
     if broken is None:
         head, broken = reader.verify_chain(anchor=anchor.head if anchor else None, until=until, progress=progress)
     if broken is None and until is None:
+        assert head is not None  # no break at the genesis: the chain was walked
         orphan = reader.orphan_digest_after(head.position)
         if orphan is not None:
             broken = ChainBreak(head.position + 1, "event missing; its digest is still recorded")
     if broken is not None:
         raise VerificationFailed(Code.CHAIN_BROKEN, f"position {broken.position}: {broken.reason}")
     reader.check_schema()
+    assert head is not None  # no break: the chain was walked
     if anchor is not None and anchor.merkle_root is not None:
         # From the digests alone, not the kept block hashes: what the receipt is checked against trusts nothing.
         from ....domain.kernel.merkle import Tree
@@ -130,6 +131,8 @@ def genesis_break(reader: LedgerReader) -> ChainBreak | None:
                 {**body["payload"], "stream": stream, "version": version, "recorded_at": body["recorded_at"]})
         except (ValueError, KeyError, TypeError):  # pydantic's ValidationError is a ValueError
             genesis = None
-    if genesis is None or genesis.genesis_digest != GENESIS_DIGEST or genesis.chain != CHAIN_ALGORITHM:
+    # every genesis type (GENESIS_TYPES) has both fields
+    if (genesis is None or getattr(genesis, "genesis_digest", None) != GENESIS_DIGEST
+            or getattr(genesis, "chain", None) != CHAIN_ALGORITHM):
         return ChainBreak(1, "position 1 is not the LedgerCreated genesis event of this chain")
     return None

@@ -8,7 +8,7 @@ transaction, so a handoff the views have not caught up with is never approved.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ....domain import candidate as candidate_aggregate
 from ....domain import integration as integration_aggregate
@@ -21,6 +21,9 @@ from ..kernel.ledger import Ledger
 from .runs import load_run
 from .tasks import load_task
 from ....domain.kernel.codes import Code
+
+if TYPE_CHECKING:
+    from ....projections.views import Views
 
 __all__ = ["MAX_APPROVER_LENGTH", "approve", "check_approver", "waiting_for_a_person"]
 
@@ -38,7 +41,7 @@ def check_approver(by: str) -> str:
     return by
 
 
-def approve(ledger: Ledger, clock: Clock, views: Any, run_id: str, task_id: str | None, by: str) -> ApprovalRecorded:
+def approve(ledger: Ledger, clock: Clock, views: Views, run_id: str, task_id: str | None, by: str) -> ApprovalRecorded:
     """ApprovalRecorded by ``by`` of the run's confirmed candidates (of task_id's only, when given).
 
     Refused ``nothing-to-approve`` when there is none, ``integration-prepared`` once the queue is fixed (an
@@ -65,7 +68,7 @@ def approve(ledger: Ledger, clock: Clock, views: Any, run_id: str, task_id: str 
     return recorded
 
 
-def waiting_for_a_person(ledger: Ledger, views: Any, run_id: str | None = None, *,
+def waiting_for_a_person(ledger: Ledger, views: Views, run_id: str | None = None, *,
                          with_diff: bool = False) -> list[dict[str, Any]]:
     """The confirmed candidates of open runs (of one run) that change a path their run trusts (domain/containment/trust.py) and
     that no approval names yet: each waits for a person's 'docket approve' before the merge queue takes it. With

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ....domain import candidate as candidate_aggregate
 from ....domain.check import concluded
@@ -30,6 +30,9 @@ from ...world.clock import Clock
 from .checks import Baseline, CheckOutcome, CheckSpec, pinned_candidate, run_attempt
 from ..kernel.ledger import Ledger
 from .runs import load_run
+
+if TYPE_CHECKING:
+    from ..kernel.ports import EffectorPort
 
 __all__ = ["BOUNDARY", "BaseCheck", "base_candidate", "check_base", "run_check"]
 
@@ -56,7 +59,7 @@ class BaseCheck:
         return Baseline(self.binding_id, self.check_id, frozenset() if self.result == "passed" else self.failing)
 
 
-def run_check(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec: CheckSpec, *,
+def run_check(ledger: Ledger, clock: Clock, effector: EffectorPort, binding: str, spec: CheckSpec, *,
               artifact_dir: str | None, docket_dir: Path, ledger_path: Path) -> CheckOutcome:
     """Run one attempt of the check against the candidate and record its result (``checks.run_attempt``).
 
@@ -72,7 +75,7 @@ def run_check(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec: C
                        docket_dir=docket_dir, ledger_path=ledger_path)
 
 
-def base_candidate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *,
+def base_candidate(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, *,
                    repository: Path) -> candidate_aggregate.Candidate:
     """The run's base pinned as a candidate (pinned once; the same candidate every time after)."""
     from ...world.files.paths import integration_output_path
@@ -89,7 +92,7 @@ def base_candidate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *,
                     tree=tree, boundary=BOUNDARY, source=f"base of {run_id}", output=output)
 
 
-def check_base(ledger: Ledger, clock: Clock, effector: Any, run_id: str, spec: CheckSpec, *, repository: Path,
+def check_base(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, spec: CheckSpec, *, repository: Path,
                artifact_dir: str | None, docket_dir: Path, ledger_path: Path) -> BaseCheck:
     """The check's result on the run's base: the one recorded under this configuration, or a new run of it."""
     with _turn(str(ledger_path), run_id, spec.config_sha256):
@@ -100,8 +103,9 @@ def check_base(ledger: Ledger, clock: Clock, effector: Any, run_id: str, spec: C
                                   artifact_dir=artifact_dir, docket_dir=docket_dir,
                                   ledger_path=ledger_path)  # judged by its exit: it is the base
             faults.crash_point("base:after-check")
-            candidate = ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(candidate.binding_id))
-            assert candidate is not None
+            checked = ledger.get(candidate_aggregate.apply, candidate_aggregate.stream_of(candidate.binding_id))
+            assert checked is not None
+            candidate = checked
             done = candidate.check_run(outcome.check_id)
     tests = done.tests
     failing = None if tests is None or tests.problem else frozenset(f.id for f in tests.failing)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ....domain import candidate as candidate_aggregate
 from ....domain.check import concluded
@@ -31,6 +31,10 @@ from ...world import faults
 from ...world.clock import Clock
 from .checks import CheckSpec, pinned_candidate
 from ..kernel.ledger import Ledger
+
+if TYPE_CHECKING:
+    from ..kernel.ports import EffectorPort
+    from ....projections.query import ViewsConnection
 
 __all__ = ["BOUNDARY", "BaseTests", "base_tests_candidate", "check_base_tests", "protected_paths_of"]
 
@@ -53,7 +57,7 @@ class BaseTests:
         return self.run.result or "failed"
 
 
-def base_tests_candidate(ledger: Ledger, clock: Clock, effector: Any, binding: str,
+def base_tests_candidate(ledger: Ledger, clock: Clock, effector: EffectorPort, binding: str,
                          spec: CheckSpec) -> candidate_aggregate.Candidate | None:
     """The candidate's base-tests tree for the check, pinned (once; the same candidate every time after); None when
     the check protects nothing, the base holds no protected file, or the candidate's protected files are the base's."""
@@ -78,7 +82,7 @@ def base_tests_candidate(ledger: Ledger, clock: Clock, effector: Any, binding: s
                     output=output, changed=set_aside)  # its changed paths: the candidate's protected ones
 
 
-def check_base_tests(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec: CheckSpec, *,
+def check_base_tests(ledger: Ledger, clock: Clock, effector: EffectorPort, binding: str, spec: CheckSpec, *,
                      artifact_dir: str | None, docket_dir: Path, ledger_path: Path) -> BaseTests | None:
     """The check's result on the candidate's base-tests tree: the one recorded under this configuration, or a new
     run of it; None when the candidate has no base-tests tree for this check (base_tests_candidate)."""
@@ -100,7 +104,7 @@ def check_base_tests(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
     return BaseTests(tested.binding_id, tested.commit, done)
 
 
-def protected_paths_of(conn: Any, run_id: str, task_id: str, commit: str | None) -> list[str]:
+def protected_paths_of(conn: ViewsConnection, run_id: str, task_id: str, commit: str | None) -> list[str]:
     """The protected paths the candidate of the task at commit changed, as its base-tests trees set them aside (their
     changed paths, in the candidates view), sorted; [] when it has none."""
     import json

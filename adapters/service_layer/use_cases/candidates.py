@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ....domain import candidate as candidate_aggregate
 from ....domain import task as task_aggregate
@@ -27,6 +27,10 @@ from ..kernel.ledger import Ledger
 from .runs import load_run
 from .tasks import load_task
 from ....domain.kernel.codes import Code
+
+if TYPE_CHECKING:
+    from ..kernel.ports import EffectorPort
+    from ....projections.views import Views
 
 __all__ = ["Pinned", "boundary_of", "find_candidate", "load_candidate", "pin_task", "pin_tree", "release_candidate"]
 
@@ -56,7 +60,7 @@ def load_candidate(ledger: Ledger, binding_id: str) -> candidate_aggregate.Candi
     return candidate
 
 
-def find_candidate(ledger: Ledger, views: Any, key: str) -> candidate_aggregate.Candidate:
+def find_candidate(ledger: Ledger, views: Views, key: str) -> candidate_aggregate.Candidate:
     """The candidate named by its binding id, a unique prefix of it (at least 8 digits), or its commit."""
     import re
 
@@ -76,7 +80,7 @@ def find_candidate(ledger: Ledger, views: Any, key: str) -> candidate_aggregate.
     return load_candidate(ledger, matches[0])
 
 
-def pin_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: str, *,
+def pin_task(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, task_id: str, *,
              artifact_dir: str | None, worker_id: str | None = None, generation: int | None = None,
              wait: bool = True, max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> Pinned:
     """Capture the task's worktree twice and pin it; drive the pin to its outcome (unless not wait)."""
@@ -90,20 +94,25 @@ def pin_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: 
         raise Refused(Code.NO_WORKTREE, f"task {task_id} has no worktree yet ('docket worker launch' makes it)")
     if run.base_commit is None:
         raise Refused(Code.RUN_BASE_NOT_PINNED, f"run {run_id} has no pinned base commit yet")
+    worktree, base_commit = task.worktree, run.base_commit
     # what changed is measured from where the worktree started: a task that depends on others starts from their work
     captured = effector.ports.capture.capture_twice(Path(task.worktree), expected_head=None,
                                                     base=task.base or run.base_commit, artifact_dir=artifact_dir,
                                                     repository=task_repository(task), max_file_size=max_file_size)
     boundary = boundary_of(generation)
-    if not hasattr(captured, "tree"):  # Unstable
+    from ...world.git.capture import Unstable  # here: the capture port has loaded its module already
+
+    if isinstance(captured, Unstable):
+        differing = captured.differing
+
         def unstable(now: str) -> Event:
             current = load_task(ledger, task_id)
             return next_event(CandidateUnstable, task_aggregate.stream_of(task_id), current.version, now,
                               run_id=run_id, task_id=task_id, worker_id=worker_id, generation=generation,
-                              boundary=boundary, differing_paths=list(captured.differing[:1000]))
+                              boundary=boundary, differing_paths=list(differing[:1000]))
 
         ledger.decide(unstable, clock.now())
-        return Pinned("unstable", task_id, differing=captured.differing)
+        return Pinned("unstable", task_id, differing=differing)
     if not captured.changed:
         return Pinned("unchanged", task_id, head=captured.head, tree=captured.tree)
     _require_recordable(captured.changed, task_id)
@@ -118,7 +127,7 @@ def pin_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: 
         return candidate_aggregate.request_pin(
             existing, load_run(ledger, run_id), intent_id=intent_id, task_id=task_id, worker_id=worker_id,
             generation=generation, boundary=boundary, binding_id=binding, repository=str(task_repository(task)),
-            worktree=task.worktree, ref=ref, parent=captured.head, tree=captured.tree, base=run.base_commit,
+            worktree=worktree, ref=ref, parent=captured.head, tree=captured.tree, base=base_commit,
             changed_paths=captured.changed, now=now)
 
     appended = ledger.decide(decision, clock.now())
@@ -134,10 +143,10 @@ def pin_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: 
     return Pinned("pinned", task_id, settled(candidate), head=captured.head, tree=captured.tree)
 
 
-def complete_pinned(effector: Any, candidate: candidate_aggregate.Candidate) -> list[str]:
+def complete_pinned(effector: EffectorPort, candidate: candidate_aggregate.Candidate) -> list[str]:
     """Every object the pinned candidate's ref reaches in the repository, what a prune deleted written again from
     its workspace; the ids still missing (empty: whole)."""
-    from ..kernel.intents import pin_message
+    from ..kernel.repository_intents import pin_message
 
     return effector.ports.candidate_refs.complete_candidate(
         Path(candidate.repository), candidate.ref, candidate.parent, candidate.tree, pin_message(candidate),
@@ -152,7 +161,7 @@ def _require_recordable(changed: tuple[str, ...], task_id: str) -> None:
 CONTENDED_TRIES = 20  # another docket process making the same ref: observed again this often, 0.1 s apart
 
 
-def drive(effector: Any, intent_id: str, settled: Any) -> None:
+def drive(effector: EffectorPort, intent_id: str, settled: Any) -> None:
     """Drive the intent; while its outcome is unknown (another process is making the same ref at this moment),
     observe again a few times before leaving it to 'docket replay --apply'."""
     import time
@@ -184,7 +193,7 @@ def settled(candidate: candidate_aggregate.Candidate) -> candidate_aggregate.Can
     return candidate
 
 
-def release_candidate(ledger: Ledger, clock: Clock, effector: Any, binding: str, reason: str) -> str:
+def release_candidate(ledger: Ledger, clock: Clock, effector: EffectorPort, binding: str, reason: str) -> str:
     """Delete the candidate's ref by compare-and-swap; released, observed (already gone), or the failure."""
     intent_id = new_id("release")
 
@@ -207,7 +216,7 @@ def release_candidate(ledger: Ledger, clock: Clock, effector: Any, binding: str,
     return "released"
 
 
-def pin_tree(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: str, *, repository: Path,
+def pin_tree(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, task_id: str, *, repository: Path,
              parent: str, tree: str, boundary: str, source: str, output: Path,
              changed_since: str | None = None, changed: tuple[str, ...] | None = None) -> candidate_aggregate.Candidate:
     """Pin a tree already in the object store as a candidate of the task (no worker, no worktree capture): the

@@ -13,7 +13,7 @@ The path of one check run, each step recorded before the next is taken:
    digest and a bounded tail;
 5. the execution's removal intent (refused while the group lives).
 
-If this process dies part way, ``settle_checks`` (run by ``docket replay
+If this process dies part way, ``settle_checks`` (abandoned_checks.py; run by ``docket replay
 --apply`` and ``docket reconcile --apply``) records the run as interrupted once
 nothing of it can be running, and removes its execution. If the supervisor
 driving the run is interrupted (Ctrl-C, SIGTERM: ``stopping_checks``), the
@@ -35,7 +35,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ....domain import candidate as candidate_aggregate
 from ....domain import check as candidate_check
@@ -52,10 +52,16 @@ from ...world.files.logs import known_secrets, log_summary
 from .candidates import load_candidate
 from ..kernel.ledger import Ledger
 from .runs import load_run
-from .workers import last_message
+from .worker_preparation import last_message
 
-__all__ = ["Baseline", "CheckInterrupted", "CheckOutcome", "CheckSpec", "pinned_candidate", "remove_execution",
-           "run_attempt", "settle_checks", "stopping_checks"]
+if TYPE_CHECKING:
+    from ....domain.candidate import CheckResult
+    from ..kernel.ports import EffectorPort, GatedHandle, ProcessPort
+
+__all__ = [
+    "Baseline", "CheckInterrupted", "CheckOutcome", "CheckSpec", "pinned_candidate", "remove_execution",
+    "run_attempt", "stopping_checks",
+]
 
 POLL_SECONDS = 0.05
 STOP_GRACE_SECONDS = 5.0
@@ -164,7 +170,7 @@ def pinned_candidate(ledger: Ledger, binding: str) -> candidate_aggregate.Candid
     return candidate
 
 
-def run_attempt(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec: CheckSpec, *,
+def run_attempt(ledger: Ledger, clock: Clock, effector: EffectorPort, binding: str, spec: CheckSpec, *,
                 baseline: Baseline | None, artifact_dir: str | None, docket_dir: Path,
                 ledger_path: Path) -> CheckOutcome:
     """Run one attempt of the check against the candidate and record its result; its execution removed after.
@@ -223,7 +229,7 @@ def run_attempt(ledger: Ledger, clock: Clock, effector: Any, binding: str, spec:
     return outcome
 
 
-def _launch_and_wait(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str, spec: CheckSpec,
+def _launch_and_wait(ledger: Ledger, clock: Clock, effector: EffectorPort, binding: str, check_id: str, spec: CheckSpec,
                      argv: tuple[str, ...], *, docket_dir: Path, ledger_path: Path,
                      baseline: Baseline | None) -> CheckOutcome:
     from ...world.processes.lifecycle import LaunchSpec
@@ -303,7 +309,7 @@ def _guarded(env: dict[str, str], repository: Path, docket_dir: Path, execution:
     return guard_environment(env, folder=guard_folder(docket_dir), checkout=checkout, execution=execution)
 
 
-def _wait(processes: Any, gated: Any, log_path: Path, spec: CheckSpec, *,
+def _wait(processes: ProcessPort, gated: GatedHandle, log_path: Path, spec: CheckSpec, *,
           stop: Any = None) -> tuple[int, str | None]:
     """Wait for the check's process; stop its group at the timeout or idle timeout, or once stop() says its
     supervisor was interrupted. (returncode, "timeout" | "idle-timeout" | "interrupted" | None)."""
@@ -313,21 +319,22 @@ def _wait(processes: Any, gated: Any, log_path: Path, spec: CheckSpec, *,
                           log_path=log_path, grace=STOP_GRACE_SECONDS, poll=POLL_SECONDS, stop=stop)
 
 
-def _conclude(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str, code: int,
+def _conclude(ledger: Ledger, clock: Clock, effector: EffectorPort, binding: str, check_id: str, code: int,
               cause: str | None, duration_ms: int, log_path: Path, spec: CheckSpec,
               baseline: Baseline | None) -> CheckOutcome:
     """Inspect the execution, copy its artifacts back, read its report, and record the one result."""
     candidate = load_candidate(ledger, binding)
+    commit = candidate.commit
+    assert commit is not None  # a check runs on a pinned candidate
     run = candidate.check_run(check_id)
-    inspection = effector.ports.workspaces.inspect_execution(Path(run.repository), Path(run.execution),
-                                                             candidate.commit)
+    inspection = effector.ports.workspaces.inspect_execution(Path(run.repository), Path(run.execution), commit)
     artifacts: list[dict[str, Any]] = []
     artifact_error: DocketError | None = None
     if inspection.state == "matching" and run.artifact_dir:
         from ...world.workspaces.artifacts import copy_artifacts
 
         try:
-            tracked = effector.ports.capture.tree_paths(Path(run.repository), candidate.commit,
+            tracked = effector.ports.capture.tree_paths(Path(run.repository), commit,
                                                         run.artifact_dir)  # not check output
             copied = copy_artifacts(Path(run.execution), run.artifact_dir, Path(candidate.worktree), tracked=tracked)
             artifacts = [dict(path=a.path, sha256=a.sha256, size=a.size) for a in copied]
@@ -378,10 +385,11 @@ def _record_report(ledger: Ledger, clock: Clock, binding: str, check_id: str, sp
     from ....domain.reports.junit import MAX_REPORT_BYTES, ReportError, judge_relative, parse_junit
     from ...world.workspaces.artifacts import read_report
 
-    assert spec.junit is not None
+    junit = spec.junit
+    assert junit is not None
     parsed, problem, digest = None, None, None
     try:
-        data = read_report(execution, spec.junit, MAX_REPORT_BYTES)
+        data = read_report(execution, junit, MAX_REPORT_BYTES)
         if data is None:
             problem = ("report-missing", f"the check wrote no report at {spec.junit}")
         else:
@@ -399,7 +407,7 @@ def _record_report(ledger: Ledger, clock: Clock, binding: str, check_id: str, sp
 
     def decision(now: str) -> list[Event]:
         return candidate_check.tests_reported(
-            load_candidate(ledger, binding), check_id, now, report=spec.junit, report_sha256=digest, parsed=parsed,
+            load_candidate(ledger, binding), check_id, now, report=junit, report_sha256=digest, parsed=parsed,
             problem=problem, judge="exit" if baseline is None else "relative-to-base",
             base=None if baseline is None else (baseline.binding_id, baseline.check_id), judgment=judgment)
 
@@ -407,7 +415,7 @@ def _record_report(ledger: Ledger, clock: Clock, binding: str, check_id: str, sp
     return judgment
 
 
-def _finish(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str, result: str, *,
+def _finish(ledger: Ledger, clock: Clock, effector: EffectorPort, binding: str, check_id: str, result: CheckResult, *,
             code: str | None = None, message: str | None = None, cause: str | None = None,
             exit_code: int | None = None, signal: int | None = None, duration_ms: int | None = None,
             log_path: Path | None = None, execution: str = "none", artifacts: Sequence[dict[str, Any]] = (),
@@ -430,7 +438,7 @@ def _finish(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id:
                         str(log_path) if log_path else None)
 
 
-def remove_execution(ledger: Ledger, clock: Clock, effector: Any, binding: str, check_id: str) -> str:
+def remove_execution(ledger: Ledger, clock: Clock, effector: EffectorPort, binding: str, check_id: str) -> str:
     """Record and drive the removal of the check run's execution; its state after (removed, or removing)."""
     intent_id = new_id("unexec")
 
@@ -444,64 +452,3 @@ def remove_execution(ledger: Ledger, clock: Clock, effector: Any, binding: str, 
         effector.run_pending(only={run.removal_intent}, after=0)
         run = load_candidate(ledger, binding).check_run(check_id)
     return run.execution_state
-
-
-def settle_checks(ledger: Ledger, clock: Clock, effector: Any, unfinished: Sequence[tuple[str, str]], *,
-                  stop_orphans: bool, driving: tuple[str, str] | None = None) -> list[tuple[str, str]]:
-    """Finish check runs (binding, check id) that no live docket process is running any more.
-
-    A run whose process is positively gone, or never started, is recorded as
-    interrupted; with stop_orphans, a run whose process still lives but whose
-    supervising docket is gone has its group stopped first. Every finished run's
-    execution is then removed. Returns (check id, what was done) for each.
-
-    driving (run id, this host): the caller drives that run, its driver lease taken over from another host whose
-    hold expired. A run of that run's checks on another host was that driver's: its result would never be taken, so
-    it is recorded as interrupted (lost) and runs again here; its execution is left to its own host.
-    """
-    processes = effector.ports.processes
-    done = []
-    for binding, check_id in unfinished:
-        candidate = load_candidate(ledger, binding)
-        run = candidate.check_run(check_id)
-        what = []
-        if driving is not None and candidate.run_id == driving[0] and run.execution_intent is not None:
-
-            def given_up(now: str) -> list[Event]:
-                return candidate_check.lose_execution(load_candidate(ledger, binding), check_id, here=driving[1],
-                                                      now=now)
-
-            if ledger.decide(given_up, clock.now()):
-                what.append(f"its execution on host {run.host} given up")
-                run = load_candidate(ledger, binding).check_run(check_id)
-        if run.execution_intent is not None or run.launch_intent is not None or run.removal_intent is not None:
-            continue  # its intent is pending: the effector settles it first
-        elsewhere = (driving is not None and candidate.run_id == driving[0] and run.process is not None
-                     and run.process.host != driving[1])
-        if run.result is None:
-            liveness = "none" if run.process is None else processes.group_liveness(run.process)
-            if liveness == "alive" and stop_orphans and run.supervisor is not None \
-                    and processes.liveness(run.supervisor) == "dead":
-                liveness = processes.terminate_group(run.process, grace=STOP_GRACE_SECONDS)
-                what.append("stopped its process group")
-            if elsewhere and liveness == "unknown":
-                liveness = "lost"
-            if liveness not in ("dead", "none", "lost"):
-                continue
-
-            def decision(now: str, liveness: str = liveness) -> list[Event]:
-                return candidate_check.interrupted(load_candidate(ledger, binding), check_id,
-                                                   "lost" if liveness == "lost" else "dead", now)
-
-            if ledger.decide(decision, clock.now()):
-                what.append("recorded as interrupted" + (f" (lost with host {run.process.host})"
-                                                         if liveness == "lost" and run.process else ""))
-        run = load_candidate(ledger, binding).check_run(check_id)
-        if elsewhere:
-            pass  # another host's execution: removed there (docket reconcile on that host), never from here
-        elif run.result is not None and run.execution_state in ("ready", "requested"):
-            what.append(f"execution {remove_execution(ledger, clock, effector, binding, check_id)}")
-        if what:
-            done.append((check_id, ", ".join(what)))
-    return done
-

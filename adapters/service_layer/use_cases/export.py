@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ....domain.kernel.chain import GENESIS_DIGEST
 from ....domain.kernel.errors import VerificationFailed
@@ -23,12 +23,16 @@ from ..kernel.ledger_tree import ledger_tree
 from .receipts import Sealed
 from ....domain.kernel.codes import Code
 
+if TYPE_CHECKING:
+    from securesystemslib.signer import CryptoSigner, SSlibKey
+    from ..kernel.ports import LedgerReader
+
 __all__ = ["BundleSummary", "check_statements", "receipt_bundle", "receipt_statement", "verify_bundle"]
 
 _RESULTS = {"passed": "PASSED", "failed": "FAILED", "timed-out": "FAILED"}
 
 
-def receipt_statement(reader: Any, sealed: Sealed) -> dict[str, Any]:
+def receipt_statement(reader: LedgerReader, sealed: Sealed) -> dict[str, Any]:
     """The in-toto Statement of a sealed receipt, with every cited event and its proof read from the ledger."""
     event = sealed.event
     tree = ledger_tree(reader, event.ledger_position)
@@ -90,7 +94,7 @@ def check_statements(receipt: dict[str, Any]) -> list[dict[str, Any]]:
     return made
 
 
-def receipt_bundle(reader: Any, sealed: Sealed, signer: Any) -> list[dict[str, Any]]:
+def receipt_bundle(reader: LedgerReader, sealed: Sealed, signer: CryptoSigner) -> list[dict[str, Any]]:
     """The signed envelopes of the bundle, line by line."""
     statement = receipt_statement(reader, sealed)
     return [signing.sign_statement(s, signer)
@@ -104,7 +108,7 @@ class BundleSummary:
     receipt_sha256: str = ""
 
 
-def verify_bundle(envelopes: list[dict[str, Any]], verifier: Any) -> BundleSummary:
+def verify_bundle(envelopes: list[dict[str, Any]], verifier: SSlibKey) -> BundleSummary:
     """Every line's signature, the receipt's statement (domain.receipts.verify_statement) and each test-result
     line against the check it must state; VerificationFailed naming the line and what failed."""
     if not envelopes:
@@ -128,7 +132,7 @@ def verify_bundle(envelopes: list[dict[str, Any]], verifier: Any) -> BundleSumma
     return BundleSummary(verified, len(expected), statement["predicate"]["receipt_sha256"])
 
 
-def _line(envelope: dict[str, Any], number: int, verifier: Any) -> dict[str, Any]:
+def _line(envelope: dict[str, Any], number: int, verifier: SSlibKey) -> dict[str, Any]:
     try:
         return signing.verify_envelope(envelope, verifier)
     except VerificationFailed as e:

@@ -10,7 +10,7 @@ HandoffRejected with its code; a later confirmation may succeed once it holds.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ....domain import candidate as candidate_aggregate
 from ....domain import handoff as candidate_handoff
@@ -27,6 +27,9 @@ from ..kernel.liveness import process_liveness
 from .runs import load_run
 from .worker_generations import record_refusal
 from ....domain.kernel.codes import Code
+
+if TYPE_CHECKING:
+    from ..kernel.ports import EffectorPort
 
 __all__ = ["confirm_handoff", "last_rejection", "offer_handoff"]
 
@@ -50,7 +53,7 @@ def offer_handoff(ledger: Ledger, clock: Clock, binding: str) -> candidate_aggre
     return load_candidate(ledger, binding)
 
 
-def confirm_handoff(ledger: Ledger, clock: Clock, effector: Any, binding: str,
+def confirm_handoff(ledger: Ledger, clock: Clock, effector: EffectorPort, binding: str,
                     required: dict[str, str]) -> candidate_aggregate.Candidate:
     """HandoffConfirmed or HandoffRejected, from what is observed now; the candidate after."""
     candidate = load_candidate(ledger, binding)

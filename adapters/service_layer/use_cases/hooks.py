@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ....domain import hooks as hooks_aggregate
 from ....domain.kernel import streams
@@ -28,6 +28,9 @@ from ....domain.events import Event, HookFinished, HookRequested
 from ...world import faults
 from ...world.clock import Clock, new_id
 from ..kernel.ledger import Ledger
+
+if TYPE_CHECKING:
+    from ..kernel.ports import EffectorPort
 
 __all__ = ["Fired", "fire_hooks"]
 
@@ -41,7 +44,7 @@ class Fired:
     outcomes: tuple[HookFinished, ...]  # hooks this call saw to their end, in ledger order
 
 
-def fire_hooks(ledger: Ledger, clock: Clock, effector: Any, hooks: Mapping[str, HookConfig], run_id: str, *,
+def fire_hooks(ledger: Ledger, clock: Clock, effector: EffectorPort, hooks: Mapping[str, HookConfig], run_id: str, *,
                docket_dir: Path, ledger_path: Path, repository: Path, after: int = 0,
                sandbox: str = "landlock") -> Fired:
     """Ask for the hooks the run's events after ``after`` fire, then drive every pending hook of the run."""
@@ -50,7 +53,9 @@ def fire_hooks(ledger: Ledger, clock: Clock, effector: Any, hooks: Mapping[str, 
     requested: list[HookRequested] = []
     if fired:
         commands = {name: hooks_aggregate.HookCommand(tuple(hook.command), hook.timeout_ms, tuple(hook.env_allow),
-                                                      sandbox, tuple(hook.read), tuple(hook.write), hook.network)
+                                                      sandbox, tuple(hook.read), tuple(hook.write),
+                                                      # ports or a word: _ports_only (domain/config.py) refused hosts
+                                                      cast("str | tuple[int, ...]", hook.network))
                     for name, hook in hooks.items()}
 
         def decision(now: str) -> list[Event]:
@@ -105,7 +110,7 @@ def _events(ledger: Ledger, after: int, until: int,
     while start <= until:
         batch = ledger.recorder.select_notifications(start=start, limit=BATCH, stop=until, topics=topics)
         for n in batch:
-            yield n.id, n.originator_id, n.topic, json.loads(n.state)["payload"]
+            yield n.id, str(n.originator_id), n.topic, json.loads(n.state)["payload"]
         if len(batch) < BATCH:
             return
         start = batch[-1].id + 1

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ....domain import candidate as candidate_aggregate
 from ....domain import lease as lease_aggregate
@@ -38,6 +38,9 @@ from ..kernel.ports import CandidateRefsPort, CapturePort, InventoryPort
 from .runs import load_run
 from .tasks import load_task
 from ....domain.kernel.codes import Code
+
+if TYPE_CHECKING:
+    from ..kernel.ports import EffectorPort, ProcessPort
 
 __all__ = ["GitFinding", "Kept", "Preservation", "TargetHistories", "gc", "kept_elsewhere", "pinned", "preservation",
            "reconcile_git", "remove_task_worktree"]
@@ -93,7 +96,9 @@ def preservation(ledger: Ledger, capture: CapturePort, task: task_aggregate.Task
     assert run.base_commit is not None
     captured = capture.capture_twice(Path(task.worktree), expected_head=None, base=run.base_commit,
                                      artifact_dir=artifact_dir)
-    if not hasattr(captured, "tree"):
+    from ...world.git.capture import Unstable  # here: the capture port has loaded its module already
+
+    if isinstance(captured, Unstable):
         return Preservation(False, None, None, captured.differing,
                             reason=f"it is being written to ({_paths(captured.differing)} changed between two "
                                    "captures)")
@@ -118,7 +123,7 @@ def _paths(paths: Sequence[str]) -> str:
     return ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if len(paths) > 10 else "")
 
 
-def remove_task_worktree(ledger: Ledger, clock: Clock, effector: Any, processes: Any, task_id: str,
+def remove_task_worktree(ledger: Ledger, clock: Clock, effector: EffectorPort, processes: ProcessPort, task_id: str,
                          bindings: Sequence[str], *, artifact_dir: str | None,
                          kept_by: KeptBy = pinned) -> Preservation:
     """Remove the task's worktree and branch if its content is preserved (by a candidate that kept_by accepts);
@@ -134,14 +139,15 @@ def remove_task_worktree(ledger: Ledger, clock: Clock, effector: Any, processes:
         if not kept.preserved:
             raise Refused(Code.UNPINNED_WORK, f"the worktree of task {task_id} holds {kept.reason}; pin it first "
                                            f"('docket candidate pin {task.run_id} --task {task_id}')")
-        assert kept.head is not None and kept.tree is not None
+        head, tree, binding_id = kept.head, kept.tree, kept.binding_id
+        assert head is not None and tree is not None
         intent_id = new_id("unworktree")
 
         def decision(now: str) -> list[Event]:
             current = load_task(ledger, task_id)
             return task_aggregate.request_removal(current, intent_id=intent_id,
-                                                  repository=str(task_repository(current)), head=kept.head,
-                                                  tree=kept.tree, binding_id=kept.binding_id, now=now)
+                                                  repository=str(task_repository(current)), head=head,
+                                                  tree=tree, binding_id=binding_id, now=now)
 
         ledger.decide(decision, clock.now())
     else:
@@ -159,13 +165,13 @@ def remove_task_worktree(ledger: Ledger, clock: Clock, effector: Any, processes:
     return kept
 
 
-def _require_idle(ledger: Ledger, processes: Any, task: task_aggregate.Task) -> None:
+def _require_idle(ledger: Ledger, processes: ProcessPort, task: task_aggregate.Task) -> None:
     """No worker may be working in the worktree: its lease is not held by a process that may live, and the task's
     own worker (named after the task) is positively gone."""
     resource = worktree_resource(task.run_id, task.task_id)
     lease = ledger.get(lease_aggregate.apply, lease_aggregate.stream_of(resource))
     liveness = holder_liveness(ledger, processes, lease)
-    if liveness not in ("dead", "none"):
+    if lease is not None and liveness not in ("dead", "none"):  # none: no lease held
         raise Refused(Code.WORKER_RUNNING, f"worker {lease.worker_id} holds the worktree of task {task.task_id} and "
                                         f"its process is {liveness}; stop it first ('docket worker stop')")
     worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(task.task_id))
@@ -187,7 +193,7 @@ class Kept:
     reason: str
 
 
-def gc(ledger: Ledger, clock: Clock, effector: Any, processes: Any, *, tasks: Sequence[dict[str, Any]],
+def gc(ledger: Ledger, clock: Clock, effector: EffectorPort, processes: ProcessPort, *, tasks: Sequence[dict[str, Any]],
        candidates: Sequence[dict[str, Any]], checks: Sequence[dict[str, Any]], artifact_dir: str | None,
        apply: bool) -> list[Kept]:
     """What can go because the ledger proves it is kept elsewhere, and why everything else stays; apply removes.
@@ -233,17 +239,17 @@ def gc(ledger: Ledger, clock: Clock, effector: Any, processes: Any, *, tasks: Se
         found.append(item)
     for row in checks:
         candidate = load_candidate(ledger, row["binding_id"])
-        run = candidate.check_run(row["check_id"])
-        item = Kept("execution", run.check_id, run.execution, "keep", "")
-        if run.execution_state in ("removed", "failed"):
+        check_run = candidate.check_run(row["check_id"])
+        item = Kept("execution", check_run.check_id, check_run.execution, "keep", "")
+        if check_run.execution_state in ("removed", "failed"):
             continue
-        if run.result is None:
+        if check_run.result is None:
             found.append(replace(item, reason="its check has no result yet ('docket reconcile --apply' finishes "
                                               "one nobody runs)"))
             continue
-        item = replace(item, action="remove", reason=f"its check {run.result}; an execution is never reused")
+        item = replace(item, action="remove", reason=f"its check {check_run.result}; an execution is never reused")
         if apply:
-            state = remove_execution(ledger, clock, effector, candidate.binding_id, run.check_id)
+            state = remove_execution(ledger, clock, effector, candidate.binding_id, check_run.check_id)
             item = replace(item, action="removed" if state == "removed" else "keep",
                            reason=item.reason if state == "removed" else f"its removal is {state}")
         found.append(item)
@@ -253,7 +259,7 @@ def gc(ledger: Ledger, clock: Clock, effector: Any, processes: Any, *, tasks: Se
     return found
 
 
-def _candidate_item(ledger: Ledger, clock: Clock, effector: Any, in_target: TargetHistories, binding: str, *,
+def _candidate_item(ledger: Ledger, clock: Clock, effector: EffectorPort, in_target: TargetHistories, binding: str, *,
                     apply: bool) -> Kept:
     """A candidate's ref goes when its run is closed and the target's history holds its work (released on the
     record, by compare-and-swap); otherwise why it stays."""
@@ -371,6 +377,8 @@ def kept_elsewhere(ledger: Ledger, capture: CapturePort, candidate_refs: Candida
                                              artifact_dir=artifact_dir)
         except DocketError:
             return None
-        if getattr(captured, "tree", None) == candidate.tree and captured.head == candidate.parent:
+        from ...world.git.capture import Capture  # here: the capture port has loaded its module already
+
+        if isinstance(captured, Capture) and (captured.tree, captured.head) == (candidate.tree, candidate.parent):
             return f"the task's worktree {task.worktree} holds the same content"
     return None

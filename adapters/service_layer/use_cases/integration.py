@@ -31,33 +31,32 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ....domain import candidate as candidate_aggregate
 from ....domain import integration as integration_aggregate
+from ....domain.integration_state import DROPPED
 from ....domain import target_move
 from ....domain import events as ev
-from ....domain.check import concluded
 from ....domain.kernel.codes import Code
 from ....domain.kernel.errors import DependenciesUnsettled, OutcomeUnknown, Refused, TargetCheckedOut
-from ....domain.merges import changed_paths_overlap, merge_message, trailers
+from ....domain.merges import changed_paths_overlap
 from ....domain.run import require_open
 from ...world import faults
 from ...world.clock import Clock, new_id
-from .base_checks import run_check
-from .candidates import drive, load_candidate, pin_tree
+from .candidates import drive, load_candidate
 from .checks import CheckSpec
 from .handoff import confirm_handoff
 from .requeue import docket_moves_between, settle_moved_target
 from ..kernel.ledger import Ledger
 from .runs import load_run
+from .integration_steps import (
+    _drive_step, _merge_step, _verify_step, fetch_integrated, integration_ref, load_integration)
 
-__all__ = ["Integrated", "advance", "fetch_integrated", "integrate", "integration_ref", "load_integration",
-           "queue_task", "record_moved_target"]
+if TYPE_CHECKING:
+    from ..kernel.ports import EffectorPort
 
-
-def integration_ref(run_id: str) -> str:
-    return f"refs/docket/integrations/{run_id}"
+__all__ = ["Integrated", "advance", "integrate", "queue_task", "record_moved_target"]
 
 
 @dataclass(frozen=True)
@@ -70,11 +69,7 @@ class Integrated:
     overlaps: tuple[ev.PathOverlapWarning, ...] = ()
 
 
-def load_integration(ledger: Ledger, run_id: str) -> integration_aggregate.Integration | None:
-    return ledger.get(integration_aggregate.apply, integration_aggregate.stream_of(run_id))
-
-
-def integrate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, tasks: Sequence[str],
+def integrate(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, *, tasks: Sequence[str],
               candidates: Mapping[str, Sequence[str]], checks: Sequence[CheckSpec], approval_required: bool,
               artifact_dir: str | None, docket_dir: Path, ledger_path: Path,
               checked_out_target: target_move.CheckedOutTarget = "update", batch: int = 1) -> Integrated:
@@ -100,7 +95,7 @@ def integrate(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, tasks
     return Integrated(integration, skipped, tuple(prepared.overlaps) if prepared else ())
 
 
-def advance(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, checks: Sequence[CheckSpec],
+def advance(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, *, checks: Sequence[CheckSpec],
             artifact_dir: str | None, docket_dir: Path, ledger_path: Path,
             checked_out_target: target_move.CheckedOutTarget = "update",
             move_target: bool = True, batch: int = 1,
@@ -165,7 +160,7 @@ def _behind(integration: integration_aggregate.Integration) -> bool:
 # --- a queue that goes on ------------------------------------------------------------------------------------------
 
 
-def queue_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id: str, binding: str, *,
+def queue_task(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, task_id: str, binding: str, *,
                checks: Sequence[CheckSpec], depends_on: Sequence[str]) -> integration_aggregate.Integration:
     """Append the task's confirmed candidate to the run's merge queue (opened first if it is not: a queue that
     goes on, from the commit the target names now), once the steps of the tasks it depends on are verified."""
@@ -176,7 +171,7 @@ def queue_task(ledger: Ledger, clock: Clock, effector: Any, run_id: str, task_id
     integration = load_integration(ledger, run_id)
     assert integration is not None
     changed = {s.task_id: _changed_paths(ledger, s) for s in integration.steps
-               if s.status not in integration_aggregate.DROPPED and s.task_id != task_id}
+               if s.status not in DROPPED and s.task_id != task_id}
     overlaps = []
     for other, paths in changed.items():
         for found in changed_paths_overlap([paths, candidate.changed_paths]):
@@ -215,33 +210,34 @@ def _changed_paths(ledger: Ledger, step: integration_aggregate.StepState) -> tup
     return paths
 
 
-def _open_queue(ledger: Ledger, clock: Clock, effector: Any, run_id: str, repository: Path,
+def _open_queue(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, repository: Path,
                 checks: Sequence[CheckSpec]) -> None:
     run = load_run(ledger, run_id)
     target = _observe_target(effector, repository, run.target_branch, None, run.remote)
     if target.state != "found":
         _require_target(run.target_branch, target, "update")  # refused: missing or unreadable
-    assert target.commit is not None
+    commit = target.commit
+    assert commit is not None
     required = [ev.RequiredCheck(check=s.name, config_sha256=s.config_sha256) for s in checks if s.required]
     # moved by someone else since the run was based (a human pushed, or an agent reset it): the queue goes on from
     # there, and the commits docket never saw are recorded with it
     # (another docket run of this ledger that moved it is no stranger: its own events say so)
     foreign, known = None, None
-    if run.base_commit is not None and target.commit != run.base_commit:
-        known = docket_moves_between(ledger, repository, run_id, run.base_commit, target.commit)
+    if run.base_commit is not None and commit != run.base_commit:
+        known = docket_moves_between(ledger, repository, run_id, run.base_commit, commit)
         if known is None:
-            foreign = effector.ports.merges.foreign_commits(repository, run.base_commit, target.commit)
+            foreign = effector.ports.merges.foreign_commits(repository, run.base_commit, commit)
     ledger.decide(lambda now: integration_aggregate.open_queue(
         load_integration(ledger, run_id), load_run(ledger, run_id), repository=str(repository),
-        target_branch=run.target_branch, expected_commit=target.commit, integration_ref=integration_ref(run_id),
+        target_branch=run.target_branch, expected_commit=commit, integration_ref=integration_ref(run_id),
         required_checks=required, now=now, foreign=foreign, moved_by_docket=known is not None), clock.now())
     faults.crash_point("integrate:after-prepare")
 
 
-def _close_queue(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Sequence[str],
+def _close_queue(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, tasks: Sequence[str],
                  candidates: Mapping[str, Sequence[str]], required: Sequence[CheckSpec]) -> None:
     """Queue what passed without a step yet (in plan order), then close the queue once every task has finished."""
-    from ....domain import task as task_aggregate
+    from .tasks import load_task
 
     integration = load_integration(ledger, run_id)
     assert integration is not None
@@ -261,8 +257,7 @@ def _close_queue(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks
     def decision(now: str) -> list[ev.Event]:
         current = load_integration(ledger, run_id)
         assert current is not None
-        unfinished = [t for t in tasks
-                      if ledger.get(task_aggregate.apply, task_aggregate.stream_of(t)).result is None]
+        unfinished = [t for t in tasks if load_task(ledger, t).result is None]
         return integration_aggregate.close_queue(current, load_run(ledger, run_id), unfinished=unfinished, now=now)
 
     try:
@@ -282,7 +277,7 @@ def _prepared_event(ledger: Ledger, run_id: str) -> ev.IntegrationPrepared | Non
 # --- preparing the queue -------------------------------------------------------------------------------------------
 
 
-def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Sequence[str],
+def _prepare(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, tasks: Sequence[str],
              candidates: Mapping[str, Sequence[str]], required: Sequence[CheckSpec],
              approval_required: bool, checked_out_target: target_move.CheckedOutTarget) -> tuple[str, ...]:
     """Confirm offered handoffs, pick each task's step and record IntegrationPrepared; the tasks skipped."""
@@ -312,10 +307,12 @@ def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Se
     if target is not None:
         _require_target(run.target_branch, target, checked_out_target)
     foreign = None
-    if target is not None and target.commit is not None and target.commit != run.base_commit:
+    if (repository is not None and target is not None and target.commit is not None
+            and target.commit != run.base_commit):
         foreign = effector.ports.merges.foreign_commits(repository, run.base_commit, target.commit)
-    steps = [ev.IntegrationStep(task_id=c.task_id, binding_id=c.binding_id, commit=c.commit, worker_id=c.worker_id,
-                                generation=c.generation) for c in picked]
+    steps = [_step_of(c) for c in picked]
+    expected = target.commit if target else run.base_commit
+    assert expected is not None  # the target was found (_require_target), else the run's base is pinned
     overlaps = [ev.PathOverlapWarning(first_task=picked[o.first].task_id, second_task=picked[o.second].task_id,
                                       paths=list(o.paths[:1000]))
                 for o in changed_paths_overlap([c.changed_paths for c in picked])][:1000]
@@ -323,7 +320,7 @@ def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Se
     def decision(now: str) -> list[ev.Event]:
         return integration_aggregate.prepare(
             load_integration(ledger, run_id), load_run(ledger, run_id), repository=str(repository),
-            target_branch=run.target_branch, expected_commit=target.commit if target else run.base_commit,
+            target_branch=run.target_branch, expected_commit=expected,
             integration_ref=integration_ref(run_id), steps=steps,
             required_checks=[ev.RequiredCheck(check=s.name, config_sha256=s.config_sha256) for s in required],
             overlaps=overlaps, approval_required=approval_required, now=now, foreign=foreign,
@@ -333,7 +330,7 @@ def _prepare(ledger: Ledger, clock: Clock, effector: Any, run_id: str, tasks: Se
     return tuple(skipped)
 
 
-def _observe_target(effector: Any, repository: Path, branch: str, final_commit: str | None,
+def _observe_target(effector: EffectorPort, repository: Path, branch: str, final_commit: str | None,
                     remote: tuple[str, str] | None = None) -> target_move.TargetObservation:
     """The target branch, and the index and files of the worktree that has it checked out, if any: against the
     commit it names and final_commit (the one it is to move to; None: not known yet). With the run's shared remote
@@ -351,6 +348,13 @@ def _observe_target(effector: Any, repository: Path, branch: str, final_commit: 
                                                               final_commit or observed.commit))
 
 
+def _step_of(candidate: candidate_aggregate.Candidate) -> ev.IntegrationStep:
+    # confirmed and pinned, made by a worker's generation: it has all three
+    assert candidate.commit is not None and candidate.worker_id is not None and candidate.generation is not None
+    return ev.IntegrationStep(task_id=candidate.task_id, binding_id=candidate.binding_id, commit=candidate.commit,
+                              worker_id=candidate.worker_id, generation=candidate.generation)
+
+
 def _require_target(branch: str, target: target_move.TargetObservation,
                     checked_out_target: target_move.CheckedOutTarget) -> str | None:
     """The worktree to update with the branch, if one has it checked out. Refused unless the target branch names a
@@ -362,301 +366,10 @@ def _require_target(branch: str, target: target_move.TargetObservation,
     return target_move.checkout_to_update(branch, target, policy=checked_out_target)
 
 
-# --- the steps -----------------------------------------------------------------------------------------------------
-
-
-def _merge_step(ledger: Ledger, clock: Clock, effector: Any, integration: integration_aggregate.Integration,
-                step: integration_aggregate.StepState, batch_size: int = 1) -> bool:
-    """Compute the step's merge in the object store (onto the open batch's last merge, if any), then record its
-    conflict or its intent, and drive it. False, with nothing recorded, when it conflicts with an open batch: the
-    batch is checked first, and the step merged onto what of it is verified (its conflict, if any, is with
-    verified work only)."""
-    assert integration.repository is not None
-    head = integration.tip()
-    message = merge_message(f"docket: integrate task {step.task_id} of run {integration.run_id}",
-                            trailers(integration.run_id, step.task_id, step.worker_id, step.generation,
-                                     step.binding_id))
-    _fetch_candidate(ledger, effector, integration, step)
-    fetch_integrated(ledger, effector, integration, head)
-    merged = effector.ports.merges.merge_candidate(effector.local(integration.repository), head, step.commit,
-                                                   message)
-    faults.crash_point("integrate:after-merge-computed")
-    if merged.state == "unreadable":
-        raise OutcomeUnknown(Code.REPOSITORY_UNREADABLE, f"step {step.step} cannot be merged: {merged.detail}")
-    if merged.state in ("conflicted", "unmergeable") and integration.open_batch():
-        return False
-    intent_id = new_id("integrate")
-    repair = ""
-    if integration.rolling and merged.state in ("conflicted", "unmergeable"):
-        repair = _conflict_feedback(effector.local(integration.repository), head, step, merged)
-
-    def decision(now: str) -> list[ev.Event]:
-        current = load_integration(ledger, integration.run_id)
-        assert current is not None
-        run = load_run(ledger, integration.run_id)
-        require_open(run)  # an aborted run's queue goes no further
-        if merged.state in ("conflicted", "unmergeable"):
-            paths = merged.conflicts
-            dropped = integration_aggregate.conflicted(
-                current, step.step, head=head, reason=merged.state, paths=paths,
-                message=(f"task {step.task_id}'s candidate does not merge into {head}: "
-                         + (", ".join(paths[:20]) if paths else merged.detail)), now=now)
-            return dropped + _repair(ledger, run, step, "integration-conflict", repair, dropped, now)
-        return integration_aggregate.request_step(current, step.step, intent_id=intent_id,
-                                                  head=current.ref_from() if current.rolling else head,
-                                                  merge_commit=merged.commit, tree=merged.tree, merge=merged.state,
-                                                  now=now, merged_onto=head if merged.state == "merged" else None,
-                                                  merge_message=message if merged.state == "merged" else None,
-                                                  batch_size=batch_size, remote=run.remote)
-
-    ledger.decide(decision, clock.now())
-    current = load_integration(ledger, integration.run_id)
-    assert current is not None
-    if current.step(step.step).status == "merging":
-        _drive_step(ledger, effector, integration.run_id, current.step(step.step))
-    return True
-
-
-def _fetch_candidate(ledger: Ledger, effector: Any, integration: integration_aggregate.Integration,
-                     step: integration_aggregate.StepState) -> None:
-    """With a shared remote, the step's candidate as the remote has it (pinned on another machine, it is only
-    there); OutcomeUnknown while the remote cannot give it. Nothing is fetched when it is here already."""
-    remote = load_run(ledger, integration.run_id).remote
-    if remote is None:
-        return
-    assert integration.repository is not None
-    ref = load_candidate(ledger, step.binding_id).ref
-    if not effector.ports.remotes.fetch(effector.local(integration.repository), remote[0], remote[1], ref,
-                                        step.commit):
-        raise OutcomeUnknown(Code.REMOTE_UNREACHABLE, f"step {step.step}'s candidate {step.commit} cannot be fetched "
-                                                   f"from the remote {remote[0]} ({remote[1]}) yet")
-
-
-def fetch_integrated(ledger: Ledger, effector: Any, integration: integration_aggregate.Integration,
-                     commit: str, *, repository: Path | None = None) -> None:
-    """With a shared remote, a commit of the queue (a step's merge, the head a step went onto, the commit the queue
-    went on from) brought into repository (default: where this machine integrates) when it is not there: made on
-    another machine, it is on the remote, in the history of the run's integration ref or of its target branch
-    there. OutcomeUnknown while the remote cannot give it."""
-    remote = load_run(ledger, integration.run_id).remote
-    if remote is None:
-        return
-    assert integration.repository is not None and integration.integration_ref is not None
-    repository = repository or effector.local(integration.repository)
-    remotes = effector.ports.remotes
-    for ref in (integration.integration_ref, integration.target_ref):
-        if ref and remotes.fetch(repository, remote[0], remote[1], ref, commit, reaching=True):
-            return
-    raise OutcomeUnknown(Code.REMOTE_UNREACHABLE, f"the integrated commit {commit} of run {integration.run_id} is not "
-                                               f"here and cannot be fetched from the remote {remote[0]} yet")
-
-
-def _conflict_feedback(repository: Path, head: str, step: integration_aggregate.StepState, merged: Any) -> str:
-    """What the task's agent is told when its candidate does not merge into the integrated head."""
-    from ....domain.containment.processes import redact
-    from ...world.git.conflicts import conflict_hunks
-    from ...world.files.logs import known_secrets
-
-    paths = list(merged.conflicts)
-    named = ", ".join(paths[:20]) + (f" and {len(paths) - 20} more" if len(paths) > 20 else "")
-    # the files' lines reach the ledger in the feedback: redacted like any output docket keeps
-    hunks = redact(conflict_hunks(repository, head, step.commit, paths), known_secrets()) if paths else ""
-    named, hunks = _cut(named, 600), _cut(hunks, 2800)  # the feedback keeps 4,000 characters: the words first
-    return (f"your work conflicts with work integrated before it, on {named or merged.detail}. Your worktree now "
-            "starts from the integrated head: keep what it has in those files and make your change again on top "
-            "of it." + (f"\nThe integrated head ('-') and your candidate ('+') there:\n{hunks}" if hunks else ""))
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
-def _repair(ledger: Ledger, run: Any, step: integration_aggregate.StepState, code: str, text: str,
-            dropped: Sequence[ev.Event], now: str) -> list[ev.Event]:
-    """In a queue that goes on, with the step dropped: the task's feedback, so its agent repairs it (a cycle)."""
-    from ....domain import task as task_aggregate
-
-    if not dropped or not load_integration(ledger, run.run_id).rolling:  # type: ignore[union-attr]
-        return []
-    task = ledger.get(task_aggregate.apply, task_aggregate.stream_of(step.task_id))
-    if task is None or task.result is not None:
-        return []
-    return task_aggregate.record_feedback(task, run, generation=step.generation, code=code, check=None,
-                                          binding_id=step.binding_id, feedback=text, now=now)
-
-
-def _drive_step(ledger: Ledger, effector: Any, run_id: str, step: integration_aggregate.StepState) -> None:
-    assert step.intent_id is not None
-
-    def step_now() -> integration_aggregate.StepState:
-        current = load_integration(ledger, run_id)
-        assert current is not None
-        return current.step(step.step)
-
-    integration = load_integration(ledger, run_id)
-    assert integration is not None and integration.repository is not None
-    merged_onto = integration.tip()  # the head the merge was computed on (integration.tip() moves with the step)
-    repository = effector.local(integration.repository)
-    # asked for on a machine that is gone: what it merged is on the remote
-    _fetch_candidate(ledger, effector, integration, step)
-    fetch_integrated(ledger, effector, integration, merged_onto)
-    _complete_merge(effector, repository, run_id, step, merged_onto)  # a prune may have taken it before the ref moves
-    drive(effector, step.intent_id, lambda: step_now().status != "merging")
-    _complete_merge(effector, repository, run_id, step, merged_onto)  # or after, having looked before it moved
-    if step_now().status == "merging":
-        raise OutcomeUnknown(Code.OUTCOME_UNKNOWN, f"the move of {integration_ref(run_id)} for step {step.step} is not "
-                                                "known to have happened yet; 'docket integrate' observes again")
-
-
-def _complete_merge(effector: Any, repository: Path, run_id: str, step: integration_aggregate.StepState,
-                    head: str) -> list[str]:
-    """Every object the step's merge commit reaches in the repository: what a prune deleted (a merge's objects are
-    written before the integration ref names them) is computed again, byte for byte; the ids still missing."""
-    if step.merge != "merged" or step.merge_commit is None:
-        return []
-    merges = effector.ports.merges
-    parents = [head, step.commit]
-    missing = merges.missing_objects(repository, [step.merge_commit], parents)
-    if missing:
-        message = merge_message(f"docket: integrate task {step.task_id} of run {run_id}",
-                                trailers(run_id, step.task_id, step.worker_id, step.generation, step.binding_id))
-        merges.merge_candidate(repository, head, step.commit, message)
-        missing = merges.missing_objects(repository, [step.merge_commit], parents)
-    return missing
-
-
-def complete_merges(ledger: Ledger, effector: Any, run_id: str) -> list[str]:
-    """Every merged step's merge commit made whole again in the repository (computed again from its recorded head
-    and candidate); the ids still missing."""
-    integration = load_integration(ledger, run_id)
-    if integration is None or integration.repository is None:
-        return []
-    repository, left = effector.local(integration.repository), []
-    for step in integration.steps:
-        if step.head is not None:
-            left += _complete_merge(effector, repository, run_id, step, step.head)
-    return sorted(set(left))
-
-
-def _verify_step(ledger: Ledger, clock: Clock, effector: Any, integration: integration_aggregate.Integration,
-                 probe: Sequence[integration_aggregate.StepState], required: Sequence[CheckSpec], *,
-                 artifact_dir: str | None, docket_dir: Path, ledger_path: Path, batched: bool = False) -> None:
-    """Pin the merged tree of the probe's last step as a candidate of its task, run every required check on it
-    (a result recorded there is reused, never run twice), and record the verdict on the probe's steps: verified,
-    or (one step) rejected, or (several: a batch) failed, to be bisected."""
-    step = probe[-1]
-    assert integration.repository is not None and step.merge_commit is not None and step.tree is not None
-    assert integration.integration_ref is not None
-    from ...world.files.paths import integration_output_path
-
-    fetch_integrated(ledger, effector, integration, step.merge_commit)
-    boundary = f"integration-{step.step}"
-    output = integration_output_path(effector.local(integration.repository), integration.run_id, boundary)
-    from ...world.files.files import own_folder
-
-    own_folder(effector.local(integration.repository) / "docket", output)
-    candidate = pin_tree(ledger, clock, effector, integration.run_id, step.task_id,
-                         repository=effector.local(integration.repository), parent=step.merge_commit, tree=step.tree,
-                         boundary=boundary, source=integration.integration_ref, output=output,
-                         changed_since=probe[0].head)
-    binding = candidate.binding_id
-    first = probe[0]
-    passed: list[ev.CheckBinding] = []
-    wanted = {c.check: c.config_sha256 for c in integration.required_checks}
-    for spec in required:
-        if spec.name not in wanted:
-            continue  # configured as required after the queue was fixed: the queue checks what it was fixed with
-        if spec.config_sha256 != wanted[spec.name]:
-            raise Refused(Code.CHECK_CONFIG_CHANGED, f"check {spec.name}'s configuration changed since the integration "
-                                                  f"of run {integration.run_id} was prepared; restore it to go on")
-        done = concluded(load_candidate(ledger, binding), spec.name, wanted[spec.name])
-        if done is None:
-            outcome = run_check(ledger, clock, effector, binding, spec, artifact_dir=artifact_dir,
-                                docket_dir=docket_dir, ledger_path=ledger_path)
-            done = load_candidate(ledger, binding).check_run(outcome.check_id)
-        if done.result != "passed":
-            run = done
-            faults.crash_point("integrate:before-rejected")
-
-            def rejection(now: str) -> list[ev.Event]:
-                current = load_integration(ledger, integration.run_id)
-                assert current is not None
-                reason = run.result_code or run.result or "check-failed"
-                if len(probe) > 1:
-                    return integration_aggregate.batch_failed(
-                        current, first.step, step.step, verification_binding=binding, tree=step.tree,
-                        check=spec.name, check_id=run.check_id, code=reason,
-                        message=(f"check {spec.name} {run.result} on the merge of steps {first.step}..{step.step} "
-                                 f"(tasks {', '.join(s.task_id for s in probe)})"
-                                 + (f": {run.result_code}" if run.result_code else "")), now=now)
-                message = (f"check {spec.name} {run.result} on the merge of step {step.step} (task {step.task_id})"
-                           + (f": {run.result_code}" if run.result_code else ""))
-                dropped = integration_aggregate.rejected(
-                    current, step.step, verification_binding=binding, check=spec.name, check_id=run.check_id,
-                    code=reason, message=message, now=now)
-                if not dropped:
-                    return []
-                after = integration_aggregate.apply(current, dropped[0], 0)
-                again = integration_aggregate.requeue_after(after, step.step, now)
-                text = (f"{message}: your work passed on its own but not merged with the work integrated before it"
-                        + (_merged_with(current) if batched else "") + ". Your worktree now starts from the "
-                        "integrated head: keep what it has and make your change again on top of it.")
-                return dropped + again + _repair(ledger, load_run(ledger, integration.run_id), step,
-                                                 "integration-rejected", text, dropped, now)
-
-            ledger.decide(rejection, clock.now())
-            if len(probe) > 1:
-                faults.crash_point("integrate:after-batch-failed")
-            return
-        passed.append(ev.CheckBinding(check=spec.name, check_id=done.check_id, config_sha256=done.config_sha256,
-                                      output_sha256=done.output_sha256))
-    if set(wanted) - {c.check for c in passed}:
-        missing = sorted(set(wanted) - {c.check for c in passed})
-        raise Refused(Code.CHECK_NOT_CONFIGURED, f"the queue requires check(s) {', '.join(missing)}, which docket.toml "
-                                              "no longer configures")
-    faults.crash_point("integrate:before-verified")
-
-    def verification(now: str) -> list[ev.Event]:
-        current = load_integration(ledger, integration.run_id)
-        assert current is not None
-        if len(probe) > 1:
-            made = integration_aggregate.batch_verified(current, first.step, step.step, verification_binding=binding,
-                                                        tree=step.tree, checks=passed, now=now)
-        else:
-            made = integration_aggregate.verified(current, step.step, verification_binding=binding, tree=step.tree,
-                                                  checks=passed, now=now)
-        if not made or not current.rolling:
-            return made
-        return made + [e for s in probe for e in _delivered_task(ledger, s, now)]
-
-    ledger.decide(verification, clock.now())
-
-
-def _merged_with(integration: integration_aggregate.Integration) -> str:
-    """What a batch's rejected step was merged with: the integrated head it went onto (which passed the checks),
-    and the tasks whose work reached it last."""
-    head = integration.head()
-    landed = [s.task_id for s in integration.steps if s.status == "verified"]
-    recent = ", ".join(landed[-10:]) + (f" and {len(landed) - 10} earlier" if len(landed) > 10 else "")
-    return (f" (merged onto {head}, on which the checks passed" + (f", holding the work of tasks {recent}"
-                                                                    if landed else "") + ")")
-
-
-def _delivered_task(ledger: Ledger, step: integration_aggregate.StepState, now: str) -> list[ev.Event]:
-    """In a queue that goes on, with the step verified: its task has passed (TaskFinished)."""
-    from ....domain import task as task_aggregate
-
-    task = ledger.get(task_aggregate.apply, task_aggregate.stream_of(step.task_id))
-    if task is None:
-        return []
-    return task_aggregate.finish(task, load_run(ledger, task.run_id), result="passed", binding_id=step.binding_id,
-                                 code=None, message=None, now=now)
-
-
 # --- the target ----------------------------------------------------------------------------------------------------
 
 
-def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integration_aggregate.Integration,
+def _move_target(ledger: Ledger, clock: Clock, effector: EffectorPort, integration: integration_aggregate.Integration,
                  checked_out_target: target_move.CheckedOutTarget) -> None:
     assert integration.repository is not None and integration.target_branch is not None
     if integration.target is None:
@@ -700,7 +413,7 @@ def _move_target(ledger: Ledger, clock: Clock, effector: Any, integration: integ
         raise TargetCheckedOut(_last_target_message(ledger, integration.run_id))
 
 
-def record_moved_target(ledger: Ledger, clock: Clock, effector: Any, run_id: str) -> None:
+def record_moved_target(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str) -> None:
     """When the target was found moved when it was to move: record who moved it, once, and (a queue that goes on)
     re-queue onto it (adapters/service_layer/use_cases/requeue.py); nothing otherwise. Also after a crash between the
     records, before the receipt is sealed."""

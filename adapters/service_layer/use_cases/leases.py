@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ....domain import lease as lease_aggregate
 from ....domain.kernel.errors import Fenced, Refused
@@ -22,8 +22,10 @@ from .runs import load_run
 from .worker_generations import load_worker, record_refusal
 from ....domain.kernel.codes import Code
 
-__all__ = ["driver_resource", "expire_lease", "grant_lease", "release_lease", "renew_lease", "worktree_resource"]
+if TYPE_CHECKING:
+    from ..kernel.ports import ProcessPort
 
+__all__ = ["driver_resource", "expire_lease", "grant_lease", "release_lease", "renew_lease", "worktree_resource"]
 
 
 
@@ -42,7 +44,7 @@ def _load_lease(ledger: Ledger, resource: str) -> lease_aggregate.Lease | None:
 
 
 def grant_lease(ledger: Ledger, clock: Clock, resource: str, worker_id: str, generation: int,
-                ttl_ms: int, processes: Any = None) -> Appended:
+                ttl_ms: int, processes: ProcessPort | None = None) -> Appended:
     """Grant the lease; a held one is reclaimed only by the liveness rules of domain.lease.grant.
 
     ``processes`` (the process port) observes the holder's process when it has one.
@@ -63,7 +65,7 @@ def grant_lease(ledger: Ledger, clock: Clock, resource: str, worker_id: str, gen
         return record(ledger, clock, decision)
 
 
-def _processes(processes: Any) -> Any:
+def _processes(processes: ProcessPort | None) -> ProcessPort:
     if processes is not None:
         return processes
     from ..kernel.ports import real_ports

@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ....domain import events as ev
 from ....domain import integration as integration_aggregate
@@ -28,6 +28,9 @@ from ..kernel.ledger_tree import ledger_tree
 from .runs import load_run
 from ....domain.kernel.codes import Code
 
+if TYPE_CHECKING:
+    from ..kernel.ports import LedgerReader
+
 __all__ = ["Sealed", "build_receipt", "find_receipt", "seal_run"]
 
 
@@ -38,7 +41,7 @@ class Sealed:
     sealed_now: bool = False
 
 
-def seal_run(ledger: Ledger, reader: Any, clock: Clock, run_id: str, tasks: Sequence[str] = ()) -> Sealed:
+def seal_run(ledger: Ledger, reader: LedgerReader, clock: Clock, run_id: str, tasks: Sequence[str] = ()) -> Sealed:
     """ReceiptSealed for the run, once its integration has ended; the existing receipt when it is sealed.
 
     tasks: the run's tasks in plan order; those that are no step of the integration are named undelivered."""
@@ -55,6 +58,7 @@ def seal_run(ledger: Ledger, reader: Any, clock: Clock, run_id: str, tasks: Sequ
     ledger.require_intact()  # never seal what docket go's ledger no longer holds as it wrote it
     receipt = build_receipt(ledger, run_id, tasks)
     head = reader.chain_head()
+    assert head is not None  # the run's events are on the chain
     root = ledger_tree(reader, head.position, keep=ledger.keep_merkle_nodes).root().hex()
     faults.crash_point("seal:before-record")
 
@@ -150,15 +154,16 @@ class _Builder:
         self.cited.update(position for position, _ in self.rebatched)
         self.batches = [(position, e) for position, e in history if isinstance(e, ev.IntegrationBatchVerified)]
         planned = list(prepared.steps)
-        again: list[tuple[int, ev.Event]] = [*queued, *self.requeues, *self.rebatched]
+        again: list[tuple[int, ev.IntegrationStepQueued | ev.IntegrationRequeued | ev.IntegrationBatchRequeued]] = [
+            *queued, *self.requeues, *self.rebatched]
         for _, e in sorted(again, key=lambda pair: pair[0]):  # in step order: queued, or again
             if isinstance(e, ev.IntegrationStepQueued):
                 planned.append(ev.IntegrationStep(task_id=e.task_id, binding_id=e.binding_id, commit=e.commit,
                                                   worker_id=e.worker_id, generation=e.generation))
             else:
                 planned.extend(planned[number - 1] for number in e.requeued)
-        steps = [self.step(number, step) for number, step in enumerate(planned, start=1)]
-        steps = [s for s in steps if s is not None]
+        made_steps = [self.step(number, step) for number, step in enumerate(planned, start=1)]
+        steps = [s for s in made_steps if s is not None]
         if isinstance(prepared, ev.IntegrationPreparedV2):  # a queue that went on: delivered means verified
             for _, e in queued:
                 made = next((s for s in steps if s["step"] == e.step), None)
@@ -215,7 +220,7 @@ class _Builder:
         history = first_parents(Path(path), tip, base, FOREIGN_LIMIT + len(made) + 2)
         found = foreign_commits(history, base, made)
         if found.commits:  # nor another docket run's of this ledger (two runs on one target): its events say so
-            made |= {e.merge_commit for _, e in self.ledger.events_of(ev.IntegrationStepMerged)}  # type: ignore[attr-defined]
+            made |= {e.merge_commit for _, e in self.ledger.events_of(ev.IntegrationStepMerged)}
             history = first_parents(Path(path), tip, base, FOREIGN_LIMIT + len(made) + 2)
             found = foreign_commits(history, base, made)
         return {"moved": bool(found.commits) or not found.base_reached, **found.as_dict()}
@@ -314,7 +319,7 @@ class _Builder:
         """Every request the run's agents made, in the order made: what each asked, its answer and who gave it,
         a proposal's decision, and every refusal; each event of their streams cited."""
         first = (ev.QuestionAsked, ev.ProgressReported, ev.FollowUpProposed, ev.WorkFinished, ev.RequestRefused)
-        keys = list(dict.fromkeys(e.request_key for _, e in self.ledger.events_of(*first)  # type: ignore[attr-defined]
+        keys = list(dict.fromkeys(e.request_key for _, e in self.ledger.events_of(*first)
                                   if getattr(e, "run_id", None) == self.run_id))
         return [self.request(key) for key in keys]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ....domain import lease as lease_aggregate
 from ....domain import run as run_aggregate
@@ -24,6 +24,11 @@ from ..kernel.ledger import Ledger
 from .runs import load_run
 from .worker_generations import load_worker
 from .workers import exit_worker, finish_stop, request_stop
+
+if TYPE_CHECKING:
+    from ....domain.containment.processes import ProcessIdentity
+    from ....domain.events import Event
+    from ..kernel.ports import EffectorPort, ProcessPort
 
 __all__ = ["Finding", "LAUNCH_FOLDERS", "reconcile_supervisions", "reconcile_workers"]
 
@@ -49,7 +54,7 @@ class Finding:
     applied: str | None = None  # what --apply did
 
 
-def reconcile_workers(ledger: Ledger, clock: Clock, effector: Any, running: Sequence[str], ledger_path: Path, *,
+def reconcile_workers(ledger: Ledger, clock: Clock, effector: EffectorPort, running: Sequence[str], ledger_path: Path, *,
                       apply: bool) -> list[Finding]:
     """Compare the workers the ledger thinks are running (ids given) with the processes; with apply, converge."""
     from ..kernel.launcher import HOST_MARK, LAUNCH_MARK
@@ -114,7 +119,7 @@ def reconcile_workers(ledger: Ledger, clock: Clock, effector: Any, running: Sequ
     return findings
 
 
-def _accounted_for(ledger: Ledger, env: dict[str, str], identity: Any) -> bool:
+def _accounted_for(ledger: Ledger, env: dict[str, str], identity: ProcessIdentity) -> bool:
     """Whether the ledger has the worker the process names running (or launching) in that very process group, as
     its WorkerLaunched recorded it: a worker of a run this reconcile was not asked about. A mark naming a worker of
     another group, or one with no process recorded, accounts for nothing."""
@@ -156,7 +161,7 @@ def _int(text: str | None) -> int | None:
     return int(text) if text and text.isdigit() and len(text) < 16 else None
 
 
-def reconcile_supervisions(ledger: Ledger, clock: Clock, processes: Any, runs: Sequence[str],
+def reconcile_supervisions(ledger: Ledger, clock: Clock, processes: ProcessPort, runs: Sequence[str],
                            workers_of: Callable[[str], Iterable[str]], *, apply: bool) -> list[Finding]:
     """Supervisions of open runs whose docket process is positively gone: with apply, ended at its last sign of
     life (its last lease grant or renewal), so the time since is not billed. ``workers_of(run_id)`` lists the
@@ -180,8 +185,12 @@ def reconcile_supervisions(ledger: Ledger, clock: Clock, processes: Any, runs: S
             finding = Finding("supervisor-gone", None, None, supervision.supervisor.pid,
                               f"run {run_id}: supervision {supervision.supervision_id} last seen at {last_seen}")
             if apply:
-                ledger.decide(lambda now, s=supervision.supervision_id, r=run_id: run_aggregate.unsupervised(
-                    load_run(ledger, r), s, now, last_seen=last_seen), clock.now())
+                def end(now: str, supervision_id: str = supervision.supervision_id, run_id: str = run_id,
+                        last_seen: str = last_seen) -> list[Event]:
+                    return run_aggregate.unsupervised(load_run(ledger, run_id), supervision_id, now,
+                                                      last_seen=last_seen)
+
+                ledger.decide(end, clock.now())
                 finding = applied(finding, "ended there: the time since is not billed")
             findings.append(finding)
     return findings

@@ -13,16 +13,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...world.clock import Clock
 from .housekeeping import GitFinding
 from ..kernel.ledger import Ledger
 
+if TYPE_CHECKING:
+    from ....projections.query import ViewsConnection
+    from ..kernel.ports import EffectorPort
+
 __all__ = ["reconcile_ref_graphs"]
 
 
-def reconcile_ref_graphs(ledger: Ledger, clock: Clock, effector: Any, conn: Any, repository: Path, *,
+def reconcile_ref_graphs(ledger: Ledger, clock: Clock, effector: EffectorPort, conn: ViewsConnection, repository: Path, *,
                          apply: bool) -> list[GitFinding]:
     """The refs docket owns (and the recorded targets) that name objects missing from the repository."""
     from ....projections import candidates, integrations
@@ -52,11 +56,11 @@ def reconcile_ref_graphs(ledger: Ledger, clock: Clock, effector: Any, conn: Any,
     return findings
 
 
-def _repair(ledger: Ledger, clock: Clock, effector: Any, repository: Path, ref: str, oid: str,
+def _repair(ledger: Ledger, clock: Clock, effector: EffectorPort, repository: Path, ref: str, oid: str,
             candidate_row: dict[str, Any] | None, integration_run: str | None) -> str:
     from ....domain.kernel.errors import DocketError
     from .candidates import complete_pinned, load_candidate, release_candidate
-    from .integration import complete_merges
+    from .integration_steps import complete_merges
 
     if candidate_row is not None:
         candidate = load_candidate(ledger, candidate_row["binding_id"])

@@ -190,7 +190,7 @@ def questions_of(ledger: Ledger, worker_id: str, generation: int) -> list[rq.Req
     from ....domain import events as ev
 
     keys = [e.request_key for _, e in ledger.events_of(ev.QuestionAsked)
-            if e.worker_id == worker_id and e.generation == generation]  # type: ignore[attr-defined]
+            if e.worker_id == worker_id and e.generation == generation]
     found = [load_request(ledger, key) for key in keys]
     return [q for q in found if q is not None]
 
@@ -201,7 +201,7 @@ def earlier_answers(ledger: Ledger, worker_id: str, generation: int) -> list[tup
     from ....domain import events as ev
 
     keys = [e.request_key for _, e in ledger.events_of(ev.QuestionAsked)
-            if e.worker_id == worker_id and e.generation < generation]  # type: ignore[attr-defined]
+            if e.worker_id == worker_id and e.generation < generation]
     found = [load_request(ledger, key) for key in keys]
     return [(q.question or "", q.answer or "", q.answered_by or "") for q in found
             if q is not None and q.status == "answered"]
@@ -232,7 +232,7 @@ def undecided_proposals(ledger: Ledger, run_id: str) -> list[rq.Request]:
     """The run's proposed follow-ups its policy queued that no one has decided yet: the run waits for them."""
     from ....domain import events as ev
 
-    keys = [e.request_key for _, e in ledger.events_of(ev.FollowUpProposed)  # type: ignore[attr-defined]
-            if e.run_id == run_id and e.decision == "queued"]  # type: ignore[attr-defined]
+    keys = [e.request_key for _, e in ledger.events_of(ev.FollowUpProposed)
+            if e.run_id == run_id and e.decision == "queued"]
     found = [load_request(ledger, key) for key in keys]
     return [p for p in found if p is not None and p.decision == "queued"]

@@ -5,7 +5,7 @@ record it: IntegrationRequeued (the queue goes on from the moved target), Integr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ....domain import events as ev
 from ....domain import integration as integration_aggregate
@@ -14,6 +14,9 @@ from ....domain.target_move import moved_unrecorded
 from ...world.clock import Clock
 from ..kernel.ledger import Ledger
 
+if TYPE_CHECKING:
+    from ..kernel.ports import EffectorPort
+
 __all__ = ["docket_moves_between", "settle_moved_target"]
 
 # Commits read back along the target's first-parent line when telling other docket runs' moves from a stranger's:
@@ -21,7 +24,7 @@ __all__ = ["docket_moves_between", "settle_moved_target"]
 MAX_LINE = 10_000
 
 
-def settle_moved_target(ledger: Ledger, clock: Clock, effector: Any, run_id: str, *, rounds: int = 0) -> bool:
+def settle_moved_target(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, *, rounds: int = 0) -> bool:
     """Record how the target found moved came to be where it is, once; True when the queue was re-queued onto it.
     rounds: the re-queues this command made already (Refused ``target-keeps-moving`` at the limit)."""
     stream = integration_aggregate.stream_of(run_id)

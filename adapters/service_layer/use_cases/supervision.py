@@ -9,7 +9,7 @@ of the workers it supervised (every 20 s), so the downtime after is not billed.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ....domain import run as run_aggregate
 from ....domain.kernel.errors import Refused
@@ -17,17 +17,22 @@ from ...world.clock import Clock, new_id
 from ..kernel.ledger import Ledger
 from .runs import load_run
 
+if TYPE_CHECKING:
+    from ....domain import events as ev
+    from ..kernel.ports import ProcessPort
+
 __all__ = ["begin_supervision", "end_supervision"]
 
 
-def begin_supervision(ledger: Ledger, clock: Clock, processes: Any, run_ids: set[str]) -> dict[str, str]:
+def begin_supervision(ledger: Ledger, clock: Clock, processes: ProcessPort, run_ids: set[str]) -> dict[str, str]:
     """Record that this process supervises each run (RunSupervised): their budgets' clocks run while it does."""
     me = processes.identity(os.getpid())
+    assert me is not None  # this process runs
     started: dict[str, str] = {}
     for run_id in sorted(run_ids):
         supervision_id = new_id("supervision")
 
-        def decision(now: str, run_id: str = run_id, supervision_id: str = supervision_id) -> Any:
+        def decision(now: str, run_id: str = run_id, supervision_id: str = supervision_id) -> ev.Event:
             return run_aggregate.supervised(load_run(ledger, run_id), supervision_id, me, now)
 
         try:
@@ -40,5 +45,7 @@ def begin_supervision(ledger: Ledger, clock: Clock, processes: Any, run_ids: set
 
 def end_supervision(ledger: Ledger, clock: Clock, supervisions: dict[str, str]) -> None:
     for run_id, supervision_id in supervisions.items():
-        ledger.decide(lambda now, r=run_id, s=supervision_id: run_aggregate.unsupervised(load_run(ledger, r), s, now),
-                      clock.now())
+        def decision(now: str, run_id: str = run_id, supervision_id: str = supervision_id) -> list[ev.Event]:
+            return run_aggregate.unsupervised(load_run(ledger, run_id), supervision_id, now)
+
+        ledger.decide(decision, clock.now())

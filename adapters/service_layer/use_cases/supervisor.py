@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ....domain import lease as lease_aggregate
 from ....domain.kernel.errors import DocketError, Refused
@@ -34,6 +34,13 @@ from .supervision import begin_supervision, end_supervision
 from .usage import stop_when_spent
 from .worker_generations import load_worker
 from .workers import LEASE_TTL_MS, Launched, exit_worker, request_stop
+
+if TYPE_CHECKING:
+    import anyio
+    from anyio.abc import TaskGroup
+
+    from ..kernel.ports import EffectorPort, ProcessPort
+    from .candidates import Pinned
 
 __all__ = ["Ended", "Limits", "supervise"]
 
@@ -61,7 +68,7 @@ class Ended:
     signal: int | None
     log_path: str
     stop_reason: str | None
-    pinned: Any = None  # what pinning its worktree did (candidates.Pinned), if it was pinned
+    pinned: Pinned | None = None  # what pinning its worktree did (candidates.Pinned), if it was pinned
     pin_error: DocketError | None = None  # why it could not be pinned
 
     @property
@@ -87,7 +94,7 @@ class _Ledger:
         return await anyio.to_thread.run_sync(locked)
 
 
-def supervise(ledger: Ledger, clock: Clock, effector: Any, workers: Sequence[tuple[Launched, Limits]], *,
+def supervise(ledger: Ledger, clock: Clock, effector: EffectorPort, workers: Sequence[tuple[Launched, Limits]], *,
               supervisions: dict[str, str] | None = None) -> list[Ended]:
     """Supervise each launched worker until its process has ended and its end is recorded.
 
@@ -138,8 +145,8 @@ class ExitSignal:
             os.close(fd)
 
 
-async def _supervise_one(ledger: Ledger, clock: Clock, effector: Any, access: _Ledger, w: Launched,
-                         limits: Limits, ended: list[Ended], group: Any) -> None:
+async def _supervise_one(ledger: Ledger, clock: Clock, effector: EffectorPort, access: _Ledger, w: Launched,
+                         limits: Limits, ended: list[Ended], group: TaskGroup) -> None:
     popen = w.gated.popen
     exit_signal = ExitSignal(popen.pid)
     try:
@@ -149,8 +156,8 @@ async def _supervise_one(ledger: Ledger, clock: Clock, effector: Any, access: _L
         w.close_channel()
 
 
-async def _supervise_until_ended(ledger: Ledger, clock: Clock, effector: Any, access: _Ledger, w: Launched,
-                                 limits: Limits, ended: list[Ended], group: Any, exit_signal: ExitSignal) -> None:
+async def _supervise_until_ended(ledger: Ledger, clock: Clock, effector: EffectorPort, access: _Ledger, w: Launched,
+                                 limits: Limits, ended: list[Ended], group: TaskGroup, exit_signal: ExitSignal) -> None:
     import anyio
 
     processes = effector.ports.processes
@@ -160,7 +167,7 @@ async def _supervise_until_ended(ledger: Ledger, clock: Clock, effector: Any, ac
     next_check = started
     next_renew = started + LEASE_TTL_MS / 3000
     stop_reason: str | None = None
-    stopping: Any = None  # the event set when the stop's outcome is recorded
+    stopping: anyio.Event | None = None  # the event set when the stop's outcome is recorded
     while (code := popen.poll()) is None:
         now = time.monotonic()
         size = log_size(w.log_path)
@@ -188,7 +195,7 @@ async def _supervise_until_ended(ledger: Ledger, clock: Clock, effector: Any, ac
             stopping = anyio.Event()
             reason = stop_reason
 
-            async def stop(done: Any = stopping) -> None:
+            async def stop(done: anyio.Event = stopping) -> None:
                 try:
                     await access.call(lambda: _stop(ledger, clock, effector, w, reason))
                 finally:
@@ -257,9 +264,9 @@ def _stop_requested(ledger: Ledger, w: Launched) -> str | None:
     return worker.stop_reason if worker.generation == w.generation else None
 
 
-def _stop(ledger: Ledger, clock: Clock, effector: Any, w: Launched, reason: str) -> None:
+def _stop(ledger: Ledger, clock: Clock, effector: EffectorPort, w: Launched, reason: str) -> None:
     if reason == "fenced":  # nothing more is recorded for it: its process group is stopped here, directly
-        from ..kernel.intents import STOP_GRACE_SECONDS
+        from ..kernel.repository_intents import STOP_GRACE_SECONDS
 
         effector.ports.processes.terminate_group(w.process, grace=STOP_GRACE_SECONDS)
         return
@@ -271,7 +278,7 @@ def _stop(ledger: Ledger, clock: Clock, effector: Any, w: Launched, reason: str)
         effector.run_pending(only={intent_id}, after=0)
 
 
-def _stop_adopted_by_init(processes: Any, w: Launched) -> None:
+def _stop_adopted_by_init(processes: ProcessPort, w: Launched) -> None:
     """A generation launched by a docket that died (supervised here after a resume) is not this process's
     descendant: what it detached went to init when it ended, where stop_tree cannot see it. Whatever init adopted
     that works in its workspace or its worker folder is killed before the generation is judged."""
@@ -288,7 +295,7 @@ def _renew(ledger: Ledger, clock: Clock, w: Launched) -> None:
         pass  # a lease lost is the grant's business: it is reclaimed only once this process is positively gone
 
 
-def _pin(ledger: Ledger, clock: Clock, effector: Any, w: Launched) -> Any:
+def _pin(ledger: Ledger, clock: Clock, effector: EffectorPort, w: Launched) -> Pinned:
     """Pin what the generation left in its worktree (nothing, when nothing changed)."""
     from .candidates import pin_task
 

@@ -12,7 +12,7 @@ host it took that lease from launches nothing more in the run.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ....domain import lease as lease_aggregate
 from ....domain import task as task_aggregate
@@ -23,6 +23,9 @@ from .leases import driver_resource, worktree_resource
 from ..kernel.ledger import Ledger
 from .runs import load_run
 from .tasks import load_task
+
+if TYPE_CHECKING:
+    from ....domain.run import Run
 
 __all__ = ["drives_here", "take_over", "worktree_host"]
 
@@ -39,7 +42,7 @@ def worktree_host(task: task_aggregate.Task, worker: worker_aggregate.Worker | N
     return None
 
 
-def drives_here(ledger: Ledger, run: Any, here: str) -> bool:
+def drives_here(ledger: Ledger, run: Run, here: str) -> bool:
     """Whether the run's driver lease is held by a supervision of this host. A driver learns that another took its
     lease over only when it renews (every third of the lease): until then, what it would decide across hosts is
     asked of this first, so that two drivers never take each other's tasks over."""

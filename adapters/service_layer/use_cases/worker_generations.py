@@ -7,7 +7,7 @@ The launch of a generation's agent, its stop and its exit are in ``workers``.
 from __future__ import annotations
 
 from ....domain import worker as worker_aggregate
-from ....domain.kernel.errors import DocketError, NotFound
+from ....domain.kernel.errors import NotFound, Refused
 from ....domain.events import Event
 from ...world.clock import Clock
 from ..kernel.appended import Appended, record
@@ -46,7 +46,7 @@ def relaunch_worker(ledger: Ledger, clock: Clock, worker_id: str) -> Appended:
 
 
 def record_refusal(ledger: Ledger, clock: Clock, worker_id: str, generation: int, action: str,
-                   error: DocketError) -> None:
+                   error: Refused) -> None:
     """Record that an action for a fenced generation (or with a stale token) was refused."""
     def decision(now: str) -> list[Event]:
         worker = ledger.get(worker_aggregate.apply, worker_aggregate.stream_of(worker_id))

@@ -90,7 +90,8 @@ class _Sink:
 
     def __init__(self, sha: bytes, fd: int) -> None:
         self.sha, self.fd = sha, fd
-        self.header, self.size, self.written = b"", None, 0
+        self.header, self.written = b"", 0
+        self.size: int | None = None
         self.digest = hashlib.sha1()
 
     def take(self, data: bytes) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from ....domain.effects import CandidateRefObservation, TargetHistory
 from .pin_objects import complete_pin, restore_pinned
 from .repository import DulwichRepository, open_repo
+from .ids import ref_name
 
 __all__ = ["CANDIDATE_IDENTITY", "TARGET_WALK_LIMIT", "DulwichCandidateRefs", "complete_candidate", "observe_candidate",
            "observe_target_history", "pin_candidate", "release_candidate"]
@@ -66,7 +67,7 @@ def pin_candidate(repository: Path, ref: str, parent: str, tree: str, message: s
             return
         add_object(repo.object_store, commit)
         # a lock held now (another process making this ref): observing again tells what it made
-        if write_ref(repo, ref, lambda: repo.refs.add_if_new(ref.encode(), commit.id, committer=CANDIDATE_IDENTITY,
+        if write_ref(repo, ref, lambda: repo.refs.add_if_new(ref_name(ref), commit.id, committer=CANDIDATE_IDENTITY,
                                                              message=b"docket: pin candidate")):
             complete_pin(repo, Path(repository), ref, parent, tree, lambda: candidate_commit(repo, parent, tree, message),
                          worktree=worktree, base=base)
@@ -115,7 +116,7 @@ def observe_target_history(repository: Path, branch: str, base: str, *,
         commits: dict[str, tuple[str, tuple[str, ...]]] = {}
         try:
             try:
-                tip = repo.refs[f"refs/heads/{branch}".encode()]
+                tip = repo.refs[ref_name(f"refs/heads/{branch}")]
             except KeyError:
                 return TargetHistory(branch, None, {}, True)
             queue: list[tuple[int, bytes, Commit]] = []

@@ -27,6 +27,7 @@ import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
+from .ids import commit_at
 
 __all__ = ["KEPT", "SHARE", "Watch", "forget_watches", "start_watch", "watch_of", "watch_workspace"]
 
@@ -183,7 +184,7 @@ def watch_workspace(path: Path, commit: str) -> None:
         from .repository import open_repo
 
         with open_repo(Path(path)) as repo:
-            tracked, folders, _trees = flattened(repo.object_store, repo[commit.encode("ascii")].tree)
+            tracked, folders, _trees = flattened(repo.object_store, commit_at(repo, commit).tree)
         start_watch(Path(path), commit, folders, tracked.items())
     except Exception:  # noqa: BLE001  an optimisation that failed: the capture walks as before
         forget_watches([Path(path)])

@@ -80,7 +80,8 @@ def _in_the_way(git: InertGit, worktree: Path, old: str, new: str) -> list[str]:
     listed = _paths(git, "diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new, "--")
     changed = list(zip(listed[::2], listed[1::2]))
     leaving = {path for status, path in changed if status == "D"}  # old's files the move removes first
-    files, folders = set(), set()
+    files: set[str] = set()
+    folders: set[str] = set()
     kinds: dict[str, str | None] = {}
 
     def kind(path: str) -> str | None:

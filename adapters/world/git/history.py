@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .ids import commit_at
 from .repository import open_repo
 
 __all__ = ["first_parents", "root_commits"]
@@ -32,7 +33,7 @@ def root_commits(repository: Path, commit: str) -> tuple[str, ...] | None:
                 seen.add(sha)
                 if len(seen) > MAX_WALK:
                     return None
-                parents = store[sha].parents
+                parents = commit_at(store, sha).parents
                 if not parents:
                     roots.append(sha.decode("ascii"))
                 todo.extend(p for p in parents if p not in seen)
@@ -51,7 +52,7 @@ def first_parents(repository: Path, tip: str, stop: str, limit: int) -> list[str
         with open_repo(repository) as repo:
             sha: bytes | None = tip.encode("ascii")
             while sha is not None and len(found) < limit:
-                parents = repo.object_store[sha].parents  # KeyError for a commit the repository lacks
+                parents = commit_at(repo.object_store, sha).parents  # KeyError for a commit the repository lacks
                 found.append(sha.decode("ascii"))
                 if found[-1] == stop:
                     break

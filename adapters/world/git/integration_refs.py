@@ -12,6 +12,7 @@ from .checkout import observe_checkout, update_checkout
 from .merge import MERGE_IDENTITY, merge_candidate
 from .repository import DulwichRepository, is_ancestor, is_commit, open_repo
 from ....domain.kernel.codes import Code
+from .ids import object_id, ref_name
 
 __all__ = ["DulwichMerges", "advance_ref", "foreign_commits", "observe_integration", "observe_target"]
 
@@ -104,7 +105,7 @@ def advance_ref(repository: Path, ref: str, expected_old: str | None, new: str, 
     from dulwich.errors import NotGitRepository
     from dulwich.refs import check_ref_format
 
-    if not ref.startswith("refs/") or not check_ref_format(ref.encode("utf-8", "surrogateescape")):
+    if not ref.startswith("refs/") or not check_ref_format(ref_name(ref.encode("utf-8", "surrogateescape"))):
         raise BadInput(Code.BAD_REF, f"{ref!r} is not a well-formed ref name under refs/")
     try:
         repo = open_repo(repository)
@@ -119,11 +120,11 @@ def advance_ref(repository: Path, ref: str, expected_old: str | None, new: str, 
 
         message = b"docket: integrate"
         if expected_old is None:
-            moved = write_ref(repo, ref, lambda: repo.refs.add_if_new(ref.encode(), new.encode("ascii"),
+            moved = write_ref(repo, ref, lambda: repo.refs.add_if_new(ref_name(ref), object_id(new),
                                                                       committer=MERGE_IDENTITY, message=message))
         else:
-            moved = write_ref(repo, ref, lambda: repo.refs.set_if_equals(ref.encode(), expected_old.encode("ascii"),
-                                                                         new.encode("ascii"), committer=MERGE_IDENTITY,
+            moved = write_ref(repo, ref, lambda: repo.refs.set_if_equals(ref_name(ref), object_id(expected_old),
+                                                                         object_id(new), committer=MERGE_IDENTITY,
                                                                          message=message))
     if moved and remerge is not None:
         _merge_again(repository, new, remerge, after_move=True)
@@ -149,7 +150,7 @@ def observe_target(repository: Path, branch: str) -> TargetObservation:
     with repo:
         try:
             try:
-                sha = repo.refs[ref.encode()]
+                sha = repo.refs[ref_name(ref)]
             except KeyError:
                 return TargetObservation("missing", checked_out=_checked_out(Path(repository), ref))
             if not is_commit(repo, sha.decode("ascii")):
@@ -203,8 +204,8 @@ def foreign_commits(repository: Path, expected: str, found: str, *,
         count = 0
         try:
             keeps = is_commit(repo, expected) and is_ancestor(repo, expected, found)
-            exclude = [expected.encode("ascii")] if is_commit(repo, expected) else []
-            for entry in repo.get_walker(include=[found.encode("ascii")], exclude=exclude):
+            exclude = [object_id(expected)] if is_commit(repo, expected) else []
+            for entry in repo.get_walker(include=[object_id(found)], exclude=exclude):
                 count += 1
                 if len(commits) < MAX_FOREIGN_COMMITS:
                     commits.append(entry.commit.id.decode("ascii"))

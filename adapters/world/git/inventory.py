@@ -14,6 +14,7 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 from ....domain.effects import BranchObservation, DocketWorktree
 from ....domain.kernel.errors import BadInput, Refused
@@ -33,6 +34,7 @@ from .repository import (
     unsafe_parent,
 )
 from ....domain.kernel.codes import Code
+from .ids import object_id, ref_name
 
 __all__ = [
     "DulwichInventory",
@@ -92,10 +94,10 @@ def list_docket_refs(repository: Path) -> list[tuple[str, str]]:
     with repo:
         try:
             found = []
-            for name in sorted(repo.refs.keys(base=DOCKET_REFS.encode())):
+            for name in sorted(repo.refs.keys(base=ref_name(DOCKET_REFS))):
                 ref = DOCKET_REFS.encode() + name
                 try:
-                    oid = repo.refs[ref].decode("ascii")
+                    oid = repo.refs[ref_name(ref)].decode("ascii")
                 except (KeyError, OSError, ValueError, UnicodeDecodeError):
                     continue
                 if _OBJECT_ID.fullmatch(oid):
@@ -233,7 +235,7 @@ def delete_ref(repository: Path, ref: str, expected: str) -> None:
     from .ref_locks import write_ref
 
     with repo:  # a lock held now (another process changing the ref): observing again tells what became of it
-        write_ref(repo, ref, lambda: repo.refs.remove_if_equals(ref.encode(), expected.encode("ascii"),
+        write_ref(repo, ref, lambda: repo.refs.remove_if_equals(ref_name(ref), object_id(expected),
                                                                 committer=IDENTITY, message=b"docket: delete ref"))
 
 
@@ -242,7 +244,9 @@ def delete_ref(repository: Path, ref: str, expected: str) -> None:
 
 def _inventory(repo, common: Path, root: Path | None) -> list[DocketWorktree]:  # noqa: ANN001
     found = []
-    for kind, top in (("task", workspaces_root(common, root)), ("execution", executions_root(common, root))):
+    tops: tuple[tuple[Literal["task", "execution"], Path], ...] = (
+        ("task", workspaces_root(common, root)), ("execution", executions_root(common, root)))
+    for kind, top in tops:
         for path, detail in _places(top, _ROOTS[kind][1]):
             head, branch, admin = _head_of(repo, common, path)
             registered = admin is not None

@@ -31,10 +31,12 @@ from __future__ import annotations
 import stat
 import zlib
 from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
 from ....domain.binding import quote_path
 from ....domain.effects import MergeResult
+from .ids import object_id
 from .repository import commit_of, is_ancestor, open_repo
 from .objects import add_object
 
@@ -118,13 +120,15 @@ def _merge_bases(repo, one: bytes | _Virtual, other: bytes) -> list[bytes]:  # n
     from, oldest first, the order git merges them in (by commit time)."""
     from dulwich.graph import can_fast_forward, find_merge_base
 
+    found: Sequence[bytes]
     if isinstance(one, _Virtual):  # never itself an ancestor of other: its bases are those of its parents
         found = [base for parent in one.parents for base in _merge_bases(repo, parent, other)]
     else:
-        found = find_merge_base(repo, [one, other])
+        found = find_merge_base(repo, [object_id(one), object_id(other)])
     bases: list[bytes] = []
     for base in found:
-        if base not in bases and not any(later != base and can_fast_forward(repo, base, later) for later in found):
+        if base not in bases and not any(later != base and can_fast_forward(repo, object_id(base), object_id(later))
+                                         for later in found):
             bases.append(base)
     return sorted(bases, key=lambda sha: repo[sha].commit_time)
 
@@ -181,7 +185,7 @@ class _TreeMerge:
             path = prefix + b"/" + name if prefix else name
             entry = self._entry(path, *(side.get(name) for side in sides))
             if entry is not None:
-                merged.add(name, entry.mode, entry.sha)
+                merged.add(name, entry.mode, object_id(entry.sha))
         if not merged.items():
             return None
         return self._write(merged)
@@ -209,7 +213,7 @@ class _TreeMerge:
         # Both sides changed the entry, differently.
         present = [e for e in (base, ours, theirs) if e is not None]
         if all(e.is_tree for e in present):  # a folder on every side that has it: merge what is inside
-            sha = self.trees(*(e.sha if e is not None else None for e in (base, ours, theirs)), path)
+            sha = self.trees(_sha(base), _sha(ours), _sha(theirs), path)
             return _Entry(stat.S_IFDIR, sha) if sha is not None else None
         if ours is None or theirs is None or ours.is_tree or theirs.is_tree:
             return self._conflict(path, base)  # modify/delete, or a file against a folder
@@ -239,18 +243,23 @@ class _TreeMerge:
 
             if not is_too_large_to_read(e):
                 raise
-            return self._conflict(path, base)  # too large to merge line by line: as a binary file, a conflict
+            return self._conflicted_blob(path, base)  # too large to merge line by line: as a binary file, a conflict
         if any(b"\0" in blob.data[:_BINARY_SNIFF] for blob in blobs if blob is not None):
             if self.depth:  # git's virtual base keeps the merge base's content of a binary file
                 return self._write(Blob.from_string(blobs[0].data if blobs[0] is not None else b""))
-            return self._conflict(path, base)
+            return self._conflicted_blob(path, base)
         content, conflicted = merge_blobs(*blobs)
         if self.depth:
             if conflicted:
                 content = _with_markers(blobs, 7 + 2 * self.depth)
         elif conflicted or not _unambiguous(blobs, content):
-            return self._conflict(path, base)
+            return self._conflicted_blob(path, base)
         return self._write(Blob.from_string(content))
+
+    def _conflicted_blob(self, path: bytes, base: _Entry | None) -> bytes | None:
+        """_conflict's answer for a file's content: the base's blob in a virtual merge base, else nothing."""
+        kept = self._conflict(path, base)
+        return kept.sha if kept is not None else None
 
     def _conflict(self, path: bytes, base: _Entry | None) -> _Entry | None:
         """Nothing, the path listed as a conflict; in a virtual merge base, the base's file (git's choice there)."""
@@ -335,8 +344,9 @@ def _unambiguous(blobs, merged: bytes) -> bool:  # noqa: ANN001
             if any(lo <= other_hi and other_lo <= hi and change != other_change  # the same change twice is one
                    for lo, hi, change in ours_spans for other_lo, other_hi, other_change in theirs_spans):
                 return False
-            out = []
-            for group in Merge3(base, ours, theirs, sequence_matcher=matcher).merge_groups():
+            out: list[bytes] = []
+            # merge3's protocol asks for all of difflib's matcher; it calls get_matching_blocks only
+            for group in Merge3(base, ours, theirs, sequence_matcher=matcher).merge_groups():  # type: ignore[arg-type]
                 if group[0] == "conflict":
                     return False
                 out.extend(group[1])
@@ -428,6 +438,10 @@ class _ShortestEditsFromTheEnd(_ShortestEdits):
         forward = _ShortestEdits(None, self.a[::-1], self.b[::-1]).get_matching_blocks()[:-1]
         n, m = len(self.a), len(self.b)
         return [(n - i - size, m - j - size, size) for i, j, size in reversed(forward)] + [(n, m, 0)]
+
+
+def _sha(entry: _Entry | None) -> bytes | None:
+    return entry.sha if entry is not None else None
 
 
 def _pick(base, ours, theirs):  # noqa: ANN001, ANN202

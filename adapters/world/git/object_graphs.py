@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .ids import object_id
+
 from .blobs import has_object
 
 __all__ = ["GC_WAIT_SECONDS", "missing_objects", "wait_out_gc"]
@@ -78,10 +80,10 @@ def missing_objects(store: Any, tips: Iterable[str | bytes], *, complete: Iterab
 
     from .objects import add_object
 
-    complete = [_raw(sha) for sha in complete]
-    seen = set(complete)
+    whole = [_raw(sha) for sha in complete]
+    seen = set(whole)
     sources = list(sources)
-    twin_root = _tree_of(store, complete[0]) if complete else None
+    twin_root = _tree_of(store, whole[0]) if whole else None
     pending: list[tuple[bytes, bytes | None]] = [(_raw(sha), twin_root) for sha in tips]
     missing: list[str] = []
     while pending:
@@ -100,7 +102,8 @@ def missing_objects(store: Any, tips: Iterable[str | bytes], *, complete: Iterab
             add_object(store, obj)
             kind, raw = obj.type_num, obj.as_raw_string()
         if kind == Commit.type_num:
-            commit = obj if obj is not None else ShaFile.from_raw_string(kind, raw, sha)
+            commit = obj if obj is not None else ShaFile.from_raw_string(kind, raw, object_id(sha))
+            assert isinstance(commit, Commit)  # its type is a commit's
             pending.append((commit.tree, twin_root))
             pending.extend((parent, None) for parent in commit.parents)
         elif kind == Tree.type_num:

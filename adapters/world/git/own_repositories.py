@@ -30,6 +30,7 @@ from pathlib import Path
 from ....domain.kernel.codes import Code
 from ....domain.kernel.errors import Refused
 from ..faults import crash_point
+from .ids import commit_at
 from .objects import keep_docket_made
 from .repository import read_text
 
@@ -71,7 +72,7 @@ def make_own_repository(common: Path, path: Path, *, head: str, commit: str, bra
         with Repo(str(common)) as user:
             try:
                 make_git_dir(common, git, head=head, commit=commit, branch=branch, store=user.object_store)
-                stats = _check_out(user.object_store, user[commit.encode("ascii")].tree, staging)
+                stats = _check_out(user.object_store, commit_at(user, commit).tree, staging)
             except KeyError:  # a prune beside docket took an object: nothing is made, observing again says so
                 shutil.rmtree(staging, ignore_errors=True)
                 return False

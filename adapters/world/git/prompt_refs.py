@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 from ....domain.kernel.codes import Code
+from .ids import object_id
 
 __all__ = ["PROMPT_REFS", "fetch_prompt", "publish_prompt"]
 
@@ -58,7 +59,7 @@ def fetch_prompt(repository: Path, remote: str, recorded_url: str, sha256: str) 
     except Exception:  # noqa: BLE001  (an unreachable remote, in any of dulwich's ways: the prompt stays missing)
         return None
     with open_repo(repository) as repo:
-        blob = repo.object_store[blob_id.encode("ascii")]
+        blob = repo.object_store[object_id(blob_id)]
     data = blob.as_raw_string() if isinstance(blob, Blob) else b""
     if len(data) > MAX_PROMPT_BYTES or hashlib.sha256(data).hexdigest() != sha256:
         raise VerificationFailed(Code.PROMPT_CHANGED, f"the remote's {ref} does not hold the prompt the ledger names")

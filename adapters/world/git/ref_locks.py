@@ -136,7 +136,7 @@ def _claimants(repo: Any, ref: str) -> list[tuple[Path, ProcessIdentity | None]]
         names = [name for name in os.listdir(folder) if name.startswith(prefix)]
     except OSError:
         return []
-    found = []
+    found: list[tuple[Path, ProcessIdentity | None]] = []
     for name in names:
         try:
             fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)

@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from .ids import object_id
 
 if TYPE_CHECKING:
     from ....domain.effects import RemoteRefObservation
@@ -142,14 +143,15 @@ def fetch_commit(repository: Path, url: str, ref: str, commit: str, *, reaching:
     from .repository import open_repo
 
     client, path = _client(url)
-    wanted = commit.encode("ascii")
+    wanted = object_id(commit)
     with open_repo(repository) as repo:
         if wanted in repo.object_store:
             return True
 
         def determine_wants(refs: dict[bytes, bytes], depth: int | None = None) -> list[bytes]:
             named = refs.get(ref.encode())
-            return [named] if named and (named == wanted or reaching) and named not in repo.object_store else []
+            return ([named] if named and (named == wanted or reaching) and object_id(named) not in repo.object_store
+                    else [])
 
         client.fetch(path, repo, determine_wants=determine_wants)
         return wanted in repo.object_store
@@ -159,7 +161,7 @@ def _has_commit(repository: Path, commit: str) -> bool:
     from .repository import open_repo
 
     with open_repo(repository) as repo:
-        return commit.encode("ascii") in repo.object_store
+        return object_id(commit) in repo.object_store
 
 
 def redacted_url(url: str) -> str:

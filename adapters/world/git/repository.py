@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from ....domain.effects import BranchObservation
 from ..ledger.identity import read_identity
+from .ids import object_id, ref_name
 
 if TYPE_CHECKING:
     from dulwich.repo import Repo
@@ -48,7 +49,8 @@ def open_repo(path: Path) -> Repo:
 
     repo = Repo(str(path))
     repo.hooks.clear()
-    repo.get_blob_normalizer = _verbatim  # type: ignore[method-assign]
+    # dulwich types the normalizer as its FilterBlobNormalizer; _Verbatim has the methods dulwich calls
+    repo.get_blob_normalizer = _verbatim  # type: ignore[method-assign,assignment]
     return repo
 
 
@@ -79,7 +81,7 @@ def observe_branch(repository: Path, branch: str) -> BranchObservation:
         try:
             ref = b"refs/heads/" + branch.encode("utf-8")
             try:
-                sha = repo.refs[ref]
+                sha = repo.refs[ref_name(ref)]
             except KeyError:
                 return BranchObservation("missing")
             try:
@@ -271,7 +273,7 @@ def is_ancestor(repo, ancestor: str, descendant: str) -> bool:  # noqa: ANN001
     (a merge step's observation: its merge commit's two parents) is answered without walking the history."""
     from dulwich.graph import can_fast_forward
 
-    wanted, start = ancestor.encode("ascii"), descendant.encode("ascii")
+    wanted, start = object_id(ancestor), object_id(descendant)
     if wanted == start or wanted in getattr(repo[start], "parents", ()):
         return True
     return can_fast_forward(repo, wanted, start)

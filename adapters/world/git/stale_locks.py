@@ -62,6 +62,6 @@ def stale_locks(common: Path) -> list[Path]:
             continue
     for parts in _DOCKET_REF_FOLDERS:
         top = common.joinpath(*parts)
-        for folder, dirs, files in os.walk(top):  # os.walk follows no symlinked folder
-            found += [Path(folder) / name for name in files if name.endswith(".lock") and is_stale(Path(folder) / name)]
+        for walked, _dirs, files in os.walk(top):  # os.walk follows no symlinked folder
+            found += [Path(walked) / name for name in files if name.endswith(".lock") and is_stale(Path(walked) / name)]
     return sorted(set(found))

@@ -48,6 +48,7 @@ class StatCache:
             self.records = dict(zip(parts[1::2], parts[0:-1:2]))
 
     def save(self, records: dict[bytes, bytes]) -> None:
+        assert self.path is not None, "an empty cache is not saved"
         body = b"".join([_CACHE_MAGIC, *(b"%s\0%s\0" % (record, path) for path, record in records.items())])
         draft = self.path.with_name(f"{self.path.name}.{secrets.token_hex(4)}.draft")
         fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from ....domain.binding import quote_path
+from .ids import commit_at, object_id
 from .repository import commit_of, open_repo
 
 __all__ = ["base_tests_tree", "changed_paths", "commit_tree", "files_diff", "tree_paths"]
@@ -36,7 +38,7 @@ def tree_paths(repository: Path, commit: str, folder: str) -> list[str]:
         return []
     with repo:
         try:
-            root = repo[commit.encode()].tree
+            root = commit_at(repo, commit.encode()).tree
             _, sha = tree_lookup_path(repo.object_store.__getitem__, root, folder.strip("/").encode())
             if not isinstance(repo[sha], Tree):
                 return []
@@ -76,7 +78,8 @@ def files_diff(repository: Path, base: str, commit: str, paths: list[str], *, ma
 
     def lines(repo, tree: bytes, path: str) -> list[str] | None:  # noqa: ANN001
         try:
-            _, sha = tree_lookup_path(repo.object_store.__getitem__, tree, path.encode("utf-8", "surrogateescape"))
+            _, sha = tree_lookup_path(repo.object_store.__getitem__, object_id(tree),
+                                      path.encode("utf-8", "surrogateescape"))
             blob = repo[sha]
         except (KeyError, OSError, ValueError):
             return []  # not in this tree: the diff shows it added or removed
@@ -140,10 +143,10 @@ def base_tests_tree(repository: Path, commit: str, base: str,
             tree = Tree()
             for name, value in folder.items():
                 if isinstance(value, dict):
-                    tree.add(name, 0o040000, write(value))
+                    tree.add(name, 0o040000, object_id(write(value)))
                 else:
-                    mode, sha = value  # type: ignore[misc]
-                    tree.add(name, mode, sha)
+                    mode, sha = cast("tuple[int, bytes]", value)  # a file's entry: its mode and blob id
+                    tree.add(name, mode, object_id(sha))
             return add_object(store, tree)
 
         return write(root).decode("ascii"), differing

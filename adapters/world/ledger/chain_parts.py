@@ -74,6 +74,7 @@ def verify_chain_in_parts(
         if undecodable_column(e) is None:
             raise
         return _verified(conn, until=until, anchor=anchor)
+    assert path is not None  # a plan is made for a ledger file only
     results = _run_parts(path, plan, progress)
     for (_after, until_, *_), (head, broken) in zip(plan, results):
         if broken is None and head.position != until_:  # cannot happen: the part's last event was read above

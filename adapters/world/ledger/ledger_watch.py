@@ -107,7 +107,8 @@ class LedgerWatch:
                                                        "nothing is delivered")
         if found != self.identity:
             raise LedgerTampered(Code.LEDGER_REPLACED, f"the ledger {self.where} was replaced during the run "
-                                 f"(inode {found.inode}, not the {self.identity.inode} docket opened); "
+                                 f"(inode {found.inode}, not the {self.identity.inode if self.identity else None} "
+                                 "docket opened); "
                                  "nothing is delivered")
 
     def _check(self) -> ChainHead:

@@ -7,7 +7,7 @@ a thousand rows at a time, so verifying a million events never holds them all.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import islice
 from typing import Any
@@ -73,7 +73,8 @@ class PostgresLedgerReader:
         try:
             from .database_outage import waiting_out
 
-            parameters = {**self.conn.info.get_parameters(), "password": self.conn.info.password or None}
+            parameters: dict[str, Any] = {**self.conn.info.get_parameters(),
+                                          "password": self.conn.info.password or None}
             with waiting_out(lambda: psycopg.connect(**parameters, row_factory=tuple_row),
                              lambda e: isinstance(e, psycopg.OperationalError), self.where) as conn:
                 conn.read_only = True
@@ -84,7 +85,7 @@ class PostgresLedgerReader:
         except psycopg.Error as e:
             raise StorageFailed(f"{self.where}: {e}".strip()) from e
 
-    def chain_rows(self, *, after: int = 0, until: int | None = None) -> Iterator[ChainRow]:
+    def chain_rows(self, *, after: int = 0, until: int | None = None) -> Generator[ChainRow, None, None]:
         sql = (f"SELECT e.notification_id, e.originator_id, e.originator_version, e.topic, e.state, c.digest "
                f"FROM {self.events_sql} e LEFT JOIN {self.chain_sql} c ON c.position = e.notification_id "
                "WHERE e.notification_id > %s AND e.notification_id <= %s ORDER BY e.notification_id")

@@ -22,7 +22,7 @@ from eventsourcing.persistence import Notification, ProcessRecorder, StoredEvent
 from eventsourcing.postgres import PostgresFactory, PostgresProcessRecorder
 from eventsourcing.utils import Environment
 from psycopg.rows import tuple_row
-from psycopg.sql import SQL, Identifier
+from psycopg.sql import SQL, Composed, Identifier
 
 from .database_url import postgres_env, redacted
 from .ledger_rows import CHAIN_TABLE, MERKLE_NODES_TABLE
@@ -56,14 +56,15 @@ class ChainedPostgresProcessRecorder(ChainedRecorder, PostgresProcessRecorder, P
         self.events_sql, self.chain_sql = events, chain
         self.tracking_sql = self.qualified[tracking_table_name]
         self.snapshots_sql, self.merkle_sql = self.qualified[SNAPSHOTS_TABLE], self.qualified[MERKLE_NODES_TABLE]
-        self.sql_create_statements += [
+        # eventsourcing's statements are Composed (each of these one SQL)
+        self.sql_create_statements += [Composed([statement]) for statement in (
             SQL(f"CREATE TABLE IF NOT EXISTS {chain} (position bigint PRIMARY KEY, digest text NOT NULL)"),
             SQL(f"CREATE TABLE IF NOT EXISTS {self.snapshots_sql} (stream text PRIMARY KEY, version bigint NOT NULL, "
                 "position bigint NOT NULL, digest text NOT NULL, state bytea NOT NULL)"),
             SQL(f"CREATE TABLE IF NOT EXISTS {self.merkle_sql} (height integer NOT NULL, node bigint NOT NULL, "
                 "digest text NOT NULL, hash bytea NOT NULL, PRIMARY KEY (height, node))"),
             SQL(f"CREATE INDEX IF NOT EXISTS {events_table_name}_topic ON {events} (topic)"),
-        ]
+        )]
         last_digest = f"SELECT position, digest FROM {chain} ORDER BY position DESC LIMIT 1"
         self.select_heads_statement = (
             f"SELECT (SELECT position FROM ({last_digest}) a), (SELECT digest FROM ({last_digest}) b), "
@@ -133,7 +134,8 @@ class ChainedPostgresProcessRecorder(ChainedRecorder, PostgresProcessRecorder, P
 
     @property
     def where(self) -> str:
-        info = self.datastore.pool.kwargs
+        kwargs = self.datastore.pool.kwargs
+        info = kwargs if isinstance(kwargs, dict) else {}
         return f"postgresql://{info.get('host')}:{info.get('port')}/{info.get('dbname')}"
 
     @contextmanager
@@ -177,7 +179,10 @@ class ChainedPostgresProcessRecorder(ChainedRecorder, PostgresProcessRecorder, P
         with self.write_transaction() as c:
             return self._insert_events(c, stored_events, **kwargs)
 
-    def _insert_events(self, c: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+    # the library's own _insert_events returns None; docket's insert_events above, its only caller here, wants the
+    # positions
+    def _insert_events(self, c: Any, stored_events: Sequence[StoredEvent],  # type: ignore[override]
+                       **kwargs: Any) -> Sequence[int] | None:
         positions = self._insert_chained(c, stored_events) if stored_events else []
         tracking: Tracking | None = kwargs.get("tracking")
         if tracking is not None:
@@ -194,7 +199,8 @@ class ChainedPostgresProcessRecorder(ChainedRecorder, PostgresProcessRecorder, P
 
     def insert_tracking(self, tracking: Tracking) -> None:
         with self.datastore.get_connection() as conn, conn.transaction():
-            self._insert_tracking(conn.cursor(row_factory=tuple_row), tracking)
+            # psycopg's overloads do not take tuple_row for a connection made with another row factory
+            self._insert_tracking(conn.cursor(row_factory=tuple_row), tracking)  # type: ignore[call-overload]
 
     # Reads and writes the ledger's code makes on a cursor --------------------
     def head_position(self, c: Any) -> int:

@@ -39,7 +39,8 @@ def ledger_failure(conn: sqlite3.Connection, error: sqlite3.Error) -> DocketErro
 def storage_failure(error: BaseException) -> DocketError | None:
     """StorageFailed for a failure of the database (SQLite's or PostgreSQL's driver's own error, or the event store's
     translation of one); a ledger holding text that is not UTF-8 fails verification (exit 1), wherever it is read."""
-    column = undecodable_column(error.__cause__ if isinstance(error, StorageFailed) else error)
+    cause = error.__cause__ if isinstance(error, StorageFailed) else error
+    column = undecodable_column(cause) if cause is not None else None
     if column is not None:
         return VerificationFailed(Code.LEDGER_UNVERIFIABLE, f"the ledger holds text that is not UTF-8 (column {column!r})"
                                                          ": it was changed outside docket; 'docket verify' names the "

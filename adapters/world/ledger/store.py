@@ -464,7 +464,8 @@ class ChainedSQLiteProcessRecorder(SQLiteTrackingRecorder, ChainedSQLiteApplicat
 
 class ChainedSQLiteFactory(SQLiteFactory):
     application_recorder_class = ChainedSQLiteApplicationRecorder
-    process_recorder_class = ChainedSQLiteProcessRecorder
+    # eventsourcing types this as its SQLiteProcessRecorder; ours is a recorder of the same shape and constructor
+    process_recorder_class = ChainedSQLiteProcessRecorder  # type: ignore[assignment]
 
 
 class CanonicalMapper(Mapper):

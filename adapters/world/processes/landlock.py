@@ -195,9 +195,9 @@ class Ruleset:
         from . import private_mounts
         from .private_network import ListenerChannel
 
-        port = self.policy.egress_port if net else None
+        egress = self.policy.egress_port if net else None
         # the proxy's own listener inside the launch's network namespace: sent over here by the child (see there)
-        self.listener_channel = (ListenerChannel(port) if port is not None and private_mounts.network_available()
+        self.listener_channel = (ListenerChannel(egress) if egress is not None and private_mounts.network_available()
                                  else None)
         self.confine = _confiner(self.fd, fs, (*self.policy.write, *self.policy.read), self.listener_channel)
 
@@ -214,6 +214,7 @@ class Ruleset:
             os.close(fd)
 
     def _add_rule(self, rule_type: int, attr: ctypes.Structure) -> None:
+        assert self.fd is not None, "the ruleset is closed"
         done = _c().syscall(ctypes.c_long(_ADD_RULE), ctypes.c_int(self.fd), ctypes.c_int(rule_type),
                             ctypes.byref(attr), ctypes.c_uint32(0))
         if done != 0:

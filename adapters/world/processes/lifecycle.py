@@ -22,7 +22,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -35,18 +34,20 @@ from ....domain.kernel.values import DEFAULT_MAX_LOG
 from . import process_tree
 from .host import host_id
 
+from .process_seen import _Seen, _boot_id, _group_members, _seen, _started_no_earlier
+
 if TYPE_CHECKING:
     from ....domain.containment.sandbox import SandboxPolicy  # pydantic: only where a sandbox is made, never for status
 
-__all__ = ["GATE_SCRIPT", "GatedProcess", "LaunchSpec", "LogPathTaken", "PsutilProcesses", "free_port",
-           "hurry_stops", "wait_for_group"]
+__all__ = [
+    "GATE_SCRIPT", "GatedProcess", "LaunchSpec", "LogPathTaken", "PsutilProcesses", "free_port", "hurry_stops",
+    "wait_for_group",
+]
 
 GATE_SCRIPT = 'IFS= read -r _ || exit 125; exec <"$1" || exit 125; shift; exec "$@"'
 GATE_NAME = "docket-gate"  # the gated shell's $0: what ps shows until the agent runs
 GATE_CLOSED_EXIT = 125
 
-_PROC = Path("/proc")
-_LINUX = sys.platform.startswith("linux")
 _hurry = threading.Event()  # set: every group stopped from now on gets its SIGKILL at once, with no grace
 
 
@@ -98,59 +99,6 @@ class GatedProcess:
             raise ValueError(f"the gate of process {self.identity.pid} was already opened or closed")
         fd, self._gate_fd = self._gate_fd, None
         return fd
-
-
-@dataclass(frozen=True)
-class _Seen:
-    """What this host shows at a pid right now (Linux: one read of /proc/<pid>/stat)."""
-
-    pgid: int
-    start_time: str
-    zombie: bool
-
-
-def _seen(pid: int) -> _Seen | None | Exception:
-    """The process at pid, None if there is none, or the error that kept us from telling."""
-    if _LINUX:
-        try:
-            stat = (_PROC / str(pid) / "stat").read_bytes()
-        except (FileNotFoundError, ProcessLookupError):
-            return None
-        except OSError as error:
-            return error
-        fields = stat[stat.rindex(b")") + 2:].split()  # the name before it may hold spaces and parens
-        # fields[0] is field 3 (state), so field n of proc(5) is fields[n - 3]
-        return _Seen(pgid=int(fields[2]), start_time=fields[19].decode(), zombie=fields[0] == b"Z")
-    import psutil
-
-    try:
-        process = psutil.Process(pid)
-        return _Seen(pgid=os.getpgid(pid), start_time=repr(process.create_time()),
-                     zombie=process.status() == psutil.STATUS_ZOMBIE)
-    except psutil.NoSuchProcess:
-        return None
-    except (psutil.Error, OSError) as error:
-        return error
-
-
-def _group_members(pgid: int) -> list[_Seen]:
-    """Every process this host shows in process group pgid."""
-    if _LINUX:
-        members = []
-        for entry in os.scandir(_PROC):
-            if entry.name.isdigit() and isinstance(seen := _seen(int(entry.name)), _Seen) and seen.pgid == pgid:
-                members.append(seen)
-        return members
-    import psutil
-
-    return [seen for pid in psutil.pids() if isinstance(seen := _seen(pid), _Seen) and seen.pgid == pgid]
-
-
-def _started_no_earlier(seen: _Seen, identity: ProcessIdentity) -> bool:
-    try:
-        return float(seen.start_time) >= float(identity.start_time)
-    except ValueError:
-        return False
 
 
 class PsutilProcesses:
@@ -416,15 +364,6 @@ def _hand_to_proxy(listener: socket.socket | None, port: int) -> None:
 
     if listener is None or not adopt_listener(port, listener):
         raise OSError(f"the launch's egress proxy (port {port}) could not be given its listener")
-
-
-def _boot_id() -> str:
-    try:
-        return (_PROC / "sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        import psutil
-
-        return f"boot-{int(psutil.boot_time())}"
 
 
 def _require_program(spec: LaunchSpec) -> None:

@@ -198,7 +198,8 @@ def _judge(key: str, owners: Sequence[str], recorded: bool) -> tuple[bool | None
     if not owners:
         return False, ("which repository it belongs to is unknown: docket made it before it recorded that, and no "
                        "workspace in it borrows a repository's objects ('docket gc' in its repository records it)")
-    gone, unknown = [], []
+    gone: list[str] = []
+    unknown: list[str] = []
     for owner in owners:
         state, why = _state(key, owner)
         if state == "here":

@@ -24,7 +24,7 @@ def agent_roots(repository: Path, workspace: Path) -> tuple[list[Path], list[Pat
     from ..git.own_repositories import alternates_of
 
     reads: list[Path] = []
-    pending, seen = [Path(repository) / "objects"], set()
+    pending, seen = [Path(repository) / "objects"], set[str]()
     while pending and len(seen) < 5:  # git follows alternates 5 deep
         objects = pending.pop()
         key = os.path.realpath(objects)
