@@ -27,6 +27,8 @@ from .run import Run, require_open
 from .kernel.streams import candidate_stream as stream_of
 from .worker import process_of
 from .kernel.codes import Code
+from .effects import Act, Unknown
+from .events import candidate as limits
 
 if TYPE_CHECKING:
     from .effects import Act, CandidateRefObservation, RemoteRefObservation, TargetHistory, Unknown
@@ -262,7 +264,6 @@ def request_pin(existing: Candidate | None, run: Run, *, intent_id: str, task_id
 
 def decide_pin(candidate: Candidate, intent: ev.CandidatePinRequested, observed: CandidateRefObservation,
                now: str) -> ev.Event | Unknown | Act:
-    from .effects import Act, Unknown
 
     stream = stream_of(candidate.binding_id)
     common = dict(intent_id=intent.intent_id, run_id=intent.run_id, task_id=intent.task_id,
@@ -290,7 +291,6 @@ def _on_remote(candidate: Candidate, intent: ev.CandidatePinRequestedV2, commit:
                remote: RemoteRefObservation | None, now: str) -> ev.Event | Unknown | Act | None:
     """With the commit pinned here: what the shared remote's ref decides (None: it names the commit too, so the pin
     is done). Absent there: Act (the push). Naming another commit: diverged, nothing forced. Not reached: unknown."""
-    from .effects import Act, Unknown
 
     where = f"{intent.ref} on the remote {intent.remote} ({intent.remote_url})"
     if remote is None or remote.state == "unreachable":
@@ -317,7 +317,6 @@ def made(outcome: ev.Event) -> ev.Event:
 def recordable(changed: Sequence[str]) -> bool:
     """Whether a candidate can record these changed paths (quoted): at most MAX_CHANGED_PATHS of them, with at most
     MAX_CHANGED_CHARS characters together (read when asked: tests lower them)."""
-    from .events import candidate as limits
 
     return len(changed) <= limits.MAX_CHANGED_PATHS and sum(map(len, changed)) <= limits.MAX_CHANGED_CHARS
 
@@ -325,7 +324,6 @@ def recordable(changed: Sequence[str]) -> bool:
 def require_recordable(changed: Sequence[str], where: str, *, at_least: bool = False) -> None:
     """Refused ``too-many-changes`` unless recordable(changed); where names the worktree, at_least says changed is
     only part of what changes."""
-    from .events import candidate as limits
 
     if recordable(changed):
         return
@@ -350,7 +348,6 @@ def request_release(candidate: Candidate, *, intent_id: str, reason: str, now: s
 
 def decide_release(candidate: Candidate, intent: ev.CandidateReleaseRequested, observed: CandidateRefObservation,
                    now: str) -> ev.Event | Unknown | Act:
-    from .effects import Act, Unknown
 
     stream = stream_of(candidate.binding_id)
     common = dict(intent_id=intent.intent_id, run_id=intent.run_id, binding_id=intent.binding_id)

@@ -24,6 +24,7 @@ from .run import Run, require_open
 from .containment.sandbox import SandboxRecord
 from .kernel.streams import candidate_stream as stream_of
 from .worker import recorded_identity
+from .effects import Act, Unknown
 
 if TYPE_CHECKING:
     from .effects import Act, Unknown
@@ -97,7 +98,6 @@ def request_check_launch(candidate: Candidate, check_id: str, *, intent_id: str,
 
 def decide_check_launch(candidate: Candidate, intent: ev.CheckLaunchRequested, observed: LaunchObservation,
                         now: str) -> ev.Event | Unknown | Act:
-    from .effects import Act, Unknown
 
     stream = stream_of(candidate.binding_id)
     common = dict(intent_id=intent.intent_id, run_id=candidate.run_id, check_id=intent.check_id)

@@ -23,6 +23,7 @@ from .config_values import (
     EnvValue, ExtraPath, NetworkValue, PortsNetworkValue, RelativeGlob, SHELL, Size, Tokens, check_artifact_dir,
     expand, placeholders)
 from .config_default import DEFAULT_TOML
+from .containment.processes import looks_secret_value
 
 __all__ = [
     "AgentConfig", "CandidatesConfig", "CheckConfig", "Config", "DEFAULT_TOML", "GitConfig", "HookConfig",
@@ -265,7 +266,6 @@ class HookConfig(_Section):
     @field_validator("command")
     @classmethod
     def _recordable(cls, command: list[str]) -> list[str]:
-        from .containment.processes import looks_secret_value
 
         if not command[0].strip():
             raise ValueError("command[0] is blank: name the program to run")

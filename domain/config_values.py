@@ -11,6 +11,7 @@ from .kernel.names import check_branch_name, has_unsafe_characters
 from .containment.sandbox import extra_path, network_setting
 from .kernel.values import parse_cost, parse_duration, parse_size, parse_tokens
 from .kernel.codes import Code
+from .containment.egress import is_host_list
 
 __all__ = ["check_artifact_dir", "expand", "placeholders"]
 
@@ -165,7 +166,6 @@ NetworkValue = Annotated[str | tuple[int, ...] | tuple[str, ...], BeforeValidato
 def _ports_only(network: str | tuple[int, ...] | tuple[str, ...]) -> str | tuple[int, ...] | tuple[str, ...]:
     """A check's or hook's network: "any", "none" or ports; a host list needs the egress proxy, which serves agents
     (whose refusals it records on the worker's stream)."""
-    from .containment.egress import is_host_list
 
     if is_host_list(network):
         raise ValueError("a list of hosts is enforced by docket's egress proxy, which serves agents only; give a "

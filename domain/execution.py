@@ -17,6 +17,7 @@ from .candidate import Candidate
 from .kernel.codes import Code
 from .kernel.streams import candidate_stream as stream_of
 from .worker import recorded_identity
+from .effects import Act, Unknown
 
 if TYPE_CHECKING:
     from .effects import Act, ExecutionObservation, Unknown
@@ -26,7 +27,6 @@ __all__ = ["RemovalObservation", "decide_execution", "decide_removal", "request_
 
 def decide_execution(candidate: Candidate, intent: ev.ExecutionRequested, observed: ExecutionObservation,
                      now: str) -> ev.Event | Unknown | Act:
-    from .effects import Act, Unknown
 
     stream = stream_of(candidate.binding_id)
     if observed.state == "absent":
@@ -70,7 +70,6 @@ def request_removal(candidate: Candidate, check_id: str, *, intent_id: str, now:
 
 def decide_removal(candidate: Candidate, intent: ev.ExecutionRemovalRequested, observed: RemovalObservation,
                    now: str) -> ev.Event | Unknown | Act:
-    from .effects import Act, Unknown
 
     if observed.state == "absent":
         return next_event(ev.ExecutionRemoved, stream_of(candidate.binding_id), candidate.version, now,

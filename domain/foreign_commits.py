@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Literal
 from . import events as ev
 from .aggregate import next_event
 from .kernel.streams import integration_stream
+from .effects import MAX_FOREIGN_COMMITS
 
 if TYPE_CHECKING:  # the effect machinery is imported only where an effect is observed (a plan records none)
     from .effects import ForeignCommits
@@ -21,7 +22,6 @@ def moved_by_others_event(run_id: str, version: int, now: str, *, target_ref: st
                           foreign: ForeignCommits | None) -> ev.IntegrationTargetMovedByOthers:
     """The record following version: found instead of expected, and foreign, what found brought (None: not walked,
     nothing known beyond found itself, complete False)."""
-    from .effects import MAX_FOREIGN_COMMITS
 
     commits = foreign.commits[:MAX_FOREIGN_COMMITS] if foreign is not None else ()
     return next_event(ev.IntegrationTargetMovedByOthers, integration_stream(run_id), version, now, run_id=run_id,

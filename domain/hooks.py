@@ -25,6 +25,7 @@ from . import events as ev
 from .aggregate import next_event
 from .containment.sandbox import SandboxRecord
 from .kernel.streams import hooks_stream as stream_of
+from .effects import Act, Unknown
 
 __all__ = ["ALIASES", "HookCommand", "HookObservation", "HookRequest", "Hooks", "apply", "check_selector", "decide", "matches",
            "request", "stream_of", "types_of"]
@@ -179,7 +180,6 @@ class HookObservation:
 
 def decide(hooks: Hooks, intent: ev.HookRequested, observed: HookObservation, now: str) -> Any:
     """HookFinished, Unknown, or Act (run the command; or stop an orphaned group)."""
-    from .effects import Act, Unknown
 
     if observed.state in ("absent", "orphaned"):
         return Act()

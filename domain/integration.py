@@ -48,6 +48,7 @@ from .run import Run, require_open
 from .kernel.streams import integration_stream as stream_of
 from .containment.trust import trusted_changes
 from .integration_state import Approval, Integration, RequiredCheckState, StepState, apply
+from .effects import Act, Unknown
 
 if TYPE_CHECKING:
     from .effects import Act, ForeignCommits, IntegrationObservation, Unknown
@@ -283,7 +284,6 @@ def decide_step(integration: Integration, intent: ev.IntegrationStepRequested, o
                 now: str) -> ev.Event | Unknown | Act:
     """Merged when the integration ref names the merge commit; Act while it names the head (or, for the first
     step, is absent); failed when it names anything else; unknown when it cannot be read."""
-    from .effects import Act, Unknown
 
     stream = stream_of(integration.run_id)
     common = dict(intent_id=intent.intent_id, run_id=intent.run_id, step=intent.step)

@@ -29,6 +29,8 @@ from .run import Run, require_open
 from .kernel.streams import request_stream as stream_of
 from .kernel.values import add_ms, to_ms
 from .kernel.codes import Code
+from . import follow_ups
+from .kernel.values import MAX_SAFE_INT
 
 __all__ = [
     "KINDS",
@@ -198,7 +200,6 @@ def _content(kind: str, raw: Mapping[str, Any]) -> dict[str, Any]:
         value = raw.get(name)
         if value is None:
             return None
-        from .kernel.values import MAX_SAFE_INT
 
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SAFE_INT:
             raise BadInput(Code.BAD_REQUEST, f"{name} is a whole number from 0 to {MAX_SAFE_INT}")
@@ -284,7 +285,6 @@ def _proposed(run: Run, binding: Binding, key: str, common: dict[str, Any], cont
               policy: InboxPolicy, now: str) -> list[ev.Event]:
     """FollowUpProposed with the policy's decision; accepted, the task it becomes is added to the run with it. One
     that cannot be added (too many, an unknown dependency, no plan) is refused, saying why."""
-    from . import follow_ups
 
     decision = {"accept": "accepted", "queue": "queued", "refuse": "refused"}[policy.proposals]
     message = "the run's [inbox] proposals refuses follow-up tasks" if decision == "refused" else None
@@ -370,7 +370,6 @@ def decide_follow_up(proposal: Request, run: Run, *, accept: bool, by: str, trus
                      via: Literal["cli", "web"], now: str) -> list[ev.Event]:
     """A person's decision on a queued proposal: FollowUpDecided (with RunTaskAdded and TaskPlanned when accepted),
     once; AnswerRefused when who decides is not trusted; nothing when the same decision was recorded already."""
-    from . import follow_ups
 
     stream = stream_of(proposal.key)
     if not trusted:

@@ -14,6 +14,7 @@ from .kernel.codes import Code
 from .kernel.errors import Refused, TargetCheckedOut
 from .foreign_commits import moved_by_others_event
 from .integration import Integration, stream_of
+from .effects import Act, Unknown
 
 if TYPE_CHECKING:
     from .effects import Act, ForeignCommits, Unknown
@@ -115,7 +116,6 @@ def decide_target(integration: Integration, intent: TargetIntent, observed: Targ
     at either end (the act updates what is left of it, then moves the branch); target-checked-out when another
     worktree has it, or the intent's has local changes. Moved by someone else: Act while the intent's checkout
     was updated already (the act moves it back), then target-moved."""
-    from .effects import Act, Unknown
 
     stream = stream_of(integration.run_id)
     common = dict(intent_id=intent.intent_id, run_id=intent.run_id, target_ref=intent.target_ref)

@@ -22,6 +22,7 @@ from .containment.sandbox import SandboxRecord
 from .run import Run, require_open
 from .kernel.streams import worker_stream as stream_of
 from .kernel.codes import Code
+from .effects import Act, Unknown
 
 if TYPE_CHECKING:
     from .effects import Act, Unknown
@@ -209,7 +210,6 @@ class LaunchObservation:
 
 def decide_launch(worker: Worker, intent: ev.WorkerLaunchRequested, observed: LaunchObservation,
                   now: str) -> ev.Event | Unknown | Act:
-    from .effects import Act, Unknown
 
     stream = stream_of(worker.worker_id)
     common = dict(intent_id=intent.intent_id, run_id=intent.run_id, worker_id=intent.worker_id,
@@ -261,7 +261,6 @@ class StopObservation:
 
 def decide_stop(worker: Worker, intent: ev.WorkerStopRequested, observed: StopObservation,
                 now: str) -> ev.Event | Unknown | Act:
-    from .effects import Act, Unknown
 
     common = dict(intent_id=intent.intent_id, run_id=intent.run_id, worker_id=intent.worker_id,
                   generation=intent.generation)

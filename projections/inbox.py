@@ -12,6 +12,8 @@ import sqlite3
 from typing import Any
 
 from .query import as_dicts
+import json
+from . import runs
 
 TABLE = "requests"
 COLUMNS = {"request_key": str, "kind": str, "status": str, "run_id": str, "task_id": str, "worker_id": str,
@@ -106,7 +108,6 @@ def handlers() -> dict[str, Any]:
 
 
 def _decoded(row: dict[str, Any]) -> dict[str, Any]:
-    import json
 
     return {**row, "choices": json.loads(row["choices"]) if row.get("choices") else []}
 
@@ -114,7 +115,6 @@ def _decoded(row: dict[str, Any]) -> dict[str, Any]:
 def open_questions(c: sqlite3.Connection, run_id: str | None = None) -> list[dict[str, Any]]:
     """Questions no one has answered, and proposed follow-ups waiting for a person's decision, of runs still open
     (of one run, or of all), oldest first."""
-    from . import runs
 
     where, args = ("AND run_id = ?", (run_id,)) if run_id is not None else ("", ())
     rows = as_dicts(c.execute(f"SELECT * FROM {TABLE} WHERE ((kind = 'ask' AND status = 'open') OR "

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..domain.kernel.errors import StorageFailed, translating
 from . import approvals, candidates, checks, inbox, integration_steps, integrations, intents, leases, run_events, runs, tasks, usage, workers
+import time
 
 __all__ = ["EVENT_INDEXES", "READ_MODELS", "Views", "connect_views", "open_read_only", "schema_signature"]
 
@@ -248,7 +249,6 @@ def connect_views(name: str, timeout: float) -> Views:
 def _write_ahead(conn: sqlite3.Connection, timeout: float) -> None:
     """Put the views file in WAL mode. Processes opening a new file at once race on the switch, and SQLite answers
     "database is locked" at once there, without waiting on the busy timeout: asked again until timeout."""
-    import time
 
     deadline = time.monotonic() + timeout
     while True:

@@ -35,6 +35,15 @@ from .files.logs import known_secrets
 from . import faults
 from .processes.host import host_id
 from ...domain.kernel.codes import Code
+from .files.files import own_folder
+from .files.paths import configured_database_url, database_paths
+from .ledger.postgres_reader import postgres_reader
+from .processes.lifecycle import LaunchSpec
+from ...domain.containment.sandbox import Confinement
+from .processes.sandbox_roots import sandbox_for
+from ...domain.containment.trust import named_paths
+from .workspaces.base_copies import materialise
+from .processes.lifecycle import wait_for_group
 
 __all__ = ["STOP_GRACE_SECONDS", "act", "observe"]
 
@@ -126,7 +135,6 @@ def act(processes: Any, intent: HookRequested, observed: HookObservation) -> Non
         processes.terminate_group(ProcessIdentity.from_dict(command), grace=STOP_GRACE_SECONDS)
         return
     folder = Path(intent.directory)
-    from .files.files import own_folder
 
     own_folder(folder.parent, folder)  # <docket>/hooks
     me = processes.identity(os.getpid())
@@ -174,8 +182,6 @@ def _reader_of(ledger: str) -> Any:
         from .ledger.reader import ledger_reader
 
         return ledger_reader(path)
-    from .files.paths import configured_database_url, database_paths
-    from .ledger.postgres_reader import postgres_reader
 
     url = configured_database_url(Path.cwd())
     if not url or database_paths(url, None).ledger.name != path.name:
@@ -187,7 +193,6 @@ def _reader_of(ledger: str) -> Any:
 def _spawn(processes: Any, intent: HookRequested) -> tuple[Any, dict[str, Any]]:
     """The hook's command started in its own process group, held at the launch gate, the event on its stdin; and
     the record of the sandbox it runs in (HookFinished keeps it)."""
-    from .processes.lifecycle import LaunchSpec
 
     with _reader_of(intent.ledger) as reader:
         row = reader.event_at(intent.position)
@@ -208,8 +213,6 @@ def _spawn(processes: Any, intent: HookRequested) -> tuple[Any, dict[str, Any]]:
     task = body["payload"].get("task_id")
     if isinstance(task, str):
         env["DOCKET_TASK"] = task
-    from ...domain.containment.sandbox import Confinement
-    from .processes.sandbox_roots import sandbox_for
 
     network = intent.network if isinstance(intent.network, str) else tuple(intent.network)
     confinement = Confinement(mode=intent.sandbox, read=tuple(intent.read), write=tuple(intent.write), network=network)
@@ -228,8 +231,6 @@ def _workdir(intent: HookRequested) -> Path:
     """The hook's working directory, made: ``<intent id>.base``, holding the run's base commit's copies of the
     repository files its command names (base_copies.py). Refused (script-not-from-base) when it names one and the
     intent has no base (asked for before docket recorded it) or the base cannot be read."""
-    from ...domain.containment.trust import named_paths
-    from .workspaces.base_copies import materialise
 
     folder = _file(intent, "base")
     names = named_paths([intent.argv])
@@ -249,7 +250,6 @@ def _workdir(intent: HookRequested) -> Path:
 def _wait(processes: Any, gated: Any, timeout_ms: int, log_path: Path) -> tuple[int, bool]:
     """(returncode, whether it was stopped at its timeout); nothing of its group is left running after; its log
     kept under the default cap (log_cap.py)."""
-    from .processes.lifecycle import wait_for_group
 
     code, cause = wait_for_group(processes, gated, timeout_ms=timeout_ms, grace=STOP_GRACE_SECONDS, poll=POLL_SECONDS,
                                  log_path=log_path)

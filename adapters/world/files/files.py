@@ -19,6 +19,7 @@ from pathlib import Path
 from ....domain.kernel.errors import BadInput, Refused, VerificationFailed
 from ..ledger.ledger_rows import LEDGER_TABLES, connect_read_only
 from ....domain.kernel.codes import Code
+from .paths import data_dir
 
 __all__ = ["SQLITE_HEADER", "check_ledger_file", "create_private_file", "exposure_warnings", "own_data_folder",
            "own_folder", "prepare_ledger_file", "read_named_file", "unsafe_folder"]
@@ -98,7 +99,6 @@ def own_folder(root: Path, folder: Path) -> Path:
 
 def own_data_folder(folder: Path, root: Path | None = None) -> Path:
     """own_folder under root ([workspace] root), else under docket's data folder."""
-    from .paths import data_dir
 
     return own_folder(root or data_dir(), folder)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ....domain.containment.processes import bounded_tail, last_line, redact, secret_values
+from .log_cap import cut_so_far
 
 __all__ = ["LogSummary", "known_secrets", "last_output_line", "log_size", "log_summary"]
 
@@ -74,7 +75,6 @@ def log_summary(log_path: Path | None) -> LogSummary:
             digest.update(chunk)
             size += len(chunk)
             end = (end + chunk)[-65536:]
-    from .log_cap import cut_so_far
 
     secrets = known_secrets()
     return LogSummary(digest.hexdigest(), size, bounded_tail(end, secrets=secrets), last_line(end, secrets), end,

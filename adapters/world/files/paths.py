@@ -15,6 +15,8 @@ from pathlib import Path
 from ....domain.kernel.errors import BadInput, NotFound
 from ....domain.kernel.names import task_branch
 from ....domain.kernel.codes import Code
+import hashlib
+from urllib.parse import urlsplit
 
 __all__ = [
     "LedgerPaths",
@@ -119,7 +121,6 @@ def resolve_paths(ledger_option: str | None, cwd: Path | None = None,
 def database_paths(url: str, common: Path | None) -> LedgerPaths:
     """A PostgreSQL ledger's paths on this machine: views of their own per database, in the repository's docket
     folder (outside a repository, an auditor's: the data folder's), never those of the repository's file ledger."""
-    import hashlib
 
     from ..ledger.database_url import postgres_env, redacted
 
@@ -161,7 +162,6 @@ def _configured_url(cwd: Path, warn: Callable[[str, str], None] | None = None) -
         return None
     if not isinstance(url, str) or not url.strip():
         raise BadInput(Code.BAD_CONFIG, "docket.toml: [ledger] url must be a postgresql:// URL")
-    from urllib.parse import urlsplit
 
     if urlsplit(url).password:
         raise BadInput(Code.BAD_CONFIG, "docket.toml: [ledger] url holds a password, and docket.toml is committed with "
@@ -207,7 +207,6 @@ def data_dir() -> Path:
 def repository_key(common_dir: Path) -> str:
     """A name for the repository, stable across runs: its docket identity (``repo-...``, made at `docket init`),
     else ``path-`` and a digest of its git common dir's real path."""
-    import hashlib
 
     from ..ledger.identity import read_identity
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ....domain.kernel.errors import BadInput, VerificationFailed
 from ....domain.kernel.codes import Code
+from .files import own_folder
 
 __all__ = ["MAX_PROMPT_BYTES", "prompt_path", "read_prompt", "store_prompt"]
 
@@ -31,7 +32,6 @@ def store_prompt(docket_dir: Path, text: str) -> tuple[str, Path]:
         raise BadInput(Code.BAD_PROMPT, "a prompt cannot contain NUL characters")
     sha = hashlib.sha256(data).hexdigest()
     path = prompt_path(docket_dir, sha)
-    from .files import own_folder
 
     own_folder(docket_dir, path.parent)
     try:

@@ -32,6 +32,7 @@ from typing import Any
 
 from ....domain.kernel.codes import Code
 from ....domain.kernel.errors import BadInput
+import json
 
 __all__ = ["config_home", "trust", "trust_file", "trusts"]
 
@@ -117,6 +118,5 @@ def trust(repository: Path, sha256: str, now: str) -> bool:
 
 
 def _string(value: str) -> str:
-    import json
 
     return json.dumps(value, ensure_ascii=False)  # a TOML basic string is JSON's, for the text docket writes here

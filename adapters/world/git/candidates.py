@@ -8,6 +8,8 @@ from ....domain.effects import CandidateRefObservation, TargetHistory
 from .pin_objects import complete_pin, restore_pinned
 from .repository import DulwichRepository, open_repo
 from .ids import ref_name
+from .inventory import delete_ref
+import heapq
 
 __all__ = ["CANDIDATE_IDENTITY", "TARGET_WALK_LIMIT", "DulwichCandidateRefs", "complete_candidate", "observe_candidate",
            "observe_target_history", "pin_candidate", "release_candidate"]
@@ -94,7 +96,6 @@ def release_candidate(repository: Path, ref: str, expected_commit: str) -> None:
 
     A ref naming anything else is left alone. Only OSError for real I/O failures propagates.
     """
-    from .inventory import delete_ref
 
     delete_ref(repository, ref, expected_commit)
 
@@ -103,7 +104,6 @@ def observe_target_history(repository: Path, branch: str, base: str, *,
                            limit: int = TARGET_WALK_LIMIT) -> TargetHistory:
     """The commits reachable from refs/heads/<branch>, newest first by commit time, not walked past base; at most
     limit of them (the history is then incomplete). Never raises."""
-    import heapq
 
     from dulwich.errors import NotGitRepository
     from dulwich.objects import Commit

@@ -46,6 +46,8 @@ from .size_limit import SizeLimit, require_small_history
 from .stat_cache import CACHE_NAME, StatCache, seed_stat_cache
 from .trees import changed_paths, commit_tree, tree_paths
 from .worktree_walk import TREE, _Entry, _Walk, _artifact_prefix, _ignores, _write
+from ....domain.binding import quote_path
+from .objects import import_objects
 
 __all__ = ["Capture", "DulwichCapture", "Unstable", "bring_home", "capture", "capture_twice", "seed_stat_cache"]
 
@@ -328,13 +330,11 @@ def _apply(keep: Callable[[object], bytes], trees: dict[bytes, list[tuple[bytes,
 def _quoted(changes: Iterable[bytes]) -> tuple[str, ...]:
     """The paths quoted, sorted. Given what a capture changed against HEAD's entries, its changed paths when the base
     is HEAD's own tree, as _changed_paths would list them, without reading a tree again."""
-    from ....domain.binding import quote_path
 
     return tuple(quote_path(p) for p in sorted(changes))
 
 
 def _changed_paths(store, old_tree: bytes, new_tree: bytes) -> tuple[str, ...]:  # noqa: ANN001
-    from ....domain.binding import quote_path
 
     return tuple(quote_path(p) for p in sorted(_raw_changed(store, old_tree, new_tree)))
 
@@ -371,7 +371,6 @@ def bring_home(workspace: Path, repository: Path, captured: Capture, *,
     """
     from dulwich.errors import ChecksumMismatch, NotGitRepository
 
-    from .objects import import_objects
 
     try:
         home = open_repo(repository)

@@ -13,6 +13,7 @@ from .merge import MERGE_IDENTITY, merge_candidate
 from .repository import DulwichRepository, is_ancestor, is_commit, open_repo
 from ....domain.kernel.codes import Code
 from .ids import object_id, ref_name
+from .object_graphs import missing_objects, wait_out_gc
 
 __all__ = ["DulwichMerges", "advance_ref", "foreign_commits", "observe_integration", "observe_target"]
 
@@ -223,7 +224,6 @@ def missing_in(repository: Path, tips, complete, *, wait: bool = True) -> list[s
     opened. Never raises."""
     from dulwich.errors import NotGitRepository
 
-    from .object_graphs import missing_objects, wait_out_gc
 
     try:
         repo = open_repo(repository)

@@ -35,6 +35,9 @@ from .repository import (
 )
 from ....domain.kernel.codes import Code
 from .ids import object_id, ref_name
+from .ref_locks import write_ref
+from .stale_locks import stale_locks
+from .stale_locks import remove_if_stale, stale_locks
 
 __all__ = [
     "DulwichInventory",
@@ -232,7 +235,6 @@ def delete_ref(repository: Path, ref: str, expected: str) -> None:
         repo = open_repo(repository)
     except (NotGitRepository, OSError):
         return
-    from .ref_locks import write_ref
 
     with repo:  # a lock held now (another process changing the ref): observing again tells what became of it
         write_ref(repo, ref, lambda: repo.refs.remove_if_equals(ref_name(ref), object_id(expected),
@@ -378,12 +380,10 @@ class DulwichInventory(DulwichRepository):
         delete_ref(repository, ref, expected)
 
     def stale_locks(self, repository: Path) -> list[str]:
-        from .stale_locks import stale_locks
 
         return [str(lock) for lock in stale_locks(Path(repository))]
 
     def remove_stale_lock(self, repository: Path, lock: str) -> bool:
-        from .stale_locks import remove_if_stale, stale_locks
 
         path = Path(lock)
         return path not in stale_locks(Path(repository)) or remove_if_stale(path)

@@ -39,6 +39,7 @@ from ....domain.effects import MergeResult
 from .ids import object_id
 from .repository import commit_of, is_ancestor, open_repo
 from .objects import add_object
+import difflib
 
 __all__ = ["MERGE_IDENTITY", "merge_candidate"]
 
@@ -332,7 +333,6 @@ def _unambiguous(blobs, merged: bytes) -> bool:  # noqa: ANN001
     git's diff does not, and so merge cleanly what git calls a conflict, or
     put a repeated line elsewhere.
     """
-    import difflib
 
     from merge3 import Merge3
 

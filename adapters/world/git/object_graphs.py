@@ -17,6 +17,11 @@ from typing import Any
 from .ids import object_id
 
 from .blobs import has_object
+import socket
+import time
+import os
+from .objects import add_object
+from .objects import verified
 
 __all__ = ["GC_WAIT_SECONDS", "missing_objects", "wait_out_gc"]
 
@@ -32,8 +37,6 @@ def wait_out_gc(common: Path, *, timeout: float = GC_WAIT_SECONDS) -> None:
     after the ref moved sees the ref and keeps what it reaches. So after a ref moves docket waits out the gc it
     finds, then checks.
     """
-    import socket
-    import time
 
     pidfile = common / "gc.pid"
     try:
@@ -54,7 +57,6 @@ def wait_out_gc(common: Path, *, timeout: float = GC_WAIT_SECONDS) -> None:
 
 
 def _alive(pid: int) -> bool:
-    import os
 
     try:
         os.kill(pid, 0)
@@ -78,7 +80,6 @@ def missing_objects(store: Any, tips: Iterable[str | bytes], *, complete: Iterab
     """
     from dulwich.objects import Commit, ShaFile, Tree, parse_tree
 
-    from .objects import add_object
 
     whole = [_raw(sha) for sha in complete]
     seen = set(whole)
@@ -146,7 +147,6 @@ def _from_sources(sources: list[Any], sha: bytes):  # noqa: ANN202
     """The object under sha in the first source that has it, its bytes hashed again; None when none has it."""
     from dulwich.errors import ChecksumMismatch
 
-    from .objects import verified
 
     for source in sources:
         try:

@@ -33,6 +33,11 @@ from ..faults import crash_point
 from .ids import commit_at
 from .objects import keep_docket_made
 from .repository import read_text
+from .blobs import is_too_large_to_read, write_loose_blob
+from concurrent.futures import ThreadPoolExecutor
+from .stat_cache import seed_stat_cache
+import queue
+import threading
 
 __all__ = ["OwnRepository", "alternates_of", "borrows_from", "make_git_dir", "make_own_repository",
            "read_own_repository", "require_borrowable", "write_index"]
@@ -227,7 +232,6 @@ def _write_one(store, sha: bytes, places: list[tuple[bytes, int]], top: int, out
                writers: _Writers) -> None:
     """One blob written to every path that names it: through the writers when dulwich reads it, else inflated
     a chunk at a time (blobs.write_loose_blob) here, straight to each file."""
-    from .blobs import is_too_large_to_read, write_loose_blob
 
     try:
         data = store[sha].as_raw_string()
@@ -260,7 +264,6 @@ def _make_folders(levels: list[list[bytes]], top: int) -> None:
         for level in levels:
             make(level)
         return
-    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(_THREADS, thread_name_prefix="docket-folders") as pool:
         for level in levels:
@@ -282,7 +285,6 @@ class _Writers:
     error any met (after which the others stop writing)."""
 
     def __init__(self, top: int, out: list) -> None:
-        import queue
 
         self.top, self.out = top, out
         self.queue: queue.Queue = queue.Queue(maxsize=_QUEUED)
@@ -290,7 +292,6 @@ class _Writers:
         self.threads: list = []
 
     def __enter__(self) -> "_Writers":
-        import threading
 
         self.threads = [threading.Thread(target=self._run, name=f"docket-checkout-{i}", daemon=True)
                         for i in range(_THREADS)]
@@ -355,7 +356,6 @@ def write_index(path: Path, entries: list[tuple[bytes, int, bytes, os.stat_resul
 
 
 def _seed_capture_cache(git: Path, entries: list[tuple[bytes, int, bytes, os.stat_result]]) -> None:
-    from .stat_cache import seed_stat_cache
 
     seed_stat_cache(git, {name: (mode, sha, st) for name, mode, sha, st in entries if mode != GITLINK})
 

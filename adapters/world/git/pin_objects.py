@@ -15,6 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from .object_graphs import missing_objects, wait_out_gc
+from .objects import add_object
+from ....domain.kernel.errors import DocketError
+from .capture import capture
+from .blobs import has_object
+from .flat_trees import RAW_TREES
+from .repository import open_repo
 
 __all__ = ["complete_pin", "restore_pinned"]
 
@@ -44,8 +50,6 @@ class _KnownTrees:
         self.store = store
 
     def get_raw(self, sha: bytes) -> tuple[int, bytes]:
-        from .blobs import has_object
-        from .flat_trees import RAW_TREES
 
         raw = RAW_TREES.get(sha)
         if raw is not None and has_object(self.store, sha):
@@ -53,7 +57,6 @@ class _KnownTrees:
         return self.store.get_raw(sha)
 
     def __contains__(self, sha: bytes) -> bool:
-        from .blobs import has_object
 
         return has_object(self.store, sha)
 
@@ -72,7 +75,6 @@ def complete_pin(repo: Any, repository: Path, ref: str, parent: str, tree: str, 
     """After ref moved (or was found) naming the candidate commit of (parent, tree) that make_commit makes again
     (None while parent or tree is missing): every object it reaches (down to base) is in repo's store, written
     again where missing; the ids still missing. A ref that is absent is not this pin's: nothing is done ([])."""
-    from .objects import add_object
 
     try:
         named = repo.refs[ref.encode()]
@@ -90,8 +92,6 @@ def complete_pin(repo: Any, repository: Path, ref: str, parent: str, tree: str, 
 
 def _recaptured(worktree: Path, repository: Path, parent: str, tree: str) -> bool:
     """Capture the worktree again, writing every object of it the repository lacks; whether it still has tree."""
-    from ....domain.kernel.errors import DocketError
-    from .capture import capture
 
     try:
         again = capture(worktree, expected_head=parent, base=parent, artifact_dir=None, home=repository,
@@ -110,7 +110,6 @@ class _workspace_store:  # noqa: N801  a context manager read as a function
     def __enter__(self):  # noqa: ANN204
         from dulwich.errors import NotGitRepository
 
-        from .repository import open_repo
 
         if self.worktree is None:
             return None

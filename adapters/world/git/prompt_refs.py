@@ -12,6 +12,11 @@ import hashlib
 from pathlib import Path
 from ....domain.kernel.codes import Code
 from .ids import object_id
+from .remote import push_ref, resolve_remote
+from .repository import open_repo
+from ....domain.kernel.errors import VerificationFailed
+from ..files.prompts import MAX_PROMPT_BYTES
+from .remote import fetch_commit, remote_refs, resolve_remote
 
 __all__ = ["PROMPT_REFS", "fetch_prompt", "publish_prompt"]
 
@@ -23,8 +28,6 @@ def publish_prompt(repository: Path, remote: str, recorded_url: str, text: str) 
     another text under that name, which no reader trusts; unreachable: with why)."""
     from dulwich.objects import Blob
 
-    from .remote import push_ref, resolve_remote
-    from .repository import open_repo
 
     data = text.encode("utf-8")
     blob = Blob.from_string(data)
@@ -45,10 +48,6 @@ def fetch_prompt(repository: Path, remote: str, recorded_url: str, sha256: str) 
     VerificationFailed ``prompt-changed`` when what the remote names under that digest is another text."""
     from dulwich.objects import Blob
 
-    from ....domain.kernel.errors import VerificationFailed
-    from ..files.prompts import MAX_PROMPT_BYTES
-    from .remote import fetch_commit, remote_refs, resolve_remote
-    from .repository import open_repo
 
     ref = PROMPT_REFS + sha256
     try:

@@ -37,6 +37,7 @@ from ....domain.kernel.errors import DocketError
 from ....domain.containment.processes import ProcessIdentity
 from .. import faults
 from .stale_locks import STALE_LOCK_SECONDS
+from ..processes.lifecycle import PsutilProcesses
 
 __all__ = ["STALE_LOCK_SECONDS", "claim_for", "write_ref", "writer_identity"]
 
@@ -68,7 +69,6 @@ def write_ref(repo: Any, ref: str, write: Callable[[], Any]) -> bool:
 
 def writer_identity(pid: int) -> dict[str, Any] | None:
     """The identity (host, boot, pid, start time) a claim records of the process pid; None if it cannot be read."""
-    from ..processes.lifecycle import PsutilProcesses
 
     identity = PsutilProcesses().identity(pid)
     return None if identity is None else identity.as_dict()
@@ -154,7 +154,6 @@ def _claimants(repo: Any, ref: str) -> list[tuple[Path, ProcessIdentity | None]]
 
 def _writers_dead(claims: list[tuple[Path, ProcessIdentity | None]]) -> bool:
     """Whether every claim names a process positively dead (their claims are then removed)."""
-    from ..processes.lifecycle import PsutilProcesses
 
     processes = PsutilProcesses()
     if any(identity is None or processes.liveness(identity) != "dead" for _, identity in claims):

@@ -17,6 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from .ids import object_id
+from .repository import open_repo
+from .ref_locks import write_ref
+from urllib.parse import urlsplit, urlunsplit
+from ....domain.effects import RemoteRefObservation
 
 if TYPE_CHECKING:
     from ....domain.effects import RemoteRefObservation
@@ -36,7 +40,6 @@ class PushOutcome:
 
 def remote_url(repository: Path, remote: str) -> str:
     """The URL of the remote named in the repository's own config (``remote.<name>.url``); ValueError if none."""
-    from .repository import open_repo
 
     with open_repo(repository) as repo:
         try:
@@ -69,7 +72,6 @@ def push_ref(repository: Path, url: str, ref: str, commit: str, *, expected: str
     from dulwich.errors import GitProtocolError, HangupException, NotGitRepository, SendPackError
     from dulwich.file import FileLocked
 
-    from .repository import open_repo
 
     name, new = ref.encode(), commit.encode("ascii")
     want_old = ZERO if expected is None else expected.encode("ascii")
@@ -112,8 +114,6 @@ def _send_pack(client: Any, path: str, ref: str, update_refs: Any, pack_data: An
 
     if not isinstance(client, LocalGitClient):
         return client.send_pack(path, update_refs, pack_data)  # a server's own locks are its own
-    from .ref_locks import write_ref
-    from .repository import open_repo
 
     sent: list[Any] = []
     with open_repo(Path(path)) as remote:
@@ -140,7 +140,6 @@ def fetch_commit(repository: Path, url: str, ref: str, commit: str, *, reaching:
     """Bring the objects of commit, which the remote's ref must name (reaching: name, or have in its history), into
     the repository's object store; True when the commit is there afterwards. Names nothing locally (the caller's ref
     writes do). OSError and dulwich's errors propagate."""
-    from .repository import open_repo
 
     client, path = _client(url)
     wanted = object_id(commit)
@@ -158,7 +157,6 @@ def fetch_commit(repository: Path, url: str, ref: str, commit: str, *, reaching:
 
 
 def _has_commit(repository: Path, commit: str) -> bool:
-    from .repository import open_repo
 
     with open_repo(repository) as repo:
         return object_id(commit) in repo.object_store
@@ -166,7 +164,6 @@ def _has_commit(repository: Path, commit: str) -> bool:
 
 def redacted_url(url: str) -> str:
     """The URL as the ledger may keep it: a password in it (``https://user:token@host/...``) taken out."""
-    from urllib.parse import urlsplit, urlunsplit
 
     if "://" not in url:
         return url  # a path, or scp-like user@host:path: no password to take out
@@ -197,7 +194,6 @@ def observe_remote_ref(repository: Path, remote: str, recorded_url: str, ref: st
     """What ref names on the remote; with fetch, the commit's objects are brought into the repository too (found
     only once they are there). Never raises: a remote that cannot be reached or read, or has changed its URL, is
     unreachable, with why."""
-    from ....domain.effects import RemoteRefObservation
 
     try:
         url = resolve_remote(repository, remote, recorded_url)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from ....domain.effects import BranchObservation
 from ..ledger.identity import read_identity
 from .ids import object_id, ref_name
+import fcntl
 
 if TYPE_CHECKING:
     from dulwich.repo import Repo
@@ -116,7 +117,6 @@ def making_worktrees(common: Path, *, exclusive: bool) -> Iterator[None]:
     half-made worktree as an interrupted one's leftovers, or observe it
     half-made, as diverged.
     """
-    import fcntl
 
     folder = common / "docket"
     fd: int | None = None

@@ -11,6 +11,10 @@ from collections.abc import Callable
 from ....domain.kernel.codes import Code
 from ....domain.kernel.errors import Refused
 from ....domain.kernel.values import format_size
+from .blobs import file_blob_id
+from ..files.regular_files import open_regular
+from .blobs import oversized_blobs
+from ....domain.binding import quote_path
 
 __all__ = ["SizeLimit", "large_file_id", "require_small_history"]
 
@@ -24,7 +28,6 @@ class SizeLimit:
 
     def require_base_holds(self, path: bytes, sha: bytes, size: int) -> None:
         """Refused ``file-too-large`` unless the base holds exactly this content at path (the user's own file)."""
-        from ....domain.binding import quote_path
 
         if self._base_entries().get(path, (0, b""))[1] == sha:
             return
@@ -36,8 +39,6 @@ class SizeLimit:
 def large_file_id(path: bytes, size: int) -> bytes:
     """The blob id of the file at path (never through a symlink, never a FIFO: regular_files.open_regular), read a
     chunk at a time; ValueError when it does not hold size bytes, NotRegular when it is no regular file."""
-    from .blobs import file_blob_id
-    from ..files.regular_files import open_regular
 
     fd = open_regular(path)
     try:
@@ -49,7 +50,6 @@ def large_file_id(path: bytes, size: int) -> bytes:
 def require_small_history(source, target, head: str, tree: str, limit: int) -> None:  # noqa: ANN001
     """Refused ``file-too-large`` when head's history (or tree) holds a blob over limit that target lacks: a large
     file committed in the workspace and deleted again would otherwise come home with the candidate's history."""
-    from .blobs import oversized_blobs
 
     found = oversized_blobs(source, target, head, tree, limit)
     if found:

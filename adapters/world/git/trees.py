@@ -8,6 +8,9 @@ from typing import cast
 from ....domain.binding import quote_path
 from .ids import commit_at, object_id
 from .repository import commit_of, open_repo
+import difflib
+from ....domain.containment.protected import is_protected
+from .objects import add_object
 
 __all__ = ["base_tests_tree", "changed_paths", "commit_tree", "files_diff", "tree_paths"]
 
@@ -71,7 +74,6 @@ def files_diff(repository: Path, base: str, commit: str, paths: list[str], *, ma
     """A unified diff of the named files from base to commit, read as blobs through dulwich (no git program, so no
     diff driver or textconv a .gitattributes names runs), cut at max_chars; a binary or unreadable file is one line.
     """
-    import difflib
 
     from dulwich.object_store import tree_lookup_path
     from dulwich.objects import Blob
@@ -111,8 +113,6 @@ def base_tests_tree(repository: Path, commit: str, base: str,
     from dulwich.object_store import iter_tree_contents
     from dulwich.objects import Tree
 
-    from ....domain.containment.protected import is_protected
-    from .objects import add_object
 
     def guarded(raw: bytes) -> bool:
         return is_protected(raw.decode("utf-8", "surrogateescape"), globs)

@@ -15,6 +15,7 @@ from .flat_trees import MAX_TREE_DEPTH, remember_tree, too_deep, unsafe_name, un
 from ..files.regular_files import NotRegular, open_regular
 from .size_limit import SizeLimit, large_file_id
 from .stat_cache import StatCache
+from .objects import add_object
 
 
 TREE, FILE, EXECUTABLE, SYMLINK, GITLINK = 0o040000, 0o100644, 0o100755, 0o120000, 0o160000
@@ -347,7 +348,6 @@ def _write_blob(store, data: bytes) -> bytes:  # noqa: ANN001
 
 
 def _write(store, obj) -> bytes:  # noqa: ANN001
-    from .objects import add_object
 
     if obj.type_num == 2:  # a tree: a pin's check of what its ref reaches need not read it back (pin_objects.py)
         remember_tree(obj.id, obj.as_raw_string())

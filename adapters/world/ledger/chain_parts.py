@@ -24,6 +24,7 @@ from ....domain.kernel.chain import GENESIS_DIGEST, ChainBreak, ChainHead, recor
 from ....domain.kernel.errors import VerificationFailed
 from .ledger_rows import connect_read_only, first_undecodable, head_position, read_chain_rows, undecodable_column
 from ....domain.kernel.codes import Code
+import mmap
 
 __all__ = ["MAX_PARTS", "PARTS_FROM_EVENTS", "part_count", "usable_cpus", "verify_chain_in_parts"]
 
@@ -139,7 +140,6 @@ def _plan(conn: sqlite3.Connection, end: int, count: int, anchor: ChainHead | No
 def _run_parts(path: Path, plan: list[Part], progress: Callable[[int], None] | None
                ) -> list[tuple[ChainHead, ChainBreak | None]]:
     """Fork one child per part; each sends its (head, break) back, pickled, over its own pipe."""
-    import mmap
 
     done = memoryview(mmap.mmap(-1, 8 * len(plan))).cast("q")  # rows each part has verified, shared across fork
     children: list[tuple[int, int]] = []  # pid, read end of its pipe

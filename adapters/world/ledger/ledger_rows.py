@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ....domain.kernel.chain import ChainHead, ChainRow
+from urllib.parse import quote
+import re
 
 __all__ = ['CHAIN_TABLE', 'DEFAULT_LOCK_TIMEOUT', 'LEDGER_TABLES', 'MAX_SAFE_POSITION', 'MERKLE_BLOCK_HEIGHT', 'MERKLE_NODES_TABLE', 'Row', 'chain_head', 'connect_read_only', 'digest_at', 'first_undecodable', 'has_stream', 'head_position', 'is_on_read_only_filesystem', 'last_event_and_chain_end', 'missing_tables', 'orphan_digest_after', 'read_chain_rows', 'read_events', 'read_events_at', 'read_only', 'state_at', 'undecodable_column']
 
@@ -46,7 +48,6 @@ def connect_read_only(path: Path, timeout: float = 30) -> sqlite3.Connection:
     open ignores the -wal file: when one with committed pages was left behind
     (a crash), SQLite reads it without immutable, using the -shm left with it.
     """
-    from urllib.parse import quote
 
     uri = f"file:{quote(os.fsencode(path))}?mode=ro"  # bytes: a path need not be UTF-8
     if is_on_read_only_filesystem(path) and not _has_wal_pages(path):
@@ -167,7 +168,6 @@ MAX_SAFE_POSITION = 2**53 - 1
 def undecodable_column(error: BaseException) -> str | None:
     """The column named by SQLite's "Could not decode to UTF-8 column ..." (text in the file that is not UTF-8: only
     an edit outside docket makes it), or None for any other error."""
-    import re
 
     found = re.match(r"Could not decode to UTF-8 column '([^']*)'", str(error))
     return found.group(1) if found else None

@@ -38,6 +38,9 @@ from typing import Any
 from ....domain.kernel.chain import GENESIS_DIGEST, ChainHead, recorded_time, verify_chain
 from ....domain.kernel.codes import Code
 from ....domain.kernel.errors import LedgerTampered, StorageFailed
+from .reader import ledger_reader
+from .database_url import redacted
+from .postgres_reader import postgres_reader
 
 __all__ = ["FileIdentity", "LedgerWatch", "watch_database", "watch_ledger"]
 
@@ -155,7 +158,6 @@ def _watch(where: str, readers: Readers, **file: Any) -> LedgerWatch:
 
 def watch_ledger(path: Path) -> LedgerWatch:
     """The watch over the ledger file at path as it is now: its identity and its chain head."""
-    from .reader import ledger_reader
 
     identity = _identity(path)
     if identity is None:
@@ -165,7 +167,5 @@ def watch_ledger(path: Path) -> LedgerWatch:
 
 def watch_database(url: str) -> LedgerWatch:
     """The watch over the PostgreSQL ledger at url as it is now: its chain head."""
-    from .database_url import redacted
-    from .postgres_reader import postgres_reader
 
     return _watch(redacted(url), lambda: postgres_reader(url))

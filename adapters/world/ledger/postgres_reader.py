@@ -21,6 +21,7 @@ from .ledger_rows import CHAIN_TABLE, LEDGER_TABLES, MAX_SAFE_POSITION, MERKLE_N
 from .database_url import postgres_env, redacted
 from .postgres_store import EVENTS_TABLE
 from ....domain.kernel.codes import Code
+from .database_outage import waiting_out
 
 __all__ = ["PostgresLedgerReader", "postgres_reader"]
 
@@ -202,7 +203,6 @@ def postgres_reader(url: str) -> Iterator[PostgresLedgerReader]:
         return conn
 
     def reconnect() -> psycopg.Connection[Any]:
-        from .database_outage import waiting_out
 
         return waiting_out(connect, lambda e: isinstance(e, psycopg.OperationalError), redacted(url))
 

@@ -27,6 +27,8 @@ from psycopg.sql import SQL, Composed, Identifier
 from .database_url import postgres_env, redacted
 from .ledger_rows import CHAIN_TABLE, MERKLE_NODES_TABLE
 from .store import SNAPSHOTS_TABLE, ChainedRecorder, LedgerBusy
+from .database_outage import waiting_out
+from .store import unresolved_positions
 
 __all__ = ["ChainedPostgresFactory", "ChainedPostgresProcessRecorder", "postgres_env", "redacted"]
 
@@ -127,7 +129,6 @@ class ChainedPostgresProcessRecorder(ChainedRecorder, PostgresProcessRecorder, P
         """A pooled connection, entered on stack; an outage of the database waited out (database_outage.py)."""
         from eventsourcing.persistence import InterfaceError, OperationalError
 
-        from .database_outage import waiting_out
 
         return waiting_out(lambda: stack.enter_context(self.datastore.get_connection()),
                            lambda e: isinstance(e, (OperationalError, InterfaceError)), self.where)
@@ -288,7 +289,6 @@ class ChainedPostgresProcessRecorder(ChainedRecorder, PostgresProcessRecorder, P
     def select_intent_events(self, c: Any, after: int, intents: Sequence[str], outcomes: Sequence[str],
                              unknowns: Sequence[str]) -> list[Notification]:
         """The intents after a position that no later outcome resolves, with their unknowns, in ledger order."""
-        from .store import unresolved_positions
 
         positions = unresolved_positions(self.intent_rows(c, after, None, (*intents, *outcomes, *unknowns)), outcomes)
         return self.notifications_at(c, positions) if positions else []

@@ -44,6 +44,7 @@ from ....domain.events import Event, event_class
 from ....domain.kernel.merkle import Tree
 from .. import faults
 from .ledger_rows import CHAIN_TABLE, MERKLE_BLOCK_HEIGHT, MERKLE_NODES_TABLE
+from .writer_lock import writer_lock
 
 __all__ = [
     "CanonicalMapper",
@@ -205,7 +206,6 @@ def _begin_immediate(cursor: sqlite3.Cursor) -> None:
 def _in_process_turn(datastore: Any) -> Iterator[None]:
     """This thread's turn at the ledger's write lock among this process's threads (writer_lock.py); LedgerBusy when
     it does not come within the lock timeout, as SQLite's own lock says it."""
-    from .writer_lock import writer_lock
 
     lock = writer_lock(datastore)
     timeout = getattr(datastore.pool, "lock_timeout", None)

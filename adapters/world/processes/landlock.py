@@ -45,6 +45,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ....domain.containment.sandbox import SandboxPolicy
+from . import private_mounts
+from .private_network import ListenerChannel
 
 if TYPE_CHECKING:
     from .private_network import ListenerChannel
@@ -192,8 +194,6 @@ class Ruleset:
         except BaseException:
             self.close()
             raise
-        from . import private_mounts
-        from .private_network import ListenerChannel
 
         egress = self.policy.egress_port if net else None
         # the proxy's own listener inside the launch's network namespace: sent over here by the child (see there)
@@ -335,7 +335,6 @@ def _confiner(ruleset_fd: int, fs: int, roots: tuple[str, ...] = (),
     own = _PathBeneathAttr(_READ & fs, -1)
     own_ref = ctypes.byref(own)
     drop_capabilities = _capability_dropper()
-    from . import private_mounts
 
     enter = (private_mounts.private_mounts(roots, network=listener is not None) if private_mounts.available()
              else None)

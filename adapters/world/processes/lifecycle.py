@@ -35,6 +35,11 @@ from . import process_tree
 from .host import host_id
 
 from .process_seen import _Seen, _boot_id, _group_members, _seen, _started_no_earlier
+from .egress_proxy import adopt_listener
+from .child_exit import ChildExit
+from ..files.log_cap import cap_log
+from . import landlock
+from .pids_limit import PidsLimit
 
 if TYPE_CHECKING:
     from ....domain.containment.sandbox import SandboxPolicy  # pydantic: only where a sandbox is made, never for status
@@ -193,7 +198,6 @@ class PsutilProcesses:
 
         The started process is a child subreaper (see process_tree.py) and, with an enforced sandbox, confined
         by its Landlock ruleset before it execs the gate shell."""
-        from . import landlock
 
         _require_program(spec)
         ruleset = landlock.Ruleset(spec.sandbox) if spec.sandbox is not None and spec.sandbox.enforced else None
@@ -237,7 +241,6 @@ class PsutilProcesses:
 
     def _bound(self, identity: ProcessIdentity, spec: LaunchSpec) -> None:
         """Its pids cgroup, where one can be made: it is still held at its gate, so nothing of it ran yet."""
-        from .pids_limit import PidsLimit
 
         limit = PidsLimit.make(spec.env.get("DOCKET_LAUNCH") or f"{os.getpid()}-{identity.pid}")
         if limit is not None:
@@ -360,7 +363,6 @@ class PsutilProcesses:
 
 def _hand_to_proxy(listener: socket.socket | None, port: int) -> None:
     """The launch's listener, made in its loopback-only network (private_network.py), served by its egress proxy."""
-    from .egress_proxy import adopt_listener
 
     if listener is None or not adopt_listener(port, listener):
         raise OSError(f"the launch's egress proxy (port {port}) could not be given its listener")
@@ -401,8 +403,6 @@ def wait_for_group(processes: Any, gated: Any, *, timeout_ms: int, idle_timeout_
     idle_timeout_ms without its log growing, or as soon as stop() says so (its supervisor was interrupted).
     (returncode, "timeout" | "idle-timeout" | "interrupted" | None); nothing of its group is left running after. Its
     log (log_path) is kept under max_log as it grows and once it ended (log_cap.py)."""
-    from .child_exit import ChildExit
-    from ..files.log_cap import cap_log
 
     popen = gated.popen
     with ChildExit(popen) as child_exit:  # its exit ends a poll's wait at once
@@ -418,7 +418,6 @@ def _watch(processes: Any, gated: Any, child_exit: Any, *, timeout_ms: int, idle
            log_path: Path | None, grace: float, poll: float, max_log: int,
            stop: Callable[[], bool] | None = None) -> tuple[int, str | None]:
     """wait_for_group's loop until the child ended: (returncode, the timeout that stopped its group, or None)."""
-    from ..files.log_cap import cap_log
 
     popen = gated.popen
     started = last_output = time.monotonic()

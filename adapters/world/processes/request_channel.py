@@ -21,6 +21,10 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Protocol
+import sys
+import shlex
+from .sandbox_roots import install_roots
+from importlib.util import find_spec
 
 __all__ = ["CHANNEL_VARIABLE", "MAX_REQUEST", "RequestChannel", "SOCKET_NAME", "descends_from", "docket_command", "docket_program",
            "docket_roots", "send", "write_mcp_config"]
@@ -193,7 +197,6 @@ def send(path: Path, document: dict[str, Any], timeout: float = IO_TIMEOUT_SECON
 
 def docket_command() -> list[str]:
     """How an agent's tools start this docket: its program, or its interpreter with ``-m docket``."""
-    import sys
 
     script = Path(sys.executable).parent / "docket"
     return [str(script)] if os.access(script, os.X_OK) else [sys.executable, "-m", "docket"]
@@ -203,7 +206,6 @@ def docket_program(folder: Path) -> Path:
     """One executable that runs this docket, for an agent's configuration that names a program (Codex CLI's
     mcp_servers command): docket's own script, or else a two-line script in the worker's folder that runs its
     interpreter with ``-m docket``."""
-    import shlex
 
     command = docket_command()
     if len(command) == 1:
@@ -238,13 +240,10 @@ def write_mcp_config(folder: Path, channel: Path) -> Path:
 def docket_roots() -> list[Path]:
     """What a sandboxed agent must read to run docket's own commands (``docket request``, ``docket mcp``): its
     interpreter's and program's installs, and the folders its package is loaded from."""
-    import sys
 
-    from .sandbox_roots import install_roots
 
     home = os.environ.get("HOME")
     roots = install_roots([], docket_command()[:1] + [sys.executable], Path(home) if home else None)
-    from importlib.util import find_spec
 
     packages = {Path(__file__).resolve().parents[1]}  # docket.adapters
     for name in ("docket", "docket.domain", "docket.projections", "docket.cli"):  # found, not imported

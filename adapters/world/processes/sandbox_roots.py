@@ -68,6 +68,11 @@ from pathlib import Path
 from ....domain.kernel.codes import Code
 from ....domain.kernel.errors import Refused
 from ....domain.containment.sandbox import Confinement, SandboxPolicy, unsandboxed
+from .landlock import abi_version
+from .landlock import abi_version, effective
+from ..files.paths import data_dir
+from ..files.user_config import config_home
+from ....domain.containment.egress import is_host_list
 
 __all__ = ["CREDENTIAL_NAME", "HOME_SECRETS", "SYSTEM_READ", "SYSTEM_WRITE", "expand_home", "forbidden_paths",
            "install_roots", "launch_policy", "require_sandbox", "sandbox_for", "subtract"]
@@ -361,7 +366,6 @@ def require_sandbox(confinement: Confinement) -> None:
     """Refuse now when the configuration asks for a sandbox this machine cannot enforce."""
     if confinement.mode == "off":
         return
-    from .landlock import abi_version
 
     if abi_version() < 1:
         where = "macOS" if sys.platform == "darwin" else "this kernel"
@@ -381,18 +385,14 @@ def sandbox_for(confinement: Confinement, *, write: Sequence[Path], read: Sequen
     if confinement.mode == "off":
         return unsandboxed()
     require_sandbox(confinement)
-    from .landlock import abi_version, effective
 
     temporary.mkdir(parents=True, exist_ok=True, mode=0o700)
     env["TMPDIR"] = str(temporary)
-    from ..files.paths import data_dir
-    from ..files.user_config import config_home
 
     policy = launch_policy(write=[*write, temporary], read=read, extra_write=confinement.write,
                            extra_read=confinement.read, network=confinement.network, argv=argv,
                            env=env, cwd=cwd, forbidden=[data_dir(), config_home(), *forbidden])
     policy = effective(policy, abi_version())
-    from ....domain.containment.egress import is_host_list
 
     if egress_key is not None and is_host_list(policy.network):
         from .egress_proxy import open_proxy, proxy_environment

@@ -33,6 +33,9 @@ import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from dataclasses import replace
+from ..ledger.identity import read_identity
+from ..git.own_repositories import alternates_of
 
 __all__ = ["OWNERS_FILE", "Forgotten", "forgotten_data", "record_owner"]
 
@@ -117,7 +120,6 @@ def forgotten_data(roots: Iterable[Path], *, keep_keys: Iterable[str] = (), appl
 
 def _remove_key(key: str, places: Sequence[tuple[str, Path]], items: list[Forgotten]) -> list[Forgotten]:
     """Remove every folder of a gone repository's key (judged again first); each item removed, or kept saying why."""
-    from dataclasses import replace
 
     owners, recorded = _owners(key, places)
     removable, reason = _judge(key, owners, recorded)
@@ -227,7 +229,6 @@ def _state(key: str, owner: str) -> tuple[str, str]:
         return "gone", "is no longer a git repository"
     if key.startswith("path-"):
         return "here", ""  # a git repository at the very path its key is the digest of
-    from ..ledger.identity import read_identity
 
     try:
         identity = read_identity(Path(owner))
@@ -302,7 +303,6 @@ def _places(folder: Path, depth: int) -> list[Path]:
 
 
 def _alternates(place: Path) -> list[str]:
-    from ..git.own_repositories import alternates_of
 
     git = place / ".git"
     if not _is_folder(git) or not _is_folder(git / "objects") or not _is_folder(git / "objects" / "info"):

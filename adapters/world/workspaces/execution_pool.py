@@ -61,6 +61,7 @@ from .execution_records import GITLINK, Records, file_record, folder_record, rea
 from ..faults import crash_point
 from ..git.ids import commit_at
 from .execution_writes import Unusable, _bring, _is_folder, _parents, _remove, _unlink, _write_git
+from ..git.own_repositories import make_own_repository
 
 __all__ = [
     "KEEP_IDLE", "POOL", "Records", "clear_idle", "discard_records", "idle_only", "place", "pool_of", "records_of",
@@ -272,7 +273,6 @@ def _idle_entry(pool: Path, own: str) -> tuple[str, Records] | None:
 
 def _fresh_entry(common: Path, pool: Path, commit: str, tree: str) -> tuple[str, Records] | None:
     """A new checkout of commit in the pool, recorded idle."""
-    from ..git.own_repositories import make_own_repository
 
     folder_id = secrets.token_hex(12)
     folder = pool / folder_id

@@ -14,6 +14,7 @@ from .execution_records import (
 from ..faults import crash_point
 from .execution_writes import Unusable, _Folders, _git_kept, _remove, _write_file_at
 from .execution_pool import KEEP_IDLE, _discard, _entry_id, pool_of
+from ..git.repository import read_text
 
 __all__ = ["give_back", "inspect_placed", "observe_placed"]
 
@@ -39,7 +40,6 @@ def observe_placed(path: Path, records: Records, commit: str) -> str | None:
 def inspect_placed(repo, path: Path, records: Records, commit: str) -> str | None:  # noqa: ANN001
     """After a check: None when HEAD, the index and every tracked file are still the commit's (compared by stat,
     a file whose stat moved by its content), else what changed. Untracked files are the check's own output."""
-    from ..git.repository import read_text
 
     head = read_text(Path(path) / ".git" / "HEAD")
     if head != commit:

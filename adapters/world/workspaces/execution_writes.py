@@ -11,6 +11,8 @@ from pathlib import Path
 
 from .execution_records import EXECUTABLE, FILE, GITLINK, SYMLINK, Records, file_record, folder_record, record_tree
 from ..git.ids import object_id
+from ..git.own_repositories import _read_exclude, make_git_dir
+import struct
 
 
 class Unusable(Exception):
@@ -166,7 +168,6 @@ def _write_git(common: Path, store, folder: Path, commit: str, records: Records)
     """The own repository's git dir detached at commit, its index from the records; every entry of it recorded.
     The ``.git`` the entry kept (exactly as recorded: docket wrote each entry and nothing wrote it since) has only
     HEAD, the index and, when the user's changed, info/exclude replaced; any other is removed and made afresh."""
-    from ..git.own_repositories import _read_exclude, make_git_dir
 
     git = folder / ".git"
     if _git_kept(folder, records):
@@ -227,7 +228,6 @@ _entries: dict[tuple[bytes, tuple], bytes] = {}  # (path, record) -> its index e
 def _index_bytes(records: Records) -> bytes:
     """A version 2 index of the records' files, each with its recorded stat data (own_repositories.write_index,
     each entry packed once and reused while its record is unchanged)."""
-    import struct
 
     if len(_entries) > 200_000:
         _entries.clear()

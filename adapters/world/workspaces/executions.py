@@ -27,6 +27,7 @@ from ..git.own_repositories import borrows_from, make_own_repository, read_own_r
 from ..files.paths import executions_root, repository_key
 from ..git.repository import make_parents, making_worktrees, open_repo, remove_checkout, unsafe_parent
 from ....domain.kernel.codes import Code
+from ..git.flat_trees import flattened
 
 __all__ = ["create_execution", "empty_execution_folders", "execution_path", "execution_remnants", "idle_executions",
            "inspect_execution", "observe_execution", "remove_execution", "untrusted_pool_entries"]
@@ -268,7 +269,6 @@ def _absent_or_unsafe(repo, commit: str) -> ExecutionObservation:  # noqa: ANN00
     and stop the whole run; observed here, it is that check's failed outcome."""
     from dulwich.objects import Commit
 
-    from ..git.flat_trees import flattened
 
     try:
         found = repo[commit.encode("ascii")]

@@ -29,6 +29,8 @@ import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
+from ..files.files import own_folder
+from ....domain.containment.processes import output_text
 
 __all__ = ["MARKER", "guard_environment", "guard_folder", "violations"]
 
@@ -163,7 +165,6 @@ def guard_folder(docket_dir: Path) -> Path:
             return folder
     except OSError:
         pass
-    from ..files.files import own_folder
 
     own_folder(docket_dir, folder)
     partial = folder / f".sitecustomize.{os.getpid()}.{threading.get_ident()}.partial"  # tasks check at once
@@ -188,7 +189,6 @@ def guard_environment(env: Mapping[str, str], *, folder: Path, checkout: Path | 
 
 def violations(log_path: Path, *, limit: int = 3) -> list[str]:
     """The guard's refusals the check's log holds (the text after MARKER), the first few."""
-    from ....domain.containment.processes import output_text
 
     found: list[str] = []
     try:

@@ -13,6 +13,7 @@ from .executions import create_execution, execution_remnants, inspect_execution,
 from .includes import copy_includes
 from ..git.repository import DulwichRepository
 from .worktrees import create_worktree, observe_worktree
+from ..git.own_repositories import alternates_of
 
 __all__ = ["DulwichWorkspaces", "agent_roots"]
 
@@ -21,7 +22,6 @@ def agent_roots(repository: Path, workspace: Path) -> tuple[list[Path], list[Pat
     """(write roots, read roots) an agent's git needs in its workspace: it writes only the workspace (its git dir is
     inside it), and reads the objects it borrows: the user's object folder (repository is the git common dir), and
     the folders that one borrows from in turn (its own alternates, followed a few levels, as git does)."""
-    from ..git.own_repositories import alternates_of
 
     reads: list[Path] = []
     pending, seen = [Path(repository) / "objects"], set[str]()
