@@ -5,14 +5,13 @@ own temporary folder, no longer the repository)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 from docket.adapters.world.processes.landlock import abi_version
-from tests.conftest import git
-from tests.e2e.go_world import GoWorld, make_go_world, wait_until
+from tests.attacks.attacker_world import intruder_world
+from tests.e2e.go_world import GoWorld, wait_until
 
 pytestmark = pytest.mark.skipif(abi_version() < 1, reason="this kernel has no Landlock: the sandbox cannot be tested")
 
@@ -43,23 +42,10 @@ prompt = "work"
 
 
 def _world(tmp_path: Path) -> GoWorld:
-    agent = tmp_path / "intruder.py"
-    agent.write_text(AGENT)
-    world = make_go_world(tmp_path, tasks=TASKS)
-    (world.repo / "notify.sh").write_text(BASE_NOTIFY)
-    (world.repo / "notify.sh").chmod(0o755)
-    config = (world.repo / "docket.toml").read_text().replace('agent = "scripted"', 'agent = "intruder"', 1)
-    (world.repo / "docket.toml").write_text(config + f'''
-[agents.intruder]
-command = ["{sys.executable}", "{agent}"]
-prompt = "stdin"
-
+    return intruder_world(tmp_path, TASKS, AGENT, script="notify.sh", script_text=BASE_NOTIFY, config='''
 [hooks]
-run-finished = ["./notify.sh", "{world.repo}"]
-''')
-    git(world.repo, "add", "notify.sh", "docket.toml")
-    git(world.repo, "commit", "-q", "-m", "a notify hook")
-    return world
+run-finished = ["./notify.sh", "{repo}"]
+''', message="a notify hook")
 
 
 def test_a_hook_runs_the_base_copy_of_its_script_and_cannot_write_the_ledger_or_git(tmp_path):

@@ -13,28 +13,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tests.attacks.attacker_world import attacker_world, feedback, results
+from tests.attacks.attacker_world import attacker_world, feedback, honest_and, results, task
 
 # mine.py prints hostile bytes when the check runs it; on a first attempt it also exits 1 (the check fails, and its
 # hostile tail becomes the feedback of the retry)
 _PRINTS = "import os; os.write(1, bytes([99, 104, 101, 99, 107, 32, 0, 255, 27, 91, 51, 49, 109, 13, 0]))"
-TASKS = f'''\
-[[tasks]]
-id = "greet"
-title = "greet"
-prompt = """Greet.
-write greet.py: print("hello")
-"""
-
-[[tasks]]
-id = "noisy"
-title = "print hostile bytes"
-prompt = """Be noisy.
-first attempt: write mine.py: {_PRINTS}; raise SystemExit(1)
-write mine.py: {_PRINTS}
-HOSTILE-OUTPUT
-"""
-'''
+TASKS = honest_and(task("noisy", "print hostile bytes", "Be noisy.",
+                              f"first attempt: write mine.py: {_PRINTS}; raise SystemExit(1)",
+                              f"write mine.py: {_PRINTS}", "HOSTILE-OUTPUT"))
 
 CHECK = f'''
 [checks.talks]

@@ -14,28 +14,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.attacks.attacker_world import honest_and, task
 from tests.conftest import git
 from tests.e2e.go_world import AGENT, GoWorld, make_go_world
 
 GIB = 1 << 30
 LARGE_BLOB = "4fce05a4e4ed8cefef2d99f32c519b2fd7841b74"  # a 1 GiB file of zeros, as git hashes it
 
-TASKS = '''\
-[[tasks]]
-id = "greet"
-title = "greet"
-prompt = """Greet.
-write greet.py: print("hello")
-"""
-
-[[tasks]]
-id = "big"
-title = "leave a large file behind"
-prompt = """Big.
-write mine.py: MINE = 1
-BIG
-"""
-'''
+TASKS = honest_and(task("big", "leave a large file behind", "Big.", "write mine.py: MINE = 1", "BIG"))
 
 # The scripted agent, then (when the prompt says BIG) a sparse 1 GiB file, committed when told COMMIT.
 BIG_AGENT = '''\

@@ -10,25 +10,11 @@ import json
 import sys
 from pathlib import Path
 
+from tests.attacks.attacker_world import honest_and, task
 from tests.conftest import git
 from tests.e2e.go_world import AGENT, make_go_world
 
-TASKS = '''\
-[[tasks]]
-id = "greet"
-title = "greet"
-prompt = """Greet.
-write greet.py: print("hello")
-"""
-
-[[tasks]]
-id = "flood"
-title = "flood the log"
-prompt = """Flood.
-write mine.py: MINE = 1
-FLOOD
-"""
-'''
+TASKS = honest_and(task("flood", "flood the log", "Flood.", "write mine.py: MINE = 1", "FLOOD"))
 
 FLOODER = '''\
 import subprocess, sys

@@ -20,25 +20,11 @@ from docket.adapters.world.git.capture import capture_twice
 from docket.domain.kernel.errors import Refused
 from docket.domain.events import candidate as limits
 from docket.domain.events.candidate import MAX_CHANGED_PATHS
+from tests.attacks.attacker_world import honest_and, task
 from tests.conftest import git
 from tests.e2e.go_world import AGENT, GoWorld, make_go_world
 
-TASKS = '''\
-[[tasks]]
-id = "greet"
-title = "greet"
-prompt = """Greet.
-write greet.py: print("hello")
-"""
-
-[[tasks]]
-id = "many"
-title = "leave too many files behind"
-prompt = """Many.
-write mine.py: MINE = 1
-MANY
-"""
-'''
+TASKS = honest_and(task("many", "leave too many files behind", "Many.", "write mine.py: MINE = 1", "MANY"))
 
 FILES = MAX_CHANGED_PATHS + 1
 PER_FOLDER = 1000

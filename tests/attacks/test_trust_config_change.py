@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 from tests.conftest import git
-from tests.e2e.go_world import GoWorld, make_go_world, wait_until
+from tests.attacks.attacker_world import intruder_world
+from tests.e2e.go_world import GoWorld, wait_until
 from tests.e2e.test_serve import Served
 
 AGENT = r'''
@@ -42,24 +42,12 @@ prompt = "work"
 
 
 def _world(tmp_path: Path) -> GoWorld:
-    agent = tmp_path / "intruder.py"
-    agent.write_text(AGENT)
-    world = make_go_world(tmp_path, tasks=TASKS)
-    (world.repo / "check.sh").write_text("#!/bin/sh\n! grep -rq broken --include=*.py .\n")
-    (world.repo / "check.sh").chmod(0o755)
-    config = (world.repo / "docket.toml").read_text().replace('agent = "scripted"', 'agent = "intruder"', 1)
-    (world.repo / "docket.toml").write_text(config + f'''
-[agents.intruder]
-command = ["{sys.executable}", "{agent}"]
-prompt = "stdin"
-
+    return intruder_world(tmp_path, TASKS, AGENT, script="check.sh",
+                          script_text="#!/bin/sh\n! grep -rq broken --include=*.py .\n", config='''
 [checks.script]
 command = ["./check.sh"]
 timeout = "1m"
-''')
-    git(world.repo, "add", "check.sh", "docket.toml")
-    git(world.repo, "commit", "-q", "-m", "a check script")
-    return world
+''', message="a check script")
 
 
 def test_a_candidate_changing_docket_toml_or_a_check_script_waits_for_a_person(tmp_path):

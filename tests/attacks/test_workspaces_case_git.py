@@ -10,24 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.attacks.attacker_world import attacker_world, feedback, results
+from tests.attacks.attacker_world import attacker_world, feedback, honest_and, results, task
 
-TASKS = '''\
-[[tasks]]
-id = "greet"
-title = "greet"
-prompt = """Greet.
-write greet.py: print("hello")
-"""
-
-[[tasks]]
-id = "hooks"
-title = "plant .GIT/hooks"
-prompt = """Plant a hook where git's would be.
-write planted.py: PLANTED = 1
-CASE-GIT
-"""
-'''
+TASKS = honest_and(task("hooks", "plant .GIT/hooks", "Plant a hook where git's would be.",
+                        "write planted.py: PLANTED = 1", "CASE-GIT"))
 
 
 def test_a_case_variant_of_dot_git_fails_only_its_task_and_the_run_finishes(tmp_path: Path):

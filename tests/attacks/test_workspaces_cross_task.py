@@ -14,26 +14,12 @@ import sys
 from pathlib import Path
 
 from docket.adapters.world.workspaces.port import agent_roots
+from tests.attacks.attacker_world import honest_and, task
 from tests.conftest import git
 from tests.e2e.go_world import AGENT, make_go_world, unsandboxed
 
-TASKS = '''\
-[[tasks]]
-id = "greet"
-title = "greet"
-prompt = """Greet.
-write greet.py: print("hello")
-"""
-
-[[tasks]]
-id = "intruder"
-title = "write into the other task's workspace"
-depends_on = ["greet"]
-prompt = """Intrude.
-write mine.py: MINE = 1
-INTRUDE
-"""
-'''
+TASKS = honest_and(task("intruder", "write into the other task's workspace", "Intrude.", "write mine.py: MINE = 1",
+                        "INTRUDE", depends_on="greet"))
 
 INTRUDER = '''\
 """The scripted agent, then (when told) a write into every sibling workspace of the run."""

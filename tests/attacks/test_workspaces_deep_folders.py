@@ -10,32 +10,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.attacks.attacker_world import attacker_world, feedback, results
+from tests.attacks.attacker_world import attacker_world, feedback, honest_and, results, task
 
-TASKS = '''\
-[[tasks]]
-id = "greet"
-title = "greet"
-prompt = """Greet.
-write greet.py: print("hello")
-"""
-
-[[tasks]]
-id = "deep"
-title = "a folder 3000 deep"
-prompt = """Go deep.
-write deep.py: DEEP = 1
-DEEP-FOLDER
-"""
-
-[[tasks]]
-id = "committed"
-title = "a commit 300 deep"
-prompt = """Commit deep.
-write committed.py: COMMITTED = 1
-DEEP-COMMIT
-"""
-'''
+TASKS = honest_and(task("deep", "a folder 3000 deep", "Go deep.", "write deep.py: DEEP = 1", "DEEP-FOLDER"),
+                   task("committed", "a commit 300 deep", "Commit deep.", "write committed.py: COMMITTED = 1",
+                        "DEEP-COMMIT"))
 
 
 def _remove_tree(root: Path) -> None:

@@ -18,40 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.attacks.attacker_world import attacker_world, results
+from tests.attacks.attacker_world import attacker_world, honest_and, results, task
 
-TASKS = '''\
-[[tasks]]
-id = "greet"
-title = "greet"
-prompt = """Greet.
-write greet.py: print("hello")
-"""
-
-[[tasks]]
-id = "fifo-gitignore"
-title = "a FIFO as .gitignore"
-prompt = """Block on the ignore file.
-write ignored.py: IGNORED = 1
-FIFO-GITIGNORE
-"""
-
-[[tasks]]
-id = "fifo-excludes"
-title = "core.excludesFile names a FIFO"
-prompt = """Block on the excludes file.
-write excluded.py: EXCLUDED = 1
-FIFO-EXCLUDES
-"""
-
-[[tasks]]
-id = "outside"
-title = "core.excludesFile names a file outside"
-prompt = """Make docket read a file outside.
-write outside.py: OUTSIDE = 1
-OUTSIDE-EXCLUDES
-"""
-'''
+TASKS = honest_and(
+    task("fifo-gitignore", "a FIFO as .gitignore", "Block on the ignore file.", "write ignored.py: IGNORED = 1",
+         "FIFO-GITIGNORE"),
+    task("fifo-excludes", "core.excludesFile names a FIFO", "Block on the excludes file.",
+         "write excluded.py: EXCLUDED = 1", "FIFO-EXCLUDES"),
+    task("outside", "core.excludesFile names a file outside", "Make docket read a file outside.",
+         "write outside.py: OUTSIDE = 1", "OUTSIDE-EXCLUDES"))
 
 
 def _within(world, seconds: float, *args: str) -> subprocess.CompletedProcess[str]:  # noqa: ANN001

@@ -26,7 +26,10 @@ def make_fleet(tmp_path: Path, postgres_url: str, *, config: str | None = None,
         git(tmp_path, "clone", "-q", str(remote), str(clone))
         (clone / "tasks.toml").write_text(tasks)
         env = {k: v for k, v in seed.env.items() if not k.startswith("DOCKET_")}
-        env.update(DOCKET_DATABASE_URL=postgres_url, DOCKET_HOST=name, XDG_DATA_HOME=str(tmp_path / f"{name}-data"))
+        env.update(DOCKET_DATABASE_URL=postgres_url, DOCKET_HOST=name, XDG_DATA_HOME=str(tmp_path / f"{name}-data"),
+                   # leases of 20 s, not a minute: a takeover is waited out in a third of the time (renewed every
+                   # 7 s, so a loaded machine does not lose one by a late renewal)
+                   DOCKET_TESTING="1", DOCKET_LEASE_TTL_MS="20000")
         hosts.append(GoWorld(clone, env))
     alpha, beta = hosts
     assert alpha.run("init").returncode == 0

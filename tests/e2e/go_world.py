@@ -192,6 +192,36 @@ def answer_the_question(world: GoWorld, go: subprocess.Popen, choice: int, *, hi
     return question, out, err
 
 
+ASKED = {"question": "Which name should the greeter use?", "reason": "choice", "choices": ["ada", "bob"]}
+
+
+def asking_script(command: str) -> dict:
+    """A model server's script: on ASK-TASK the model calls docket's ask_human (ASKED), then runs command (its
+    {result}: the tool's result), then says it wrote name.py."""
+    return {"rules": [{"match": "ASK-TASK", "tool": {"name": "mcp__docket__ask_human", "input": ASKED},
+                       "command": command, "text": "Wrote name.py."}],
+            "default": {"text": "Nothing to do."}}
+
+
+def assert_asked_answered_and_cited(world: GoWorld, summary: dict, keys: Path) -> None:
+    """One question of r1.ask, answered "bob" (choice 2) and delivered to the agent; the receipt of the run (in
+    summary, its `docket go --json`) verifies offline with keys and cites the question and the answer."""
+    import base64
+
+    (asked,), (answer,) = world.events("QuestionAsked"), world.events("QuestionAnswered")
+    assert (asked["payload"]["worker_id"], asked["payload"]["generation"]) == ("r1.ask", 1)
+    assert (answer["payload"]["answer"], answer["payload"]["choice"]) == ("bob", 2)
+    assert len(world.events("AnswerDelivered")) == 1
+    bundle = Path(summary["receipt"]["path"])
+    verified = world.run("verify-receipt", str(bundle), "--key", f"{keys}.pub", "--json")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    envelope = json.loads(bundle.read_text().splitlines()[0])
+    receipt = json.loads(base64.b64decode(envelope["payload"]))["predicate"]["receipt"]
+    (request,) = receipt["requests"]
+    assert (request["question"], request["answer"]["text"], request["delivered"]) == (ASKED["question"], "bob", True)
+    assert {asked["position"], answer["position"]} <= set(receipt["cited"])
+
+
 def agent_world(tmp_path: Path, name: str, script: str, tasks: str) -> tuple[GoWorld, Path]:
     """A world whose agent NAME is the Python script (run with the docket program as its argument, the prompt on
     stdin), and a signing key for its receipts (the key's path without .key or .pub)."""

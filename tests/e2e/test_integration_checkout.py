@@ -4,7 +4,6 @@ is refused with nothing moved, and a SIGKILL between the steps converges when ru
 
 from __future__ import annotations
 
-import shutil
 import signal
 import subprocess
 import tarfile
@@ -14,7 +13,7 @@ import pytest
 
 from ..conftest import Docket, git, make_repo
 from .test_integration import RUN, fsck, make_world, offered, payloads, tip
-from .test_integration_crashes import CHECKOUT_POINTS
+from .test_integration_crashes import CHECKOUT_POINTS, World
 
 MAIN = "refs/heads/main"
 
@@ -165,17 +164,6 @@ def test_a_target_checked_out_in_a_clean_linked_worktree_moves_it_and_leaves_the
 
 
 # --- SIGKILL at each point of the target's move, then integrate again -----------------------------------------------
-
-
-class World:
-    def __init__(self, docket: Docket, archive: Path):
-        self.docket, self.archive = docket, archive
-
-    def restore(self) -> Docket:
-        shutil.rmtree(self.docket.cwd)
-        with tarfile.open(self.archive) as tar:
-            tar.extractall(self.docket.cwd.parent, filter="tar")
-        return self.docket
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from tests.e2e.go_world import GoWorld, answer_the_question, docket_processes, make_go_world
+from tests.e2e.go_world import (ASKED, GoWorld, answer_the_question, assert_asked_answered_and_cited, asking_script,
+                                docket_processes, make_go_world)
 
 from ..agents.agents_doc import agent_block, agent_toml, marked_blocks, offline_agent
 
@@ -250,14 +251,8 @@ def test_claude_code_asks_a_person_through_docket_mcp_and_the_answer_reaches_the
     it into name.py, which is delivered; the sealed receipt cites the question and the answer."""
     tasks = ('[[tasks]]\nid = "ask"\ntitle = "ask for the name"\n'
              'prompt = "- Ask which name the greeter uses and write it to name.py (ASK-TASK)."\n')
-    script = {"rules": [{"match": "ASK-TASK",
-                         "tool": {"name": "mcp__docket__ask_human",
-                                  "input": {"question": "Which name should the greeter use?", "reason": "choice",
-                                            "choices": ["ada", "bob"]}},
-                         "command": "printf 'NAME = \"%s\"\\n' \"$(printf '%s' {result} | sed 's/^Answer from [^:]*: //')\" "
-                                    "> name.py",
-                         "text": "Wrote name.py."}],
-              "default": {"text": "Nothing to do."}}
+    script = asking_script("printf 'NAME = \"%s\"\\n' \"$(printf '%s' {result} | sed 's/^Answer from [^:]*: //')\" "
+                           "> name.py")
     with ModelServer(script) as server:
         world = claude_world(tmp_path, claude_cli, server, tasks)
         keys = tmp_path / "keys" / "docket"
@@ -267,8 +262,7 @@ def test_claude_code_asks_a_person_through_docket_mcp_and_the_answer_reaches_the
                          "--target", "trunk", "--key", f"{keys}.key", "--json")
         question, out, err = answer_the_question(world, go, 2, hint=lambda: server.requests[-1:])
         requests = server.requests
-    assert (question["question"], question["reason"], question["choices"]) == (
-        "Which name should the greeter use?", "choice", ["ada", "bob"])
+    assert {key: question[key] for key in ASKED} == ASKED
     assert go.returncode == 0, err + out
     summary = json.loads(out)
     (row,) = summary["tasks"]
@@ -284,19 +278,5 @@ def test_claude_code_asks_a_person_through_docket_mcp_and_the_answer_reaches_the
     assert "bob" in json.dumps(tool_results[0]) and not tool_results[0].get("is_error")
     assert_only_the_fake_key_reached_the_server(server)
     # one question, one answer, delivered to the agent; the receipt cites them and verifies offline
-    (asked,), (answer,) = world.events("QuestionAsked"), world.events("QuestionAnswered")
-    assert (asked["payload"]["worker_id"], asked["payload"]["generation"]) == ("r1.ask", 1)
-    assert (answer["payload"]["answer"], answer["payload"]["choice"]) == ("bob", 2)
-    assert len(world.events("AnswerDelivered")) == 1
-    bundle = Path(summary["receipt"]["path"])
-    verified = world.run("verify-receipt", str(bundle), "--key", f"{keys}.pub", "--json")
-    assert verified.returncode == 0, verified.stderr
-    import base64
-
-    receipt = json.loads(base64.b64decode(json.loads(bundle.read_text().splitlines()[0])["payload"]))["predicate"][
-        "receipt"]
-    (request,) = receipt["requests"]
-    assert (request["question"], request["answer"]["text"], request["delivered"]) == (
-        "Which name should the greeter use?", "bob", True)
-    assert {asked["position"], answer["position"]} <= set(receipt["cited"])
+    assert_asked_answered_and_cited(world, summary, keys)
     assert docket_processes(world.ledger) == []

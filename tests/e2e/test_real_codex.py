@@ -13,7 +13,6 @@ docket's MCP server (the page's `mcp_servers.docket`), answered with `docket ans
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -25,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git, make_repo
-from tests.e2e.go_world import GoWorld, answer_the_question, docket_processes, unsandboxed
+from tests.e2e.go_world import (ASKED, GoWorld, answer_the_question, assert_asked_answered_and_cited, asking_script,
+                                docket_processes, unsandboxed)
 
 from ..agents.agents_doc import agent_toml, offline_agent
 
@@ -320,15 +320,9 @@ def test_codex_asks_a_person_through_docket_mcp_and_the_answer_reaches_the_targe
     command writes it into name.py, which is delivered; the sealed receipt cites the question and the answer."""
     tasks = ('[[tasks]]\nid = "ask"\ntitle = "ask for the name"\n'
              'prompt = "Ask which name the greeter uses and write it to name.py (ASK-TASK)."\n')
-    script = {"rules": [{"match": "ASK-TASK",
-                         "tool": {"name": "mcp__docket__ask_human",
-                                  "input": {"question": "Which name should the greeter use?", "reason": "choice",
-                                            "choices": ["ada", "bob"]}},
-                         # Codex sends the tool's output after a "Wall time" line: the answer is the line docket wrote
-                         "command": "printf 'NAME = \"%s\"\\n' \"$(printf '%s\\n' {result} "
-                                    "| sed -n 's/^Answer from [^:]*: //p')\" > name.py",
-                         "text": "Wrote name.py."}],
-              "default": {"text": "Nothing to do."}}
+    # Codex sends the tool's output after a "Wall time" line: the answer is the line docket wrote
+    script = asking_script("printf 'NAME = \"%s\"\\n' \"$(printf '%s\\n' {result} "
+                           "| sed -n 's/^Answer from [^:]*: //p')\" > name.py")
     with ModelServer(script) as server:
         world = codex_world(tmp_path, codex_cli, server, tasks=tasks, checks=RUNS_CHECK)
         keys = signing_key(world, tmp_path)
@@ -336,8 +330,7 @@ def test_codex_asks_a_person_through_docket_mcp_and_the_answer_reaches_the_targe
                          "--key", f"{keys}.key", "--json")
         question, out, err = answer_the_question(world, go, 2, hint=lambda: server.requests[-1:])
         requests = server.requests
-    assert (question["question"], question["reason"], question["choices"]) == (
-        "Which name should the greeter use?", "choice", ["ada", "bob"])
+    assert {key: question[key] for key in ASKED} == ASKED
     summary, rows = delivered(world, subprocess.CompletedProcess(go.args, go.returncode, out, err))
     assert (rows["ask"]["result"], rows["ask"]["cycles"], rows["ask"]["checks"]) == ("delivered", 1,
                                                                                      {"runs": "passed"})
@@ -363,17 +356,5 @@ def test_codex_asks_a_person_through_docket_mcp_and_the_answer_reaches_the_targe
     (command,) = [item for item in items if item["type"] == "command_execution"]
     assert command["exit_code"] == 0 and "> name.py" in command["command"]
     # one question, one answer, delivered to the agent; the receipt cites them and verifies offline
-    (asked,), (answer,) = world.events("QuestionAsked"), world.events("QuestionAnswered")
-    assert (asked["payload"]["worker_id"], asked["payload"]["generation"]) == ("r1.ask", 1)
-    assert (answer["payload"]["answer"], answer["payload"]["choice"]) == ("bob", 2)
-    assert len(world.events("AnswerDelivered")) == 1
-    bundle = Path(summary["receipt"]["path"])
-    verified = world.run("verify-receipt", str(bundle), "--key", f"{keys}.pub", "--json")
-    assert verified.returncode == 0, verified.stdout + verified.stderr
-    envelope = json.loads(bundle.read_text().splitlines()[0])
-    receipt = json.loads(base64.b64decode(envelope["payload"]))["predicate"]["receipt"]
-    (request,) = receipt["requests"]
-    assert (request["question"], request["answer"]["text"], request["delivered"]) == (
-        "Which name should the greeter use?", "bob", True)
-    assert {asked["position"], answer["position"]} <= set(receipt["cited"])
+    assert_asked_answered_and_cited(world, summary, keys)
     assert docket_processes(world.ledger) == []

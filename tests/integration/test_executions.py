@@ -18,6 +18,7 @@ from docket.adapters.world.workspaces.port import DulwichWorkspaces
 from docket.adapters.world.processes.lifecycle import PsutilProcesses
 from docket.domain.kernel.errors import BadInput, Refused
 from tests.conftest import git
+from tests.integration.port_worlds import world_fixture
 
 RUN, BINDING, ARTIFACTS = "run-7k2m9x4q", "0123456789abcdef" * 4, "out"
 
@@ -107,11 +108,7 @@ class FakeWorld:
         self.port.occupied[self.path] = "a directory that is not a git worktree"
 
 
-@pytest.fixture(params=["dulwich", "fake"])
-def world(request, tmp_path: Path):  # noqa: ANN201
-    if request.param == "fake":
-        return FakeWorld(tmp_path)
-    return RealWorld(request.getfixturevalue("repo"))
+world = world_fixture(FakeWorld, RealWorld)
 
 
 @pytest.fixture

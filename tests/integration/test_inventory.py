@@ -14,12 +14,12 @@ import pytest
 from docket.adapters.world.git.capture import Capture, DulwichCapture, Unstable
 from docket.adapters.world.workspaces.executions import execution_path
 from tests.fakes.ports import FakeGitPorts
-from tests.fakes.repository import FakeRepository
 from docket.adapters.world.git.inventory import DulwichInventory
 from docket.adapters.world.workspaces.port import DulwichWorkspaces
 from docket.adapters.world.files.paths import task_branch, task_worktree_path
 from docket.domain.kernel.errors import BadInput, Conflict, Refused
 from tests.conftest import git
+from tests.integration.port_worlds import FakeMainWorld, world_fixture
 
 RUN, TASK, BINDING = "run-7k2m9x4q", "task-1", "0123456789abcdef" * 4
 BRANCH = task_branch(RUN, TASK)
@@ -92,14 +92,11 @@ class RealWorld:
         return git(self.task, "rev-parse", "HEAD")
 
 
-class FakeWorld:
+class FakeWorld(FakeMainWorld):
     """The same story as plain values in the fakes (FakeInventory, FakeWorkspaces, FakeCapture over one world)."""
 
     def __init__(self, tmp_path: Path):
-        self.common = tmp_path / "repo" / ".git"
-        self.repository = FakeRepository()
-        self.base = self.repository.point("main")
-        self.repository.main_branch = "main"
+        super().__init__(tmp_path)
         fakes = FakeGitPorts({self.common: self.repository})
         self.port, self.workspaces, self.capture = fakes.inventory, fakes.workspaces, fakes.capture
         self.task = task_worktree_path(self.common, RUN, TASK)
@@ -126,11 +123,7 @@ class FakeWorld:
         return self.repository.point(BRANCH)
 
 
-@pytest.fixture(params=["dulwich", "fake"])
-def world(request, tmp_path: Path):  # noqa: ANN201
-    if request.param == "fake":
-        return FakeWorld(tmp_path)
-    return RealWorld(request.getfixturevalue("repo"))
+world = world_fixture(FakeWorld, RealWorld)
 
 
 @pytest.fixture

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.repository import FakeRepository
 from tests.fakes.workspaces import FakeWorkspaces
 from docket.adapters.world.workspaces.port import DulwichWorkspaces
 from docket.adapters.world.files.paths import main_worktree, task_branch, task_worktree_path
 from docket.domain.kernel.errors import BadInput
 from tests.conftest import git
+from tests.integration.port_worlds import FakeMainWorld, world_fixture
 
 RUN, TASK = "run-7k2m9x4q", "task-1"
 BRANCH = task_branch(RUN, TASK)
@@ -68,14 +68,11 @@ class RealWorld:
         return git(self.path, "rev-parse", "HEAD")
 
 
-class FakeWorld:
+class FakeWorld(FakeMainWorld):
     """The same cases as plain values in FakeWorkspaces."""
 
     def __init__(self, tmp_path: Path):
-        self.common = tmp_path / "repo" / ".git"
-        self.repository = FakeRepository()
-        self.base = self.repository.point("main")
-        self.repository.main_branch = "main"
+        super().__init__(tmp_path)
         self.port = FakeWorkspaces({self.common: self.repository})
         self.path = task_worktree_path(self.common, RUN, TASK)
 
@@ -108,11 +105,7 @@ class FakeWorld:
         return self.repository.point(BRANCH)
 
 
-@pytest.fixture(params=["dulwich", "fake"])
-def world(request, tmp_path: Path):  # noqa: ANN201
-    if request.param == "fake":
-        return FakeWorld(tmp_path)
-    return RealWorld(request.getfixturevalue("repo"))
+world = world_fixture(FakeWorld, RealWorld)
 
 
 def test_absent_then_created_is_present_at_base(world) -> None:

@@ -240,13 +240,11 @@ def write_mcp_config(folder: Path, channel: Path) -> Path:
 def docket_roots() -> list[Path]:
     """What a sandboxed agent must read to run docket's own commands (``docket request``, ``docket mcp``): its
     interpreter's and program's installs, and the folders its package is loaded from."""
-
-
     home = os.environ.get("HOME")
     roots = install_roots([], docket_command()[:1] + [sys.executable], Path(home) if home else None)
 
-    packages = {Path(__file__).resolve().parents[1]}  # docket.adapters
-    for name in ("docket", "docket.domain", "docket.projections", "docket.cli"):  # found, not imported
+    packages: set[Path] = set()
+    for name in ("docket", "docket.domain", "docket.projections", "docket.adapters", "docket.cli"):  # found, not imported
         spec = find_spec(name)
         if spec is not None and spec.origin:
             packages.add(Path(spec.origin).resolve().parent)

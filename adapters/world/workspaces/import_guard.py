@@ -38,7 +38,7 @@ MARKER = "docket: import refused: "
 _READ_LIMIT = 64 * 1024 * 1024  # a log is searched this far for refusals
 
 SITECUSTOMIZE = r'''
-"""docket's import guard (written by docket; see docket/adapters/world/import_guard.py)."""
+"""docket's import guard (written by docket; see docket/adapters/world/workspaces/import_guard.py)."""
 import importlib.machinery
 import importlib.util
 import os
