@@ -266,7 +266,6 @@ class HookConfig(_Section):
     @field_validator("command")
     @classmethod
     def _recordable(cls, command: list[str]) -> list[str]:
-
         if not command[0].strip():
             raise ValueError("command[0] is blank: name the program to run")
         for i, argument in enumerate(command):

@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
 
-from . import events as ev
-from . import run as run_aggregate
+from . import events as ev, run as run_aggregate
 from .aggregate import next_event
 from .kernel.values import from_ms, to_ms
 

@@ -21,16 +21,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from . import events as ev
+from . import events as ev, follow_ups
 from .aggregate import next_event
 from .kernel.canonical import canonical_json
 from .kernel.errors import BadInput, NotFound, Refused
 from .run import Run, require_open
 from .kernel.streams import request_stream as stream_of
-from .kernel.values import add_ms, to_ms
+from .kernel.values import add_ms, to_ms, MAX_SAFE_INT
 from .kernel.codes import Code
-from . import follow_ups
-from .kernel.values import MAX_SAFE_INT
 
 __all__ = [
     "KINDS",

@@ -18,9 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from . import budget
-from . import events as ev
-from . import usage as usage_rules
+from . import budget, events as ev, usage as usage_rules
 from .aggregate import next_event
 from .kernel.errors import BadInput, Refused, RunClosed
 from .kernel.names import check_branch_name

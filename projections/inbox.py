@@ -108,7 +108,6 @@ def handlers() -> dict[str, Any]:
 
 
 def _decoded(row: dict[str, Any]) -> dict[str, Any]:
-
     return {**row, "choices": json.loads(row["choices"]) if row.get("choices") else []}
 
 

@@ -38,12 +38,11 @@ from ...domain.kernel.codes import Code
 from .files.files import own_folder
 from .files.paths import configured_database_url, database_paths
 from .ledger.postgres_reader import postgres_reader
-from .processes.lifecycle import LaunchSpec
+from .processes.lifecycle import LaunchSpec, wait_for_group
 from ...domain.containment.sandbox import Confinement
 from .processes.sandbox_roots import sandbox_for
 from ...domain.containment.trust import named_paths
 from .workspaces.base_copies import materialise
-from .processes.lifecycle import wait_for_group
 
 __all__ = ["STOP_GRACE_SECONDS", "act", "observe"]
 

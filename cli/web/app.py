@@ -23,7 +23,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import pages
 from .auth import COOKIE, CSRF_HEADER, csrf_value, token_matches
@@ -54,7 +54,7 @@ class TokenRequired:
             await self.app(scope, receive, send)
             return
 
-        async def secured(message: dict[str, Any]) -> None:
+        async def secured(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = [(k, v) for k, v in message.get("headers", []) if k.decode().lower() not in HEADERS]
                 message = {**message, "headers": headers + [(k.encode(), v.encode()) for k, v in HEADERS.items()]}

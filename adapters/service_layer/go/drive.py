@@ -47,6 +47,7 @@ from .task import finish_task, queued_tasks, task_worker_id, work_on
 from ..use_cases.leases import driver_resource
 from ..use_cases.runs import load_run
 from ..use_cases.tasks import load_task
+from ...world.clock import lease_ttl_ms
 
 if TYPE_CHECKING:
     from securesystemslib.signer import CryptoSigner
@@ -57,7 +58,7 @@ __all__ = ["drive_run"]
 
 TICK_SECONDS = 0.25
 STANDBY_SECONDS = 1.0
-DRIVER_TTL_MS = 60_000  # the run's driver lease; renewed every third of that
+DRIVER_TTL_MS = lease_ttl_ms(60_000)  # the run's driver lease; renewed every third of that
 
 
 # --- the main loop -------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from ....domain.events import Event, LeaseGranted
 from ....domain.containment.processes import bounded_tail, scrub_environment
 from ....domain.containment.sandbox import Confinement
 from ....domain.kernel.values import DEFAULT_MAX_FILE_SIZE
-from ...world.clock import Clock, new_id
+from ...world.clock import Clock, lease_ttl_ms, new_id
 from ...world.files.logs import known_secrets
 from ..kernel.ledger import Ledger
 from ..kernel.liveness import holder_liveness
@@ -38,7 +38,7 @@ __all__ = [
 LEDGER_DATABASE_VARIABLES = frozenset({"PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGPASSWORD",
                                        "PGPASSFILE", "PGSERVICE", "PGSERVICEFILE", "PGOPTIONS", "PGSSLMODE",
                                        "PGSSLCERT", "PGSSLKEY", "PGSSLROOTCERT", "PGAPPNAME"})
-LEASE_TTL_MS = 60_000  # a worker's lease on its worktree; the supervisor renews it every third of that
+LEASE_TTL_MS = lease_ttl_ms(60_000)  # a worker's lease on its worktree; the supervisor renews it every third of that
 SETUP_TIMEOUT_SECONDS = 3600
 
 

@@ -12,13 +12,6 @@ from typing import TYPE_CHECKING, Any
 from ....domain.kernel.errors import BadInput
 from .paths import find_git_common_dir, syntax_message
 from ....domain.kernel.codes import Code
-import tomllib
-from ....domain.config import Config
-from ....domain.containment.trust import ALWAYS_TRUSTED, named_paths
-import hashlib
-from ....domain.kernel.errors import Refused
-from .user_config import trust_file, trusts
-from ....domain.config import DEFAULT_TOML
 
 if TYPE_CHECKING:
     from ....domain.config import Config
@@ -55,9 +48,11 @@ def find_config(start: Path) -> Path | None:
 
 def load_config(path: Path | None) -> Config:
     """The configuration in path (None: the defaults); every problem is BadInput naming the line."""
+    import tomllib
 
     from pydantic import ValidationError
 
+    from ....domain.config import Config
 
     if path is None:
         return Config()
@@ -76,6 +71,7 @@ def trusted_configuration(path: Path | None, config: Config, repository: Path) -
     """What a run trusts (domain/containment/trust.py): the digest of the docket.toml read (None: none), and the repository's
     trusted paths, docket.toml and the files its checks, hooks and setup commands name (a word naming a folder of
     the checkout, such as pytest's ``tests``, is the suite's input, not a script: left out)."""
+    from ....domain.containment.trust import ALWAYS_TRUSTED, named_paths
 
     digest = None if path is None else config_sha256(path)
     named = {p for p in named_paths(config.trusted_commands()) if not (repository / p).is_dir()}
@@ -83,6 +79,7 @@ def trusted_configuration(path: Path | None, config: Config, repository: Path) -
 
 
 def config_sha256(path: Path) -> str:
+    import hashlib
 
     return hashlib.sha256(_read_text(path).encode("utf-8")).hexdigest()
 
@@ -90,6 +87,8 @@ def config_sha256(path: Path) -> str:
 def require_trusted(path: Path | None, config: Config) -> None:
     """Refused ``config-untrusted`` when the repository's docket.toml widens a sandbox (Config.widenings) and its user
     has not trusted this very file (adapters/world/files/user_config.py): an agent's edit never widens its own sandbox."""
+    from ....domain.kernel.errors import Refused
+    from .user_config import trust_file, trusts
 
     widening = config.widenings()
     if path is None or not widening:
@@ -117,6 +116,7 @@ def approval_required(start: Path) -> bool:
     """[integration] approval as the docket.toml of the repository around start sets it, read with the standard
     library only so that `docket status` stays light. No file, or one that cannot be read or parsed, says False
     here: every command that acts on the configuration loads it whole (load_config) and names the problem."""
+    import tomllib
 
     try:
         path = find_config(start)
@@ -128,6 +128,7 @@ def approval_required(start: Path) -> bool:
 
 def write_default(root: Path) -> bool:
     """Create root/docket.toml with the commented default; False if anything (even a symlink) is there already."""
+    from ....domain.config import DEFAULT_TOML
 
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:

@@ -118,5 +118,4 @@ def trust(repository: Path, sha256: str, now: str) -> bool:
 
 
 def _string(value: str) -> str:
-
     return json.dumps(value, ensure_ascii=False)  # a TOML basic string is JSON's, for the text docket writes here

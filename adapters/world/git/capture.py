@@ -38,8 +38,7 @@ from ....domain.containment.processes import safe_text
 from ....domain.kernel.values import DEFAULT_MAX_FILE_SIZE
 from .blobs import has_object
 from .change_watch import watch_of
-from .flat_trees import FLATTENED as _FLATTENED  # noqa: F401  (tests clear it)
-from .flat_trees import flattened as _flattened
+from .flat_trees import FLATTENED as _FLATTENED, flattened as _flattened
 from .ids import object_id, ref_name
 from .repository import DulwichRepository, open_repo, same
 from .size_limit import SizeLimit, require_small_history
@@ -351,7 +350,6 @@ def _raw_changed(store, old_tree: bytes, new_tree: bytes) -> set[bytes]:  # noqa
 
 
 def _differing(worktree: Path, first: Capture, second: Capture) -> tuple[str, ...]:
-
     with open_repo(worktree) as repo:
         paths = set(_changed_paths(repo.object_store, first.tree.encode(), second.tree.encode()))
     return tuple(sorted(paths | (set(first.changed) ^ set(second.changed))))
@@ -370,7 +368,6 @@ def bring_home(workspace: Path, repository: Path, captured: Capture, *,
     lacks (a large file committed, then deleted): its size is read from its header, nothing is copied.
     """
     from dulwich.errors import ChecksumMismatch, NotGitRepository
-
 
     try:
         home = open_repo(repository)

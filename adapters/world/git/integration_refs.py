@@ -224,7 +224,6 @@ def missing_in(repository: Path, tips, complete, *, wait: bool = True) -> list[s
     opened. Never raises."""
     from dulwich.errors import NotGitRepository
 
-
     try:
         repo = open_repo(repository)
     except (NotGitRepository, OSError):

@@ -36,8 +36,7 @@ from .repository import (
 from ....domain.kernel.codes import Code
 from .ids import object_id, ref_name
 from .ref_locks import write_ref
-from .stale_locks import stale_locks
-from .stale_locks import remove_if_stale, stale_locks
+from .stale_locks import stale_locks, remove_if_stale
 
 __all__ = [
     "DulwichInventory",
@@ -380,10 +379,8 @@ class DulwichInventory(DulwichRepository):
         delete_ref(repository, ref, expected)
 
     def stale_locks(self, repository: Path) -> list[str]:
-
         return [str(lock) for lock in stale_locks(Path(repository))]
 
     def remove_stale_lock(self, repository: Path, lock: str) -> bool:
-
         path = Path(lock)
         return path not in stale_locks(Path(repository)) or remove_if_stale(path)

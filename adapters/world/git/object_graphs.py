@@ -20,8 +20,7 @@ from .blobs import has_object
 import socket
 import time
 import os
-from .objects import add_object
-from .objects import verified
+from .objects import add_object, verified
 
 __all__ = ["GC_WAIT_SECONDS", "missing_objects", "wait_out_gc"]
 
@@ -57,7 +56,6 @@ def wait_out_gc(common: Path, *, timeout: float = GC_WAIT_SECONDS) -> None:
 
 
 def _alive(pid: int) -> bool:
-
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -79,7 +77,6 @@ def missing_objects(store: Any, tips: Iterable[str | bytes], *, complete: Iterab
     stored (objects.add_object) and walked as if it had been there. Never reads an object twice.
     """
     from dulwich.objects import Commit, ShaFile, Tree, parse_tree
-
 
     whole = [_raw(sha) for sha in complete]
     seen = set(whole)
@@ -146,7 +143,6 @@ def _entries(store: Any, tree: bytes | None) -> dict[bytes, tuple[int, bytes]]:
 def _from_sources(sources: list[Any], sha: bytes):  # noqa: ANN202
     """The object under sha in the first source that has it, its bytes hashed again; None when none has it."""
     from dulwich.errors import ChecksumMismatch
-
 
     for source in sources:
         try:

@@ -285,14 +285,12 @@ class _Writers:
     error any met (after which the others stop writing)."""
 
     def __init__(self, top: int, out: list) -> None:
-
         self.top, self.out = top, out
         self.queue: queue.Queue = queue.Queue(maxsize=_QUEUED)
         self.errors: list[BaseException] = []
         self.threads: list = []
 
     def __enter__(self) -> "_Writers":
-
         self.threads = [threading.Thread(target=self._run, name=f"docket-checkout-{i}", daemon=True)
                         for i in range(_THREADS)]
         for thread in self.threads:
@@ -356,7 +354,6 @@ def write_index(path: Path, entries: list[tuple[bytes, int, bytes, os.stat_resul
 
 
 def _seed_capture_cache(git: Path, entries: list[tuple[bytes, int, bytes, os.stat_result]]) -> None:
-
     seed_stat_cache(git, {name: (mode, sha, st) for name, mode, sha, st in entries if mode != GITLINK})
 
 

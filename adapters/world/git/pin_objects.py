@@ -50,14 +50,12 @@ class _KnownTrees:
         self.store = store
 
     def get_raw(self, sha: bytes) -> tuple[int, bytes]:
-
         raw = RAW_TREES.get(sha)
         if raw is not None and has_object(self.store, sha):
             return 2, raw
         return self.store.get_raw(sha)
 
     def __contains__(self, sha: bytes) -> bool:
-
         return has_object(self.store, sha)
 
     def __getitem__(self, sha: bytes) -> Any:
@@ -109,7 +107,6 @@ class _workspace_store:  # noqa: N801  a context manager read as a function
 
     def __enter__(self):  # noqa: ANN204
         from dulwich.errors import NotGitRepository
-
 
         if self.worktree is None:
             return None

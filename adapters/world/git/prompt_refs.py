@@ -12,11 +12,10 @@ import hashlib
 from pathlib import Path
 from ....domain.kernel.codes import Code
 from .ids import object_id
-from .remote import push_ref, resolve_remote
+from .remote import push_ref, resolve_remote, fetch_commit, remote_refs
 from .repository import open_repo
 from ....domain.kernel.errors import VerificationFailed
 from ..files.prompts import MAX_PROMPT_BYTES
-from .remote import fetch_commit, remote_refs, resolve_remote
 
 __all__ = ["PROMPT_REFS", "fetch_prompt", "publish_prompt"]
 
@@ -27,7 +26,6 @@ def publish_prompt(repository: Path, remote: str, recorded_url: str, text: str) 
     """Push the prompt's text to the run's remote under its digest; the push's outcome (pushed, already, moved:
     another text under that name, which no reader trusts; unreachable: with why)."""
     from dulwich.objects import Blob
-
 
     data = text.encode("utf-8")
     blob = Blob.from_string(data)
@@ -47,7 +45,6 @@ def fetch_prompt(repository: Path, remote: str, recorded_url: str, sha256: str) 
     """The prompt with that digest, from the run's remote; None when the remote has none (or cannot be reached).
     VerificationFailed ``prompt-changed`` when what the remote names under that digest is another text."""
     from dulwich.objects import Blob
-
 
     ref = PROMPT_REFS + sha256
     try:

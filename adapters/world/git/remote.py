@@ -72,7 +72,6 @@ def push_ref(repository: Path, url: str, ref: str, commit: str, *, expected: str
     from dulwich.errors import GitProtocolError, HangupException, NotGitRepository, SendPackError
     from dulwich.file import FileLocked
 
-
     name, new = ref.encode(), commit.encode("ascii")
     want_old = ZERO if expected is None else expected.encode("ascii")
     seen: dict[str, Any] = {}
@@ -157,7 +156,6 @@ def fetch_commit(repository: Path, url: str, ref: str, commit: str, *, reaching:
 
 
 def _has_commit(repository: Path, commit: str) -> bool:
-
     with open_repo(repository) as repo:
         return object_id(commit) in repo.object_store
 

@@ -147,7 +147,6 @@ def check_out_detached(common: Path, path: Path, commit: str) -> None:
 
 
 def _check_out_head(common: Path, path: Path, head: str) -> None:
-
     worktrees = common / "worktrees"
     try:
         os.mkdir(worktrees)

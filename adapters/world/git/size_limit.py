@@ -11,9 +11,8 @@ from collections.abc import Callable
 from ....domain.kernel.codes import Code
 from ....domain.kernel.errors import Refused
 from ....domain.kernel.values import format_size
-from .blobs import file_blob_id
+from .blobs import file_blob_id, oversized_blobs
 from ..files.regular_files import open_regular
-from .blobs import oversized_blobs
 from ....domain.binding import quote_path
 
 __all__ = ["SizeLimit", "large_file_id", "require_small_history"]

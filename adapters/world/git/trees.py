@@ -113,7 +113,6 @@ def base_tests_tree(repository: Path, commit: str, base: str,
     from dulwich.object_store import iter_tree_contents
     from dulwich.objects import Tree
 
-
     def guarded(raw: bytes) -> bool:
         return is_protected(raw.decode("utf-8", "surrogateescape"), globs)
 

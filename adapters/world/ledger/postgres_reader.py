@@ -203,7 +203,6 @@ def postgres_reader(url: str) -> Iterator[PostgresLedgerReader]:
         return conn
 
     def reconnect() -> psycopg.Connection[Any]:
-
         return waiting_out(connect, lambda e: isinstance(e, psycopg.OperationalError), redacted(url))
 
     try:

@@ -26,9 +26,8 @@ from psycopg.sql import SQL, Composed, Identifier
 
 from .database_url import postgres_env, redacted
 from .ledger_rows import CHAIN_TABLE, MERKLE_NODES_TABLE
-from .store import SNAPSHOTS_TABLE, ChainedRecorder, LedgerBusy
+from .store import SNAPSHOTS_TABLE, ChainedRecorder, LedgerBusy, unresolved_positions
 from .database_outage import waiting_out
-from .store import unresolved_positions
 
 __all__ = ["ChainedPostgresFactory", "ChainedPostgresProcessRecorder", "postgres_env", "redacted"]
 
@@ -128,7 +127,6 @@ class ChainedPostgresProcessRecorder(ChainedRecorder, PostgresProcessRecorder, P
     def _connection(self, stack: ExitStack) -> Any:
         """A pooled connection, entered on stack; an outage of the database waited out (database_outage.py)."""
         from eventsourcing.persistence import InterfaceError, OperationalError
-
 
         return waiting_out(lambda: stack.enter_context(self.datastore.get_connection()),
                            lambda e: isinstance(e, (OperationalError, InterfaceError)), self.where)

@@ -31,14 +31,13 @@ from pathlib import Path
 
 from ....domain.containment.processes import Liveness, ProcessIdentity, liveness_of
 from ....domain.kernel.values import DEFAULT_MAX_LOG
-from . import process_tree
+from . import process_tree, landlock
 from .host import host_id
 
 from .process_seen import _Seen, _boot_id, _group_members, _seen, _started_no_earlier
 from .egress_proxy import adopt_listener
 from .child_exit import ChildExit
 from ..files.log_cap import cap_log
-from . import landlock
 from .pids_limit import PidsLimit
 
 if TYPE_CHECKING:

@@ -68,7 +68,6 @@ from pathlib import Path
 from ....domain.kernel.codes import Code
 from ....domain.kernel.errors import Refused
 from ....domain.containment.sandbox import Confinement, SandboxPolicy, unsandboxed
-from .landlock import abi_version
 from .landlock import abi_version, effective
 from ..files.paths import data_dir
 from ..files.user_config import config_home

@@ -31,9 +31,8 @@ import re
 import shutil
 import stat
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from dataclasses import replace
 from ..ledger.identity import read_identity
 from ..git.own_repositories import alternates_of
 
@@ -303,7 +302,6 @@ def _places(folder: Path, depth: int) -> list[Path]:
 
 
 def _alternates(place: Path) -> list[str]:
-
     git = place / ".git"
     if not _is_folder(git) or not _is_folder(git / "objects") or not _is_folder(git / "objects" / "info"):
         return []

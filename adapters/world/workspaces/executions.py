@@ -269,7 +269,6 @@ def _absent_or_unsafe(repo, commit: str) -> ExecutionObservation:  # noqa: ANN00
     and stop the whole run; observed here, it is that check's failed outcome."""
     from dulwich.objects import Commit
 
-
     try:
         found = repo[commit.encode("ascii")]
         if isinstance(found, Commit):
