@@ -22,7 +22,7 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
 
 
 def approve(ctx: Context) -> int:
-    from ..adapters.service_layer.use_cases.approval import approve as record_approval
+    from ..adapters.service_layer.merge_queue.approval import approve as record_approval
     from .output import emit, shown
 
     a = ctx.args

@@ -79,7 +79,7 @@ def inbox(ctx: Context) -> int:
 
 def _config_changes(ctx: Context) -> list[dict[str, Any]]:
     """Candidates waiting for a person because they change what their run trusts (docket.toml, named scripts)."""
-    from ..adapters.service_layer.use_cases.approval import waiting_for_a_person
+    from ..adapters.service_layer.merge_queue.approval import waiting_for_a_person
 
     return waiting_for_a_person(ctx.ledger, ctx.views(), ctx.args.run, with_diff=True)
 

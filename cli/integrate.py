@@ -9,8 +9,8 @@ from .context import Context
 from .parsing import command
 
 if TYPE_CHECKING:
-    from ..adapters.service_layer.use_cases.integration import Integrated
-    from ..domain.integration_state import Integration
+    from ..adapters.service_layer.merge_queue.integration import Integrated
+    from ..domain.merge_queue.integration_state import Integration
 
 __all__ = ["register"]
 
@@ -34,7 +34,7 @@ def integrate(ctx: Context) -> int:
     from pathlib import Path
 
     from ..adapters.service_layer.use_cases.checks import CheckSpec
-    from ..adapters.service_layer.use_cases.integration import integrate as run_queue
+    from ..adapters.service_layer.merge_queue.integration import integrate as run_queue
     from ..adapters.world.files.config_file import load_trusted_config
     from ..domain.kernel.errors import Refused
     from ..projections import candidates, tasks

@@ -77,7 +77,7 @@ def _config_changes(ctx: Context, doc: dict[str, Any]) -> list[dict[str, Any]]:
             t.get("result") is None and (t.get("candidate") or {}).get("handoff") == "confirmed"
             for t in doc["tasks"]):
         return []
-    from ..adapters.service_layer.use_cases.approval import waiting_for_a_person
+    from ..adapters.service_layer.merge_queue.approval import waiting_for_a_person
 
     return waiting_for_a_person(ctx.ledger, ctx.views(), run["run_id"])
 

@@ -1,6 +1,6 @@
 """Read model: one row per run's integration (stream ``integration:<run>``), from its first approval or preparation.
 
-``status`` follows the Integration aggregate (domain/integration.py): unprepared,
+``status`` follows the Integration aggregate (domain/merge_queue/integration.py): unprepared,
 merging, verifying, updating-target, completed or stopped. The step counts it
 rests on are kept from the events themselves: ``steps_merged`` (merged, waiting
 for re-verification) and ``steps_verified``; ``stopped_step`` names the step that

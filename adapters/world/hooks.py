@@ -37,7 +37,6 @@ from .processes.host import host_id
 from ...domain.kernel.codes import Code
 from .files.files import own_folder
 from .files.paths import configured_database_url, database_paths
-from .ledger.postgres_reader import postgres_reader
 from .processes.lifecycle import LaunchSpec, wait_for_group
 from ...domain.containment.sandbox import Confinement
 from .processes.sandbox_roots import sandbox_for
@@ -186,6 +185,8 @@ def _reader_of(ledger: str) -> Any:
     if not url or database_paths(url, None).ledger.name != path.name:
         raise ValueError(f"the hook's ledger is the database {path.name}, which this process is not given "
                          "(DOCKET_DATABASE_URL)")
+    from .ledger.postgres_reader import postgres_reader  # here: psycopg is an extra, imported where a URL names it
+
     return postgres_reader(url)
 
 

@@ -147,7 +147,7 @@ def build_app(ledger: str | None, token: str, *, public_key: Path | None = None)
         from ...adapters.service_layer.use_cases.requests import local_user
         from ...projections.inbox import open_questions
 
-        from ...adapters.service_layer.use_cases.approval import waiting_for_a_person
+        from ...adapters.service_layer.merge_queue.approval import waiting_for_a_person
 
         with context() as ctx:
             views = ctx.views()

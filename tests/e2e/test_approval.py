@@ -12,7 +12,7 @@ from docket.adapters.service_layer.kernel.ledger import Ledger
 from docket.adapters.world.clock import FixedClock
 from docket.cli.app import COMMANDS
 from docket.domain import events as ev
-from docket.domain import integration as integration_aggregate
+from docket.domain.merge_queue import integration as integration_aggregate
 from docket.domain.run import Run
 
 from ..conftest import git

@@ -18,6 +18,6 @@ def test_one_task_runs_through_the_service_layer_and_the_git_ports():
     assert {"cli/go.py", "adapters/service_layer/go/drive.py", "adapters/service_layer/go/start.py",
             "adapters/service_layer/go/task.py", "adapters/service_layer/go/delivery.py",
             "adapters/world/git/capture.py", "adapters/world/git/candidates.py", "adapters/world/git/merge.py",
-            "adapters/world/git/integration_refs.py", "domain/target_move.py"} <= files, sorted(files)
+            "adapters/world/git/integration_refs.py", "domain/merge_queue/target_move.py"} <= files, sorted(files)
     assert all(f.split("/")[0] in ("domain", "projections", "adapters", "cli") for f in files)
     assert f"{len(files)} docket source files ran a function for one task" in shown.stdout

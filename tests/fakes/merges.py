@@ -8,7 +8,7 @@ from pathlib import Path
 
 from docket.domain.effects import ForeignCommits, IntegrationObservation, MergeResult
 from docket.domain.kernel.errors import BadInput
-from docket.domain.target_move import CheckoutObservation, TargetObservation
+from docket.domain.merge_queue.target_move import CheckoutObservation, TargetObservation
 
 from .repository import FakeGitPort, FakeRepository, FakeWorld, ancestors, ref_value
 

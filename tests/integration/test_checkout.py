@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from docket.adapters.world.git.checkout import observe_checkout, update_checkout
-from docket.domain.target_move import CheckoutObservation
+from docket.domain.merge_queue.target_move import CheckoutObservation
 
 from ..conftest import git
 
@@ -137,7 +137,7 @@ def test_the_target_intent_moves_a_clean_checkout_then_the_branch(repo, commits,
     from docket.adapters.service_layer.kernel.intents import INTEGRATION_TARGET
     from docket.adapters.world.git.integration_refs import DulwichMerges
     from docket.domain import events as ev
-    from docket.domain import integration
+    from docket.domain.merge_queue import integration
     from docket.domain.effects import Act
 
     old, new = commits

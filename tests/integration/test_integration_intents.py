@@ -11,7 +11,7 @@ from docket.adapters.service_layer.kernel.intents import INTEGRATION_STEP, INTEG
 from docket.adapters.world.git.capture import DulwichCapture
 from docket.adapters.world.git.integration_refs import DulwichMerges
 from docket.domain import events as ev
-from docket.domain import integration, target_move
+from docket.domain.merge_queue import integration, target_move
 from docket.domain.effects import Act, Unknown
 from docket.domain.run import Run
 

@@ -20,8 +20,8 @@ from docket.adapters.service_layer.kernel.projector import catch_up, open_views
 from docket.adapters.world.clock import FixedClock
 from docket.adapters.world.ledger.reader import ledger_reader
 from docket.domain import events as ev
-from docket.domain import integration as aggregate
-from docket.domain import target_move
+from docket.domain.merge_queue import integration as aggregate
+from docket.domain.merge_queue import target_move
 from docket.domain.aggregate import next_event
 from docket.domain.effects import IntegrationObservation
 from docket.domain.run import Run

@@ -19,7 +19,7 @@ from docket.adapters.world.git.integration_refs import DulwichMerges, advance_re
 from docket.adapters.world.git.merge import merge_candidate
 from docket.domain.effects import MergeResult
 from docket.domain.kernel.errors import BadInput
-from docket.domain.merges import PathOverlap, changed_paths_overlap, merge_message, trailers
+from docket.domain.merge_queue.merges import PathOverlap, changed_paths_overlap, merge_message, trailers
 from tests.conftest import git
 
 REF = "refs/docket/integrations/run-7k2m9x4q"

@@ -7,7 +7,8 @@ from __future__ import annotations
 import sqlite3
 
 from docket.domain import events as ev
-from docket.domain import integration, run, target_move, task, worker
+from docket.domain.merge_queue import integration, target_move
+from docket.domain import run, task, worker
 from docket.domain.kernel.canonical import canonical_json
 from docket.domain.effects import IntegrationObservation
 from docket.domain.kernel.values import from_ms, to_ms

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from docket.domain import events as ev
-from docket.domain import integration, target_move
+from docket.domain.merge_queue import integration, target_move
 from docket.domain.effects import Act, IntegrationObservation, Unknown
 from docket.domain.kernel.errors import Refused
 from docket.domain.run import Run

@@ -1,4 +1,4 @@
-"""[integration] batch (domain/integration.py): steps merged one on top of the other into an open batch, one check run
+"""[integration] batch (domain/merge_queue/integration.py): steps merged one on top of the other into an open batch, one check run
 on the last one's merge, and a failing batch bisected, deterministically, to the first step whose merge fails."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from docket.domain import events as ev
-from docket.domain import integration
+from docket.domain.merge_queue import integration
 from docket.domain.effects import IntegrationObservation
 from docket.domain.kernel.errors import Refused
 

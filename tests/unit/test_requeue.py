@@ -1,4 +1,4 @@
-"""A queue that goes on, whose target was moved while it worked, goes on from the moved target (domain/requeue.py):
+"""A queue that goes on, whose target was moved while it worked, goes on from the moved target (domain/merge_queue/requeue.py):
 who moved it, whether the queue may go on from there, and how many times one command follows it."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from docket.domain import events as ev
-from docket.domain import integration, requeue, target_move
+from docket.domain.merge_queue import integration, requeue, target_move
 from docket.domain.effects import ForeignCommits, IntegrationObservation
 from docket.domain.kernel.errors import Refused
 

@@ -1,5 +1,5 @@
 """What a run trusts of its repository (domain/containment/trust.py) and the rule that a candidate changing it is queued only
-once a person approves it, whatever its checks said (domain/integration.py: require_trusted_unchanged)."""
+once a person approves it, whatever its checks said (domain/merge_queue/integration.py: require_trusted_unchanged)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from dataclasses import replace
 import pytest
 
 from docket.domain import events as ev
-from docket.domain import integration, run
+from docket.domain.merge_queue import integration
+from docket.domain import run
 from docket.domain.kernel.errors import Refused
 from docket.domain.containment.trust import named_paths, trusted_changes
 

@@ -63,8 +63,8 @@ def choose_signer(run: run_aggregate.Run, key: str | None) -> CryptoSigner | Non
 
 def deliver(d: RunDriver, settings: GoSettings, run_id: str, signer: CryptoSigner | None) -> None:
     """Once every task has finished: integrate what passed, seal, export, complete the run."""
-    from ..use_cases.integration import integrate
-    from ..use_cases.integration_steps import load_integration
+    from ..merge_queue.integration import integrate
+    from ..merge_queue.integration_steps import load_integration
 
     run = load_run(d.ledger, run_id)
     if run.status != "active" or run.plan is None:
@@ -98,7 +98,7 @@ def deliver(d: RunDriver, settings: GoSettings, run_id: str, signer: CryptoSigne
     if integration is not None and not integration.ended:
         return  # the target could not be moved now (checked out and dirty): resume once it can
     if integration is not None:
-        from ..use_cases.integration import record_moved_target
+        from ..merge_queue.integration import record_moved_target
         from ..use_cases.receipts import seal_run
 
         record_moved_target(d.ledger, d.clock, d.effector, run_id)  # recorded before the receipt is sealed

@@ -190,8 +190,8 @@ def _integrate_while_working(open_session: Callable[[], Session], settings: GoSe
     task, a dropped one sends its task back to work."""
     from ....domain.kernel.errors import OutcomeUnknown
     from ..use_cases.checks import CheckInterrupted
-    from ..use_cases.integration import advance
-    from ..use_cases.integration_steps import load_integration
+    from ..merge_queue.integration import advance
+    from ..merge_queue.integration_steps import load_integration
 
     s = open_session()
     move_target = True

@@ -206,7 +206,7 @@ _held_lock = threading.Lock()
 def held_for_a_person(s: Session, run_id: str, task_id: str) -> bool:
     """Whether the task waits for a person's approval of its candidate (held without a thread or a --parallel slot,
     like a queued task); False once the approval is recorded, so its next thread queues it."""
-    from ..use_cases.integration_steps import load_integration
+    from ..merge_queue.integration_steps import load_integration
 
     with _held_lock:
         binding_id = _held.get(task_id)
@@ -225,7 +225,7 @@ def _waits_for_a_person(s: Session, task: task_aggregate.Task, candidate: candid
     then waits, listed in 'docket inbox', and the task is judged again after a pause (its checks are not run
     again)."""
     from ....domain.containment.trust import trusted_changes
-    from ..use_cases.integration_steps import load_integration
+    from ..merge_queue.integration_steps import load_integration
 
     held = trusted_changes(candidate.changed_paths, load_run(s.ledger, task.run_id).trusted_paths)
     if not held:
@@ -258,7 +258,7 @@ def _queue(s: Session, settings: GoSettings, task: task_aggregate.Task,
            candidate: candidate_aggregate.Candidate) -> None:
     """Queue the passed candidate for integration now; the integrator finishes the task once its step is
     verified. A queue fixed already (by 'docket integrate'), or stopped, takes no step: the task has passed."""
-    from ..use_cases.integration import queue_task
+    from ..merge_queue.integration import queue_task
 
     run = load_run(s.ledger, task.run_id)
     assert run.plan is not None

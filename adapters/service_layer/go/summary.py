@@ -13,7 +13,7 @@ from ..use_cases.runs import load_run
 from ..use_cases.tasks import load_task
 
 if TYPE_CHECKING:
-    from ....domain.integration_state import Integration
+    from ....domain.merge_queue.integration_state import Integration
     from ....domain.run import Run
 
 __all__ = ["run_summary"]
@@ -25,7 +25,7 @@ def run_summary(d: RunDriver, run_id: str) -> dict[str, Any]:
     from ....projections.checks import base_checks_of
     from ....projections.usage import spend_of_run
     from ..use_cases.candidates import load_candidate
-    from ..use_cases.integration_steps import load_integration
+    from ..merge_queue.integration_steps import load_integration
 
     run = load_run(d.ledger, run_id)
     integration = load_integration(d.ledger, run_id)
@@ -180,7 +180,7 @@ def _egress_refused(d: RunDriver, task_ids: Any) -> list[dict[str, Any]]:
 def _overlaps(d: RunDriver, run_id: str) -> list[dict[str, Any]]:
     """The same-path warnings the queue recorded: when it was prepared, and as each step was queued."""
     from ....domain import events as ev
-    from ....domain import integration as integration_aggregate
+    from ....domain.merge_queue import integration as integration_aggregate
 
     found: list[dict[str, Any]] = []
     for _, event in d.ledger.history(integration_aggregate.stream_of(run_id)):
@@ -193,7 +193,7 @@ def _moved_by_others(d: RunDriver, run_id: str) -> list[dict[str, Any]]:
     """Each time the target was found moved by someone else (IntegrationTargetMovedByOthers): from which commit to
     which, when seen, and the commits docket did not make."""
     from ....domain import events as ev
-    from ....domain import integration as integration_aggregate
+    from ....domain.merge_queue import integration as integration_aggregate
 
     history = [e for _, e in d.ledger.history(integration_aggregate.stream_of(run_id))]
     onto = {(e.expected_commit, e.onto) for e in history if isinstance(e, ev.IntegrationRequeued)}
@@ -207,7 +207,7 @@ def _requeued(d: RunDriver, run_id: str) -> list[dict[str, Any]]:
     """Each time the queue went on from a target found moved (IntegrationRequeued): from which commit onto which,
     and the other docket runs that moved it (none: someone else, said by moved_by_others too)."""
     from ....domain import events as ev
-    from ....domain import integration as integration_aggregate
+    from ....domain.merge_queue import integration as integration_aggregate
 
     return [{"round": e.round, "expected_commit": e.expected_commit, "onto": e.onto, "moved_by": list(e.moved_by),
              "steps": list(e.requeued)}

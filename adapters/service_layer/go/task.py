@@ -229,7 +229,7 @@ def _worktree_backing_off(s: Session, task: task_aggregate.Task) -> bool:
 def queued_tasks(s: Session, run_id: str, generation: int | None = None) -> frozenset[str]:
     """The tasks whose candidate waits in the run's merge queue (queued, not yet verified or dropped); of that
     generation only, when given."""
-    from ..use_cases.integration_steps import load_integration
+    from ..merge_queue.integration_steps import load_integration
 
     integration = load_integration(s.ledger, run_id)
     if integration is None or not integration.rolling or (integration.ended and not integration.moved_unrecorded()):
@@ -253,7 +253,7 @@ def _repair_base(s: Session, task: task_aggregate.Task, repository: Path) -> str
     """The integrated head a repair starts from: when the task's last feedback says its step was dropped from the
     merge queue, the head that step did not go onto (in repository, where the task's worktree is made: fetched from
     the remote when another machine's queue made it)."""
-    from ..use_cases.integration_steps import fetch_integrated, load_integration
+    from ..merge_queue.integration_steps import fetch_integrated, load_integration
 
     last = task.feedback[-1] if task.feedback else None
     if last is None or last.code not in (Code.INTEGRATION_CONFLICT, Code.INTEGRATION_REJECTED):

@@ -19,7 +19,7 @@ AGGREGATES: dict[str, tuple[str, str]] = {
     "worker": ("worker", "Worker"),
     "lease": ("lease", "Lease"),
     "candidate": ("candidate", "Candidate"),
-    "integration": ("integration_state", "Integration"),
+    "integration": ("merge_queue.integration_state", "Integration"),
     "hooks": ("hooks", "Hooks"),
     "request": ("requests", "Request"),
 }

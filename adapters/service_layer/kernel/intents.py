@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ....domain import candidate as candidate_aggregate
-from ....domain import integration as integration_aggregate
+from ....domain.merge_queue import integration as integration_aggregate
 from ....domain import run as run_aggregate
-from ....domain import target_move
+from ....domain.merge_queue import target_move
 from ....domain.effects import BranchObservation, CandidateRefObservation, IntegrationObservation, decide_base_pin
 from ....domain.events import (
     CandidatePinRequestedV2, IntegrationStepRequestedV2, IntegrationTargetRequestedV3, RunBasePinRequestedV2)

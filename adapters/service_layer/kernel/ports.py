@@ -34,7 +34,7 @@ from ....domain.effects import (
 from .process_ports import GatedHandle, ProcessPort
 
 if TYPE_CHECKING:  # annotations only: compiling the secret patterns and importing the adapter cost start-up time
-    from ....domain.target_move import CheckoutObservation, TargetObservation
+    from ....domain.merge_queue.target_move import CheckoutObservation, TargetObservation
     from ...world.git.capture import Capture, Unstable
     from ...world.git.remote import PushOutcome
     from ....domain.events import Event

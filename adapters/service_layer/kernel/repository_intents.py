@@ -11,9 +11,9 @@ from ....domain import candidate as candidate_aggregate
 from ....domain import check as candidate_check
 from ....domain import execution as candidate_execution
 from ....domain import hooks as hooks_aggregate
-from ....domain import integration as integration_aggregate
+from ....domain.merge_queue import integration as integration_aggregate
 from ....domain import run as run_aggregate
-from ....domain import target_move
+from ....domain.merge_queue import target_move
 from ....domain import task as task_aggregate
 from ....domain import worker as worker_aggregate
 from ....domain.effects import (Act, BranchObservation, CandidateRefObservation, ExecutionObservation,

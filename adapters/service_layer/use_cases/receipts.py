@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ....domain import events as ev
-from ....domain import integration as integration_aggregate
+from ....domain.merge_queue import integration as integration_aggregate
 from ....domain.kernel.errors import Conflict, NotFound, Refused
 from ....domain.reports.receipts import CHECK_EVENT_TYPES, FORMAT, receipt_sha256
 from ....domain.kernel.streams import candidate_stream, request_stream, run_stream, task_stream, worker_stream

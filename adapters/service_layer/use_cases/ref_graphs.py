@@ -60,7 +60,7 @@ def _repair(ledger: Ledger, clock: Clock, effector: EffectorPort, repository: Pa
             candidate_row: dict[str, Any] | None, integration_run: str | None) -> str:
     from ....domain.kernel.errors import DocketError
     from .candidates import complete_pinned, load_candidate, release_candidate
-    from .integration_steps import complete_merges
+    from ..merge_queue.integration_steps import complete_merges
 
     if candidate_row is not None:
         candidate = load_candidate(ledger, candidate_row["binding_id"])

@@ -27,7 +27,7 @@ import subprocess
 from pathlib import Path
 
 from ....domain.containment.processes import output_text
-from ....domain.target_move import CheckoutObservation
+from ....domain.merge_queue.target_move import CheckoutObservation
 from .inert_git import InertGit, inert_git
 
 __all__ = ["observe_checkout", "update_checkout"]

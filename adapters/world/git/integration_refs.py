@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ....domain.effects import MAX_FOREIGN_COMMITS, ForeignCommits, IntegrationObservation, MergeResult
 from ....domain.kernel.errors import BadInput
-from ....domain.target_move import CheckoutObservation, TargetObservation
+from ....domain.merge_queue.target_move import CheckoutObservation, TargetObservation
 from .checkout import observe_checkout, update_checkout
 from .merge import MERGE_IDENTITY, merge_candidate
 from .repository import DulwichRepository, is_ancestor, is_commit, open_repo

@@ -40,7 +40,6 @@ from ....domain.kernel.codes import Code
 from ....domain.kernel.errors import LedgerTampered, StorageFailed
 from .reader import ledger_reader
 from .database_url import redacted
-from .postgres_reader import postgres_reader
 
 __all__ = ["FileIdentity", "LedgerWatch", "watch_database", "watch_ledger"]
 
@@ -158,7 +157,6 @@ def _watch(where: str, readers: Readers, **file: Any) -> LedgerWatch:
 
 def watch_ledger(path: Path) -> LedgerWatch:
     """The watch over the ledger file at path as it is now: its identity and its chain head."""
-
     identity = _identity(path)
     if identity is None:
         raise FileNotFoundError(path)
@@ -167,5 +165,6 @@ def watch_ledger(path: Path) -> LedgerWatch:
 
 def watch_database(url: str) -> LedgerWatch:
     """The watch over the PostgreSQL ledger at url as it is now: its chain head."""
+    from .postgres_reader import postgres_reader  # here: psycopg is an extra, imported where a URL names it
 
     return _watch(redacted(url), lambda: postgres_reader(url))

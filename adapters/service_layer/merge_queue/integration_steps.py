@@ -6,20 +6,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ....domain import integration as integration_aggregate
+from ....domain.merge_queue import integration as integration_aggregate
 from ....domain import events as ev
 from ....domain.check import concluded
 from ....domain.kernel.codes import Code
 from ....domain.kernel.errors import OutcomeUnknown, Refused
-from ....domain.merges import merge_message, trailers
+from ....domain.merge_queue.merges import merge_message, trailers
 from ....domain.run import require_open
 from ...world import faults
 from ...world.clock import Clock, new_id
-from .base_checks import run_check
-from .candidates import drive, load_candidate, pin_tree
-from .checks import CheckSpec
+from ..use_cases.base_checks import run_check
+from ..use_cases.candidates import drive, load_candidate, pin_tree
+from ..use_cases.checks import CheckSpec
 from ..kernel.ledger import Ledger
-from .runs import load_run
+from ..use_cases.runs import load_run
 
 if TYPE_CHECKING:
     from ....domain.run import Run

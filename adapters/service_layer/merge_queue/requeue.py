@@ -1,4 +1,4 @@
-"""Use case: settle a target found moved when it was to move (domain/requeue.py): read who moved it (other docket runs
+"""Use case: settle a target found moved when it was to move (domain/merge_queue/requeue.py): read who moved it (other docket runs
 of this ledger, from their events and the target's first-parent line; else the commits someone else brought), and
 record it: IntegrationRequeued (the queue goes on from the moved target), IntegrationTargetMovedByOthers, or both."""
 
@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ....domain import events as ev
-from ....domain import integration as integration_aggregate
-from ....domain.requeue import DocketMoves, docket_moves, requeue
-from ....domain.target_move import moved_unrecorded
+from ....domain.merge_queue import integration as integration_aggregate
+from ....domain.merge_queue.requeue import DocketMoves, docket_moves, requeue
+from ....domain.merge_queue.target_move import moved_unrecorded
 from ...world.clock import Clock
 from ..kernel.ledger import Ledger
 

@@ -17,7 +17,7 @@
    run twice): IntegrationStepVerified, or IntegrationStepRejected which stops
    the queue; with ``[integration] batch = N`` the checks run once on the merge of
    the last of up to N steps merged one on top of the other, and a batch that
-   fails is bisected (domain/integration.py: ``probe``);
+   fails is bisected (domain/merge_queue/integration.py: ``probe``);
 4. after the last step, the target's intent moves the target branch from the
    expected commit (IntegrationCompleted), or finds it moved or checked out
    (IntegrationTargetMoved): nothing is reset or forced. A worktree that has the
@@ -34,22 +34,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ....domain import candidate as candidate_aggregate
-from ....domain import integration as integration_aggregate
-from ....domain.integration_state import DROPPED
-from ....domain import target_move
+from ....domain.merge_queue import integration as integration_aggregate
+from ....domain.merge_queue.integration_state import DROPPED
+from ....domain.merge_queue import target_move
 from ....domain import events as ev
 from ....domain.kernel.codes import Code
 from ....domain.kernel.errors import DependenciesUnsettled, OutcomeUnknown, Refused, TargetCheckedOut
-from ....domain.merges import changed_paths_overlap
+from ....domain.merge_queue.merges import changed_paths_overlap
 from ....domain.run import require_open
 from ...world import faults
 from ...world.clock import Clock, new_id
-from .candidates import drive, load_candidate
-from .checks import CheckSpec
-from .handoff import confirm_handoff
+from ..use_cases.candidates import drive, load_candidate
+from ..use_cases.checks import CheckSpec
+from ..use_cases.handoff import confirm_handoff
 from .requeue import docket_moves_between, settle_moved_target
 from ..kernel.ledger import Ledger
-from .runs import load_run
+from ..use_cases.runs import load_run
 from .integration_steps import (
     _drive_step, _merge_step, _verify_step, fetch_integrated, integration_ref, load_integration)
 
@@ -108,7 +108,7 @@ def advance(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, *
     batch: the steps one check run covers at most ([integration] batch); an open batch of fewer is checked at once
     unless may_grow says more steps may yet come to join it (docket go, while its agents work)."""
     required = [spec for spec in checks if spec.required]
-    rounds = 0  # re-queues onto a moved target this pass made (bounded: domain/requeue.py)
+    rounds = 0  # re-queues onto a moved target this pass made (bounded: domain/merge_queue/requeue.py)
     flush = False  # the next step conflicts with the open batch's merges: the batch is checked first
     while True:
         integration = load_integration(ledger, run_id)
@@ -237,7 +237,7 @@ def _open_queue(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: st
 def _close_queue(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, tasks: Sequence[str],
                  candidates: Mapping[str, Sequence[str]], required: Sequence[CheckSpec]) -> None:
     """Queue what passed without a step yet (in plan order), then close the queue once every task has finished."""
-    from .tasks import load_task
+    from ..use_cases.tasks import load_task
 
     integration = load_integration(ledger, run_id)
     assert integration is not None
@@ -415,7 +415,7 @@ def _move_target(ledger: Ledger, clock: Clock, effector: EffectorPort, integrati
 
 def record_moved_target(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str) -> None:
     """When the target was found moved when it was to move: record who moved it, once, and (a queue that goes on)
-    re-queue onto it (adapters/service_layer/use_cases/requeue.py); nothing otherwise. Also after a crash between the
+    re-queue onto it (adapters/service_layer/merge_queue/requeue.py); nothing otherwise. Also after a crash between the
     records, before the receipt is sealed."""
     settle_moved_target(ledger, clock, effector, run_id)
 

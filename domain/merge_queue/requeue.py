@@ -17,15 +17,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import events as ev
-from .aggregate import next_event
-from .kernel.codes import Code
-from .kernel.errors import Refused
+from .. import events as ev
+from ..aggregate import next_event
+from ..kernel.codes import Code
+from ..kernel.errors import Refused
 from .integration import Integration, stream_of
 from .target_move import moved_by_others, moved_unrecorded
 
 if TYPE_CHECKING:
-    from .effects import ForeignCommits
+    from ..effects import ForeignCommits
 
 __all__ = ["MAX_ROUNDS", "DocketMoves", "docket_moves", "requeue"]
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from . import events as ev
-from .aggregate import next_event
-from .kernel.streams import integration_stream
-from .effects import MAX_FOREIGN_COMMITS
+from .. import events as ev
+from ..aggregate import next_event
+from ..kernel.streams import integration_stream
+from ..effects import MAX_FOREIGN_COMMITS
 
 if TYPE_CHECKING:  # the effect machinery is imported only where an effect is observed (a plan records none)
-    from .effects import ForeignCommits
+    from ..effects import ForeignCommits
 
 __all__ = ["moved_by_others_event"]
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from . import events as ev
-from .kernel.codes import Code
+from .. import events as ev
+from ..kernel.codes import Code
 
 __all__ = [
     "Approval",
@@ -131,7 +131,7 @@ class Integration:
 
     def moved_unrecorded(self) -> bool:
         """The target move found the target moved by someone else, and who moved it is not recorded yet (the queue
-        may yet go on from there: domain/requeue.py)."""
+        may yet go on from there: domain/merge_queue/requeue.py)."""
         expected, found = self.target_expected, self.target_found
         return (self.target == "moved" and self.target_code == Code.TARGET_MOVED and expected is not None
                 and found is not None and (expected, found) not in self.moved_by_others)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .kernel.errors import BadInput
-from .kernel.codes import Code
+from ..kernel.errors import BadInput
+from ..kernel.codes import Code
 
 __all__ = ["TRAILER_NAMES", "PathOverlap", "changed_paths_overlap", "merge_message", "trailers"]
 

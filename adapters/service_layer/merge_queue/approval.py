@@ -11,15 +11,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ....domain import candidate as candidate_aggregate
-from ....domain import integration as integration_aggregate
+from ....domain.merge_queue import integration as integration_aggregate
 from ....domain.kernel.errors import BadInput, NotFound
 from ....domain.events import ApprovalRecorded, Event
 from ....domain.kernel.names import has_unsafe_characters
 from ....projections.approvals import confirmed_candidates
 from ...world.clock import Clock
 from ..kernel.ledger import Ledger
-from .runs import load_run
-from .tasks import load_task
+from ..use_cases.runs import load_run
+from ..use_cases.tasks import load_task
 from ....domain.kernel.codes import Code
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def waiting_for_a_person(ledger: Ledger, views: Views, run_id: str | None = None
     from ....projections.inbox import OPEN_RUNS
     from ....projections.runs import list_runs
     from ...world.git.trees import files_diff
-    from .base_tests import protected_paths_of
+    from ..use_cases.base_tests import protected_paths_of
 
     found = []
     runs = [r["run_id"] for r in list_runs(views.conn) if r.get("status") in OPEN_RUNS

@@ -39,19 +39,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from . import events as ev
-from .aggregate import next_event
-from .kernel.codes import Code
-from .kernel.errors import AwaitingApproval, DependenciesUnsettled, Refused
+from .. import events as ev
+from ..aggregate import next_event
+from ..kernel.codes import Code
+from ..kernel.errors import AwaitingApproval, DependenciesUnsettled, Refused
 from .foreign_commits import moved_by_others_event
-from .run import Run, require_open
-from .kernel.streams import integration_stream as stream_of
-from .containment.trust import trusted_changes
+from ..run import Run, require_open
+from ..kernel.streams import integration_stream as stream_of
+from ..containment.trust import trusted_changes
 from .integration_state import Approval, Integration, RequiredCheckState, StepState, apply
-from .effects import Act, Unknown
+from ..effects import Act, Unknown
 
 if TYPE_CHECKING:
-    from .effects import Act, ForeignCommits, IntegrationObservation, Unknown
+    from ..effects import Act, ForeignCommits, IntegrationObservation, Unknown
 
 __all__ = [
     "Approval",
@@ -144,7 +144,7 @@ def open_queue(existing: Integration | None, run: Run, *, repository: str, targe
     yet; nothing when the run's queue is prepared. When expected_commit is not the run's base (someone moved the
     target while the agents worked), IntegrationTargetMovedByOthers with it, naming foreign (the commits docket
     did not see come from the run): the queue goes on on top of them, and the ledger and the receipt say so; not
-    when moved_by_docket (other docket runs of this ledger moved it, as their own events say: domain/requeue.py)."""
+    when moved_by_docket (other docket runs of this ledger moved it, as their own events say: domain/merge_queue/requeue.py)."""
     if existing is not None and existing.prepared:
         return []
     require_open(run)

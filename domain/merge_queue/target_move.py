@@ -8,16 +8,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from . import events as ev
-from .aggregate import next_event
-from .kernel.codes import Code
-from .kernel.errors import Refused, TargetCheckedOut
+from .. import events as ev
+from ..aggregate import next_event
+from ..kernel.codes import Code
+from ..kernel.errors import Refused, TargetCheckedOut
 from .foreign_commits import moved_by_others_event
 from .integration import Integration, stream_of
-from .effects import Act, Unknown
+from ..effects import Act, Unknown
 
 if TYPE_CHECKING:
-    from .effects import Act, ForeignCommits, Unknown
+    from ..effects import Act, ForeignCommits, Unknown
 
 __all__ = ["CheckedOutTarget", "CheckoutObservation", "TargetIntent", "TargetObservation", "checkout_to_update",
            "decide_target", "moved_by_others", "moved_unrecorded", "request_target"]
