@@ -142,6 +142,7 @@ def _reconcile_git(ctx: Context, *, apply: bool) -> list[Any]:
                         for root in roots}
     owned_worktrees |= {row["execution"] for row in checks.live_executions(conn)
                         if row["execution_state"] in ("requested", "ready", "removing")}
+    from ..adapters.service_layer.merge_queue.integration_steps import complete_merges
     from ..adapters.service_layer.use_cases.ref_graphs import reconcile_ref_graphs
 
     found = reconcile_git(ctx.effector.ports.inventory, repository, owned_refs=owned_refs,
@@ -149,7 +150,7 @@ def _reconcile_git(ctx: Context, *, apply: bool) -> list[Any]:
     for root in roots:
         found += _untrusted_pool_entries(repository, root, apply=apply)
     return found + reconcile_ref_graphs(ctx.ledger, ctx.clock, ctx.effector, ctx.views().conn, repository,
-                                        apply=apply)
+                                        apply=apply, merges_again=complete_merges)
 
 
 def _untrusted_pool_entries(repository: Any, root: Any, *, apply: bool) -> list[Any]:

@@ -47,10 +47,9 @@ ALLOWED = {
                                       "docket.projections"),
     "docket.adapters.service_layer.kernel": (*_LEDGER_KERNEL, "docket.adapters.world", "docket.domain",
                                              "docket.projections"),
-    # the merge queue is a room of use cases beside the others, on their floor: each may use the other
+    # the merge queue is built on the other use cases (a candidate queued, checked, confirmed), never under them
     "docket.adapters.service_layer.use_cases": (*_LEDGER_KERNEL, "docket.adapters.service_layer.use_cases",
-                                                "docket.adapters.service_layer.merge_queue", "docket.adapters.world",
-                                                "docket.domain", "docket.projections"),
+                                                "docket.adapters.world", "docket.domain", "docket.projections"),
     "docket.adapters.service_layer.merge_queue": (*_LEDGER_KERNEL, "docket.adapters.service_layer.use_cases",
                                                   "docket.adapters.service_layer.merge_queue",
                                                   "docket.adapters.world", "docket.domain", "docket.projections"),

@@ -6,11 +6,13 @@ before the ref moves, and checks again after; a prune that slips past both leave
 then fails on the repository). Each such ref is reported ``ref-incomplete``; with apply, a candidate ref is made
 whole again from its ledger record (the workspace it was captured from, when it still holds the content) or, when
 that cannot be, released (its ref deleted, recorded); an integration ref's merges are computed again from their
-recorded parents. A target branch is the user's: it is reported, never changed.
+recorded parents (by the merge queue's own function, which the caller passes: the merge queue's room is built on
+this one). A target branch is the user's: it is reported, never changed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,11 +25,14 @@ if TYPE_CHECKING:
     from ....projections.query import ViewsConnection
     from ..kernel.ports import EffectorPort
 
-__all__ = ["reconcile_ref_graphs"]
+__all__ = ["MergesAgain", "reconcile_ref_graphs"]
+
+# a run's merge commits made whole again from their recorded parents; the ids still missing
+MergesAgain = Callable[[Ledger, "EffectorPort", str], list[str]]
 
 
 def reconcile_ref_graphs(ledger: Ledger, clock: Clock, effector: EffectorPort, conn: ViewsConnection, repository: Path, *,
-                         apply: bool) -> list[GitFinding]:
+                         apply: bool, merges_again: MergesAgain) -> list[GitFinding]:
     """The refs docket owns (and the recorded targets) that name objects missing from the repository."""
     from ....projections import candidates, integrations
 
@@ -51,16 +56,15 @@ def reconcile_ref_graphs(ledger: Ledger, clock: Clock, effector: EffectorPort, c
                                                     f"missing from the repository (e.g. {missing[0]})")
         if apply:
             finding = replace(finding, applied=_repair(ledger, clock, effector, repository, ref, oid,
-                                                       by_ref.get(ref), by_integration.get(ref)))
+                                                       by_ref.get(ref), by_integration.get(ref), merges_again))
         findings.append(finding)
     return findings
 
 
 def _repair(ledger: Ledger, clock: Clock, effector: EffectorPort, repository: Path, ref: str, oid: str,
-            candidate_row: dict[str, Any] | None, integration_run: str | None) -> str:
+            candidate_row: dict[str, Any] | None, integration_run: str | None, merges_again: MergesAgain) -> str:
     from ....domain.kernel.errors import DocketError
     from .candidates import complete_pinned, load_candidate, release_candidate
-    from ..merge_queue.integration_steps import complete_merges
 
     if candidate_row is not None:
         candidate = load_candidate(ledger, candidate_row["binding_id"])
@@ -73,7 +77,7 @@ def _repair(ledger: Ledger, clock: Clock, effector: EffectorPort, repository: Pa
             return f"kept: cannot be made whole, and releasing it failed: {e.code}: {e.message}"
         return f"released: cannot be made whole ({done})"
     if integration_run is not None:
-        left = complete_merges(ledger, effector, integration_run)
+        left = merges_again(ledger, effector, integration_run)
         return "repaired: its merges computed again" if not left else \
             f"kept: {len(left)} object(s) cannot be made again (e.g. {left[0]})"
     if ref.startswith("refs/heads/"):
