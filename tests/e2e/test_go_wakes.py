@@ -17,8 +17,9 @@ from tests.conftest import git
 HOUR = 3600.0
 HOURLONG_TICKS = (
     "import sys\n"
-    "from docket.adapters.service_layer import checks, go\n"
-    f"go.TICK_SECONDS = checks.POLL_SECONDS = {HOUR}\n"
+    "from docket.adapters.service_layer.go import drive\n"
+    "from docket.adapters.service_layer.use_cases import checks\n"
+    f"drive.TICK_SECONDS = checks.POLL_SECONDS = {HOUR}\n"
     "from docket.cli.app import main\n"
     "sys.exit(main())\n")
 
