@@ -82,6 +82,40 @@ def test_a_checks_or_hooks_flood_is_capped_while_it_runs_and_when_it_ends(tmp_pa
     assert 29_000_000 < cut_so_far(log) <= 6 + 30_000_000 + 5 - len(data) + MARKER_BYTES
 
 
+def test_a_flood_that_ends_over_the_cap_but_under_its_slack_is_cut_while_the_process_still_runs(tmp_path: Path):
+    """The cut during a flood waits for a quarter over the cap; a flood that stops in that quarter (between two
+    cuts) is cut as soon as the log is quiet, not left over its cap until the process ends. The process waits for a
+    file that stop() makes once it sees the log capped, so only a log left over its cap lets it reach its timeout."""
+    from docket.adapters.world.processes.lifecycle import LaunchSpec, PsutilProcesses, wait_for_group
+
+    log = tmp_path / "log"
+    script = f"echo FIRST; yes | head -c {CAP + CAP // 8}; while [ ! -e go ]; do sleep 0.05; done; echo LAST"
+    spec = LaunchSpec(argv=("/bin/sh", "-c", script), cwd=tmp_path, env={"PATH": os.environ["PATH"]}, log_path=log)
+    processes = PsutilProcesses()
+    gated = processes.spawn_gated(spec)
+    gated.open()
+    seen_while_running: list[int] = []
+
+    def capped_while_it_runs() -> bool:
+        if not seen_while_running and b"bytes of output cut here" in log.read_bytes():
+            seen_while_running.append(log.stat().st_size)
+            (tmp_path / "go").write_text("")
+        return False
+
+    code, cause = wait_for_group(processes, gated, timeout_ms=60_000, log_path=log, max_log=CAP,
+                                 stop=capped_while_it_runs)
+    assert (code, cause) == (0, None)
+    assert seen_while_running and seen_while_running[0] <= CAP
+    assert log.read_bytes().endswith(b"y\nLAST\n")
+
+
+def test_a_cut_is_due_in_a_flood_a_quarter_over_the_cap_and_when_quiet_just_over_it():
+    from docket.adapters.world.files.log_cap import cut_due
+
+    assert not cut_due(CAP + CAP // 4, CAP, quiet=False) and cut_due(CAP + CAP // 4 + 1, CAP, quiet=False)
+    assert not cut_due(CAP, CAP, quiet=True) and cut_due(CAP + 1, CAP, quiet=True)
+
+
 def _flood_lost(log: Path, cap: int, total: int) -> tuple[int, int]:
     """(bytes neither kept nor counted as cut, cuts) after a fast writer floods log while it is capped."""
     import subprocess

@@ -26,7 +26,7 @@ from ....domain.kernel.errors import DocketError, Refused
 from ....domain.worker import STOP_CAUSES
 from ...world import faults
 from ...world.clock import Clock
-from ...world.files.log_cap import DEFAULT_MAX_LOG, cap_log
+from ...world.files.log_cap import DEFAULT_MAX_LOG, cap_log, cut_due
 from ...world.files.logs import log_size
 from ..kernel.ledger import Ledger
 from .runs import load_run
@@ -171,12 +171,13 @@ async def _supervise_until_ended(ledger: Ledger, clock: Clock, effector: Effecto
     while (code := popen.poll()) is None:
         now = time.monotonic()
         size = log_size(w.log_path)
-        if size > limits.max_log + limits.max_log // 4:  # a flood: cut its middle now, not only at the end
+        grown = size != last_size
+        if grown:
+            last_output = now
+        if cut_due(size, limits.max_log, quiet=not grown):  # its middle cut now, not only at the end
             await anyio.to_thread.run_sync(lambda: cap_log(w.log_path, limits.max_log))
             size = log_size(w.log_path)
-            last_output = now
-        if size != last_size:
-            last_size, last_output = size, now
+        last_size = size  # a cut is not output: only growth keeps the idle timeout away
         if stop_reason is None:
             if limits.timeout_ms is not None and (now - started) * 1000 >= limits.timeout_ms:
                 stop_reason = "timeout"

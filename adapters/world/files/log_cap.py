@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ....domain.kernel.values import DEFAULT_MAX_LOG
 
-__all__ = ["DEFAULT_MAX_LOG", "MARKER_BYTES", "cap_log", "cut_so_far", "marker"]
+__all__ = ["DEFAULT_MAX_LOG", "MARKER_BYTES", "cap_log", "cut_due", "cut_so_far", "marker"]
 
 MARKER_BYTES = 96  # the marker line's fixed length: rewritten in place as the count grows
 _COPY = 1 << 20
@@ -31,6 +31,13 @@ def marker(cut: int) -> bytes:
     """The line between a capped log's head and its tail."""
     text = f"\n[docket: {cut} bytes of output cut here, to keep this log under its max_log]"
     return text.encode("ascii").ljust(MARKER_BYTES - 1) + b"\n"
+
+
+def cut_due(size: int, cap: int, *, quiet: bool) -> bool:
+    """Whether a running process's log of size bytes is cut now: during a flood once it is a quarter over its cap
+    (cutting at every write would copy the tail again and again), and as soon as it is quiet while over the cap
+    (a flood that ended between two cuts would otherwise stay over the cap until the process exits)."""
+    return size > cap + cap // 4 or (quiet and size > cap)
 
 
 def _cut_path(log: Path) -> Path:

@@ -37,7 +37,8 @@ from .host import host_id
 from .process_seen import _Seen, _boot_id, _group_members, _seen, _started_no_earlier
 from .egress_proxy import adopt_listener
 from .child_exit import ChildExit
-from ..files.log_cap import cap_log
+from ..files.log_cap import cap_log, cut_due
+from ..files.logs import log_size
 from .pids_limit import PidsLimit
 
 if TYPE_CHECKING:
@@ -425,15 +426,14 @@ def _watch(processes: Any, gated: Any, child_exit: Any, *, timeout_ms: int, idle
     while (code := popen.poll()) is None:
         now = time.monotonic()
         if log_path is not None:
-            try:
-                size = os.stat(log_path, follow_symlinks=False).st_size
-            except OSError:
-                size = 0
-            if size > max_log + max_log // 4:  # a flood: its middle cut now, not only at the end
+            size = log_size(log_path)
+            grown = size != last_size
+            if grown:
+                last_output = now
+            if cut_due(size, max_log, quiet=not grown):  # its middle cut now, not only at the end
                 cap_log(log_path, max_log)
-                size, last_output = -1, now
-            if size != last_size:
-                last_size, last_output = size, now
+                size = log_size(log_path)
+            last_size = size  # a cut is not output: only growth keeps the idle timeout away
         if (now - started) * 1000 >= timeout_ms:
             cause = "timeout"
         elif idle_timeout_ms is not None and (now - last_output) * 1000 >= idle_timeout_ms:
