@@ -94,3 +94,35 @@ def test_a_lock_whose_recorded_writer_is_dead_is_broken_without_waiting(tmp_path
         monkeypatch.setattr(ref_locks, "_sleep", waited.append)
         assert not ref_locks.write_ref(repo, other, lambda: repo.refs.add_if_new(other.encode(), head))
         assert lock.exists() and waited  # a live writer's lock is waited on, never broken
+
+
+def test_a_dead_writers_claims_without_a_lock_are_swept_by_the_next_process_to_write(tmp_path: Path):
+    """A SIGKILL finds other threads between their claim and its removal, holding no lock (their ref written, or
+    not yet begun): no lock will ever lead a writer to those claims, so a process's first write sweeps them. A dead
+    writer's claim beside its ref's lock stays (it makes that lock stale at once), and so does a live writer's."""
+    import subprocess
+    import sys
+
+    from dulwich.repo import Repo
+
+    from docket.adapters.world.git import ref_locks
+    from tests.conftest import make_repo
+
+    repo_path = make_repo(tmp_path / "repo")
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead = ref_locks.writer_identity(child.pid)
+    child.wait()
+    with Repo(str(repo_path)) as repo:
+        head = repo.head()
+        written, locked, alive = (f"refs/docket/candidates/r1/b{n}" for n in (1, 2, 3))
+        swept = ref_locks.claim_for(repo, written, dead)
+        kept = ref_locks.claim_for(repo, locked, dead, thread=2)
+        lock = Path(str(repo_path / ".git" / locked) + ".lock")
+        lock.parent.mkdir(parents=True)
+        lock.write_text("")
+        live = ref_locks.claim_for(repo, alive, ref_locks.writer_identity(os.getpid()), thread=-1)
+        ref_locks._SWEPT.clear()  # as in a new process
+        ref = "refs/docket/candidates/r2/b1"
+        assert ref_locks.write_ref(repo, ref, lambda: repo.refs.add_if_new(ref.encode(), head))
+    assert swept is not None and not swept.exists()
+    assert set(swept.parent.iterdir()) == {kept, live}

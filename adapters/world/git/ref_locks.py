@@ -14,11 +14,13 @@ write that still finds a lock does nothing: the caller observes again, as
 after any act.
 
 Each writer first records who it is (a claim: ``<git common dir>/docket/ref-claims/<ref digest>.<pid>.<thread>``
-holding its process identity, pid and start time), and removes it once its write is done. A lock found with
+holding its process identity, pid and start time, and the ref), and removes it once its write is done. A lock found with
 claims, every one of a process now dead, is its dead writer's: stale at once, so a resume right after a SIGKILL
 goes on without waiting. A lock nobody claimed (an older docket, another tool) is waited out: until it goes or
 grows stale, within the write, so a resume never ends in outcome-unknown for it. A lock a live writer claimed is
-waited on and never broken.
+waited on and never broken. A writer killed between its claim and its removal without holding the ref's lock (a
+thread of a SIGKILLed docket that had written its ref, or not yet begun to) leaves a claim no lock will ever lead
+to: each process's first write sweeps those away (a dead writer's claim whose ref has no lock).
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def claim_for(repo: Any, ref: str, identity: dict[str, Any] | None, *, thread: i
         path = folder / name
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
-            os.write(fd, json.dumps(identity).encode("utf-8"))
+            os.write(fd, json.dumps({**identity, "ref": ref}).encode("utf-8"))
         finally:
             os.close(fd)
         return path
@@ -98,7 +100,11 @@ def claim_for(repo: Any, ref: str, identity: dict[str, Any] | None, *, thread: i
 
 @contextmanager
 def _claimed(repo: Any, ref: str) -> Iterator[None]:
-    claim = claim_for(repo, ref, _own_identity()) if _is_docket_ref(ref) else None
+    if not _is_docket_ref(ref):
+        yield
+        return
+    _sweep_once(repo)
+    claim = claim_for(repo, ref, _own_identity())
     try:
         yield
     finally:
@@ -107,6 +113,44 @@ def _claimed(repo: Any, ref: str) -> Iterator[None]:
 
 
 _OWN: dict[int, dict[str, Any] | None] = {}
+_SWEPT: set[tuple[int, str]] = set()  # (pid, claims folder): swept once per process and repository
+
+
+def _sweep_once(repo: Any) -> None:
+    folder = _claims_folder(repo)
+    key = (os.getpid(), str(folder))
+    if key not in _SWEPT:
+        _SWEPT.add(key)
+        sweep_dead_claims(repo)
+
+
+def sweep_dead_claims(repo: Any) -> list[str]:
+    """Remove the claims of writers now dead whose ref has no lock (nothing will ever lead to them); the refs they
+    named. A dead writer's claim beside its ref's lock is kept: it is what makes that lock stale at once."""
+    folder = _claims_folder(repo)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    processes = PsutilProcesses()
+    refs_path = Path(os.fsdecode(repo.refs.path))
+    swept = []
+    for name in names:
+        try:
+            fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                recorded = json.loads(os.read(fd, 4096))
+            finally:
+                os.close(fd)
+            ref, identity = recorded["ref"], ProcessIdentity.from_dict(recorded)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # gone meanwhile, unreadable, or an older claim without its ref: left to its lock's writer
+        if not isinstance(ref, str) or name.split(".")[0] != _digest(ref) or not _is_docket_ref(ref):
+            continue
+        if processes.liveness(identity) == "dead" and not os.path.lexists(refs_path / (ref + ".lock")):
+            (folder / name).unlink(missing_ok=True)
+            swept.append(ref)
+    return swept
 
 
 def _own_identity() -> dict[str, Any] | None:
