@@ -53,7 +53,7 @@ AGENT = ["sh", "-c", 'date +%s%N > "$0"; exit 0']  # then the stamp file's path,
 PYTHON_AGENT = [sys.executable, "-c", "import sys, time; open(sys.argv[1], 'w').write(str(time.time_ns()))"]
 TICKER = 'i=0; while [ "$i" -lt "$0" ]; do echo "tick $i"; sleep 1; i=$((i + 1)); done'
 # What 'docket worker launch' imports before the agent starts (timed in a fresh process, for information).
-LAUNCH_IMPORTS = ("import docket.cli.app, docket.cli.worker, docket.cli.agents, docket.adapters.service_layer.use_cases.workers, "
+LAUNCH_IMPORTS = ("import docket.cli.app, docket.cli.steps.worker, docket.cli.steps.agents, docket.adapters.service_layer.use_cases.workers, "
                   "docket.adapters.service_layer.use_cases.supervisor, docket.adapters.service_layer.kernel.effector, docket.adapters.world.processes.lifecycle, "
                   "docket.adapters.world.files.config_file")
 # The parts of launch_worker timed for information: (label, module, class, method).

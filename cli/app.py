@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .output import emit, emit_error
-from .parsing import Parser, UsageError, command, common_options
+from .console.output import emit, emit_error
+from .console.parsing import Parser, UsageError, command, common_options
 from ..domain.kernel.codes import Code
 
 if TYPE_CHECKING:
@@ -35,39 +35,39 @@ Common = argparse.ArgumentParser
 # command's run builds only its own parser, so it imports only its own module (see parse_args). Importing by name
 # happens in _declare alone, and tests/unit/test_cli_shape.py resolves every entry.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "init": ("ledger", "add_init"),
-    "status": ("status", "register"),
-    "go": ("go", "register"),
-    "supervise": ("go", "register_supervise"),
-    "log": ("log_command", "register"),
-    "watch": ("watch", "register"),
-    "verify": ("ledger", "add_verify"),
-    "replay": ("ledger", "add_replay"),
-    "schema": ("ledger", "add_schema"),
-    "ledger": ("ledger", "add_ledger"),
-    "run": ("run", "register"),
-    "task": ("task", "register"),
-    "worker": ("worker", "register"),
-    "candidate": ("candidate", "register"),
-    "check": ("check", "register"),
-    "handoff": ("handoff", "register"),
-    "approve": ("approve", "register"),
-    "inbox": ("inbox", "register"),
-    "answer": ("inbox", "register_answer"),
-    "request": ("request", "register"),
-    "mcp": ("mcp", "register"),
-    "serve": ("serve", "register"),
-    "integrate": ("integrate", "register"),
-    "seal": ("receipt", "add_seal"),
-    "export": ("receipt", "add_export"),
-    "verify-receipt": ("receipt", "add_verify_receipt"),
-    "prove-consistency": ("proofs", "add_prove_consistency"),
-    "worktree": ("worktree", "register"),
-    "lease": ("lease", "register"),
-    "reconcile": ("reconcile", "register"),
-    "gc": ("gc", "register"),
-    "config": ("config", "register"),
-    "key": ("key", "register"),
+    "init": ("audit.ledger", "add_init"),
+    "status": ("supervise.status", "register"),
+    "go": ("supervise.go", "register"),
+    "supervise": ("supervise.go", "register_supervise"),
+    "log": ("supervise.log_command", "register"),
+    "watch": ("supervise.watch", "register"),
+    "verify": ("audit.ledger", "add_verify"),
+    "replay": ("audit.ledger", "add_replay"),
+    "schema": ("audit.ledger", "add_schema"),
+    "ledger": ("audit.ledger", "add_ledger"),
+    "run": ("steps.run", "register"),
+    "task": ("steps.task", "register"),
+    "worker": ("steps.worker", "register"),
+    "candidate": ("steps.candidate", "register"),
+    "check": ("steps.check", "register"),
+    "handoff": ("supervise.handoff", "register"),
+    "approve": ("supervise.approve", "register"),
+    "inbox": ("supervise.inbox", "register"),
+    "answer": ("supervise.inbox", "register_answer"),
+    "request": ("supervise.request", "register"),
+    "mcp": ("supervise.mcp", "register"),
+    "serve": ("web.serve", "register"),
+    "integrate": ("steps.integrate", "register"),
+    "seal": ("audit.receipt", "add_seal"),
+    "export": ("audit.receipt", "add_export"),
+    "verify-receipt": ("audit.receipt", "add_verify_receipt"),
+    "prove-consistency": ("audit.proofs", "add_prove_consistency"),
+    "worktree": ("steps.worktree", "register"),
+    "lease": ("steps.lease", "register"),
+    "reconcile": ("audit.reconcile", "register"),
+    "gc": ("audit.gc", "register"),
+    "config": ("steps.config", "register"),
+    "key": ("audit.key", "register"),
     "completion": ("completion", "add_completion"),
 }
 
@@ -184,7 +184,7 @@ def _require_unicode(argv: Sequence[str]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from .. import pydantic_plugins
-    from .output import guarded_output
+    from .console.output import guarded_output
 
     # the command's models are validated by pydantic alone (a process importing docket as a library keeps its own)
     pydantic_plugins.install()
@@ -213,7 +213,7 @@ def _main(argv: list[str], *, as_json: bool, debug: bool) -> int:
             host_id()
         from ..adapters.world.ledger.database_outage import DEFAULT_WAIT_SECONDS
         from ..adapters.world.ledger.ledger_rows import DEFAULT_LOCK_TIMEOUT
-        from .context import Context, seconds_setting
+        from .console.context import Context, seconds_setting
 
         # refused before the command starts, not when (deep in it, maybe never) it first waits
         seconds_setting("DOCKET_LOCK_TIMEOUT", 1, DEFAULT_LOCK_TIMEOUT)

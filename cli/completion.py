@@ -6,9 +6,9 @@ import argparse
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .context import Context
-from .output import emit
-from .parsing import command
+from .console.context import Context
+from .console.output import emit
+from .console.parsing import command
 
 __all__ = ["add_completion", "script"]
 

@@ -1,6 +1,6 @@
 """`docket serve`'s web application (Starlette): the runs, one run, the inbox, read from the views and the ledger.
 
-Each request reads through a command context of its own (cli/context.py), as `docket status` does, in Starlette's
+Each request reads through a command context of its own (cli/console/context.py), as `docket status` does, in Starlette's
 thread pool; nothing is cached between requests but the token. The one write is an answer from the inbox, made as
 `docket answer` makes it (adapters/service_layer/use_cases/requests.py), via "web". `/events` streams the ledger's head
 position as server-sent events; the page's script fetches a fresh main element when it moves.
@@ -82,7 +82,7 @@ def build_app(ledger: str | None, token: str, *, public_key: Path | None = None)
 
     @contextmanager
     def context() -> Iterator[Any]:
-        from ..context import Context
+        from ..console.context import Context
 
         ctx = Context(argparse.Namespace(ledger=ledger, json=True))
         try:
@@ -95,7 +95,7 @@ def build_app(ledger: str | None, token: str, *, public_key: Path | None = None)
         return HTMLResponse(pages.render(shown, title=title, csrf=csrf, fragment=fragment), status)
 
     def runs_view(request: Request) -> Response:
-        from ..status import runs_document
+        from ..supervise.status import runs_document
 
         with context() as ctx:
             views, now = ctx.views(), ctx.clock.now()
@@ -105,7 +105,7 @@ def build_app(ledger: str | None, token: str, *, public_key: Path | None = None)
         return page(request, "runs", pages.runs_page(doc, now))
 
     def run_view(request: Request) -> Response:
-        from ..status import run_document, with_config_changes
+        from ..supervise.status import run_document, with_config_changes
 
         run_id = request.path_params["run_id"]
         with context() as ctx:
@@ -126,7 +126,7 @@ def build_app(ledger: str | None, token: str, *, public_key: Path | None = None)
 
     def timeline_view(request: Request) -> Response:
         run_id = request.path_params["run_id"]
-        from ..status import run_document
+        from ..supervise.status import run_document
 
         with context() as ctx:
             views, now = ctx.views(), ctx.clock.now()

@@ -21,7 +21,7 @@ from typing import Any
 import jinja2
 
 from ...domain.kernel.values import format_cost, format_duration, to_ms
-from ..output import shown
+from ..console.output import shown
 
 __all__ = ["TEMPLATES", "inbox_page", "not_found", "render", "render_timeline", "run_page", "runs_page"]
 

@@ -17,7 +17,7 @@ def test_a_broken_pipe_of_dockets_own_is_an_error_not_a_quiet_success(monkeypatc
         raise BrokenPipeError(32, "Broken pipe")
 
     monkeypatch.setattr(app, "parse_args", lambda argv: types.SimpleNamespace(handler=handler, show_version=False))
-    monkeypatch.setattr("docket.cli.context.Context", lambda args: types.SimpleNamespace(close=lambda: None))
+    monkeypatch.setattr("docket.cli.console.context.Context", lambda args: types.SimpleNamespace(close=lambda: None))
     code = app.main(["status"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("docket: error: os-error: ") and "Broken pipe" in err
@@ -30,7 +30,7 @@ def test_a_reader_that_closed_dockets_stdout_ends_it_quietly(tmp_path):
               "    for _ in range(10000): sys.stdout.write('line\\n')\n"
               "    sys.stdout.flush()\n"
               "app.parse_args = lambda argv: type('A', (), {'handler': staticmethod(handler), 'show_version': False})()\n"
-              "import docket.cli.context as c; c.Context = lambda args: type('C', (), {'close': lambda self: None})()\n"
+              "import docket.cli.console.context as c; c.Context = lambda args: type('C', (), {'close': lambda self: None})()\n"
               "sys.exit(app.main(['log']))\n")
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdout is not None

@@ -25,7 +25,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docket.cli import app, output
+from docket.cli import app
+
+from docket.cli.console import output
 
 from ..conftest import git
 

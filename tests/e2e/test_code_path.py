@@ -15,7 +15,7 @@ def test_one_task_runs_through_the_service_layer_and_the_git_ports():
                            timeout=300)
     assert shown.returncode == 0, shown.stderr
     files = {line.strip() for line in shown.stdout.splitlines() if line.startswith("  ")}
-    assert {"cli/go.py", "adapters/service_layer/go/drive.py", "adapters/service_layer/go/start.py",
+    assert {"cli/supervise/go.py", "adapters/service_layer/go/drive.py", "adapters/service_layer/go/start.py",
             "adapters/service_layer/go/task.py", "adapters/service_layer/go/delivery.py",
             "adapters/world/git/capture.py", "adapters/world/git/candidates.py", "adapters/world/git/merge.py",
             "adapters/world/git/integration_refs.py", "domain/merge_queue/target_move.py"} <= files, sorted(files)

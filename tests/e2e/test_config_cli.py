@@ -118,7 +118,7 @@ def test_status_does_not_import_the_configuration(docket, repo):
              "from docket.cli.app import main\n"
              "with contextlib.redirect_stdout(io.StringIO()):\n"
              "    code = main(['status', '--json'])\n"
-             "config = {'docket.domain.config', 'docket.adapters.world.files.config_file', 'docket.cli.config', 'tomllib'}\n"
+             "config = {'docket.domain.config', 'docket.adapters.world.files.config_file', 'docket.cli.steps.config', 'tomllib'}\n"
              "print(code, sorted(set(sys.modules) & config))\n")
     out = subprocess.run([sys.executable, "-c", probe], cwd=repo, env=docket.env, capture_output=True,
                          text=True, check=True).stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from docket.cli.app import build_parser
-from docket.cli.events_doc import render
+from docket.cli.audit.events_doc import render
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -32,7 +32,7 @@ HEAVY = {"dulwich", "sqlite_utils", "psutil", "anyio", "shtab"}
 # pydantic's plugin loader finds plugins through importlib.metadata, which imports email, zipfile and csv:
 # docket loads no pydantic plugins (docket/pydantic_plugins.py), so a write command imports none of them. Nor
 # strptime's module (calendar, the locale's regular expressions): docket's own timestamps are read without it. Nor
-# shutil (with zlib, bz2, lzma), which argparse imports to learn the terminal's width (cli/parsing.py).
+# shutil (with zlib, bz2, lzma), which argparse imports to learn the terminal's width (cli/console/parsing.py).
 # Nor the redaction's patterns (domain/containment/processes.py; the run aggregate needs only domain/containment/process_identity.py), nor signal
 # (for the crash points, which a write command not under a crash test never fires).
 ABSENT = {"importlib.metadata", "email", "zipfile", "csv", "_strptime", "calendar", "shutil", "bz2", "lzma",
@@ -49,8 +49,9 @@ def test_task_plan_imports_its_own_command_and_builds_only_the_event_types_it_me
                                      capture_output=True, text=True, check=True).stdout)
     assert done["code"] == 0
     # No other noun's module: parsing one command builds (and imports) that command's parser only.
-    assert done["modules"] == ["docket.cli.app", "docket.cli.context", "docket.cli.output", "docket.cli.parsing",
-                               "docket.cli.recorded", "docket.cli.task"]
+    assert done["modules"] == ["docket.cli.app", "docket.cli.console", "docket.cli.console.context",
+                               "docket.cli.console.output", "docket.cli.console.parsing",
+                               "docket.cli.console.recorded", "docket.cli.steps", "docket.cli.steps.task"]
     assert done["absent_loaded"] == []
     assert done["plugins_env"] == []  # nothing set in the environment agents and checks inherit
     assert done["effect_machinery"] == []  # planning a task records no intent: nothing of the effector's

@@ -107,7 +107,7 @@ def test_a_runs_events_through_the_index_are_exactly_those_the_scan_finds(filled
 
 @pytest.mark.parametrize("count", [0, 1, 3])
 def test_log_json_is_written_event_by_event_exactly_as_one_document(monkeypatch, count):
-    from docket.cli.log_command import _write_document
+    from docket.cli.supervise.log_command import _write_document
 
     docs = [{"position": i, "stream": "run:é", "type": "T", "payload": {"goal": "a\nb ✓", "n": [1, {"x": None}]},
              "recorded_at": T0, "version": 1} for i in range(count)]

@@ -1,4 +1,4 @@
-"""The live view's renderers (cli/live.py): nothing from the ledger or a worker's output reaches the terminal raw,
+"""The live view's renderers (cli/console/live.py): nothing from the ledger or a worker's output reaches the terminal raw,
 and a view whose output went away stops drawing without raising."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from docket.cli.live import LiveView, board_lines, board_table, event_line
+from docket.cli.console.live import LiveView, board_lines, board_table, event_line
 from docket.projections.board import Board, TaskLine
 
 HOSTILE = "\x1b[2J\x1b]0;pwned\x07 \u202eevil\u202c\r\u200bz [bold red]x[/bold red] :smile:"
@@ -155,7 +155,7 @@ def test_a_piped_view_follows_the_run_line_alone_never_the_task_lines():
 
 
 def test_a_table_is_rebuilt_no_sooner_than_its_cost_allows_and_always_at_the_end(monkeypatch):
-    from docket.cli import live
+    from docket.cli.console import live
 
     clock = [100.0]
     monkeypatch.setattr(live.time, "monotonic", lambda: clock[0])

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from docket.cli.parsing import Parser, terminal_width
+from docket.cli.console.parsing import Parser, terminal_width
 
 
 @pytest.mark.parametrize("columns", ["40", "100", "", "0", "-5", "wide"])

@@ -18,6 +18,7 @@ PACKAGES = {  # folder -> the dotted package it installs as
 _DOMAIN = ("docket.domain.kernel",)
 _WORLD = ("docket.adapters.world.faults", "docket.adapters.world.clock")  # crash points and the clock: for all below
 _LEDGER_KERNEL = ("docket.adapters.service_layer.kernel",)
+_BELOW_CLI = ("docket.adapters", "docket.domain", "docket.projections", "docket")
 ALLOWED = {
     # the pure core, floor by floor: the kernel (codes, errors, canonical JSON, the chain, values and names), what a
     # launch may touch and what a run trusts, the events, what a run's record reports, then the aggregates
@@ -55,7 +56,14 @@ ALLOWED = {
                                                   "docket.adapters.world", "docket.domain", "docket.projections"),
     "docket.adapters.service_layer.go": ("docket.adapters.service_layer", "docket.adapters.world", "docket.domain",
                                          "docket.projections"),
+    # the CLI's rooms: what every command shares, then the commands by who uses them, the web view on top
     "docket.cli": ("docket.cli", "docket.adapters", "docket.domain", "docket.projections", "docket"),
+    "docket.cli.console": ("docket.cli.console", *_BELOW_CLI),
+    "docket.cli.steps": ("docket.cli.console", "docket.cli.steps", *_BELOW_CLI),
+    "docket.cli.audit": ("docket.cli.console", "docket.cli.steps", "docket.cli.audit", *_BELOW_CLI),
+    "docket.cli.supervise": ("docket.cli.console", "docket.cli.steps", "docket.cli.supervise", *_BELOW_CLI),
+    "docket.cli.web": ("docket.cli.console", "docket.cli.steps", "docket.cli.supervise", "docket.cli.web",
+                       *_BELOW_CLI),
 }
 # where the layer a module belongs to is a single module, the module itself is the layer (world/hooks.py)
 

@@ -13,7 +13,7 @@ import pytest
 from docket.adapters.service_layer.kernel.event_log import listed_events
 from docket.adapters.service_layer.kernel.view_freshness import views_at
 from tests.fakes.ledger_reader import FakeLedgerReader
-from docket.cli import output
+from docket.cli.console import output
 from docket.domain.kernel.errors import NotFound, VerificationFailed
 from docket.domain.events import RunCompleted, RunOpened, TaskPlanned
 from docket.projections import runs, tasks
@@ -92,7 +92,7 @@ class _FailingAfter(FakeLedgerReader):
 
 @pytest.mark.parametrize("good", [0, 2])
 def test_log_json_that_fails_midway_stays_one_document_ending_with_the_error(monkeypatch, good):
-    from docket.cli.log_command import log
+    from docket.cli.supervise.log_command import log
 
     reader = _FailingAfter(good)
     reader.rows, reader.digests = (source := _reader()).rows, source.digests

@@ -1,4 +1,4 @@
-"""The live view (cli/live.py) says what a run came to in the words of domain/reports/outcome.py, and at 80 columns tells
+"""The live view (cli/console/live.py) says what a run came to in the words of domain/reports/outcome.py, and at 80 columns tells
 its tasks apart by their own ids (issue 35: two tasks both read `run-phba83be.d…`)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from docket.cli.live import board_lines, board_table
+from docket.cli.console.live import board_lines, board_table
 from docket.domain.reports.outcome import run_outcome
 from docket.projections.board import Board, TaskLine
 

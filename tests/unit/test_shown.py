@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from docket.cli.output import shown
+from docket.cli.console.output import shown
 from docket.domain.kernel.names import has_unsafe_characters
 
 

@@ -1,6 +1,6 @@
 """How `docket status` words a worker's generation: a lost one names the host it was given up with, escaped."""
 
-from docket.cli.status import _process_part
+from docket.cli.supervise.status import _process_part
 
 
 def test_a_lost_generation_names_its_host_and_a_hostile_host_name_is_escaped():

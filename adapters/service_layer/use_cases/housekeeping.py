@@ -186,7 +186,7 @@ def _require_idle(ledger: Ledger, processes: ProcessPort, task: task_aggregate.T
 class Kept:
     """One thing gc looked at: what it is, and what it did or would do (remove), or why it keeps it."""
 
-    kind: str  # worktree | execution | candidate | folder | repository-data (cli/gc.py)
+    kind: str  # worktree | execution | candidate | folder | repository-data (cli/audit/gc.py)
     name: str  # the task, check run or binding id
     path: str  # the worktree's or execution's path, or the ref
     action: str  # remove | removed | keep

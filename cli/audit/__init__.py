@@ -1,0 +1,1 @@
+"""The record and its care: init, verify, replay, receipts and their proofs, signing keys, reconcile and gc."""
