@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -61,6 +62,19 @@ def run_process(argv: list[str]) -> float:
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     return time.perf_counter() - t0
 
+
+
+def children_cpu() -> float:
+    """The CPU time (user + system) of every child process waited for so far, this process's whole tree of them."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timed_process(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """The wall time and the CPU time (user + system) of one whole process (and what it started)."""
+    c0, t0 = children_cpu(), time.perf_counter()
+    subprocess.run(argv, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return time.perf_counter() - t0, children_cpu() - c0
 
 def temp_dir(under: Path = WORK) -> Path:
     """A fresh folder under bench/.work (same disk as a real ledger), or under `under`."""

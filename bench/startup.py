@@ -17,14 +17,12 @@ about 30 ms of compiling charged to docket alone.
 from __future__ import annotations
 
 import os
-import resource
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from .common import BIN, WORK, Row, log, median, remove, temp_dir
+from .common import BIN, WORK, Row, log, median, remove, temp_dir, timed_process
 
 GOAL = 1.5
 FLOOR = [sys.executable, "-c", "from pydantic import BaseModel; import eventsourcing.sqlite"]
@@ -33,17 +31,6 @@ FLOOR = [sys.executable, "-c", "from pydantic import BaseModel; import eventsour
 MODEL_FLOOR = [sys.executable, "-c", "from pydantic import BaseModel; import eventsourcing.sqlite\n"
                "class Model(BaseModel):\n    x: int\nModel(x=1)"]
 
-
-def _cpu() -> float:
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
-
-
-def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
-    """The wall time and the CPU time (user + system) of one whole process."""
-    c0, t0 = _cpu(), time.perf_counter()
-    subprocess.run(argv, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    return time.perf_counter() - t0, _cpu() - c0
 
 
 def run(quick: bool) -> list[Row]:
@@ -71,12 +58,12 @@ def measure(rounds: int) -> list[Row]:
             "version": [docket, "--version"],
         }
         for argv in commands.values():  # warm-up: files in the page cache, .pyc written
-            _timed(argv, folder, env)
+            timed_process(argv, folder, env)
         times: dict[str, list[float]] = {name: [] for name in commands}
         cpu: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(rounds):  # interleaved: a burst of load slows every figure of a round alike
             for name, argv in commands.items():
-                wall, used = _timed(argv, folder, env)
+                wall, used = timed_process(argv, folder, env)
                 times[name].append(wall)
                 cpu[name].append(used)
         with sqlite3.connect(folder / ".git" / "docket" / "ledger.sqlite") as db:

@@ -13,13 +13,11 @@ cached for both, as an installed docket does.
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from .common import WORK, Row, log, median, remove, temp_dir
+from .common import WORK, Row, log, median, remove, temp_dir, timed_process
 
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE = os.environ.get("DOCKET_BENCH_BEFORE", "f5d8aba")  # the last commit before the packages and codes changed
@@ -52,16 +50,6 @@ def _checkout(commit: str) -> Path:
     return target
 
 
-def _cpu() -> float:
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
-
-
-def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
-    c0, t0 = _cpu(), time.perf_counter()
-    subprocess.run(argv, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    return time.perf_counter() - t0, _cpu() - c0
-
 
 def run(quick: bool) -> list[Row]:
     return measure(8 if quick else 20)
@@ -86,13 +74,13 @@ def measure(rounds: int) -> list[Row]:
         commands = {"status": ["status"], "plan": ["task", "plan", "r1", "--title", "a task"]}
         for name, env in envs.items():  # warm-up: .pyc written, files in the page cache
             for argv in commands.values():
-                _timed([sys.executable, "-c", MAIN, *argv], folders[name], env)
+                timed_process([sys.executable, "-c", MAIN, *argv], folders[name], env)
         wall: dict[tuple[str, str], list[float]] = {}
         cpu: dict[tuple[str, str], list[float]] = {}
         for _ in range(rounds):
             for command, argv in commands.items():
                 for name, env in envs.items():
-                    w, c = _timed([sys.executable, "-c", MAIN, *argv], folders[name], env)
+                    w, c = timed_process([sys.executable, "-c", MAIN, *argv], folders[name], env)
                     wall.setdefault((command, name), []).append(w)
                     cpu.setdefault((command, name), []).append(c)
     finally:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.conftest import git, make_repo
+from tests.logged_events import logged_events
 
 AGENT = Path(__file__).resolve().parents[2] / "examples" / "scripted_agent.py"
 
@@ -117,8 +118,16 @@ class GoWorld:
         return self.run("go", "--resume", run_id, "--json", *extra)
 
     def events(self, type_name: str) -> list[dict]:
-        lines = self.run("log", "--json").stdout
-        return [e for e in json.loads(lines)["events"] if e["type"].split(".")[0] == type_name]
+        return [e for e in self.all_events() if e["type"].split(".")[0] == type_name]
+
+    def all_events(self) -> list[dict]:
+        """Every event, as `docket log --json` lists them: read in this process (tests/logged_events.py), or by
+        docket log itself for a ledger elsewhere (PostgreSQL, DOCKET_LEDGER)."""
+        if "DOCKET_DATABASE_URL" in self.env or "DOCKET_LEDGER" in self.env or not self.ledger.exists():
+            listed = self.run("log", "--json")
+            assert listed.returncode == 0, listed.stderr
+            return json.loads(listed.stdout)["events"]
+        return logged_events(self.ledger)
 
     def tree_of(self, branch: str) -> str:
         return git(self.repo, "rev-parse", f"{branch}^{{tree}}")

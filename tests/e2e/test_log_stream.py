@@ -47,3 +47,15 @@ def test_log_reads_through_the_port_without_heavy_modules(docket):
     out = subprocess.run([sys.executable, "-c", probe], cwd=docket.cwd, env=docket.env, capture_output=True,
                          text=True, check=True).stdout
     assert out.strip() == "[0, 0] []"
+
+
+def test_the_tests_own_reading_of_the_ledger_lists_what_docket_log_lists(docket):
+    """tests/logged_events.py (how the e2e worlds look at a ledger without a process per look) lists exactly the
+    document docket log prints: the same events, fields and values, in the same order."""
+    from tests.logged_events import logged_events
+
+    docket("init")
+    docket("run", "open", "--target", "main", "--goal", "g ✓ \"quoted\"", "--id", "r1")
+    docket("task", "plan", "r1", "--title", "t", "--id", "t1")
+    listed = docket("log", "--json").json()["events"]
+    assert len(listed) >= 3 and logged_events(docket.ledger) == listed

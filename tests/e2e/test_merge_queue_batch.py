@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from bench.batch import make_repository, tasks_file
+from tests.logged_events import logged_events
 
 TASKS, CALLER, RENAMER = 6, 2, 5
 RUN = "batch"
@@ -50,8 +51,8 @@ class World:
                                 stderr=subprocess.PIPE, text=True)
 
     def events(self, *types: str) -> list[dict]:
-        out = json.loads(self.run("log", "--json").stdout)["events"]
-        return [e for e in out if e["type"].split(".")[0] in types]
+        return [e for e in logged_events(self.repo / ".git" / "docket" / "ledger.sqlite")
+                if e["type"].split(".")[0] in types]
 
     def tree(self) -> str:
         return subprocess.run(["git", "rev-parse", "main^{tree}"], cwd=self.repo, capture_output=True, text=True,
