@@ -82,6 +82,21 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("DOCKET_TEST_ROTATION", str(rotation()))
 
 
+# The files of the longest tests (`--durations` lists them), started first: xdist hands tests out in collection
+# order, so one of them started last would hold the run's end while the other workers sit idle.
+LONGEST_FIRST = ("tests/e2e/test_demo_fleet.py", "tests/e2e/test_fleet.py", "tests/attacks/test_sizes_large_files.py",
+                 "tests/e2e/test_real_claude.py", "tests/e2e/test_real_aider.py", "tests/e2e/test_real_codex.py",
+                 "tests/e2e/test_wheel_install.py", "tests/e2e/test_candidate_crashes.py",
+                 "tests/e2e/test_examples.py", "tests/e2e/test_database_outage.py", "tests/e2e/test_go_control.py",
+                 "tests/e2e/test_gc_gone_repositories.py", "tests/integration/test_ledger_stores.py",
+                 "tests/integration/test_postgres_cluster.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    first = {path: rank for rank, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: first.get(item.nodeid.split("::")[0], len(first)))  # stable: the rest keep order
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     return (f"docket campaigns: {'full' if campaigns_full() else 'sampled'}, "
             f"DOCKET_TEST_ROTATION={os.environ.get('DOCKET_TEST_ROTATION')}")

@@ -170,12 +170,17 @@ def docket_processes(ledger: Path) -> list[int]:
     return found
 
 
-def wait_until(predicate, timeout: float = 30.0, step: float = 0.05) -> bool:  # noqa: ANN001
+def wait_until(predicate, timeout: float = 30.0, step: float = 0.05,  # noqa: ANN001
+               longest_step: float = 0.25) -> bool:
+    """Whether predicate came true within timeout. The looks grow apart (from step to longest_step): many
+    predicates start a docket process (about 150 ms of CPU each), and looking back to back for a minute would
+    spend a core on looking."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if predicate():
             return True
-        time.sleep(step)
+        time.sleep(min(step, max(0.0, end - time.monotonic())))
+        step = min(step * 1.5, max(step, longest_step))
     return predicate()
 
 
