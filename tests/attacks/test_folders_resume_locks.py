@@ -63,18 +63,11 @@ def test_a_lock_whose_recorded_writer_is_dead_is_broken_without_waiting(tmp_path
     """In process, with a real repository: a claim naming a dead process (a child that exited) makes its lock stale
     at once (waiting would call ref_locks' sleep, which here fails the test); a claim naming a live process (this
     one) is waited on, and its lock is never broken."""
-    import subprocess
-    import sys
-
     from dulwich.repo import Repo
 
     from docket.adapters.world.git import ref_locks
-    from tests.conftest import make_repo
 
-    repo_path = make_repo(tmp_path / "repo")
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead = ref_locks.writer_identity(child.pid)
-    child.wait()
+    repo_path, dead = _repository_and_a_dead_writer(tmp_path)
     with Repo(str(repo_path)) as repo:
         head = repo.head()
         ref = "refs/docket/candidates/r1/b1"
@@ -100,18 +93,11 @@ def test_a_dead_writers_claims_without_a_lock_are_swept_by_the_next_process_to_w
     """A SIGKILL finds other threads between their claim and its removal, holding no lock (their ref written, or
     not yet begun): no lock will ever lead a writer to those claims, so a process's first write sweeps them. A dead
     writer's claim beside its ref's lock stays (it makes that lock stale at once), and so does a live writer's."""
-    import subprocess
-    import sys
-
     from dulwich.repo import Repo
 
     from docket.adapters.world.git import ref_locks
-    from tests.conftest import make_repo
 
-    repo_path = make_repo(tmp_path / "repo")
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead = ref_locks.writer_identity(child.pid)
-    child.wait()
+    repo_path, dead = _repository_and_a_dead_writer(tmp_path)
     with Repo(str(repo_path)) as repo:
         head = repo.head()
         written, locked, alive = (f"refs/docket/candidates/r1/b{n}" for n in (1, 2, 3))
@@ -126,3 +112,19 @@ def test_a_dead_writers_claims_without_a_lock_are_swept_by_the_next_process_to_w
         assert ref_locks.write_ref(repo, ref, lambda: repo.refs.add_if_new(ref.encode(), head))
     assert swept is not None and not swept.exists()
     assert set(swept.parent.iterdir()) == {kept, live}
+
+
+def _repository_and_a_dead_writer(tmp_path: Path) -> tuple[Path, dict]:
+    """A real repository, and the identity a claim records of a process that has exited (a child of this one)."""
+    import subprocess
+    import sys
+
+    from docket.adapters.world.git import ref_locks
+    from tests.conftest import make_repo
+
+    repo_path = make_repo(tmp_path / "repo")
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead = ref_locks.writer_identity(child.pid)
+    child.wait()
+    assert dead is not None
+    return repo_path, dead
