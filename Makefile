@@ -18,13 +18,14 @@ install: $(STAMP)
 
 # Three workers on two cores: the suite waits on real processes much of the time (agents, checks, SIGKILLed
 # dockets; the load stayed under 2 with two workers), and a third worker uses that (a fresh clone's .ci/run: 25 min
-# against 34). The slowest tests are listed at the end so a growing suite shows where its time goes.
+# against 34); an idle worker takes tests from a busy one (worksteal), so none ends long after the others. The
+# slowest tests are listed at the end so a growing suite shows where its time goes.
 # mypy over all of docket first ([tool.mypy] in pyproject.toml; tests/typecheck.py checks the package as installed)
 typecheck: $(STAMP)
 	$(BIN)/python -m tests.typecheck
 
 test: $(STAMP) typecheck
-	$(BIN)/pytest -n 3 --durations=25
+	$(BIN)/pytest -n 3 --dist worksteal --durations=25
 
 # The crash and random-kill campaigns whole (every crash point, seed and round; `make test` samples them, see
 # tests/conftest.py): the tests marked campaign, under DOCKET_CAMPAIGNS=full.
