@@ -1,4 +1,5 @@
-"""docket init / verify / replay / schema (log has its own module, cli/supervise/log_command.py; completion cli/completion.py)."""
+"""docket init / verify / replay / schema (log has its own module, cli/supervise/log_command.py; completion
+cli/completion.py)."""
 
 from __future__ import annotations
 

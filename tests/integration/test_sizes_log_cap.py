@@ -114,6 +114,9 @@ def test_a_cut_is_due_in_a_flood_a_quarter_over_the_cap_and_when_quiet_just_over
 
     assert not cut_due(CAP + CAP // 4, CAP, quiet=False) and cut_due(CAP + CAP // 4 + 1, CAP, quiet=False)
     assert not cut_due(CAP, CAP, quiet=True) and cut_due(CAP + 1, CAP, quiet=True)
+    # a max_log too small for a head, the marker and a tail is raised as cap_log raises it: no cut that cuts nothing
+    least = 4 * MARKER_BYTES
+    assert not cut_due(least, 1, quiet=True) and cut_due(least + 1, 1, quiet=True)
 
 
 def _flood_lost(log: Path, cap: int, total: int) -> tuple[int, int]:

@@ -31,8 +31,8 @@ __all__ = ["MergesAgain", "reconcile_ref_graphs"]
 MergesAgain = Callable[[Ledger, "EffectorPort", str], list[str]]
 
 
-def reconcile_ref_graphs(ledger: Ledger, clock: Clock, effector: EffectorPort, conn: ViewsConnection, repository: Path, *,
-                         apply: bool, merges_again: MergesAgain) -> list[GitFinding]:
+def reconcile_ref_graphs(ledger: Ledger, clock: Clock, effector: EffectorPort, conn: ViewsConnection,
+                         repository: Path, *, apply: bool, merges_again: MergesAgain) -> list[GitFinding]:
     """The refs docket owns (and the recorded targets) that name objects missing from the repository."""
     from ....projections import candidates, integrations
 

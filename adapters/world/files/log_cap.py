@@ -33,10 +33,16 @@ def marker(cut: int) -> bytes:
     return text.encode("ascii").ljust(MARKER_BYTES - 1) + b"\n"
 
 
+def _least_cap(cap: int) -> int:
+    """The cap a log is kept under: at least room for a head, the marker and a tail."""
+    return max(cap, 4 * MARKER_BYTES)
+
+
 def cut_due(size: int, cap: int, *, quiet: bool) -> bool:
     """Whether a running process's log of size bytes is cut now: during a flood once it is a quarter over its cap
     (cutting at every write would copy the tail again and again), and as soon as it is quiet while over the cap
     (a flood that ended between two cuts would otherwise stay over the cap until the process exits)."""
+    cap = _least_cap(cap)  # a smaller max_log is raised by the cut too: never due for a cut that cuts nothing
     return size > cap + cap // 4 or (quiet and size > cap)
 
 
@@ -72,7 +78,7 @@ def cap_log(log: Path, cap: int, *, slack: int = 0) -> int:
     """Bring the log to at most cap bytes (plus the marker's few) when it is over cap + slack, keeping its first
     half and its last part; the bytes cut so far. Never follows a symlink; anything but a regular file is left
     alone. A cap too small to hold a head, the marker and a tail is raised to one that can."""
-    cap = max(cap, 4 * MARKER_BYTES)
+    cap = _least_cap(cap)
     try:
         fd = os.open(log, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
