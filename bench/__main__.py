@@ -11,14 +11,15 @@ import argparse
 import json
 import time
 
-from . import (append, batch, go, growth, idle, launch, merge_step, merkle, pin, postgres, real_aider, rebuild,
-               receipts, requests, sandbox, scale, startup, startup_change, status, streams, verify, workspaces)
+from . import (append, batch, go, growth, idle, launch, merge_step, merkle, pin, postgres, queue, real_aider,
+               rebuild, receipts, requests, sandbox, scale, startup, startup_change, status, streams, verify,
+               workspaces)
 from .common import WORK, machine, table
 
 BENCHMARKS = {"append": append, "verify": verify, "rebuild": rebuild, "status": status, "growth": growth,
               "streams": streams, "startup": startup, "startup_change": startup_change, "idle": idle, "launch": launch,
               "pin": pin, "workspaces": workspaces, "sandbox": sandbox, "merkle": merkle, "receipts": receipts, "go": go,
-              "merge_step": merge_step, "batch": batch, "scale": scale, "real_aider": real_aider,
+              "merge_step": merge_step, "batch": batch, "queue": queue, "scale": scale, "real_aider": real_aider,
               "postgres": postgres, "requests": requests}
 
 

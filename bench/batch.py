@@ -43,6 +43,7 @@ shell = true
 
 [integration]
 batch = {batch}
+speculate = 1
 '''
 
 

@@ -182,8 +182,8 @@ def interrupted(candidate: Candidate, check_id: str, liveness: str, now: str) ->
 
 def concluded(candidate: Candidate, check: str, config_sha256: str) -> CheckRun | None:
     """The last run of the check on this candidate under that configuration that has a result, if any. A run
-    interrupted with the docket that ran it says nothing of the candidate: it does not count, and the check runs
-    again."""
+    interrupted with the docket that ran it, or stopped as a speculation given up on, says nothing of the candidate:
+    it does not count, and the check runs again."""
     runs = [r for r in candidate.checks if r.check == check and r.config_sha256 == config_sha256 and r.result
-            and r.result_code != Code.INTERRUPTED]
+            and r.result_code not in (Code.INTERRUPTED, Code.SPECULATION_CANCELLED)]
     return runs[-1] if runs else None

@@ -184,6 +184,9 @@ class RunConfig(_Section):
     budget_ms: Duration | None = Field(None, alias="budget")
     max_cost_micro_usd: Cost | None = Field(None, alias="max_cost")
     max_tokens: Tokens | None = None
+    # The checks `docket go` runs at once for a run (its tasks', its base's and its merge queue's together; agents
+    # are counted apart, by --parallel); --checks overrides it. Unset: the machine's cores.
+    checks: Annotated[int, Field(ge=1, le=256)] | None = None
 
 
 class CandidatesConfig(_Section):
@@ -195,6 +198,9 @@ class CandidatesConfig(_Section):
     max_file_size: Size = DEFAULT_MAX_FILE_SIZE
 
 
+SPECULATIVE_BATCH = 4  # [integration] batch's default while speculate > 1 (docs/performance.md: the queue bench)
+
+
 class IntegrationConfig(_Section):
     """[integration]: how `docket integrate` merges a run's confirmed candidates."""
 
@@ -204,7 +210,17 @@ class IntegrationConfig(_Section):
     checked_out_target: Literal["update", "refuse"] = "update"
     # The required checks run once on the merged result of up to this many queued steps (1: once per step); a
     # batch that fails is bisected to the step that breaks it, which goes back to its task, and the rest land.
-    batch: Annotated[int, Field(ge=1, le=1000)] = 1
+    # Unset: SPECULATIVE_BATCH while the queue speculates (batches then form only from steps that piled up while
+    # every verification was busy), else 1.
+    batch: Annotated[int, Field(ge=1, le=1000)] | None = None
+    # Verifications in flight at once: entry k is checked on the merge of everything queued ahead of it while those
+    # are still being checked; a failure ahead cancels and redoes only what was built on it. Unset: the run's check
+    # concurrency ([run] checks, --checks). 1: one verification at a time.
+    speculate: Annotated[int, Field(ge=1, le=256)] | None = None
+
+    def batch_for(self, speculate: int) -> int:
+        """The batch size a queue verifying speculate ranges at once uses."""
+        return self.batch or (SPECULATIVE_BATCH if speculate > 1 else 1)
 
 
 Identity = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]

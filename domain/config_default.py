@@ -118,6 +118,9 @@ DEFAULT_TOML = '''\
 # (report = "claude-json", "codex-jsonl" or "aider") report any; a figure an agent did not report counts as 0.
 # max_cost = 2.50
 # max_tokens = 2000000
+# The checks `docket go` runs at once (a task's, the base's and the merge queue's verifications share them; agents
+# are counted apart, by --parallel); --checks N overrides it. Default: the machine's cores.
+# checks = 4
 
 # [integration]
 # Make `docket integrate` wait until `docket approve RUN --by NAME` approved every candidate it would merge.
@@ -129,7 +132,14 @@ DEFAULT_TOML = '''\
 # Run the required checks once on the merged result of up to this many queued steps rather than on each step's
 # merge; a batch that fails is bisected (deterministically) to the first step whose merge fails, which goes back
 # to its task as feedback while the steps before it land and the steps after it are merged again. 1: each step.
-# batch = 1
+# Default: 4 while the queue speculates (a batch then forms only from steps that piled up while every verification
+# was busy: a step that finds one free is checked alone), else 1.
+# batch = 4
+# Keep up to this many verifications in flight: a step (or batch) is checked on the merge of everything queued
+# ahead of it while those are still being checked; when one ahead fails, only what was built on it is cancelled
+# and checked again, and a step lands as soon as it and everything ahead of it passed. Default: the run's check
+# concurrency ([run] checks, --checks; the machine's cores). 1: one verification at a time, as before.
+# speculate = 4
 
 # [candidates]
 # A file the agent leaves larger than this (and not already the base's at its path) refuses the pin

@@ -253,7 +253,8 @@ def step_state(step: dict[str, Any], delivered: frozenset[int]) -> str | None:
 def step_note(step: dict[str, Any], integration: dict[str, Any], overlaps: list[dict[str, Any]],
               delivered: frozenset[int]) -> str | None:
     """Why a step stands where it does: its conflicting paths (and the tasks IntegrationPrepared warned change the
-    same paths), a rejection's check, why a verified step's work is not in the target."""
+    same paths), the paths a waiting step was foreseen to conflict on as it was queued, a rejection's check, why a
+    verified step's work is not in the target."""
     status, code = step["status"], step["code"]
     if status == "conflicted" and code == "conflicted":
         note = f"in {_listed(json.loads(step['paths'] or '[]'))}"
@@ -266,6 +267,9 @@ def step_note(step: dict[str, Any], integration: dict[str, Any], overlaps: list[
         return f"check {_name(step['check'] or '?')} failed on the merged tree ({code})"
     if status == "merged" and step.get("bisect"):
         return step["bisect"]
+    if status in ("waiting", "merging") and step.get("predicted_conflicts"):
+        foreseen = _listed(json.loads(step["predicted_conflicts"]))
+        return f"a conflict foreseen in {foreseen} (merged onto the tip as queued)"
     if status == "verified" and step.get("batch") and step["step"] in delivered:
         return f"verified with steps {step['batch']} by one check run"
     if status == "verified" and step["step"] not in delivered:

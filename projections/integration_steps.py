@@ -7,7 +7,8 @@ goes on, conflicted and rejected steps are dropped and the queue went on), or
 requeued (verified, then queued again onto a moved target, or merged after a batch's rejected step: its copy
 follows). ``batch`` names the steps one check run verified together (``[integration] batch``: "first..last", the
 check ran on the last one's merge); ``bisect`` what a failed batch check said of a merged step while the batch is
-bisected. ``merge`` says
+bisected; ``predicted_conflicts`` the paths a queued step was foreseen to conflict on, merged onto the
+integration tip as it was queued (JSON; IntegrationStepQueued). ``merge`` says
 whether the step made a merge commit (merged) or found its candidate in the
 head's history already (already-merged); ``result`` whether the integration ref
 was moved now (created) or found moved (observed).
@@ -24,7 +25,8 @@ TABLE = "integration_steps"
 COLUMNS = {"run_id": str, "step": int, "task_id": str, "binding_id": str, "commit": str, "worker_id": str,
            "generation": int, "status": str, "intent_id": str, "head": str, "merge_commit": str, "tree": str,
            "merge": str, "result": str, "verification_binding": str, "checks": str, "check": str, "code": str,
-           "message": str, "paths": str, "ended_at": str, "position": int, "batch": str, "bisect": str}
+           "message": str, "paths": str, "ended_at": str, "position": int, "batch": str, "bisect": str,
+           "predicted_conflicts": str}
 PK = ("run_id", "step")
 
 
@@ -36,11 +38,15 @@ def _prepared(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) 
 
 
 def _queued(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
-    """A step appended to a queue that goes on (IntegrationPrepared v2)."""
+    """A step appended to a queue that goes on (IntegrationPrepared v2), with the paths it was foreseen to conflict
+    on (JSON; NULL when none was)."""
+    from ..domain.kernel.canonical import canonical_json
+
+    foreseen = p.get("predicted_conflicts") or None  # absent in ledgers written before the prediction
     c.execute("INSERT OR IGNORE INTO integration_steps (run_id, step, task_id, binding_id, [commit], worker_id, "
-              "generation, status, position) VALUES (?, ?, ?, ?, ?, ?, ?, 'waiting', ?)",
+              "generation, status, position, predicted_conflicts) VALUES (?, ?, ?, ?, ?, ?, ?, 'waiting', ?, ?)",
               (p["run_id"], p["step"], p["task_id"], p["binding_id"], p["commit"], p["worker_id"], p["generation"],
-               position))
+               position, canonical_json(foreseen).decode() if foreseen else None))
 
 
 def _requeued(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:

@@ -58,6 +58,8 @@ CRASH_POINTS = {
     "integrate:before-rejected": "a required check did not pass on a merged tree; IntegrationStepRejected (or, for a "
                                  "batch, IntegrationBatchFailed) not recorded",
     "integrate:after-batch-failed": "IntegrationBatchFailed recorded; the batch's bisection not started",
+    "integrate:after-speculation-started": ("IntegrationVerificationStarted recorded ([integration] speculate); "
+                                            "its checks not started"),
     "integrate:before-target": "every step verified; the target's intent not yet recorded",
     "integrate:after-queued": "a passed task's step queued (IntegrationStepQueued); not merged yet",
     "go:before-repair": "a task's step was dropped from the queue; its worktree not yet made again at the "

@@ -58,7 +58,7 @@ def integrate(ctx: Context) -> int:
         done = run_queue(ctx.ledger, ctx.clock, ctx.effector, run_id, tasks=task_ids, candidates=by_task,
                          checks=specs, approval_required=approval, artifact_dir=config.artifact_dir,
                          docket_dir=ctx.paths.ledger.parent, ledger_path=ctx.paths.ledger,
-                         checked_out_target=config.integration.checked_out_target, batch=config.integration.batch)
+                         checked_out_target=config.integration.checked_out_target, batch=config.integration.batch_for(1))
     finally:
         ctx.update_views()
     integration = done.integration

@@ -43,6 +43,9 @@ def register(nouns: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", metavar="N", help="stop the run once its agents reported this many tokens, input "
                                                     "and output together (default: docket.toml's [run] max_tokens)")
     p.add_argument("--parallel", type=_count(64), metavar="N", help=f"agents at once (default {DEFAULT_PARALLEL})")
+    p.add_argument("--checks", type=_count(256), metavar="N",
+                   help="checks at once: the tasks', the base's and the merge queue's together (default: docket.toml's "
+                        "[run] checks, else the machine's cores)")
     p.add_argument("--cycles", type=_count(100), metavar="N",
                    help=f"attempts judged per task before it fails (default {DEFAULT_CYCLES})")
     p.add_argument("--key", metavar="KEY", help="export the sealed receipt signed with this private key (the plan "
@@ -94,7 +97,7 @@ def go(ctx: Context) -> int:
         _check_resume(ctx, run_id, config)
     else:
         run_id = _start(ctx, config)
-    return _supervise_to_end(ctx, config, run_id, parallel=a.parallel, key=a.key)
+    return _supervise_to_end(ctx, config, run_id, parallel=a.parallel, key=a.key, checks=a.checks)
 
 
 def _warn_open_network(ctx: Context, config: Config) -> None:

@@ -28,7 +28,7 @@ def _driver(ctx: Context) -> RunDriver:
 
 
 def _supervise_to_end(ctx: Context, config: Config, run_id: str, *, parallel: int | None, key: str | None,
-                      show: bool = True, interrupted: Any = None) -> int:
+                      show: bool = True, interrupted: Any = None, checks: int | None = None) -> int:
     import signal
     import threading
 
@@ -38,6 +38,7 @@ def _supervise_to_end(ctx: Context, config: Config, run_id: str, *, parallel: in
     from ...adapters.service_layer.go.recovery import end_gone_supervisions, finish_opening
     from ...adapters.service_layer.go.settings import planned_agent, settings_from_config
     from ...adapters.service_layer.go.summary import run_summary
+    from ...adapters.service_layer.use_cases.checks import checks_pool
     from ...adapters.service_layer.use_cases.runs import load_run
     from ..console.output import warn
 
@@ -49,7 +50,8 @@ def _supervise_to_end(ctx: Context, config: Config, run_id: str, *, parallel: in
     assert run.plan is not None
     agent = planned_agent(config, run.plan.agent)
     _require_workspaces(ctx.require_repository())
-    settings = settings_from_config(config, agent, repository=ctx.require_repository(), ledger_path=ctx.paths.ledger)
+    settings = settings_from_config(config, agent, repository=ctx.require_repository(), ledger_path=ctx.paths.ledger,
+                                    checks=checks)
     interrupted = interrupted if interrupted is not None else threading.Event()
     previous = {sig: signal.signal(sig, _on_signal(run_id, interrupted)) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:  # held until the summary is out: a Ctrl-C while the run is stopped is heard, never a traceback
@@ -58,8 +60,9 @@ def _supervise_to_end(ctx: Context, config: Config, run_id: str, *, parallel: in
         end_gone_supervisions(driver, run_id)  # first: a crashed supervisor's downtime since its last sign: unbilled
         try:
             if run.status in ("active", "paused"):
-                drive_run(driver, settings, run_id, interrupted=interrupted, signer=signer, hooks=hooks,
-                          parallel=parallel, tick=view.update, standing_by=_standing_by)
+                with checks_pool(run_id, settings.check_slots):  # the run's checks share these slots, agents apart
+                    drive_run(driver, settings, run_id, interrupted=interrupted, signer=signer, hooks=hooks,
+                              parallel=parallel, tick=view.update, standing_by=_standing_by)
         finally:
             hooks.fire(final=True)
             driver.update_views()  # the hooks' last records too
@@ -201,8 +204,8 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
             lines.append(f"    step {dropped['step']} {what}{paths} ({shown(dropped['code'] or '')}): dropped"
                          + ("; delivered after repair" if row["result"] == "delivered" else ""))
     for overlap in doc["overlaps"]:
-        lines.append(f"  warning: {shown(overlap['first_task'])} and {shown(overlap['second_task'])} change the same "
-                     f"paths: {', '.join(shown(p) for p in overlap['paths'][:10])}")
+        lines.append(f"  warning: {shown(overlap['first_task'])} and {shown(overlap['second_task'])} "
+                     + _overlap_words(overlap))
     for moved in doc["moved_by_others"]:
         commits = ", ".join(c[:12] for c in moved["foreign_commits"][:10])
         more = moved["foreign_count"] - min(len(moved["foreign_commits"]), 10)
@@ -255,3 +258,18 @@ def _summarise(ctx: Context, doc: dict[str, Any], *, interrupted: bool, show: bo
     if show:
         emit(ctx.json, doc, "\n".join(lines))
     return GO_EXIT[outcome]
+
+
+def _overlap_words(overlap: dict[str, Any]) -> str:
+    """What an overlap warning says of its paths: the same lines where they were compared by lines (whole_files:
+    those that could not be, changed by both as whole files), the same paths in a warning from before that."""
+    from ..console.output import shown
+
+    whole = overlap.get("whole_files")
+    if whole is None:
+        return f"change the same paths: {', '.join(shown(p) for p in overlap['paths'][:10])}"
+    by_lines = [p for p in overlap["paths"] if p not in whole]
+    parts = ([f"the same lines of {', '.join(shown(p) for p in by_lines[:10])}"] if by_lines else []) + (
+        [f"{', '.join(shown(p) for p in whole[:10])} as whole files (binary or not comparable by lines)"]
+        if whole else [])
+    return "change " + " and ".join(parts)

@@ -127,7 +127,9 @@ def run_document(conn: ViewsConnection, run_id: str, now: str, position: int,
         "leases": leases.leases_of(conn, run_id),
         "pending_intents": intents.pending(conn, run_id),
         "integration": _integration(conn, run, integration, approval_required, steps),
-        "integration_steps": [{**s, "delivered": s["step"] in delivered} for s in steps],
+        "integration_steps": [{**s, "delivered": s["step"] in delivered,
+                               "predicted_conflicts": json.loads(s.get("predicted_conflicts") or "[]")}
+                              for s in steps],
         "approvals": approvals.approvals_of(conn, run_id),
         "base_checks": checks.base_checks_of(conn, run_id),
     }

@@ -12,9 +12,10 @@ branch from the expected commit. A run's receipt is sealed once, on this stream.
 """
 
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, StringConstraints
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, JsonValue, SerializerFunctionWrapHandler,
+                      StringConstraints, model_serializer)
 
 from ..kernel.canonical import check_canonical_value
 
@@ -52,6 +53,8 @@ __all__ = [
     "IntegrationBatchVerified",
     "IntegrationBatchFailed",
     "IntegrationBatchRequeued",
+    "IntegrationVerificationStarted",
+    "IntegrationVerificationCancelled",
 ]
 
 MAX_STEPS = 10_000
@@ -107,11 +110,25 @@ class RequiredCheck(_Part):
 
 
 class PathOverlapWarning(_Part):
-    """Two steps change the same paths (or a path and a folder holding the other's): they may conflict."""
+    """Two steps change the same paths (or a path and a folder holding the other's): they may conflict.
+
+    whole_files (absent in ledgers written before it, and from a fixed queue: every path compared as a path): the
+    paths were compared line by line against the two candidates' common base, and paths lists those whose changes
+    overlap or meet; whole_files lists those of them that could not be compared by lines (binary, not a regular
+    file, too large, a file against a folder), changed by both as whole files."""
 
     first_task: Id
     second_task: Id
     paths: ConflictPaths
+    whole_files: ConflictPaths | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a warning compared as paths has the shape it always had (and the same digest in a receipt)
+        dumped: dict[str, Any] = handler(self)
+        if dumped.get("whole_files") is None:
+            dumped.pop("whole_files", None)
+        return dumped
 
 
 class IntegrationPrepared(Event):
@@ -154,7 +171,9 @@ class IntegrationPreparedV2(Event):
 
 class IntegrationStepQueued(Event):
     """A step appended to a merge queue that goes on (IntegrationPrepared v2): a task's confirmed candidate, once
-    the steps of the tasks it depends on are verified; overlaps: the earlier steps that change the same paths."""
+    the steps of the tasks it depends on are verified; overlaps: the earlier steps whose changes meet its own (the
+    same lines of a path, or a whole file that cannot be compared by lines); predicted_conflicts: the paths it
+    conflicts on merged onto the integration tip as it was queued."""
 
     name = "IntegrationStepQueued"
     run_id: Id
@@ -165,6 +184,9 @@ class IntegrationStepQueued(Event):
     worker_id: Id
     generation: Generation
     overlaps: Annotated[list[PathOverlapWarning], Field(max_length=1000)]
+    # the paths the candidate conflicts on merged onto the integration tip as it was queued (empty: it merged, or
+    # ledgers written before the prediction); the step is merged as any other when its turn comes
+    predicted_conflicts: ConflictPaths = []
 
 
 class IntegrationQueueClosed(Event):
@@ -386,7 +408,7 @@ class IntegrationTargetMovedByOthers(Event):
 class IntegrationRequeued(Event):
     """A queue that goes on, whose target move found the target moved (IntegrationTargetMoved ``target-moved``),
     goes on from where the target is now (onto) instead of stopping: the verified steps that had not reached the
-    target (requeued, by number) are settled as requeued and queued again, in order, from step first_step: each is
+    target, and the steps merged on top of them and not verified yet (requeued, by number) are settled as requeued and queued again, in order, from step first_step: each is
     merged onto onto, re-verified and delivered by compare-and-swap as any step is, or conflicts there (that task's
     conflict); a step still waiting to merge merges onto onto as it comes. moved_by: the other docket runs of this ledger whose target moves
     brought the target from expected_commit to onto (docket_commits: their merge commits on its first-parent
@@ -450,6 +472,42 @@ class IntegrationBatchRequeued(Event):
     requeued: Annotated[list[Step], Field(max_length=MAX_STEPS)]
     first_step: Step
     onto: Commit
+
+
+class IntegrationVerificationStarted(Event):
+    """``[integration] speculate``: the required checks start on the merged tree of step last_step (pinned as
+    candidate verification_binding, commit merge_commit), which holds the merges of steps first_step..last_step
+    (tasks, in order) on top of head. assumed: the steps ahead of first_step not verified when it started (their
+    merges are in head); its result stands only once every one of them is verified. When one of them, or one of
+    its own steps, is dropped or queued again first, it is cancelled (IntegrationVerificationCancelled) and what it
+    covered is checked again on the new head."""
+
+    name = "IntegrationVerificationStarted"
+    run_id: Id
+    first_step: Step
+    last_step: Step
+    tasks: Annotated[list[Id], Field(max_length=MAX_STEPS)]
+    head: Commit
+    merge_commit: Commit
+    tree: Commit
+    assumed: Annotated[list[Step], Field(max_length=MAX_STEPS)]
+    verification_binding: Sha256
+
+
+class IntegrationVerificationCancelled(Event):
+    """``[integration] speculate``: the verification of steps first_step..last_step (candidate verification_binding)
+    ends unused: step because_of, which it assumed or covered, was dropped or queued again (reason), so the tree it
+    checks is not what the target will hold. Its checks still running are stopped (each recorded failed,
+    speculation-cancelled, its execution removed); a result it reached is not used."""
+
+    name = "IntegrationVerificationCancelled"
+    run_id: Id
+    first_step: Step
+    last_step: Step
+    verification_binding: Sha256
+    because_of: Step
+    reason: Code
+    message: Text
 
 
 class ReceiptSealed(Event):

@@ -136,6 +136,7 @@ class Code:
     INTERNAL: Final = "internal"
     INTERNAL_ERROR: Final = "internal-error"
     INTERRUPTED: Final = "interrupted"
+    SPECULATION_CANCELLED: Final = "speculation-cancelled"
     INVALID_INPUT: Final = "invalid-input"
     JSON_AND_FOLLOW: Final = "json-and-follow"
     KEY_EXISTS: Final = "key-exists"

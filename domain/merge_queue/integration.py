@@ -168,11 +168,13 @@ def _moved_at_start(run: Run, version: int, now: str, *, target_ref: str, found:
 
 
 def queue_step(integration: Integration, run: Run, step: ev.IntegrationStep, *, waiting_for: Sequence[str],
-               overlaps: Sequence[ev.PathOverlapWarning], now: str, changed: Sequence[str] = ()) -> list[ev.Event]:
+               overlaps: Sequence[ev.PathOverlapWarning], now: str, changed: Sequence[str] = (),
+               predicted_conflicts: Sequence[str] = ()) -> list[ev.Event]:
     """IntegrationStepQueued of a task's confirmed candidate; nothing when that candidate is queued already.
     Refused ``queue-closed`` once closed, ``queue-stopped`` once it stopped, ``config-change`` while its candidate
     (changed: its changed paths) changes a path the run trusts unapproved, ``dependencies-unsettled`` while a task it depends on (waiting_for: those
-    whose step is not verified) is not integrated yet."""
+    whose step is not verified) is not integrated yet. predicted_conflicts: the paths its candidate was foreseen to
+    conflict on, merged onto the queue's tip as it stood (adapters/service_layer/merge_queue/foreseen.py)."""
     require_open(run)
     if not integration.rolling:
         raise Refused(Code.QUEUE_FIXED, f"the integration of run {run.run_id} was fixed when it was prepared")
@@ -196,7 +198,7 @@ def queue_step(integration: Integration, run: Run, step: ev.IntegrationStep, *, 
     return [next_event(ev.IntegrationStepQueued, stream_of(run.run_id), integration.version, now, run_id=run.run_id,
                        step=len(integration.steps) + 1, task_id=step.task_id, binding_id=step.binding_id,
                        commit=step.commit, worker_id=step.worker_id, generation=step.generation,
-                       overlaps=list(overlaps[:1000]))]
+                       overlaps=list(overlaps[:1000]), predicted_conflicts=list(predicted_conflicts[:1000]))]
 
 
 def require_trusted_unchanged(integration: Integration | None, run: Run, step: ev.IntegrationStep,

@@ -11,6 +11,7 @@ from ..kernel.codes import Code
 
 __all__ = [
     "Approval",
+    "Verification",
     "Integration",
     "RequiredCheckState",
     "StepState",
@@ -47,6 +48,19 @@ class StepState:
     paths: tuple[str, ...] = ()
     base: str | None = None  # dropped from a queue that goes on: the integration head it did not go onto
     batch: tuple[int, int] | None = None  # verified by the check on step batch[1]'s merge, covering batch[0]..[1]
+
+
+@dataclass(frozen=True)
+class Verification:
+    """[integration] speculate: a check run on the merge of steps first..last, started while the steps it assumed
+    (ahead of it, not verified then) were still being checked (IntegrationVerificationStarted)."""
+
+    first: int
+    last: int
+    binding_id: str
+    head: str  # what its first step merged onto
+    assumed: tuple[int, ...]
+    status: Literal["running", "decided", "cancelled"] = "running"
 
 
 @dataclass(frozen=True)
@@ -91,6 +105,7 @@ class Integration:
     rebased_after: int = 0  # the steps numbered up to this one were verified before the last IntegrationRequeued
     delivered_through: int = 0  # rolling: the last step whose merge a target move delivered
     failing: int | None = None  # [integration] batch: the first step of the open batch whose merge is known to fail
+    verifications: tuple[Verification, ...] = ()  # [integration] speculate: each started, in order
 
     @property
     def status(self) -> IntegrationStatus:
@@ -162,18 +177,28 @@ class Integration:
             return batch[-1].merge_commit
         return self.head()
 
-    def probe(self) -> tuple[StepState, ...]:
-        """The steps the next check covers (it runs on the merge of the last of them): the whole open batch, or
-        while it is bisected (a failing merge is known) the first half of what lies before that failing step, which
-        is the failing step alone when it is the first (its recorded result rejects it)."""
+    def probe(self, batch_size: int | None = None) -> tuple[StepState, ...]:
+        """The steps the next verdict covers (its check runs on the merge of the last of them): while the open
+        batch is bisected (a failing merge is known) the first half of what lies before that failing step, which
+        is the failing step alone when it is the first (its recorded result rejects it); else what the verification
+        running on the open batch's first step covers ([integration] speculate), or the open batch's first
+        batch_size steps (None: all of it)."""
         batch = self.open_batch()
-        if self.failing is None:
-            return batch
         numbers = [s.step for s in batch]
-        if self.failing not in numbers:
-            return batch
-        hi = numbers.index(self.failing)
-        return batch[:(hi - 1) // 2 + 1] if hi > 0 else batch[:1]
+        if self.failing is not None and self.failing in numbers:
+            hi = numbers.index(self.failing)
+            return batch[:(hi - 1) // 2 + 1] if hi > 0 else batch[:1]
+        running = self.running_at(numbers[0]) if numbers else None
+        if running is not None:
+            return tuple(s for s in batch if running.first <= s.step <= running.last)
+        return batch if batch_size is None else batch[:batch_size]
+
+    def running(self) -> tuple[Verification, ...]:
+        """[integration] speculate: the verifications started and neither decided nor cancelled, in order."""
+        return tuple(v for v in self.verifications if v.status == "running")
+
+    def running_at(self, first: int) -> Verification | None:
+        return next((v for v in self.verifications if v.status == "running" and v.first == first), None)
 
     def delivered(self, step: StepState) -> bool:
         """Whether the step's work reached the target: verified, and the target moved to its head or beyond."""
@@ -251,8 +276,10 @@ def apply(integration: Integration | None, event: ev.Event, position: int) -> In
         return _with_step(integration, event.step, status="conflicted", head=event.head, code=event.reason,
                           message=event.message, paths=tuple(event.paths), base=event.head)
     if isinstance(event, ev.IntegrationStepVerified):
-        return _with_step(integration, event.step, status="verified", verification_binding=event.verification_binding)
+        return _decided(_with_step(integration, event.step, status="verified",
+                                   verification_binding=event.verification_binding), event.verification_binding)
     if isinstance(event, ev.IntegrationStepRejected):
+        integration = _decided(integration, event.verification_binding)
         return replace(_with_step(integration, event.step, status="rejected",
                                   verification_binding=event.verification_binding, code=event.code,
                                   message=event.message, base=integration.head()),
@@ -262,12 +289,20 @@ def apply(integration: Integration | None, event: ev.Event, position: int) -> In
                               batch=(event.first_step, event.last_step))
                       if s.status == "merged" and event.first_step <= s.step <= event.last_step else s
                       for s in integration.steps)
-        return replace(integration, steps=steps)
+        return _decided(replace(integration, steps=steps), event.verification_binding)
     if isinstance(event, ev.IntegrationBatchFailed):
+        integration = _decided(integration, event.verification_binding)
         failing = event.last_step if integration.failing is None else min(integration.failing, event.last_step)
         return replace(integration, failing=failing)
     if isinstance(event, ev.IntegrationBatchRequeued):
         return _batch_requeued(integration, event)
+    if isinstance(event, ev.IntegrationVerificationStarted):
+        return replace(integration, verifications=integration.verifications + (Verification(
+            event.first_step, event.last_step, event.verification_binding, event.head, tuple(event.assumed)),))
+    if isinstance(event, ev.IntegrationVerificationCancelled):
+        return replace(integration, verifications=tuple(
+            replace(v, status="cancelled") if v.status == "running" and v.binding_id == event.verification_binding
+            else v for v in integration.verifications))
     if isinstance(event, ev.IntegrationTargetRequested | ev.IntegrationTargetRequestedV2):
         return replace(integration, target="requested", target_intent=event.intent_id)
     if isinstance(event, ev.IntegrationCompleted) and integration.rolling:  # one move of several
@@ -295,11 +330,19 @@ def apply(integration: Integration | None, event: ev.Event, position: int) -> In
     return integration
 
 
+def _decided(integration: Integration, binding_id: str) -> Integration:
+    """The running verification of that candidate, if any, decided by the verdict just recorded."""
+    return replace(integration, verifications=tuple(
+        replace(v, status="decided") if v.status == "running" and v.binding_id == binding_id else v
+        for v in integration.verifications))
+
+
 def _requeued(integration: Integration, event: ev.IntegrationRequeued) -> Integration:
     """The steps that had not reached the target, settled as requeued and queued again from the moved target."""
     return replace(integration, steps=_queued_again(integration.steps, event.requeued, event.first_step),
                    target=None, target_intent=None, target_code=None, target_found=None, target_at=event.onto,
-                   requeues=event.round, onto=event.onto, rebased_after=max(event.requeued, default=integration.rebased_after))
+                   requeues=event.round, onto=event.onto, failing=None,
+                   rebased_after=max(event.requeued, default=integration.rebased_after))
 
 
 def _batch_requeued(integration: Integration, event: ev.IntegrationBatchRequeued) -> Integration:

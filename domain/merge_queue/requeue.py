@@ -81,8 +81,10 @@ def requeue(integration: Integration, *, known: DocketMoves | None, foreign: For
     made: list[ev.Event] = [] if known is not None else moved_by_others(integration, foreign, now)
     if not keeps:
         return made  # the history the run stood on was rewritten or dropped: stopped, as recorded
+    # what did not reach the target: verified steps beyond it, and steps merged on top of them and not verified yet
+    # (speculation and batches check while the target moves); their merges stand on the old target
     again = [s.step for s in integration.steps
-             if s.status == "verified" and not integration.delivered(s)]
+             if (s.status == "verified" and not integration.delivered(s)) or s.status == "merged"]
     version = integration.version + len(made)
     made.append(next_event(
         ev.IntegrationRequeued, stream_of(integration.run_id), version, now, run_id=integration.run_id,

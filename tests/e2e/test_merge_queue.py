@@ -87,8 +87,12 @@ def test_a_conflicting_task_is_dropped_the_rest_delivered_and_it_is_repaired_on_
     assert [c["head"] for c in created] == [r["base"] for r in requested]
     if workspace_root is not None:
         assert all(Path(r["path"]).is_relative_to(workspace_root) for r in requested), requested
-    # the repaired step warns of the same overlap again when it is queued; the summary says it once
-    assert summary["overlaps"] == [{"first_task": "q1.t2", "second_task": "q1.t5", "paths": ["notes.txt"]}]
+    # both append after the same line: warned once, by lines (the repair, made on the integrated head that holds the
+    # second task's line, meets it no more); the conflict was foreseen as the fifth was queued, the second merged
+    assert summary["overlaps"] == [{"first_task": "q1.t2", "second_task": "q1.t5", "paths": ["notes.txt"],
+                                   "whole_files": []}]
+    queued = [e["payload"] for e in world.events("IntegrationStepQueued") if e["payload"]["task_id"] == "q1.t5"]
+    assert [q["predicted_conflicts"] for q in queued] == [["notes.txt"], []]
 
 
 def test_a_conflicting_task_whose_cycles_are_spent_is_reported_undelivered_naming_the_path(tmp_path):

@@ -21,6 +21,7 @@ class FakeMerges(FakeGitPort):
     def __init__(self, world: FakeWorld | Mapping[str | Path, FakeRepository] | None = None):
         super().__init__(world)
         self.merge_conflicts: dict[tuple[str, str], tuple[str, ...]] = {}  # (head, candidate) -> conflicting paths
+        self.line_changes: dict[tuple[str, str], dict] = {}  # (first, second) -> path -> (first's hunks, second's)
         # a checkout's index and files: the commit they are clean at (absent: at whatever its branch names), or its
         # local changes
         self.checkouts: dict[Path, str | tuple[str, ...]] = {}
@@ -112,3 +113,8 @@ class FakeMerges(FakeGitPort):
         order = list(repo.commits)
         brought = sorted(ancestors(repo, found) - held, key=lambda c: -order.index(c) if c in order else 0)
         return ForeignCommits(tuple(brought), len(brought), bool(held), expected in ancestors(repo, found))
+
+    def changed_lines(self, repository: Path, first: str, second: str, paths):  # noqa: ANN001, ANN201
+        """Fake repositories hold no file contents: every path is compared as a whole file, unless line_changes
+        names (first, second) with each path's hunks."""
+        return dict(self.line_changes.get((first, second), {p: (None, None) for p in paths}))

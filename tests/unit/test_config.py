@@ -176,3 +176,35 @@ def test_workspace_root_is_absolute_or_under_home(tmp_path):
     assert workspace_root(loaded(tmp_path, "[workspace]\nroot = \"~/work\"\n")) == Path.home() / "work"
     assert workspace_root(loaded(tmp_path, "")) is None
     assert "workspace.root" in refused(tmp_path, "[workspace]\nroot = \"relative/place\"\n")
+
+
+def test_run_checks_is_unset_by_default_and_in_the_commented_default_file(tmp_path):
+    assert Config().run.checks is None
+    assert "\n# checks = 4\n" in DEFAULT_TOML
+    assert loaded(tmp_path, "[run]\nchecks = 8\n").run.checks == 8
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("[run]\nchecks = 0\n", "line 2: run.checks: Input should be greater than or equal to 1"),
+    ("[run]\nchecks = 257\n", "line 2: run.checks: Input should be less than or equal to 256"),
+    ('[run]\nchecks = "4"\n', "line 2: run.checks: Input should be a valid integer"),
+])
+def test_a_number_of_checks_out_of_range_is_bad_config(tmp_path, text, expected):
+    assert expected in refused(tmp_path, text)
+
+
+def test_go_runs_as_many_checks_at_once_as_given_else_configured_else_the_machines_cores(tmp_path, monkeypatch):
+    import os
+
+    from docket.adapters.service_layer.go.settings import Agent, settings_from_config
+    from docket.domain.containment.sandbox import Confinement
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    agent = Agent("a", ("a", "{prompt}"), confinement=Confinement(mode="off"))
+
+    def slots(text: str, given: int | None) -> int:
+        settings = settings_from_config(loaded(tmp_path, text), agent, repository=tmp_path / "absent.git",
+                                        ledger_path=tmp_path / "ledger.sqlite", checks=given)
+        return settings.check_slots
+
+    assert (slots("", None), slots("[run]\nchecks = 2\n", None), slots("[run]\nchecks = 2\n", 3)) == (6, 2, 3)

@@ -68,10 +68,22 @@ def test_a_checked_out_target_is_updated_by_default_refused_when_configured_and_
     assert caught.value.code == "bad-config" and "integration.checked_out_target" in caught.value.message
 
 
-def test_batch_is_one_by_default_and_in_the_commented_default_file(tmp_path):
-    assert Config().integration.batch == 1
-    assert "\n# batch = 1\n" in DEFAULT_TOML
-    assert load_config(written(tmp_path, "[integration]\nbatch = 8\n")).integration.batch == 8
+def test_batch_is_four_while_the_queue_speculates_else_one_and_in_the_commented_default_file(tmp_path):
+    assert Config().integration.batch is None and Config().integration.speculate is None
+    assert Config().integration.batch_for(2) == 4 and Config().integration.batch_for(1) == 1
+    assert "\n# batch = 4\n" in DEFAULT_TOML and "\n# speculate = 4\n" in DEFAULT_TOML
+    configured = load_config(written(tmp_path, "[integration]\nbatch = 8\nspeculate = 3\n")).integration
+    assert (configured.batch_for(3), configured.batch_for(1), configured.speculate) == (8, 8, 3)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("[integration]\nspeculate = 0\n", "line 2: integration.speculate: Input should be greater than or equal to 1"),
+    ("[integration]\nspeculate = 257\n", "line 2: integration.speculate: Input should be less than or equal to 256"),
+])
+def test_a_speculation_out_of_range_is_bad_config(tmp_path, text, expected):
+    with pytest.raises(BadInput) as caught:
+        load_config(written(tmp_path, text))
+    assert caught.value.code == "bad-config" and expected in caught.value.message, caught.value.message
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -10,6 +10,7 @@ from ....domain import run as run_aggregate
 from ....domain.kernel.codes import Code
 from ....domain.kernel.errors import AwaitingApproval, DocketError, OutputExists, Refused, TargetCheckedOut
 from ...world import faults
+from ..merge_queue.speculation import Speculation
 from .session import RunDriver
 from .settings import GoSettings
 from ..use_cases.runs import complete_run, load_run
@@ -61,7 +62,8 @@ def choose_signer(run: run_aggregate.Run, key: str | None) -> CryptoSigner | Non
     return signer
 
 
-def deliver(d: RunDriver, settings: GoSettings, run_id: str, signer: CryptoSigner | None) -> None:
+def deliver(d: RunDriver, settings: GoSettings, run_id: str, signer: CryptoSigner | None,
+            speculation: Speculation | None = None) -> None:
     """Once every task has finished: integrate what passed, seal, export, complete the run."""
     from ..merge_queue.integration import integrate
     from ..merge_queue.integration_steps import load_integration
@@ -83,7 +85,8 @@ def deliver(d: RunDriver, settings: GoSettings, run_id: str, signer: CryptoSigne
                       checks=settings.checks, approval_required=settings.approval,
                       artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
                       ledger_path=settings.ledger_path, checked_out_target=settings.checked_out_target,
-                      batch=settings.batch)
+                      batch=settings.batch,
+                      speculation=speculation or Speculation(d.open_session, settings.speculate))
         except (TargetCheckedOut, AwaitingApproval) as e:  # refusals only the user can lift
             _wait(d, run_id, e)
             return

@@ -40,6 +40,7 @@ from ....domain import run as run_aggregate
 from ....domain import worker as worker_aggregate
 from ....domain.kernel.codes import Code
 from ....domain.kernel.errors import DocketError, Fenced, Refused, RunClosed, TargetCheckedOut
+from ..merge_queue.speculation import Speculation
 from .session import RunDriver, Session
 from .settings import GoSettings
 from .judging import held_for_a_person
@@ -111,6 +112,7 @@ def _drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrup
     lost = False
     integrating = threading.Event()
     integrator = None
+    speculation = Speculation(open_session, settings.speculate)  # the queue's verifications in flight, shared to the end
     try:
         token = _claim_driver(s, run_id, supervisions.get(run_id), interrupted, on_tick, standing_by)
         if token is None:
@@ -120,7 +122,7 @@ def _drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrup
             integrating.set()
             integrator = threading.Thread(target=_integrate_while_working,
                                           args=(open_session, settings, run_id, integrating, errors, changed,
-                                                queue_changed),
+                                                queue_changed, speculation),
                                           name=f"docket-integrator-{run_id}", daemon=True)
             integrator.start()
         renew_at = time.monotonic() + DRIVER_TTL_MS / 3000
@@ -158,7 +160,7 @@ def _drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrup
                 raise errors[0]
         if not interrupted.is_set():  # still the driver: no other supervisor integrates, seals or completes the run
             try:
-                deliver(driver, settings, run_id, signer)
+                deliver(driver, settings, run_id, signer, speculation)
             except CheckInterrupted:
                 if not interrupted.is_set():
                     raise  # interrupted meanwhile: its last checks run again on resume
@@ -169,6 +171,7 @@ def _drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrup
         for thread in threads.values():
             thread.join()
         _stop_integrator(integrating, queue_changed, integrator)
+        speculation.close()  # interrupted: its checks stopped with the run's; else they ended with the queue
         if token is not None and not lost:
             _release_driver(s, run_id, token)
         end_supervision(s.ledger, s.clock, supervisions)
@@ -183,7 +186,8 @@ def _drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrup
 
 def _integrate_while_working(open_session: Callable[[], Session], settings: GoSettings, run_id: str,
                              integrating: threading.Event, errors: list[BaseException],
-                             changed: threading.Event, queue_changed: threading.Event) -> None:
+                             changed: threading.Event, queue_changed: threading.Event,
+                             speculation: Speculation) -> None:
     """The integrator: while the run's agents work, merge and re-verify each queued step and move the target as
     verified steps accumulate (a target whose checkout is in the way is left for the end). A task's thread ending
     (``queue_changed``) wakes it at once; each pass wakes the main loop (``changed``): a verified step finished its
@@ -207,7 +211,8 @@ def _integrate_while_working(open_session: Callable[[], Session], settings: GoSe
                             artifact_dir=settings.artifact_dir, docket_dir=settings.docket_dir,
                             ledger_path=settings.ledger_path, checked_out_target=settings.checked_out_target,
                             move_target=move_target, batch=settings.batch,
-                            may_grow=lambda: _queue_may_grow(s, run_id), going_on=integrating.is_set)
+                            may_grow=lambda: _queue_may_grow(s, run_id), going_on=integrating.is_set,
+                            speculation=speculation)
                 except (OutcomeUnknown, RunClosed):
                     pass  # observed again on the next pass
                 except CheckInterrupted:

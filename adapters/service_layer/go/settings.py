@@ -53,6 +53,8 @@ class GoSettings:
     workspace_root: Path | None = None  # [workspace] root; None: docket's data folder
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # [candidates] max_file_size
     batch: int = 1  # [integration] batch: the merge queue's steps one check run covers at most
+    speculate: int = 1  # [integration] speculate: the queue's verifications in flight at once
+    check_slots: int = field(default_factory=lambda: default_checks())  # --checks, [run] checks: checks at once
     inbox: Any = None  # [inbox]: what decides its agents' requests (domain.requests.InboxPolicy)
 
     @property
@@ -95,18 +97,31 @@ def workspace_root(config: Config) -> Path | None:
     return Path(config.workspace.root).expanduser() if config.workspace.root else None
 
 
-def settings_from_config(config: Config, agent: Agent, *, repository: Path, ledger_path: Path) -> GoSettings:
-    """The settings a run is supervised with, from docket.toml: its agent, checks, worktree and integration."""
+def settings_from_config(config: Config, agent: Agent, *, repository: Path, ledger_path: Path,
+                         checks: int | None = None) -> GoSettings:
+    """The settings a run is supervised with, from docket.toml: its agent, checks, worktree and integration.
+    ``checks``: the checks run at once (--checks), else docket.toml's [run] checks, else the machine's cores."""
     from ...world.files.paths import main_worktree
     from ...world.processes.sandbox_roots import require_sandbox
 
     require_sandbox(agent.confinement)  # refused before anything starts, where no sandbox can be had
-    checks = tuple(CheckSpec.of(name, check, sandbox=config.sandbox) for name, check in sorted(config.checks.items()))
-    return GoSettings(agent=agent, checks=checks, approval=config.integration.approval,
+    specs = tuple(CheckSpec.of(name, check, sandbox=config.sandbox) for name, check in sorted(config.checks.items()))
+    slots = checks or config.run.checks or default_checks()
+    speculate = config.integration.speculate or slots
+    return GoSettings(agent=agent, checks=specs, approval=config.integration.approval,
                       docket_dir=ledger_path.parent, repository=repository,
                       main_checkout=main_worktree(repository), ledger_path=ledger_path,
                       artifact_dir=config.artifact_dir, setup=tuple(tuple(argv) for argv in config.worktree.setup),
                       include=tuple(config.worktree.include), ports=config.worktree.ports,
                       checked_out_target=config.integration.checked_out_target,
                       workspace_root=workspace_root(config), max_file_size=config.candidates.max_file_size,
-                      batch=config.integration.batch, inbox=inbox_policy(config))
+                      batch=config.integration.batch_for(speculate), speculate=speculate,
+                      check_slots=slots, inbox=inbox_policy(config))
+
+
+def default_checks() -> int:
+    """The check concurrency when none is configured: the machine's cores (agents mostly wait on their model,
+    checks use the CPU)."""
+    import os
+
+    return max(1, os.cpu_count() or 1)

@@ -178,15 +178,22 @@ def _egress_refused(d: RunDriver, task_ids: Any) -> list[dict[str, Any]]:
 
 
 def _overlaps(d: RunDriver, run_id: str) -> list[dict[str, Any]]:
-    """The same-path warnings the queue recorded: when it was prepared, and as each step was queued."""
+    """The overlap warnings the queue recorded (when it was prepared, and as each step was queued), one per pair of
+    tasks: a repair that warns of the same pair again (either way round) adds its paths to the first warning."""
     from ....domain import events as ev
     from ....domain.merge_queue import integration as integration_aggregate
 
-    found: list[dict[str, Any]] = []
+    found: dict[frozenset[str], dict[str, Any]] = {}
     for _, event in d.ledger.history(integration_aggregate.stream_of(run_id)):
         if isinstance(event, ev.IntegrationPrepared | ev.IntegrationPreparedV2 | ev.IntegrationStepQueued):
-            found += [o.model_dump() for o in event.overlaps if o.model_dump() not in found]  # a repair warns again
-    return found
+            for overlap in event.overlaps:
+                warning = overlap.model_dump()
+                first = found.setdefault(frozenset((overlap.first_task, overlap.second_task)), warning)
+                if first is not warning:
+                    first["paths"] = sorted({*first["paths"], *warning["paths"]})
+                    if "whole_files" in first or "whole_files" in warning:
+                        first["whole_files"] = sorted({*first.get("whole_files", ()), *warning.get("whole_files", ())})
+    return list(found.values())
 
 
 def _moved_by_others(d: RunDriver, run_id: str) -> list[dict[str, Any]]:

@@ -34,6 +34,7 @@ from ....domain.effects import (
 from .process_ports import GatedHandle, ProcessPort
 
 if TYPE_CHECKING:  # annotations only: compiling the secret patterns and importing the adapter cost start-up time
+    from ....domain.merge_queue.line_overlap import SideHunks
     from ....domain.merge_queue.target_move import CheckoutObservation, TargetObservation
     from ...world.git.capture import Capture, Unstable
     from ...world.git.remote import PushOutcome
@@ -207,6 +208,13 @@ class MergePort(RepositoryPort, Protocol):
     def foreign_commits(self, repository: Path, expected: str, found: str) -> ForeignCommits:
         """The commits found holds that expected does not (``git rev-list found ^expected``), newest first: what a
         target moved by someone else brought. Never raises (incomplete, with a detail, when it cannot walk)."""
+        ...
+
+    def changed_lines(self, repository: Path, first: str, second: str,
+                      paths: Sequence[str]) -> dict[str, tuple[SideHunks, SideHunks]]:
+        """For each path, the hunks first and second each made in it against their merge base, for
+        domain/merge_queue/line_overlap.py (None for a side that cannot be compared by lines: binary, not a
+        regular file, too large, or no single merge base). Never raises."""
         ...
 
 

@@ -41,6 +41,7 @@ from ....domain import events as ev
 from ....domain.kernel.codes import Code
 from ....domain.kernel.errors import DependenciesUnsettled, OutcomeUnknown, Refused, TargetCheckedOut
 from ....domain.merge_queue.merges import changed_paths_overlap
+from .foreseen import foreseen_overlaps, predicted_conflicts, would_queue
 from ....domain.run import require_open
 from ...world import faults
 from ...world.clock import Clock, new_id
@@ -50,6 +51,8 @@ from ..use_cases.handoff import confirm_handoff
 from .requeue import docket_moves_between, settle_moved_target
 from ..kernel.ledger import Ledger
 from ..use_cases.runs import load_run
+from ....domain.merge_queue import speculation as speculation_rules
+from .speculation import Speculation
 from .integration_steps import (
     _drive_step, _merge_step, _verify_step, fetch_integrated, integration_ref, load_integration)
 
@@ -72,13 +75,15 @@ class Integrated:
 def integrate(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, *, tasks: Sequence[str],
               candidates: Mapping[str, Sequence[str]], checks: Sequence[CheckSpec], approval_required: bool,
               artifact_dir: str | None, docket_dir: Path, ledger_path: Path,
-              checked_out_target: target_move.CheckedOutTarget = "update", batch: int = 1) -> Integrated:
+              checked_out_target: target_move.CheckedOutTarget = "update", batch: int = 1,
+              speculation: Speculation | None = None) -> Integrated:
     """One pass of the queue, to its end (completed or stopped) or its first unknown outcome.
 
     tasks: the run's tasks in plan order; candidates: each task's candidates (binding ids) in pin order; checks:
     the configured checks, the required ones of which every merged step must pass again; checked_out_target:
     [integration] checked_out_target, what to do with a target some worktree has checked out; batch: [integration]
-    batch, the steps one check run covers at most."""
+    batch, the steps one check run covers at most; speculation: the verifications kept in flight (None: one at a
+    time)."""
     required = [spec for spec in checks if spec.required]
     skipped: tuple[str, ...] = ()
     existing = load_integration(ledger, run_id)
@@ -90,7 +95,7 @@ def integrate(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str,
         _close_queue(ledger, clock, effector, run_id, tasks, candidates, required)
     integration = advance(ledger, clock, effector, run_id, checks=checks, artifact_dir=artifact_dir,
                           docket_dir=docket_dir, ledger_path=ledger_path, checked_out_target=checked_out_target,
-                          batch=batch)
+                          batch=batch, speculation=speculation)
     prepared = _prepared_event(ledger, run_id)
     return Integrated(integration, skipped, tuple(prepared.overlaps) if prepared else ())
 
@@ -100,14 +105,26 @@ def advance(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, *
             checked_out_target: target_move.CheckedOutTarget = "update",
             move_target: bool = True, batch: int = 1,
             may_grow: Callable[[], bool] = lambda: False,
-            going_on: Callable[[], bool] = lambda: True) -> integration_aggregate.Integration:
+            going_on: Callable[[], bool] = lambda: True,
+            speculation: Speculation | None = None) -> integration_aggregate.Integration:
     """Take the prepared queue as far as it goes now: to its end, its first unknown outcome, or (a queue that goes
     on) until it waits for its next step; move_target False leaves the target where it is. going_on is asked
     before each effect: once it says no (docket go stopping), the queue is left where it is, to go on later.
 
     batch: the steps one check run covers at most ([integration] batch); an open batch of fewer is checked at once
-    unless may_grow says more steps may yet come to join it (docket go, while its agents work)."""
+    unless may_grow says more steps may yet come to join it (docket go, while its agents work).
+
+    speculation ([integration] speculate > 1, a queue that goes on): verifications kept in flight at once
+    (``_advance_speculating``). In a queue that goes on, the target moves as soon as a verified step lies beyond it.
+    """
     required = [spec for spec in checks if spec.required]
+    integration = load_integration(ledger, run_id)
+    if speculation is not None and speculation.speculate > 1 and integration is not None and integration.rolling:
+        return _advance_speculating(ledger, clock, effector, run_id, required, speculation,
+                                    where=dict(artifact_dir=artifact_dir, docket_dir=docket_dir,
+                                               ledger_path=ledger_path),
+                                    checked_out_target=checked_out_target, move_target=move_target, batch=batch,
+                                    going_on=going_on)
     rounds = 0  # re-queues onto a moved target this pass made (bounded: domain/merge_queue/requeue.py)
     flush = False  # the next step conflicts with the open batch's merges: the batch is checked first
     while True:
@@ -148,6 +165,79 @@ def advance(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, *
             _verify_step(ledger, clock, effector, integration, integration.probe(), required,
                          artifact_dir=artifact_dir, docket_dir=docket_dir, ledger_path=ledger_path, batched=batch > 1)
             flush = False
+            _land(ledger, clock, effector, run_id, checked_out_target, move_target)
+
+
+def _advance_speculating(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str,
+                         required: Sequence[CheckSpec], speculation: Speculation, *, where: dict[str, object],
+                         checked_out_target: target_move.CheckedOutTarget, move_target: bool, batch: int,
+                         going_on: Callable[[], bool]
+                         ) -> integration_aggregate.Integration:
+    """``advance`` with up to speculation.speculate verifications in flight (domain/merge_queue/speculation.py):
+    steps are merged one on top of the other up to the window, each range's checks start in a thread as soon as
+    it is merged, stale ranges are cancelled, and verdicts are recorded in queue order once a range's thread ended,
+    each followed by the target's move when a verified step lies beyond it."""
+    rounds = 0
+    flush = False  # the next step conflicts with the open merges: it waits for their verdicts
+    window = speculation_rules.window(batch, speculation.speculate)
+    while True:
+        integration = load_integration(ledger, run_id)
+        assert integration is not None
+        if not going_on():
+            return integration
+        if target_move.moved_unrecorded(integration):
+            rounds += settle_moved_target(ledger, clock, effector, run_id, rounds=rounds)
+            continue
+        if speculation.cancel_stale(ledger, clock, run_id):
+            continue
+        if integration.ended or integration.status == "open":
+            return integration
+        if integration.next_step() is None:
+            if not move_target:
+                return integration
+            _move_target(ledger, clock, effector, integration, checked_out_target)
+            continue
+        following = next((s for s in integration.steps if s.status in ("waiting", "merging")), None)
+        if following is not None and following.status == "merging":
+            _drive_step(ledger, effector, run_id, following)
+            continue
+        merged = integration.open_batch()
+        if following is not None and not flush and integration.failing is None and len(merged) < window:
+            flush = not _merge_step(ledger, clock, effector, integration, following, window)
+            continue
+        ranges = speculation_rules.to_start(integration, batch=batch, speculate=speculation.speculate)
+        if ranges:
+            for scope in ranges:
+                speculation.start(ledger, clock, effector, load_integration(ledger, run_id), scope,  # type: ignore[arg-type]
+                                  required, **where)
+            continue
+        speculation.resume(integration, required, **where)
+        probe = integration.probe(batch)
+        head = integration.running_at(probe[0].step) if probe else None
+        if head is None:  # nothing merged waits for a verdict
+            if _land(ledger, clock, effector, run_id, checked_out_target, move_target):
+                continue
+            return integration
+        if speculation.busy(head.binding_id):
+            if not _land(ledger, clock, effector, run_id, checked_out_target, move_target):
+                speculation.wait(0.25)
+            continue
+        faults.crash_point("integrate:after-step")
+        _verify_step(ledger, clock, effector, integration, probe, required, batched=batch > 1,
+                     **where)  # type: ignore[arg-type]
+        flush = False
+        _land(ledger, clock, effector, run_id, checked_out_target, move_target)
+
+
+def _land(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str,
+          checked_out_target: target_move.CheckedOutTarget, move_target: bool) -> bool:
+    """A queue that goes on: move the target to the verified head when a verified step lies beyond it (each
+    verified step lands as soon as everything ahead of it has); whether it was asked to move."""
+    integration = load_integration(ledger, run_id)
+    if not move_target or integration is None or not _behind(integration):
+        return False
+    _move_target(ledger, clock, effector, integration, checked_out_target)
+    return True
 
 
 def _behind(integration: integration_aggregate.Integration) -> bool:
@@ -170,23 +260,34 @@ def queue_task(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str
         _open_queue(ledger, clock, effector, run_id, effector.local(candidate.repository), checks)
     integration = load_integration(ledger, run_id)
     assert integration is not None
-    changed = {s.task_id: _changed_paths(ledger, s) for s in integration.steps
-               if s.status not in DROPPED and s.task_id != task_id}
-    overlaps = []
-    for other, paths in changed.items():
-        for found in changed_paths_overlap([paths, candidate.changed_paths]):
-            overlaps.append(ev.PathOverlapWarning(first_task=other, second_task=task_id, paths=list(found.paths[:1000])))
     assert candidate.worker_id is not None and candidate.commit is not None
     step = ev.IntegrationStep(task_id=task_id, binding_id=binding, commit=candidate.commit,
                               worker_id=candidate.worker_id, generation=candidate.generation or 1)
 
-    def decision(now: str) -> list[ev.Event]:
-        current = load_integration(ledger, run_id)
-        assert current is not None
+    def queued(current: integration_aggregate.Integration, now: str, overlaps: list[ev.PathOverlapWarning],
+               predicted: Sequence[str] = ()) -> list[ev.Event]:
         verified = {s.task_id for s in current.steps if s.status == "verified"}
         return integration_aggregate.queue_step(current, load_run(ledger, run_id), step,
                                                 waiting_for=[d for d in depends_on if d not in verified],
-                                                overlaps=overlaps, now=now, changed=candidate.changed_paths)
+                                                overlaps=overlaps, now=now, changed=candidate.changed_paths,
+                                                predicted_conflicts=predicted)
+
+    # conflicts foreseen (the earlier steps whose lines it changes too, a conflict merged onto the tip): looked for
+    # in git only once the step would be queued, not on each pass that waits for its dependencies
+    overlaps: list[ev.PathOverlapWarning] = []
+    predicted: list[str] = []
+    if would_queue(lambda: queued(integration, clock.now(), [])):
+        repository = effector.local(candidate.repository)
+        others = {s.task_id: (s.task_id, s.commit, _changed_paths(ledger, s)) for s in integration.steps
+                  if s.status not in DROPPED and s.task_id != task_id}
+        overlaps = foreseen_overlaps(effector.ports.merges, repository, task_id, candidate.commit,
+                                     candidate.changed_paths, list(others.values()))
+        predicted = predicted_conflicts(effector.ports.merges, repository, integration.tip(), candidate.commit)
+
+    def decision(now: str) -> list[ev.Event]:
+        current = load_integration(ledger, run_id)
+        assert current is not None
+        return queued(current, now, overlaps, predicted)
 
     ledger.decide(decision, clock.now())
     faults.crash_point("integrate:after-queued")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,10 +23,11 @@ from ..kernel.ledger import Ledger
 from ..use_cases.runs import load_run
 
 if TYPE_CHECKING:
+    from ....domain import candidate as candidate_aggregate
     from ....domain.run import Run
     from ..kernel.ports import EffectorPort
 
-__all__ = ["fetch_integrated", "integration_ref", "load_integration"]
+__all__ = ["check_probe", "fetch_integrated", "integration_ref", "load_integration", "pin_probe", "probe_turn"]
 
 
 def integration_ref(run_id: str) -> str:
@@ -211,30 +213,45 @@ def complete_merges(ledger: Ledger, effector: EffectorPort, run_id: str) -> list
     return sorted(set(left))
 
 
-def _verify_step(ledger: Ledger, clock: Clock, effector: EffectorPort, integration: integration_aggregate.Integration,
-                 probe: Sequence[integration_aggregate.StepState], required: Sequence[CheckSpec], *,
-                 artifact_dir: str | None, docket_dir: Path, ledger_path: Path, batched: bool = False) -> None:
-    """Pin the merged tree of the probe's last step as a candidate of its task, run every required check on it
-    (a result recorded there is reused, never run twice), and record the verdict on the probe's steps: verified,
-    or (one step) rejected, or (several: a batch) failed, to be bisected."""
+def pin_probe(ledger: Ledger, clock: Clock, effector: EffectorPort, integration: integration_aggregate.Integration,
+              probe: Sequence[integration_aggregate.StepState]) -> candidate_aggregate.Candidate:
+    """The merged tree of the probe's last step pinned as a candidate of its task (boundary integration-<step>;
+    the same probe gives the same candidate, pinned once)."""
     step = probe[-1]
     assert integration.repository is not None and step.merge_commit is not None and step.tree is not None
     assert integration.integration_ref is not None
-    tree = step.tree
     from ...world.files.paths import integration_output_path
+    from ...world.files.files import own_folder
 
     fetch_integrated(ledger, effector, integration, step.merge_commit)
     boundary = f"integration-{step.step}"
     output = integration_output_path(effector.local(integration.repository), integration.run_id, boundary)
-    from ...world.files.files import own_folder
-
     own_folder(effector.local(integration.repository) / "docket", output)
-    candidate = pin_tree(ledger, clock, effector, integration.run_id, step.task_id,
-                         repository=effector.local(integration.repository), parent=step.merge_commit, tree=tree,
-                         boundary=boundary, source=integration.integration_ref, output=output,
-                         changed_since=probe[0].head)
-    binding = candidate.binding_id
-    first = probe[0]
+    return pin_tree(ledger, clock, effector, integration.run_id, step.task_id,
+                    repository=effector.local(integration.repository), parent=step.merge_commit, tree=step.tree,
+                    boundary=boundary, source=integration.integration_ref, output=output,
+                    changed_since=probe[0].head)
+
+
+_turns: dict[tuple[str, str], threading.Lock] = {}
+_turns_guard = threading.Lock()
+
+
+def probe_turn(ledger: Ledger, binding: str) -> threading.Lock:
+    """Held while a check runs on the queue's candidate binding in this process: a verification's thread and the
+    integrator recording its verdict never run one check twice at once."""
+    with _turns_guard:
+        if len(_turns) > 10_000:
+            _turns.clear()
+        return _turns.setdefault((str(ledger.path), binding), threading.Lock())
+
+
+def check_probe(ledger: Ledger, clock: Clock, effector: EffectorPort, integration: integration_aggregate.Integration,
+                probe: Sequence[integration_aggregate.StepState], binding: str, required: Sequence[CheckSpec], *,
+                artifact_dir: str | None, docket_dir: Path, ledger_path: Path
+                ) -> tuple[list[ev.CheckBinding], tuple[CheckSpec, candidate_aggregate.CheckRun] | None]:
+    """Every required check of the queue on the candidate (a result recorded there is reused, never run twice),
+    in order, to the first that does not pass: the ones passed, and that one with its run (None: all passed)."""
     passed: list[ev.CheckBinding] = []
     wanted = {c.check: c.config_sha256 for c in integration.required_checks}
     for spec in required:
@@ -243,47 +260,67 @@ def _verify_step(ledger: Ledger, clock: Clock, effector: EffectorPort, integrati
         if spec.config_sha256 != wanted[spec.name]:
             raise Refused(Code.CHECK_CONFIG_CHANGED, f"check {spec.name}'s configuration changed since the integration "
                                                   f"of run {integration.run_id} was prepared; restore it to go on")
-        done = concluded(load_candidate(ledger, binding), spec.name, wanted[spec.name])
-        if done is None:
-            outcome = run_check(ledger, clock, effector, binding, spec, artifact_dir=artifact_dir,
-                                docket_dir=docket_dir, ledger_path=ledger_path)
-            done = load_candidate(ledger, binding).check_run(outcome.check_id)
+        with probe_turn(ledger, binding):
+            done = concluded(load_candidate(ledger, binding), spec.name, wanted[spec.name])
+            if done is None:
+                outcome = run_check(ledger, clock, effector, binding, spec, artifact_dir=artifact_dir,
+                                    docket_dir=docket_dir, ledger_path=ledger_path)
+                done = load_candidate(ledger, binding).check_run(outcome.check_id)
         if done.result != "passed":
-            run = done
-            faults.crash_point("integrate:before-rejected")
-
-            def rejection(now: str) -> list[ev.Event]:
-                current = load_integration(ledger, integration.run_id)
-                assert current is not None
-                reason = run.result_code or run.result or "check-failed"
-                if len(probe) > 1:
-                    return integration_aggregate.batch_failed(
-                        current, first.step, step.step, verification_binding=binding, tree=tree,
-                        check=spec.name, check_id=run.check_id, code=reason,
-                        message=(f"check {spec.name} {run.result} on the merge of steps {first.step}..{step.step} "
-                                 f"(tasks {', '.join(s.task_id for s in probe)})"
-                                 + (f": {run.result_code}" if run.result_code else "")), now=now)
-                message = (f"check {spec.name} {run.result} on the merge of step {step.step} (task {step.task_id})"
-                           + (f": {run.result_code}" if run.result_code else ""))
-                dropped = integration_aggregate.rejected(
-                    current, step.step, verification_binding=binding, check=spec.name, check_id=run.check_id,
-                    code=reason, message=message, now=now)
-                if not dropped:
-                    return []
-                after = integration_aggregate.apply(current, dropped[0], 0)
-                again = integration_aggregate.requeue_after(after, step.step, now)
-                text = (f"{message}: your work passed on its own but not merged with the work integrated before it"
-                        + (_merged_with(current) if batched else "") + ". Your worktree now starts from the "
-                        "integrated head: keep what it has and make your change again on top of it.")
-                return dropped + again + _repair(ledger, load_run(ledger, integration.run_id), step,
-                                                 "integration-rejected", text, dropped, now)
-
-            ledger.decide(rejection, clock.now())
-            if len(probe) > 1:
-                faults.crash_point("integrate:after-batch-failed")
-            return
+            return passed, (spec, done)
         passed.append(ev.CheckBinding(check=spec.name, check_id=done.check_id, config_sha256=done.config_sha256,
                                       output_sha256=done.output_sha256))
+    return passed, None
+
+
+def _verify_step(ledger: Ledger, clock: Clock, effector: EffectorPort, integration: integration_aggregate.Integration,
+                 probe: Sequence[integration_aggregate.StepState], required: Sequence[CheckSpec], *,
+                 artifact_dir: str | None, docket_dir: Path, ledger_path: Path, batched: bool = False) -> None:
+    """Pin the merged tree of the probe's last step as a candidate of its task, run every required check on it
+    (a result recorded there is reused, never run twice), and record the verdict on the probe's steps: verified,
+    or (one step) rejected, or (several: a batch) failed, to be bisected."""
+    step = probe[-1]
+    assert step.tree is not None
+    tree = step.tree
+    binding = pin_probe(ledger, clock, effector, integration, probe).binding_id
+    first = probe[0]
+    wanted = {c.check for c in integration.required_checks}
+    passed, failing = check_probe(ledger, clock, effector, integration, probe, binding, required,
+                                  artifact_dir=artifact_dir, docket_dir=docket_dir, ledger_path=ledger_path)
+    if failing is not None:
+        spec, run = failing
+        faults.crash_point("integrate:before-rejected")
+
+        def rejection(now: str) -> list[ev.Event]:
+            current = load_integration(ledger, integration.run_id)
+            assert current is not None
+            reason = run.result_code or run.result or "check-failed"
+            if len(probe) > 1:
+                return integration_aggregate.batch_failed(
+                    current, first.step, step.step, verification_binding=binding, tree=tree,
+                    check=spec.name, check_id=run.check_id, code=reason,
+                    message=(f"check {spec.name} {run.result} on the merge of steps {first.step}..{step.step} "
+                             f"(tasks {', '.join(s.task_id for s in probe)})"
+                             + (f": {run.result_code}" if run.result_code else "")), now=now)
+            message = (f"check {spec.name} {run.result} on the merge of step {step.step} (task {step.task_id})"
+                       + (f": {run.result_code}" if run.result_code else ""))
+            dropped = integration_aggregate.rejected(
+                current, step.step, verification_binding=binding, check=spec.name, check_id=run.check_id,
+                code=reason, message=message, now=now)
+            if not dropped:
+                return []
+            after = integration_aggregate.apply(current, dropped[0], 0)
+            again = integration_aggregate.requeue_after(after, step.step, now)
+            text = (f"{message}: your work passed on its own but not merged with the work integrated before it"
+                    + (_merged_with(current) if batched else "") + ". Your worktree now starts from the "
+                    "integrated head: keep what it has and make your change again on top of it.")
+            return dropped + again + _repair(ledger, load_run(ledger, integration.run_id), step,
+                                             "integration-rejected", text, dropped, now)
+
+        ledger.decide(rejection, clock.now())
+        if len(probe) > 1:
+            faults.crash_point("integrate:after-batch-failed")
+        return
     if set(wanted) - {c.check for c in passed}:
         missing = sorted(set(wanted) - {c.check for c in passed})
         raise Refused(Code.CHECK_NOT_CONFIGURED, f"the queue requires check(s) {', '.join(missing)}, which docket.toml "

@@ -23,6 +23,12 @@ candidate: the check runs again on resume), its execution removed, and
 ``CheckInterrupted`` raised; no new check of that run starts meanwhile. How a
 check is judged (by its exit, or relative to the run's base) is chosen in
 ``base_checks``.
+
+While ``docket go`` drives a run, its checks share a pool of slots
+(``checks_pool``: ``--checks``, ``[run] checks``, the machine's cores by default):
+a check's process is launched only once it holds one, and gives it back when the
+process has ended; the others wait (stopped at once all the same when the
+supervisor is interrupted). Outside a pool (``docket check run``) nothing waits.
 """
 
 from __future__ import annotations
@@ -59,8 +65,9 @@ if TYPE_CHECKING:
     from ..kernel.ports import EffectorPort, GatedHandle, ProcessPort
 
 __all__ = [
-    "Baseline", "CheckInterrupted", "CheckOutcome", "CheckSpec", "pinned_candidate", "remove_execution",
-    "run_attempt", "stopping_checks",
+    "Baseline", "CheckCancelled", "CheckInterrupted", "CheckOutcome", "CheckSlot", "CheckSpec", "cancel_checks",
+    "check_slot", "checks_pool", "pinned_candidate", "remove_execution", "run_attempt", "stopping_checks",
+    "take_check_slot",
 ]
 
 POLL_SECONDS = 0.05
@@ -102,6 +109,101 @@ def _stopped(run_id: str) -> bool:
     with _stops_lock:
         event = _stops.get(run_id)
     return event is not None and event.is_set()
+
+
+class CheckCancelled(WorkStopped):
+    """The check was not run to its end: the merge queue gave up on the verification it served (a speculation
+    built on a step that was then dropped: ``cancel_checks``). A run of it that had started is recorded failed,
+    speculation-cancelled, which says nothing of the candidate."""
+
+    def __init__(self, message: str):
+        super().__init__(Code.SPECULATION_CANCELLED, message)
+
+
+_cancelled: dict[str, str] = {}  # candidate binding id -> why its checks stop (cancel_checks)
+
+
+def cancel_checks(binding: str, why: str) -> None:
+    """Stop the checks this process runs on the candidate, and start none on it any more (CheckCancelled)."""
+    with _stops_lock:
+        if len(_cancelled) > 10_000:
+            _cancelled.clear()
+        _cancelled[binding] = why
+
+
+def _cancelled_because(binding: str) -> str | None:
+    with _stops_lock:
+        return _cancelled.get(binding)
+
+
+_pools: dict[str, threading.BoundedSemaphore] = {}  # run id -> the slots its checks share while go drives it
+
+
+@contextmanager
+def checks_pool(run_id: str, slots: int) -> Iterator[None]:
+    """While inside: at most ``slots`` of the run's checks that this process runs (a task's, the base's, the merge
+    queue's) have a process at once; each other one waits for a slot (``take_check_slot``) before it is launched.
+    Outside any pool a check waits for nothing (``docket check run``)."""
+    if slots < 1:
+        raise ValueError(f"a pool of checks has at least one slot, not {slots}")
+    with _stops_lock:
+        previous = _pools.get(run_id)
+        _pools[run_id] = threading.BoundedSemaphore(slots)
+    try:
+        yield
+    finally:
+        with _stops_lock:
+            if previous is None:
+                _pools.pop(run_id, None)
+            else:
+                _pools[run_id] = previous
+
+
+class CheckSlot:
+    """One slot of a run's pool of checks, held until released (once: releasing again does nothing). Outside a
+    pool it holds nothing."""
+
+    def __init__(self, pool: threading.BoundedSemaphore | None):
+        self._pool = pool
+
+    def release(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.release()
+
+
+def take_check_slot(run_id: str, binding: str | None = None) -> CheckSlot:
+    """A slot of the run's pool of checks (``checks_pool``), waited for while every one is taken; at once outside a
+    pool. While it waits, or before: CheckInterrupted, promptly, once the docket supervising the run is interrupted
+    (``stopping_checks``); CheckCancelled once the checks of ``binding`` are (``cancel_checks``)."""
+    with _stops_lock:
+        pool = _pools.get(run_id)
+    if pool is None:
+        return CheckSlot(None)
+    while True:
+        taken = pool.acquire(timeout=POLL_SECONDS)
+        stop: WorkStopped | None = None
+        if _stopped(run_id):  # after each try, a slot taken too: what a stopped check gives back starts nothing
+            stop = CheckInterrupted(f"a check of run {run_id} waited for a slot and was not started: the docket "
+                                    "supervising the run was interrupted")
+        elif binding is not None and (why := _cancelled_because(binding)) is not None:
+            stop = CheckCancelled(f"a check of candidate {binding} waited for a slot and was not started: {why}")
+        if stop is not None:
+            if taken:
+                pool.release()
+            raise stop
+        if taken:
+            return CheckSlot(pool)
+
+
+@contextmanager
+def check_slot(run_id: str) -> Iterator[CheckSlot]:
+    """A slot of the run's pool of checks held while inside (``take_check_slot``), released however it is left."""
+    slot = take_check_slot(run_id)
+    try:
+        yield slot
+    finally:
+        slot.release()
 
 
 @dataclass(frozen=True)
@@ -186,6 +288,8 @@ def run_attempt(ledger: Ledger, clock: Clock, effector: EffectorPort, binding: s
     if _stopped(candidate.run_id):
         raise CheckInterrupted(f"check {spec.name} was not started: the docket supervising run {candidate.run_id} "
                                "was interrupted")
+    if _cancelled_because(binding) is not None:
+        raise CheckCancelled(f"check {spec.name} was not started: {_cancelled_because(binding)}")
     repository = effector.local(candidate.repository)  # this host's clone: a check runs where it is driven
     # beside the task's workspace ([workspace] root), else the default; a workspace another host made is not here
     root = root_of_workspace(candidate.worktree) if repository == Path(candidate.repository) else None
@@ -267,28 +371,50 @@ def _launch_and_wait(ledger: Ledger, clock: Clock, effector: EffectorPort, bindi
                                                     intent_id=intent_id, log_path=str(log_path), now=now,
                                                     sandbox=sandbox.record())
 
-    ledger.decide(decision, clock.now())
-    launcher.expect(intent_id, LaunchSpec(argv=argv, cwd=execution, env=env, log_path=log_path, sandbox=sandbox))
+    try:  # while go drives the run: a slot of its pool (checks_pool), held until the process has ended
+        slot = take_check_slot(candidate.run_id, binding)
+    except CheckInterrupted:  # while it waited: never started, and recorded as interrupted all the same
+        _finish(ledger, clock, effector, binding, check_id, "failed", code=Code.INTERRUPTED,
+                message=f"check {spec.name}: {INTERRUPTED_MESSAGE}")
+        raise
+    except CheckCancelled as e:
+        _finish(ledger, clock, effector, binding, check_id, "failed", code=Code.SPECULATION_CANCELLED,
+                message=e.message[:4000])
+        raise
     try:
-        effector.run_pending(only={intent_id}, after=0)
-        run = load_candidate(ledger, binding).check_run(check_id)
-        if run.launch_failure is not None:
-            return _finish(ledger, clock, effector, binding, check_id, "failed", code="launch-failed",
-                           message=last_message(ledger, candidate_aggregate.stream_of(binding),
-                                                "the check could not be started"))
-        if run.process is None:
-            raise OutcomeUnknown(Code.OUTCOME_UNKNOWN, f"the launch of check {check_id} is not known to have happened "
-                                                    "yet; 'docket replay --apply' observes again")
-        faults.crash_point("check:before-gate")
-        gated = launcher.release(intent_id, run.process)
+        ledger.decide(decision, clock.now())
+        launcher.expect(intent_id, LaunchSpec(argv=argv, cwd=execution, env=env, log_path=log_path,
+                                              sandbox=sandbox))
+        try:
+            effector.run_pending(only={intent_id}, after=0)
+            run = load_candidate(ledger, binding).check_run(check_id)
+            if run.launch_failure is not None:
+                slot.release()
+                return _finish(ledger, clock, effector, binding, check_id, "failed", code="launch-failed",
+                               message=last_message(ledger, candidate_aggregate.stream_of(binding),
+                                                    "the check could not be started"))
+            if run.process is None:
+                raise OutcomeUnknown(Code.OUTCOME_UNKNOWN, f"the launch of check {check_id} is not known to have "
+                                                        "happened yet; 'docket replay --apply' observes again")
+            faults.crash_point("check:before-gate")
+            gated = launcher.release(intent_id, run.process)
+        finally:
+            launcher.close()
+        if gated is None:
+            raise Refused(Code.LAUNCHED_ELSEWHERE, f"check {check_id} was launched by another docket process")
+        started = time.monotonic()
+        code, cause = _wait(effector.ports.processes, gated, log_path, spec,
+                            stop=lambda: _stopped(candidate.run_id) or _cancelled_because(binding) is not None)
+        duration_ms = int((time.monotonic() - started) * 1000)
     finally:
-        launcher.close()
-    if gated is None:
-        raise Refused(Code.LAUNCHED_ELSEWHERE, f"check {check_id} was launched by another docket process")
-    started = time.monotonic()
-    code, cause = _wait(effector.ports.processes, gated, log_path, spec, stop=lambda: _stopped(candidate.run_id))
-    duration_ms = int((time.monotonic() - started) * 1000)
+        slot.release()  # its process has ended, or never started: judging it takes no slot
     faults.crash_point("check:after-exit")
+    why = _cancelled_because(binding)
+    if cause == "interrupted" and why is not None and not _stopped(candidate.run_id):
+        _finish(ledger, clock, effector, binding, check_id, "failed", code=Code.SPECULATION_CANCELLED,
+                message=f"check {spec.name} was stopped: {why}"[:4000], signal=-code if code < 0 else None,
+                exit_code=code if code >= 0 else None, duration_ms=duration_ms, log_path=log_path)
+        raise CheckCancelled(f"check {spec.name} was stopped: {why}")
     if cause == "interrupted":  # its group is gone: recorded as such, judged by nobody, run again on resume
         _finish(ledger, clock, effector, binding, check_id, "failed", code=Code.INTERRUPTED,
                 message=f"check {spec.name}: {INTERRUPTED_MESSAGE}", signal=-code if code < 0 else None,

@@ -3,10 +3,12 @@ candidates merged in the object store (merge.py), the target's checkout updated 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from ....domain.effects import MAX_FOREIGN_COMMITS, ForeignCommits, IntegrationObservation, MergeResult
 from ....domain.kernel.errors import BadInput
+from ....domain.merge_queue.line_overlap import SideHunks
 from ....domain.merge_queue.target_move import CheckoutObservation, TargetObservation
 from .checkout import observe_checkout, update_checkout
 from .merge import MERGE_IDENTITY, merge_candidate
@@ -49,6 +51,12 @@ class DulwichMerges(DulwichRepository):
 
     def foreign_commits(self, repository: Path, expected: str, found: str) -> ForeignCommits:
         return foreign_commits(repository, expected, found)
+
+    def changed_lines(self, repository: Path, first: str, second: str,
+                      paths: Sequence[str]) -> dict[str, tuple[SideHunks, SideHunks]]:
+        from .line_changes import changed_lines
+
+        return changed_lines(repository, first, second, paths)
 
 
 def observe_integration(repository: Path, ref: str, expected_parent: str,
