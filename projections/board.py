@@ -267,6 +267,8 @@ def step_note(step: dict[str, Any], integration: dict[str, Any], overlaps: list[
         return f"check {_name(step['check'] or '?')} failed on the merged tree ({code})"
     if status == "merged" and step.get("bisect"):
         return step["bisect"]
+    if status == "merged" and step.get("speculation"):
+        return step["speculation"]
     if status in ("waiting", "merging") and step.get("predicted_conflicts"):
         foreseen = _listed(json.loads(step["predicted_conflicts"]))
         return f"a conflict foreseen in {foreseen} (merged onto the tip as queued)"

@@ -8,7 +8,9 @@ requeued (verified, then queued again onto a moved target, or merged after a bat
 follows). ``batch`` names the steps one check run verified together (``[integration] batch``: "first..last", the
 check ran on the last one's merge); ``bisect`` what a failed batch check said of a merged step while the batch is
 bisected; ``predicted_conflicts`` the paths a queued step was foreseen to conflict on, merged onto the
-integration tip as it was queued (JSON; IntegrationStepQueued). ``merge`` says
+integration tip as it was queued (JSON; IntegrationStepQueued); ``speculation`` what the queue's speculation
+did with a merged step (``[integration] speculate``: checked on its range's merge while steps ahead were checked,
+or that check cancelled by a step ahead that did not pass). ``merge`` says
 whether the step made a merge commit (merged) or found its candidate in the
 head's history already (already-merged); ``result`` whether the integration ref
 was moved now (created) or found moved (observed).
@@ -26,7 +28,7 @@ COLUMNS = {"run_id": str, "step": int, "task_id": str, "binding_id": str, "commi
            "generation": int, "status": str, "intent_id": str, "head": str, "merge_commit": str, "tree": str,
            "merge": str, "result": str, "verification_binding": str, "checks": str, "check": str, "code": str,
            "message": str, "paths": str, "ended_at": str, "position": int, "batch": str, "bisect": str,
-           "predicted_conflicts": str}
+           "predicted_conflicts": str, "speculation": str}
 PK = ("run_id", "step")
 
 
@@ -117,6 +119,25 @@ def _batch_failed(c: sqlite3.Connection, position: int, at: str, p: dict[str, An
                p["run_id"], p["first_step"], p["last_step"]))
 
 
+def _verification_started(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    """[integration] speculate: a merged step's check started, on the merge of its range, maybe before the steps
+    ahead of it are verified."""
+    ahead = p["assumed"]
+    assumed = (f", assuming step{'s' if len(ahead) > 1 else ''} {', '.join(map(str, ahead[:10]))}"
+               f"{' and more' if len(ahead) > 10 else ''} ahead pass" if ahead else "")
+    scope = (f"steps {p['first_step']}..{p['last_step']}" if p["first_step"] != p["last_step"]
+             else f"step {p['last_step']}")
+    c.execute("UPDATE integration_steps SET speculation = ? WHERE run_id = ? AND step BETWEEN ? AND ? "
+              "AND status = 'merged'", (f"checking on the merge of {scope}{assumed}", p["run_id"],
+                                        p["first_step"], p["last_step"]))
+
+
+def _verification_cancelled(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
+    c.execute("UPDATE integration_steps SET speculation = ? WHERE run_id = ? AND step BETWEEN ? AND ?",
+              (f"its check was cancelled: step {p['because_of']} ahead of it did not pass; checked again on the new "
+               "head", p["run_id"], p["first_step"], p["last_step"]))
+
+
 def _cancelled(c: sqlite3.Connection, position: int, at: str, p: dict[str, Any]) -> None:
     """A step intent given up on ('docket reconcile --cancel'): the step waits again."""
     c.execute("UPDATE integration_steps SET status = 'waiting', intent_id = NULL WHERE intent_id = ?",
@@ -134,7 +155,9 @@ def handlers() -> dict[str, Any]:
             ev.stored.IntegrationStepRejected: _rejected, ev.stored.IntentCancelled: _cancelled,
             ev.stored.IntegrationRequeued: _requeued, ev.stored.IntegrationBatchRequeued: _requeued,
             ev.stored.IntegrationBatchVerified: _batch_verified,
-            ev.stored.IntegrationBatchFailed: _batch_failed}
+            ev.stored.IntegrationBatchFailed: _batch_failed,
+            ev.stored.IntegrationVerificationStarted: _verification_started,
+            ev.stored.IntegrationVerificationCancelled: _verification_cancelled}
 
 
 def steps_of(c: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

@@ -205,9 +205,19 @@ def test_the_target_moved_by_someone_else_mid_queue(tmp_path, reference):
     world = World(tmp_path, speculate=4)
     process = world.start()
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(world.events("IntegrationVerificationStarted")) < 2:
+    def speculating() -> list[dict]:  # verifications started before the ones ahead of them had a verdict
+        return [e["payload"] for e in world.events("IntegrationVerificationStarted") if e["payload"]["assumed"]]
+
+    while time.monotonic() < deadline and not speculating():
         time.sleep(0.1)
     assert process.poll() is None, process.communicate()
+    # status says what is being checked on what (unless that check ended meanwhile: it sleeps 3 s)
+    second = speculating()[0]
+    status = world.run("status", RUN).stdout
+    decided = {e["payload"]["verification_binding"] for e in world.events(
+        "IntegrationStepVerified", "IntegrationStepRejected", "IntegrationVerificationCancelled")}
+    assert (f"checking on the merge of step {second['last_step']}, assuming step" in status
+            or second["verification_binding"] in decided), status
     # someone pushes a commit onto main (compare-and-swap, as git push does) while verifications are in flight
     old = world.git("rev-parse", "main")
     blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=world.repo, input="theirs\n",
