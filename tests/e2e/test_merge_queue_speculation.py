@@ -55,8 +55,9 @@ class World:
         return ["go", "--goal", "speculate", "--tasks", str(self.tasks), "--target", "main", "--parallel", "1",
                 "--id", RUN, "--cycles", "3", "--json"]
 
-    def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(self.argv(*args), cwd=self.repo, env=self.env, capture_output=True, text=True,
+    def run(self, *args: str, timeout: float = 300, fault: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = dict(self.env, **({"DOCKET_FAULT": fault} if fault else {}))
+        return subprocess.run(self.argv(*args), cwd=self.repo, env=env, capture_output=True, text=True,
                               timeout=timeout)
 
     def start(self, *args: str) -> subprocess.Popen[str]:
@@ -263,6 +264,24 @@ def test_killed_at_random_moments_during_speculation_then_resumed_delivers_the_s
         process.send_signal(signal.SIGKILL)
         process.communicate(timeout=30)
         kills += 1
+    assert_converged(world, reference)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["integrate:after-speculation-started", "integrate:before-rejected"])
+def test_killed_at_a_point_of_a_speculation_then_resumed_delivers_the_same_tree(tmp_path, reference, point):
+    """SIGKILLed at the first speculation recorded started (its checks not started), or as task 5's failing
+    verdict was about to be recorded (the steps behind it merged and checked meanwhile): the resumed run starts a
+    thread for each verification the ledger says runs, reuses what was recorded, and does nothing twice."""
+    world = World(tmp_path, speculate=4)
+    crashed = world.run(*world.go_args(), fault=point)
+    assert crashed.returncode == -signal.SIGKILL, (point, crashed.returncode, crashed.stderr)
+    if point == "integrate:before-rejected":  # killed with verifications in flight behind the failing one
+        assert overlapped(world)
+    assert_converged(world, reference)
+
+
+def assert_converged(world: World, reference: str) -> None:
     done = world.run("go", "--resume", RUN, "--json")
     assert done.returncode == 0, done.stderr + done.stdout
     assert json.loads(done.stdout)["outcome"] == "delivered"
