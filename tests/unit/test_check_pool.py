@@ -123,3 +123,37 @@ def test_releasing_a_slot_twice_gives_back_one():
 def test_a_pool_has_at_least_one_slot():
     with pytest.raises(ValueError), checks_pool("run-h", 0):
         pass
+
+
+def test_a_free_slot_goes_to_the_merge_queue_first_the_head_of_the_queue_first_then_in_order_of_asking():
+    from docket.adapters.service_layer.use_cases.checks import _pools, slot_priority
+
+    assert slot_priority("integration-3") < slot_priority("integration-12") < slot_priority("base")
+    assert slot_priority("base") < slot_priority("generation-1") == slot_priority("integration-x")
+    order: list[str] = []
+    lock = threading.Lock()
+
+    def take(name: str, priority: tuple[int, int], asked: threading.Event) -> None:
+        asked.set()
+        slot = take_check_slot("r-order", priority=priority)
+        with lock:
+            order.append(name)
+        slot.release()
+
+    with checks_pool("r-order", 1):
+        held = take_check_slot("r-order")
+        threads = []
+        for name, boundary in [("task-a", "generation-1"), ("queue-12", "integration-12"), ("task-b", "generation-2"),
+                               ("base", "base"), ("queue-3", "integration-3")]:
+            asked = threading.Event()
+            thread = threading.Thread(target=take, args=(name, slot_priority(boundary), asked), daemon=True)
+            thread.start()
+            assert asked.wait(GUARD)
+            deadline = time.monotonic() + GUARD  # waiting in the pool before the next asks: asked in this order
+            while len(_pools["r-order"].waiting) < len(threads) + 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            threads.append(thread)
+        held.release()
+        for thread in threads:
+            thread.join(GUARD)
+    assert order == ["queue-3", "queue-12", "base", "task-a", "task-b"]

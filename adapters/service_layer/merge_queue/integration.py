@@ -206,11 +206,10 @@ def _advance_speculating(ledger: Ledger, clock: Clock, effector: EffectorPort, r
             flush = not _merge_step(ledger, clock, effector, integration, following, window)
             continue
         ranges = speculation_rules.to_start(integration, batch=batch, speculate=speculation.speculate)
-        if ranges:
-            for scope in ranges:
-                speculation.start(ledger, clock, effector, load_integration(ledger, run_id), scope,  # type: ignore[arg-type]
-                                  required, **where)
-            continue
+        started = [speculation.start(ledger, clock, effector, _current(ledger, run_id), scope, required, **where)
+                   for scope in ranges]
+        if any(started):
+            continue  # else the queue moved on meanwhile: what follows reads it again
         speculation.resume(integration, required, **where)
         probe = integration.probe(batch)
         head = integration.running_at(probe[0].step) if probe else None
@@ -227,6 +226,12 @@ def _advance_speculating(ledger: Ledger, clock: Clock, effector: EffectorPort, r
                      **where)  # type: ignore[arg-type]
         flush = False
         _land(ledger, clock, effector, run_id, checked_out_target, move_target)
+
+
+def _current(ledger: Ledger, run_id: str) -> integration_aggregate.Integration:
+    integration = load_integration(ledger, run_id)
+    assert integration is not None
+    return integration
 
 
 def _land(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str,

@@ -70,8 +70,9 @@ class Speculation:
         self.wake.clear()
 
     def start(self, ledger: Ledger, clock: Clock, effector: EffectorPort, integration: Integration,
-              scope: rules.Range, checks: Sequence[CheckSpec], **where: object) -> None:
-        """Pin the range's merged tree, record its verification started, and run its checks in a thread."""
+              scope: rules.Range, checks: Sequence[CheckSpec], **where: object) -> bool:
+        """Pin the range's merged tree, record its verification started, and run its checks in a thread; whether it
+        was recorded now (not when the queue moved on meanwhile)."""
         probe = tuple(integration.step(n) for n in range(scope.first, scope.last + 1))
         candidate = pin_probe(ledger, clock, effector, integration, probe)
         last = probe[-1]
@@ -84,9 +85,11 @@ class Speculation:
             return rules.start(current, scope, verification_binding=candidate.binding_id,
                                merge_commit=merge_commit, tree=tree, now=now)
 
-        ledger.decide(decision, clock.now())
+        if not ledger.decide(decision, clock.now()):
+            return False
         faults.crash_point("integrate:after-speculation-started")
         self.run(integration.run_id, candidate.binding_id, probe, checks, **where)
+        return True
 
     def resume(self, integration: Integration, checks: Sequence[CheckSpec], **where: object) -> None:
         """A thread for each verification recorded running that has none here (started before a crash, or by an

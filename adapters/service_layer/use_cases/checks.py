@@ -34,10 +34,11 @@ supervisor is interrupted). Outside a pool (``docket check run``) nothing waits.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,7 +137,48 @@ def _cancelled_because(binding: str) -> str | None:
         return _cancelled.get(binding)
 
 
-_pools: dict[str, threading.BoundedSemaphore] = {}  # run id -> the slots its checks share while go drives it
+class _Pool:
+    """A run's check slots, handed out in order of priority, then of asking (a semaphore is neither fair nor
+    ordered: a check that asked first could wait behind ones that asked later)."""
+
+    def __init__(self, slots: int):
+        self.free = slots
+        self.waiting: list[tuple[tuple[int, int], int]] = []  # a heap of (priority, ticket)
+        self.tickets = 0
+        self.changed = threading.Condition()
+
+    def take(self, priority: tuple[int, int], stop: Callable[[], WorkStopped | None]) -> None:
+        """Wait for a slot, taken in turn; raises what stop() returns (checked after each wait)."""
+        with self.changed:
+            self.tickets += 1
+            mine = (priority, self.tickets)
+            heapq.heappush(self.waiting, mine)
+            try:
+                while True:
+                    if self.free > 0 and self.waiting[0] == mine:
+                        heapq.heappop(self.waiting)
+                        self.free -= 1
+                        if self.waiting and self.free > 0:
+                            self.changed.notify_all()  # the next in turn may take another
+                        return
+                    stopped = stop()
+                    if stopped is not None:
+                        raise stopped
+                    self.changed.wait(POLL_SECONDS)
+            except BaseException:
+                if mine in self.waiting:
+                    self.waiting.remove(mine)
+                    heapq.heapify(self.waiting)
+                    self.changed.notify_all()
+                raise
+
+    def release(self) -> None:
+        with self.changed:
+            self.free += 1
+            self.changed.notify_all()
+
+
+_pools: dict[str, _Pool] = {}  # run id -> the slots its checks share while go drives it
 
 
 @contextmanager
@@ -148,7 +190,7 @@ def checks_pool(run_id: str, slots: int) -> Iterator[None]:
         raise ValueError(f"a pool of checks has at least one slot, not {slots}")
     with _stops_lock:
         previous = _pools.get(run_id)
-        _pools[run_id] = threading.BoundedSemaphore(slots)
+        _pools[run_id] = _Pool(slots)
     try:
         yield
     finally:
@@ -163,7 +205,7 @@ class CheckSlot:
     """One slot of a run's pool of checks, held until released (once: releasing again does nothing). Outside a
     pool it holds nothing."""
 
-    def __init__(self, pool: threading.BoundedSemaphore | None):
+    def __init__(self, pool: _Pool | None):
         self._pool = pool
 
     def release(self) -> None:
@@ -172,28 +214,49 @@ class CheckSlot:
             pool.release()
 
 
-def take_check_slot(run_id: str, binding: str | None = None) -> CheckSlot:
-    """A slot of the run's pool of checks (``checks_pool``), waited for while every one is taken; at once outside a
-    pool. While it waits, or before: CheckInterrupted, promptly, once the docket supervising the run is interrupted
-    (``stopping_checks``); CheckCancelled once the checks of ``binding`` are (``cancel_checks``)."""
+QUEUE_FIRST = 0  # the merge queue's checks, the head of the queue first: a step lands only once they pass
+BASE = 1  # the base's: every check judged relative to it waits for it
+CANDIDATE = 2  # a task's own
+
+
+def slot_priority(boundary: str) -> tuple[int, int]:
+    """Who gets a free slot first: the merge queue's verifications (boundary integration-<step>, the lowest step
+    first: what waits for its verdict lands first), then the base's checks, then the tasks'."""
+    if boundary.startswith("integration-") and boundary[len("integration-"):].isdigit():
+        return (QUEUE_FIRST, int(boundary[len("integration-"):]))
+    if boundary in ("base", "base-tests"):
+        return (BASE, 0)
+    return (CANDIDATE, 0)
+
+
+def take_check_slot(run_id: str, binding: str | None = None, priority: tuple[int, int] = (CANDIDATE, 0)
+                    ) -> CheckSlot:
+    """A slot of the run's pool of checks (``checks_pool``), waited for in turn (``slot_priority``, then the order
+    of asking) while every one is taken; at once outside a pool. While it waits, or before: CheckInterrupted,
+    promptly, once the docket supervising the run is interrupted (``stopping_checks``); CheckCancelled once the
+    checks of ``binding`` are (``cancel_checks``)."""
     with _stops_lock:
         pool = _pools.get(run_id)
     if pool is None:
         return CheckSlot(None)
-    while True:
-        taken = pool.acquire(timeout=POLL_SECONDS)
-        stop: WorkStopped | None = None
-        if _stopped(run_id):  # after each try, a slot taken too: what a stopped check gives back starts nothing
-            stop = CheckInterrupted(f"a check of run {run_id} waited for a slot and was not started: the docket "
+
+    def stop() -> WorkStopped | None:
+        if _stopped(run_id):
+            return CheckInterrupted(f"a check of run {run_id} waited for a slot and was not started: the docket "
                                     "supervising the run was interrupted")
-        elif binding is not None and (why := _cancelled_because(binding)) is not None:
-            stop = CheckCancelled(f"a check of candidate {binding} waited for a slot and was not started: {why}")
-        if stop is not None:
-            if taken:
-                pool.release()
-            raise stop
-        if taken:
-            return CheckSlot(pool)
+        if binding is not None and (why := _cancelled_because(binding)) is not None:
+            return CheckCancelled(f"a check of candidate {binding} waited for a slot and was not started: {why}")
+        return None
+
+    stopped = stop()
+    if stopped is not None:
+        raise stopped
+    pool.take(priority, stop)
+    stopped = stop()  # a slot taken too: what a stopped check gives back starts nothing
+    if stopped is not None:
+        pool.release()
+        raise stopped
+    return CheckSlot(pool)
 
 
 @contextmanager
@@ -372,7 +435,7 @@ def _launch_and_wait(ledger: Ledger, clock: Clock, effector: EffectorPort, bindi
                                                     sandbox=sandbox.record())
 
     try:  # while go drives the run: a slot of its pool (checks_pool), held until the process has ended
-        slot = take_check_slot(candidate.run_id, binding)
+        slot = take_check_slot(candidate.run_id, binding, slot_priority(candidate.boundary))
     except CheckInterrupted:  # while it waited: never started, and recorded as interrupted all the same
         _finish(ledger, clock, effector, binding, check_id, "failed", code=Code.INTERRUPTED,
                 message=f"check {spec.name}: {INTERRUPTED_MESSAGE}")
