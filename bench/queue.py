@@ -11,16 +11,20 @@ greet), but merged after task 2 the suite fails, a semantic conflict no textual 
 to its task (``integration-rejected`` feedback), and its next generation starts from the integrated head and passes.
 Task 5 is queued 5th of 9 when every check has a process at once; when the run's checks share fewer slots (``docket
 go`` runs at most the machine's cores of them at once, tasks' and the queue's together), the order is the one the
-slots free up in, and where task 5 was queued is logged for each run. Sides, taking turns in one process (the order reversed every other round): the same run
-with ``speculate = 1`` and ``batch = 1`` in docket.toml ("serial", today's queue), and with neither key ("defaults").
-docket.toml is kept out of git, so both sides' target trees can be compared: they must be equal (checked), and task
-5 must have been rejected at integration in every run (checked).
+slots free up in, and where task 5 was queued is logged for each run. Sides, taking turns in one process (the order
+reversed every other round): the same run with ``speculate = 1`` and ``batch = 1`` in docket.toml ("serial", the
+queue before issue 37), and with neither key ("defaults": ``speculate`` = the run's check slots, ``[run] checks``
+unset = the machine's cores, and ``batch = 4``); for information, the same two with ``[run] checks = 4`` ("serial,
+checks = 4" and "checks = 4": more slots than cores, which a check that sleeps can use). docket.toml is kept out of
+git, so every side's target trees can be compared: they must be equal (checked), and task 5 must have been rejected
+at integration in every run (checked). Each run's ledger is kept in bench/.work/queue/<side>-<round>.json.
 
 Figures, medians: the queue's time (from the run's first IntegrationStepQueued to its RunCompleted, from the
 ledger), the whole ``docket go`` process's wall and CPU time (user + system of it and every process it waited for).
 Goal: the queue's time with the defaults <= 0.5x the serial one. For information: each run's integration check runs
-(on ``integration-*`` pins), how long each waited for a slot and ran, and how many were in flight at once (logged
-per run).
+(on ``integration-*`` pins), how long each waited for a slot and ran, and how many ran at once; its verifications
+(IntegrationVerificationStarted to its verdict), how many were in flight at once, how many covered more than one
+step (batches) and failed and were bisected (IntegrationBatchFailed).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .batch import AGENT, CHECK as SUITE, script
-from .common import BIN, Row, log, median, remove, temp_dir
+from .common import BIN, WORK, Row, log, median, remove, temp_dir
 from .go import git, load, timed_process
 
 TASKS = 9
@@ -43,7 +47,10 @@ CYCLES = 3
 GOAL = 0.5
 RUN_ID = "queue"
 CHECK = f"sleep {SLEEP_S}; {SUITE}"
-SIDES = {"serial": "[integration]\nspeculate = 1\nbatch = 1\n", "defaults": ""}
+SERIAL = "[integration]\nspeculate = 1\nbatch = 1\n"
+WIDE = "[run]\nchecks = 4\n"  # more check slots than the 2 cores: fair for a check that sleeps
+SIDES = {"serial": SERIAL, "defaults": "", "serial, checks = 4": WIDE + "\n" + SERIAL, "checks = 4": WIDE}
+KEPT = WORK / "queue"  # each run's ledger (docket log --json), kept for reading: <side>-<round>.json
 
 
 def delay(i: int) -> float:
@@ -121,6 +128,25 @@ class CheckRun:
         return None if self.ended is None or self.launched is None else self.ended - self.launched
 
 
+@dataclass
+class Verification:
+    """One of the merge queue's verifications, in seconds from the run's first IntegrationStepQueued: steps first..last
+    (a batch when more than one), from IntegrationVerificationStarted (``speculate`` > 1) to its verdict
+    (IntegrationStepVerified / IntegrationStepRejected / IntegrationBatchVerified / IntegrationBatchFailed /
+    IntegrationVerificationCancelled, by its verification_binding); with ``speculate = 1`` no start is recorded and
+    each of the queue's check runs stands for one (one required check here), from its request to its result."""
+    first: int
+    last: int
+    started: float
+    ended: float | None = None
+    verdict: str = "unfinished"
+
+
+VERDICTS = {"IntegrationStepVerified": "verified", "IntegrationBatchVerified": "verified",
+            "IntegrationStepRejected": "rejected", "IntegrationBatchFailed": "failed",
+            "IntegrationVerificationCancelled": "cancelled"}
+
+
 def most_at_once(spans: list[tuple[float, float]]) -> int:
     """The most of the spans (start, end) open at one moment."""
     most = now = 0
@@ -139,6 +165,17 @@ class Outcome:
     rejected: list[str]  # the tasks given integration-rejected feedback
     queued: list[str]  # the tasks in the order their steps were queued (a repaired one twice)
     checks: list[CheckRun] = field(default_factory=list)  # every check run of the run, tasks' and the queue's
+    verifications: list[Verification] = field(default_factory=list)  # the merge queue's
+    bisected: int = 0  # IntegrationBatchFailed: batch verifications that failed, each bisected (its halves' too)
+
+    @property
+    def batches(self) -> int:
+        """The verifications that covered more than one step."""
+        return sum(v.last > v.first for v in self.verifications)
+
+    def verifying(self) -> int:
+        """The most of the queue's verifications in flight at one moment (started, no verdict yet)."""
+        return most_at_once([(v.started, v.ended) for v in self.verifications if v.ended is not None])
 
     @property
     def integration_checks(self) -> list[CheckRun]:
@@ -161,13 +198,18 @@ def at(event: dict) -> float:
 RESULTS = {"CheckPassed": "passed", "CheckFailed": "failed", "CheckTimedOut": "timed-out"}
 
 
-def read_run(repo: Path) -> tuple[float, list[str], list[str], list[CheckRun]]:
-    """From the run's ledger: its queue's time, the tasks rejected at integration, the queue's order, and every
-    check run."""
+def read_run(repo: Path, keep: Path | None = None) -> tuple[float, list[str], list[str], list[CheckRun],
+                                                            list[Verification], int]:
+    """From the run's ledger (written to keep when given): its queue's time, the tasks rejected at integration, the
+    queue's order, every check run, the queue's verifications and its bisected batches."""
     from .launch import environment
 
-    events = json.loads(subprocess.run([str(BIN / "docket"), "log", "--json"], cwd=repo, env=environment(),
-                                       check=True, capture_output=True, text=True).stdout)["events"]
+    text = subprocess.run([str(BIN / "docket"), "log", "--json"], cwd=repo, env=environment(), check=True,
+                          capture_output=True, text=True).stdout
+    if keep is not None:
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        keep.write_text(text)
+    events = json.loads(text)["events"]
     kind = [e["type"].split(".")[0] for e in events]
     queued = [e for e, k in zip(events, kind) if k == "IntegrationStepQueued"]
     if not queued:
@@ -180,6 +222,7 @@ def read_run(repo: Path) -> tuple[float, list[str], list[str], list[CheckRun]]:
     boundaries = {e["payload"]["binding_id"]: e["payload"]["boundary"] for e, k in zip(events, kind)
                   if k == "CandidatePinRequested"}
     checks: dict[str, CheckRun] = {}
+    verifications: dict[str, Verification] = {}
     for e, k in zip(events, kind):
         p = e["payload"]
         if k == "CheckRequested":
@@ -188,18 +231,32 @@ def read_run(repo: Path) -> tuple[float, list[str], list[str], list[CheckRun]]:
             checks[p["check_id"]].launched = at(e) - first
         elif p.get("check_id") in checks and k in RESULTS:
             checks[p["check_id"]].ended, checks[p["check_id"]].result = at(e) - first, RESULTS[k]
-    return queue_s, rejected, [e["payload"]["task_id"] for e in queued], list(checks.values())
+        if k == "IntegrationVerificationStarted":
+            verifications[p["verification_binding"]] = Verification(p["first_step"], p["last_step"], at(e) - first)
+        elif k in VERDICTS and p.get("verification_binding") in verifications:
+            v = verifications[p["verification_binding"]]
+            if v.ended is None:  # the first verdict (a failed batch's rejection may follow its failure)
+                v.ended, v.verdict = at(e) - first, VERDICTS[k]
+    bisected = kind.count("IntegrationBatchFailed")
+    if not verifications:  # speculate = 1: one check run each
+        for c in checks.values():
+            if c.integration:
+                step = int(c.boundary.removeprefix("integration-"))
+                verifications[c.boundary + str(c.requested)] = Verification(
+                    step, step, c.requested, c.ended, {"passed": "verified"}.get(c.result, c.result))
+    return (queue_s, rejected, [e["payload"]["task_id"] for e in queued], list(checks.values()),
+            list(verifications.values()), bisected)
 
 
-def run_go(folder: Path, tasks_toml: Path, integration: str) -> Outcome:
-    """docket go --parallel 9 of the tasks in a fresh repository with this [integration]; what its queue took."""
+def run_go(folder: Path, tasks_toml: Path, integration: str, keep: Path | None = None) -> Outcome:
+    """docket go --parallel 9 of the tasks in a fresh repository with these settings; what its queue took."""
     repo = make_repository(temp_dir(folder) / "repo", integration)
     argv = [str(BIN / "docket"), "go", "--goal", "bench", "--tasks", str(tasks_toml), "--target", "main",
             "--parallel", str(PARALLEL), "--id", RUN_ID, "--cycles", str(CYCLES)]
     timed = timed_process(argv, repo)
-    queue_s, rejected, queued, checks = read_run(repo)
+    queue_s, rejected, queued, checks, verifications, bisected = read_run(repo, keep)
     return Outcome(timed.wall_s, timed.cpu_s, queue_s, git(repo, "rev-parse", "main^{tree}"), rejected, queued,
-                   checks)
+                   checks, verifications, bisected)
 
 
 def measure(folder: Path, rounds: int) -> dict[str, list[Outcome]]:
@@ -209,7 +266,8 @@ def measure(folder: Path, rounds: int) -> dict[str, list[Outcome]]:
     sides: dict[str, list[Outcome]] = {name: [] for name in SIDES}
     for i in range(rounds):
         for name in (list(SIDES) if i % 2 == 0 else list(SIDES)[::-1]):
-            outcome = run_go(folder, tasks_toml, SIDES[name])
+            keep = KEPT / f"{name.replace(', ', '-').replace(' = ', '')}-{i + 1}.json"
+            outcome = run_go(folder, tasks_toml, SIDES[name], keep)
             sides[name].append(outcome)
             log(f"queue: {name} round {i + 1}: queue {outcome.queue_s:.1f} s, go {outcome.wall_s:.1f} s, "
                 f"CPU {outcome.cpu_s:.1f} s; queued {' '.join(t.split('.')[-1] for t in outcome.queued)}; "
@@ -231,9 +289,15 @@ def describe(o: Outcome) -> str:
         wait = "?" if c.launched is None else f"{c.launched - c.requested:.1f}"
         run = "?" if c.running is None else f"{c.running:.1f}"
         return f"{c.boundary.removeprefix('integration-')} at {c.requested:.1f} (wait {wait}, run {run}) {c.result}"
+    def span(v: Verification) -> str:
+        steps = f"{v.first}" if v.first == v.last else f"{v.first}..{v.last}"
+        end = "?" if v.ended is None else f"{v.ended:.1f}"
+        return f"{steps} {v.started:.1f}-{end} {v.verdict}"
     return (f"{len(o.integration_checks)} integration check runs, at most {o.in_flight()} at once (of all "
             f"{len(o.checks)} check runs, at most {o.in_flight(False)}): "
-            + ", ".join(one(c) for c in o.integration_checks))
+            + ", ".join(one(c) for c in o.integration_checks)
+            + f"; {len(o.verifications)} verifications, at most {o.verifying()} in flight, {o.batches} of more "
+              f"than one step, {o.bisected} failed and bisected: " + ", ".join(span(v) for v in o.verifications))
 
 
 def run(quick: bool) -> list[Row]:
@@ -251,29 +315,53 @@ def run(quick: bool) -> list[Row]:
     cpu = {name: median([o.cpu_s for o in runs]) for name, runs in sides.items()}
     checks = {name: median([len(o.integration_checks) for o in runs]) for name, runs in sides.items()}
     overlap = {name: max(o.in_flight() for o in runs) for name, runs in sides.items()}
+    verifying = {name: max(o.verifying() for o in runs) for name, runs in sides.items()}
+    batches = {name: sum(o.batches for o in runs) for name, runs in sides.items()}
+    bisected = {name: sum(o.bisected for o in runs) for name, runs in sides.items()}
     each = {name: median([c.seconds for o in runs for c in o.integration_checks if c.seconds is not None])
             for name, runs in sides.items()}
     running = {name: median([c.running for o in runs for c in o.integration_checks if c.running is not None])
                for name, runs in sides.items()}
     ratio = q["defaults"] / q["serial"]
     log(f"queue: queue time {q['defaults']:.1f} s with the defaults vs {q['serial']:.1f} s serial ({ratio:.2f}x); "
-        f"at the start {at_start}, at the end {at_end}")
+        f"with [run] checks = 4 {q['checks = 4']:.1f} s vs {q['serial, checks = 4']:.1f} s serial; "
+        f"at the start {at_start}, at the end {at_end}; ledgers in {KEPT}")
+    for name in sides:
+        log(f"queue: {name}: queue {' '.join(f'{o.queue_s:.1f}' for o in sides[name])} s; "
+            f"queue check runs {' '.join(str(len(o.integration_checks)) for o in sides[name])}; "
+            f"verifications in flight at most {' '.join(str(o.verifying()) for o in sides[name])}; "
+            f"batches {' '.join(str(o.batches) for o in sides[name])}; "
+            f"failed and bisected {' '.join(str(o.bisected) for o in sides[name])}")
     what = (f"{TASKS} tasks, 'docket go --parallel {PARALLEL}', a required check of {SLEEP_S} s, task {RENAMER} "
             f"breaks it merged after task {CALLER}")
+
+    def counts(name: str) -> str:
+        return (f"{checks[name]:g} queue check runs (median), at most {verifying[name]} verifications in flight and "
+                f"{overlap[name]} queue checks running at once; in {rounds} runs {batches[name]} batches, "
+                f"{bisected[name]} failed and bisected")
+
+    wide, wide_serial = q["checks = 4"], q["serial, checks = 4"]
     return [
         Row("queue", f"merge queue time (first step queued to RunCompleted), {what}; speculate = 1, batch = 1, "
-                     f"median of {rounds}", q["serial"], "s"),
-        Row("queue", "the same run with the defaults (same final tree, the breaking task rejected in both: checked)",
-            q["defaults"], "s", ratio=ratio, goal=f"<= {GOAL}x", passed=ratio <= GOAL),
+                     f"median of {rounds}; {counts('serial')}", q["serial"], "s"),
+        Row("queue", f"the same run with the defaults (same final tree, the breaking task rejected in every run: "
+                     f"checked); {counts('defaults')}", q["defaults"], "s", ratio=ratio, goal=f"<= {GOAL}x",
+            passed=ratio <= GOAL),
         Row("queue", f"(information) 'docket go' whole process, defaults vs serial ({wall['serial']:.1f} s)",
             wall["defaults"], "s", ratio=wall["defaults"] / wall["serial"]),
         Row("queue", f"(information) CPU (user + system) of 'docket go' and its children, defaults vs serial "
                      f"({cpu['serial']:.1f} s)", cpu["defaults"], "s", ratio=cpu["defaults"] / cpu["serial"]),
-        Row("queue", f"(information) integration check runs, defaults vs serial ({checks['serial']:g}); at most "
-                     f"{overlap['defaults']} at once with the defaults, {overlap['serial']} serial; from request to result "
-                     f"each took {each['defaults']:.1f} s with the defaults, {each['serial']:.1f} s serial, of which "
-                     f"running {running['defaults']:.1f} s and {running['serial']:.1f} s (medians)",
+        Row("queue", f"(information) the queue's check runs from request to result, medians: {each['defaults']:.1f} s "
+                     f"with the defaults, {each['serial']:.1f} s serial, of which running {running['defaults']:.1f} s "
+                     f"and {running['serial']:.1f} s; queue check runs, defaults vs serial ({checks['serial']:g})",
             checks["defaults"], "runs", ratio=checks["defaults"] / checks["serial"]),
+        Row("queue", f"(information, not the goal's settings) [run] checks = 4 and speculate = 1, batch = 1: queue "
+                     f"time; {counts('serial, checks = 4')}; go {wall['serial, checks = 4']:.1f} s, CPU "
+                     f"{cpu['serial, checks = 4']:.1f} s", wide_serial, "s", ratio=wide_serial / q["serial"]),
+        Row("queue", f"(information, not the goal's settings) [run] checks = 4 (so speculate = 4, batch = 4): queue "
+                     f"time vs speculate = 1 at 4 slots ({wide / wide_serial:.2f}x); {counts('checks = 4')}; go "
+                     f"{wall['checks = 4']:.1f} s, CPU {cpu['checks = 4']:.1f} s; ratio: vs the serial side",
+            wide, "s", ratio=wide / q["serial"]),
         Row("queue", f"(information) the machine: at the start {at_start}; at the end {at_end}", load_at_start,
             "load"),
     ]
