@@ -36,6 +36,7 @@ guard = time.monotonic() + 30
 while started() < peers and time.monotonic() < guard:
     time.sleep(0.05)
 time.sleep(1)
+Path("junit.xml").write_text('<testsuite tests="1"><testcase classname="t" name="ok"/></testsuite>')
 note("end")
 '''
 
@@ -43,13 +44,13 @@ TASKS = "".join(f'[[tasks]]\nid = "{n}"\ntitle = "file {n}"\nprompt = "write {n}
                 for n in ("a", "b", "c"))
 
 
-def timed_world(tmp_path: Path, peers: int):  # noqa: ANN201
+def timed_world(tmp_path: Path, peers: int, judge: str = "exit"):  # noqa: ANN201
     shared = tmp_path / "shared"
     shared.mkdir()
     script = shared / "timed_check.py"
     script.write_text(TIMED_CHECK)
     check = (f'\n[checks.timed]\ncommand = {json.dumps([sys.executable, str(script), str(shared), str(peers)])}\n'
-             f'timeout = "5m"\nwrite = ["{shared}"]\n')  # its sandbox lets it note its times there
+             f'timeout = "5m"\nwrite = ["{shared}"]\njudge = "{judge}"\njunit = "junit.xml"\n')  # its sandbox lets it note its times there
     return make_go_world(tmp_path, target="trunk", tasks=TASKS, extra_config=check), shared / "intervals.log"
 
 
@@ -76,6 +77,19 @@ def test_checks_1_runs_the_checks_one_at_a_time(tmp_path: Path):
     spans = intervals(log)
     assert len(spans) >= 3, spans  # each task's candidate, and the queue's verifications
     assert overlapping(spans) == [], spans  # never two at once
+
+
+def test_checks_1_counts_the_bases_check_with_the_others(tmp_path: Path):
+    """A check judged relative to the base runs on the base too: that run takes a slot like any other."""
+    world, log = timed_world(tmp_path, peers=1, judge="relative-to-base")
+
+    done = world.go("r1", "--target", "trunk", "--checks", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    checked = [e["payload"]["binding_id"] for e in world.events("CheckRequested")]
+    pinned = {e["payload"]["binding_id"]: e["payload"]["boundary"] for e in world.events("CandidatePinRequested")}
+    assert "base" in {pinned.get(b) for b in checked}, pinned  # the base's check ran, under the pool
+    spans = intervals(log)
+    assert len(spans) >= 4 and overlapping(spans) == [], spans
 
 
 def test_checks_3_lets_checks_run_together(tmp_path: Path):
