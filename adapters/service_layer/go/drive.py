@@ -4,7 +4,8 @@ Everything it decides is read back from the ledger, so a fresh process (``--resu
 ``docket supervise``) takes up exactly where a killed one stopped:
 
 - The main loop starts a task's work when what it depends on passed, at most
-  ``parallel`` at once, and watches the run: paused (its agents are stopped and
+  ``parallel`` agents at once (go/agent_places.py: a task being judged holds no place; checks have their own
+  slots, --checks), and watches the run: paused (its agents are stopped and
   relaunched on resume), aborted, or out of budget (RunBudgetExhausted: its time; RunUsageExhausted: the cost or
   tokens its agents reported reached its max_cost or max_tokens).
 - A task's work (go_task.py) runs in its own thread with its own ledger connection: launch
@@ -44,6 +45,7 @@ from ..merge_queue.speculation import Speculation
 from .session import RunDriver, Session
 from .settings import GoSettings
 from .judging import held_for_a_person
+from .agent_places import AgentPlace, AgentPlaces
 from .task import finish_task, queued_tasks, task_worker_id, work_on
 from ..use_cases.leases import driver_resource
 from ..use_cases.runs import load_run
@@ -118,6 +120,10 @@ def _drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrup
         if token is None:
             return
         recover(driver, run_id)
+        # --parallel's places (the plan's, read after recovery): an agent holds one until it has ended, not while
+        # its generation is judged; a place given back wakes the loop, which may start a task
+        plan = load_run(s.ledger, run_id).plan
+        agents = AgentPlaces(parallel or (plan.parallel if plan is not None else 1), freed=changed.set)
         if not settings.approval:
             integrating.set()
             integrator = threading.Thread(target=_integrate_while_working,
@@ -145,9 +151,8 @@ def _drive_run(driver: RunDriver, settings: GoSettings, run_id: str, *, interrup
                 break
             if errors:
                 raise errors[0]
-            if run.status == "active" and not _start_work(open_session, settings, s, run, threads, errors,
-                                                          parallel or _plan_of(run).parallel, interrupted,
-                                                          (changed, queue_changed), finished):
+            if run.status == "active" and not _start_work(open_session, settings, s, run, threads, errors, agents,
+                                                          interrupted, (changed, queue_changed), finished):
                 if not threads and not _awaiting_decisions(s, run_id):
                     break
             on_tick()
@@ -230,11 +235,6 @@ def _integrate_while_working(open_session: Callable[[], Session], settings: GoSe
     finally:
         changed.set()
         s.close()
-
-
-def _plan_of(run: run_aggregate.Run) -> run_aggregate.Plan:
-    assert run.plan is not None, f"run {run.run_id} has no plan"  # go plans a run before it drives its work
-    return run.plan
 
 
 def _queue_may_grow(s: Session, run_id: str) -> bool:
@@ -348,13 +348,19 @@ def _release_driver(s: Session, run_id: str, token: int) -> None:
 
 
 def _start_work(open_session: Callable[[], Session], settings: GoSettings, s: Session, run: run_aggregate.Run,
-                threads: dict[str, threading.Thread], errors: list[BaseException], parallel: int,
+                threads: dict[str, threading.Thread], errors: list[BaseException], agents: AgentPlaces,
                 interrupted: threading.Event, wakes: tuple[threading.Event, ...], finished: dict[str, str]) -> bool:
     """Start the work each ready task may start; whether any task is still unfinished.
+
+    A task starts with one of ``agents``' places (--parallel's), taken here for it: its agent holds it until it has
+    ended, not while the generation is judged, so the next task starts meanwhile. None starts while a started task
+    waits for a place to relaunch its agent (that one comes first), nor once as many tasks have a thread as there
+    are agents' places and check slots together: more would only wait for a check slot.
 
     ``finished`` keeps the results already read (a finished task stays finished), so a pass reads only the tasks
     that may start now, and stops reading once every slot is taken."""
     assert run.plan is not None
+    most_threads = agents.places + settings.check_slots
     unfinished = False
     queued = queued_tasks(s, run.run_id)
     for task_id, depends_on in run.plan.tasks:
@@ -366,8 +372,8 @@ def _start_work(open_session: Callable[[], Session], settings: GoSettings, s: Se
         if held_for_a_person(s, run.run_id, task_id):  # nor does one whose candidate waits for a person's approval
             unfinished = True
             continue
-        if len(threads) >= parallel:
-            return True  # no slot: the rest waits for the next pass
+        if len(threads) >= most_threads or agents.waiting:
+            return True  # no place for an agent: the rest waits for the next pass
         result = load_task(s.ledger, task_id).result
         if result is not None:
             finished[task_id] = result
@@ -380,11 +386,18 @@ def _start_work(open_session: Callable[[], Session], settings: GoSettings, s: Se
             continue
         if None in results:
             continue
+        place = agents.try_take()
+        if place is None:
+            return True  # every place is taken by an agent: the rest waits for one to end
         thread = threading.Thread(target=_guarded, args=(open_session, settings, run.run_id, task_id, errors,
-                                                         interrupted, wakes),
+                                                         interrupted, wakes, agents, place),
                                   name=f"docket-task-{task_id}", daemon=True)
         threads[task_id] = thread
-        thread.start()
+        try:
+            thread.start()
+        except BaseException:
+            place.release()
+            raise
     return unfinished
 
 
@@ -418,9 +431,10 @@ def _stop_workers(s: Session, threads: Mapping[str, threading.Thread]) -> None:
 
 
 def _guarded(open_session: Callable[[], Session], settings: GoSettings, run_id: str, task_id: str,
-             errors: list[BaseException], interrupted: threading.Event, wakes: tuple[threading.Event, ...]) -> None:
+             errors: list[BaseException], interrupted: threading.Event, wakes: tuple[threading.Event, ...],
+             agents: AgentPlaces, place: AgentPlace) -> None:
     try:
-        work_on(open_session, settings, run_id, task_id, interrupted)
+        work_on(open_session, settings, run_id, task_id, interrupted, agents=agents, place=place)
     except BaseException as e:  # the main loop re-raises it: a bug must not pass for a finished task
         errors.append(e)
     finally:

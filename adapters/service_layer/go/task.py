@@ -22,6 +22,7 @@ from .session import Session
 from .settings import GoSettings
 from ..use_cases.runs import load_run
 from ..use_cases.tasks import load_task
+from .agent_places import AgentPlace, AgentPlaces, _Holder
 from .judging import RETRY_SECONDS, _HeldForAPerson, _judge, finish_task, task_worker_id
 
 __all__ = ["finish_task", "judgeable", "queued_tasks", "task_worker_id", "work_on"]
@@ -42,12 +43,22 @@ def judgeable(worker: worker_aggregate.Worker) -> bool:
 
 
 def work_on(open_session: Callable[[], Session], settings: GoSettings, run_id: str, task_id: str,
-            interrupted: threading.Event | None = None) -> None:
+            interrupted: threading.Event | None = None, *, agents: AgentPlaces | None = None,
+            place: AgentPlace | None = None) -> None:
     """Attempt the task, generation after generation, until it finishes, its run is no longer active, it waits for a
-    person, or this supervisor is interrupted."""
-    s = open_session()
+    person, or this supervisor is interrupted.
+
+    With ``agents`` (--parallel's places), each generation holds a place from before it is launched until its agent
+    has ended, and none while it is judged; ``place``: one already taken for the task (given back however this
+    ends). Without, nothing waits."""
+    holder = _Holder(agents, place)
     try:
-        _work_on(s, settings, run_id, task_id, interrupted)
+        s = open_session()
+    except BaseException:
+        holder.release()
+        raise
+    try:
+        _work_on(s, settings, run_id, task_id, interrupted, holder)
     except _HeldForAPerson:
         return
     except CheckInterrupted:
@@ -55,11 +66,12 @@ def work_on(open_session: Callable[[], Session], settings: GoSettings, run_id: s
             raise
         return  # its check was stopped and recorded as interrupted: the generation is judged again on resume
     finally:
+        holder.release()
         s.close()
 
 
 def _work_on(s: Session, settings: GoSettings, run_id: str, task_id: str,
-             interrupted: threading.Event | None) -> None:
+             interrupted: threading.Event | None, holder: _Holder) -> None:
     while interrupted is None or not interrupted.is_set():
         run = load_run(s.ledger, run_id)
         task = load_task(s.ledger, task_id)
@@ -72,11 +84,14 @@ def _work_on(s: Session, settings: GoSettings, run_id: str, task_id: str,
         if worker is not None and worker.status in ("launching", "running"):
             return  # a generation another docket process supervises, or one reconcile has not settled
         if worker is not None and worker.status == "exited" and not task.judged(worker.generation) \
-                and task_id not in queued_tasks(s, run_id, worker.generation) and _ended_asking(s, task, worker):
+                and task_id not in queued_tasks(s, run_id, worker.generation) \
+                and _ended_asking(s, task, worker, waiting=holder.release):
+            holder.release()  # no agent of the task runs while its questions wait
             continue  # however it ended (by itself, stopped, its docket gone), its questions come first
         if worker is not None and judgeable(worker) and not task.judged(worker.generation):
             if task_id in queued_tasks(s, run_id, worker.generation):
                 return  # its step is the integrator's: it finishes the task, or drops it and the task goes on
+            holder.release()
             _judge(s, settings, run, task, worker)
             continue
         if len(task.feedback) >= run.plan.cycles:
@@ -84,8 +99,14 @@ def _work_on(s: Session, settings: GoSettings, run_id: str, task_id: str,
             finish_task(s, task_id, "failed", None, last.code if last else "no-cycles",
                         f"{len(task.feedback)} cycle(s) spent; the last: {last.feedback if last else 'none'}")
             return
-        if not _attempt(s, settings, run, task):
-            return
+        if holder.needs_place:
+            holder.take(interrupted)  # waited for (a second at most, or until interrupted)
+            continue  # the run and the task read again, a place held or not: what the wait changed is seen
+        try:
+            if not _attempt(s, settings, run, task):
+                return
+        finally:
+            holder.release()  # its agent has ended (supervise returned), or was never launched: before it is judged
 
 
 def _taken_over(s: Session, task: task_aggregate.Task, worker: worker_aggregate.Worker | None) -> bool:
@@ -101,11 +122,12 @@ def _taken_over(s: Session, task: task_aggregate.Task, worker: worker_aggregate.
     return take_over(s.ledger, s.clock, here, task.task_id, task_worker_id(task.task_id), unjudged=unjudged)
 
 
-def _ended_asking(s: Session, task: task_aggregate.Task, worker: worker_aggregate.Worker) -> bool:
+def _ended_asking(s: Session, task: task_aggregate.Task, worker: worker_aggregate.Worker, *,
+                  waiting: Callable[[], object] = lambda: None) -> bool:
     """Whether the generation ended with questions whose answers never reached it (unanswered yet, or answered
     after it could no longer be told), and so is not judged: it waits for them (awaiting input; their deadlines apply
     meanwhile), then the next generation goes on with the answers (TaskAnswered, no cycle spent). A question that
-    expired at its deadline, its policy to fail, fails the task."""
+    expired at its deadline, its policy to fail, fails the task. ``waiting`` is called before it waits for them."""
     from ..use_cases.requests import apply_deadlines, questions_of
 
     questions = questions_of(s.ledger, worker.worker_id, worker.generation)
@@ -122,6 +144,7 @@ def _ended_asking(s: Session, task: task_aggregate.Task, worker: worker_aggregat
     if any(q.status == "open" for q in unanswered):
         if apply_deadlines(s.ledger, s.clock, [q.key for q in unanswered if q.status == "open"]):
             return True
+        waiting()
         time.sleep(ANSWER_POLL_SECONDS)
         return True
     note = task_aggregate.answer_note([(q.question or "", q.answer or "", q.answered_by or "") for q in unanswered])
