@@ -123,7 +123,7 @@ def test_two_candidates_that_conflict_stop_the_queue_with_nothing_moved(docket):
     assert (conflict["step"], conflict["task_id"], conflict["paths"], conflict["reason"]) == (
         2, "t2", ["same.txt"], "conflicted")
     (prepared,) = payloads(docket, "IntegrationPrepared.v1")
-    assert prepared["overlaps"] == [{"first_task": "t1", "second_task": "t2", "paths": ["same.txt"]}]
+    assert prepared["overlaps"] == [{"first_task": "t1", "second_task": "t2", "paths": ["same.txt"], "whole_files": []}]
     assert tip(docket) == expected and merges_on(docket, expected) == []
     assert payloads(docket, "IntegrationTargetRequested.v1") == []
     again = docket("integrate", RUN, "--json", check=False)  # stopped for good: the same answer, nothing new

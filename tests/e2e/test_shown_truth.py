@@ -34,7 +34,7 @@ def test_a_conflict_names_the_task_its_paths_and_the_overlap_warned_at_prepare_a
     doc = docket("status", RUN, "--json").json()
     assert doc["attention"] == ["task t2 not delivered: conflicted in same.txt; t1 changed the same paths"]
     assert [s["delivered"] for s in doc["integration_steps"]] == [False, False]
-    assert doc["integration"]["overlaps"] == [{"first_task": "t1", "second_task": "t2", "paths": ["same.txt"]}]
+    assert doc["integration"]["overlaps"] == [{"first_task": "t1", "second_task": "t2", "paths": ["same.txt"], "whole_files": []}]
 
     assert states(docket) == {"t1": "merged (target not moved)", "t2": "conflicted"}
     board = docket("watch", RUN, "--once").stdout

@@ -40,7 +40,6 @@ from ....domain.merge_queue import target_move
 from ....domain import events as ev
 from ....domain.kernel.codes import Code
 from ....domain.kernel.errors import DependenciesUnsettled, OutcomeUnknown, Refused, TargetCheckedOut
-from ....domain.merge_queue.merges import changed_paths_overlap
 from .foreseen import foreseen_overlaps, predicted_conflicts, would_queue
 from ....domain.run import require_open
 from ...world import faults
@@ -419,9 +418,13 @@ def _prepare(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, 
     steps = [_step_of(c) for c in picked]
     expected = target.commit if target else run.base_commit
     assert expected is not None  # the target was found (_require_target), else the run's base is pinned
-    overlaps = [ev.PathOverlapWarning(first_task=picked[o.first].task_id, second_task=picked[o.second].task_id,
-                                      paths=list(o.paths[:1000]))
-                for o in changed_paths_overlap([c.changed_paths for c in picked])][:1000]
+    overlaps: list[ev.PathOverlapWarning] = []  # where two steps' changes meet, line by line (foreseen.py)
+    for n, chosen_one in enumerate(picked):
+        assert repository is not None and chosen_one.commit is not None
+        earlier = [(c.task_id, c.commit, c.changed_paths) for c in picked[:n] if c.commit is not None]
+        overlaps += foreseen_overlaps(effector.ports.merges, repository, chosen_one.task_id, chosen_one.commit,
+                                      chosen_one.changed_paths, earlier)
+    overlaps = overlaps[:1000]
 
     def decision(now: str) -> list[ev.Event]:
         return integration_aggregate.prepare(
