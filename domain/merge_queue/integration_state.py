@@ -38,7 +38,8 @@ class StepState:
     generation: int
     status: StepStatus = "waiting"
     intent_id: str | None = None  # the pending step intent
-    head: str | None = None  # the integration head it merges into
+    head: str | None = None  # what the integration ref named when it was asked to move (its compare-and-swap)
+    merged_onto: str | None = None  # the commit its merge was computed on (the verified head, or the open batch's tip)
     merge_commit: str | None = None
     tree: str | None = None
     merge: str | None = None  # merged | already-merged
@@ -58,7 +59,7 @@ class Verification:
     first: int
     last: int
     binding_id: str
-    head: str  # what its first step merged onto
+    head: str  # what its first step's merge was computed on
     assumed: tuple[int, ...]
     status: Literal["running", "decided", "cancelled"] = "running"
 
@@ -105,6 +106,8 @@ class Integration:
     rebased_after: int = 0  # the steps numbered up to this one were verified before the last IntegrationRequeued
     delivered_through: int = 0  # rolling: the last step whose merge a target move delivered
     failing: int | None = None  # [integration] batch: the first step of the open batch whose merge is known to fail
+    failed_check: tuple[str, str, str, str] | None = None  # the check run that failed on step failing's merge:
+    # (verification binding, check, check id, code)
     verifications: tuple[Verification, ...] = ()  # [integration] speculate: each started, in order
 
     @property
@@ -193,6 +196,13 @@ class Integration:
             return tuple(s for s in batch if running.first <= s.step <= running.last)
         return batch if batch_size is None else batch[:batch_size]
 
+    def known_to_fail(self, probe: Sequence[StepState]) -> tuple[str, str, str, str] | None:
+        """The check run that already failed on the probe's merge, when the probe is the failing step alone (its
+        merge ended the batch check that failed): its verdict needs no check run again."""
+        if self.failing is None or [s.step for s in probe] != [self.failing]:
+            return None
+        return self.failed_check
+
     def running(self) -> tuple[Verification, ...]:
         """[integration] speculate: the verifications started and neither decided nor cancelled, in order."""
         return tuple(v for v in self.verifications if v.status == "running")
@@ -265,7 +275,8 @@ def apply(integration: Integration | None, event: ev.Event, position: int) -> In
         return replace(integration, closed=True)
     if isinstance(event, ev.IntegrationStepRequested):
         return _with_step(integration, event.step, status="merging", intent_id=event.intent_id, head=event.head,
-                          merge_commit=event.merge_commit, tree=event.tree, merge=event.merge)
+                          merged_onto=event.merged_onto or event.head, merge_commit=event.merge_commit,
+                          tree=event.tree, merge=event.merge)
     if isinstance(event, ev.IntegrationStepMerged):
         return _with_step(integration, event.step, status="merged", intent_id=None, merge_commit=event.merge_commit,
                           tree=event.tree)
@@ -283,7 +294,7 @@ def apply(integration: Integration | None, event: ev.Event, position: int) -> In
         return replace(_with_step(integration, event.step, status="rejected",
                                   verification_binding=event.verification_binding, code=event.code,
                                   message=event.message, base=integration.head()),
-                       failing=None)  # the step that breaks its batch is found: the bisection is over
+                       failing=None, failed_check=None)  # the step that breaks its batch is found: bisected
     if isinstance(event, ev.IntegrationBatchVerified):
         steps = tuple(replace(s, status="verified", verification_binding=event.verification_binding,
                               batch=(event.first_step, event.last_step))
@@ -292,8 +303,10 @@ def apply(integration: Integration | None, event: ev.Event, position: int) -> In
         return _decided(replace(integration, steps=steps), event.verification_binding)
     if isinstance(event, ev.IntegrationBatchFailed):
         integration = _decided(integration, event.verification_binding)
-        failing = event.last_step if integration.failing is None else min(integration.failing, event.last_step)
-        return replace(integration, failing=failing)
+        if integration.failing is not None and integration.failing <= event.last_step:
+            return integration
+        return replace(integration, failing=event.last_step,
+                       failed_check=(event.verification_binding, event.check, event.check_id, event.code))
     if isinstance(event, ev.IntegrationBatchRequeued):
         return _batch_requeued(integration, event)
     if isinstance(event, ev.IntegrationVerificationStarted):
@@ -341,14 +354,14 @@ def _requeued(integration: Integration, event: ev.IntegrationRequeued) -> Integr
     """The steps that had not reached the target, settled as requeued and queued again from the moved target."""
     return replace(integration, steps=_queued_again(integration.steps, event.requeued, event.first_step),
                    target=None, target_intent=None, target_code=None, target_found=None, target_at=event.onto,
-                   requeues=event.round, onto=event.onto, failing=None,
+                   requeues=event.round, onto=event.onto, failing=None, failed_check=None,
                    rebased_after=max(event.requeued, default=integration.rebased_after))
 
 
 def _batch_requeued(integration: Integration, event: ev.IntegrationBatchRequeued) -> Integration:
     """The steps merged after a batch's rejected step, settled as requeued and queued again onto the head."""
     return replace(integration, steps=_queued_again(integration.steps, event.requeued, event.first_step),
-                   failing=None)
+                   failing=None, failed_check=None)
 
 
 def _queued_again(steps: tuple[StepState, ...], requeued: Sequence[int], first_step: int) -> tuple[StepState, ...]:

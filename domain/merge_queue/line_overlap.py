@@ -3,9 +3,11 @@ range by range. Pure; the hunks are read from git by adapters/world/git/line_cha
 ``changed_lines``).
 
 A hunk is the half-open range ``(start, end)`` of base lines (0-based) that one side replaced; an insertion
-replaces none (``start == end``: lines put before base line ``start``). Two hunks touch when they overlap or are
-adjacent, as git's merge sees it: changes with at least one unchanged line between them merge cleanly, changes
-that meet do not (an insertion at a line another hunk begins or ends at touches it).
+replaces none (``start == end``: lines put before base line ``start``). Two hunks touch when fewer than NEAR
+unchanged base lines lie between them: git's merge needs one unchanged line between two changes, docket's is
+stricter where lines repeat (a blank line between two insertions can be aligned either way: a conflict), and a
+warning costs little, so they are compared with git's diff context of three lines (a trial on more-itertools:
+two insertions one blank line apart that docket's merge conflicted on were not warned of with no margin).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Hunk", "LineOverlap", "SideHunks", "hunks_touch", "line_overlap", "touching"]
+__all__ = ["NEAR", "Hunk", "LineOverlap", "SideHunks", "hunks_touch", "line_overlap", "touching"]
 
 Hunk = tuple[int, int]
 # one side's hunks in one path against the common base, in base order: () when that side left the path as the base
@@ -22,9 +24,12 @@ Hunk = tuple[int, int]
 SideHunks = tuple[Hunk, ...] | None
 
 
+NEAR = 3  # unchanged base lines between two hunks that still touch (git's diff context)
+
+
 def touching(one: Hunk, other: Hunk) -> bool:
-    """The two hunks overlap or are adjacent (no unchanged base line between them)."""
-    return one[0] <= other[1] and other[0] <= one[1]
+    """The two hunks overlap, or fewer than NEAR unchanged base lines lie between them."""
+    return one[0] < other[1] + NEAR and other[0] < one[1] + NEAR
 
 
 def hunks_touch(first: Sequence[Hunk], second: Sequence[Hunk]) -> bool:

@@ -9,7 +9,8 @@ assumed) while the ranges ahead are still being checked. Verdicts are recorded i
 at the head (``Integration.probe``), so a result that came early waits for the ones ahead and then stands as it
 is, with no check run again. A range whose steps, or steps it assumed, were dropped or queued again, or that was
 built on a batch known to fail, is cancelled (``stale``): what it covered is merged again onto the new head and
-checked there. While a failing batch is bisected, only its probe runs.
+checked there. While a failing batch is bisected, only its probe runs, and none once it is the failing step alone
+(the failed batch check ran on its merge: ``Integration.known_to_fail``).
 
 Pure: the service layer (adapters/service_layer/merge_queue/speculation.py) runs the checks and records these.
 """
@@ -52,6 +53,8 @@ def to_start(integration: Integration, *, batch: int, speculate: int) -> list[Ra
     running = integration.running()
     if integration.failing is not None:
         probe = integration.probe()
+        if integration.known_to_fail(probe):
+            return []  # the failing step alone, whose merge the failed batch check ran on: its verdict is known
         wanted = Range(probe[0].step, probe[-1].step)
         started = any(Range(v.first, v.last) == wanted for v in running)
         return [] if started else [wanted]
@@ -97,12 +100,13 @@ def start(integration: Integration, scope: Range, *, verification_binding: str, 
     if any(not (v.last < scope.first or v.first > scope.last) for v in integration.running()):
         return []
     first = integration.step(scope.first)
-    assert first.head is not None
+    head = first.merged_onto or first.head  # its merge's first parent (the ref may have named a rejected merge)
+    assert head is not None
     ahead = sorted(n for n in numbers if n < scope.first)
     return [next_event(ev.IntegrationVerificationStarted, stream_of(integration.run_id), integration.version, now,
                        run_id=integration.run_id, first_step=scope.first, last_step=scope.last,
                        tasks=[integration.step(n).task_id for n in range(scope.first, scope.last + 1)],
-                       head=first.head, merge_commit=merge_commit, tree=tree, assumed=ahead,
+                       head=head, merge_commit=merge_commit, tree=tree, assumed=ahead,
                        verification_binding=verification_binding)]
 
 

@@ -293,3 +293,26 @@ def test_a_step_that_conflicts_with_an_open_batch_waits_for_the_batch_check_and_
     assert conflict["position"] > [e["position"] for e in world.events("IntegrationBatchVerified")][0]
     assert subprocess.run(["git", "show", "main:same.txt"], cwd=world.repo, capture_output=True,
                           text=True).stdout == "y"
+
+
+def test_the_step_whose_merge_ended_a_failed_batch_is_rejected_on_that_check_run_not_a_new_one(tmp_path):
+    """Task 4 renames what task 2 calls: the batch 1..4 fails on step 4's merge, 1..2 and 3 pass, and step 4 alone
+    is rejected on the check run that already failed on its very merge (the more-itertools trial saw the same
+    tree checked again)."""
+    world = World(tmp_path, 4)
+    world.tasks = tasks_file(tmp_path / "tasks.toml", 4, CALLER, 4)
+    done = world.run(*world.go_args())
+    assert done.returncode == 0, done.stderr
+    assert ranges(world)[:4] == [(1, 4, "failed"), (1, 2, "passed"), (3, 3, "passed"), (4, 4, "failed")]
+    (failed,) = world.events("IntegrationBatchFailed")
+    (rejected,) = world.events("IntegrationStepRejected")
+    assert rejected["payload"]["verification_binding"] == failed["payload"]["verification_binding"]
+    assert rejected["payload"]["check_id"] == failed["payload"]["check_id"]
+    pins = {e["payload"]["binding_id"] for e in world.events("CandidatePinRequested")
+            if e["payload"]["boundary"] == "integration-4"}
+    assert pins == {failed["payload"]["verification_binding"]}  # step 4 was never pinned (nor checked) alone
+    keys = tmp_path / "k"
+    assert world.run("key", "generate", "--out", str(keys)).returncode == 0
+    assert world.run("export", RUN, "--key", f"{keys}.key", "--out", str(tmp_path / "r.jsonl")).returncode == 0
+    checked = world.run("verify-receipt", str(tmp_path / "r.jsonl"), "--key", f"{keys}.pub")
+    assert checked.returncode == 0, checked.stderr

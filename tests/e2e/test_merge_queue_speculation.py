@@ -154,11 +154,18 @@ def test_a_failing_entry_in_the_middle_of_eight_with_speculation_four(tmp_path, 
     verdict_bindings = {e["payload"]["verification_binding"] for e in world.events(
         "IntegrationStepVerified", "IntegrationStepRejected")}
     assert not verdict_bindings & {e["payload"]["verification_binding"] for e in cancelled}
-    # each started verification names the head it was built on and the entries it assumed
+    # each started verification names the head it was built on (its first step's merge's first parent, never a
+    # rejected merge the integration ref named) and the entries it assumed
+    merged = {m["payload"]["step"]: m["payload"]["merge_commit"] for m in world.events("IntegrationStepMerged")}
+    onto = {m["payload"]["step"]: m["payload"]["merged_onto"] for m in world.events("IntegrationStepRequested")}
+    rejected_merges = {merged[e["payload"]["step"]] for e in world.events("IntegrationStepRejected")}
+    given_up = {e["payload"]["verification_binding"] for e in cancelled}
     for e in world.events("IntegrationVerificationStarted"):
         p = e["payload"]
-        merged = {m["payload"]["step"]: m["payload"]["merge_commit"] for m in world.events("IntegrationStepMerged")}
         assert p["merge_commit"] == merged[p["last_step"]]
+        assert p["head"] == onto[p["first_step"]]
+        # built on a step later rejected: then it was cancelled
+        assert p["head"] not in rejected_merges or p["verification_binding"] in given_up
         assert all(n < p["first_step"] for n in p["assumed"])
     # the ones ahead landed as they passed: the target moved before the queue's end, in queue order
     moves = [e["payload"]["commit"] for e in world.events("IntegrationCompleted")]

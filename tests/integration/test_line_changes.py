@@ -81,3 +81,21 @@ def test_a_side_whose_history_holds_the_others_change_meets_nothing(repo: Path) 
 def test_unreadable_commits_leave_every_path_to_be_compared_whole(repo: Path) -> None:
     assert DulwichMerges().changed_lines(repo / ".git", "f" * 40, "e" * 40, ["a", "b"]) == {
         "a": (None, None), "b": (None, None)}
+
+
+def test_a_conflict_is_foreseen_with_the_steps_queued_ahead_and_not_merged_yet(repo: Path) -> None:
+    """The prediction at enqueue merges the candidate onto the predicted head: the integration tip with the steps
+    waiting ahead of it merged on top (one that conflicts there is left out, as the queue will drop it)."""
+    from docket.adapters.service_layer.merge_queue.foreseen import predicted_conflicts
+
+    base = _base(repo)
+    ahead = _branch(repo, base, "ahead", {"big.py": _edited(l30="line 30, ahead")})
+    clashing = _branch(repo, base, "clash", {"big.py": _edited(l30="line 30, clashing")})
+    elsewhere = _branch(repo, base, "elsewhere", {"big.py": _edited(l80="line 80, elsewhere")})
+    candidate = _branch(repo, base, "candidate", {"big.py": _edited(l30="line 30, candidate")})
+    merges = DulwichMerges()
+    assert predicted_conflicts(merges, repo, base, candidate) == []  # onto the tip alone: it merges
+    assert predicted_conflicts(merges, repo, base, candidate, [elsewhere]) == []
+    assert predicted_conflicts(merges, repo, base, candidate, [elsewhere, ahead]) == ["big.py"]
+    # the clashing step conflicts with the one ahead of it: left out of the predicted head, not a cause
+    assert predicted_conflicts(merges, repo, base, elsewhere, [ahead, clashing]) == []

@@ -90,6 +90,13 @@ class Queue:
         if not probe:
             return False
         head = self.state.running_at(probe[0].step)
+        known = self.state.known_to_fail(probe)
+        if head is None and known is not None:  # as the service layer: rejected on the failed batch's check
+            binding_id, check, check_id, code = known
+            self.record(integration.rejected(self.state, probe[0].step, verification_binding=binding_id, check=check,
+                                             check_id=check_id, code=code, message="failed", now=T0))
+            self.record(integration.requeue_after(self.state, probe[0].step, now=T0))
+            return True
         if head is None or not self.running.get(head.binding_id):
             return False
         first, last = probe[0], probe[-1]
@@ -259,3 +266,15 @@ def test_the_speculation_events_fold_from_their_json():
     assert fold([again], state) == fold([cancelled], state)
     assert again.because_of == 1 and "dropped (rejected)" in again.message  # the cause, not its own step requeued
     assert fold([cancelled], state).running() == ()
+
+
+def test_the_failing_step_alone_whose_merge_ended_the_failed_batch_is_rejected_without_a_check_again():
+    q = queue(6, 4, 2, both("t1", "t4")).drive()
+    assert [s.task_id for s in q.state.steps if s.status == "rejected"] == ["t4"]
+    # 1..4 failed on step 4's merge; 1..2 and 3 passed; 4 alone is known to fail: no check run of its own
+    assert (1, 4, "failed") in q.runs and (4, 4, "failed") not in q.runs and (4, 4, "passed") not in q.runs
+    assert rules.to_start(q.state, batch=4, speculate=2) == []
+    (rejected,) = [s for s in q.state.steps if s.status == "rejected"]
+    started = [(first, last) for first, last, _ in q.started]
+    assert (1, 4) in started and (4, 4) not in started  # never started alone
+    assert rejected.verification_binding is not None

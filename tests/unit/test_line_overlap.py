@@ -1,5 +1,6 @@
 """Which paths two candidates change in the same lines (domain/merge_queue/line_overlap.py): hunks are half-open
-ranges of base lines, an insertion empty; touching means overlapping or adjacent."""
+ranges of base lines, an insertion empty; touching means overlapping, or fewer than NEAR (3, git's diff context)
+unchanged base lines between them."""
 
 from __future__ import annotations
 
@@ -12,12 +13,16 @@ from docket.domain.merge_queue.line_overlap import LineOverlap, hunks_touch, lin
     ((2, 5), (3, 4), True),    # one inside the other
     ((2, 5), (4, 8), True),    # overlapping
     ((2, 5), (5, 7), True),    # adjacent: no unchanged line between
-    ((2, 5), (6, 7), False),   # one unchanged line (5) between: git merges them
+    ((2, 5), (6, 7), True),    # one unchanged line (5) between: git merges them, docket's merge may not
+    ((2, 5), (7, 8), True),    # two unchanged lines between
+    ((2, 5), (8, 9), False),   # three: git's diff context, apart
     ((5, 5), (5, 7), True),    # an insertion where the other begins
     ((7, 7), (5, 7), True),    # an insertion where the other ends
-    ((4, 4), (5, 7), False),   # an insertion a line before
+    ((4, 4), (5, 7), True),    # an insertion a line before
+    ((1, 1), (5, 7), False),   # an insertion four lines before
     ((3, 3), (3, 3), True),    # two insertions at the same place
-    ((3, 3), (4, 4), False),   # two insertions a line apart
+    ((3, 3), (4, 4), True),    # two insertions a (blank, say) line apart: the more-itertools trial's pair
+    ((3, 3), (6, 6), False),   # three lines apart
     ((0, 100), (99, 100), True),
 ])
 def test_two_hunks_touch_when_they_overlap_or_meet(one, other, touch) -> None:
@@ -27,10 +32,11 @@ def test_two_hunks_touch_when_they_overlap_or_meet(one, other, touch) -> None:
 
 @pytest.mark.parametrize(("first", "second", "touch"), [
     ([], [(1, 2)], False),
-    ([(0, 1), (10, 12), (40, 41)], [(3, 4), (20, 22), (50, 50)], False),   # interleaved, always apart
+    ([(0, 1), (10, 12), (40, 41)], [(4, 5), (20, 22), (50, 50)], False),   # interleaved, always apart
     ([(0, 1), (10, 12), (40, 41)], [(3, 4), (20, 22), (41, 41)], True),    # the last ones meet
     ([(30, 31)], [(0, 1), (5, 6), (30, 30)], True),                        # found past earlier hunks of the other
-    ([(0, 10)], [(12, 13)], False),
+    ([(0, 10)], [(13, 14)], False),
+    ([(0, 10)], [(12, 13)], True),
 ])
 def test_hunks_touch_when_any_pair_does(first, second, touch) -> None:
     assert hunks_touch(first, second) is touch

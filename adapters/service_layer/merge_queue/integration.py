@@ -212,6 +212,10 @@ def _advance_speculating(ledger: Ledger, clock: Clock, effector: EffectorPort, r
         speculation.resume(integration, required, **where)
         probe = integration.probe(batch)
         head = integration.running_at(probe[0].step) if probe else None
+        if head is None and probe and integration.known_to_fail(probe):  # rejected on the failed batch's check
+            _verify_step(ledger, clock, effector, integration, probe, required, batched=batch > 1,
+                         **where)  # type: ignore[arg-type]
+            continue
         if head is None:  # nothing merged waits for a verdict
             if _land(ledger, clock, effector, run_id, checked_out_target, move_target):
                 continue
@@ -286,7 +290,9 @@ def queue_task(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str
                   if s.status not in DROPPED and s.task_id != task_id}
         overlaps = foreseen_overlaps(effector.ports.merges, repository, task_id, candidate.commit,
                                      candidate.changed_paths, list(others.values()))
-        predicted = predicted_conflicts(effector.ports.merges, repository, integration.tip(), candidate.commit)
+        ahead = [s.commit for s in integration.steps if s.status in ("waiting", "merging")]
+        predicted = predicted_conflicts(effector.ports.merges, repository, integration.tip(), candidate.commit,
+                                        ahead)
 
     def decision(now: str) -> list[ev.Event]:
         current = load_integration(ledger, run_id)

@@ -282,31 +282,42 @@ def _verify_step(ledger: Ledger, clock: Clock, effector: EffectorPort, integrati
     step = probe[-1]
     assert step.tree is not None
     tree = step.tree
-    binding = pin_probe(ledger, clock, effector, integration, probe).binding_id
     first = probe[0]
-    wanted = {c.check for c in integration.required_checks}
-    passed, failing = check_probe(ledger, clock, effector, integration, probe, binding, required,
-                                  artifact_dir=artifact_dir, docket_dir=docket_dir, ledger_path=ledger_path)
-    if failing is not None:
-        spec, run = failing
+    known = integration.known_to_fail(probe)
+    result: str | None
+    detail: str | None
+    failing: tuple[CheckSpec, candidate_aggregate.CheckRun] | None = None
+    passed: list[ev.CheckBinding] = []
+    if known is not None:  # the failing batch's check ran on this very merge: rejected on that run, not run again
+        binding, check, check_id, code = known
+        result, detail = "failed", code
+    else:
+        binding = pin_probe(ledger, clock, effector, integration, probe).binding_id
+        wanted = {c.check for c in integration.required_checks}
+        passed, failing = check_probe(ledger, clock, effector, integration, probe, binding, required,
+                                      artifact_dir=artifact_dir, docket_dir=docket_dir, ledger_path=ledger_path)
+        if failing is not None:
+            spec, run = failing
+            check, check_id = spec.name, run.check_id
+            code, result, detail = run.result_code or run.result or "check-failed", run.result, run.result_code
+    if known is not None or failing is not None:
         faults.crash_point("integrate:before-rejected")
 
         def rejection(now: str) -> list[ev.Event]:
             current = load_integration(ledger, integration.run_id)
             assert current is not None
-            reason = run.result_code or run.result or "check-failed"
             if len(probe) > 1:
                 return integration_aggregate.batch_failed(
                     current, first.step, step.step, verification_binding=binding, tree=tree,
-                    check=spec.name, check_id=run.check_id, code=reason,
-                    message=(f"check {spec.name} {run.result} on the merge of steps {first.step}..{step.step} "
+                    check=check, check_id=check_id, code=code,
+                    message=(f"check {check} {result} on the merge of steps {first.step}..{step.step} "
                              f"(tasks {', '.join(s.task_id for s in probe)})"
-                             + (f": {run.result_code}" if run.result_code else "")), now=now)
-            message = (f"check {spec.name} {run.result} on the merge of step {step.step} (task {step.task_id})"
-                       + (f": {run.result_code}" if run.result_code else ""))
+                             + (f": {detail}" if detail else "")), now=now)
+            message = (f"check {check} {result} on the merge of step {step.step} (task {step.task_id})"
+                       + (f": {detail}" if detail else ""))
             dropped = integration_aggregate.rejected(
-                current, step.step, verification_binding=binding, check=spec.name, check_id=run.check_id,
-                code=reason, message=message, now=now)
+                current, step.step, verification_binding=binding, check=check, check_id=check_id,
+                code=code, message=message, now=now)
             if not dropped:
                 return []
             after = integration_aggregate.apply(current, dropped[0], 0)
