@@ -31,6 +31,7 @@ def test_every_crash_point_is_exercised_here():  # or in test_worker_crashes.py,
     from .test_inbox import INBOX_POINTS
     from .test_merge_queue import REPAIR_POINTS
     from .test_merge_queue_batch import BATCH_POINTS
+    from .test_merge_queue_speculation import SPECULATION_POINTS
     from .test_receipts import SEAL_POINTS
     from .test_integration_crashes import INTEGRATION_POINTS
     from .test_shared_remote import REMOTE_POINTS
@@ -38,7 +39,7 @@ def test_every_crash_point_is_exercised_here():  # or in test_worker_crashes.py,
 
     elsewhere = {point.split("@")[0] for point in WORKER_POINTS + CANDIDATE_POINTS + HANDOFF_POINTS
                  + INTEGRATION_POINTS + SEAL_POINTS + HOOK_POINTS + GO_POINTS + BASE_CHECK_POINTS + REPAIR_POINTS
-                 + REF_LOCK_POINTS + BATCH_POINTS + REMOTE_POINTS + INBOX_POINTS}
+                 + REF_LOCK_POINTS + BATCH_POINTS + REMOTE_POINTS + INBOX_POINTS + SPECULATION_POINTS}
     assert set(BASE_PIN_POINTS) | elsewhere == set(CRASH_POINTS)
 
 

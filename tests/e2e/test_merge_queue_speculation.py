@@ -274,8 +274,11 @@ def test_killed_at_random_moments_during_speculation_then_resumed_delivers_the_s
     assert_converged(world, reference)
 
 
+SPECULATION_POINTS = ["integrate:after-speculation-started", "integrate:before-rejected"]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("point", ["integrate:after-speculation-started", "integrate:before-rejected"])
+@pytest.mark.parametrize("point", SPECULATION_POINTS)
 def test_killed_at_a_point_of_a_speculation_then_resumed_delivers_the_same_tree(tmp_path, reference, point):
     """SIGKILLed at the first speculation recorded started (its checks not started), or as task 5's failing
     verdict was about to be recorded (the steps behind it merged and checked meanwhile): the resumed run starts a

@@ -47,7 +47,8 @@ class FakeMerges(FakeGitPort):
         repo = self.repositories.get(Path(repository))
         return sorted(t for t in tips if repo is None or t not in repo.objects)
 
-    def merge_candidate(self, repository: Path, head: str, candidate_commit: str, message: str) -> MergeResult:
+    def merge_candidate(self, repository: Path, head: str, candidate_commit: str, message: str, *,
+                        write: bool = True) -> MergeResult:
         """Merged, unless merge_conflicts names (head, candidate): its tree is a new tree named by both commits."""
         repo = self.repositories.get(Path(repository))
         if repo is None or not repo.readable:

@@ -84,8 +84,8 @@ def test_unreadable_commits_leave_every_path_to_be_compared_whole(repo: Path) ->
 
 
 def test_a_conflict_is_foreseen_with_the_steps_queued_ahead_and_not_merged_yet(repo: Path) -> None:
-    """The prediction at enqueue merges the candidate onto the predicted head: the integration tip with the steps
-    waiting ahead of it merged on top (one that conflicts there is left out, as the queue will drop it)."""
+    """The prediction at enqueue merges the candidate onto the integration tip and with each step waiting ahead of
+    it, computed and never written (git fsck finds nothing left behind)."""
     from docket.adapters.service_layer.merge_queue.foreseen import predicted_conflicts
 
     base = _base(repo)
@@ -97,5 +97,8 @@ def test_a_conflict_is_foreseen_with_the_steps_queued_ahead_and_not_merged_yet(r
     assert predicted_conflicts(merges, repo, base, candidate) == []  # onto the tip alone: it merges
     assert predicted_conflicts(merges, repo, base, candidate, [elsewhere]) == []
     assert predicted_conflicts(merges, repo, base, candidate, [elsewhere, ahead]) == ["big.py"]
-    # the clashing step conflicts with the one ahead of it: left out of the predicted head, not a cause
-    assert predicted_conflicts(merges, repo, base, elsewhere, [ahead, clashing]) == []
+    assert predicted_conflicts(merges, repo, base, elsewhere, [ahead, clashing]) == []  # elsewhere meets neither
+    objects = git(repo, "count-objects", "-v")
+    assert predicted_conflicts(merges, repo, ahead, elsewhere) == []  # a clean merge, foreseen: nothing written
+    assert git(repo, "count-objects", "-v") == objects
+    assert "dangling" not in git(repo, "fsck", "--no-progress", "--no-reflogs")

@@ -171,9 +171,11 @@ class MergePort(RepositoryPort, Protocol):
         unreadable. Never raises."""
         ...
 
-    def merge_candidate(self, repository: Path, head: str, candidate_commit: str, message: str) -> MergeResult:
+    def merge_candidate(self, repository: Path, head: str, candidate_commit: str, message: str, *,
+                        write: bool = True) -> MergeResult:
         """candidate_commit merged into head in the object store, no ref moved: merged (a deterministic two-parent
-        merge commit), already-merged, conflicted (paths; nothing written), unmergeable or unreadable. OSError only."""
+        merge commit; with write False, computed and not written: only whether it merges), already-merged,
+        conflicted (paths; nothing written), unmergeable or unreadable. OSError only."""
         ...
 
     def missing_objects(self, repository: Path, tips: Sequence[str], complete: Sequence[str]) -> list[str]:

@@ -46,17 +46,16 @@ def foreseen_overlaps(merges: MergePort, repository: Path, task_id: str, commit:
 
 def predicted_conflicts(merges: MergePort, repository: Path, tip: str, commit: str,
                         ahead: Sequence[str] = ()) -> list[str]:
-    """The paths the candidate conflicts on merged onto the predicted head: tip with the commits of the steps
-    queued ahead of it and not merged yet (ahead, in order) merged on top, each that merges (one that conflicts
-    there will be dropped), all computed in the object store (no ref moved, nothing recorded; a clean merge's
-    objects are written and left unreferenced); empty when it merges or cannot be read."""
-    head = tip
-    for other in ahead:
-        merged = merges.merge_candidate(repository, head, other, FORESEEN_MESSAGE)
-        if merged.state in ("merged", "already-merged") and merged.commit is not None:
-            head = merged.commit
-    result = merges.merge_candidate(repository, head, commit, FORESEEN_MESSAGE)
-    return list(result.conflicts[:_MAX]) if result.state == "conflicted" else []
+    """The paths the candidate conflicts on merged onto tip, or with a step queued ahead of it and not merged yet
+    (ahead: their commits; each merged with the candidate on its own, from their merge base), in that order; empty
+    when it merges with all of them or cannot be read. Merges computed, never written: nothing is left in the
+    object store."""
+    found: list[str] = []
+    for onto in (tip, *ahead):
+        result = merges.merge_candidate(repository, onto, commit, FORESEEN_MESSAGE, write=False)
+        if result.state == "conflicted":
+            found += [p for p in result.conflicts if p not in found]
+    return found[:_MAX]
 
 
 def would_queue(queued: Callable[[], list[ev.Event]]) -> bool:

@@ -118,7 +118,8 @@ def advance(ledger: Ledger, clock: Clock, effector: EffectorPort, run_id: str, *
     """
     required = [spec for spec in checks if spec.required]
     integration = load_integration(ledger, run_id)
-    if speculation is not None and speculation.speculate > 1 and integration is not None and integration.rolling:
+    if (speculation is not None and speculation.speculate > 1 and required and integration is not None
+            and integration.rolling):  # without a required check, a step's verdict needs nothing to run
         return _advance_speculating(ledger, clock, effector, run_id, required, speculation,
                                     where=dict(artifact_dir=artifact_dir, docket_dir=docket_dir,
                                                ledger_path=ledger_path),

@@ -30,8 +30,9 @@ class DulwichMerges(DulwichRepository):
                             candidate_commit: str) -> IntegrationObservation:
         return observe_integration(repository, ref, expected_parent, candidate_commit)
 
-    def merge_candidate(self, repository: Path, head: str, candidate_commit: str, message: str) -> MergeResult:
-        return merge_candidate(repository, head, candidate_commit, message)
+    def merge_candidate(self, repository: Path, head: str, candidate_commit: str, message: str, *,
+                        write: bool = True) -> MergeResult:
+        return merge_candidate(repository, head, candidate_commit, message, write=write)
 
     def advance_ref(self, repository: Path, ref: str, expected_old: str | None, new: str, *,
                     remerge: tuple[str, str, str] | None = None) -> None:

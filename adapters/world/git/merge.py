@@ -49,7 +49,8 @@ _BINARY_SNIFF = 8000
 _MAX_EDITS = 2000  # lines added plus removed in one file changed on both sides, beyond which it conflicts  # git's buffer_is_binary looks this far for a NUL byte
 
 
-def merge_candidate(repository: Path, head: str, candidate_commit: str, message: str) -> MergeResult:
+def merge_candidate(repository: Path, head: str, candidate_commit: str, message: str, *,
+                    write: bool = True) -> MergeResult:
     """Merge candidate_commit into head in the object store; no ref is moved.
 
     merged: a two-parent merge commit [head, candidate] of the merged tree, also
@@ -59,8 +60,10 @@ def merge_candidate(repository: Path, head: str, candidate_commit: str, message:
     parents' commit times, UTC, so the same inputs always give the same commit
     id (merging again after a crash writes nothing new). already-merged: the
     candidate is head or one of its ancestors; nothing is written. conflicted,
-    unmergeable: nothing is written (see MergeResult). Never raises for a state
-    of the world; OSError for real I/O failures while writing.
+    unmergeable: nothing is written (see MergeResult). With write False a clean
+    merge is computed and nothing written either (a merge foreseen, not made:
+    no object is left unreferenced). Never raises for a state of the world;
+    OSError for real I/O failures while writing.
     """
     from dulwich.errors import NotGitRepository
 
@@ -69,10 +72,10 @@ def merge_candidate(repository: Path, head: str, candidate_commit: str, message:
     except (NotGitRepository, OSError) as e:
         return MergeResult("unreadable", detail=f"cannot open repository {repository}: {e}")
     with repo:
-        return _merge(repo, head, candidate_commit, message)
+        return _merge(repo, head, candidate_commit, message, write)
 
 
-def _merge(repo, head: str, candidate: str, message: str) -> MergeResult:  # noqa: ANN001
+def _merge(repo, head: str, candidate: str, message: str, write: bool = True) -> MergeResult:  # noqa: ANN001
     from dulwich.objects import Commit, Tree
 
     ours, theirs = commit_of(repo, head), commit_of(repo, candidate)
@@ -103,7 +106,7 @@ def _merge(repo, head: str, candidate: str, message: str) -> MergeResult:  # noq
     commit.author_time = commit.commit_time = max(ours.commit_time, theirs.commit_time)
     commit.author_timezone = commit.commit_timezone = 0
     commit.message = message.encode("utf-8") if message.endswith("\n") else (message + "\n").encode("utf-8")
-    for obj in [*merge.written, commit]:  # the virtual merge base's own objects are not needed: none is stored
+    for obj in [*merge.written, commit] if write else []:  # the virtual merge base's own objects: none is stored
         add_object(repo.object_store, obj)
     return MergeResult("merged", commit=commit.id.decode("ascii"), tree=tree.decode("ascii"))
 
