@@ -203,13 +203,17 @@ def test_killed_at_random_instants_a_run_on_a_remote_converges(tmp_path):
     world, remote = _world_with_remote(tmp_path)
     base = git(world.repo, "rev-parse", "main")
     rng = random.Random(2026_12_03)
-    going = world.start("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", "r1", "--json")
+    first = ("go", "--goal", "greet by name", "--tasks", "tasks.toml", "--id", "r1", "--json")
+    going = world.start(*first)
     for _ in range(3):
         time.sleep(rng.uniform(0.2, 1.5))  # a run here takes about 3 s: each kill lands in it
         if going.poll() is None:
             going.kill()
         going.communicate(timeout=60)
-        going = world.start("go", "--resume", "r1", "--json")
+        # as a user does: killed before the run was opened, start it again; before its plan was recorded, resume it
+        # with its tasks (that finishes planning it)
+        opened = any(e["payload"]["run_id"] == "r1" for e in world.events("RunOpened"))
+        going = world.start(*(("go", "--resume", "r1", "--tasks", "tasks.toml", "--json") if opened else first))
     out, err = going.communicate(timeout=300)
     assert going.returncode == 0, err
     assert json.loads(out)["outcome"] == "delivered"
