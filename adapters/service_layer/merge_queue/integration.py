@@ -188,8 +188,8 @@ def _advance_speculating(ledger: Ledger, clock: Clock, effector: EffectorPort, r
         if target_move.moved_unrecorded(integration):
             rounds += settle_moved_target(ledger, clock, effector, run_id, rounds=rounds)
             continue
-        if speculation.cancel_stale(ledger, clock, run_id):
-            continue
+        if speculation_rules.stale(integration) and speculation.cancel_stale(ledger, clock, run_id):
+            continue  # (a decision, and its write transaction, only when the state read says one is stale)
         if integration.ended or integration.status == "open":
             return integration
         if integration.next_step() is None:
